@@ -1,0 +1,109 @@
+// Package apperr holds the one error type of appkb. Every layer returns it (or
+// wraps a foreign error in it); the HTTP layer renders it once as the
+// contract's error body {"code","message","status"}.
+package apperr
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Error codes used by the API. They are part of the wire contract: clients
+// branch on them, so they never change spelling.
+const (
+	CodeInvalidParam        = "invalid_param"
+	CodeBadRequest          = "bad_request"
+	CodeUnauthorized        = "unauthorized"
+	CodeForbidden           = "forbidden"
+	CodeNotFound            = "not_found"
+	CodeMethodNotAllowed    = "method_not_allowed"
+	CodeConflict            = "conflict"
+	CodeTooLarge            = "request_entity_too_large"
+	CodeUnsupportedFileType = "unsupported_file_type"
+	CodeInternal            = "internal_server_error"
+	CodeNotImplemented      = "not_implemented"
+	CodeAppUnavailable      = "app_unavailable"
+	CodeNotChatApp          = "not_chat_app"
+	CodeNotWorkflowApp      = "not_workflow_app"
+)
+
+// Error is an API-facing failure: an HTTP status, a stable code and a message
+// that is safe to show. Err, when set, is the underlying cause; it is logged
+// but never sent to the client.
+type Error struct {
+	Status  int    `json:"status"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Err     error  `json:"-"`
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s (%d): %s: %v", e.Code, e.Status, e.Message, e.Err)
+	}
+	return fmt.Sprintf("%s (%d): %s", e.Code, e.Status, e.Message)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// New builds an error with an explicit status and code.
+func New(status int, code, format string, args ...any) *Error {
+	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Wrap attaches a cause to a new API error.
+func Wrap(err error, status int, code, format string, args ...any) *Error {
+	e := New(status, code, format, args...)
+	e.Err = err
+	return e
+}
+
+// InvalidParam reports a request that breaks the API description or a domain rule on its input.
+func InvalidParam(format string, args ...any) *Error {
+	return New(http.StatusBadRequest, CodeInvalidParam, format, args...)
+}
+
+// NotFound reports a missing resource with the generic not_found code.
+func NotFound(format string, args ...any) *Error {
+	return New(http.StatusNotFound, CodeNotFound, format, args...)
+}
+
+// Unauthorized reports a missing or unusable API key.
+func Unauthorized(format string, args ...any) *Error {
+	return New(http.StatusUnauthorized, CodeUnauthorized, format, args...)
+}
+
+// Forbidden reports a valid key acting outside what it may touch.
+func Forbidden(format string, args ...any) *Error {
+	return New(http.StatusForbidden, CodeForbidden, format, args...)
+}
+
+// NotImplemented marks an operation that appkb does not serve yet.
+func NotImplemented(operation string) *Error {
+	return New(http.StatusNotImplemented, CodeNotImplemented, "%s is not implemented yet", operation)
+}
+
+// Internal wraps an unexpected failure. Its message is deliberately generic.
+func Internal(err error) *Error {
+	return Wrap(err, http.StatusInternalServerError, CodeInternal, "The server encountered an internal error.")
+}
+
+// From returns err as an *Error. Foreign errors become an internal error, so
+// that nothing but a generic message ever leaves the process.
+func From(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return Internal(err)
+}
+
+// Is reports whether err is an API error with the given code.
+func Is(err error, code string) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == code
+}

@@ -1,0 +1,51 @@
+package demo_test
+
+import (
+	"context"
+	"testing"
+
+	"appkb/apikeys"
+	"appkb/apps"
+	"appkb/db"
+	"appkb/demo"
+)
+
+func TestEnsureReusesTheAppAndRotatesItsKeys(t *testing.T) {
+	ctx := context.Background()
+	gdb := db.OpenTemp(t)
+	appStore, keyStore := apps.NewStore(gdb), apikeys.NewStore(gdb)
+
+	first, err := demo.Ensure(ctx, appStore, keyStore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := demo.Ensure(ctx, appStore, keyStore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.AppID != second.AppID {
+		t.Errorf("second start made another app: %s vs %s", first.AppID, second.AppID)
+	}
+	list, _ := appStore.List(ctx)
+	if len(list) != 1 {
+		t.Errorf("%d apps, want 1", len(list))
+	}
+	tests := []struct {
+		name    string
+		key     string
+		wantErr bool
+	}{
+		{"old app key is revoked", first.AppKey, true},
+		{"old knowledge key is revoked", first.KnowledgeKey, true},
+		{"new app key works", second.AppKey, false},
+		{"new knowledge key works", second.KnowledgeKey, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := keyStore.Authenticate(ctx, tc.key)
+			if (err != nil) != tc.wantErr {
+				t.Errorf("Authenticate err = %v, wantErr %v", err, tc.wantErr)
+			}
+		})
+	}
+}

@@ -1,0 +1,87 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"appkb/apperr"
+)
+
+// errorHandler is Echo's central error handler: it is the one place where an
+// error becomes the contract's body {"code","message","status"}.
+func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
+	return func(err error, c echo.Context) {
+		if c.Response().Committed {
+			// A stream already started: the producer reports failures in-band.
+			if !errors.Is(err, context.Canceled) {
+				log.Warn("error after response started", requestAttrs(c), "error", err)
+			}
+			return
+		}
+		e := toAPIError(err)
+		if e.Status >= http.StatusInternalServerError && e.Status != http.StatusNotImplemented {
+			log.Error("request failed", requestAttrs(c), "status", e.Status, "error", err)
+		}
+		if c.Request().Method == http.MethodHead {
+			err = c.NoContent(e.Status)
+		} else {
+			err = c.JSON(e.Status, e)
+		}
+		if err != nil {
+			log.Warn("writing error response failed", requestAttrs(c), "error", err)
+		}
+	}
+}
+
+// toAPIError maps any error to the API error type. Echo's own errors (unknown
+// route, wrong method, body limit, parameter binding) get the contract's codes;
+// anything unrecognised becomes a masked internal error.
+func toAPIError(err error) *apperr.Error {
+	var ae *apperr.Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		msg := fmt.Sprint(he.Message)
+		switch he.Code {
+		case http.StatusNotFound:
+			return apperr.NotFound("The requested URL was not found on the server.")
+		case http.StatusMethodNotAllowed:
+			return apperr.New(he.Code, apperr.CodeMethodNotAllowed, "The method is not allowed for the requested URL.")
+		case http.StatusRequestEntityTooLarge:
+			return apperr.New(he.Code, apperr.CodeTooLarge, "The request body is too large.")
+		case http.StatusBadRequest:
+			return apperr.InvalidParam("%s", msg)
+		case http.StatusUnauthorized:
+			return apperr.Unauthorized("%s", msg)
+		}
+		if he.Code >= 400 && he.Code < 500 {
+			return apperr.New(he.Code, strings.ToLower(strings.ReplaceAll(http.StatusText(he.Code), " ", "_")), "%s", msg)
+		}
+	}
+	return apperr.Internal(err)
+}
+
+// recoverLog logs a recovered panic with its stack; the error handler then
+// answers with a masked 500.
+func recoverLog(log *slog.Logger) func(c echo.Context, err error, stack []byte) error {
+	return func(c echo.Context, err error, stack []byte) error {
+		log.Error("panic while serving request", requestAttrs(c), "panic", err, "stack", string(stack))
+		return apperr.Internal(fmt.Errorf("panic: %w", err))
+	}
+}
+
+func requestAttrs(c echo.Context) slog.Attr {
+	return slog.Group("request",
+		"id", c.Response().Header().Get(echo.HeaderXRequestID),
+		"method", c.Request().Method,
+		"path", c.Request().URL.Path,
+	)
+}

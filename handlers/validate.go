@@ -1,0 +1,287 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
+	"github.com/labstack/echo/v4"
+
+	"appkb/apikeys"
+	"appkb/apperr"
+	"appkb/models"
+)
+
+// Security scheme names in openapi.yaml, one per kind of key.
+const (
+	schemeAppKey       = "AppKey"
+	schemeKnowledgeKey = "KnowledgeKey"
+)
+
+// requestValidator checks every request under /v1 against the embedded API
+// description before a handler runs: the route and method, the bearer key,
+// then parameters and body. It is the kin-openapi counterpart of
+// oapi-codegen's echo-middleware, which cannot be used here.
+type requestValidator struct {
+	router routers.Router
+	keys   *apikeys.Store
+}
+
+func newRequestValidator(spec *openapi3.T, keys *apikeys.Store) (*requestValidator, error) {
+	router, err := legacy.NewRouter(spec)
+	if err != nil {
+		return nil, fmt.Errorf("build router from openapi.yaml: %w", err)
+	}
+	return &requestValidator{router: router, keys: keys}, nil
+}
+
+func (v *requestValidator) middleware(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		if req.URL.Path != basePath && !strings.HasPrefix(req.URL.Path, basePath+"/") {
+			return next(c)
+		}
+		route, pathParams, err := v.router.FindRoute(req)
+		if err != nil {
+			if v.pathKnown(req) {
+				return echo.ErrMethodNotAllowed
+			}
+			return echo.ErrNotFound
+		}
+		if err := normalizeJSONBody(req, route.Operation); err != nil {
+			return err
+		}
+
+		var principal *apikeys.Principal
+		input := &openapi3filter.RequestValidationInput{
+			Request:    req,
+			PathParams: pathParams,
+			Route:      route,
+			Options: &openapi3filter.Options{
+				AuthenticationFunc: func(ctx context.Context, ai *openapi3filter.AuthenticationInput) error {
+					p, err := v.authenticate(ctx, ai.SecuritySchemeName, req, pathParams)
+					if err == nil {
+						principal = p
+					}
+					return err
+				},
+			},
+		}
+		if err := openapi3filter.ValidateRequest(req.Context(), input); err != nil {
+			return validationError(err)
+		}
+		c.SetRequest(req.WithContext(withPrincipal(req.Context(), principal)))
+		return next(c)
+	}
+}
+
+// pathKnown reports whether some other method is served at the request's path.
+func (v *requestValidator) pathKnown(req *http.Request) bool {
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if m == req.Method {
+			continue
+		}
+		probe := req.Clone(req.Context())
+		probe.Method = m
+		if _, _, err := v.router.FindRoute(probe); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// authenticate resolves the bearer key for an operation secured by scheme.
+func (v *requestValidator) authenticate(ctx context.Context, scheme string, req *http.Request, pathParams map[string]string) (*apikeys.Principal, error) {
+	header := req.Header.Get(echo.HeaderAuthorization)
+	kind, token, ok := strings.Cut(strings.TrimSpace(header), " ")
+	token = strings.TrimSpace(token)
+	if !ok || !strings.EqualFold(kind, "Bearer") || token == "" {
+		return nil, apperr.Unauthorized("Authorization header must be 'Bearer <api-key>'.")
+	}
+	p, err := v.keys.Authenticate(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	switch scheme {
+	case schemeAppKey:
+		if p.Kind != models.KeyKindApp {
+			return nil, apperr.Unauthorized("This operation needs an app key (app-…).")
+		}
+	case schemeKnowledgeKey:
+		if p.Kind != models.KeyKindKnowledge {
+			return nil, apperr.Unauthorized("This operation needs a knowledge key (dataset-…).")
+		}
+		if id, ok := pathParams["dataset_id"]; ok && !p.MayUseDataset(id) {
+			return nil, apperr.Forbidden("This key may not use knowledge base %s.", id)
+		}
+	default:
+		return nil, apperr.Unauthorized("Unknown security scheme %q.", scheme)
+	}
+	return p, nil
+}
+
+// validationError turns a kin-openapi failure into an API error whose
+// message names the field at fault and why.
+func validationError(err error) error {
+	var secErr *openapi3filter.SecurityRequirementsError
+	if errors.As(err, &secErr) {
+		for _, e := range secErr.Errors {
+			var ae *apperr.Error
+			if errors.As(e, &ae) {
+				return ae
+			}
+		}
+		for _, e := range secErr.Errors {
+			if !errors.Is(e, openapi3filter.ErrAuthenticationServiceMissing) {
+				return apperr.From(e)
+			}
+		}
+		return apperr.Unauthorized("Access token is invalid.")
+	}
+	var reqErr *openapi3filter.RequestError
+	if errors.As(err, &reqErr) {
+		return apperr.InvalidParam("%s", describeRequestError(reqErr))
+	}
+	return apperr.From(err)
+}
+
+func describeRequestError(e *openapi3filter.RequestError) string {
+	where := "request body"
+	if e.Parameter != nil {
+		where = fmt.Sprintf("%s parameter %q", e.Parameter.In, e.Parameter.Name)
+	}
+	var se *openapi3.SchemaError
+	if errors.As(e.Err, &se) {
+		reason := se.Reason
+		if se.Origin != nil {
+			var inner *openapi3.SchemaError
+			if errors.As(se.Origin, &inner) {
+				se = inner
+				reason = inner.Reason
+			} else {
+				reason = se.Origin.Error()
+			}
+		}
+		if ptr := se.JSONPointer(); len(ptr) > 0 && e.Parameter == nil {
+			where = fmt.Sprintf("field %q", strings.Join(ptr, "."))
+		}
+		return where + ": " + reason
+	}
+	var pe *openapi3filter.ParseError
+	if errors.As(e.Err, &pe) {
+		return where + ": " + pe.Reason
+	}
+	switch {
+	case errors.Is(e.Err, openapi3filter.ErrInvalidRequired):
+		return where + " is required"
+	case errors.Is(e.Err, openapi3filter.ErrInvalidEmptyValue):
+		return where + " must not be empty"
+	case e.Err != nil:
+		return where + ": " + firstLine(e.Err.Error())
+	}
+	return where + ": " + e.Reason
+}
+
+func firstLine(s string) string {
+	first, _, _ := strings.Cut(s, "\n")
+	return first
+}
+
+// normalizeJSONBody makes JSON bodies as forgiving as real clients need: an
+// empty or literal null body counts as no body, and a null given for an
+// optional field that the description does not mark nullable counts as
+// absent. The cleaned body replaces the original for the handler too.
+func normalizeJSONBody(req *http.Request, op *openapi3.Operation) error {
+	if req.Body == nil || req.Body == http.NoBody || op.RequestBody == nil || op.RequestBody.Value == nil {
+		return nil
+	}
+	mt, _, _ := mime.ParseMediaType(req.Header.Get(echo.HeaderContentType))
+	if mt != echo.MIMEApplicationJSON {
+		return nil
+	}
+	raw, err := io.ReadAll(req.Body)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return echo.ErrStatusRequestEntityTooLarge
+		}
+		return apperr.InvalidParam("request body could not be read")
+	}
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
+		setBody(req, nil)
+		return nil
+	}
+	var value any
+	if err := json.Unmarshal(trimmed, &value); err != nil {
+		return apperr.InvalidParam("request body is not valid JSON: %v", err)
+	}
+	if media := op.RequestBody.Value.Content.Get(echo.MIMEApplicationJSON); media != nil && media.Schema != nil {
+		value = dropNulls(media.Schema.Value, value)
+	}
+	cleaned, err := json.Marshal(value)
+	if err != nil {
+		return apperr.Internal(err)
+	}
+	setBody(req, cleaned)
+	return nil
+}
+
+func setBody(req *http.Request, body []byte) {
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	req.ContentLength = int64(len(body))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+}
+
+// dropNulls removes object members whose value is null where the schema does
+// not allow null, so that "null" reads as "not given".
+func dropNulls(schema *openapi3.Schema, value any) any {
+	if schema == nil {
+		return value
+	}
+	switch v := value.(type) {
+	case map[string]any:
+		for key, member := range v {
+			prop := propertySchema(schema, key)
+			if member == nil {
+				if prop == nil || !prop.Nullable {
+					delete(v, key)
+				}
+				continue
+			}
+			v[key] = dropNulls(prop, member)
+		}
+	case []any:
+		if schema.Items != nil {
+			for i := range v {
+				v[i] = dropNulls(schema.Items.Value, v[i])
+			}
+		}
+	}
+	return value
+}
+
+// propertySchema finds a property's schema, looking through allOf.
+func propertySchema(schema *openapi3.Schema, name string) *openapi3.Schema {
+	if p, ok := schema.Properties[name]; ok && p != nil {
+		return p.Value
+	}
+	for _, sub := range schema.AllOf {
+		if sub != nil && sub.Value != nil {
+			if p := propertySchema(sub.Value, name); p != nil {
+				return p
+			}
+		}
+	}
+	return nil
+}

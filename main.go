@@ -1,0 +1,284 @@
+// Command appkb serves the Application and Knowledge Base HTTP API (the API
+// Dify calls its Service API) from one binary over an embedded database.
+package main
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"gorm.io/gorm"
+
+	"appkb/apikeys"
+	"appkb/apps"
+	"appkb/db"
+	"appkb/demo"
+	"appkb/handlers"
+)
+
+//go:embed openapi.yaml
+var specYAML []byte
+
+const usage = `appkb serves the Application and Knowledge Base API (Dify's Service API).
+
+Usage:
+  appkb serve [--addr HOST:PORT] [--data-dir DIR] [--demo]
+        Run the HTTP server; the API lives under /v1 and its description at /openapi.yaml.
+        --demo installs a demo chat app and prints fresh keys for it.
+  appkb app import [--data-dir DIR] FILE.yml
+        Import an app definition (Dify DSL export) and print {"app_id","api_key"}.
+  appkb app list [--data-dir DIR]
+        List imported apps as JSON lines.
+  appkb key create [--data-dir DIR] --app APP_ID [--label TEXT]
+        Make an app key; prints {"api_key":"app-…"}.
+  appkb key create [--data-dir DIR] --knowledge [--dataset ID]... [--label TEXT]
+        Make a knowledge key; without --dataset it opens every knowledge base.
+  appkb key list [--data-dir DIR]
+        List keys (never their secrets) as JSON lines.
+  appkb key revoke [--data-dir DIR] KEY_PREFIX
+        Revoke the one active key that starts with KEY_PREFIX.
+
+Environment:
+  APPKB_ADDR      default for --addr (127.0.0.1:5001)
+  APPKB_DATA_DIR  default for --data-dir (./data); the database and uploads live there
+`
+
+func main() {
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if err := run(context.Background(), os.Args[1:], os.Stdout, log); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "appkb:", err)
+		os.Exit(1)
+	}
+}
+
+// run executes one command line; tests call it directly.
+func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(out, usage)
+		return nil
+	}
+	cmd := args[0]
+	if (cmd == "app" || cmd == "key") && len(args) > 1 {
+		cmd += " " + args[1]
+		args = args[1:]
+	}
+	fs := flag.NewFlagSet("appkb "+cmd, flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() { fmt.Fprint(out, usage) }
+	dataDir := fs.String("data-dir", envOr("APPKB_DATA_DIR", "./data"), "data directory")
+
+	switch cmd {
+	case "serve":
+		addr := fs.String("addr", envOr("APPKB_ADDR", "127.0.0.1:5001"), "listen address")
+		withDemo := fs.Bool("demo", false, "install the demo app and print fresh keys")
+		if err := parse(fs, args[1:], 0); err != nil {
+			return err
+		}
+		return serve(ctx, *dataDir, *addr, *withDemo, out, log)
+	case "app import":
+		if err := parse(fs, args[1:], 1); err != nil {
+			return err
+		}
+		return withDB(*dataDir, func(gdb *gorm.DB) error { return importApp(ctx, gdb, fs.Arg(0), out) })
+	case "app list":
+		if err := parse(fs, args[1:], 0); err != nil {
+			return err
+		}
+		return withDB(*dataDir, func(gdb *gorm.DB) error {
+			list, err := apps.NewStore(gdb).List(ctx)
+			if err != nil {
+				return err
+			}
+			for _, a := range list {
+				printJSON(out, map[string]any{"app_id": a.ID, "name": a.Name, "mode": a.Mode, "created_at": a.CreatedAt})
+			}
+			return nil
+		})
+	case "key create":
+		appID := fs.String("app", "", "app id for an app key")
+		knowledge := fs.Bool("knowledge", false, "make a knowledge key")
+		label := fs.String("label", "", "a note to tell keys apart")
+		var datasets stringList
+		fs.Var(&datasets, "dataset", "limit a knowledge key to this knowledge base (repeatable)")
+		if err := parse(fs, args[1:], 0); err != nil {
+			return err
+		}
+		if (*appID == "") == !*knowledge {
+			return errors.New("key create: give exactly one of --app APP_ID or --knowledge")
+		}
+		if *appID != "" && len(datasets) > 0 {
+			return errors.New("key create: --dataset only applies to --knowledge keys")
+		}
+		return withDB(*dataDir, func(gdb *gorm.DB) error {
+			store := apikeys.NewStore(gdb)
+			var key string
+			var err error
+			if *knowledge {
+				key, err = store.CreateKnowledgeKey(ctx, datasets, *label)
+			} else {
+				key, err = store.CreateAppKey(ctx, *appID, *label)
+			}
+			if err != nil {
+				return err
+			}
+			printJSON(out, map[string]string{"api_key": key})
+			return nil
+		})
+	case "key list":
+		if err := parse(fs, args[1:], 0); err != nil {
+			return err
+		}
+		return withDB(*dataDir, func(gdb *gorm.DB) error {
+			list, err := apikeys.NewStore(gdb).List(ctx)
+			if err != nil {
+				return err
+			}
+			for _, k := range list {
+				printJSON(out, k)
+			}
+			return nil
+		})
+	case "key revoke":
+		if err := parse(fs, args[1:], 1); err != nil {
+			return err
+		}
+		return withDB(*dataDir, func(gdb *gorm.DB) error {
+			id, err := apikeys.NewStore(gdb).Revoke(ctx, fs.Arg(0))
+			if err != nil {
+				return err
+			}
+			printJSON(out, map[string]string{"revoked": id})
+			return nil
+		})
+	}
+	fmt.Fprint(out, usage)
+	return fmt.Errorf("unknown command %q", strings.Join(args[:min(len(args), 1)], " "))
+}
+
+// parse reads flags and checks the number of positional arguments.
+func parse(fs *flag.FlagSet, args []string, positional int) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != positional {
+		return fmt.Errorf("%s: expected %d argument(s), got %d", fs.Name(), positional, fs.NArg())
+	}
+	return nil
+}
+
+func serve(ctx context.Context, dataDir, addr string, withDemo bool, out io.Writer, log *slog.Logger) error {
+	gdb, err := db.Open(dataDir)
+	if err != nil {
+		return err
+	}
+	defer db.Close(gdb)
+
+	if withDemo {
+		keys, err := demo.Ensure(ctx, apps.NewStore(gdb), apikeys.NewStore(gdb))
+		if err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		printDemo(out, addr, keys)
+	}
+
+	e, err := handlers.NewServer(handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML})
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Addr: addr, Handler: e, ReadHeaderTimeout: 10 * time.Second}
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	log.Info("appkb listening", "addr", addr, "data_dir", dataDir, "api", "http://"+addr+"/v1")
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return err
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func importApp(ctx context.Context, gdb *gorm.DB, path string, out io.Writer) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	app, err := apps.NewStore(gdb).Import(ctx, data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	key, err := apikeys.NewStore(gdb).CreateAppKey(ctx, app.ID, "")
+	if err != nil {
+		return err
+	}
+	printJSON(out, map[string]string{"app_id": app.ID, "api_key": key})
+	return nil
+}
+
+func printDemo(out io.Writer, addr string, k *demo.Keys) {
+	base := "http://" + addr + "/v1"
+	fmt.Fprintf(out, `
+appkb demo
+  API base URL   %s
+  app id         %s
+  app key        %s
+  knowledge key  %s
+
+Try:
+  curl -s %s/info -H 'Authorization: Bearer %s'
+
+`, base, k.AppID, k.AppKey, k.KnowledgeKey, base, k.AppKey)
+}
+
+func withDB(dataDir string, fn func(*gorm.DB) error) error {
+	gdb, err := db.Open(dataDir)
+	if err != nil {
+		return err
+	}
+	defer db.Close(gdb)
+	return fn(gdb)
+}
+
+func printJSON(out io.Writer, v any) {
+	b, _ := json.Marshal(v)
+	fmt.Fprintln(out, string(b))
+}
+
+func envOr(name, fallback string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return fallback
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"appkb/apikeys"
+	"appkb/db"
+	"appkb/demo"
+)
+
+func runCLI(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	err := run(context.Background(), args, &out, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return out.String(), err
+}
+
+func TestCommandLine(t *testing.T) {
+	dir := t.TempDir()
+	appFile := filepath.Join(dir, "app.yml")
+	if err := os.WriteFile(appFile, demo.ChatApp, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	badFile := filepath.Join(dir, "bad.yml")
+	os.WriteFile(badFile, []byte("app: {name: x, mode: nonsense}\n"), 0o644)
+	dataDir := filepath.Join(dir, "data")
+
+	out, err := runCLI(t, "app", "import", "--data-dir", dataDir, appFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var imported struct{ AppID, APIKey string }
+	if err := json.Unmarshal([]byte(out), &struct {
+		AppID  *string `json:"app_id"`
+		APIKey *string `json:"api_key"`
+	}{&imported.AppID, &imported.APIKey}); err != nil || imported.AppID == "" || !strings.HasPrefix(imported.APIKey, "app-") {
+		t.Fatalf("app import printed %q (%v)", out, err)
+	}
+
+	tests := []struct {
+		name    string
+		args    []string
+		wantOut string
+		wantErr string
+	}{
+		{"help", []string{"--help"}, "appkb key create", ""},
+		{"import of a bad file fails", []string{"app", "import", "--data-dir", dataDir, badFile}, "", "nonsense"},
+		{"import needs a file", []string{"app", "import", "--data-dir", dataDir}, "", "expected 1 argument"},
+		{"app list", []string{"app", "list", "--data-dir", dataDir}, imported.AppID, ""},
+		{"app key", []string{"key", "create", "--data-dir", dataDir, "--app", imported.AppID}, `"api_key":"app-`, ""},
+		{"app key for an unknown app", []string{"key", "create", "--data-dir", dataDir, "--app", "nope"}, "", "does not exist"},
+		{"scoped knowledge key", []string{"key", "create", "--data-dir", dataDir, "--knowledge", "--dataset", "d1", "--dataset", "d2"}, `"api_key":"dataset-`, ""},
+		{"both kinds at once", []string{"key", "create", "--data-dir", dataDir, "--knowledge", "--app", imported.AppID}, "", "exactly one"},
+		{"key list", []string{"key", "list", "--data-dir", dataDir}, `"datasets":["d1","d2"]`, ""},
+		{"revoke by prefix", []string{"key", "revoke", "--data-dir", dataDir, imported.APIKey[:12]}, `"revoked"`, ""},
+		{"unknown command", []string{"frobnicate"}, "", "unknown command"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := runCLI(t, tc.args...)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out, tc.wantOut) {
+				t.Errorf("output %q lacks %q", out, tc.wantOut)
+			}
+		})
+	}
+
+	// The failed import created nothing, and the revoked key no longer works.
+	gdb, err := db.Open(dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(gdb)
+	out, _ = runCLI(t, "app", "list", "--data-dir", dataDir)
+	if n := strings.Count(out, "\n"); n != 1 {
+		t.Errorf("%d apps after one good and one bad import", n)
+	}
+	if _, err := apikeys.NewStore(gdb).Authenticate(context.Background(), imported.APIKey); err == nil {
+		t.Error("revoked key still authenticates")
+	}
+}
+
+func TestServeAnswersAndShutsDownCleanly(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var out syncBuffer
+	go func() {
+		done <- run(ctx, []string{"serve", "--demo", "--addr", addr, "--data-dir", t.TempDir()}, &out, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}()
+
+	var resp *http.Response
+	for range 100 {
+		if resp, err = http.Get("http://" + addr + "/openapi.yaml"); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		cancel()
+		t.Fatalf("server never answered: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("GET /openapi.yaml: %d", resp.StatusCode)
+	}
+	if !strings.Contains(out.String(), "app key        app-") {
+		t.Errorf("demo keys not printed:\n%s", out.String())
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("serve returned %v after shutdown", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe to write from the server goroutine.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
