@@ -2,6 +2,7 @@ package apps_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,4 +57,25 @@ func TestImport(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzParse checks that no input makes the app definition parser panic, and
+// that whatever it accepts has a known mode and a name.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte("app: {name: a, mode: chat}\n"))
+	f.Add([]byte("version: 0.1.5\nkind: app\napp:\n  name: W\n  mode: workflow\nworkflow: {graph: {}}\n"))
+	f.Add([]byte("- 1\n"))
+	f.Add([]byte("app: &a {name: *a}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		def, err := apps.Parse(data)
+		if err != nil {
+			if !apperr.Is(err, apperr.CodeInvalidParam) {
+				t.Fatalf("unexpected error kind: %v", err)
+			}
+			return
+		}
+		if def.App.Name == "" || !slices.Contains(apps.Modes, def.App.Mode) {
+			t.Fatalf("accepted a definition without name or with mode %q", def.App.Mode)
+		}
+	})
 }
