@@ -26,6 +26,12 @@ const (
 	CodeAppUnavailable      = "app_unavailable"
 	CodeNotChatApp          = "not_chat_app"
 	CodeNotWorkflowApp      = "not_workflow_app"
+
+	// Model call failures, all answered with status 400.
+	CodeProviderNotInitialize  = "provider_not_initialize"     // not configured, bad credentials, unreachable
+	CodeProviderQuotaExceeded  = "provider_quota_exceeded"     // the provider keeps refusing with 429
+	CodeModelNotSupported      = "model_currently_not_support" // no such model or endpoint at the provider
+	CodeCompletionRequestError = "completion_request_error"    // any other failed model call
 )
 
 // Error is an API-facing failure: an HTTP status, a stable code and a message
