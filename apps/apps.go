@@ -1,97 +1,84 @@
-// Package apps imports app definition files (Dify's DSL export format) and
-// reads the stored apps back.
+// Package apps reads app definition files (Dify's DSL export format, plain
+// or wrapped in an .ifpkg package), stores the apps they define, and works
+// out what the app-information operations report about an app.
+//
+// An app is stored with its definition text exactly as imported; Parse turns
+// that text into a Definition, whose typed parts are what the rest of appkb
+// runs on.
 package apps
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
+	"net/http"
 
-	"gopkg.in/yaml.v3"
 	"gorm.io/gorm"
 
 	"appkb/apperr"
 	"appkb/models"
 )
 
-// Modes lists the app modes an app definition may declare.
-var Modes = []string{"completion", "chat", "agent-chat", "advanced-chat", "workflow", "agent"}
-
-// MaxDefinitionSize bounds an app definition file, as Dify does.
-const MaxDefinitionSize = 10 << 20
-
-// Definition is the part of an app definition file that this package reads.
-// The file itself is stored unchanged, so nothing else in it is lost.
-type Definition struct {
-	Version string `yaml:"version"`
-	Kind    string `yaml:"kind"`
-	App     *struct {
-		Name           string `yaml:"name"`
-		Mode           string `yaml:"mode"`
-		Description    string `yaml:"description"`
-		Icon           string `yaml:"icon"`
-		IconType       string `yaml:"icon_type"`
-		IconBackground string `yaml:"icon_background"`
-	} `yaml:"app"`
-}
-
-// Parse checks that data is an app definition and returns its envelope.
-func Parse(data []byte) (*Definition, error) {
-	if len(data) > MaxDefinitionSize {
-		return nil, apperr.InvalidParam("app definition is larger than %d bytes", MaxDefinitionSize)
-	}
-	var root yaml.Node
-	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&root); err != nil {
-		return nil, apperr.InvalidParam("app definition is not valid YAML: %v", err)
-	}
-	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
-		return nil, apperr.InvalidParam("app definition must be a YAML mapping at the top level")
-	}
-	var def Definition
-	if err := root.Decode(&def); err != nil {
-		return nil, apperr.InvalidParam("app definition has an unexpected shape: %v", err)
-	}
-	if def.App == nil {
-		return nil, apperr.InvalidParam("app definition has no `app` section")
-	}
-	if def.App.Mode == "" {
-		return nil, apperr.InvalidParam("app definition has no `app.mode`")
-	}
-	if !slices.Contains(Modes, def.App.Mode) {
-		return nil, apperr.InvalidParam("app.mode %q is not one of %v", def.App.Mode, Modes)
-	}
-	if def.App.Name == "" {
-		return nil, apperr.InvalidParam("app definition has no `app.name`")
-	}
-	return &def, nil
-}
-
 // Store reads and writes apps.
 type Store struct{ db *gorm.DB }
 
 func NewStore(db *gorm.DB) *Store { return &Store{db: db} }
 
-// Import stores a new app from an app definition file.
+// Import stores a new app from an app definition file (YAML text or an app
+// package). A file that does not parse creates nothing.
 func (s *Store) Import(ctx context.Context, data []byte) (*models.App, error) {
-	def, err := Parse(data)
+	text, def, err := load(data)
 	if err != nil {
 		return nil, err
 	}
-	app := &models.App{
-		Name:           def.App.Name,
-		Mode:           def.App.Mode,
-		Description:    def.App.Description,
-		Icon:           def.App.Icon,
-		IconType:       def.App.IconType,
-		IconBackground: def.App.IconBackground,
-		Definition:     string(data),
-	}
+	app := &models.App{}
+	fill(app, def, text)
 	if err := s.db.WithContext(ctx).Create(app).Error; err != nil {
 		return nil, fmt.Errorf("store app: %w", err)
 	}
 	return app, nil
+}
+
+// Replace updates an app in place from a new definition file. The app keeps
+// its id, so its API keys, conversations and messages stay with it. The new
+// file must define an app of the same mode (chat and agent-chat count as
+// one, since switching the agent loop on turns one into the other). When
+// anything is wrong nothing changes.
+func (s *Store) Replace(ctx context.Context, appID string, data []byte) (*models.App, error) {
+	text, def, err := load(data)
+	if err != nil {
+		return nil, err
+	}
+	var app models.App
+	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		err := tx.Take(&app, "id = ?", appID).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return apperr.NotFound("app %s does not exist", appID)
+		}
+		if err != nil {
+			return err
+		}
+		if !sameFamily(app.Mode, def.App.Mode) {
+			return apperr.InvalidParam("app %s is a %s app and the file defines a %s app; import it as a new app instead",
+				appID, app.Mode, def.App.Mode)
+		}
+		fill(&app, def, text)
+		return tx.Save(&app).Error
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &app, nil
+}
+
+// Export returns the app's definition text, as imported (for a package, the
+// definition file it held). Importing it again gives an equal Definition.
+func (s *Store) Export(ctx context.Context, appID string) ([]byte, error) {
+	app, err := s.Get(ctx, appID)
+	if err != nil {
+		return nil, err
+	}
+	return []byte(app.Definition), nil
 }
 
 // Get returns one app.
@@ -105,6 +92,21 @@ func (s *Store) Get(ctx context.Context, id string) (*models.App, error) {
 		return nil, err
 	}
 	return &app, nil
+}
+
+// Load returns one app with its parsed definition. A stored definition that
+// no longer parses makes the app unavailable (400 app_unavailable).
+func (s *Store) Load(ctx context.Context, id string) (*models.App, *Definition, error) {
+	app, err := s.Get(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	def, err := parseText([]byte(app.Definition))
+	if err != nil {
+		return nil, nil, apperr.Wrap(err, http.StatusBadRequest, apperr.CodeAppUnavailable,
+			"the stored definition of app %s cannot be read (%s); import it again", id, apperr.From(err).Message)
+	}
+	return app, def, nil
 }
 
 // List returns every app, oldest first.
@@ -124,4 +126,21 @@ func (s *Store) FindByName(ctx context.Context, name string) (*models.App, error
 		return nil, nil
 	}
 	return &out[0], nil
+}
+
+// fill copies what the apps table keeps from a parsed definition.
+func fill(app *models.App, def *Definition, text []byte) {
+	app.Name = def.App.Name
+	app.Mode = def.App.Mode
+	app.Description = def.App.Description
+	app.Icon = def.App.Icon
+	app.IconType = def.App.IconType
+	app.IconBackground = def.App.IconBackground
+	app.Definition = string(text)
+}
+
+// sameFamily reports whether an app of mode a may be replaced by one of mode b.
+func sameFamily(a, b string) bool {
+	conversational := func(m string) bool { return m == ModeChat || m == ModeAgentChat }
+	return a == b || (conversational(a) && conversational(b))
 }

@@ -2,40 +2,66 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 
-	"appkb/apperr"
+	"appkb/apps"
 	"appkb/gen"
 	"appkb/models"
 )
 
-// GetChatAppInfo serves GET /info: the name, mode and description of the
-// app the key belongs to.
+// GetChatAppInfo serves GET /info: the name, description, tags and mode of
+// the app the key belongs to.
 func (s *Server) GetChatAppInfo(ctx context.Context, _ gen.GetChatAppInfoRequestObject) (gen.GetChatAppInfoResponseObject, error) {
 	app, err := s.currentApp(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return gen.GetChatAppInfo200JSONResponse{
-		Name:        app.Name,
-		Mode:        app.Mode,
-		Description: &app.Description,
-		Tags:        &[]string{},
-	}, nil
+	out, err := toWire[gen.AppInfoResponse](apps.Info(app))
+	if err != nil {
+		return nil, err
+	}
+	return gen.GetChatAppInfo200JSONResponse(out), nil
 }
 
-// GetChatAppParameters serves GET /parameters.
-func (s *Server) GetChatAppParameters(ctx context.Context, req gen.GetChatAppParametersRequestObject) (gen.GetChatAppParametersResponseObject, error) {
-	return nil, apperr.NotImplemented("GET /parameters")
+// GetChatAppParameters serves GET /parameters: features, input form and
+// upload limits of the app.
+func (s *Server) GetChatAppParameters(ctx context.Context, _ gen.GetChatAppParametersRequestObject) (gen.GetChatAppParametersResponseObject, error) {
+	_, def, err := s.currentDefinition(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := toWire[gen.AppParametersResponse](apps.ParametersFor(def, apps.DefaultSystemParameters))
+	if err != nil {
+		return nil, err
+	}
+	return gen.GetChatAppParameters200JSONResponse(out), nil
 }
 
-// GetChatAppMeta serves GET /meta.
-func (s *Server) GetChatAppMeta(ctx context.Context, req gen.GetChatAppMetaRequestObject) (gen.GetChatAppMetaResponseObject, error) {
-	return nil, apperr.NotImplemented("GET /meta")
+// GetChatAppMeta serves GET /meta: the icons of the app's tools.
+func (s *Server) GetChatAppMeta(ctx context.Context, _ gen.GetChatAppMetaRequestObject) (gen.GetChatAppMetaResponseObject, error) {
+	_, def, err := s.currentDefinition(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := toWire[gen.AppMetaResponse](apps.MetaFor(def))
+	if err != nil {
+		return nil, err
+	}
+	return gen.GetChatAppMeta200JSONResponse(out), nil
 }
 
-// GetChatWebAppSettings serves GET /site.
-func (s *Server) GetChatWebAppSettings(ctx context.Context, req gen.GetChatWebAppSettingsRequestObject) (gen.GetChatWebAppSettingsResponseObject, error) {
-	return nil, apperr.NotImplemented("GET /site")
+// GetChatWebAppSettings serves GET /site: how the app's web page looks.
+func (s *Server) GetChatWebAppSettings(ctx context.Context, _ gen.GetChatWebAppSettingsRequestObject) (gen.GetChatWebAppSettingsResponseObject, error) {
+	app, def, err := s.currentDefinition(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := toWire[gen.WebAppSettingsResponse](apps.SiteFor(app, def))
+	if err != nil {
+		return nil, err
+	}
+	return gen.GetChatWebAppSettings200JSONResponse(out), nil
 }
 
 // currentApp loads the app that the request's app key is bound to.
@@ -45,4 +71,28 @@ func (s *Server) currentApp(ctx context.Context) (*models.App, error) {
 		return nil, err
 	}
 	return s.apps.Get(ctx, p.AppID)
+}
+
+// currentDefinition loads the key's app together with its parsed definition.
+func (s *Server) currentDefinition(ctx context.Context) (*models.App, *apps.Definition, error) {
+	p, err := principalFrom(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.apps.Load(ctx, p.AppID)
+}
+
+// toWire copies a domain value into a generated wire type through JSON. The
+// domain structs carry the wire names as JSON tags; going through JSON also
+// fills the generated union types (input form items, tool icons).
+func toWire[T any](v any) (T, error) {
+	var out T
+	b, err := json.Marshal(v)
+	if err != nil {
+		return out, fmt.Errorf("encode %T: %w", v, err)
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		return out, fmt.Errorf("decode into %T: %w", out, err)
+	}
+	return out, nil
 }
