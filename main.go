@@ -25,6 +25,7 @@ import (
 	"appkb/db"
 	"appkb/demo"
 	"appkb/handlers"
+	"appkb/llm"
 )
 
 //go:embed openapi.yaml
@@ -33,11 +34,18 @@ var specYAML []byte
 const usage = `appkb serves the Application and Knowledge Base API (Dify's Service API).
 
 Usage:
-  appkb serve [--addr HOST:PORT] [--data-dir DIR] [--demo]
+  appkb serve [--addr HOST:PORT] [--data-dir DIR] [--demo] [--providers FILE] [--strict-providers]
         Run the HTTP server; the API lives under /v1 and its description at /openapi.yaml.
-        --demo installs a demo chat app and prints fresh keys for it.
-  appkb app import [--data-dir DIR] FILE.yml
+        --demo installs demo apps (first start only) and prints fresh keys for them.
+        --providers maps the model providers that apps name to model servers (see
+        llm/providers.example.yaml); names it does not cover use the built-in offline
+        model, unless --strict-providers makes such requests fail.
+  appkb app import [--data-dir DIR] FILE.yml|FILE.ifpkg
         Import an app definition (Dify DSL export) and print {"app_id","api_key"}.
+  appkb app import [--data-dir DIR] --replace APP_ID FILE.yml
+        Update an app in place from a new definition; its keys and conversations stay.
+  appkb app export [--data-dir DIR] APP_ID
+        Print the app's definition (YAML) as it was imported.
   appkb app list [--data-dir DIR]
         List imported apps as JSON lines.
   appkb key create [--data-dir DIR] --app APP_ID [--label TEXT]
@@ -52,6 +60,10 @@ Usage:
 Environment:
   APPKB_ADDR      default for --addr (127.0.0.1:5001)
   APPKB_DATA_DIR  default for --data-dir (./data); the database and uploads live there
+  APPKB_PROVIDERS default for --providers
+  OPENAI_BASE_URL, OPENAI_API_KEY
+                  an OpenAI-compatible server used for the "openai" provider when the
+                  providers file does not configure one
 `
 
 func main() {
@@ -84,16 +96,35 @@ func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) er
 	switch cmd {
 	case "serve":
 		addr := fs.String("addr", envOr("APPKB_ADDR", "127.0.0.1:5001"), "listen address")
-		withDemo := fs.Bool("demo", false, "install the demo app and print fresh keys")
+		withDemo := fs.Bool("demo", false, "install the demo apps and print fresh keys")
+		providers := fs.String("providers", os.Getenv("APPKB_PROVIDERS"), "model providers file (YAML)")
+		strict := fs.Bool("strict-providers", false, "fail requests whose model provider is not configured")
 		if err := parse(fs, args[1:], 0); err != nil {
 			return err
 		}
-		return serve(ctx, *dataDir, *addr, *withDemo, out, log)
+		registry, err := llm.Load(*providers, os.Getenv, *strict)
+		if err != nil {
+			return fmt.Errorf("providers: %w", err)
+		}
+		return serve(ctx, serveConfig{dataDir: *dataDir, addr: *addr, demo: *withDemo, models: registry}, out, log)
 	case "app import":
+		replace := fs.String("replace", "", "update this app in place instead of creating one")
 		if err := parse(fs, args[1:], 1); err != nil {
 			return err
 		}
-		return withDB(*dataDir, func(gdb *gorm.DB) error { return importApp(ctx, gdb, fs.Arg(0), out) })
+		return withDB(*dataDir, func(gdb *gorm.DB) error { return importApp(ctx, gdb, fs.Arg(0), *replace, out) })
+	case "app export":
+		if err := parse(fs, args[1:], 1); err != nil {
+			return err
+		}
+		return withDB(*dataDir, func(gdb *gorm.DB) error {
+			data, err := apps.NewStore(gdb).Export(ctx, fs.Arg(0))
+			if err != nil {
+				return err
+			}
+			_, err = out.Write(data)
+			return err
+		})
 	case "app list":
 		if err := parse(fs, args[1:], 0); err != nil {
 			return err
@@ -180,14 +211,21 @@ func parse(fs *flag.FlagSet, args []string, positional int) error {
 	return nil
 }
 
-func serve(ctx context.Context, dataDir, addr string, withDemo bool, out io.Writer, log *slog.Logger) error {
+type serveConfig struct {
+	dataDir, addr string
+	demo          bool
+	models        *llm.Registry
+}
+
+func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger) error {
+	dataDir, addr := cfg.dataDir, cfg.addr
 	gdb, err := db.Open(dataDir)
 	if err != nil {
 		return err
 	}
 	defer db.Close(gdb)
 
-	if withDemo {
+	if cfg.demo {
 		keys, err := demo.Ensure(ctx, apps.NewStore(gdb), apikeys.NewStore(gdb))
 		if err != nil {
 			return fmt.Errorf("demo: %w", err)
@@ -195,7 +233,7 @@ func serve(ctx context.Context, dataDir, addr string, withDemo bool, out io.Writ
 		printDemo(out, addr, keys)
 	}
 
-	e, err := handlers.NewServer(handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML})
+	e, err := handlers.NewServer(handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, Models: cfg.models})
 	if err != nil {
 		return err
 	}
@@ -224,12 +262,21 @@ func serve(ctx context.Context, dataDir, addr string, withDemo bool, out io.Writ
 	return nil
 }
 
-func importApp(ctx context.Context, gdb *gorm.DB, path string, out io.Writer) error {
+func importApp(ctx context.Context, gdb *gorm.DB, path, replaceID string, out io.Writer) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	app, err := apps.NewStore(gdb).Import(ctx, data)
+	store := apps.NewStore(gdb)
+	if replaceID != "" {
+		app, err := store.Replace(ctx, replaceID, data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		printJSON(out, map[string]any{"app_id": app.ID, "replaced": true})
+		return nil
+	}
+	app, err := store.Import(ctx, data)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -244,16 +291,18 @@ func importApp(ctx context.Context, gdb *gorm.DB, path string, out io.Writer) er
 func printDemo(out io.Writer, addr string, k *demo.Keys) {
 	base := "http://" + addr + "/v1"
 	fmt.Fprintf(out, `
-appkb demo
-  API base URL   %s
-  app id         %s
-  app key        %s
-  knowledge key  %s
+appkb demo (keys are new at every start; earlier demo keys are revoked)
+  API base URL        %[1]s
+  chat app key        %[2]s
+  completion app key  %[3]s
+  knowledge key       %[4]s
 
 Try:
-  curl -s %s/info -H 'Authorization: Bearer %s'
+  curl -s %[1]s/info -H 'Authorization: Bearer %[2]s'
+  curl -s '%[1]s/parameters' -H 'Authorization: Bearer %[3]s'
+  curl -s '%[1]s/datasets' -H 'Authorization: Bearer %[4]s'
 
-`, base, k.AppID, k.AppKey, k.KnowledgeKey, base, k.AppKey)
+`, base, k.AppKey, k.CompletionAppKey, k.KnowledgeKey)
 }
 
 func withDB(dataDir string, fn func(*gorm.DB) error) error {

@@ -35,6 +35,8 @@ func TestCommandLine(t *testing.T) {
 	}
 	badFile := filepath.Join(dir, "bad.yml")
 	os.WriteFile(badFile, []byte("app: {name: x, mode: nonsense}\n"), 0o644)
+	renamedFile := filepath.Join(dir, "renamed.yml")
+	os.WriteFile(renamedFile, bytes.Replace(demo.ChatApp, []byte("name: appkb demo chat"), []byte("name: renamed demo"), 1), 0o644)
 	dataDir := filepath.Join(dir, "data")
 
 	out, err := runCLI(t, "app", "import", "--data-dir", dataDir, appFile)
@@ -64,7 +66,15 @@ func TestCommandLine(t *testing.T) {
 		{"scoped knowledge key", []string{"key", "create", "--data-dir", dataDir, "--knowledge", "--dataset", "d1", "--dataset", "d2"}, `"api_key":"dataset-`, ""},
 		{"both kinds at once", []string{"key", "create", "--data-dir", dataDir, "--knowledge", "--app", imported.AppID}, "", "exactly one"},
 		{"key list", []string{"key", "list", "--data-dir", dataDir}, `"datasets":["d1","d2"]`, ""},
+		{"export round-trips the file", []string{"app", "export", "--data-dir", dataDir, imported.AppID}, string(demo.ChatApp), ""},
+		{"replace with another definition keeps the id", []string{"app", "import", "--data-dir", dataDir, "--replace", imported.AppID, renamedFile}, `"app_id":"` + imported.AppID + `"`, ""},
+		{"export shows the replacement", []string{"app", "export", "--data-dir", dataDir, imported.AppID}, "renamed demo", ""},
+		{"replace with a bad file fails", []string{"app", "import", "--data-dir", dataDir, "--replace", imported.AppID, badFile}, "", "nonsense"},
+		{"export after a failed replace is unchanged", []string{"app", "export", "--data-dir", dataDir, imported.AppID}, "renamed demo", ""},
+		{"export of an unknown app", []string{"app", "export", "--data-dir", dataDir, "nope"}, "", "does not exist"},
+		{"the key survives a replace", []string{"key", "list", "--data-dir", dataDir}, imported.APIKey[:12], ""},
 		{"revoke by prefix", []string{"key", "revoke", "--data-dir", dataDir, imported.APIKey[:12]}, `"revoked"`, ""},
+		{"serve with a missing providers file", []string{"serve", "--data-dir", dataDir, "--providers", filepath.Join(dir, "none.yaml")}, "", "providers"},
 		{"unknown command", []string{"frobnicate"}, "", "unknown command"},
 	}
 	for _, tc := range tests {
@@ -130,7 +140,7 @@ func TestServeAnswersAndShutsDownCleanly(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Errorf("GET /openapi.yaml: %d", resp.StatusCode)
 	}
-	if !strings.Contains(out.String(), "app key        app-") {
+	if !strings.Contains(out.String(), "chat app key        app-") {
 		t.Errorf("demo keys not printed:\n%s", out.String())
 	}
 	cancel()

@@ -23,12 +23,12 @@ func TestEnsureReusesTheAppAndRotatesItsKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first.AppID != second.AppID {
+	if first.AppID != second.AppID || first.CompletionAppID != second.CompletionAppID {
 		t.Errorf("second start made another app: %s vs %s", first.AppID, second.AppID)
 	}
 	list, _ := appStore.List(ctx)
-	if len(list) != 1 {
-		t.Errorf("%d apps, want 1", len(list))
+	if len(list) != 2 {
+		t.Errorf("%d apps, want 2 (chat and completion)", len(list))
 	}
 	tests := []struct {
 		name    string
@@ -37,6 +37,8 @@ func TestEnsureReusesTheAppAndRotatesItsKeys(t *testing.T) {
 	}{
 		{"old app key is revoked", first.AppKey, true},
 		{"old knowledge key is revoked", first.KnowledgeKey, true},
+		{"old completion app key is revoked", first.CompletionAppKey, true},
+		{"new completion app key works", second.CompletionAppKey, false},
 		{"new app key works", second.AppKey, false},
 		{"new knowledge key works", second.KnowledgeKey, false},
 	}

@@ -15,6 +15,7 @@ import (
 	"appkb/apikeys"
 	"appkb/apps"
 	"appkb/gen"
+	"appkb/llm"
 )
 
 // basePath is where every operation of the API is mounted.
@@ -29,12 +30,15 @@ type Deps struct {
 	Logger *slog.Logger
 	// SpecYAML is openapi.yaml as shipped, served at GET /openapi.yaml.
 	SpecYAML []byte
+	// Models resolves the model providers that apps name.
+	Models *llm.Registry
 }
 
 // Server implements every operation of the API.
 type Server struct {
-	apps *apps.Store
-	log  *slog.Logger
+	apps   *apps.Store
+	models *llm.Registry
+	log    *slog.Logger
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -69,7 +73,7 @@ func NewServer(d Deps) (*echo.Echo, error) {
 		return c.Blob(http.StatusOK, "application/yaml", d.SpecYAML)
 	})
 
-	srv := &Server{apps: apps.NewStore(d.DB), log: log}
+	srv := &Server{apps: apps.NewStore(d.DB), models: d.Models, log: log}
 	gen.RegisterHandlers(e.Group(basePath), gen.NewStrictHandler(srv, nil))
 	return e, nil
 }
