@@ -32,13 +32,17 @@ type Deps struct {
 	SpecYAML []byte
 	// Models resolves the model providers that apps name.
 	Models *llm.Registry
+	// DataDir is where uploaded files are kept (under files/).
+	DataDir string
 }
 
 // Server implements every operation of the API.
 type Server struct {
-	apps   *apps.Store
-	models *llm.Registry
-	log    *slog.Logger
+	db      *gorm.DB
+	dataDir string
+	apps    *apps.Store
+	models  *llm.Registry
+	log     *slog.Logger
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -73,7 +77,7 @@ func NewServer(d Deps) (*echo.Echo, error) {
 		return c.Blob(http.StatusOK, "application/yaml", d.SpecYAML)
 	})
 
-	srv := &Server{apps: apps.NewStore(d.DB), models: d.Models, log: log}
+	srv := &Server{db: d.DB, dataDir: d.DataDir, apps: apps.NewStore(d.DB), models: d.Models, log: log}
 	gen.RegisterHandlers(e.Group(basePath), gen.NewStrictHandler(srv, nil))
 	return e, nil
 }
