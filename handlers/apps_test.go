@@ -254,14 +254,7 @@ func TestAppInformationErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := s.do(t, tc.req)
-			if rec.Code != tc.wantStatus {
-				t.Fatalf("status = %d, want %d; body %s", rec.Code, tc.wantStatus, rec.Body)
-			}
-			if tc.wantCode != "" {
-				if got := errorCode(t, rec); got != tc.wantCode {
-					t.Errorf("code = %q, want %q", got, tc.wantCode)
-				}
-			}
+			expectStatus(t, rec, tc.wantStatus, tc.wantCode)
 		})
 	}
 }

@@ -238,3 +238,17 @@ func errorCode(t *testing.T, rec *httptest.ResponseRecorder) string {
 	}
 	return body.Code
 }
+
+// expectStatus fails the test unless the answer has the wanted status and,
+// when wantCode is set, the wanted error code.
+func expectStatus(t *testing.T, rec *httptest.ResponseRecorder, wantStatus int, wantCode string) {
+	t.Helper()
+	if rec.Code != wantStatus {
+		t.Fatalf("status = %d, want %d; body %s", rec.Code, wantStatus, truncate(rec.Body.String()))
+	}
+	if wantCode != "" {
+		if got := errorCode(t, rec); got != wantCode {
+			t.Errorf("code = %q, want %q", got, wantCode)
+		}
+	}
+}

@@ -65,15 +65,7 @@ func TestAuthentication(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := s.do(t, tc.req)
-			if rec.Code != tc.wantStatus {
-				t.Fatalf("status = %d, want %d; body %s", rec.Code, tc.wantStatus, rec.Body)
-			}
-			if tc.wantCode != "" {
-				if got := errorCode(t, rec); got != tc.wantCode {
-					t.Errorf("code = %q, want %q", got, tc.wantCode)
-				}
-			}
+			expectStatus(t, s.do(t, tc.req), tc.wantStatus, tc.wantCode)
 		})
 	}
 }
@@ -135,14 +127,7 @@ func TestRequestValidation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.req.key = s.appKey
 			rec := s.do(t, tc.req)
-			if rec.Code != tc.wantStatus {
-				t.Fatalf("status = %d, want %d; body %s", rec.Code, tc.wantStatus, rec.Body)
-			}
-			if tc.wantCode != "" {
-				if got := errorCode(t, rec); got != tc.wantCode {
-					t.Errorf("code = %q, want %q", got, tc.wantCode)
-				}
-			}
+			expectStatus(t, rec, tc.wantStatus, tc.wantCode)
 			if !strings.Contains(rec.Body.String(), tc.wantMessage) {
 				t.Errorf("message should name %q: %s", tc.wantMessage, rec.Body)
 			}
@@ -165,13 +150,7 @@ func TestRoutingErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := s.do(t, tc.req)
-			if rec.Code != tc.wantStatus {
-				t.Fatalf("status = %d, want %d; body %s", rec.Code, tc.wantStatus, rec.Body)
-			}
-			if got := errorCode(t, rec); got != tc.wantCode {
-				t.Errorf("code = %q, want %q", got, tc.wantCode)
-			}
+			expectStatus(t, s.do(t, tc.req), tc.wantStatus, tc.wantCode)
 		})
 	}
 }
