@@ -1,0 +1,326 @@
+package docparse
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/ledongthuc/pdf"
+)
+
+const (
+	// maxPDFPages bounds the pages read from one file.
+	maxPDFPages = 5000
+	// maxPDFTreeNodes and maxPDFTreeDepth bound the walk of the page tree, so
+	// that a tree whose kids refer back to their ancestors ends.
+	maxPDFTreeNodes = 50000
+	maxPDFTreeDepth = 64
+	// pdfWordGap is the backward move inside a TJ array, in thousandths of a
+	// text space unit (about an em), that is read as the space between words.
+	pdfWordGap = 200
+)
+
+// parsePDF extracts the text of a PDF with github.com/ledongthuc/pdf, which
+// parses the file structure, decodes streams and maps font codes to Unicode
+// (standard encodings, Differences arrays and ToUnicode maps).
+//
+// The content stream of each page is read in order. Text shown with Tj, TJ,
+// ' and " is written out; a change of the text line (T*, ' and ", or a Td,
+// TD or Tm that moves vertically) starts a new line; a horizontal move
+// between two pieces of text on the same line, the end of a text object, and
+// a TJ adjustment of more than pdfWordGap write a space. Pages are separated
+// by a blank line. Text drawn by form XObjects and annotations is not read,
+// and neither is text in images (scanned pages give no text).
+//
+// Before any page is interpreted the decoded size of its content streams and
+// of its fonts' ToUnicode maps is counted against lim.MaxUnpackedSize. A page
+// whose content cannot be decoded is skipped; when no page can be, the file
+// is corrupt.
+func parsePDF(data []byte, lim Limits) (*Document, error) {
+	r, err := pdf.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		if errors.Is(err, pdf.ErrInvalidPassword) {
+			return nil, corrupt("pdf", "it is protected by a password", err)
+		}
+		return nil, corrupt("pdf", "", err)
+	}
+	pages := pdfPages(r.Trailer().Key("Root").Key("Pages"))
+
+	budget := lim.MaxUnpackedSize
+	for _, p := range pages {
+		if err := p.measure(&budget); err != nil {
+			return nil, err
+		}
+	}
+
+	out := newTextBuf(lim.MaxTextSize)
+	failed := 0
+	var firstErr error
+	for i, p := range pages {
+		if out.over {
+			break
+		}
+		if i > 0 {
+			out.breakLines(2)
+		}
+		if err := extractPDFPage(p, out); err != nil {
+			failed++
+			if firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	if err := out.check("pdf", lim); err != nil {
+		return nil, err
+	}
+	if failed > 0 && failed == len(pages) {
+		return nil, corrupt("pdf", "no page could be read", firstErr)
+	}
+	title := pdfTitle(r)
+	return &Document{Text: out.String(), Title: title}, nil
+}
+
+func pdfTitle(r *pdf.Reader) (title string) {
+	defer func() {
+		if recover() != nil {
+			title = ""
+		}
+	}()
+	return r.Trailer().Key("Info").Key("Title").Text()
+}
+
+// pdfPage is a leaf of the page tree with the resources it inherits.
+type pdfPage struct {
+	v   pdf.Value
+	res pdf.Value
+}
+
+// pdfPages walks the page tree depth first, in order, passing inherited
+// resources down. It stops at maxPDFPages pages, maxPDFTreeNodes nodes or
+// maxPDFTreeDepth levels.
+func pdfPages(root pdf.Value) []pdfPage {
+	type node struct {
+		v     pdf.Value
+		res   pdf.Value
+		depth int
+	}
+	var pages []pdfPage
+	stack := []node{{v: root}}
+	for visited := 0; len(stack) > 0 && len(pages) < maxPDFPages && visited < maxPDFTreeNodes; visited++ {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if n.v.Kind() != pdf.Dict {
+			continue
+		}
+		res := n.v.Key("Resources")
+		if res.Kind() != pdf.Dict {
+			res = n.res
+		}
+		kids := n.v.Key("Kids")
+		if n.v.Key("Type").Name() != "Page" && kids.Kind() == pdf.Array {
+			if n.depth >= maxPDFTreeDepth {
+				continue
+			}
+			for i := kids.Len() - 1; i >= 0; i-- {
+				stack = append(stack, node{v: kids.Index(i), res: res, depth: n.depth + 1})
+			}
+			continue
+		}
+		pages = append(pages, pdfPage{v: n.v, res: res})
+	}
+	return pages
+}
+
+// measure subtracts from budget the decoded size of the page's content
+// streams and of its fonts' ToUnicode maps, and fails with ErrTooLarge when
+// the budget runs out. Streams that cannot be decoded are left for the
+// extraction to report.
+func (p pdfPage) measure(budget *int64) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = nil // the extraction meets the same problem and skips the page
+		}
+	}()
+	if err := streamSize(p.v.Key("Contents"), budget); err != nil {
+		return err
+	}
+	fonts := p.res.Key("Font")
+	for _, name := range fonts.Keys() {
+		if err := streamSize(fonts.Key(name).Key("ToUnicode"), budget); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func streamSize(v pdf.Value, budget *int64) error {
+	if v.Kind() == pdf.Array {
+		for i := 0; i < v.Len(); i++ {
+			if err := streamSize(v.Index(i), budget); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if v.Kind() != pdf.Stream {
+		return nil
+	}
+	rc := v.Reader()
+	defer rc.Close()
+	n, _ := io.Copy(io.Discard, io.LimitReader(rc, *budget+1))
+	*budget -= n
+	if *budget < 0 {
+		return tooLarge("pdf", "its streams unpack to more than the limit")
+	}
+	return nil
+}
+
+// rawEncoding passes font codes through unchanged, for text whose font is
+// unknown; invalid UTF-8 is repaired when the text is finished.
+type rawEncoding struct{}
+
+func (rawEncoding) Decode(raw string) string { return raw }
+
+// extractPDFPage writes the text of one page to out.
+func extractPDFPage(p pdfPage, out *textBuf) (err error) {
+	contents := p.v.Key("Contents")
+	if contents.Kind() != pdf.Stream && contents.Kind() != pdf.Array {
+		return nil
+	}
+	// Text goes to a page buffer first so that a page that fails half way
+	// leaves nothing behind.
+	page := newTextBuf(out.max - int64(out.Len()))
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("page content: %v", v)
+			return
+		}
+		out.WriteString(page.String())
+		if page.over {
+			out.over = true
+		}
+	}()
+
+	fontDict := p.res.Key("Font")
+	encodings := map[string]pdf.TextEncoding{}
+	encodingOf := func(name string) pdf.TextEncoding {
+		if e, ok := encodings[name]; ok {
+			return e
+		}
+		e := fontEncoding(fontDict.Key(name))
+		encodings[name] = e
+		return e
+	}
+
+	var (
+		enc       pdf.TextEncoding = rawEncoding{}
+		curY      float64
+		lineY     float64
+		hasText   bool // text was shown on this page
+		newLine   bool // a line change is pending
+		moved     bool // a horizontal move is pending
+		textEnded bool // a text object ended since the last text
+	)
+	show := func(v pdf.Value) {
+		if v.Kind() != pdf.String {
+			return
+		}
+		s := enc.Decode(v.RawString())
+		if s == "" {
+			return
+		}
+		if hasText {
+			switch {
+			case newLine || math.Abs(curY-lineY) > 0.5:
+				page.breakLines(1)
+			case moved || textEnded:
+				page.space()
+			}
+		}
+		page.WriteString(s)
+		hasText, newLine, moved, textEnded = true, false, false, false
+		lineY = curY
+	}
+	pdf.Interpret(contents, func(stk *pdf.Stack, op string) {
+		args := make([]pdf.Value, stk.Len())
+		for i := len(args) - 1; i >= 0; i-- {
+			args[i] = stk.Pop()
+		}
+		if page.over {
+			return
+		}
+		switch op {
+		case "Tf":
+			if len(args) == 2 {
+				enc = encodingOf(args[0].Name())
+			}
+		case "BT":
+			curY = 0
+		case "ET":
+			textEnded = true
+		case "Td", "TD":
+			if len(args) == 2 {
+				tx, ty := args[0].Float64(), args[1].Float64()
+				curY += ty
+				if tx != 0 {
+					moved = true
+				}
+			}
+		case "Tm":
+			if len(args) == 6 {
+				curY = args[5].Float64()
+				moved = true
+			}
+		case "T*":
+			newLine = true
+		case "Tj":
+			if len(args) == 1 {
+				show(args[0])
+			}
+		case "'":
+			if len(args) == 1 {
+				newLine = true
+				show(args[0])
+			}
+		case "\"":
+			if len(args) == 3 {
+				newLine = true
+				show(args[2])
+			}
+		case "TJ":
+			if len(args) != 1 || args[0].Kind() != pdf.Array {
+				return
+			}
+			a := args[0]
+			for i := 0; i < a.Len(); i++ {
+				x := a.Index(i)
+				switch x.Kind() {
+				case pdf.String:
+					show(x)
+				case pdf.Integer, pdf.Real:
+					if -x.Float64() > pdfWordGap && hasText {
+						moved = true
+					}
+				}
+			}
+		}
+	})
+	return nil
+}
+
+// fontEncoding returns how the codes of font f map to text, or rawEncoding
+// when the font cannot be read.
+func fontEncoding(f pdf.Value) (enc pdf.TextEncoding) {
+	defer func() {
+		if recover() != nil || enc == nil {
+			enc = rawEncoding{}
+		}
+	}()
+	if f.Kind() != pdf.Dict {
+		return rawEncoding{}
+	}
+	font := pdf.Font{V: f}
+	return font.Encoder()
+}
