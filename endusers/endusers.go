@@ -39,7 +39,7 @@ func (s *Store) Resolve(ctx context.Context, appID, user string) (*models.EndUse
 	eu := &models.EndUser{
 		AppID:          appID,
 		ExternalUserID: user,
-		Type:           "service_api",
+		Type:           "service-api",
 		SessionID:      user,
 		IsAnonymous:    false,
 	}

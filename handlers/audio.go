@@ -2,17 +2,78 @@ package handlers
 
 import (
 	"context"
+	"errors"
+	"io"
+	"net/http"
 
 	"appkb/apperr"
+	"appkb/audio"
 	"appkb/gen"
 )
 
-// AudioToText serves POST /audio-to-text.
+// AudioToText serves POST /audio-to-text: the transcript of the recording
+// in the form's `file` part.
 func (s *Server) AudioToText(ctx context.Context, req gen.AudioToTextRequestObject) (gen.AudioToTextResponseObject, error) {
-	return nil, apperr.NotImplemented("POST /audio-to-text")
+	p, err := principalFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if req.Body == nil {
+		return nil, apperr.New(http.StatusBadRequest, apperr.CodeNoAudioUploaded, "No audio file was uploaded.")
+	}
+	svc := audio.NewService(s.db, s.models)
+	for {
+		part, err := req.Body.NextPart()
+		if errors.Is(err, io.EOF) {
+			return nil, apperr.New(http.StatusBadRequest, apperr.CodeNoAudioUploaded, "No audio file was uploaded.")
+		}
+		if err != nil {
+			return nil, multipartError(err)
+		}
+		name, hasName := partFileName(part)
+		if part.FormName() != "file" && !hasName {
+			part.Close()
+			continue
+		}
+		// The recording is read straight from its part; later parts (such
+		// as `user`) do not change the result.
+		text, err := svc.Transcribe(ctx, p.AppID, part, name, part.Header.Get("Content-Type"))
+		part.Close()
+		if err != nil {
+			return nil, err
+		}
+		return gen.AudioToText200JSONResponse{Text: text}, nil
+	}
 }
 
-// TextToAudioChat serves POST /text-to-audio.
+// TextToAudioChat serves POST /text-to-audio: MP3 audio of the given text
+// or of a message's answer.
 func (s *Server) TextToAudioChat(ctx context.Context, req gen.TextToAudioChatRequestObject) (gen.TextToAudioChatResponseObject, error) {
-	return nil, apperr.NotImplemented("POST /text-to-audio")
+	p, err := principalFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if req.Body == nil {
+		return nil, apperr.InvalidParam("request body is required")
+	}
+	b := req.Body
+	speech, err := audio.NewService(s.db, s.models).Speak(ctx, p.AppID, audio.SpeakRequest{
+		MessageID: strOrEmpty(b.MessageId),
+		Text:      strOrEmpty(b.Text),
+		Voice:     strOrEmpty(b.Voice),
+		User:      strOrEmpty(b.User),
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The response closes the audio once it is written.
+	return gen.TextToAudioChat200AudiompegResponse{Body: speech.Audio}, nil
+}
+
+// strOrEmpty reads an optional string, "" when absent.
+func strOrEmpty(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }

@@ -2,22 +2,111 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/labstack/echo/v4"
 
 	"appkb/apperr"
+	"appkb/chat"
 	"appkb/gen"
 )
 
-// SendChatMessage serves POST /chat-messages.
-func (s *Server) SendChatMessage(ctx context.Context, req gen.SendChatMessageRequestObject) (gen.SendChatMessageResponseObject, error) {
-	return nil, apperr.NotImplemented("POST /chat-messages")
+// sendChatMessage serves POST /chat-messages. `response_mode` alone picks
+// the answer's form (streaming, or blocking when absent); the Accept header
+// plays no part.
+func (s *Server) sendChatMessage(c echo.Context) error {
+	ctx := c.Request().Context()
+	p, err := principalFrom(ctx)
+	if err != nil {
+		return err
+	}
+	var body gen.ChatRequest
+	if err := decodeBody(c, &body); err != nil {
+		return err
+	}
+	g, err := s.chat.PrepareChat(ctx, chat.Request{
+		AppID:            p.AppID,
+		User:             body.User,
+		Query:            body.Query,
+		Inputs:           body.Inputs,
+		ConversationID:   stringOrEmpty(body.ConversationId),
+		Files:            fileRefs(body.Files),
+		AutoGenerateName: body.AutoGenerateName == nil || *body.AutoGenerateName,
+		Streaming:        body.ResponseMode != nil && *body.ResponseMode == gen.ChatRequestResponseModeStreaming,
+	})
+	if err != nil {
+		return err
+	}
+	return s.answer(c, g)
+}
+
+// SendChatMessage is the strict form of POST /chat-messages. The operation
+// is routed to sendChatMessage instead (see api in server.go), so this is
+// never reached through the router.
+func (s *Server) SendChatMessage(context.Context, gen.SendChatMessageRequestObject) (gen.SendChatMessageResponseObject, error) {
+	return nil, apperr.Internal(errors.New("POST /chat-messages is served by the raw handler"))
 }
 
 // StopChatMessageGeneration serves POST /chat-messages/{task_id}/stop.
 func (s *Server) StopChatMessageGeneration(ctx context.Context, req gen.StopChatMessageGenerationRequestObject) (gen.StopChatMessageGenerationResponseObject, error) {
-	return nil, apperr.NotImplemented("POST /chat-messages/{task_id}/stop")
+	p, err := principalFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	user := ""
+	if req.Body != nil {
+		user = req.Body.User
+	}
+	if err := s.chat.StopChat(ctx, p.AppID, user, req.TaskId); err != nil {
+		return nil, err
+	}
+	return gen.StopChatMessageGeneration200JSONResponse{Result: "success"}, nil
 }
 
 // GetSuggestedQuestions serves GET /messages/{message_id}/suggested.
 func (s *Server) GetSuggestedQuestions(ctx context.Context, req gen.GetSuggestedQuestionsRequestObject) (gen.GetSuggestedQuestionsResponseObject, error) {
-	return nil, apperr.NotImplemented("GET /messages/{message_id}/suggested")
+	p, err := principalFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	questions, err := s.chat.SuggestedQuestions(ctx, p.AppID, req.Params.User, req.MessageId)
+	if err != nil {
+		return nil, err
+	}
+	return gen.GetSuggestedQuestions200JSONResponse{Result: "success", Data: questions}, nil
+}
+
+// decodeBody reads a JSON request body that the validator has already
+// checked against openapi.yaml.
+func decodeBody(c echo.Context, v any) error {
+	if err := json.NewDecoder(c.Request().Body).Decode(v); err != nil {
+		return apperr.InvalidParam("request body is not valid JSON: %v", err)
+	}
+	return nil
+}
+
+// fileRefs converts the files of a request.
+func fileRefs(files *[]gen.InputFileObject) []chat.FileRef {
+	if files == nil {
+		return nil
+	}
+	out := make([]chat.FileRef, 0, len(*files))
+	for _, f := range *files {
+		out = append(out, chat.FileRef{
+			Type:           string(f.Type),
+			TransferMethod: string(f.TransferMethod),
+			URL:            stringOrEmpty(f.Url),
+			UploadFileID:   stringOrEmpty(f.UploadFileId),
+		})
+	}
+	return out
+}
+
+// stringOrEmpty reads an optional string.
+func stringOrEmpty(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

@@ -83,7 +83,7 @@ func newTestServer(t *testing.T) *testServer {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	e, err := handlers.NewServer(handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML})
+	e, err := handlers.NewServer(handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

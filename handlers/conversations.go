@@ -2,37 +2,219 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
 
-	"appkb/apperr"
+	"appkb/conversations"
 	"appkb/gen"
+	"appkb/models"
 )
 
-// GetConversationsList serves GET /conversations.
+// GetConversationsList serves GET /conversations: one page of the caller's
+// conversations.
 func (s *Server) GetConversationsList(ctx context.Context, req gen.GetConversationsListRequestObject) (gen.GetConversationsListResponseObject, error) {
-	return nil, apperr.NotImplemented("GET /conversations")
+	app, err := s.currentApp(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p := req.Params
+	query := conversations.ListQuery{LastID: valueOf(p.LastId), Limit: valueOf(p.Limit)}
+	if p.SortBy != nil {
+		query.SortBy = string(*p.SortBy)
+	}
+	page, err := conversations.NewStore(s.db).List(ctx, app, valueOf(p.User), query)
+	if err != nil {
+		return nil, err
+	}
+	out := gen.ConversationsListResponse{Limit: page.Limit, HasMore: page.HasMore, Data: make([]gen.ConversationListItem, len(page.Data))}
+	for i := range page.Data {
+		out.Data[i] = conversationItem(&page.Data[i])
+	}
+	return gen.GetConversationsList200JSONResponse(out), nil
 }
 
-// GetConversationHistory serves GET /messages.
+// GetConversationHistory serves GET /messages: one page of a conversation's
+// messages, oldest first within the page.
 func (s *Server) GetConversationHistory(ctx context.Context, req gen.GetConversationHistoryRequestObject) (gen.GetConversationHistoryResponseObject, error) {
-	return nil, apperr.NotImplemented("GET /messages")
+	app, err := s.currentApp(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p := req.Params
+	page, err := conversations.NewStore(s.db).History(ctx, app, valueOf(p.User), p.ConversationId,
+		conversations.HistoryQuery{FirstID: valueOf(p.FirstId), Limit: valueOf(p.Limit)})
+	if err != nil {
+		return nil, err
+	}
+	out := gen.ConversationHistoryResponse{Limit: page.Limit, HasMore: page.HasMore, Data: make([]gen.ConversationMessageItem, len(page.Data))}
+	for i := range page.Data {
+		if out.Data[i], err = historyItem(&page.Data[i]); err != nil {
+			return nil, err
+		}
+	}
+	return gen.GetConversationHistory200JSONResponse(out), nil
 }
 
 // GetConversationVariables serves GET /conversations/{conversation_id}/variables.
 func (s *Server) GetConversationVariables(ctx context.Context, req gen.GetConversationVariablesRequestObject) (gen.GetConversationVariablesResponseObject, error) {
-	return nil, apperr.NotImplemented("GET /conversations/{conversation_id}/variables")
+	app, def, err := s.currentDefinition(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p := req.Params
+	page, err := conversations.NewStore(s.db).Variables(ctx, app, def, valueOf(p.User), req.ConversationId,
+		conversations.VariableQuery{LastID: valueOf(p.LastId), Limit: valueOf(p.Limit), Name: valueOf(p.VariableName)})
+	if err != nil {
+		return nil, err
+	}
+	out := gen.ConversationVariablesResponse{Limit: page.Limit, HasMore: page.HasMore, Data: make([]gen.ConversationVariableItem, len(page.Data))}
+	for i := range page.Data {
+		out.Data[i] = variableItem(&page.Data[i])
+	}
+	return gen.GetConversationVariables200JSONResponse(out), nil
 }
 
 // RenameConversation serves POST /conversations/{conversation_id}/name.
 func (s *Server) RenameConversation(ctx context.Context, req gen.RenameConversationRequestObject) (gen.RenameConversationResponseObject, error) {
-	return nil, apperr.NotImplemented("POST /conversations/{conversation_id}/name")
+	app, err := s.currentApp(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var body gen.ConversationRenameRequest
+	if req.Body != nil {
+		body = *req.Body
+	}
+	conv, err := conversations.NewStore(s.db).RenameConversation(ctx, app, valueOf(body.User), req.ConversationId,
+		conversations.Rename{Name: valueOf(body.Name), AutoGenerate: valueOf(body.AutoGenerate)})
+	if err != nil {
+		return nil, err
+	}
+	return gen.RenameConversation200JSONResponse(conversationItem(conv)), nil
 }
 
 // UpdateChatConversationVariable serves PUT /conversations/{conversation_id}/variables/{variable_id}.
 func (s *Server) UpdateChatConversationVariable(ctx context.Context, req gen.UpdateChatConversationVariableRequestObject) (gen.UpdateChatConversationVariableResponseObject, error) {
-	return nil, apperr.NotImplemented("PUT /conversations/{conversation_id}/variables/{variable_id}")
+	app, def, err := s.currentDefinition(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var body gen.ConversationVariableUpdateRequest
+	if req.Body != nil {
+		body = *req.Body
+	}
+	v, err := conversations.NewStore(s.db).UpdateVariable(ctx, app, def, valueOf(body.User), req.ConversationId, req.VariableId, body.Value)
+	if err != nil {
+		return nil, err
+	}
+	return gen.UpdateChatConversationVariable200JSONResponse(variableItem(v)), nil
 }
 
 // DeleteConversation serves DELETE /conversations/{conversation_id}.
 func (s *Server) DeleteConversation(ctx context.Context, req gen.DeleteConversationRequestObject) (gen.DeleteConversationResponseObject, error) {
-	return nil, apperr.NotImplemented("DELETE /conversations/{conversation_id}")
+	app, err := s.currentApp(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var user string
+	if req.Body != nil {
+		user = valueOf(req.Body.User)
+	}
+	if err := conversations.NewStore(s.db).Delete(ctx, app, user, req.ConversationId); err != nil {
+		return nil, err
+	}
+	return gen.DeleteConversation204Response{}, nil
+}
+
+func conversationItem(c *models.Conversation) gen.ConversationListItem {
+	return gen.ConversationListItem{
+		Id:           c.ID,
+		Name:         c.Name,
+		Inputs:       jsonObject(c.Inputs),
+		Status:       c.Status,
+		Introduction: &c.Introduction,
+		CreatedAt:    c.CreatedAt.Unix(),
+		UpdatedAt:    c.UpdatedAt.Unix(),
+	}
+}
+
+func variableItem(v *models.ConversationVariable) gen.ConversationVariableItem {
+	created, updated := v.CreatedAt.Unix(), v.UpdatedAt.Unix()
+	return gen.ConversationVariableItem{
+		Id:          v.ID,
+		Name:        v.Name,
+		ValueType:   v.ValueType,
+		Value:       conversations.ValueText(v.Value),
+		Description: &v.Description,
+		CreatedAt:   &created,
+		UpdatedAt:   &updated,
+	}
+}
+
+// historyItem maps one message of a conversation's history to the wire.
+func historyItem(h *conversations.HistoryItem) (gen.ConversationMessageItem, error) {
+	m := &h.Message
+	item := gen.ConversationMessageItem{
+		Id:                      m.ID,
+		ConversationId:          valueOf(m.ConversationID),
+		ParentMessageId:         m.ParentMessageID,
+		Inputs:                  &h.Inputs,
+		Query:                   &m.Query,
+		Answer:                  &m.Answer,
+		Status:                  &m.Status,
+		Error:                   m.Error,
+		MessageTokens:           &m.MessageTokens,
+		AnswerTokens:            &m.AnswerTokens,
+		TotalTokens:             &m.TotalTokens,
+		ProviderResponseLatency: &m.ProviderResponseLatency,
+		TotalPrice:              m.TotalPrice,
+		Currency:                m.Currency,
+		CreatedAt:               m.CreatedAt.Unix(),
+	}
+	if h.Rating != "" {
+		item.Feedback = &struct {
+			Rating *string `json:"rating,omitempty"`
+		}{Rating: &h.Rating}
+	}
+	// The three lists share their JSON shape with the domain types, so they
+	// are copied through JSON rather than field by field.
+	files, err := toWire[[]gen.MessageFileItem](h.Files)
+	if err != nil {
+		return item, err
+	}
+	resources, err := toWire[[]gen.RetrieverResource](h.RetrieverResources)
+	if err != nil {
+		return item, err
+	}
+	thoughts, err := toWire[[]gen.AgentThoughtItem](h.AgentThoughts)
+	if err != nil {
+		return item, err
+	}
+	item.MessageFiles, item.RetrieverResources, item.AgentThoughts = &files, &resources, &thoughts
+	item.ExtraContents = emptyList(item.ExtraContents)
+	return item, nil
+}
+
+// jsonObject decodes a JSON object column; anything else reads as {}.
+func jsonObject(text string) *map[string]any {
+	m := map[string]any{}
+	_ = json.Unmarshal([]byte(text), &m)
+	if m == nil {
+		m = map[string]any{}
+	}
+	return &m
+}
+
+// emptyList gives an optional list field an empty, non-null value; the
+// argument only carries the field's type.
+func emptyList[T any](_ *[]T) *[]T {
+	out := []T{}
+	return &out
+}
+
+// valueOf returns what p points to, or the zero value for nil.
+func valueOf[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }

@@ -7,6 +7,7 @@ package handlers
 import (
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -14,6 +15,8 @@ import (
 
 	"appkb/apikeys"
 	"appkb/apps"
+	"appkb/chat"
+	"appkb/files"
 	"appkb/gen"
 	"appkb/llm"
 )
@@ -34,7 +37,16 @@ type Deps struct {
 	Models *llm.Registry
 	// DataDir is where uploaded files are kept (under files/).
 	DataDir string
+	// PingInterval is how long a message stream may stay silent before a
+	// ping keep-alive is sent; 0 means DefaultPingInterval. Tests shorten it.
+	PingInterval time.Duration
+	// ChatModels, when set, replaces Models as the source of chat models
+	// for chat and completion apps (tests put slow or failing fakes here).
+	ChatModels chat.Models
 }
+
+// DefaultPingInterval is the keep-alive period of message streams.
+const DefaultPingInterval = 10 * time.Second
 
 // Server implements every operation of the API.
 type Server struct {
@@ -43,6 +55,10 @@ type Server struct {
 	apps    *apps.Store
 	models  *llm.Registry
 	log     *slog.Logger
+	// chat runs chat, agent and completion apps; pingInterval paces the
+	// keep-alives of its streams.
+	chat         *chat.Service
+	pingInterval time.Duration
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -77,10 +93,41 @@ func NewServer(d Deps) (*echo.Echo, error) {
 		return c.Blob(http.StatusOK, "application/yaml", d.SpecYAML)
 	})
 
-	srv := &Server{db: d.DB, dataDir: d.DataDir, apps: apps.NewStore(d.DB), models: d.Models, log: log}
-	gen.RegisterHandlers(e.Group(basePath), gen.NewStrictHandler(srv, nil))
+	srv := &Server{db: d.DB, dataDir: d.DataDir, apps: apps.NewStore(d.DB), models: d.Models, log: log,
+		pingInterval: d.PingInterval}
+	if srv.pingInterval <= 0 {
+		srv.pingInterval = DefaultPingInterval
+	}
+	chatCfg := chat.Config{
+		DB:              d.DB,
+		Models:          d.ChatModels,
+		Logger:          log,
+		MatchAnnotation: srv.annotationService().Match,
+		ResolveFiles:    attachedFiles(files.NewStore(d.DB, d.DataDir)),
+	}
+	if chatCfg.Models == nil && d.Models != nil {
+		chatCfg.Models = d.Models
+	}
+	srv.chat = chat.New(chatCfg)
+
+	gen.RegisterHandlers(e.Group(basePath), api{ServerInterface: gen.NewStrictHandler(srv, nil), srv: srv})
 	return e, nil
 }
+
+// api serves every operation through the strict handlers except the two
+// that may answer with an event stream: those need the raw Echo context to
+// write and flush Server-Sent Events themselves (STYLE §3).
+type api struct {
+	gen.ServerInterface
+	srv *Server
+}
+
+// SendChatMessage serves POST /chat-messages, blocking or streaming.
+func (a api) SendChatMessage(c echo.Context) error { return a.srv.sendChatMessage(c) }
+
+// CreateCompletionMessage serves POST /completion-messages, blocking or
+// streaming.
+func (a api) CreateCompletionMessage(c echo.Context) error { return a.srv.createCompletionMessage(c) }
 
 // requestLogger logs one line per request with log/slog.
 func requestLogger(log *slog.Logger) echo.MiddlewareFunc {

@@ -109,17 +109,19 @@ func TestRequestValidation(t *testing.T) {
 			body: noFile, contentType: noFileCT}, 400, "invalid_param", "file"},
 		{"multipart upload sent as JSON", request{method: "POST", path: "/v1/files/upload",
 			body: `{"user":"u1"}`}, 400, "invalid_param", ""},
-		// Liberal cases: these pass validation and reach the handler, which
-		// does not exist yet (501) — anything but 400 would be a regression.
+		// Liberal cases: these pass validation and reach the handler; anything
+		// but a 400 would be a regression.
 		{"null for optional fields means absent", request{method: "POST", path: "/v1/chat-messages",
-			body: `{"query":"hi","inputs":{},"user":"u1","conversation_id":null,"files":null,"response_mode":null,"auto_generate_name":null}`}, 501, "not_implemented", ""},
+			body: `{"query":"hi","inputs":{},"user":"u1","conversation_id":null,"files":null,"response_mode":null,"auto_generate_name":null}`}, 200, "", ""},
 		{"unknown body fields are ignored", request{method: "POST", path: "/v1/chat-messages",
-			body: `{"query":"hi","inputs":{},"user":"u1","surprise":{"a":1}}`}, 501, "not_implemented", ""},
-		{"unknown query parameters are ignored", request{method: "GET", path: "/v1/conversations?user=u1&limit=5&color=blue"}, 501, "not_implemented", ""},
-		{"literal null body on DELETE", request{method: "DELETE", path: "/v1/conversations/" + convID, body: `null`}, 501, "not_implemented", ""},
-		{"DELETE without body", request{method: "DELETE", path: "/v1/conversations/" + convID}, 501, "not_implemented", ""},
+			body: `{"query":"hi","inputs":{},"user":"u1","surprise":{"a":1}}`}, 200, "", ""},
+		{"unknown query parameters are ignored", request{method: "GET", path: "/v1/conversations?user=u1&limit=5&color=blue"}, 200, "", ""},
+		// Without a user nothing is owned, so the conversation is not found
+		// (404 rather than a 400 about the body).
+		{"literal null body on DELETE", request{method: "DELETE", path: "/v1/conversations/" + convID, body: `null`}, 404, "not_found", ""},
+		{"DELETE without body", request{method: "DELETE", path: "/v1/conversations/" + convID}, 404, "not_found", ""},
 		{"valid multipart upload", request{method: "POST", path: "/v1/files/upload",
-			body: withFile, contentType: withFileCT}, 501, "not_implemented", ""},
+			body: withFile, contentType: withFileCT}, 201, "", ""},
 		{"JSON content type on a GET without body", request{method: "GET", path: "/v1/info",
 			header: http.Header{"Content-Type": {"application/json"}}}, 200, "", ""},
 	}

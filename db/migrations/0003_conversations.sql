@@ -6,7 +6,7 @@ CREATE TABLE end_users (
     id               TEXT PRIMARY KEY,
     app_id           TEXT NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
     external_user_id TEXT NOT NULL,
-    type             TEXT NOT NULL DEFAULT 'service_api',
+    type             TEXT NOT NULL DEFAULT 'service-api',
     name             TEXT,
     is_anonymous     BOOLEAN NOT NULL DEFAULT FALSE,
     session_id       TEXT NOT NULL,

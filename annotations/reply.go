@@ -1,0 +1,357 @@
+package annotations
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"appkb/apperr"
+	"appkb/models"
+)
+
+// Actions of the annotation reply switch.
+const (
+	ActionEnable  = "enable"
+	ActionDisable = "disable"
+)
+
+// maxAttempts is how often a job is started before it is given up: a job
+// that keeps being interrupted (the process stops while it runs) ends in
+// error instead of being retried forever.
+const maxAttempts = 3
+
+// embedBatch is how many questions go into one embedding call.
+const embedBatch = 32
+
+// ReplyConfig is what switching annotation reply on needs.
+type ReplyConfig struct {
+	EmbeddingProviderName string
+	EmbeddingModelName    string
+	// ScoreThreshold is the smallest cosine similarity, between 0 and 1,
+	// at which an annotation answers a query.
+	ScoreThreshold float64
+}
+
+// Settings returns appID's annotation reply settings; an app that never
+// had them has a zero value with Enabled false.
+func (s *Service) Settings(ctx context.Context, appID string) (models.AnnotationReplySetting, error) {
+	s.resumeOnce()
+	set := models.AnnotationReplySetting{AppID: appID}
+	err := s.db.WithContext(ctx).Where("app_id = ?", appID).Take(&set).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return models.AnnotationReplySetting{AppID: appID}, nil
+	}
+	return set, err
+}
+
+// StartJob records a job that switches annotation reply on or off for
+// appID and starts it in the background. While a job with the same action
+// is still unfinished for the app, that job is returned instead of a new
+// one. Jobs of one app run one at a time, in the order they were made.
+func (s *Service) StartJob(ctx context.Context, appID, action string, cfg ReplyConfig) (*models.AnnotationReplyJob, error) {
+	if action != ActionEnable && action != ActionDisable {
+		return nil, apperr.InvalidParam("action must be enable or disable")
+	}
+	if math.IsNaN(cfg.ScoreThreshold) || cfg.ScoreThreshold < 0 || cfg.ScoreThreshold > 1 {
+		return nil, apperr.InvalidParam("score_threshold must be between 0 and 1")
+	}
+	cfg.EmbeddingProviderName = strings.TrimSpace(cfg.EmbeddingProviderName)
+	cfg.EmbeddingModelName = strings.TrimSpace(cfg.EmbeddingModelName)
+	if action == ActionEnable && cfg.EmbeddingProviderName == "" {
+		return nil, apperr.InvalidParam("embedding_provider_name must not be empty")
+	}
+	s.resumeOnce()
+	var job models.AnnotationReplyJob
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		err := tx.Where("app_id = ? AND action = ? AND status IN ?", appID, action, []string{models.JobWaiting, models.JobProcessing}).
+			Order("created_at").Take(&job).Error
+		if err == nil || !errors.Is(err, gorm.ErrRecordNotFound) {
+			return err
+		}
+		job = models.AnnotationReplyJob{
+			AppID:                 appID,
+			Action:                action,
+			Status:                models.JobWaiting,
+			EmbeddingProviderName: cfg.EmbeddingProviderName,
+			EmbeddingModelName:    cfg.EmbeddingModelName,
+			ScoreThreshold:        cfg.ScoreThreshold,
+		}
+		return tx.Create(&job).Error
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.kick(appID)
+	return &job, nil
+}
+
+// Job returns one of appID's jobs started with action. A job that does not
+// exist, belongs to another app or was started with the other action
+// gives 400 invalid_param, as Dify answers.
+func (s *Service) Job(ctx context.Context, appID, action, jobID string) (*models.AnnotationReplyJob, error) {
+	s.resumeOnce()
+	var job models.AnnotationReplyJob
+	err := s.db.WithContext(ctx).Where("id = ? AND app_id = ? AND action = ?", jobID, appID, action).Take(&job).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, apperr.InvalidParam("The job does not exist.")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &job, nil
+}
+
+// jobs tracks the background runners of this process.
+var jobs struct {
+	wg sync.WaitGroup
+	// locks holds one *sync.Mutex per app id: one runner per app at a time.
+	locks sync.Map
+	// resumed holds the databases (*gorm.DB) whose unfinished jobs were
+	// started again by this process.
+	resumed sync.Map
+}
+
+// Resume starts a runner for every app that has unfinished jobs. The first
+// use of a Service over a database does this by itself; a program can call
+// it at startup to do it sooner.
+func (s *Service) Resume(ctx context.Context) error {
+	var appIDs []string
+	err := s.db.WithContext(ctx).Model(&models.AnnotationReplyJob{}).
+		Where("status IN ?", []string{models.JobWaiting, models.JobProcessing}).
+		Distinct().Pluck("app_id", &appIDs).Error
+	if err != nil {
+		return err
+	}
+	for _, id := range appIDs {
+		s.kick(id)
+	}
+	return nil
+}
+
+// resumeOnce runs Resume the first time this process uses the database.
+func (s *Service) resumeOnce() {
+	once, _ := jobs.resumed.LoadOrStore(s.db, &sync.Once{})
+	once.(*sync.Once).Do(func() {
+		if err := s.Resume(context.Background()); err != nil {
+			s.Log.Error("annotation reply: resuming unfinished jobs failed", "error", err)
+		}
+	})
+}
+
+// kick starts a runner that works through appID's unfinished jobs.
+func (s *Service) kick(appID string) {
+	jobs.wg.Add(1)
+	go func() {
+		defer jobs.wg.Done()
+		defer func() {
+			if r := recover(); r != nil {
+				s.Log.Error("annotation reply: job runner panicked", "app_id", appID, "panic", r)
+			}
+		}()
+		mu, _ := jobs.locks.LoadOrStore(appID, &sync.Mutex{})
+		mu.(*sync.Mutex).Lock()
+		defer mu.(*sync.Mutex).Unlock()
+		ctx := context.Background()
+		for {
+			var job models.AnnotationReplyJob
+			err := s.db.WithContext(ctx).
+				Where("app_id = ? AND status IN ?", appID, []string{models.JobWaiting, models.JobProcessing}).
+				Order("created_at, id").Take(&job).Error
+			if errors.Is(err, gorm.ErrRecordNotFound) {
+				return
+			}
+			if err != nil {
+				s.Log.Error("annotation reply: reading jobs failed", "app_id", appID, "error", err)
+				return
+			}
+			if !s.runJob(ctx, &job) {
+				return
+			}
+		}
+	}()
+}
+
+// runJob runs one job to its end and records the outcome. It reports
+// false when the outcome could not be recorded, so that the runner stops
+// rather than picking the same job again.
+func (s *Service) runJob(ctx context.Context, job *models.AnnotationReplyJob) bool {
+	if job.Attempts >= maxAttempts {
+		return s.finish(ctx, job, fmt.Errorf("the job was interrupted %d times", job.Attempts))
+	}
+	res := s.db.WithContext(ctx).Model(job).Updates(map[string]any{
+		"status":   models.JobProcessing,
+		"attempts": gorm.Expr("attempts + 1"),
+	})
+	if res.Error != nil {
+		s.Log.Error("annotation reply: starting job failed", "job_id", job.ID, "error", res.Error)
+		return false
+	}
+	var err error
+	switch job.Action {
+	case ActionEnable:
+		err = s.enable(ctx, job)
+	case ActionDisable:
+		err = s.disable(ctx, job)
+	default:
+		err = fmt.Errorf("unknown action %q", job.Action)
+	}
+	return s.finish(ctx, job, err)
+}
+
+// finish records a job as completed, or as failed with err.
+func (s *Service) finish(ctx context.Context, job *models.AnnotationReplyJob, err error) bool {
+	status, msg := models.JobCompleted, ""
+	if err != nil {
+		status, msg = models.JobError, jobErrorMessage(err)
+		s.Log.Warn("annotation reply job failed", "job_id", job.ID, "app_id", job.AppID, "action", job.Action, "error", err)
+	}
+	if err := s.db.WithContext(ctx).Model(job).Updates(map[string]any{"status": status, "error_msg": msg}).Error; err != nil {
+		s.Log.Error("annotation reply: recording job outcome failed", "job_id", job.ID, "error", err)
+		return false
+	}
+	return true
+}
+
+// jobErrorMessage is what a client polling a failed job is told: the
+// message of an API error (model errors are written for clients), or a
+// generic text for anything else, which is only logged.
+func jobErrorMessage(err error) string {
+	var ae *apperr.Error
+	if errors.As(err, &ae) && ae.Status < 500 {
+		return ae.Message
+	}
+	return "The job failed; the server log has the details."
+}
+
+// enable embeds every question of the app with the job's model, then
+// switches the app over to it and drops vectors of other models.
+func (s *Service) enable(ctx context.Context, job *models.AnnotationReplyJob) error {
+	model := modelKey{job.EmbeddingProviderName, job.EmbeddingModelName}
+	var missing []string
+	err := s.db.WithContext(ctx).Model(&models.Annotation{}).
+		Where("app_id = ? AND NOT EXISTS (?)", job.AppID, s.vectorOf(model)).
+		Order("created_at").Pluck("id", &missing).Error
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		embedder, err := s.models.Embedding(model.provider, model.name)
+		if err != nil {
+			return err
+		}
+		for start := 0; start < len(missing); start += embedBatch {
+			var batch []models.Annotation
+			ids := missing[start:min(start+embedBatch, len(missing))]
+			if err := s.db.WithContext(ctx).Select("id", "app_id", "question").Where("id IN ?", ids).Find(&batch).Error; err != nil {
+				return err
+			}
+			if err := s.embedAndStore(ctx, embedder, model, batch); err != nil {
+				return err
+			}
+		}
+	}
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		set := models.AnnotationReplySetting{
+			AppID:                 job.AppID,
+			Enabled:               true,
+			EmbeddingProviderName: model.provider,
+			EmbeddingModelName:    model.name,
+			ScoreThreshold:        job.ScoreThreshold,
+		}
+		if err := upsertSettings(tx, &set); err != nil {
+			return err
+		}
+		return tx.Where("app_id = ? AND NOT (embedding_provider_name = ? AND embedding_model_name = ?)",
+			job.AppID, model.provider, model.name).Delete(&models.AnnotationEmbedding{}).Error
+	})
+}
+
+// disable switches annotation reply off and drops the app's vectors.
+func (s *Service) disable(ctx context.Context, job *models.AnnotationReplyJob) error {
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		set := models.AnnotationReplySetting{
+			AppID:                 job.AppID,
+			Enabled:               false,
+			EmbeddingProviderName: job.EmbeddingProviderName,
+			EmbeddingModelName:    job.EmbeddingModelName,
+			ScoreThreshold:        job.ScoreThreshold,
+		}
+		if err := upsertSettings(tx, &set); err != nil {
+			return err
+		}
+		return tx.Where("app_id = ?", job.AppID).Delete(&models.AnnotationEmbedding{}).Error
+	})
+}
+
+func upsertSettings(tx *gorm.DB, set *models.AnnotationReplySetting) error {
+	return tx.Clauses(clause.OnConflict{
+		Columns: []clause.Column{{Name: "app_id"}},
+		DoUpdates: clause.AssignmentColumns([]string{
+			"enabled", "embedding_provider_name", "embedding_model_name", "score_threshold", "updated_at",
+		}),
+	}).Create(set).Error
+}
+
+// RoundThreshold turns a threshold that arrived as a float32 into the
+// float64 with the same shortest decimal form (0.8, not 0.800000011920929).
+func RoundThreshold(f float32) float64 {
+	v, err := strconv.ParseFloat(strconv.FormatFloat(float64(f), 'g', -1, 32), 64)
+	if err != nil {
+		return float64(f)
+	}
+	return v
+}
+
+// modelKey names an embedding model.
+type modelKey struct{ provider, name string }
+
+// vectorOf is a subquery that finds an annotation's vector under a model;
+// it is used inside NOT EXISTS with the outer table named annotations.
+func (s *Service) vectorOf(m modelKey) *gorm.DB {
+	return s.db.Model(&models.AnnotationEmbedding{}).Select("1").
+		Where("annotation_embeddings.annotation_id = annotations.id AND embedding_provider_name = ? AND embedding_model_name = ?", m.provider, m.name)
+}
+
+// encodeVector scales v to unit length and packs it as little-endian
+// float32s. A zero vector stays zero.
+func encodeVector(v []float32) []byte {
+	var sum float64
+	for _, x := range v {
+		sum += float64(x) * float64(x)
+	}
+	norm := math.Sqrt(sum)
+	out := make([]byte, 4*len(v))
+	for i, x := range v {
+		f := float64(x)
+		if norm > 0 {
+			f /= norm
+		}
+		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(float32(f)))
+	}
+	return out
+}
+
+func decodeVector(b []byte) []float32 {
+	out := make([]float32, len(b)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out
+}
+
+// dot is the cosine similarity of two unit vectors.
+func dot(a, b []float32) float64 {
+	var sum float64
+	for i := range a {
+		sum += float64(a[i]) * float64(b[i])
+	}
+	return sum
+}

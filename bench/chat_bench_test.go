@@ -1,0 +1,175 @@
+// Package bench holds benchmarks of appkb's chat runtime. They drive the
+// real router (validation, authentication, SQLite storage) against the
+// builtin offline model; see README.md for how to run them and what the
+// figures mean. They assert nothing about speed.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"appkb/apikeys"
+	"appkb/apps"
+	"appkb/db"
+	"appkb/demo"
+	"appkb/handlers"
+	"appkb/llm"
+)
+
+// server is the real HTTP handler over a fresh database with the demo apps.
+type server struct {
+	e   *echo.Echo
+	key string // the demo chat app's key
+}
+
+func newServer(b *testing.B) *server {
+	b.Helper()
+	gdb, err := db.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close(gdb) })
+	keys, err := demo.Ensure(context.Background(), apps.NewStore(gdb), apikeys.NewStore(gdb))
+	if err != nil {
+		b.Fatal(err)
+	}
+	spec, err := os.ReadFile("../openapi.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	e, err := handlers.NewServer(handlers.Deps{DB: gdb, SpecYAML: spec, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e.Logger.SetOutput(io.Discard)
+	return &server{e: e, key: keys.AppKey}
+}
+
+// chatBody is a request like the ones the benchmarks send; n makes the
+// query (and the end user) differ between requests.
+func chatBody(n int64, mode string) string {
+	return fmt.Sprintf(`{"query":"How do I reset my password, attempt %d?","inputs":{"name":"Ada"},"user":"bench-%d","response_mode":%q}`, n, n%64, mode)
+}
+
+// send serves one request in-process and fails the benchmark on a non-200.
+func (s *server) send(b *testing.B, body string) {
+	req := httptest.NewRequest(http.MethodPost, "/v1/chat-messages", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+s.key)
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	s.e.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		b.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+}
+
+// latencies collects per-request durations and reports percentiles.
+type latencies struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (l *latencies) add(d time.Duration) {
+	l.mu.Lock()
+	l.d = append(l.d, d)
+	l.mu.Unlock()
+}
+
+func (l *latencies) report(b *testing.B) {
+	if len(l.d) == 0 {
+		return
+	}
+	slices.Sort(l.d)
+	pct := func(p float64) float64 {
+		return float64(l.d[int(p*float64(len(l.d)-1))].Microseconds()) / 1000
+	}
+	b.ReportMetric(pct(0.50), "p50-ms")
+	b.ReportMetric(pct(0.99), "p99-ms")
+}
+
+// BenchmarkModelCall times the builtin model alone, with a prompt like the
+// one the demo app builds. Subtract it from BenchmarkBlockingChat to get
+// the latency appkb adds around the model call.
+func BenchmarkModelCall(b *testing.B) {
+	model, err := (*llm.Registry)(nil).Chat("appkb", "builtin")
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := llm.ChatRequest{Messages: []llm.Message{
+		{Role: llm.RoleSystem, Content: "You are a helpful assistant. Answer briefly."},
+		{Role: llm.RoleUser, Content: "How do I reset my password, attempt 1?"},
+	}}
+	var l latencies
+	for b.Loop() {
+		start := time.Now()
+		if _, err := model.Chat(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+		l.add(time.Since(start))
+	}
+	l.report(b)
+}
+
+// BenchmarkBlockingChat sends blocking chat messages one after another, each
+// starting a new conversation.
+func BenchmarkBlockingChat(b *testing.B) {
+	s := newServer(b)
+	var n int64
+	var l latencies
+	for b.Loop() {
+		n++
+		start := time.Now()
+		s.send(b, chatBody(n, "blocking"))
+		l.add(time.Since(start))
+	}
+	l.report(b)
+}
+
+// BenchmarkBlockingChatParallel sends blocking chat messages from 16
+// concurrent clients (8 per core on a 2-core machine; run with -cpu to
+// change). msgs/s is the throughput.
+func BenchmarkBlockingChatParallel(b *testing.B) {
+	s := newServer(b)
+	b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0)))
+	var n atomic.Int64
+	var l latencies
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			t := time.Now()
+			s.send(b, chatBody(n.Add(1), "blocking"))
+			l.add(time.Since(t))
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+	l.report(b)
+}
+
+// BenchmarkStreamingChat sends streaming chat messages one after another;
+// the whole stream is read each time.
+func BenchmarkStreamingChat(b *testing.B) {
+	s := newServer(b)
+	var n int64
+	var l latencies
+	for b.Loop() {
+		n++
+		start := time.Now()
+		s.send(b, chatBody(n, "streaming"))
+		l.add(time.Since(start))
+	}
+	l.report(b)
+}

@@ -1,0 +1,869 @@
+// Package chat is the runtime of the apps that answer with one model call:
+// chat apps (`chat`), agent apps (`agent-chat`, and the DSL 0.7 `agent`
+// mode, both without tool calls for now) and text generators
+// (`completion`). It validates a request against the app's definition,
+// assembles the prompt, calls the model (blocking or streaming), applies the
+// app's features (opening statement, keyword moderation, annotation reply,
+// conversation names, suggested questions) and stores every conversation
+// and message.
+//
+// Chatflow (`advanced-chat`) and `workflow` apps run on the workflow engine
+// and are refused here.
+//
+// The package knows nothing about HTTP. A handler calls PrepareChat or
+// PrepareCompletion, whose errors are ordinary API errors, then
+// Generation.Run, which in streaming mode hands typed Event values to a
+// callback; their JSON encoding is exactly the payload of one
+// Server-Sent Events frame.
+package chat
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"appkb/apperr"
+	"appkb/apps"
+	"appkb/endusers"
+	"appkb/llm"
+	"appkb/models"
+)
+
+// Models is where the runtime finds chat models; *llm.Registry is one.
+type Models interface {
+	Chat(provider, model string) (llm.ChatModel, error)
+	// Backend names the backend serving a provider (llm.BackendBuiltin or
+	// llm.BackendOpenAICompatible).
+	Backend(provider string) (string, error)
+}
+
+// FileRef is a file a request attaches: an earlier upload (local_file) or
+// a URL (remote_url).
+type FileRef struct {
+	Type           string // image, document, audio, video or custom
+	TransferMethod string // local_file or remote_url
+	URL            string
+	UploadFileID   string
+}
+
+// ResolvedFile is an attached file after the files hook has checked it. Its
+// JSON form is what a message stores in message_files (the contract's
+// MessageFileItem).
+type ResolvedFile struct {
+	ID             string `json:"id"`
+	Filename       string `json:"filename"`
+	Type           string `json:"type"`
+	URL            string `json:"url,omitempty"`
+	MimeType       string `json:"mime_type,omitempty"`
+	Size           int64  `json:"size"`
+	TransferMethod string `json:"transfer_method"`
+	// BelongsTo is "user" for files the end user attached.
+	BelongsTo    string `json:"belongs_to"`
+	UploadFileID string `json:"upload_file_id,omitempty"`
+}
+
+// Config holds the runtime's collaborators. DB is required; everything else
+// has a default.
+type Config struct {
+	DB *gorm.DB
+	// Models provides chat models; nil means the builtin model for every
+	// provider.
+	Models Models
+	// Tasks is the registry of running generations; nil makes a new one.
+	Tasks *Tasks
+	// ContextWindow gives a model's context size in tokens; nil uses
+	// DefaultContextWindow.
+	ContextWindow func(provider, model string) int
+	// MatchAnnotation, when set, is asked before the model of a chat app:
+	// a match answers the query with the stored annotation instead.
+	MatchAnnotation func(ctx context.Context, appID, query string) (annotationID, answer string, ok bool, err error)
+	// ResolveFiles, when set, checks and describes the files a request
+	// attaches (endUserID is the stored end user's id). Without it,
+	// attached files are ignored.
+	ResolveFiles func(ctx context.Context, appID, endUserID string, files []FileRef) ([]ResolvedFile, error)
+	Logger       *slog.Logger
+}
+
+// Service runs chat and completion apps.
+type Service struct {
+	db    *gorm.DB
+	apps  *apps.Store
+	users *endusers.Store
+	cfg   Config
+	tasks *Tasks
+	log   *slog.Logger
+
+	// defs caches parsed app definitions by app id; an entry is used only
+	// while the stored definition text is unchanged.
+	defs sync.Map // string → *appConfig
+
+	// writeMu lets one of this service's write transactions run at a time.
+	// SQLite admits a single writer anyway; queueing here is much cheaper
+	// than SQLite's busy handler, which sleeps for milliseconds between
+	// retries when many answers finish at once.
+	writeMu sync.Mutex
+}
+
+// New builds a Service.
+func New(cfg Config) *Service {
+	if cfg.Models == nil {
+		var builtinOnly *llm.Registry // a nil registry serves everything with the builtin model
+		cfg.Models = builtinOnly
+	}
+	if cfg.Tasks == nil {
+		cfg.Tasks = NewTasks()
+	}
+	if cfg.ContextWindow == nil {
+		cfg.ContextWindow = func(_, model string) int { return DefaultContextWindow(model) }
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Service{
+		db:    cfg.DB,
+		apps:  apps.NewStore(cfg.DB),
+		users: endusers.NewStore(cfg.DB),
+		cfg:   cfg,
+		tasks: cfg.Tasks,
+		log:   cfg.Logger,
+	}
+}
+
+// Tasks returns the registry of running generations.
+func (s *Service) Tasks() *Tasks { return s.tasks }
+
+// Request is one call to send a chat message or generate a completion.
+type Request struct {
+	AppID string
+	// User is the caller's end-user string.
+	User   string
+	Query  string
+	Inputs map[string]any
+	// ConversationID continues a conversation (chat apps only); empty
+	// starts a new one.
+	ConversationID string
+	Files          []FileRef
+	// AutoGenerateName names a new conversation after its first query.
+	AutoGenerateName bool
+	// Streaming selects Server-Sent Events over one JSON answer.
+	Streaming bool
+}
+
+// Statuses of a stored message.
+const (
+	StatusNormal = "normal"
+	StatusError  = "error"
+)
+
+// DefaultConversationName is the name of a conversation that has not been
+// named.
+const DefaultConversationName = "New conversation"
+
+// maxHistoryMessages bounds how many earlier messages are read to build the
+// history; the context window usually admits far fewer.
+const maxHistoryMessages = 200
+
+// Error codes this package adds to those of apperr.
+const (
+	CodeBadRequest            = "bad_request"
+	CodeConversationCompleted = "conversation_completed"
+)
+
+// appConfig is what the runtime reads from an app definition.
+type appConfig struct {
+	text     string // the definition text it was parsed from
+	mode     string
+	mc       *apps.ModelConfig
+	features apps.Features
+	form     []apps.FormField
+	filter   *keywordFilter
+}
+
+// loadApp returns the app's runtime configuration, parsing its definition
+// only when it changed since the last call.
+func (s *Service) loadApp(ctx context.Context, appID string) (*models.App, *appConfig, error) {
+	app, err := s.apps.Get(ctx, appID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if v, ok := s.defs.Load(appID); ok {
+		if ac := v.(*appConfig); ac.text == app.Definition {
+			return app, ac, nil
+		}
+	}
+	def, err := apps.Parse([]byte(app.Definition))
+	if err != nil {
+		return nil, nil, apperr.Wrap(err, http.StatusBadRequest, apperr.CodeAppUnavailable,
+			"The definition of app %s cannot be read (%s); import it again.", appID, apperr.From(err).Message)
+	}
+	ac := &appConfig{
+		text:     app.Definition,
+		mode:     def.App.Mode,
+		mc:       modelConfigOf(def),
+		features: def.FeatureSwitches(),
+		form:     def.InputForm(),
+	}
+	ac.filter = newKeywordFilter(ac.features.SensitiveWordAvoidance)
+	s.defs.Store(appID, ac)
+	return app, ac, nil
+}
+
+// modelConfigOf returns the model configuration of an app. Agent apps of
+// DSL 0.7 keep theirs in the agent block (model and instructions), which
+// is read into the same shape.
+func modelConfigOf(def *apps.Definition) *apps.ModelConfig {
+	if def.ModelConfig != nil {
+		return def.ModelConfig
+	}
+	if def.App.Mode != apps.ModeAgent || def.Agent == nil {
+		return nil
+	}
+	mc := &apps.ModelConfig{PromptType: "simple"}
+	if m, ok := def.Agent["model"].(map[string]any); ok {
+		mc.Model.Provider, _ = m["provider"].(string)
+		mc.Model.Name, _ = m["name"].(string)
+		mc.Model.Mode, _ = m["mode"].(string)
+		mc.Model.CompletionParams, _ = m["completion_params"].(map[string]any)
+	}
+	for _, key := range []string{"instructions", "instruction", "prompt", "pre_prompt"} {
+		if s, ok := def.Agent[key].(string); ok && s != "" {
+			mc.PrePrompt = s
+			break
+		}
+	}
+	mc.Features = def.FeatureSwitches()
+	mc.UserInputForm = def.InputForm()
+	return mc
+}
+
+// isAgentMode reports the modes whose answers are agent messages.
+func isAgentMode(mode string) bool { return mode == apps.ModeAgentChat || mode == apps.ModeAgent }
+
+// checkChatApp refuses apps the chat operations cannot serve.
+func checkChatApp(mode string) error {
+	switch mode {
+	case apps.ModeChat, apps.ModeAgentChat, apps.ModeAgent:
+		return nil
+	case apps.ModeAdvancedChat:
+		return apperr.New(http.StatusNotImplemented, apperr.CodeNotImplemented,
+			"Chatflow (advanced-chat) apps run on the workflow engine, which is not implemented yet.")
+	}
+	return apperr.New(http.StatusBadRequest, apperr.CodeNotChatApp, "App mode %s does not hold conversations; this operation is for chat apps.", mode)
+}
+
+// checkCompletionApp refuses apps the completion operations cannot serve.
+func checkCompletionApp(mode string) error {
+	if mode != apps.ModeCompletion {
+		return apperr.New(http.StatusBadRequest, apperr.CodeAppUnavailable, "App mode %s is not a text generator; this operation is for completion apps.", mode)
+	}
+	return nil
+}
+
+// Generation is a prepared answer: everything has been checked and the
+// prompt is assembled; Run produces it.
+type Generation struct {
+	TaskID    string
+	MessageID string
+	// ConversationID is empty for completion apps.
+	ConversationID string
+	// Mode is the app's mode, reported in blocking answers.
+	Mode      string
+	CreatedAt time.Time
+	Streaming bool
+
+	svc        *Service
+	appID      string
+	user       string
+	endUserID  string
+	chatOp     bool
+	newConv    bool
+	convInputs map[string]any
+	intro      string
+	parentID   *string
+	query      string
+	inputs     map[string]any
+	files      []ResolvedFile
+	autoName   bool
+	builtin    bool
+	model      llm.ChatModel
+	params     map[string]any
+	prompt     Prompt
+	filter     *keywordFilter
+	direct     string // the preset reply when input moderation hit
+	directHit  bool
+}
+
+// PrepareChat checks a chat-message request and readies its generation.
+// It fails with not_chat_app for apps that hold no conversations,
+// bad_request for a blocking request to an agent app, invalid_param for
+// bad inputs, not_found for a conversation that does not exist or belongs
+// to another user, and the model layer's codes when the app's model cannot
+// be used.
+func (s *Service) PrepareChat(ctx context.Context, req Request) (*Generation, error) {
+	return s.prepare(ctx, req, true)
+}
+
+// PrepareCompletion checks a completion request and readies its
+// generation. Apps other than text generators give app_unavailable.
+func (s *Service) PrepareCompletion(ctx context.Context, req Request) (*Generation, error) {
+	req.ConversationID = ""
+	return s.prepare(ctx, req, false)
+}
+
+func (s *Service) prepare(ctx context.Context, req Request, chatOp bool) (*Generation, error) {
+	_, ac, err := s.loadApp(ctx, req.AppID)
+	if err != nil {
+		return nil, err
+	}
+	if chatOp {
+		err = checkChatApp(ac.mode)
+	} else {
+		err = checkCompletionApp(ac.mode)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if ac.mc == nil {
+		return nil, apperr.New(http.StatusBadRequest, apperr.CodeAppUnavailable, "The app has no model configuration.")
+	}
+	if isAgentMode(ac.mode) && !req.Streaming {
+		return nil, apperr.New(http.StatusBadRequest, CodeBadRequest, "Agent apps only answer in streaming mode; send response_mode \"streaming\".")
+	}
+	user, err := s.users.Resolve(ctx, req.AppID, req.User)
+	if err != nil {
+		return nil, err
+	}
+
+	g := &Generation{
+		TaskID:    uuid.NewString(),
+		MessageID: uuid.NewString(),
+		Mode:      ac.mode,
+		CreatedAt: time.Now().UTC(),
+		Streaming: req.Streaming,
+		svc:       s,
+		appID:     req.AppID,
+		user:      req.User,
+		endUserID: user.ID,
+		chatOp:    chatOp,
+		query:     req.Query,
+		autoName:  req.AutoGenerateName,
+		filter:    ac.filter,
+	}
+
+	var history []Turn
+	if chatOp && req.ConversationID != "" {
+		history, err = g.continueConversation(ctx, req.ConversationID, ac.form)
+	} else {
+		g.inputs, err = ValidateInputs(ac.form, req.Inputs)
+		if chatOp {
+			g.newConv = true
+			g.ConversationID = uuid.NewString()
+			g.intro = RenderTemplate(ac.features.OpeningStatement, textVars(g.inputs))
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+
+	spec := ac.mc.Model
+	if g.model, err = s.cfg.Models.Chat(spec.Provider, spec.Name); err != nil {
+		return nil, err
+	}
+	backend, _ := s.cfg.Models.Backend(spec.Provider)
+	g.builtin = backend == llm.BackendBuiltin
+	g.params = spec.CompletionParams
+
+	if len(req.Files) > 0 && s.cfg.ResolveFiles != nil {
+		if g.files, err = s.cfg.ResolveFiles(ctx, req.AppID, user.ID, req.Files); err != nil {
+			return nil, err
+		}
+	}
+
+	g.direct, g.directHit = ac.filter.checkInputs(req.Query, g.inputs)
+
+	// Knowledge retrieval from the app's dataset_configs belongs to the
+	// knowledge issue. Until it lands the context stays empty, so the
+	// prompt has no knowledge block and answers cite no sources.
+	window := s.cfg.ContextWindow(spec.Provider, spec.Name)
+	g.prompt = BuildPrompt(PromptParams{
+		AppMode:       ac.mode,
+		Config:        ac.mc,
+		Inputs:        g.inputs,
+		Query:         req.Query,
+		History:       history,
+		ContextWindow: window,
+		ReserveTokens: answerReserve(spec.CompletionParams, window),
+	})
+	return g, nil
+}
+
+// continueConversation loads the caller's conversation, its inputs (which,
+// as in Dify, take the place of the request's) and its history.
+func (g *Generation) continueConversation(ctx context.Context, id string, form []apps.FormField) ([]Turn, error) {
+	db := g.svc.db.WithContext(ctx)
+	var conv models.Conversation
+	err := db.Where("id = ? AND app_id = ? AND end_user_id = ?", id, g.appID, g.endUserID).Take(&conv).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, apperr.NotFound("Conversation Not Exists.")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if conv.Status != "" && conv.Status != StatusNormal {
+		return nil, apperr.New(http.StatusBadRequest, CodeConversationCompleted, "The conversation has ended.")
+	}
+	g.ConversationID = conv.ID
+	stored := map[string]any{}
+	if conv.Inputs != "" {
+		if err := json.Unmarshal([]byte(conv.Inputs), &stored); err != nil {
+			stored = map[string]any{}
+		}
+	}
+	g.inputs = stored
+	for _, f := range form {
+		if _, ok := g.inputs[f.Variable]; !ok && f.Variable != "" {
+			g.inputs[f.Variable] = fieldDefault(f)
+		}
+	}
+
+	var rows []struct{ ID, Query, Answer string }
+	err = db.Model(&models.Message{}).Select("id, query, answer").
+		Where("conversation_id = ?", conv.ID).
+		Order("created_at DESC, id DESC").Limit(maxHistoryMessages).Scan(&rows).Error
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) > 0 {
+		parent := rows[0].ID
+		g.parentID = &parent
+	}
+	history := make([]Turn, 0, len(rows))
+	for i := len(rows) - 1; i >= 0; i-- {
+		if rows[i].Answer != "" {
+			history = append(history, Turn{Query: rows[i].Query, Answer: rows[i].Answer})
+		}
+	}
+	return history, nil
+}
+
+// textVars renders inputs as template values.
+func textVars(inputs map[string]any) map[string]string {
+	out := make(map[string]string, len(inputs))
+	for k, v := range inputs {
+		out[k] = formatValue(v)
+	}
+	return out
+}
+
+// answerReserve is how many tokens of the context window are kept for the
+// answer: the app's max_tokens when it sets one, else an eighth of the
+// window (at most 2048).
+func answerReserve(params map[string]any, window int) int {
+	if n, ok := toNumber(params["max_tokens"]); ok && n > 0 {
+		return int(n)
+	}
+	return min(window/8, 2048)
+}
+
+// Result is a finished answer.
+type Result struct {
+	Answer   string
+	Metadata Metadata
+	// Stopped is set when a stop request ended the answer early; Answer
+	// then holds what was generated until then.
+	Stopped bool
+}
+
+// BlockingResponse is the JSON answer of a blocking call for res.
+func (g *Generation) BlockingResponse(res *Result) BlockingResponse {
+	return BlockingResponse{
+		Event:          EventMessage,
+		TaskID:         g.TaskID,
+		ID:             g.MessageID,
+		MessageID:      g.MessageID,
+		ConversationID: g.ConversationID,
+		Mode:           g.Mode,
+		Answer:         res.Answer,
+		Metadata:       res.Metadata,
+		CreatedAt:      g.CreatedAt.Unix(),
+	}
+}
+
+// ErrorEvent is the stream event that reports err.
+func (g *Generation) ErrorEvent(err error) ErrorEvent {
+	e := apperr.From(err)
+	if errors.Is(err, context.Canceled) && e.Code == apperr.CodeInternal {
+		e = apperr.New(http.StatusBadRequest, apperr.CodeCompletionRequestError, "The request was cancelled.")
+	}
+	return ErrorEvent{
+		Event:          EventError,
+		MessageID:      g.MessageID,
+		ConversationID: g.ConversationID,
+		CreatedAt:      g.CreatedAt.Unix(),
+		Status:         e.Status,
+		Code:           e.Code,
+		Message:        e.Message,
+	}
+}
+
+func (g *Generation) base() StreamBase {
+	return StreamBase{TaskID: g.TaskID, MessageID: g.MessageID, ConversationID: g.ConversationID, CreatedAt: g.CreatedAt.Unix()}
+}
+
+func (g *Generation) messageEvent(delta string) MessageEvent {
+	name := EventMessage
+	if isAgentMode(g.Mode) {
+		name = EventAgentMessage
+	}
+	return MessageEvent{Event: name, ID: g.MessageID, StreamBase: g.base(), Answer: delta}
+}
+
+// errWithheld stops a streaming model call when output moderation hits.
+var errWithheld = errors.New("answer withheld by output moderation")
+
+// outcome collects what a run produced.
+type outcome struct {
+	answer     string
+	usage      Usage
+	annotation *AnnotationReply
+	stopped    bool
+	err        error // the failure, if the run failed
+}
+
+// Run produces the answer. With a nil emit the call is blocking: the answer
+// comes back whole. Otherwise every event is handed to emit as soon as it
+// exists, ending with message_end; an error from emit (the client went
+// away) cancels the model call.
+//
+// The model call is cancelled when ctx ends and when a stop request names
+// the task. A stop is not a failure: the partial answer is stored and, in
+// streaming mode, message_end is sent. Every other failure is stored on
+// the message (status "error") and returned; in streaming mode the caller
+// reports it with ErrorEvent. The message and its conversation are stored
+// with a context that outlives ctx, so a disconnect does not lose them.
+func (g *Generation) Run(ctx context.Context, emit func(Event) error) (*Result, error) {
+	streaming := emit != nil
+	if !streaming {
+		emit = func(Event) error { return nil }
+	}
+	runCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	g.svc.tasks.add(g.TaskID, &task{appID: g.appID, user: g.user, stop: stop})
+	defer g.svc.tasks.remove(g.TaskID)
+
+	storeCtx := context.WithoutCancel(ctx)
+	inserted := false
+	if streaming {
+		// Store the message at once, so that the conversation the first
+		// event names exists while the answer is being written.
+		if err := g.insert(storeCtx, g.startRecord(), DefaultConversationName); err != nil {
+			return nil, err
+		}
+		inserted = true
+	}
+	name := g.startNaming(ctx)
+
+	var out outcome
+	switch {
+	case g.directHit:
+		out.answer = g.direct
+		out.usage = wireUsage(llm.Usage{}, 0)
+		out.err = emit(g.messageEvent(out.answer))
+	default:
+		if answered := g.tryAnnotation(runCtx, emit, &out); !answered {
+			g.callModel(runCtx, streaming, emit, &out)
+		}
+	}
+	if out.err != nil && !out.stopped && ctx.Err() != nil {
+		out.err = apperr.Wrap(ctx.Err(), http.StatusBadRequest, apperr.CodeCompletionRequestError,
+			"The client went away before the answer was complete.")
+	}
+
+	rec := g.finalRecord(&out)
+	if err := g.save(storeCtx, rec, name(), inserted); err != nil {
+		g.svc.log.Error("chat: storing message failed", "message_id", g.MessageID, "error", err)
+		if out.err == nil {
+			out.err = apperr.Internal(err)
+		}
+	}
+	if out.err != nil {
+		return nil, out.err
+	}
+
+	res := &Result{
+		Answer:   out.answer,
+		Stopped:  out.stopped,
+		Metadata: Metadata{Usage: out.usage, RetrieverResources: []RetrieverResource{}, AnnotationReply: out.annotation},
+	}
+	if isAgentMode(g.Mode) {
+		if err := emit(g.thoughtEvent(out.answer)); err != nil {
+			return nil, err
+		}
+	}
+	if err := emit(MessageEndEvent{Event: EventMessageEnd, ID: g.MessageID, StreamBase: g.base(), Metadata: res.Metadata}); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// tryAnnotation answers from a stored annotation when the hook finds one.
+func (g *Generation) tryAnnotation(ctx context.Context, emit func(Event) error, out *outcome) bool {
+	match := g.svc.cfg.MatchAnnotation
+	if match == nil || !g.chatOp {
+		return false
+	}
+	id, answer, ok, err := match(ctx, g.appID, g.query)
+	if err != nil {
+		out.err = err
+		return true
+	}
+	if !ok {
+		return false
+	}
+	out.answer = answer
+	out.annotation = &AnnotationReply{ID: id}
+	out.usage = wireUsage(llm.Usage{}, 0)
+	out.err = emit(g.messageEvent(answer))
+	return true
+}
+
+// callModel asks the app's model and fills out.
+func (g *Generation) callModel(ctx context.Context, streaming bool, emit func(Event) error, out *outcome) {
+	req := llm.ChatRequest{Messages: g.prompt.Messages, Params: g.params}
+	if isAgentMode(g.Mode) {
+		// Tools are not run yet, so an agent answers in a single step.
+		if out.err = emit(g.thoughtEvent("")); out.err != nil {
+			return
+		}
+	}
+	var buf strings.Builder
+	withheld := ""
+	start := time.Now()
+	var resp *llm.ChatResponse
+	var err error
+	if streaming {
+		resp, err = g.model.Stream(ctx, req, func(ch llm.Chunk) error {
+			if ch.Delta == "" {
+				return nil
+			}
+			buf.WriteString(ch.Delta)
+			if preset, hit := g.filter.checkOutput(buf.String()); hit {
+				withheld = preset
+				return errWithheld
+			}
+			return emit(g.messageEvent(ch.Delta))
+		})
+	} else {
+		resp, err = g.model.Chat(ctx, req)
+		if err == nil {
+			buf.WriteString(resp.Content)
+			if preset, hit := g.filter.checkOutput(resp.Content); hit {
+				withheld = preset
+			}
+		}
+	}
+	latency := time.Since(start)
+
+	if resp != nil {
+		if resp.Usage.Latency > 0 {
+			latency = resp.Usage.Latency
+		}
+		out.usage = wireUsage(resp.Usage, latency)
+	} else {
+		// The call did not finish, so no usage was reported; count what
+		// was sent and what came back.
+		out.usage = wireUsage(llm.Usage{
+			PromptTokens:     llm.CountMessages(req.Messages),
+			CompletionTokens: llm.CountTokens(buf.String()),
+		}, latency)
+	}
+	out.answer = buf.String()
+
+	switch {
+	case withheld != "":
+		out.answer = withheld
+		if streaming {
+			out.err = emit(MessageReplaceEvent{Event: EventMessageReplace, StreamBase: g.base(), Answer: withheld, Reason: "output_moderation"})
+		}
+	case err == nil:
+	case errors.Is(context.Cause(ctx), ErrStopped):
+		out.stopped = true
+	default:
+		out.err = err
+	}
+}
+
+// thoughtEvent reports the single step of an agent answer.
+func (g *Generation) thoughtEvent(thought string) AgentThoughtEvent {
+	return AgentThoughtEvent{
+		Event:        EventAgentThought,
+		ID:           g.thoughtID(),
+		StreamBase:   g.base(),
+		Position:     1,
+		Thought:      thought,
+		MessageFiles: []string{},
+	}
+}
+
+// thoughtID derives the id of the agent step from the message id, so that
+// both events of the step and the stored record agree.
+func (g *Generation) thoughtID() string {
+	return uuid.NewSHA1(uuid.NameSpaceOID, []byte("agent-thought:"+g.MessageID)).String()
+}
+
+// startRecord is the message as stored when a stream begins.
+func (g *Generation) startRecord() *models.Message {
+	return g.record("", StatusNormal, nil, Usage{}, nil)
+}
+
+// finalRecord is the message as stored when the run is over.
+func (g *Generation) finalRecord(out *outcome) *models.Message {
+	status, errText := StatusNormal, (*string)(nil)
+	if out.err != nil {
+		status = StatusError
+		msg := apperr.From(out.err).Message
+		errText = &msg
+	}
+	var thoughts []map[string]any
+	if isAgentMode(g.Mode) {
+		thoughts = []map[string]any{{
+			"id": g.thoughtID(), "chain_id": nil, "message_id": g.MessageID, "position": 1,
+			"thought": out.answer, "tool": "", "tool_labels": map[string]any{}, "tool_input": "",
+			"observation": "", "files": []string{}, "created_at": g.CreatedAt.Unix(),
+		}}
+	}
+	return g.record(out.answer, status, errText, out.usage, thoughts)
+}
+
+func (g *Generation) record(answer, status string, errText *string, u Usage, thoughts []map[string]any) *models.Message {
+	m := &models.Message{
+		ID:                      g.MessageID,
+		AppID:                   g.appID,
+		EndUserID:               g.endUserID,
+		ParentMessageID:         g.parentID,
+		TaskID:                  g.TaskID,
+		Query:                   g.query,
+		Inputs:                  mustJSON(g.inputs, "{}"),
+		Answer:                  answer,
+		MessageTokens:           u.PromptTokens,
+		AnswerTokens:            u.CompletionTokens,
+		TotalTokens:             u.TotalTokens,
+		ProviderResponseLatency: u.Latency,
+		Status:                  status,
+		Error:                   errText,
+		MessageFiles:            mustJSON(g.files, "[]"),
+		RetrieverResources:      "[]",
+		AgentThoughts:           mustJSON(thoughts, "[]"),
+		CreatedAt:               g.CreatedAt,
+		UpdatedAt:               time.Now().UTC(),
+	}
+	if g.ConversationID != "" {
+		id := g.ConversationID
+		m.ConversationID = &id
+	}
+	if u.known {
+		price, currency := u.TotalPrice, u.Currency
+		m.TotalPrice, m.Currency = &price, &currency
+	}
+	return m
+}
+
+// mustJSON encodes v, giving empty for nil slices and maps.
+func mustJSON(v any, empty string) string {
+	b, err := json.Marshal(v)
+	if err != nil || string(b) == "null" {
+		return empty
+	}
+	return string(b)
+}
+
+// insert stores a new message, and its conversation when it starts one.
+func (g *Generation) insert(ctx context.Context, m *models.Message, name string) error {
+	g.svc.writeMu.Lock()
+	defer g.svc.writeMu.Unlock()
+	return g.svc.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if g.newConv {
+			if err := tx.Create(g.conversation(name, 0)).Error; err != nil {
+				return fmt.Errorf("store conversation: %w", err)
+			}
+		}
+		if err := tx.Create(m).Error; err != nil {
+			return fmt.Errorf("store message: %w", err)
+		}
+		return nil
+	})
+}
+
+// save stores the finished message: it updates the row a stream inserted,
+// or inserts it (with a new conversation) for a blocking call. The
+// conversation counts the exchange and, when new, gets its name.
+func (g *Generation) save(ctx context.Context, m *models.Message, name string, inserted bool) error {
+	now := time.Now().UTC()
+	g.svc.writeMu.Lock()
+	defer g.svc.writeMu.Unlock()
+	return g.svc.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if !inserted {
+			if g.newConv {
+				if err := tx.Create(g.conversation(name, 1)).Error; err != nil {
+					return fmt.Errorf("store conversation: %w", err)
+				}
+			}
+			if err := tx.Create(m).Error; err != nil {
+				return fmt.Errorf("store message: %w", err)
+			}
+			if g.newConv || g.ConversationID == "" {
+				return nil
+			}
+		} else {
+			err := tx.Model(&models.Message{}).Where("id = ?", m.ID).Updates(map[string]any{
+				"answer":                    m.Answer,
+				"message_tokens":            m.MessageTokens,
+				"answer_tokens":             m.AnswerTokens,
+				"total_tokens":              m.TotalTokens,
+				"provider_response_latency": m.ProviderResponseLatency,
+				"total_price":               m.TotalPrice,
+				"currency":                  m.Currency,
+				"status":                    m.Status,
+				"error":                     m.Error,
+				"agent_thoughts":            m.AgentThoughts,
+				"updated_at":                now,
+			}).Error
+			if err != nil {
+				return fmt.Errorf("update message: %w", err)
+			}
+			if g.ConversationID == "" {
+				return nil
+			}
+		}
+		updates := map[string]any{"dialogue_count": gorm.Expr("dialogue_count + 1"), "updated_at": now}
+		if g.newConv {
+			updates["name"] = name
+		}
+		return tx.Model(&models.Conversation{}).Where("id = ?", g.ConversationID).Updates(updates).Error
+	})
+}
+
+func (g *Generation) conversation(name string, dialogues int) *models.Conversation {
+	return &models.Conversation{
+		ID:            g.ConversationID,
+		AppID:         g.appID,
+		EndUserID:     g.endUserID,
+		Mode:          g.Mode,
+		Name:          name,
+		Inputs:        mustJSON(g.inputs, "{}"),
+		Introduction:  g.intro,
+		Status:        StatusNormal,
+		DialogueCount: dialogues,
+		CreatedAt:     g.CreatedAt,
+		UpdatedAt:     g.CreatedAt,
+	}
+}
