@@ -27,6 +27,9 @@ const (
 	CodeNotChatApp          = "not_chat_app"
 	CodeNotWorkflowApp      = "not_workflow_app"
 
+	// A knowledge base with that name exists already (409 on creation).
+	CodeDatasetNameDuplicate = "dataset_name_duplicate"
+
 	// Model call failures, all answered with status 400.
 	CodeProviderNotInitialize  = "provider_not_initialize"     // not configured, bad credentials, unreachable
 	CodeProviderQuotaExceeded  = "provider_quota_exceeded"     // the provider keeps refusing with 429

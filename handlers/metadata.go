@@ -9,32 +9,100 @@ import (
 
 // CreateMetadataField serves POST /datasets/{dataset_id}/metadata.
 func (s *Server) CreateMetadataField(ctx context.Context, req gen.CreateMetadataFieldRequestObject) (gen.CreateMetadataFieldResponseObject, error) {
-	return nil, apperr.NotImplemented("POST /datasets/{dataset_id}/metadata")
+	store, actor, err := s.knowledgeFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if req.Body == nil {
+		return nil, apperr.InvalidParam("request body is required")
+	}
+	f, err := store.CreateMetadataField(ctx, actor, req.DatasetId, req.Body.Name, string(req.Body.Type))
+	if err != nil {
+		return nil, err
+	}
+	return gen.CreateMetadataField201JSONResponse{Id: f.ID, Name: f.Name, Type: f.Type}, nil
 }
 
 // ListMetadataFields serves GET /datasets/{dataset_id}/metadata.
 func (s *Server) ListMetadataFields(ctx context.Context, req gen.ListMetadataFieldsRequestObject) (gen.ListMetadataFieldsResponseObject, error) {
-	return nil, apperr.NotImplemented("GET /datasets/{dataset_id}/metadata")
+	store, actor, err := s.knowledgeFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	list, err := store.ListMetadataFields(ctx, actor, req.DatasetId)
+	if err != nil {
+		return nil, err
+	}
+	out, err := toWire[gen.MetadataFieldList](list)
+	if err != nil {
+		return nil, err
+	}
+	return gen.ListMetadataFields200JSONResponse(out), nil
 }
 
 // UpdateMetadataField serves PATCH /datasets/{dataset_id}/metadata/{metadata_id}.
 func (s *Server) UpdateMetadataField(ctx context.Context, req gen.UpdateMetadataFieldRequestObject) (gen.UpdateMetadataFieldResponseObject, error) {
-	return nil, apperr.NotImplemented("PATCH /datasets/{dataset_id}/metadata/{metadata_id}")
+	store, actor, err := s.knowledgeFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if req.Body == nil {
+		return nil, apperr.InvalidParam("request body is required")
+	}
+	f, err := store.RenameMetadataField(ctx, actor, req.DatasetId, req.MetadataId, req.Body.Name)
+	if err != nil {
+		return nil, err
+	}
+	return gen.UpdateMetadataField200JSONResponse{Id: f.ID, Name: f.Name, Type: f.Type}, nil
 }
 
 // DeleteMetadataField serves DELETE /datasets/{dataset_id}/metadata/{metadata_id}.
 func (s *Server) DeleteMetadataField(ctx context.Context, req gen.DeleteMetadataFieldRequestObject) (gen.DeleteMetadataFieldResponseObject, error) {
-	return nil, apperr.NotImplemented("DELETE /datasets/{dataset_id}/metadata/{metadata_id}")
+	store, actor, err := s.knowledgeFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := store.DeleteMetadataField(ctx, actor, req.DatasetId, req.MetadataId); err != nil {
+		return nil, err
+	}
+	return gen.DeleteMetadataField204Response{}, nil
 }
 
 // GetBuiltInMetadataFields serves GET /datasets/{dataset_id}/metadata/built-in.
 func (s *Server) GetBuiltInMetadataFields(ctx context.Context, req gen.GetBuiltInMetadataFieldsRequestObject) (gen.GetBuiltInMetadataFieldsResponseObject, error) {
-	return nil, apperr.NotImplemented("GET /datasets/{dataset_id}/metadata/built-in")
+	store, actor, err := s.knowledgeFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fields, err := store.GetBuiltInFields(ctx, actor, req.DatasetId)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]gen.BuiltInMetadataField, len(fields))
+	for i, f := range fields {
+		out[i] = gen.BuiltInMetadataField{Name: f.Name, Type: f.Type}
+	}
+	return gen.GetBuiltInMetadataFields200JSONResponse{Fields: &out}, nil
 }
 
 // ToggleBuiltInMetadataField serves POST /datasets/{dataset_id}/metadata/built-in/{action}.
 func (s *Server) ToggleBuiltInMetadataField(ctx context.Context, req gen.ToggleBuiltInMetadataFieldRequestObject) (gen.ToggleBuiltInMetadataFieldResponseObject, error) {
-	return nil, apperr.NotImplemented("POST /datasets/{dataset_id}/metadata/built-in/{action}")
+	store, actor, err := s.knowledgeFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var enabled bool
+	switch req.Action {
+	case "enable":
+		enabled = true
+	case "disable":
+	default:
+		return nil, apperr.InvalidParam("action must be enable or disable")
+	}
+	if err := store.SetBuiltInFields(ctx, actor, req.DatasetId, enabled); err != nil {
+		return nil, err
+	}
+	return gen.ToggleBuiltInMetadataField200JSONResponse{Result: "success"}, nil
 }
 
 // BatchUpdateDocumentMetadata serves POST /datasets/{dataset_id}/documents/metadata.

@@ -58,10 +58,10 @@ func TestAuthentication(t *testing.T) {
 		{"app key on an app operation → 200", request{method: "GET", path: "/v1/info", key: s.appKey}, 200, ""},
 		{"lower-case bearer scheme is accepted", request{method: "GET", path: "/v1/info",
 			header: http.Header{"Authorization": {"bearer " + s.appKey}}}, 200, ""},
-		// The knowledge operations themselves are not served yet; getting to
-		// the handler (501) shows that authentication let the key through.
-		{"scoped knowledge key inside its scope passes", request{method: "GET", path: "/v1/datasets/" + datasetA, key: scoped}, 501, "not_implemented"},
-		{"workspace knowledge key passes", request{method: "GET", path: "/v1/datasets/" + datasetB, key: s.knowledgeKey}, 501, "not_implemented"},
+		// Neither knowledge base exists; reaching the handler (404) shows that
+		// authentication let the key through.
+		{"scoped knowledge key inside its scope passes", request{method: "GET", path: "/v1/datasets/" + datasetA, key: scoped}, 404, "not_found"},
+		{"workspace knowledge key passes", request{method: "GET", path: "/v1/datasets/" + datasetB, key: s.knowledgeKey}, 404, "not_found"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,35 +9,136 @@ import (
 
 // CreateKnowledgeTag serves POST /datasets/tags.
 func (s *Server) CreateKnowledgeTag(ctx context.Context, req gen.CreateKnowledgeTagRequestObject) (gen.CreateKnowledgeTagResponseObject, error) {
-	return nil, apperr.NotImplemented("POST /datasets/tags")
+	store, actor, err := s.knowledgeFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if req.Body == nil {
+		return nil, apperr.InvalidParam("request body is required")
+	}
+	tag, err := store.CreateTag(ctx, actor, req.Body.Name)
+	if err != nil {
+		return nil, err
+	}
+	out, err := toWire[gen.KnowledgeTag](tag)
+	if err != nil {
+		return nil, err
+	}
+	return gen.CreateKnowledgeTag200JSONResponse(out), nil
 }
 
-// GetKnowledgeTags serves GET /datasets/tags.
-func (s *Server) GetKnowledgeTags(ctx context.Context, req gen.GetKnowledgeTagsRequestObject) (gen.GetKnowledgeTagsResponseObject, error) {
-	return nil, apperr.NotImplemented("GET /datasets/tags")
+// GetKnowledgeTags serves GET /datasets/tags: every tag with its binding count.
+func (s *Server) GetKnowledgeTags(ctx context.Context, _ gen.GetKnowledgeTagsRequestObject) (gen.GetKnowledgeTagsResponseObject, error) {
+	store, actor, err := s.knowledgeFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tags, err := store.ListTags(ctx, actor)
+	if err != nil {
+		return nil, err
+	}
+	out, err := toWire[[]gen.KnowledgeTag](tags)
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		out = []gen.KnowledgeTag{}
+	}
+	return gen.GetKnowledgeTags200JSONResponse(out), nil
 }
 
-// UpdateKnowledgeTag serves PATCH /datasets/tags.
+// UpdateKnowledgeTag serves PATCH /datasets/tags: renames a tag.
 func (s *Server) UpdateKnowledgeTag(ctx context.Context, req gen.UpdateKnowledgeTagRequestObject) (gen.UpdateKnowledgeTagResponseObject, error) {
-	return nil, apperr.NotImplemented("PATCH /datasets/tags")
+	store, actor, err := s.knowledgeFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if req.Body == nil {
+		return nil, apperr.InvalidParam("request body is required")
+	}
+	tag, err := store.RenameTag(ctx, actor, req.Body.TagId, req.Body.Name)
+	if err != nil {
+		return nil, err
+	}
+	out, err := toWire[gen.KnowledgeTag](tag)
+	if err != nil {
+		return nil, err
+	}
+	return gen.UpdateKnowledgeTag200JSONResponse(out), nil
 }
 
 // DeleteKnowledgeTag serves DELETE /datasets/tags.
 func (s *Server) DeleteKnowledgeTag(ctx context.Context, req gen.DeleteKnowledgeTagRequestObject) (gen.DeleteKnowledgeTagResponseObject, error) {
-	return nil, apperr.NotImplemented("DELETE /datasets/tags")
+	store, actor, err := s.knowledgeFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if req.Body == nil {
+		return nil, apperr.InvalidParam("request body is required")
+	}
+	if err := store.DeleteTag(ctx, actor, req.Body.TagId); err != nil {
+		return nil, err
+	}
+	return gen.DeleteKnowledgeTag204Response{}, nil
 }
 
 // BindTagsToDataset serves POST /datasets/tags/binding.
 func (s *Server) BindTagsToDataset(ctx context.Context, req gen.BindTagsToDatasetRequestObject) (gen.BindTagsToDatasetResponseObject, error) {
-	return nil, apperr.NotImplemented("POST /datasets/tags/binding")
+	store, actor, err := s.knowledgeFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if req.Body == nil {
+		return nil, apperr.InvalidParam("request body is required")
+	}
+	if err := store.BindTags(ctx, actor, req.Body.TargetId, req.Body.TagIds); err != nil {
+		return nil, err
+	}
+	return gen.BindTagsToDataset204Response{}, nil
 }
 
-// UnbindTagFromDataset serves POST /datasets/tags/unbinding.
+// UnbindTagFromDataset serves POST /datasets/tags/unbinding; the older
+// single tag_id counts as a one-element tag_ids.
 func (s *Server) UnbindTagFromDataset(ctx context.Context, req gen.UnbindTagFromDatasetRequestObject) (gen.UnbindTagFromDatasetResponseObject, error) {
-	return nil, apperr.NotImplemented("POST /datasets/tags/unbinding")
+	store, actor, err := s.knowledgeFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := req.Body
+	if b == nil {
+		return nil, apperr.InvalidParam("request body is required")
+	}
+	var ids []string
+	if b.TagIds != nil {
+		ids = append(ids, *b.TagIds...)
+	}
+	// The deprecated single tag_id is still accepted.
+	if b.TagId != nil {
+		ids = append(ids, *b.TagId)
+	}
+	if err := store.UnbindTags(ctx, actor, b.TargetId, ids); err != nil {
+		return nil, err
+	}
+	return gen.UnbindTagFromDataset204Response{}, nil
 }
 
 // QueryDatasetTags serves GET /datasets/{dataset_id}/tags.
 func (s *Server) QueryDatasetTags(ctx context.Context, req gen.QueryDatasetTagsRequestObject) (gen.QueryDatasetTagsResponseObject, error) {
-	return nil, apperr.NotImplemented("GET /datasets/{dataset_id}/tags")
+	store, actor, err := s.knowledgeFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tags, err := store.DatasetTags(ctx, actor, req.DatasetId)
+	if err != nil {
+		return nil, err
+	}
+	data, err := toWire[[]gen.DatasetTagRef](tags)
+	if err != nil {
+		return nil, err
+	}
+	if data == nil {
+		data = []gen.DatasetTagRef{}
+	}
+	total := len(data)
+	return gen.QueryDatasetTags200JSONResponse{Data: &data, Total: &total}, nil
 }
