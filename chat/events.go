@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"appkb/llm"
+	"appkb/models"
 )
 
 // Event is one payload of a message stream. Its JSON encoding is exactly the
@@ -181,27 +182,10 @@ func wireUsage(u llm.Usage, latency time.Duration) Usage {
 	return out
 }
 
-// RetrieverResource is one knowledge chunk an answer cites. Retrieval is not
-// built yet, so answers cite none for now.
-type RetrieverResource struct {
-	ID              string  `json:"id,omitempty"`
-	MessageID       string  `json:"message_id,omitempty"`
-	Position        int     `json:"position"`
-	DatasetID       string  `json:"dataset_id"`
-	DatasetName     string  `json:"dataset_name"`
-	DocumentID      string  `json:"document_id"`
-	DocumentName    string  `json:"document_name"`
-	DataSourceType  string  `json:"data_source_type"`
-	SegmentID       string  `json:"segment_id"`
-	Score           float64 `json:"score"`
-	HitCount        int     `json:"hit_count"`
-	WordCount       int     `json:"word_count"`
-	SegmentPosition int     `json:"segment_position"`
-	IndexNodeHash   string  `json:"index_node_hash"`
-	Content         string  `json:"content"`
-	Summary         *string `json:"summary"`
-	CreatedAt       int64   `json:"created_at"`
-}
+// RetrieverResource is one knowledge chunk an answer cites (the stored and
+// wire shape is models.RetrieverResource). Retrieval is not built yet, so
+// answers cite none for now.
+type RetrieverResource = models.RetrieverResource
 
 // BlockingResponse is the answer of a blocking call: ChatCompletionResponse
 // for chat apps, CompletionResponse (no conversation_id) for text

@@ -2,8 +2,6 @@ package handlers
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 
 	"appkb/apps"
 	"appkb/gen"
@@ -80,19 +78,4 @@ func (s *Server) currentDefinition(ctx context.Context) (*models.App, *apps.Defi
 		return nil, nil, err
 	}
 	return s.apps.Load(ctx, p.AppID)
-}
-
-// toWire copies a domain value into a generated wire type through JSON. The
-// domain structs carry the wire names as JSON tags; going through JSON also
-// fills the generated union types (input form items, tool icons).
-func toWire[T any](v any) (T, error) {
-	var out T
-	b, err := json.Marshal(v)
-	if err != nil {
-		return out, fmt.Errorf("encode %T: %w", v, err)
-	}
-	if err := json.Unmarshal(b, &out); err != nil {
-		return out, fmt.Errorf("decode into %T: %w", out, err)
-	}
-	return out, nil
 }

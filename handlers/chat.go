@@ -30,7 +30,7 @@ func (s *Server) sendChatMessage(c echo.Context) error {
 		User:             body.User,
 		Query:            body.Query,
 		Inputs:           body.Inputs,
-		ConversationID:   stringOrEmpty(body.ConversationId),
+		ConversationID:   valueOf(body.ConversationId),
 		Files:            fileRefs(body.Files),
 		AutoGenerateName: body.AutoGenerateName == nil || *body.AutoGenerateName,
 		Streaming:        body.ResponseMode != nil && *body.ResponseMode == gen.ChatRequestResponseModeStreaming,
@@ -96,17 +96,9 @@ func fileRefs(files *[]gen.InputFileObject) []chat.FileRef {
 		out = append(out, chat.FileRef{
 			Type:           string(f.Type),
 			TransferMethod: string(f.TransferMethod),
-			URL:            stringOrEmpty(f.Url),
-			UploadFileID:   stringOrEmpty(f.UploadFileId),
+			URL:            valueOf(f.Url),
+			UploadFileID:   valueOf(f.UploadFileId),
 		})
 	}
 	return out
-}
-
-// stringOrEmpty reads an optional string.
-func stringOrEmpty(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }

@@ -27,7 +27,7 @@ func (s *Server) createCompletionMessage(c echo.Context) error {
 	g, err := s.chat.PrepareCompletion(ctx, chat.Request{
 		AppID:     p.AppID,
 		User:      body.User,
-		Query:     stringOrEmpty(body.Query),
+		Query:     valueOf(body.Query),
 		Inputs:    body.Inputs,
 		Files:     fileRefs(body.Files),
 		Streaming: body.ResponseMode != nil && *body.ResponseMode == gen.CompletionRequestResponseModeStreaming,

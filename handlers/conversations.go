@@ -209,12 +209,3 @@ func emptyList[T any](_ *[]T) *[]T {
 	out := []T{}
 	return &out
 }
-
-// valueOf returns what p points to, or the zero value for nil.
-func valueOf[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
-}

@@ -57,23 +57,9 @@ func (s *Server) ListDatasets(ctx context.Context, req gen.ListDatasetsRequestOb
 	if err != nil {
 		return nil, err
 	}
+	// openapi.yaml bounds page and limit; the validator has checked them.
 	q := req.Params
-	p := knowledge.ListParams{}
-	if q.Page != nil {
-		if *q.Page < 1 {
-			return nil, apperr.InvalidParam("query parameter \"page\" must be at least 1")
-		}
-		p.Page = *q.Page
-	}
-	if q.Limit != nil {
-		if *q.Limit < 1 || *q.Limit > knowledge.MaxPageSize {
-			return nil, apperr.InvalidParam("query parameter \"limit\" must be between 1 and %d", knowledge.MaxPageSize)
-		}
-		p.Limit = *q.Limit
-	}
-	if q.Keyword != nil {
-		p.Keyword = *q.Keyword
-	}
+	p := knowledge.ListParams{Page: valueOf(q.Page), Limit: valueOf(q.Limit), Keyword: valueOf(q.Keyword)}
 	if q.TagIds != nil {
 		p.TagIDs = *q.TagIds
 	}

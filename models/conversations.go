@@ -135,3 +135,25 @@ func setID(id *string) {
 		*id = uuid.NewString()
 	}
 }
+
+// RetrieverResource is one knowledge chunk an answer cites, as stored in
+// Message.RetrieverResources (a JSON array) and sent to clients.
+type RetrieverResource struct {
+	ID              string  `json:"id"`
+	MessageID       string  `json:"message_id"`
+	Position        int     `json:"position"`
+	DatasetID       string  `json:"dataset_id"`
+	DatasetName     string  `json:"dataset_name"`
+	DocumentID      string  `json:"document_id"`
+	DocumentName    string  `json:"document_name"`
+	DataSourceType  string  `json:"data_source_type"`
+	SegmentID       string  `json:"segment_id"`
+	Score           float64 `json:"score"`
+	HitCount        int     `json:"hit_count"`
+	WordCount       int     `json:"word_count"`
+	SegmentPosition int     `json:"segment_position"`
+	IndexNodeHash   string  `json:"index_node_hash"`
+	Content         string  `json:"content"`
+	Summary         *string `json:"summary"`
+	CreatedAt       int64   `json:"created_at"`
+}
