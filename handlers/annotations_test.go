@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -189,6 +190,18 @@ func TestAnnotationReplyAPI(t *testing.T) {
 		t.Fatalf("job %+v", done)
 	}
 
+	// Through the app: /parameters reports the switch, and a chat message
+	// that matches is answered with the annotation, not by the model.
+	params := s.do(t, request{method: "GET", path: "/v1/parameters", key: s.mediaKey})
+	if !strings.Contains(params.Body.String(), `"annotation_reply":{"enabled":true}`) {
+		t.Errorf("/parameters does not show annotation reply on: %s", params.Body)
+	}
+	reply := s.do(t, request{method: "POST", path: "/v1/chat-messages", key: s.mediaKey,
+		body: `{"query":"What are your opening hours?","inputs":{},"user":"carol","response_mode":"blocking"}`})
+	if !strings.Contains(reply.Body.String(), `"answer":"Nine to five, Monday to Friday."`) {
+		t.Errorf("chat answer is not the annotation: %s", reply.Body)
+	}
+
 	svc := annotations.NewService(s.db, nil)
 	ctx := context.Background()
 	id, answer, ok, err := svc.Match(ctx, s.mediaAppID, "what are your opening hours?")
@@ -201,7 +214,7 @@ func TestAnnotationReplyAPI(t *testing.T) {
 	rec = s.do(t, request{method: "GET", path: "/v1/apps/annotations", key: s.mediaKey})
 	var p annotationPage
 	decodeInto(t, rec, &p)
-	if len(p.Data) != 1 || p.Data[0].HitCount != 1 {
+	if len(p.Data) != 1 || p.Data[0].HitCount != 2 { // the chat message and the Match call
 		t.Errorf("hit_count after a match: %+v", p.Data)
 	}
 

@@ -25,11 +25,21 @@ func (s *Server) GetChatAppInfo(ctx context.Context, _ gen.GetChatAppInfoRequest
 // GetChatAppParameters serves GET /parameters: features, input form and
 // upload limits of the app.
 func (s *Server) GetChatAppParameters(ctx context.Context, _ gen.GetChatAppParametersRequestObject) (gen.GetChatAppParametersResponseObject, error) {
-	_, def, err := s.currentDefinition(ctx)
+	app, def, err := s.currentDefinition(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out, err := toWire[gen.AppParametersResponse](apps.ParametersFor(def, apps.DefaultSystemParameters))
+	params := apps.ParametersFor(def, apps.DefaultSystemParameters)
+	// Once annotation reply has been switched through the API, that setting
+	// wins over the one in the app definition.
+	reply, err := s.annotationService().Settings(ctx, app.ID)
+	if err != nil {
+		return nil, err
+	}
+	if !reply.CreatedAt.IsZero() {
+		params.AnnotationReply = apps.Switch{Enabled: reply.Enabled}
+	}
+	out, err := toWire[gen.AppParametersResponse](params)
 	if err != nil {
 		return nil, err
 	}
