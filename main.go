@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"strings"
@@ -40,6 +41,7 @@ Usage:
         --providers maps the model providers that apps name to model servers (see
         llm/providers.example.yaml); names it does not cover use the built-in offline
         model, unless --strict-providers makes such requests fail.
+        --fetch-allow lets remote files come from listed private/loopback ranges.
   appkb app import [--data-dir DIR] FILE.yml|FILE.ifpkg
         Import an app definition (Dify DSL export) and print {"app_id","api_key"}.
   appkb app import [--data-dir DIR] --replace APP_ID FILE.yml
@@ -61,6 +63,7 @@ Environment:
   APPKB_ADDR      default for --addr (127.0.0.1:5001)
   APPKB_DATA_DIR  default for --data-dir (./data); the database and uploads live there
   APPKB_PROVIDERS default for --providers
+  APPKB_FETCH_ALLOW default for --fetch-allow
   OPENAI_BASE_URL, OPENAI_API_KEY
                   an OpenAI-compatible server used for the "openai" provider when the
                   providers file does not configure one
@@ -99,6 +102,8 @@ func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) er
 		withDemo := fs.Bool("demo", false, "install the demo apps and print fresh keys")
 		providers := fs.String("providers", os.Getenv("APPKB_PROVIDERS"), "model providers file (YAML)")
 		strict := fs.Bool("strict-providers", false, "fail requests whose model provider is not configured")
+		fetchAllow := fs.String("fetch-allow", os.Getenv("APPKB_FETCH_ALLOW"),
+			"comma-separated address ranges (CIDR or IP) that remote files may come from although they are private or loopback")
 		if err := parse(fs, args[1:], 0); err != nil {
 			return err
 		}
@@ -106,7 +111,11 @@ func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) er
 		if err != nil {
 			return fmt.Errorf("providers: %w", err)
 		}
-		return serve(ctx, serveConfig{dataDir: *dataDir, addr: *addr, demo: *withDemo, models: registry}, out, log)
+		allow, err := parsePrefixes(*fetchAllow)
+		if err != nil {
+			return fmt.Errorf("--fetch-allow: %w", err)
+		}
+		return serve(ctx, serveConfig{dataDir: *dataDir, addr: *addr, demo: *withDemo, models: registry, fetchAllow: allow}, out, log)
 	case "app import":
 		replace := fs.String("replace", "", "update this app in place instead of creating one")
 		if err := parse(fs, args[1:], 1); err != nil {
@@ -215,6 +224,7 @@ type serveConfig struct {
 	dataDir, addr string
 	demo          bool
 	models        *llm.Registry
+	fetchAllow    []netip.Prefix
 }
 
 func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger) error {
@@ -233,7 +243,7 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 		printDemo(out, addr, keys)
 	}
 
-	e, err := handlers.NewServer(handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, Models: cfg.models, DataDir: dataDir})
+	e, err := handlers.NewServer(handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, Models: cfg.models, DataDir: dataDir, FetchAllow: cfg.fetchAllow})
 	if err != nil {
 		return err
 	}
@@ -324,6 +334,27 @@ func envOr(name, fallback string) string {
 		return v
 	}
 	return fallback
+}
+
+// parsePrefixes reads a comma-separated list of CIDR ranges or single IPs.
+func parsePrefixes(list string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, item := range strings.Split(list, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(item); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		addr, err := netip.ParseAddr(item)
+		if err != nil {
+			return nil, fmt.Errorf("%q is neither an IP address nor a CIDR range", item)
+		}
+		out = append(out, netip.PrefixFrom(addr, addr.BitLen()))
+	}
+	return out, nil
 }
 
 // stringList is a repeatable string flag.

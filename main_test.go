@@ -75,6 +75,7 @@ func TestCommandLine(t *testing.T) {
 		{"the key survives a replace", []string{"key", "list", "--data-dir", dataDir}, imported.APIKey[:12], ""},
 		{"revoke by prefix", []string{"key", "revoke", "--data-dir", dataDir, imported.APIKey[:12]}, `"revoked"`, ""},
 		{"serve with a missing providers file", []string{"serve", "--data-dir", dataDir, "--providers", filepath.Join(dir, "none.yaml")}, "", "providers"},
+		{"serve with a bad fetch allowlist", []string{"serve", "--data-dir", dataDir, "--fetch-allow", "10.0.0.0/8,nonsense"}, "", "nonsense"},
 		{"unknown command", []string{"frobnicate"}, "", "unknown command"},
 	}
 	for _, tc := range tests {

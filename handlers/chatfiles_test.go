@@ -3,8 +3,13 @@ package handlers_test
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
+
+	"appkb/handlers"
 )
 
 // TestChatMessageFiles checks that uploads can be attached to chat messages
@@ -46,6 +51,36 @@ func TestChatMessageFiles(t *testing.T) {
 			if !strings.Contains(hist.Body.String(), `"upload_file_id":"`+file.ID+`"`) {
 				t.Errorf("history does not show the attached file: %s", hist.Body)
 			}
+		})
+	}
+}
+
+// TestChatMessageRemoteFiles checks the remote-fetch guard on files that
+// messages attach by URL: a loopback server is refused unless the
+// allowlist names it.
+func TestChatMessageRemoteFiles(t *testing.T) {
+	img := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/png")
+		w.Write([]byte("\x89PNG\r\n\x1a\n remote image"))
+	}))
+	defer img.Close()
+	body := fmt.Sprintf(`{"query":"describe it","inputs":{},"user":"alice","response_mode":"blocking",
+		"files":[{"type":"image","transfer_method":"remote_url","url":%q}]}`, img.URL+"/cat.png")
+
+	tests := []struct {
+		name       string
+		allow      []netip.Prefix
+		wantStatus int
+		wantCode   string
+	}{
+		{"loopback is refused by default", nil, 400, "invalid_param"},
+		{"the allowlist lets it through", []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, 200, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newMediaServer(t, nil, func(d *handlers.Deps) { d.FetchAllow = tc.allow })
+			rec := s.do(t, request{method: "POST", path: "/v1/chat-messages", key: s.mediaKey, body: body})
+			expectStatus(t, rec, tc.wantStatus, tc.wantCode)
 		})
 	}
 }

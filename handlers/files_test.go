@@ -47,7 +47,7 @@ type mediaServer struct {
 	mediaAppID, mediaKey string
 }
 
-func newMediaServer(t *testing.T, registry *llm.Registry) *mediaServer {
+func newMediaServer(t *testing.T, registry *llm.Registry, adjust ...func(*handlers.Deps)) *mediaServer {
 	t.Helper()
 	_, _, specYAML := loadContract(t)
 	gdb := db.OpenTemp(t)
@@ -66,7 +66,11 @@ func newMediaServer(t *testing.T, registry *llm.Registry) *mediaServer {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	e, err := handlers.NewServer(handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, Models: registry, DataDir: t.TempDir()})
+	deps := handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, Models: registry, DataDir: t.TempDir()}
+	for _, f := range adjust {
+		f(&deps)
+	}
+	e, err := handlers.NewServer(deps)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ package handlers
 import (
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -40,6 +41,9 @@ type Deps struct {
 	// PingInterval is how long a message stream may stay silent before a
 	// ping keep-alive is sent; 0 means DefaultPingInterval. Tests shorten it.
 	PingInterval time.Duration
+	// FetchAllow lists address ranges that remote files may be fetched from
+	// although the SSRF guard refuses them otherwise (loopback, private…).
+	FetchAllow []netip.Prefix
 	// ChatModels, when set, replaces Models as the source of chat models
 	// for chat and completion apps (tests put slow or failing fakes here).
 	ChatModels chat.Models
@@ -103,15 +107,26 @@ func NewServer(d Deps) (*echo.Echo, error) {
 		Models:          d.ChatModels,
 		Logger:          log,
 		MatchAnnotation: srv.annotationService().Match,
-		ResolveFiles:    attachedFiles(files.NewStore(d.DB, d.DataDir)),
+		ResolveFiles:    attachedFiles(remoteFiles(d)),
 	}
 	if chatCfg.Models == nil && d.Models != nil {
 		chatCfg.Models = d.Models
 	}
 	srv.chat = chat.New(chatCfg)
 
+	// Signed download links of knowledge documents (outside /v1: the link
+	// itself is the credential).
+
 	gen.RegisterHandlers(e.Group(basePath), api{ServerInterface: gen.NewStrictHandler(srv, nil), srv: srv})
 	return e, nil
+}
+
+// remoteFiles is the upload store used for files that messages attach, with
+// the remote-fetch allowlist applied.
+func remoteFiles(d Deps) *files.Store {
+	store := files.NewStore(d.DB, d.DataDir)
+	store.Remote.Allow = d.FetchAllow
+	return store
 }
 
 // api serves every operation through the strict handlers except the two
