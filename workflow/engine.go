@@ -1,0 +1,489 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"appkb/apps"
+	"appkb/llm"
+
+	"github.com/google/uuid"
+)
+
+// ModelSource gives the chat model an llm node names. *llm.Registry
+// implements it; a nil Engine.Models uses the builtin model for all.
+type ModelSource interface {
+	Chat(provider, model string) (llm.ChatModel, error)
+}
+
+// Engine runs graphs. Its zero value works: the builtin model, no
+// knowledge retrieval, no storage and the default limits. An Engine is
+// safe for concurrent runs.
+type Engine struct {
+	Models    ModelSource
+	Retriever Retriever
+	Store     RunStore
+	// MaxSteps bounds the node executions of a run (default 500).
+	MaxSteps int
+	// Timeout bounds a run (default 10 minutes).
+	Timeout time.Duration
+	// Parallelism bounds the nodes running at once (default 4; 1 runs
+	// nodes one by one in file order).
+	Parallelism int
+	// CodeTimeout bounds one javascript code node (default 10 s).
+	CodeTimeout time.Duration
+	Logger      *slog.Logger
+}
+
+// Defaults of Engine.
+const (
+	DefaultMaxSteps    = 500
+	DefaultTimeout     = 10 * time.Minute
+	DefaultParallelism = 4
+	DefaultCodeTimeout = 10 * time.Second
+)
+
+// Run modes.
+const (
+	ModeWorkflow = "workflow"
+	ModeChatflow = "advanced-chat"
+)
+
+// RunInput is everything one run needs besides the engine.
+type RunInput struct {
+	// Graph is the compiled graph; when nil, Workflow is compiled.
+	Graph    *Graph
+	Workflow *apps.Workflow
+	// Mode is ModeWorkflow or ModeChatflow.
+	Mode   string
+	Inputs map[string]any
+	// Query is the user's message (chatflow).
+	Query string
+	Files []File
+	// Identifiers for sys.* variables and event envelopes. TaskID and
+	// RunID are generated when empty.
+	UserID, AppID, WorkflowID, ConversationID, MessageID string
+	TaskID, RunID                                        string
+	DialogueCount                                        int
+	// ConversationVariables are the values kept from earlier turns; names
+	// missing here start at the file's initial values.
+	ConversationVariables map[string]any
+	// History is the conversation so far, oldest first, for llm memory.
+	History []llm.Message
+}
+
+// Result is the outcome of a run, the same facts as workflow_finished.
+type Result struct {
+	RunID, TaskID, WorkflowID string
+	Status                    string
+	Outputs                   map[string]any
+	Error                     string
+	// Answer is the chatflow reply: the text of every answer node, in the
+	// order they ran.
+	Answer          string
+	ElapsedTime     float64
+	TotalTokens     int
+	TotalSteps      int
+	ExceptionsCount int
+	// ConversationVariables are the values to keep for the next turn.
+	ConversationVariables map[string]any
+}
+
+// NodeError is a node failure with the error type shown in error
+// strategies' error_type output.
+type NodeError struct {
+	Type    string
+	Message string
+}
+
+func (e *NodeError) Error() string { return e.Message }
+
+func nodeErr(typ, format string, args ...any) *NodeError {
+	return &NodeError{Type: typ, Message: fmt.Sprintf(format, args...)}
+}
+
+// outcome is what a node execution produced.
+type outcome struct {
+	inputs, process, outputs map[string]any
+	// handle is the source handle of the edges to follow ("source" when
+	// empty).
+	handle   string
+	tokens   int
+	price    float64
+	currency string
+}
+
+// run is the state of one run.
+type run struct {
+	e     *Engine
+	g     *Graph
+	in    RunInput
+	pool  *Pool
+	env   Envelope
+	start time.Time
+
+	emitMu sync.Mutex
+	emitFn func(Event)
+
+	mu       sync.Mutex
+	answer   strings.Builder
+	streamed map[string]bool
+	convVars map[string]bool // names of conversation variables
+}
+
+// emit delivers one event, never concurrently with another.
+func (r *run) emit(ev Event) {
+	if r.emitFn == nil {
+		return
+	}
+	r.emitMu.Lock()
+	defer r.emitMu.Unlock()
+	r.emitFn(ev)
+}
+
+func (r *run) envelope(name string) Envelope {
+	env := r.env
+	env.Event = name
+	if env.MessageID != "" {
+		env.CreatedAt = time.Now().Unix()
+	}
+	return env
+}
+
+func (r *run) textChunk(text string, sel []string) {
+	if text == "" {
+		return
+	}
+	if r.in.Mode == ModeChatflow {
+		r.mu.Lock()
+		r.answer.WriteString(text)
+		r.mu.Unlock()
+	}
+	r.emit(&TextChunk{Envelope: r.envelope(EventTextChunk), Data: TextChunkData{Text: text, FromVariableSelector: sel}})
+}
+
+func (e *Engine) logger() *slog.Logger {
+	if e.Logger != nil {
+		return e.Logger
+	}
+	return slog.Default()
+}
+
+// Run executes a graph, calling emit for every event in order (emit may
+// be nil). It returns an error only when the run cannot start (no graph,
+// invalid inputs: an *apperr.Error with code invalid_param); how the run
+// itself ended is in the Result and the workflow_finished event.
+func (e *Engine) Run(ctx context.Context, in RunInput, emit func(Event)) (*Result, error) {
+	g := in.Graph
+	if g == nil {
+		var err error
+		if g, err = Compile(in.Workflow); err != nil {
+			return nil, err
+		}
+	}
+	if in.Mode == "" {
+		in.Mode = ModeWorkflow
+	}
+	inputs, err := validateInputs(g.root, in.Inputs)
+	if err != nil {
+		return nil, err
+	}
+	in.Inputs = inputs
+	if in.RunID == "" {
+		in.RunID = uuid.NewString()
+	}
+	if in.TaskID == "" {
+		in.TaskID = uuid.NewString()
+	}
+	if in.WorkflowID == "" {
+		in.WorkflowID = uuid.NewString()
+	}
+	r := &run{
+		e: e, g: g, in: in, pool: NewPool(), start: time.Now(), emitFn: emit,
+		streamed: map[string]bool{}, convVars: map[string]bool{},
+		env: Envelope{TaskID: in.TaskID, WorkflowRunID: in.RunID, MessageID: in.MessageID, ConversationID: in.ConversationID},
+	}
+	r.fillPool()
+
+	record := &RunRecord{ID: in.RunID, TaskID: in.TaskID, WorkflowID: in.WorkflowID, AppID: in.AppID, UserID: in.UserID,
+		ConversationID: in.ConversationID, MessageID: in.MessageID, Inputs: in.Inputs, CreatedAt: r.start.Unix()}
+	r.emit(&WorkflowStarted{Envelope: r.envelope(EventWorkflowStarted), Data: WorkflowStartedData{
+		ID: in.RunID, WorkflowID: in.WorkflowID, Inputs: publicInputs(in.Inputs), CreatedAt: r.start.Unix(), Reason: "initial",
+	}})
+	var storeErr error
+	if e.Store != nil {
+		storeErr = e.Store.RunStarted(ctx, record)
+	}
+
+	res := &Result{RunID: in.RunID, TaskID: in.TaskID, WorkflowID: in.WorkflowID}
+	if storeErr != nil {
+		res.Status, res.Error = RunFailed, "The run could not be recorded: "+storeErr.Error()
+	} else {
+		r.schedule(ctx, res)
+	}
+	res.ElapsedTime = time.Since(r.start).Seconds()
+	res.Error = r.pool.Redact(res.Error)
+	res.ConversationVariables = r.pool.Scope(ScopeConversation)
+	if in.Mode == ModeChatflow {
+		r.mu.Lock()
+		res.Answer = r.answer.String()
+		r.mu.Unlock()
+		if res.Outputs == nil {
+			res.Outputs = map[string]any{"answer": res.Answer}
+		}
+	}
+	if res.Status == RunSucceeded && res.ExceptionsCount > 0 {
+		res.Status = RunPartialSucceeded
+	}
+	var errp *string
+	if res.Error != "" {
+		errp = &res.Error
+	}
+	outputs := res.Outputs
+	if outputs == nil {
+		outputs = map[string]any{}
+	}
+	r.emit(&WorkflowFinished{Envelope: r.envelope(EventWorkflowFinished), Data: WorkflowFinishedData{
+		ID: in.RunID, WorkflowID: in.WorkflowID, Status: res.Status, Outputs: plainMap(outputs), Error: errp,
+		ElapsedTime: res.ElapsedTime, TotalTokens: res.TotalTokens, TotalSteps: res.TotalSteps,
+		CreatedAt: r.start.Unix(), FinishedAt: time.Now().Unix(), ExceptionsCount: res.ExceptionsCount, Files: []any{},
+	}})
+	if e.Store != nil && storeErr == nil {
+		if err := e.Store.RunFinished(context.WithoutCancel(ctx), record, res); err != nil {
+			e.logger().Error("workflow: recording the end of a run failed", "run", in.RunID, "err", err)
+		}
+	}
+	return res, nil
+}
+
+// publicInputs hides nothing today but gives events their own map.
+func publicInputs(in map[string]any) map[string]any {
+	out := make(map[string]any, len(in))
+	for k, v := range in {
+		out[k] = plain(v)
+	}
+	return out
+}
+
+func plainMap(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	return plain(m).(map[string]any)
+}
+
+// fillPool sets the system, environment and conversation variables.
+func (r *run) fillPool() {
+	in := r.in
+	files := make([]any, 0, len(in.Files))
+	for _, f := range in.Files {
+		f.Identity = FileIdentity
+		files = append(files, f)
+	}
+	sys := map[string]any{
+		"query": in.Query, "files": files, "user_id": in.UserID, "app_id": in.AppID,
+		"workflow_id": in.WorkflowID, "workflow_run_id": in.RunID, "conversation_id": in.ConversationID,
+		"dialogue_count": float64(in.DialogueCount), "timestamp": float64(r.start.Unix()),
+	}
+	if in.Mode != ModeChatflow {
+		delete(sys, "query")
+		delete(sys, "conversation_id")
+		delete(sys, "dialogue_count")
+	}
+	r.pool.SetAll(ScopeSys, sys)
+	w := r.g.workflow
+	for _, v := range w.EnvironmentVariables {
+		if v.ValueType == "secret" {
+			r.pool.SetSecret(v.Name, Text(v.Value))
+			continue
+		}
+		r.pool.Set(ScopeEnv, v.Name, coerce(v.ValueType, v.Value))
+	}
+	for _, v := range w.ConversationVariables {
+		r.convVars[v.Name] = true
+		val := coerce(v.ValueType, v.Value)
+		if saved, ok := in.ConversationVariables[v.Name]; ok {
+			val = saved
+		}
+		r.pool.Set(ScopeConversation, v.Name, val)
+	}
+}
+
+// nodeState tracks a node during scheduling.
+type nodeState int
+
+const (
+	statePending nodeState = iota
+	stateRunning
+	stateDone
+	stateSkipped
+)
+
+type edgeState int
+
+const (
+	edgeUnknown edgeState = iota
+	edgeTaken
+	edgeSkipped
+)
+
+// finished is the report a worker sends back to the scheduler.
+type finished struct {
+	node *gnode
+	out  *outcome
+	// status is succeeded, exception or failed.
+	status string
+	err    error
+}
+
+// schedule runs the graph to its end and fills res.
+func (r *run) schedule(parent context.Context, res *Result) {
+	e := r.e
+	maxSteps := e.MaxSteps
+	if maxSteps <= 0 {
+		maxSteps = DefaultMaxSteps
+	}
+	timeout := e.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	par := e.Parallelism
+	if par <= 0 {
+		par = DefaultParallelism
+	}
+	ctx, cancel := context.WithTimeout(parent, timeout)
+	defer cancel()
+
+	g := r.g
+	nodes := make(map[*gnode]nodeState, len(g.nodes))
+	edges := make([]edgeState, len(g.edges))
+	var ready []*gnode
+	running := 0
+	results := make(chan finished)
+	var wg sync.WaitGroup
+	fail := ""
+	outputs := map[string]any{}
+	hasEnd := false
+
+	// settle marks the outgoing edges of a decided node and collects the
+	// targets that became ready, skipping those no live branch reaches.
+	var settle func(n *gnode, handle string, skipped bool)
+	settle = func(n *gnode, handle string, skipped bool) {
+		for _, ed := range n.out {
+			if !skipped && ed.handle == handle {
+				edges[ed.idx] = edgeTaken
+			} else {
+				edges[ed.idx] = edgeSkipped
+			}
+		}
+		for _, ed := range n.out {
+			t := g.byID[ed.target]
+			if nodes[t] != statePending || slices.Contains(ready, t) {
+				continue
+			}
+			taken, open := false, false
+			for _, ie := range t.in {
+				switch edges[ie.idx] {
+				case edgeUnknown:
+					open = true
+				case edgeTaken:
+					taken = true
+				}
+			}
+			if open {
+				continue
+			}
+			if taken {
+				ready = append(ready, t)
+			} else {
+				nodes[t] = stateSkipped
+				settle(t, "", true)
+			}
+		}
+	}
+
+	ready = append(ready, g.root)
+	index := 0
+	for {
+		for fail == "" && running < par && len(ready) > 0 {
+			slices.SortFunc(ready, func(a, b *gnode) int { return a.order - b.order })
+			n := ready[0]
+			ready = ready[1:]
+			if index >= maxSteps {
+				fail = fmt.Sprintf("The run stopped after %d steps, the most a run may take.", maxSteps)
+				break
+			}
+			index++
+			nodes[n] = stateRunning
+			running++
+			pred := predecessor(n, edges)
+			wg.Add(1)
+			go func(n *gnode, idx int) {
+				defer wg.Done()
+				results <- r.execute(ctx, n, idx, pred)
+			}(n, index)
+		}
+		if running == 0 {
+			break
+		}
+		f := <-results
+		running--
+		nodes[f.node] = stateDone
+		switch f.status {
+		case NodeFailed:
+			if fail == "" {
+				fail = f.err.Error()
+				cancel()
+			}
+			continue
+		case NodeException:
+			res.ExceptionsCount++
+		}
+		res.TotalTokens += f.out.tokens
+		if f.node.kind == apps.NodeEnd {
+			hasEnd = true
+			for k, v := range f.out.outputs {
+				outputs[k] = v
+			}
+		}
+		if fail == "" {
+			handle := f.out.handle
+			if handle == "" {
+				handle = "source"
+			}
+			settle(f.node, handle, false)
+		}
+	}
+	wg.Wait()
+	res.TotalSteps = index
+	switch {
+	case parent.Err() != nil:
+		res.Status, res.Error = RunStopped, "The run was stopped."
+	case ctx.Err() != nil && fail == "" || errors.Is(ctx.Err(), context.DeadlineExceeded):
+		res.Status, res.Error = RunFailed, fmt.Sprintf("The run took longer than %s and was stopped.", timeout)
+	case fail != "":
+		res.Status, res.Error = RunFailed, fail
+	default:
+		res.Status = RunSucceeded
+	}
+	if hasEnd {
+		res.Outputs = outputs
+	}
+}
+
+// predecessor is the source of the first taken edge into n.
+func predecessor(n *gnode, edges []edgeState) *string {
+	for _, ed := range n.in {
+		if edges[ed.idx] == edgeTaken {
+			s := ed.source
+			return &s
+		}
+	}
+	return nil
+}

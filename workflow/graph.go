@@ -1,0 +1,201 @@
+package workflow
+
+import (
+	"fmt"
+	"slices"
+
+	"appkb/apperr"
+	"appkb/apps"
+)
+
+// Graph is the runnable form of a workflow's top-level graph. It is
+// immutable once compiled and may be shared by concurrent runs.
+type Graph struct {
+	workflow *apps.Workflow
+	nodes    []*gnode // reachable nodes, in file order
+	byID     map[string]*gnode
+	edges    []*gedge
+	root     *gnode
+	// streams maps an llm node id to how its text may be streamed
+	// straight into an answer or end node.
+	streams map[string]*streamPlan
+}
+
+type gnode struct {
+	id, kind, title string
+	data            map[string]any
+	order           int
+	in, out         []*gedge
+}
+
+type gedge struct {
+	idx                    int
+	source, target, handle string
+}
+
+// streamPlan says that an llm node's text is the next thing an answer (or
+// an end) node shows, so its chunks can go out while the model writes.
+type streamPlan struct {
+	prefix   string // literal answer text shown before the model's text
+	answerID string // empty for an end node
+}
+
+// Compile builds the runnable graph of w. Canvas notes, nodes inside
+// iterations and loops and nodes the start node cannot reach are left
+// out.
+func Compile(w *apps.Workflow) (*Graph, error) {
+	if w == nil {
+		return nil, apperr.InvalidParam("The app has no workflow.")
+	}
+	start := w.StartNode()
+	if start == nil {
+		return nil, apperr.InvalidParam("The workflow has no start node.")
+	}
+	g := &Graph{workflow: w, byID: map[string]*gnode{}, streams: map[string]*streamPlan{}}
+	all := map[string]*gnode{}
+	var order []*gnode
+	for i, n := range w.Graph.Nodes {
+		if n.IsNote() || n.ParentID != "" {
+			continue
+		}
+		kind := n.Kind()
+		if kind == "iteration-start" || kind == "loop-start" || kind == "loop-end" {
+			continue
+		}
+		if _, dup := all[n.ID]; dup {
+			return nil, apperr.InvalidParam("The workflow has two nodes with the id %q.", n.ID)
+		}
+		gn := &gnode{id: n.ID, kind: kind, title: n.Title(), data: n.NormalizedData(), order: i}
+		all[n.ID] = gn
+		order = append(order, gn)
+	}
+	var edges []*gedge
+	for _, e := range w.Graph.Edges {
+		s, t := all[e.Source], all[e.Target]
+		if s == nil || t == nil {
+			continue
+		}
+		h := e.SourceHandle
+		if h == "" {
+			h = "source"
+		}
+		ge := &gedge{source: e.Source, target: e.Target, handle: h}
+		edges = append(edges, ge)
+	}
+	// Keep what the start node reaches.
+	reach := map[string]bool{start.ID: true}
+	queue := []string{start.ID}
+	for len(queue) > 0 {
+		id := queue[0]
+		queue = queue[1:]
+		for _, e := range edges {
+			if e.source == id && !reach[e.target] {
+				reach[e.target] = true
+				queue = append(queue, e.target)
+			}
+		}
+	}
+	for _, n := range order {
+		if reach[n.id] {
+			g.nodes = append(g.nodes, n)
+			g.byID[n.id] = n
+		}
+	}
+	for _, e := range edges {
+		if !reach[e.source] || !reach[e.target] {
+			continue
+		}
+		e.idx = len(g.edges)
+		g.edges = append(g.edges, e)
+		g.byID[e.source].out = append(g.byID[e.source].out, e)
+		g.byID[e.target].in = append(g.byID[e.target].in, e)
+	}
+	g.root = g.byID[start.ID]
+	if len(g.root.in) > 0 {
+		return nil, apperr.InvalidParam("The start node must not have incoming edges.")
+	}
+	g.planStreams()
+	return g, nil
+}
+
+// planStreams finds llm nodes whose text feeds an answer node right after
+// them (the answer's template shows literal text, then the llm text) or an
+// end node's outputs, so that the text can stream.
+func (g *Graph) planStreams() {
+	for _, n := range g.nodes {
+		if n.kind != apps.NodeLLM {
+			continue
+		}
+		for _, e := range n.out {
+			t := g.byID[e.target]
+			if len(t.in) != 1 {
+				continue
+			}
+			switch t.kind {
+			case apps.NodeAnswer:
+				prefix := ""
+				for _, sg := range parseTemplate(asString(t.data["answer"])) {
+					if sg.sel == nil {
+						prefix += sg.text
+						continue
+					}
+					if slices.Equal(sg.sel, []string{n.id, "text"}) {
+						g.streams[n.id] = &streamPlan{prefix: prefix, answerID: t.id}
+					}
+					break
+				}
+			case apps.NodeEnd:
+				for _, o := range asList2(t.data["outputs"]) {
+					if slices.Equal(selectorOf(o["value_selector"]), []string{n.id, "text"}) {
+						g.streams[n.id] = &streamPlan{}
+					}
+				}
+			}
+			if g.streams[n.id] != nil {
+				break
+			}
+		}
+	}
+}
+
+// NodeCount is the number of nodes a run may execute.
+func (g *Graph) NodeCount() int { return len(g.nodes) }
+
+func (g *Graph) String() string {
+	return fmt.Sprintf("graph(%d nodes, %d edges)", len(g.nodes), len(g.edges))
+}
+
+// asString reads a string field of node data.
+func asString(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+// asList2 reads a list of maps from node data.
+func asList2(v any) []map[string]any {
+	list, _ := v.([]any)
+	out := make([]map[string]any, 0, len(list))
+	for _, e := range list {
+		if m, ok := e.(map[string]any); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// asMap reads a map field of node data.
+func asMap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+// asBool reads a boolean field of node data.
+func asBool(v any) bool {
+	switch x := v.(type) {
+	case bool:
+		return x
+	case string:
+		return x == "true"
+	}
+	return false
+}

@@ -1,0 +1,136 @@
+package workflow
+
+import (
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"appkb/apps"
+
+	"gopkg.in/yaml.v3"
+)
+
+// graphYAML parses the graph part of a workflow block.
+func graphYAML(t testing.TB, src string) *apps.Workflow {
+	t.Helper()
+	var w apps.Workflow
+	if err := yaml.Unmarshal([]byte(src), &w); err != nil {
+		t.Fatalf("yaml: %v", err)
+	}
+	return &w
+}
+
+// loadApp parses an app file.
+func loadApp(t testing.TB, path string) *apps.Definition {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := apps.Parse(data)
+	if err != nil {
+		t.Fatalf("parse %s: %v", path, err)
+	}
+	return def
+}
+
+// recorder collects events.
+type recorder struct {
+	mu     sync.Mutex
+	events []Event
+}
+
+func (r *recorder) emit(e Event) {
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+}
+
+func (r *recorder) names() []string {
+	var out []string
+	for _, e := range r.events {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+// trace lists "name:node_id[:status]" for node events.
+func (r *recorder) trace() string {
+	var out []string
+	for _, e := range r.events {
+		switch x := e.(type) {
+		case *NodeStarted:
+			out = append(out, "start:"+x.Data.NodeID)
+		case *NodeFinished:
+			out = append(out, "finish:"+x.Data.NodeID+":"+x.Data.Status)
+		case *NodeRetry:
+			out = append(out, "retry:"+x.Data.NodeID)
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+func (r *recorder) finished(nodeID string) *NodeFinishedData {
+	for _, e := range r.events {
+		if x, ok := e.(*NodeFinished); ok && x.Data.NodeID == nodeID {
+			return &x.Data
+		}
+	}
+	return nil
+}
+
+func (r *recorder) text() string {
+	var b strings.Builder
+	for _, e := range r.events {
+		if x, ok := e.(*TextChunk); ok {
+			b.WriteString(x.Data.Text)
+		}
+	}
+	return b.String()
+}
+
+func run1(t testing.TB, e *Engine, in RunInput) (*Result, *recorder) {
+	t.Helper()
+	rec := &recorder{}
+	res, err := e.Run(context.Background(), in, rec.emit)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	return res, rec
+}
+
+// checkOrder asserts the stream's framing rules: workflow_started first,
+// workflow_finished last, each node_finished after its node_started.
+func checkOrder(t *testing.T, rec *recorder) {
+	t.Helper()
+	names := rec.names()
+	if len(names) < 2 || names[0] != EventWorkflowStarted || names[len(names)-1] != EventWorkflowFinished {
+		t.Fatalf("bad framing: %v", names)
+	}
+	open := map[string]bool{}
+	for _, e := range rec.events[1 : len(rec.events)-1] {
+		switch x := e.(type) {
+		case *NodeStarted:
+			if open[x.Data.ID] {
+				t.Errorf("node %s started twice", x.Data.NodeID)
+			}
+			open[x.Data.ID] = true
+		case *NodeFinished:
+			if !open[x.Data.ID] {
+				t.Errorf("node %s finished before it started", x.Data.NodeID)
+			}
+			delete(open, x.Data.ID)
+		case *NodeRetry:
+			if !open[x.Data.ID] {
+				t.Errorf("node %s retried before it started", x.Data.NodeID)
+			}
+		case *WorkflowStarted, *WorkflowFinished:
+			t.Errorf("%s in the middle of the stream", e.Name())
+		}
+	}
+	if len(open) > 0 {
+		t.Errorf("nodes never finished: %v", open)
+	}
+}

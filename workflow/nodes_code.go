@@ -1,0 +1,125 @@
+package workflow
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"appkb/apps"
+
+	"github.com/dop251/goja"
+)
+
+func init() {
+	executors[apps.NodeCode] = runCode
+}
+
+// runCode runs a code node. javascript runs in-process with goja under
+// Engine.CodeTimeout: main receives one object holding the declared
+// variables and must return an object. python3 needs the sandbox, which
+// does not exist yet, so it fails.
+func runCode(x *nodeRun) (*outcome, error) {
+	inputs := map[string]any{}
+	for _, v := range asList2(x.d["variables"]) {
+		inputs[asString(v["variable"])] = plain(x.get(selectorOf(v["value_selector"])))
+	}
+	lang := asString(x.d["code_language"])
+	var result map[string]any
+	var err error
+	switch lang {
+	case "javascript":
+		result, err = x.runJavaScript(asString(x.d["code"]), inputs)
+	case "python3", "python":
+		err = nodeErr("CodeNodeError", "The code node %q uses python3, which is not available yet: the python sandbox is not built.", x.n.title)
+	default:
+		err = nodeErr("CodeNodeError", "The code node %q uses the language %q, which is not supported.", x.n.title, lang)
+	}
+	if err != nil {
+		return &outcome{inputs: inputs}, err
+	}
+	outputs, err := checkOutputs(asMap(x.d["outputs"]), result)
+	if err != nil {
+		return &outcome{inputs: inputs}, err
+	}
+	return &outcome{inputs: inputs, outputs: outputs}, nil
+}
+
+func (x *nodeRun) runJavaScript(code string, args map[string]any) (map[string]any, error) {
+	limit := x.r.e.CodeTimeout
+	if limit <= 0 {
+		limit = DefaultCodeTimeout
+	}
+	vm := goja.New()
+	timer := time.AfterFunc(limit, func() { vm.Interrupt(fmt.Sprintf("the code ran longer than %s", limit)) })
+	defer timer.Stop()
+	stop := contextAfter(x, func() { vm.Interrupt("the run was stopped") })
+	defer stop()
+	fail := func(err error) error {
+		var intr *goja.InterruptedError
+		if errors.As(err, &intr) {
+			return nodeErr("CodeNodeError", "The code was interrupted: %v", intr.Value())
+		}
+		return nodeErr("CodeNodeError", "The code failed: %v", err)
+	}
+	if _, err := vm.RunString(code); err != nil {
+		return nil, fail(err)
+	}
+	main, ok := goja.AssertFunction(vm.Get("main"))
+	if !ok {
+		return nil, nodeErr("CodeNodeError", "The code does not define a function main.")
+	}
+	res, err := main(goja.Undefined(), vm.ToValue(args))
+	if err != nil {
+		return nil, fail(err)
+	}
+	m, ok := plain(res.Export()).(map[string]any)
+	if !ok {
+		return nil, nodeErr("CodeNodeError", "main must return an object, not %s.", res.ExportType())
+	}
+	return m, nil
+}
+
+// contextAfter calls f when the node's context ends, until the returned
+// function is called.
+func contextAfter(x *nodeRun, f func()) func() {
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-x.ctx.Done():
+			f()
+		case <-done:
+		}
+	}()
+	return func() { close(done) }
+}
+
+// checkOutputs keeps the declared outputs of a code node and checks their
+// types. A declared output must be present; null is accepted.
+func checkOutputs(decl map[string]any, got map[string]any) (map[string]any, error) {
+	if len(decl) == 0 {
+		return got, nil
+	}
+	names := make([]string, 0, len(decl))
+	for k := range decl {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	out := map[string]any{}
+	for _, name := range names {
+		t := asString(asMap(decl[name])["type"])
+		v, ok := got[name]
+		if !ok {
+			return nil, nodeErr("OutputValidationError", "The code returned no output %q.", name)
+		}
+		if v != nil && t != "" && !typeMatches(t, v) {
+			return nil, nodeErr("OutputValidationError", "The output %q must be of type %s, not %s.", name, t, TypeOf(v))
+		}
+		if t == TypeNumber || strings.HasPrefix(t, "array[number") {
+			v = coerce(t, v)
+		}
+		out[name] = v
+	}
+	return out, nil
+}
