@@ -26,6 +26,7 @@ import (
 	"appkb/db"
 	"appkb/demo"
 	"appkb/handlers"
+	"appkb/indexing"
 	"appkb/llm"
 )
 
@@ -242,6 +243,11 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 		}
 		printDemo(out, addr, keys)
 	}
+
+	// Documents are indexed in the background; jobs a previous run left
+	// unfinished are picked up again here.
+	stopIndexing := indexing.Start(ctx, indexing.Config{DB: gdb, Models: cfg.models, DataDir: dataDir, Logger: log})
+	defer stopIndexing()
 
 	e, err := handlers.NewServer(handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, Models: cfg.models, DataDir: dataDir, FetchAllow: cfg.fetchAllow})
 	if err != nil {

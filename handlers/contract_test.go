@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -26,6 +27,7 @@ import (
 	"appkb/db"
 	"appkb/demo"
 	"appkb/handlers"
+	"appkb/indexing"
 )
 
 // The contract checker reads openapi.yaml from disk (not the copy compiled
@@ -83,10 +85,13 @@ func newTestServer(t *testing.T) *testServer {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	e, err := handlers.NewServer(handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, DataDir: t.TempDir()})
+	dataDir := t.TempDir()
+	e, err := handlers.NewServer(handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, DataDir: dataDir})
 	if err != nil {
 		t.Fatal(err)
 	}
+	stopIndexing := indexing.Start(context.Background(), indexing.Config{DB: gdb, DataDir: dataDir, Poll: 20 * time.Millisecond, Logger: log})
+	t.Cleanup(stopIndexing)
 	return &testServer{e: e, db: gdb, appID: keys.AppID, appKey: keys.AppKey, knowledgeKey: keys.KnowledgeKey}
 }
 

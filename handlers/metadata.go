@@ -5,6 +5,7 @@ import (
 
 	"appkb/apperr"
 	"appkb/gen"
+	"appkb/indexing"
 )
 
 // CreateMetadataField serves POST /datasets/{dataset_id}/metadata.
@@ -107,5 +108,26 @@ func (s *Server) ToggleBuiltInMetadataField(ctx context.Context, req gen.ToggleB
 
 // BatchUpdateDocumentMetadata serves POST /datasets/{dataset_id}/documents/metadata.
 func (s *Server) BatchUpdateDocumentMetadata(ctx context.Context, req gen.BatchUpdateDocumentMetadataRequestObject) (gen.BatchUpdateDocumentMetadataResponseObject, error) {
-	return nil, apperr.NotImplemented("POST /datasets/{dataset_id}/documents/metadata")
+	svc, actor, err := s.documentsFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if req.Body == nil {
+		return nil, apperr.InvalidParam("request body is required")
+	}
+	ops := make([]indexing.MetadataOp, 0, len(req.Body.OperationData))
+	for _, item := range req.Body.OperationData {
+		op := indexing.MetadataOp{DocumentID: item.DocumentId, Values: map[string]any{}}
+		if item.PartialUpdate != nil {
+			op.Partial = *item.PartialUpdate
+		}
+		for _, v := range item.MetadataList {
+			op.Values[v.Id] = v.Value
+		}
+		ops = append(ops, op)
+	}
+	if err := svc.SetMetadata(ctx, actor, req.DatasetId, ops); err != nil {
+		return nil, err
+	}
+	return gen.BatchUpdateDocumentMetadata200JSONResponse{Result: "success"}, nil
 }

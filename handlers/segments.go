@@ -5,49 +5,170 @@ import (
 
 	"appkb/apperr"
 	"appkb/gen"
+	"appkb/indexing"
 )
 
 // CreateSegments serves POST /datasets/{dataset_id}/documents/{document_id}/segments.
 func (s *Server) CreateSegments(ctx context.Context, req gen.CreateSegmentsRequestObject) (gen.CreateSegmentsResponseObject, error) {
-	return nil, apperr.NotImplemented("POST /datasets/{dataset_id}/documents/{document_id}/segments")
+	svc, actor, err := s.documentsFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if req.Body == nil {
+		return nil, apperr.InvalidParam("request body is required")
+	}
+	in := make([]indexing.NewSegment, 0, len(req.Body.Segments))
+	for _, n := range req.Body.Segments {
+		seg := indexing.NewSegment{Content: n.Content, Answer: n.Answer}
+		if n.Keywords != nil {
+			seg.Keywords = append([]string{}, *n.Keywords...)
+		}
+		in = append(in, seg)
+	}
+	out, err := svc.CreateSegments(ctx, actor, req.DatasetId, req.DocumentId, in)
+	if err != nil {
+		return nil, err
+	}
+	return kbJSON{map[string]any{"data": out.Data, "doc_form": out.DocForm}}, nil
 }
 
 // ListSegments serves GET /datasets/{dataset_id}/documents/{document_id}/segments.
 func (s *Server) ListSegments(ctx context.Context, req gen.ListSegmentsRequestObject) (gen.ListSegmentsResponseObject, error) {
-	return nil, apperr.NotImplemented("GET /datasets/{dataset_id}/documents/{document_id}/segments")
+	svc, actor, err := s.documentsFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	q := indexing.SegmentQuery{}
+	p := req.Params
+	if p.Page != nil {
+		q.Page = *p.Page
+	}
+	if p.Limit != nil {
+		q.Limit = *p.Limit
+	}
+	if p.Keyword != nil {
+		q.Keyword = *p.Keyword
+	}
+	if p.Status != nil {
+		q.Status = *p.Status
+	}
+	out, err := svc.ListSegments(ctx, actor, req.DatasetId, req.DocumentId, q)
+	if err != nil {
+		return nil, err
+	}
+	return kbJSON{out}, nil
 }
 
 // GetSegmentDetail serves GET /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}.
 func (s *Server) GetSegmentDetail(ctx context.Context, req gen.GetSegmentDetailRequestObject) (gen.GetSegmentDetailResponseObject, error) {
-	return nil, apperr.NotImplemented("GET /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}")
+	svc, actor, err := s.documentsFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := svc.GetSegment(ctx, actor, req.DatasetId, req.DocumentId, req.SegmentId)
+	if err != nil {
+		return nil, err
+	}
+	return kbJSON{out}, nil
 }
 
 // UpdateSegment serves POST /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}.
 func (s *Server) UpdateSegment(ctx context.Context, req gen.UpdateSegmentRequestObject) (gen.UpdateSegmentResponseObject, error) {
-	return nil, apperr.NotImplemented("POST /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}")
+	svc, actor, err := s.documentsFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if req.Body == nil {
+		return nil, apperr.InvalidParam("request body is required")
+	}
+	b := req.Body.Segment
+	u := indexing.SegmentUpdate{Content: b.Content, Answer: b.Answer, Keywords: b.Keywords, Enabled: b.Enabled}
+	if b.RegenerateChildChunks != nil {
+		u.RegenerateChildChunks = *b.RegenerateChildChunks
+	}
+	out, err := svc.UpdateSegment(ctx, actor, req.DatasetId, req.DocumentId, req.SegmentId, u)
+	if err != nil {
+		return nil, err
+	}
+	return kbJSON{out}, nil
 }
 
 // DeleteSegment serves DELETE /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}.
 func (s *Server) DeleteSegment(ctx context.Context, req gen.DeleteSegmentRequestObject) (gen.DeleteSegmentResponseObject, error) {
-	return nil, apperr.NotImplemented("DELETE /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}")
+	svc, actor, err := s.documentsFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := svc.DeleteSegment(ctx, actor, req.DatasetId, req.DocumentId, req.SegmentId); err != nil {
+		return nil, err
+	}
+	return gen.DeleteSegment204Response{}, nil
 }
 
 // CreateChildChunk serves POST /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks.
 func (s *Server) CreateChildChunk(ctx context.Context, req gen.CreateChildChunkRequestObject) (gen.CreateChildChunkResponseObject, error) {
-	return nil, apperr.NotImplemented("POST /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks")
+	svc, actor, err := s.documentsFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if req.Body == nil {
+		return nil, apperr.InvalidParam("request body is required")
+	}
+	c, err := svc.CreateChildChunk(ctx, actor, req.DatasetId, req.DocumentId, req.SegmentId, req.Body.Content)
+	if err != nil {
+		return nil, err
+	}
+	return kbJSON{map[string]any{"data": c}}, nil
 }
 
 // GetChildChunks serves GET /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks.
 func (s *Server) GetChildChunks(ctx context.Context, req gen.GetChildChunksRequestObject) (gen.GetChildChunksResponseObject, error) {
-	return nil, apperr.NotImplemented("GET /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks")
+	svc, actor, err := s.documentsFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var page, limit int
+	var keyword string
+	if req.Params.Page != nil {
+		page = *req.Params.Page
+	}
+	if req.Params.Limit != nil {
+		limit = *req.Params.Limit
+	}
+	if req.Params.Keyword != nil {
+		keyword = *req.Params.Keyword
+	}
+	out, err := svc.ListChildChunks(ctx, actor, req.DatasetId, req.DocumentId, req.SegmentId, page, limit, keyword)
+	if err != nil {
+		return nil, err
+	}
+	return kbJSON{out}, nil
 }
 
 // UpdateChildChunk serves PATCH /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks/{child_chunk_id}.
 func (s *Server) UpdateChildChunk(ctx context.Context, req gen.UpdateChildChunkRequestObject) (gen.UpdateChildChunkResponseObject, error) {
-	return nil, apperr.NotImplemented("PATCH /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks/{child_chunk_id}")
+	svc, actor, err := s.documentsFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if req.Body == nil {
+		return nil, apperr.InvalidParam("request body is required")
+	}
+	c, err := svc.UpdateChildChunk(ctx, actor, req.DatasetId, req.DocumentId, req.SegmentId, req.ChildChunkId, req.Body.Content)
+	if err != nil {
+		return nil, err
+	}
+	return kbJSON{map[string]any{"data": c}}, nil
 }
 
 // DeleteChildChunk serves DELETE /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks/{child_chunk_id}.
 func (s *Server) DeleteChildChunk(ctx context.Context, req gen.DeleteChildChunkRequestObject) (gen.DeleteChildChunkResponseObject, error) {
-	return nil, apperr.NotImplemented("DELETE /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks/{child_chunk_id}")
+	svc, actor, err := s.documentsFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := svc.DeleteChildChunk(ctx, actor, req.DatasetId, req.DocumentId, req.SegmentId, req.ChildChunkId); err != nil {
+		return nil, err
+	}
+	return gen.DeleteChildChunk204Response{}, nil
 }

@@ -116,6 +116,7 @@ func NewServer(d Deps) (*echo.Echo, error) {
 
 	// Signed download links of knowledge documents (outside /v1: the link
 	// itself is the credential).
+	e.GET(documentFilePath, srv.serveDocumentFile)
 
 	gen.RegisterHandlers(e.Group(basePath), api{ServerInterface: gen.NewStrictHandler(srv, nil), srv: srv})
 	return e, nil
