@@ -3,6 +3,7 @@ package llm
 import (
 	"log/slog"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/pkoukk/tiktoken-go"
@@ -46,7 +47,38 @@ func CountTokens(text string) int {
 	if enc == nil {
 		return (utf8.RuneCountInString(text) + 3) / 4
 	}
-	return len(enc.EncodeOrdinary(text))
+	n := 0
+	for _, part := range splitLongRuns(text, maxExactRun) {
+		n += len(enc.EncodeOrdinary(part))
+	}
+	return n
+}
+
+// maxExactRun bounds the length, in bytes, of a run of non-space characters
+// that is counted exactly. The encoder's merge step is quadratic in the
+// length of one such run, so a single huge "word" (base64, a pasted blob)
+// could otherwise take minutes; longer runs are counted slice by slice, which
+// may differ from the exact count by about one token per slice.
+const maxExactRun = 512
+
+// splitLongRuns cuts text inside runs of non-space characters longer than
+// max bytes, on rune boundaries. Text without such runs comes back whole, so
+// ordinary text is counted exactly.
+func splitLongRuns(text string, max int) []string {
+	var parts []string
+	start, run := 0, 0
+	for i, r := range text {
+		if unicode.IsSpace(r) {
+			run = 0
+			continue
+		}
+		if run >= max {
+			parts = append(parts, text[start:i])
+			start, run = i, 0
+		}
+		run += utf8.RuneLen(r)
+	}
+	return append(parts, text[start:])
 }
 
 // Token overheads of the chat format, from OpenAI's published counting

@@ -3,6 +3,7 @@ package llm
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestCountTokens(t *testing.T) {
@@ -54,6 +55,52 @@ func BenchmarkCountTokens(b *testing.B) {
 	b.SetBytes(int64(len(text)))
 	b.ResetTimer()
 	for b.Loop() {
+		CountTokens(text)
+	}
+}
+
+func TestCountTokensLongRuns(t *testing.T) {
+	tests := []struct {
+		name  string
+		text  string
+		exact bool // whether the count must equal the unsplit encoder's
+	}{
+		{"ordinary text is exact", strings.Repeat("the quick brown fox ", 200), true},
+		{"a run at the limit is exact", strings.Repeat("a", maxExactRun), true},
+		{"a huge run is counted in slices", strings.Repeat("QmFzZTY0", 4096), false},
+		{"multi-byte runs are cut on rune boundaries", strings.Repeat("日本語", 2000), false},
+	}
+	enc := loadEncoder()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			parts := splitLongRuns(tc.text, maxExactRun)
+			if strings.Join(parts, "") != tc.text {
+				t.Fatal("splitting lost or changed text")
+			}
+			for _, p := range parts {
+				if !utf8.ValidString(p) {
+					t.Fatalf("a slice is not valid UTF-8: %q", p[:min(len(p), 16)])
+				}
+			}
+			got := CountTokens(tc.text)
+			want := len(enc.EncodeOrdinary(tc.text))
+			if tc.exact && got != want {
+				t.Errorf("CountTokens = %d, want exactly %d", got, want)
+			}
+			if !tc.exact && (got < want || got > want+len(parts)) {
+				t.Errorf("CountTokens = %d, want within [%d, %d]", got, want, want+len(parts))
+			}
+		})
+	}
+}
+
+// BenchmarkCountTokensLongWord measures a 64 KiB text without spaces, the
+// case that was quadratic before runs were sliced.
+func BenchmarkCountTokensLongWord(b *testing.B) {
+	text := strings.Repeat("QmFzZTY0", 8192)
+	loadEncoder()
+	b.ResetTimer()
+	for range b.N {
 		CountTokens(text)
 	}
 }
