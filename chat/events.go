@@ -183,8 +183,7 @@ func wireUsage(u llm.Usage, latency time.Duration) Usage {
 }
 
 // RetrieverResource is one knowledge chunk an answer cites (the stored and
-// wire shape is models.RetrieverResource). Retrieval is not built yet, so
-// answers cite none for now.
+// wire shape is models.RetrieverResource); Config.Retrieve supplies them.
 type RetrieverResource = models.RetrieverResource
 
 // BlockingResponse is the answer of a blocking call: ChatCompletionResponse

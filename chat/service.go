@@ -90,7 +90,12 @@ type Config struct {
 	// attaches (endUserID is the stored end user's id). Without it,
 	// attached files are ignored.
 	ResolveFiles func(ctx context.Context, appID, endUserID string, files []FileRef) ([]ResolvedFile, error)
-	Logger       *slog.Logger
+	// Retrieve, when set, searches the knowledge bases of an app's
+	// dataset_configs for query. contexts are the texts the prompt gets and
+	// resources the chunks the answer cites (position, ids, names, score…).
+	// Without it, apps answer without knowledge.
+	Retrieve func(ctx context.Context, appID string, mc *apps.ModelConfig, query string) (contexts []string, resources []models.RetrieverResource, err error)
+	Logger   *slog.Logger
 }
 
 // Service runs chat and completion apps.
@@ -300,6 +305,10 @@ type Generation struct {
 	filter     *keywordFilter
 	direct     string // the preset reply when input moderation hit
 	directHit  bool
+	// knowledge and resources are what retrieval found for the query.
+	knowledge   []string
+	resources   []RetrieverResource
+	showSources bool
 }
 
 // PrepareChat checks a chat-message request and readies its generation.
@@ -390,15 +399,18 @@ func (s *Service) prepare(ctx context.Context, req Request, chatOp bool) (*Gener
 
 	g.direct, g.directHit = ac.filter.checkInputs(req.Query, g.inputs)
 
-	// Knowledge retrieval from the app's dataset_configs belongs to the
-	// knowledge issue. Until it lands the context stays empty, so the
-	// prompt has no knowledge block and answers cite no sources.
+	// Knowledge from the app's dataset_configs fills the prompt's context
+	// (remote models read it there, the builtin model from Knowledge).
+	if err := g.retrieve(ctx, ac.mc); err != nil {
+		return nil, err
+	}
 	window := s.cfg.ContextWindow(spec.Provider, spec.Name)
 	g.prompt = BuildPrompt(PromptParams{
 		AppMode:       ac.mode,
 		Config:        ac.mc,
 		Inputs:        g.inputs,
 		Query:         req.Query,
+		Context:       strings.Join(g.knowledge, "\n"),
 		History:       history,
 		ContextWindow: window,
 		ReserveTokens: answerReserve(spec.CompletionParams, window),
@@ -602,7 +614,7 @@ func (g *Generation) Run(ctx context.Context, emit func(Event) error) (*Result, 
 	res := &Result{
 		Answer:   out.answer,
 		Stopped:  out.stopped,
-		Metadata: Metadata{Usage: out.usage, RetrieverResources: []RetrieverResource{}, AnnotationReply: out.annotation},
+		Metadata: Metadata{Usage: out.usage, RetrieverResources: g.citations(&out), AnnotationReply: out.annotation},
 	}
 	if isAgentMode(g.Mode) {
 		if err := emit(g.thoughtEvent(out.answer)); err != nil {
@@ -631,6 +643,7 @@ func (g *Generation) tryAnnotation(ctx context.Context, emit func(Event) error, 
 	}
 	out.answer = answer
 	out.annotation = &AnnotationReply{ID: id}
+	g.resources = nil // the annotation, not the knowledge, answered
 	out.usage = wireUsage(llm.Usage{}, 0)
 	out.err = emit(g.messageEvent(answer))
 	return true
@@ -638,7 +651,7 @@ func (g *Generation) tryAnnotation(ctx context.Context, emit func(Event) error, 
 
 // callModel asks the app's model and fills out.
 func (g *Generation) callModel(ctx context.Context, streaming bool, emit func(Event) error, out *outcome) {
-	req := llm.ChatRequest{Messages: g.prompt.Messages, Params: g.params}
+	req := llm.ChatRequest{Messages: g.prompt.Messages, Params: g.params, Knowledge: g.knowledge}
 	if isAgentMode(g.Mode) {
 		// Tools are not run yet, so an agent answers in a single step.
 		if out.err = emit(g.thoughtEvent("")); out.err != nil {
@@ -761,7 +774,7 @@ func (g *Generation) record(answer, status string, errText *string, u Usage, tho
 		Status:                  status,
 		Error:                   errText,
 		MessageFiles:            mustJSON(g.files, "[]"),
-		RetrieverResources:      "[]",
+		RetrieverResources:      mustJSON(g.storedCitations(answer, status), "[]"),
 		AgentThoughts:           mustJSON(thoughts, "[]"),
 		CreatedAt:               g.CreatedAt,
 		UpdatedAt:               time.Now().UTC(),

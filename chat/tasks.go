@@ -57,6 +57,27 @@ func (t *Tasks) Stop(appID, user, id string) bool {
 	return true
 }
 
+// Track registers a generation that runs outside this package (a workflow
+// run) under id, so that stop requests reach it. The returned function
+// removes it and must be called when the generation ends.
+func (t *Tasks) Track(id, appID, user string, stop context.CancelCauseFunc) (untrack func()) {
+	t.add(id, &task{appID: appID, user: user, stop: stop})
+	return func() { t.remove(id) }
+}
+
+// StopAnyUser ends the running task id of appID whoever started it, as the
+// workflow stop operation does. It reports whether a task was stopped.
+func (t *Tasks) StopAnyUser(appID, id string) bool {
+	t.mu.Lock()
+	tk, ok := t.running[id]
+	t.mu.Unlock()
+	if !ok || tk.appID != appID {
+		return false
+	}
+	tk.stop(ErrStopped)
+	return true
+}
+
 // Running returns how many tasks are in progress.
 func (t *Tasks) Running() int {
 	t.mu.Lock()

@@ -138,8 +138,30 @@ func (s *Server) DeleteDataset(ctx context.Context, req gen.DeleteDatasetRequest
 }
 
 // RetrieveSegments serves POST /datasets/{dataset_id}/retrieve.
+// The knowledge base's stored search settings apply unless the request
+// gives its own.
 func (s *Server) RetrieveSegments(ctx context.Context, req gen.RetrieveSegmentsRequestObject) (gen.RetrieveSegmentsResponseObject, error) {
-	return nil, apperr.NotImplemented("POST /datasets/{dataset_id}/retrieve")
+	store, actor, err := s.knowledgeFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if req.Body == nil {
+		return nil, apperr.InvalidParam("request body is required")
+	}
+	ds, err := store.FindDataset(ctx, actor, req.DatasetId)
+	if err != nil {
+		return nil, err
+	}
+	rm, err := knowledge.EffectiveRetrievalModel(ds)
+	if err != nil {
+		return nil, err
+	}
+	if req.Body.RetrievalModel != nil {
+		if rm, err = toWire[knowledge.RetrievalModel](req.Body.RetrievalModel); err != nil {
+			return nil, err
+		}
+	}
+	return s.retrieve(ctx, ds.ID, req.Body.Query, rm)
 }
 
 // knowledgeFor returns the knowledge store and the actor that the request's

@@ -20,6 +20,7 @@ import (
 	"appkb/files"
 	"appkb/gen"
 	"appkb/llm"
+	"appkb/retrieval"
 )
 
 // basePath is where every operation of the API is mounted.
@@ -63,6 +64,8 @@ type Server struct {
 	// keep-alives of its streams.
 	chat         *chat.Service
 	pingInterval time.Duration
+	// flows runs workflow apps and keeps their run history.
+	flows *flows
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -112,7 +115,12 @@ func NewServer(d Deps) (*echo.Echo, error) {
 	if chatCfg.Models == nil && d.Models != nil {
 		chatCfg.Models = d.Models
 	}
+	// One retrieval service (and so one vector cache) serves chat apps and
+	// the knowledge-retrieval nodes of workflows.
+	search := retrieval.New(d.DB, d.Models)
+	chatCfg.Retrieve = search.ForApp
 	srv.chat = chat.New(chatCfg)
+	srv.flows = newFlows(d, chatCfg.Models, retrieval.WorkflowRetriever{Service: search}, srv.chat.Tasks(), log)
 
 	// Signed download links of knowledge documents (outside /v1: the link
 	// itself is the credential).
@@ -130,7 +138,7 @@ func remoteFiles(d Deps) *files.Store {
 	return store
 }
 
-// api serves every operation through the strict handlers except the two
+// api serves every operation through the strict handlers except those
 // that may answer with an event stream: those need the raw Echo context to
 // write and flush Server-Sent Events themselves (STYLE §3).
 type api struct {
@@ -144,6 +152,15 @@ func (a api) SendChatMessage(c echo.Context) error { return a.srv.sendChatMessag
 // CreateCompletionMessage serves POST /completion-messages, blocking or
 // streaming.
 func (a api) CreateCompletionMessage(c echo.Context) error { return a.srv.createCompletionMessage(c) }
+
+// ExecuteWorkflow serves POST /workflows/run, blocking or streaming.
+func (a api) ExecuteWorkflow(c echo.Context) error { return a.srv.runWorkflow(c, "") }
+
+// RunWorkflowById serves POST /workflows/{workflow_id}/run, blocking or
+// streaming.
+func (a api) RunWorkflowById(c echo.Context, workflowID string) error {
+	return a.srv.runWorkflow(c, workflowID)
+}
 
 // requestLogger logs one line per request with log/slog.
 func requestLogger(log *slog.Logger) echo.MiddlewareFunc {

@@ -2,37 +2,349 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
 
 	"appkb/apperr"
+	"appkb/apps"
+	"appkb/chat"
+	"appkb/endusers"
 	"appkb/gen"
+	"appkb/models"
+	"appkb/workflow"
+	"appkb/workflowruns"
 )
+
+// flows holds what workflow runs need besides the Server's own fields.
+type flows struct {
+	runs   *workflowruns.Store
+	users  *endusers.Store
+	models workflow.ModelSource
+	// retriever answers knowledge-retrieval nodes.
+	retriever workflow.Retriever
+	// tasks is the chat runtime's registry, so that one task id space
+	// covers every kind of generation.
+	tasks *chat.Tasks
+	log   *slog.Logger
+}
+
+func newFlows(d Deps, models workflow.ModelSource, retriever workflow.Retriever, tasks *chat.Tasks, log *slog.Logger) *flows {
+	return &flows{runs: workflowruns.New(d.DB), users: endusers.NewStore(d.DB), models: models, retriever: retriever, tasks: tasks, log: log}
+}
+
+// workflowRequest is the body of the two run operations. It is decoded
+// into plain values rather than gen.WorkflowExecutionRequest, whose inputs
+// are a union type the engine has no use for.
+type workflowRequest struct {
+	Inputs       map[string]any `json:"inputs"`
+	ResponseMode *string        `json:"response_mode"`
+	User         string         `json:"user"`
+}
+
+// workflowBlocking is the answer of a blocking run (WorkflowBlockingResponse).
+type workflowBlocking struct {
+	TaskID        string                        `json:"task_id"`
+	WorkflowRunID string                        `json:"workflow_run_id"`
+	Data          workflow.WorkflowFinishedData `json:"data"`
+}
+
+// workflowError is the error event of a workflow stream (StreamEventError).
+type workflowError struct {
+	Event         string `json:"event"`
+	TaskID        string `json:"task_id"`
+	WorkflowRunID string `json:"workflow_run_id"`
+	Status        int    `json:"status"`
+	Code          string `json:"code"`
+	Message       string `json:"message"`
+}
+
+func notWorkflowApp() error {
+	return apperr.New(http.StatusBadRequest, apperr.CodeNotWorkflowApp, "Please check if your app mode matches the right API route.")
+}
+
+// ExecuteWorkflow serves POST /workflows/run (the app's current
+// definition) through the raw router; see api in server.go.
+func (s *Server) ExecuteWorkflow(context.Context, gen.ExecuteWorkflowRequestObject) (gen.ExecuteWorkflowResponseObject, error) {
+	return nil, apperr.Internal(errors.New("POST /workflows/run is served by the raw handler"))
+}
+
+// RunWorkflowById is the strict form of POST /workflows/{workflow_id}/run,
+// served by runWorkflow instead.
+func (s *Server) RunWorkflowById(context.Context, gen.RunWorkflowByIdRequestObject) (gen.RunWorkflowByIdResponseObject, error) {
+	return nil, apperr.Internal(errors.New("POST /workflows/{workflow_id}/run is served by the raw handler"))
+}
+
+// runWorkflow serves both run operations: versionID empty runs the app's
+// definition as stored now, otherwise that recorded version. A blocking
+// request gets the finished run as JSON, a streaming one every engine
+// event as it happens.
+func (s *Server) runWorkflow(c echo.Context, versionID string) error {
+	ctx := c.Request().Context()
+	p, err := principalFrom(ctx)
+	if err != nil {
+		return err
+	}
+	var body workflowRequest
+	if err := decodeBody(c, &body); err != nil {
+		return err
+	}
+	app, err := s.apps.Get(ctx, p.AppID)
+	if err != nil {
+		return err
+	}
+	if app.Mode != apps.ModeWorkflow {
+		return notWorkflowApp()
+	}
+	var version *workflowruns.Version
+	if versionID == "" {
+		version, err = s.flows.runs.Current(ctx, app)
+	} else if _, perr := uuid.Parse(versionID); perr != nil {
+		return apperr.New(http.StatusBadRequest, apperr.CodeBadRequest, "Invalid workflow ID format.")
+	} else {
+		version, err = s.flows.runs.ByID(ctx, app.ID, versionID)
+	}
+	if err != nil {
+		return err
+	}
+	user, err := s.flows.users.Resolve(ctx, app.ID, body.User)
+	if err != nil {
+		return err
+	}
+	graph, err := workflow.Compile(version.Def.Workflow)
+	if err != nil {
+		return err
+	}
+	in := workflow.RunInput{
+		Graph: graph, Mode: workflow.ModeWorkflow, Inputs: body.Inputs,
+		UserID: body.User, AppID: app.ID, WorkflowID: version.ID,
+		TaskID: uuid.NewString(), RunID: uuid.NewString(),
+	}
+	engine := &workflow.Engine{
+		Models:    s.flows.models,
+		Retriever: s.flows.retriever,
+		Store:     s.flows.runs.Recorder(workflowruns.RunMeta{EndUserID: user.ID}),
+		Logger:    s.log,
+	}
+	runCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	defer s.flows.tasks.Track(in.TaskID, app.ID, body.User, stop)()
+
+	if body.ResponseMode == nil || *body.ResponseMode != string(gen.WorkflowExecutionRequestResponseModeStreaming) {
+		var end *workflow.WorkflowFinished
+		if _, err := engine.Run(runCtx, in, func(ev workflow.Event) {
+			if f, ok := ev.(*workflow.WorkflowFinished); ok {
+				end = f
+			}
+		}); err != nil {
+			return err
+		}
+		if end == nil {
+			return apperr.Internal(errors.New("workflow run ended without workflow_finished"))
+		}
+		return c.JSON(http.StatusOK, workflowBlocking{TaskID: in.TaskID, WorkflowRunID: in.RunID, Data: end.Data})
+	}
+	return s.streamWorkflow(c, runCtx, stop, engine, in)
+}
+
+// streamWorkflow runs the engine in its own goroutine and writes each
+// event as one frame, with a ping whenever the stream was quiet for
+// pingInterval. The headers go out with the first event, so that a run
+// refused before it starts (bad inputs) still gets a plain JSON error.
+// Events are always drained, even after the client went away (which
+// cancels the run), so the engine never blocks on a dead stream.
+func (s *Server) streamWorkflow(c echo.Context, ctx context.Context, cancel context.CancelCauseFunc, engine *workflow.Engine, in workflow.RunInput) error {
+	events := make(chan workflow.Event, 32)
+	var runErr error
+	go func() {
+		defer close(events)
+		defer func() {
+			if p := recover(); p != nil {
+				s.log.Error("workflow: run panicked", "run", in.RunID, "panic", p)
+				runErr = apperr.Internal(fmt.Errorf("workflow run panicked: %v", p))
+			}
+		}()
+		_, runErr = engine.Run(ctx, in, func(ev workflow.Event) { events <- ev })
+	}()
+
+	var w *sseWriter
+	ping := time.NewTicker(s.pingInterval)
+	defer ping.Stop()
+	broken := false
+	send := func(write func() error) {
+		if broken {
+			return
+		}
+		if w == nil {
+			w = startSSE(c)
+		}
+		if err := write(); err != nil {
+			broken = true
+			cancel(err)
+		}
+	}
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				if runErr == nil {
+					return nil
+				}
+				if w == nil {
+					return runErr
+				}
+				e := apperr.From(runErr)
+				send(func() error {
+					return w.event(workflowError{Event: "error", TaskID: in.TaskID, WorkflowRunID: in.RunID,
+						Status: e.Status, Code: e.Code, Message: e.Message})
+				})
+				return nil
+			}
+			send(func() error { return w.event(ev) })
+			ping.Reset(s.pingInterval)
+		case <-ping.C:
+			send(func() error { return w.ping() })
+		}
+	}
+}
+
+// StopWorkflowTaskGeneration serves POST /workflows/tasks/{task_id}/stop.
+// As the contract says, any user of the app may stop a run; stopping a
+// task that is unknown or already over quietly succeeds.
+func (s *Server) StopWorkflowTaskGeneration(ctx context.Context, req gen.StopWorkflowTaskGenerationRequestObject) (gen.StopWorkflowTaskGenerationResponseObject, error) {
+	p, err := principalFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if req.Body == nil || strings.TrimSpace(req.Body.User) == "" {
+		return nil, apperr.InvalidParam("user is required")
+	}
+	app, err := s.apps.Get(ctx, p.AppID)
+	if err != nil {
+		return nil, err
+	}
+	if app.Mode != apps.ModeWorkflow {
+		return nil, notWorkflowApp()
+	}
+	s.flows.tasks.StopAnyUser(app.ID, req.TaskId)
+	return gen.StopWorkflowTaskGeneration200JSONResponse{Result: "success"}, nil
+}
 
 // GetWorkflowRunDetail serves GET /workflows/run/{workflow_run_id}.
 func (s *Server) GetWorkflowRunDetail(ctx context.Context, req gen.GetWorkflowRunDetailRequestObject) (gen.GetWorkflowRunDetailResponseObject, error) {
-	return nil, apperr.NotImplemented("GET /workflows/run/{workflow_run_id}")
+	p, err := principalFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	app, err := s.apps.Get(ctx, p.AppID)
+	if err != nil {
+		return nil, err
+	}
+	if !apps.UsesWorkflow(app.Mode) {
+		return nil, notWorkflowApp()
+	}
+	run, err := s.flows.runs.Run(ctx, app.ID, req.WorkflowRunId)
+	if err != nil {
+		return nil, err
+	}
+	out := gen.GetWorkflowRunDetail200JSONResponse{
+		Id: run.ID, WorkflowId: run.WorkflowID, Status: run.Status, CreatedAt: run.CreatedAt.Unix(),
+		Inputs: &run.Inputs, Error: run.Error, TotalSteps: &run.TotalSteps, TotalTokens: &run.TotalTokens,
+		ElapsedTime: elapsed(run.ElapsedTime), FinishedAt: unixOrNil(run.FinishedAt),
+	}
+	outputs := map[string]any{}
+	if run.Outputs != nil {
+		if err := json.Unmarshal([]byte(*run.Outputs), &outputs); err != nil {
+			return nil, fmt.Errorf("run %s: stored outputs: %w", run.ID, err)
+		}
+	}
+	out.Outputs = &outputs
+	return out, nil
 }
 
 // GetWorkflowLogs serves GET /workflows/logs.
 func (s *Server) GetWorkflowLogs(ctx context.Context, req gen.GetWorkflowLogsRequestObject) (gen.GetWorkflowLogsResponseObject, error) {
-	return nil, apperr.NotImplemented("GET /workflows/logs")
+	p, err := principalFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	q := req.Params
+	if valueOf(q.CreatedByAccount) != "" {
+		// appkb has no console accounts, so no run was started by one.
+		return nil, apperr.InvalidParam("Account %s not found.", *q.CreatedByAccount)
+	}
+	f := workflowruns.LogFilter{
+		Keyword: valueOf(q.Keyword), Status: string(valueOf(q.Status)),
+		Before: q.CreatedAtBefore, After: q.CreatedAtAfter, SessionID: valueOf(q.CreatedByEndUserSessionId),
+		Page: 1, Limit: 20,
+	}
+	if q.Page != nil {
+		f.Page = *q.Page
+	}
+	if q.Limit != nil {
+		f.Limit = *q.Limit
+	}
+	entries, total, err := s.flows.runs.Logs(ctx, p.AppID, f)
+	if err != nil {
+		return nil, err
+	}
+	out := gen.GetWorkflowLogs200JSONResponse{Page: f.Page, Limit: f.Limit, Total: total,
+		HasMore: f.Page*f.Limit < total, Data: make([]gen.WorkflowLogItem, 0, len(entries))}
+	for _, e := range entries {
+		out.Data = append(out.Data, logItem(e))
+	}
+	return out, nil
+}
+
+// logItem is the log entry of one run. appkb keeps no separate log table,
+// so the entry's id is derived from the run's.
+func logItem(e workflowruns.LogEntry) gen.WorkflowLogItem {
+	r := e.Run
+	from, role := r.CreatedFrom, "end_user"
+	item := gen.WorkflowLogItem{
+		Id:            uuid.NewSHA1(uuid.NameSpaceOID, []byte("workflow-app-log:"+r.ID)).String(),
+		CreatedAt:     r.CreatedAt.Unix(),
+		CreatedFrom:   &from,
+		CreatedByRole: &role,
+		WorkflowRun: &gen.WorkflowRunSummary{
+			Id: r.ID, Version: &e.Version, Status: r.Status, Error: r.Error,
+			ElapsedTime: elapsed(r.ElapsedTime), TotalTokens: &r.TotalTokens, TotalSteps: &r.TotalSteps,
+			CreatedAt: r.CreatedAt.Unix(), FinishedAt: unixOrNil(r.FinishedAt),
+			ExceptionsCount: &r.ExceptionsCount, TriggeredFrom: &r.TriggeredFrom,
+		},
+	}
+	if e.EndUser != nil {
+		item.CreatedByEndUser = endUserSummary(e.EndUser)
+	}
+	return item
+}
+
+func endUserSummary(u *models.EndUser) *gen.EndUserSummary {
+	typ, anon, session := u.Type, u.IsAnonymous, u.SessionID
+	return &gen.EndUserSummary{Id: u.ID, Type: &typ, IsAnonymous: &anon, SessionId: &session}
+}
+
+func elapsed(sec float64) *float32 {
+	f := float32(sec)
+	return &f
+}
+
+func unixOrNil(t *time.Time) *int64 {
+	if t == nil {
+		return nil
+	}
+	u := t.Unix()
+	return &u
 }
 
 // StreamWorkflowEvents serves GET /workflow/{workflow_run_id}/events.
 func (s *Server) StreamWorkflowEvents(ctx context.Context, req gen.StreamWorkflowEventsRequestObject) (gen.StreamWorkflowEventsResponseObject, error) {
 	return nil, apperr.NotImplemented("GET /workflow/{workflow_run_id}/events")
-}
-
-// ExecuteWorkflow serves POST /workflows/run.
-func (s *Server) ExecuteWorkflow(ctx context.Context, req gen.ExecuteWorkflowRequestObject) (gen.ExecuteWorkflowResponseObject, error) {
-	return nil, apperr.NotImplemented("POST /workflows/run")
-}
-
-// RunWorkflowById serves POST /workflows/{workflow_id}/run.
-func (s *Server) RunWorkflowById(ctx context.Context, req gen.RunWorkflowByIdRequestObject) (gen.RunWorkflowByIdResponseObject, error) {
-	return nil, apperr.NotImplemented("POST /workflows/{workflow_id}/run")
-}
-
-// StopWorkflowTaskGeneration serves POST /workflows/tasks/{task_id}/stop.
-func (s *Server) StopWorkflowTaskGeneration(ctx context.Context, req gen.StopWorkflowTaskGenerationRequestObject) (gen.StopWorkflowTaskGenerationResponseObject, error) {
-	return nil, apperr.NotImplemented("POST /workflows/tasks/{task_id}/stop")
 }

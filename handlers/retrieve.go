@@ -1,0 +1,131 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"appkb/apperr"
+	"appkb/knowledge"
+	"appkb/retrieval"
+)
+
+// retrieveRecord is one hit as POST /datasets/{id}/retrieve returns it.
+type retrieveRecord struct {
+	Segment      retrievedSegment `json:"segment"`
+	ChildChunks  []retrievedChild `json:"child_chunks"`
+	Score        float64          `json:"score"`
+	TsnePosition map[string]any   `json:"tsne_position"`
+	Files        []any            `json:"files"`
+	Summary      *string          `json:"summary"`
+}
+
+type retrievedSegment struct {
+	ID            string           `json:"id"`
+	Position      int              `json:"position"`
+	DocumentID    string           `json:"document_id"`
+	Content       string           `json:"content"`
+	SignContent   string           `json:"sign_content"`
+	Answer        string           `json:"answer"`
+	WordCount     int              `json:"word_count"`
+	Tokens        int              `json:"tokens"`
+	Keywords      []string         `json:"keywords"`
+	IndexNodeID   string           `json:"index_node_id"`
+	IndexNodeHash string           `json:"index_node_hash"`
+	HitCount      int              `json:"hit_count"`
+	Enabled       bool             `json:"enabled"`
+	DisabledAt    *int64           `json:"disabled_at"`
+	DisabledBy    *string          `json:"disabled_by"`
+	Status        string           `json:"status"`
+	CreatedBy     string           `json:"created_by"`
+	CreatedAt     int64            `json:"created_at"`
+	IndexingAt    *int64           `json:"indexing_at"`
+	CompletedAt   *int64           `json:"completed_at"`
+	Error         *string          `json:"error"`
+	StoppedAt     *int64           `json:"stopped_at"`
+	Document      retrievedDocInfo `json:"document"`
+}
+
+type retrievedDocInfo struct {
+	ID             string         `json:"id"`
+	DataSourceType string         `json:"data_source_type"`
+	Name           string         `json:"name"`
+	DocType        *string        `json:"doc_type"`
+	DocMetadata    map[string]any `json:"doc_metadata"`
+}
+
+type retrievedChild struct {
+	ID       string  `json:"id"`
+	Content  string  `json:"content"`
+	Position int     `json:"position"`
+	Score    float64 `json:"score"`
+}
+
+// retrieveJSON answers 200 with the query and its records. Like
+// datasetJSON it writes every key, null when unset, as Dify does.
+type retrieveJSON struct {
+	Query struct {
+		Content string `json:"content"`
+	} `json:"query"`
+	Records []retrieveRecord `json:"records"`
+}
+
+func (r retrieveJSON) VisitRetrieveSegmentsResponse(w http.ResponseWriter) error {
+	return datasetJSON{r}.write(w)
+}
+
+// retrieve runs a search of one knowledge base and shapes the answer.
+func (s *Server) retrieve(ctx context.Context, datasetID, query string, rm knowledge.RetrievalModel) (retrieveJSON, error) {
+	var out retrieveJSON
+	out.Query.Content = query
+	if strings.TrimSpace(query) == "" {
+		return out, apperr.InvalidParam("query is required.")
+	}
+	if rm.TopK < 0 {
+		return out, apperr.InvalidParam("retrieval_model.top_k must be at least 1.")
+	}
+	if rm.ScoreThreshold != nil && (*rm.ScoreThreshold < 0 || *rm.ScoreThreshold > 1) {
+		return out, apperr.InvalidParam("retrieval_model.score_threshold must be between 0 and 1.")
+	}
+	hits, err := retrieval.New(s.db, s.models).Search(ctx, []string{datasetID}, query, rm)
+	if err != nil {
+		return out, err
+	}
+	out.Records = make([]retrieveRecord, 0, len(hits))
+	for _, h := range hits {
+		seg := h.Segment
+		var kw []string
+		_ = json.Unmarshal([]byte(seg.Keywords), &kw)
+		if kw == nil {
+			kw = []string{}
+		}
+		rec := retrieveRecord{Score: h.Score, Files: []any{}, Segment: retrievedSegment{
+			ID: seg.ID, Position: seg.Position, DocumentID: seg.DocumentID, Content: seg.Content, SignContent: seg.Content,
+			Answer: seg.Answer, WordCount: seg.WordCount, Tokens: seg.Tokens, Keywords: kw, IndexNodeID: seg.IndexNodeID,
+			IndexNodeHash: seg.IndexNodeHash, HitCount: seg.HitCount, Enabled: seg.Enabled, DisabledAt: retrievedUnix(seg.DisabledAt),
+			DisabledBy: seg.DisabledBy, Status: seg.Status, CreatedBy: seg.CreatedBy, CreatedAt: seg.CreatedAt.Unix(),
+			IndexingAt: retrievedUnix(seg.IndexingAt), CompletedAt: retrievedUnix(seg.CompletedAt), Error: seg.Error,
+			Document: retrievedDocInfo{ID: h.Document.ID, DataSourceType: h.Document.DataSourceType, Name: h.Document.Name,
+				DocMetadata: h.Document.Metadata},
+		}}
+		if h.ChildChunks != nil {
+			rec.ChildChunks = make([]retrievedChild, len(h.ChildChunks))
+			for i, c := range h.ChildChunks {
+				rec.ChildChunks[i] = retrievedChild{ID: c.ID, Content: c.Content, Position: c.Position, Score: c.Score}
+			}
+		}
+		out.Records = append(out.Records, rec)
+	}
+	return out, nil
+}
+
+// retrievedUnix gives a time as Unix seconds, or nil.
+func retrievedUnix(t *time.Time) *int64 {
+	if t == nil {
+		return nil
+	}
+	u := t.Unix()
+	return &u
+}

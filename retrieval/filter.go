@@ -1,0 +1,247 @@
+package retrieval
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"appkb/knowledge"
+	"appkb/models"
+)
+
+// docInfo is a document whose chunks may be returned.
+type docInfo struct {
+	id, datasetID, name, source, form string
+	// values are the metadata values by field name (custom and built-in).
+	values map[string]any
+	// custom are the custom values only, as hits show them.
+	custom map[string]any
+}
+
+func (d *docInfo) summary() DocumentSummary {
+	return DocumentSummary{ID: d.id, Name: d.name, DataSourceType: d.source, DocForm: d.form, Metadata: d.custom}
+}
+
+// docSet is every document a search may return chunks of.
+type docSet struct {
+	byID map[string]*docInfo
+	// filtered is set when a metadata filter left some documents out.
+	filtered bool
+}
+
+// maxInList bounds the document ids passed to SQL to narrow a search.
+const maxInList = 5000
+
+// restrict narrows a candidate query to the documents of the set when a
+// metadata filter removed some, and bounds its rows by limit. When too many
+// documents passed the filter to list them, no bound is set, so that
+// filtered-out rows cannot crowd out the rest.
+func (d *docSet) restrict(q *gorm.DB, column string, limit int) *gorm.DB {
+	if !d.filtered {
+		return q.Limit(limit)
+	}
+	if len(d.byID) > maxInList {
+		return q
+	}
+	idList := make([]string, 0, len(d.byID))
+	for id := range d.byID {
+		idList = append(idList, id)
+	}
+	return q.Where(column+" IN ?", idList).Limit(limit)
+}
+
+// allowedDocuments loads the documents of the knowledge bases that are
+// enabled, not archived and done indexing, and that pass filter.
+func (s *Service) allowedDocuments(ctx context.Context, datasets []models.Dataset, filter *knowledge.MetadataFilter) (*docSet, error) {
+	var rows []struct {
+		ID, DatasetID, Name, DataSourceType, DocForm, DocMetadata, CreatedBy string
+		CreatedAt, UpdatedAt                                                 time.Time
+	}
+	err := s.db.WithContext(ctx).Model(&models.Document{}).
+		Select("id, dataset_id, name, data_source_type, doc_form, doc_metadata, created_by, created_at, updated_at").
+		Where("dataset_id IN ? AND enabled AND NOT archived AND indexing_status = 'completed'", ids(datasets)).
+		Scan(&rows).Error
+	if err != nil {
+		return nil, err
+	}
+	active := filter != nil && len(filter.Conditions) > 0
+	// Field ids to names, per knowledge base.
+	names := map[string]map[string]string{}
+	if len(rows) > 0 {
+		var fields []models.DatasetMetadataField
+		if err := s.db.WithContext(ctx).Where("dataset_id IN ?", ids(datasets)).Find(&fields).Error; err != nil {
+			return nil, err
+		}
+		for _, f := range fields {
+			if names[f.DatasetID] == nil {
+				names[f.DatasetID] = map[string]string{}
+			}
+			names[f.DatasetID][f.ID] = f.Name
+		}
+	}
+	set := &docSet{byID: make(map[string]*docInfo, len(rows))}
+	for _, r := range rows {
+		d := &docInfo{id: r.ID, datasetID: r.DatasetID, name: r.Name, source: r.DataSourceType, form: r.DocForm,
+			values: map[string]any{}, custom: map[string]any{}}
+		for id, v := range metadataJSON(r.DocMetadata) {
+			if name, ok := names[r.DatasetID][id]; ok {
+				d.values[name], d.custom[name] = v, v
+			}
+		}
+		d.values[knowledge.FieldDocumentName] = r.Name
+		d.values[knowledge.FieldUploader] = r.CreatedBy
+		d.values[knowledge.FieldUploadDate] = strconv.FormatInt(r.CreatedAt.Unix(), 10)
+		d.values[knowledge.FieldLastUpdateDate] = strconv.FormatInt(r.UpdatedAt.Unix(), 10)
+		d.values[knowledge.FieldSource] = r.DataSourceType
+		if active && !matches(filter, d.values) {
+			set.filtered = true
+			continue
+		}
+		set.byID[r.ID] = d
+	}
+	return set, nil
+}
+
+// matches applies a metadata filter to one document's values: all
+// conditions must hold with "and" (the default), one with "or".
+func matches(f *knowledge.MetadataFilter, values map[string]any) bool {
+	or := f.LogicalOperator != nil && *f.LogicalOperator == "or"
+	for _, c := range f.Conditions {
+		ok := condition(c, values)
+		if or && ok {
+			return true
+		}
+		if !or && !ok {
+			return false
+		}
+	}
+	return !or
+}
+
+// condition checks one comparison. A document without a value for the
+// field meets only "empty" and the negative operators ("not contains",
+// "is not", "not in", "≠"). Numbers and times compare as numbers; a time
+// may be given as Unix seconds or as an RFC 3339 or YYYY-MM-DD date.
+func condition(c knowledge.MetadataCondition, values map[string]any) bool {
+	raw, has := values[c.Name]
+	text := ""
+	if has && raw != nil {
+		text = fmt.Sprint(raw)
+	}
+	present := text != ""
+	op := c.ComparisonOperator
+	switch op {
+	case "empty":
+		return !present
+	case "not empty":
+		return present
+	case "not contains", "is not", "not in", "≠":
+		if !present {
+			return true
+		}
+	}
+	if !present {
+		return false
+	}
+	want := valueText(c.Value)
+	switch op {
+	case "contains":
+		return strings.Contains(text, want)
+	case "not contains":
+		return !strings.Contains(text, want)
+	case "start with":
+		return strings.HasPrefix(text, want)
+	case "end with":
+		return strings.HasSuffix(text, want)
+	case "is":
+		return text == want
+	case "is not":
+		return text != want
+	case "in", "not in":
+		found := false
+		for _, v := range valueList(c.Value) {
+			if v == text {
+				found = true
+				break
+			}
+		}
+		return found == (op == "in")
+	case "=", "≠", ">", "<", "≥", "≤", "before", "after":
+		a, ok1 := number(text)
+		b, ok2 := number(want)
+		if !ok1 || !ok2 {
+			return op == "≠"
+		}
+		switch op {
+		case "=":
+			return a == b
+		case "≠":
+			return a != b
+		case ">", "after":
+			return a > b
+		case "<", "before":
+			return a < b
+		case "≥":
+			return a >= b
+		case "≤":
+			return a <= b
+		}
+	}
+	return false
+}
+
+func valueText(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case []any:
+		parts := make([]string, len(x))
+		for i, p := range x {
+			parts[i] = valueText(p)
+		}
+		return strings.Join(parts, ",")
+	default:
+		return fmt.Sprint(x)
+	}
+}
+
+// valueList reads the value of in/not in: a list, or text with commas.
+func valueList(v any) []string {
+	if l, ok := v.([]any); ok {
+		out := make([]string, len(l))
+		for i, p := range l {
+			out[i] = valueText(p)
+		}
+		return out
+	}
+	if l, ok := v.([]string); ok {
+		return l
+	}
+	var out []string
+	for _, p := range strings.Split(valueText(v), ",") {
+		out = append(out, strings.TrimSpace(p))
+	}
+	return out
+}
+
+// number reads a number, or a date as Unix seconds.
+func number(s string) (float64, bool) {
+	s = strings.TrimSpace(s)
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		return f, true
+	}
+	for _, layout := range []string{time.RFC3339, "2006-01-02 15:04:05", "2006-01-02T15:04:05", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return float64(t.Unix()), true
+		}
+	}
+	return 0, false
+}

@@ -1,0 +1,667 @@
+// Package retrieval searches the chunks of knowledge bases. It serves
+// POST /datasets/{id}/retrieve, the knowledge context of chat and
+// completion apps, and the knowledge-retrieval node of workflows. It knows
+// nothing of HTTP.
+//
+// # Search methods
+//
+//   - keyword_search: the query's keywords (textsplit.Keywords, the same
+//     function indexing uses for chunks) are matched against each chunk's
+//     stored keywords; the score is the share of query keywords the chunk
+//     has. Economy knowledge bases, which have no vectors, are always
+//     searched this way.
+//   - full_text_search: SQLite FTS5 with BM25 over chunk text (child chunk
+//     text for parent-child documents). The query is reduced to quoted
+//     terms joined by OR, so no FTS5 syntax from the user reaches the
+//     engine. A BM25 rank r (positive after sign change) scores r/(r+1).
+//   - semantic_search: the query is embedded with the knowledge base's
+//     embedding model and compared by cosine with every stored vector of
+//     that model, in Go. The vectors of a knowledge base are kept in memory
+//     and reloaded when the stored ones change (see cache.go).
+//   - hybrid_search: semantic and full-text candidates together, scored
+//     either by weighted_score (vector weight times cosine plus keyword
+//     weight times the full-text score divided by the best full-text score)
+//     or by the named rerank model.
+//
+// Any method with reranking_enable and a named rerank model (and mode not
+// weighted_score) has its candidates reordered by that model.
+//
+// # What is returned
+//
+// Only enabled, completed chunks of enabled, unarchived, completed
+// documents are returned, and only documents that pass the metadata
+// filter. Candidates count towards top_k one by one; for parent-child
+// documents the candidates are child chunks, and child chunks of the same
+// parent merge into one hit that carries them (the hit's score is the best
+// child's). With score_threshold_enabled, hits below score_threshold are
+// dropped. Every returned chunk's hit_count goes up by one.
+package retrieval
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode"
+
+	"gorm.io/gorm"
+
+	"appkb/apperr"
+	"appkb/indexing"
+	"appkb/knowledge"
+	"appkb/llm"
+	"appkb/models"
+	"appkb/textsplit"
+)
+
+// Document forms, as indexing stores them.
+const formHierarchical = "hierarchical_model"
+
+// Service runs searches. It is cheap to make: the vector cache is shared
+// by every Service of the process.
+type Service struct {
+	db     *gorm.DB
+	models *llm.Registry
+}
+
+// New returns a Service over db; models resolves embedding and rerank
+// models (nil means the builtin ones).
+func New(db *gorm.DB, models *llm.Registry) *Service {
+	return &Service{db: db, models: models}
+}
+
+// Hit is one chunk found by a search.
+type Hit struct {
+	DatasetID   string
+	DatasetName string
+	// Segment is the chunk as stored; HitCount already counts this hit.
+	Segment  models.Segment
+	Document DocumentSummary
+	Score    float64
+	// ChildChunks are the matching child chunks of a parent-child chunk,
+	// best first; nil for other chunks.
+	ChildChunks []ChildHit
+}
+
+// DocumentSummary is what a hit tells of its document.
+type DocumentSummary struct {
+	ID             string
+	Name           string
+	DataSourceType string
+	DocForm        string
+	// Metadata holds the document's custom metadata values by field name.
+	Metadata map[string]any
+}
+
+// ChildHit is a child chunk that matched.
+type ChildHit struct {
+	ID       string
+	Content  string
+	Position int
+	Score    float64
+}
+
+// Search runs query over the given knowledge bases with the settings rm
+// and counts the hits. Unknown knowledge bases are skipped; callers check
+// access before.
+func (s *Service) Search(ctx context.Context, datasets []string, query string, rm knowledge.RetrievalModel) ([]Hit, error) {
+	hits, err := s.search(ctx, datasets, query, rm)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.countHits(ctx, hits); err != nil {
+		return nil, err
+	}
+	return hits, nil
+}
+
+// search is Search without counting hits.
+func (s *Service) search(ctx context.Context, datasetIDs []string, query string, rm knowledge.RetrievalModel) ([]Hit, error) {
+	query = strings.TrimSpace(query)
+	if query == "" || len(datasetIDs) == 0 {
+		return []Hit{}, nil
+	}
+	topK := rm.TopK
+	if topK <= 0 {
+		topK = knowledge.DefaultTopK
+	}
+	var rows []models.Dataset
+	if err := s.db.WithContext(ctx).Where("id IN ?", datasetIDs).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return []Hit{}, nil
+	}
+	docs, err := s.allowedDocuments(ctx, rows, rm.MetadataFilteringConditions)
+	if err != nil {
+		return nil, err
+	}
+	if len(docs.byID) == 0 {
+		return []Hit{}, nil
+	}
+
+	rerank := rm.RerankingEnable && rm.RerankingModel != nil && rm.RerankingModel.ModelName != "" &&
+		(rm.RerankingMode == nil || *rm.RerankingMode != knowledge.ModeWeightedScore)
+	// Economy knowledge bases have no vectors: keyword search is their only
+	// method, whatever was asked.
+	var economy, quality []models.Dataset
+	for _, d := range rows {
+		if d.IndexingTechnique != nil && *d.IndexingTechnique == knowledge.TechniqueEconomy {
+			economy = append(economy, d)
+		} else {
+			quality = append(quality, d)
+		}
+	}
+	pool := topK * 4
+	if rerank {
+		pool = max(topK*4, 20)
+	}
+	var cands []cand
+	if len(economy) > 0 {
+		c, err := s.keywordCandidates(ctx, ids(economy), query, docs, pool)
+		if err != nil {
+			return nil, err
+		}
+		cands = append(cands, c...)
+	}
+	if len(quality) > 0 {
+		var c []cand
+		switch rm.SearchMethod {
+		case knowledge.SearchKeyword:
+			c, err = s.keywordCandidates(ctx, ids(quality), query, docs, pool)
+		case knowledge.SearchFullText:
+			c, err = s.fullTextCandidates(ctx, ids(quality), query, docs, pool)
+		case knowledge.SearchHybrid:
+			c, err = s.hybridCandidates(ctx, quality, query, docs, pool, rm)
+		default:
+			c, err = s.semanticCandidates(ctx, quality, query)
+		}
+		if err != nil {
+			return nil, err
+		}
+		cands = append(cands, c...)
+	}
+	sortCands(cands)
+
+	var threshold *float64
+	if rm.ScoreThresholdEnabled && rm.ScoreThreshold != nil {
+		threshold = rm.ScoreThreshold
+	}
+	limit := topK
+	if rerank {
+		limit = pool
+	}
+	hits, err := s.collect(ctx, cands, docs, limit, threshold, !rerank)
+	if err != nil {
+		return nil, err
+	}
+	if rerank {
+		if hits, err = s.rerank(ctx, query, hits, rm.RerankingModel); err != nil {
+			return nil, err
+		}
+		hits = applyThreshold(hits, threshold)
+		if len(hits) > topK {
+			hits = hits[:topK]
+		}
+	}
+	names := map[string]string{}
+	for _, d := range rows {
+		names[d.ID] = d.Name
+	}
+	for i := range hits {
+		hits[i].DatasetName = names[hits[i].DatasetID]
+	}
+	return hits, nil
+}
+
+func ids(rows []models.Dataset) []string {
+	out := make([]string, len(rows))
+	for i := range rows {
+		out[i] = rows[i].ID
+	}
+	return out
+}
+
+// cand is a scored chunk (child empty) or child chunk.
+type cand struct {
+	segment, child string
+	score          float64
+}
+
+func sortCands(c []cand) {
+	sort.SliceStable(c, func(i, j int) bool { return c[i].score > c[j].score })
+}
+
+// collect turns candidates, best first, into hits: it drops those of
+// chunks or documents that may not be returned, merges child chunks into
+// their parent and stops after limit accepted candidates. With
+// stopAtThreshold, candidates below threshold end the walk.
+func (s *Service) collect(ctx context.Context, cands []cand, docs *docSet, limit int, threshold *float64, stopAtThreshold bool) ([]Hit, error) {
+	hits := []Hit{}
+	index := map[string]int{} // segment id → position in hits
+	bad := map[string]bool{}  // segment ids that may not be returned
+	segs := map[string]*models.Segment{}
+	accepted := 0
+	window := max(limit*4, 32)
+	for start := 0; start < len(cands) && accepted < limit; start += window {
+		part := cands[start:min(start+window, len(cands))]
+		var need []string
+		for _, c := range part {
+			if _, ok := segs[c.segment]; !ok && !bad[c.segment] {
+				need = append(need, c.segment)
+			}
+		}
+		if len(need) > 0 {
+			var rows []models.Segment
+			if err := s.db.WithContext(ctx).Where("id IN ? AND enabled AND status = 'completed'", uniq(need)).Find(&rows).Error; err != nil {
+				return nil, err
+			}
+			for i := range rows {
+				if docs.byID[rows[i].DocumentID] != nil {
+					segs[rows[i].ID] = &rows[i]
+				}
+			}
+			for _, id := range need {
+				if segs[id] == nil {
+					bad[id] = true
+				}
+			}
+		}
+		for _, c := range part {
+			if accepted >= limit {
+				break
+			}
+			if stopAtThreshold && threshold != nil && c.score < *threshold {
+				return s.fillChildren(ctx, hits)
+			}
+			seg := segs[c.segment]
+			if seg == nil {
+				continue
+			}
+			accepted++
+			i, ok := index[seg.ID]
+			if !ok {
+				d := docs.byID[seg.DocumentID]
+				i = len(hits)
+				index[seg.ID] = i
+				hits = append(hits, Hit{DatasetID: seg.DatasetID, Segment: *seg, Score: c.score, Document: d.summary()})
+			}
+			if c.child != "" {
+				hits[i].ChildChunks = append(hits[i].ChildChunks, ChildHit{ID: c.child, Score: c.score})
+			}
+		}
+	}
+	return s.fillChildren(ctx, hits)
+}
+
+// fillChildren loads the text and place of the matched child chunks.
+func (s *Service) fillChildren(ctx context.Context, hits []Hit) ([]Hit, error) {
+	var idList []string
+	for _, h := range hits {
+		for _, c := range h.ChildChunks {
+			idList = append(idList, c.ID)
+		}
+	}
+	if len(idList) == 0 {
+		return hits, nil
+	}
+	var rows []models.ChildChunk
+	if err := s.db.WithContext(ctx).Where("id IN ?", idList).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	byID := map[string]*models.ChildChunk{}
+	for i := range rows {
+		byID[rows[i].ID] = &rows[i]
+	}
+	for i := range hits {
+		kept := hits[i].ChildChunks[:0]
+		for _, c := range hits[i].ChildChunks {
+			if r := byID[c.ID]; r != nil {
+				c.Content, c.Position = r.Content, r.Position
+				kept = append(kept, c)
+			}
+		}
+		if hits[i].ChildChunks != nil {
+			hits[i].ChildChunks = kept
+		}
+	}
+	return hits, nil
+}
+
+func uniq(in []string) []string {
+	seen := map[string]bool{}
+	out := in[:0:0]
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func applyThreshold(hits []Hit, threshold *float64) []Hit {
+	if threshold == nil {
+		return hits
+	}
+	out := hits[:0]
+	for _, h := range hits {
+		if h.Score >= *threshold {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// countHits adds one to the hit_count of each returned chunk, and to the
+// copies in hits.
+func (s *Service) countHits(ctx context.Context, hits []Hit) error {
+	if len(hits) == 0 {
+		return nil
+	}
+	idList := make([]string, len(hits))
+	for i := range hits {
+		idList[i] = hits[i].Segment.ID
+		hits[i].Segment.HitCount++
+	}
+	return s.db.WithContext(ctx).Exec(`UPDATE segments SET hit_count = hit_count + 1 WHERE id IN ?`, idList).Error
+}
+
+// keywordCandidates scores chunks by the share of the query's keywords
+// among their stored keywords. Child chunks of parent-child documents
+// that share a query keyword are attached to their parent.
+func (s *Service) keywordCandidates(ctx context.Context, datasets []string, query string, docs *docSet, pool int) ([]cand, error) {
+	kw := textsplit.Keywords(query, 50)
+	if len(kw) == 0 {
+		return nil, nil
+	}
+	q := s.db.WithContext(ctx).Table("segments AS s").
+		Select("s.id AS id, COUNT(*) AS n, d.doc_form AS form").
+		Joins("JOIN json_each(s.keywords) AS j").
+		Joins("JOIN documents AS d ON d.id = s.document_id").
+		Where("s.dataset_id IN ? AND s.enabled AND j.value IN ?", datasets, kw).
+		Where("d.enabled AND NOT d.archived AND d.indexing_status = 'completed'").
+		Group("s.id").Order("n DESC, s.seq")
+	q = docs.restrict(q, "s.document_id", pool*10+100)
+	var rows []struct {
+		ID   string
+		N    int
+		Form string
+	}
+	if err := q.Scan(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]cand, 0, len(rows))
+	var parents []string
+	for _, r := range rows {
+		out = append(out, cand{segment: r.ID, score: float64(r.N) / float64(len(kw))})
+		if r.Form == formHierarchical {
+			parents = append(parents, r.ID)
+		}
+	}
+	if len(parents) == 0 {
+		return out, nil
+	}
+	// Parent-child chunks: the children that share keywords become the
+	// candidates, so that hits carry them.
+	var children []models.ChildChunk
+	if err := s.db.WithContext(ctx).Where("segment_id IN ?", parents).Order("position").Find(&children).Error; err != nil {
+		return nil, err
+	}
+	want := map[string]bool{}
+	for _, k := range kw {
+		want[k] = true
+	}
+	isParent := map[string]bool{}
+	for _, p := range parents {
+		isParent[p] = true
+	}
+	kept := out[:0]
+	for _, c := range out {
+		if !isParent[c.segment] {
+			kept = append(kept, c)
+		}
+	}
+	for _, ch := range children {
+		n := 0
+		for _, k := range textsplit.Keywords(ch.Content, 1000) {
+			if want[k] {
+				n++
+			}
+		}
+		if n > 0 {
+			kept = append(kept, cand{segment: ch.SegmentID, child: ch.ID, score: float64(n) / float64(len(kw))})
+		}
+	}
+	return kept, nil
+}
+
+// ftsQuery turns free text into an FTS5 query of quoted terms joined by
+// OR; it is empty when the text has no letters or digits.
+func ftsQuery(text string) string {
+	var terms []string
+	seen := map[string]bool{}
+	for _, f := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.Is(unicode.Mn, r)
+	}) {
+		if !seen[f] && len(terms) < 64 {
+			seen[f] = true
+			terms = append(terms, `"`+f+`"`)
+		}
+	}
+	return strings.Join(terms, " OR ")
+}
+
+// fullTextCandidates ranks chunks (child chunks in parent-child documents)
+// by BM25.
+func (s *Service) fullTextCandidates(ctx context.Context, datasets []string, query string, docs *docSet, pool int) ([]cand, error) {
+	match := ftsQuery(query)
+	if match == "" {
+		return nil, nil
+	}
+	limit := pool*10 + 100
+	var segRows []struct {
+		ID   string
+		Rank float64
+	}
+	q := s.db.WithContext(ctx).Table("segments_fts AS f").
+		Select("s.id AS id, bm25(segments_fts) AS rank").
+		Joins("JOIN segments AS s ON s.seq = f.rowid").
+		Joins("JOIN documents AS d ON d.id = s.document_id").
+		Where("segments_fts MATCH ?", match).
+		Where("s.dataset_id IN ? AND s.enabled", datasets).
+		Where("d.enabled AND NOT d.archived AND d.indexing_status = 'completed' AND d.doc_form <> ?", formHierarchical).
+		Order("rank")
+	if err := docs.restrict(q, "s.document_id", limit).Scan(&segRows).Error; err != nil {
+		return nil, fmt.Errorf("full-text search: %w", err)
+	}
+	var childRows []struct {
+		ID, SegmentID string
+		Rank          float64
+	}
+	q = s.db.WithContext(ctx).Table("child_chunks_fts AS f").
+		Select("c.id AS id, c.segment_id AS segment_id, bm25(child_chunks_fts) AS rank").
+		Joins("JOIN child_chunks AS c ON c.seq = f.rowid").
+		Joins("JOIN documents AS d ON d.id = c.document_id").
+		Where("child_chunks_fts MATCH ?", match).
+		Where("c.dataset_id IN ?", datasets).
+		Where("d.enabled AND NOT d.archived AND d.indexing_status = 'completed' AND d.doc_form = ?", formHierarchical).
+		Order("rank")
+	if err := docs.restrict(q, "c.document_id", limit).Scan(&childRows).Error; err != nil {
+		return nil, fmt.Errorf("full-text search: %w", err)
+	}
+	out := make([]cand, 0, len(segRows)+len(childRows))
+	for _, r := range segRows {
+		out = append(out, cand{segment: r.ID, score: bm25Score(r.Rank)})
+	}
+	for _, r := range childRows {
+		out = append(out, cand{segment: r.SegmentID, child: r.ID, score: bm25Score(r.Rank)})
+	}
+	return out, nil
+}
+
+// bm25Score maps FTS5's bm25() (lower is better, usually negative) into
+// [0, 1).
+func bm25Score(rank float64) float64 {
+	r := -rank
+	if r <= 0 {
+		return 0
+	}
+	return r / (r + 1)
+}
+
+// semanticCandidates scores every stored vector of the knowledge bases'
+// embedding models against the query.
+func (s *Service) semanticCandidates(ctx context.Context, datasets []models.Dataset, query string) ([]cand, error) {
+	qvecs := map[string][]float32{}
+	var out []cand
+	for _, d := range datasets {
+		key := indexing.ModelKey(d.EmbeddingModelProvider, d.EmbeddingModel)
+		qv, ok := qvecs[key]
+		if !ok {
+			e, err := s.models.Embedding(d.EmbeddingModelProvider, d.EmbeddingModel)
+			if err != nil {
+				return nil, err
+			}
+			vecs, _, err := e.Embed(ctx, []string{query})
+			if err != nil {
+				return nil, err
+			}
+			if len(vecs) != 1 {
+				return nil, apperr.Internal(fmt.Errorf("the embedding model returned %d vectors for one text", len(vecs)))
+			}
+			qv = vecs[0]
+			qvecs[key] = qv
+		}
+		set, err := vectorsOf(ctx, s.db, d.ID, key)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, set.score(qv)...)
+	}
+	return out, nil
+}
+
+// hybridCandidates joins semantic and full-text candidates. With weighted
+// scoring each candidate gets vector weight × cosine + keyword weight ×
+// (full-text score / best full-text score); otherwise (a rerank model
+// follows) the better of its two scores.
+func (s *Service) hybridCandidates(ctx context.Context, datasets []models.Dataset, query string, docs *docSet, pool int, rm knowledge.RetrievalModel) ([]cand, error) {
+	sem, err := s.semanticCandidates(ctx, datasets, query)
+	if err != nil {
+		return nil, err
+	}
+	sortCands(sem)
+	if len(sem) > pool*10+100 {
+		sem = sem[:pool*10+100]
+	}
+	ft, err := s.fullTextCandidates(ctx, ids(datasets), query, docs, pool)
+	if err != nil {
+		return nil, err
+	}
+	vw, kw := weights(rm.Weights)
+	weighted := !(rm.RerankingEnable && rm.RerankingModel != nil && rm.RerankingModel.ModelName != "" &&
+		(rm.RerankingMode == nil || *rm.RerankingMode != knowledge.ModeWeightedScore))
+	best := 0.0
+	for _, c := range ft {
+		best = max(best, c.score)
+	}
+	type key struct{ s, c string }
+	merged := map[key]*cand{}
+	var order []key
+	add := func(c cand, score float64) {
+		k := key{c.segment, c.child}
+		m := merged[k]
+		if m == nil {
+			m = &cand{segment: c.segment, child: c.child}
+			merged[k] = m
+			order = append(order, k)
+		}
+		if weighted {
+			m.score += score
+		} else {
+			m.score = max(m.score, score)
+		}
+	}
+	for _, c := range sem {
+		if weighted {
+			add(c, vw*max(c.score, 0))
+		} else {
+			add(c, c.score)
+		}
+	}
+	for _, c := range ft {
+		if weighted && best > 0 {
+			add(c, kw*c.score/best)
+		} else if !weighted {
+			add(c, c.score)
+		}
+	}
+	out := make([]cand, 0, len(order))
+	for _, k := range order {
+		out = append(out, *merged[k])
+	}
+	return out, nil
+}
+
+// weights returns the vector and keyword weights of hybrid search; Dify's
+// default leans on the vector side (0.7 / 0.3).
+func weights(w *knowledge.Weights) (float64, float64) {
+	vw, kw := 0.7, 0.3
+	if w == nil {
+		return vw, kw
+	}
+	if w.VectorSetting != nil && w.VectorSetting.VectorWeight != nil {
+		vw = *w.VectorSetting.VectorWeight
+	}
+	if w.KeywordSetting != nil && w.KeywordSetting.KeywordWeight != nil {
+		kw = *w.KeywordSetting.KeywordWeight
+	}
+	return vw, kw
+}
+
+// rerank orders hits by the rerank model's scores, which replace theirs.
+// Parent-child hits are judged by their matching child chunks' text.
+func (s *Service) rerank(ctx context.Context, query string, hits []Hit, m *knowledge.RerankingModel) ([]Hit, error) {
+	if len(hits) == 0 {
+		return hits, nil
+	}
+	r, err := s.models.Rerank(m.ProviderName, m.ModelName)
+	if err != nil {
+		return nil, err
+	}
+	texts := make([]string, len(hits))
+	for i, h := range hits {
+		texts[i] = h.Segment.Content
+		if len(h.ChildChunks) > 0 {
+			parts := make([]string, len(h.ChildChunks))
+			for j, c := range h.ChildChunks {
+				parts[j] = c.Content
+			}
+			texts[i] = strings.Join(parts, "\n")
+		}
+	}
+	res, err := r.Rerank(ctx, query, texts, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Hit, 0, len(res))
+	for _, x := range res {
+		if x.Index < 0 || x.Index >= len(hits) {
+			continue
+		}
+		h := hits[x.Index]
+		h.Score = x.Score
+		out = append(out, h)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Score > out[j].Score })
+	return out, nil
+}
+
+// metadataJSON decodes a document's stored metadata values.
+func metadataJSON(s string) map[string]any {
+	m := map[string]any{}
+	_ = json.Unmarshal([]byte(s), &m)
+	return m
+}

@@ -1,0 +1,116 @@
+package workflowruns
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"appkb/models"
+	"appkb/workflow"
+)
+
+// Where runs come from (the triggered_from and created_from columns).
+const (
+	TriggeredFromAppRun = "app-run"
+	CreatedFromService  = "service-api"
+)
+
+// Run statuses besides the final ones of package workflow.
+const StatusRunning = "running"
+
+// RunMeta is what a run's records hold beyond what the engine reports.
+type RunMeta struct {
+	// EndUserID is the stored end user who started the run.
+	EndUserID string
+}
+
+// Recorder returns the workflow.RunStore for one run started by meta's
+// end user.
+func (s *Store) Recorder(meta RunMeta) workflow.RunStore {
+	return &recorder{s: s, meta: meta}
+}
+
+type recorder struct {
+	s    *Store
+	meta RunMeta
+}
+
+var _ workflow.RunStore = (*recorder)(nil)
+
+// jsonText encodes v as JSON, giving empty for nil values.
+func jsonText(v any, empty string) string {
+	b, err := json.Marshal(v)
+	if err != nil || string(b) == "null" {
+		return empty
+	}
+	return string(b)
+}
+
+func optJSON(v map[string]any) *string {
+	if v == nil {
+		return nil
+	}
+	s := jsonText(v, "{}")
+	return &s
+}
+
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func (r *recorder) RunStarted(ctx context.Context, run *workflow.RunRecord) error {
+	row := &models.WorkflowRun{
+		ID: run.ID, AppID: run.AppID, WorkflowID: run.WorkflowID, TaskID: run.TaskID,
+		EndUserID: optString(r.meta.EndUserID), TriggeredFrom: TriggeredFromAppRun, CreatedFrom: CreatedFromService,
+		ConversationID: optString(run.ConversationID), MessageID: optString(run.MessageID),
+		Status: StatusRunning, Inputs: jsonText(run.Inputs, "{}"), CreatedAt: time.Unix(run.CreatedAt, 0).UTC(),
+	}
+	r.s.writeMu.Lock()
+	defer r.s.writeMu.Unlock()
+	if err := r.s.db.WithContext(ctx).Create(row).Error; err != nil {
+		return fmt.Errorf("store workflow run: %w", err)
+	}
+	return nil
+}
+
+func (r *recorder) NodeFinished(ctx context.Context, d *workflow.NodeFinishedData, runID string) error {
+	finished := time.Unix(d.FinishedAt, 0).UTC()
+	row := &models.WorkflowNodeExecution{
+		ID: d.ID, WorkflowRunID: runID, NodeID: d.NodeID, NodeType: d.NodeType, Title: d.Title,
+		NodeIndex: d.Index, PredecessorNodeID: d.PredecessorNodeID,
+		Inputs: jsonText(d.Inputs, "{}"), ProcessData: optJSON(d.ProcessData), Outputs: optJSON(d.Outputs),
+		Status: d.Status, Error: d.Error, ElapsedTime: d.ElapsedTime,
+		ExecutionMetadata: jsonText(d.ExecutionMetadata, "{}"),
+		CreatedAt:         time.Unix(d.CreatedAt, 0).UTC(), FinishedAt: &finished,
+	}
+	r.s.writeMu.Lock()
+	defer r.s.writeMu.Unlock()
+	if err := r.s.db.WithContext(ctx).Create(row).Error; err != nil {
+		return fmt.Errorf("store node execution: %w", err)
+	}
+	return nil
+}
+
+func (r *recorder) RunFinished(ctx context.Context, run *workflow.RunRecord, res *workflow.Result) error {
+	now := time.Now().UTC()
+	outputs := res.Outputs
+	if outputs == nil {
+		outputs = map[string]any{}
+	}
+	r.s.writeMu.Lock()
+	defer r.s.writeMu.Unlock()
+	return r.s.db.WithContext(ctx).Model(&models.WorkflowRun{}).Where("id = ?", run.ID).Updates(map[string]any{
+		"status":           res.Status,
+		"outputs":          jsonText(outputs, "{}"),
+		"error":            optString(res.Error),
+		"elapsed_time":     res.ElapsedTime,
+		"total_tokens":     res.TotalTokens,
+		"total_steps":      res.TotalSteps,
+		"exceptions_count": res.ExceptionsCount,
+		"finished_at":      now,
+	}).Error
+}

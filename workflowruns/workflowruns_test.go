@@ -1,0 +1,98 @@
+package workflowruns_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"appkb/apperr"
+	"appkb/apps"
+	"appkb/db"
+	"appkb/models"
+	"appkb/workflow"
+	"appkb/workflowruns"
+)
+
+const def = `app: {mode: workflow, name: W}
+kind: app
+version: 0.3.0
+workflow:
+  graph:
+    nodes:
+    - id: start
+      data: {type: start, title: Start, variables: [{variable: q, label: Q, type: text-input, required: true}]}
+    - id: t
+      data: {type: template-transform, title: T, template: 'got {{ q }}', variables: [{variable: q, value_selector: [start, q]}]}
+    - id: end
+      data: {type: end, title: End, outputs: [{variable: out, value_selector: [t, output]}]}
+    edges:
+    - {source: start, sourceHandle: source, target: t}
+    - {source: t, sourceHandle: source, target: end}
+`
+
+func TestVersionsAndRuns(t *testing.T) {
+	ctx := context.Background()
+	gdb := db.OpenTemp(t)
+	appStore := apps.NewStore(gdb)
+	a, err := appStore.Import(ctx, []byte(def))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := appStore.Import(ctx, []byte(def))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := workflowruns.New(gdb)
+
+	v1, err := s.Current(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.Current(ctx, a)
+	if err != nil || again.ID != v1.ID {
+		t.Fatalf("the same text gave versions %s and %v (%v)", v1.ID, again, err)
+	}
+	vb, err := s.Current(ctx, b)
+	if err != nil || vb.ID == v1.ID {
+		t.Fatalf("two apps share version %s (%v)", v1.ID, err)
+	}
+	if _, err := s.ByID(ctx, b.ID, v1.ID); !apperr.Is(err, apperr.CodeNotFound) {
+		t.Errorf("another app's version: %v", err)
+	}
+
+	eu := models.EndUser{AppID: a.ID, ExternalUserID: "u", SessionID: "u", Type: "service-api"}
+	if err := gdb.Create(&eu).Error; err != nil {
+		t.Fatal(err)
+	}
+	e := &workflow.Engine{Store: s.Recorder(workflowruns.RunMeta{EndUserID: eu.ID})}
+	res, err := e.Run(ctx, workflow.RunInput{Workflow: v1.Def.Workflow, AppID: a.ID, WorkflowID: v1.ID, Inputs: map[string]any{"q": "x"}}, nil)
+	if err != nil || res.Status != workflow.RunSucceeded {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	run, err := s.Run(ctx, a.ID, res.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != workflow.RunSucceeded || run.Outputs == nil || *run.Outputs != `{"out":"got x"}` || run.FinishedAt == nil || run.TotalSteps != 3 {
+		t.Errorf("stored run %+v", run)
+	}
+	if _, err := s.Run(ctx, b.ID, res.RunID); !apperr.Is(err, apperr.CodeNotFound) {
+		t.Errorf("another app's run: %v", err)
+	}
+	nodes, err := s.NodeExecutions(ctx, res.RunID)
+	if err != nil || len(nodes) != 3 || nodes[0].NodeID != "start" || nodes[2].NodeID != "end" {
+		t.Fatalf("node executions %+v (%v)", nodes, err)
+	}
+
+	logs, total, err := s.Logs(ctx, a.ID, workflowruns.LogFilter{Keyword: "got x", Page: 1, Limit: 10})
+	if err != nil || total != 1 || len(logs) != 1 || logs[0].Version != v1.Label || logs[0].EndUser == nil {
+		t.Fatalf("logs %+v total %d (%v)", logs, total, err)
+	}
+	before := time.Now().Add(-time.Minute)
+	if _, total, _ := s.Logs(ctx, a.ID, workflowruns.LogFilter{Before: &before}); total != 0 {
+		t.Errorf("runs before a minute ago: %d", total)
+	}
+	if _, total, _ := s.Logs(ctx, a.ID, workflowruns.LogFilter{Keyword: "%"}); total != 0 {
+		t.Errorf("a literal %% matched %d runs", total)
+	}
+}
