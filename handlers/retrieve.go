@@ -1,11 +1,10 @@
 package handlers
 
 import (
+	"appkb/indexing"
 	"context"
-	"encoding/json"
 	"net/http"
 	"strings"
-	"time"
 
 	"appkb/apperr"
 	"appkb/knowledge"
@@ -22,30 +21,11 @@ type retrieveRecord struct {
 	Summary      *string          `json:"summary"`
 }
 
+// retrievedSegment is a chunk as the chunk operations show it, plus a
+// summary of its document.
 type retrievedSegment struct {
-	ID            string           `json:"id"`
-	Position      int              `json:"position"`
-	DocumentID    string           `json:"document_id"`
-	Content       string           `json:"content"`
-	SignContent   string           `json:"sign_content"`
-	Answer        string           `json:"answer"`
-	WordCount     int              `json:"word_count"`
-	Tokens        int              `json:"tokens"`
-	Keywords      []string         `json:"keywords"`
-	IndexNodeID   string           `json:"index_node_id"`
-	IndexNodeHash string           `json:"index_node_hash"`
-	HitCount      int              `json:"hit_count"`
-	Enabled       bool             `json:"enabled"`
-	DisabledAt    *int64           `json:"disabled_at"`
-	DisabledBy    *string          `json:"disabled_by"`
-	Status        string           `json:"status"`
-	CreatedBy     string           `json:"created_by"`
-	CreatedAt     int64            `json:"created_at"`
-	IndexingAt    *int64           `json:"indexing_at"`
-	CompletedAt   *int64           `json:"completed_at"`
-	Error         *string          `json:"error"`
-	StoppedAt     *int64           `json:"stopped_at"`
-	Document      retrievedDocInfo `json:"document"`
+	indexing.Segment
+	Document retrievedDocInfo `json:"document"`
 }
 
 type retrievedDocInfo struct {
@@ -96,17 +76,8 @@ func (s *Server) retrieve(ctx context.Context, datasetID, query string, rm knowl
 	out.Records = make([]retrieveRecord, 0, len(hits))
 	for _, h := range hits {
 		seg := h.Segment
-		var kw []string
-		_ = json.Unmarshal([]byte(seg.Keywords), &kw)
-		if kw == nil {
-			kw = []string{}
-		}
 		rec := retrieveRecord{Score: h.Score, Files: []any{}, Segment: retrievedSegment{
-			ID: seg.ID, Position: seg.Position, DocumentID: seg.DocumentID, Content: seg.Content, SignContent: seg.Content,
-			Answer: seg.Answer, WordCount: seg.WordCount, Tokens: seg.Tokens, Keywords: kw, IndexNodeID: seg.IndexNodeID,
-			IndexNodeHash: seg.IndexNodeHash, HitCount: seg.HitCount, Enabled: seg.Enabled, DisabledAt: retrievedUnix(seg.DisabledAt),
-			DisabledBy: seg.DisabledBy, Status: seg.Status, CreatedBy: seg.CreatedBy, CreatedAt: seg.CreatedAt.Unix(),
-			IndexingAt: retrievedUnix(seg.IndexingAt), CompletedAt: retrievedUnix(seg.CompletedAt), Error: seg.Error,
+			Segment: indexing.SegmentView(&seg),
 			Document: retrievedDocInfo{ID: h.Document.ID, DataSourceType: h.Document.DataSourceType, Name: h.Document.Name,
 				DocMetadata: h.Document.Metadata},
 		}}
@@ -119,13 +90,4 @@ func (s *Server) retrieve(ctx context.Context, datasetID, query string, rm knowl
 		out.Records = append(out.Records, rec)
 	}
 	return out, nil
-}
-
-// retrievedUnix gives a time as Unix seconds, or nil.
-func retrievedUnix(t *time.Time) *int64 {
-	if t == nil {
-		return nil
-	}
-	u := t.Unix()
-	return &u
 }

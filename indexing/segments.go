@@ -90,6 +90,9 @@ func childView(c *models.ChildChunk) ChildChunk {
 		WordCount: c.WordCount, Type: c.Type, CreatedAt: c.CreatedAt.Unix(), UpdatedAt: c.UpdatedAt.Unix()}
 }
 
+// SegmentView is a stored chunk as the API shows it, without child chunks.
+func SegmentView(s *models.Segment) Segment { return segmentView(s, nil) }
+
 func segmentView(s *models.Segment, children []models.ChildChunk) Segment {
 	var kw []string
 	_ = json.Unmarshal([]byte(s.Keywords), &kw)
