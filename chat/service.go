@@ -7,8 +7,9 @@
 // conversation names, suggested questions) and stores every conversation
 // and message.
 //
-// Chatflow (`advanced-chat`) and `workflow` apps run on the workflow engine
-// and are refused here.
+// Chatflow (`advanced-chat`) and `workflow` apps run on the workflow engine;
+// for chatflows this package only keeps the conversation and message (see
+// PrepareChatflow), and PrepareChat refuses them.
 //
 // The package knows nothing about HTTP. A handler calls PrepareChat or
 // PrepareCompletion, whose errors are ordinary API errors, then
@@ -259,8 +260,8 @@ func checkChatApp(mode string) error {
 	case apps.ModeChat, apps.ModeAgentChat, apps.ModeAgent:
 		return nil
 	case apps.ModeAdvancedChat:
-		return apperr.New(http.StatusNotImplemented, apperr.CodeNotImplemented,
-			"Chatflow (advanced-chat) apps run on the workflow engine, which is not implemented yet.")
+		return apperr.New(http.StatusBadRequest, apperr.CodeAppUnavailable,
+			"Chatflow (advanced-chat) apps answer through their workflow graph, not through PrepareChat.")
 	}
 	return apperr.New(http.StatusBadRequest, apperr.CodeNotChatApp, "App mode %s does not hold conversations; this operation is for chat apps.", mode)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"appkb/apperr"
+	"appkb/apps"
 	"appkb/chat"
 	"appkb/gen"
 )
@@ -24,6 +25,9 @@ func (s *Server) sendChatMessage(c echo.Context) error {
 	var body gen.ChatRequest
 	if err := decodeBody(c, &body); err != nil {
 		return err
+	}
+	if app, err := s.apps.Get(ctx, p.AppID); err == nil && app.Mode == apps.ModeAdvancedChat {
+		return s.sendChatflowMessage(c, app, &body)
 	}
 	g, err := s.chat.PrepareChat(ctx, chat.Request{
 		AppID:            p.AppID,

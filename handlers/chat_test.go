@@ -412,7 +412,6 @@ func TestChatAndCompletionErrors(t *testing.T) {
 		{"completion operation on a chat app", appDemoChat, "/v1/completion-messages", `{"inputs":{},"user":"u1"}`, 400, "app_unavailable", ""},
 		{"blocking request to an agent app", appAgent, "/v1/chat-messages", `{"query":"hi","inputs":{},"user":"u1","response_mode":"blocking"}`, 400, "bad_request", "streaming"},
 		{"agent app without response_mode (blocking)", appAgent, "/v1/chat-messages", `{"query":"hi","inputs":{},"user":"u1"}`, 400, "bad_request", ""},
-		{"chatflow apps need the workflow engine", appChatflow, "/v1/chat-messages", `{"query":"hi","inputs":{},"user":"u1"}`, 501, "not_implemented", ""},
 		{"stop of a chat task on a completion app", appDemoWriter, "/v1/chat-messages/abc/stop", `{"user":"u1"}`, 400, "not_chat_app", ""},
 		{"stop of a completion task on a chat app", appDemoChat, "/v1/completion-messages/abc/stop", `{"user":"u1"}`, 400, "app_unavailable", ""},
 		{"stop of an unknown task succeeds", appDemoChat, "/v1/chat-messages/abc/stop", `{"user":"u1"}`, 200, "", ""},
