@@ -68,12 +68,7 @@ func (s *Server) sendChatflowMessage(c echo.Context, app *models.App, body *gen.
 		ConversationVariables: turn.ConversationVariables,
 		History:               turn.History,
 	}
-	engine := &workflow.Engine{
-		Models:    s.flows.models,
-		Retriever: s.flows.retriever,
-		Store:     s.flows.runs.Recorder(workflowruns.RunMeta{EndUserID: turn.EndUserID}),
-		Logger:    s.log,
-	}
+	engine := s.flows.engine(workflowruns.RunMeta{EndUserID: turn.EndUserID})
 	runCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	// Chat tasks are stopped by the user who started them only.

@@ -17,6 +17,7 @@ import (
 	"appkb/apps"
 	"appkb/chat"
 	"appkb/endusers"
+	"appkb/files"
 	"appkb/gen"
 	"appkb/models"
 	"appkb/workflow"
@@ -30,6 +31,8 @@ type flows struct {
 	models workflow.ModelSource
 	// retriever answers knowledge-retrieval nodes.
 	retriever workflow.Retriever
+	// guard protects http-request nodes from reaching private addresses.
+	guard *files.Guard
 	// tasks is the chat runtime's registry, so that one task id space
 	// covers every kind of generation.
 	tasks *chat.Tasks
@@ -37,7 +40,19 @@ type flows struct {
 }
 
 func newFlows(d Deps, models workflow.ModelSource, retriever workflow.Retriever, tasks *chat.Tasks, log *slog.Logger) *flows {
-	return &flows{runs: workflowruns.New(d.DB), users: endusers.NewStore(d.DB), models: models, retriever: retriever, tasks: tasks, log: log}
+	return &flows{runs: workflowruns.New(d.DB), users: endusers.NewStore(d.DB), models: models, retriever: retriever,
+		guard: &files.Guard{Allow: d.FetchAllow}, tasks: tasks, log: log}
+}
+
+// engine is a workflow engine for one run, recording it for meta's end user.
+func (f *flows) engine(meta workflowruns.RunMeta) *workflow.Engine {
+	return &workflow.Engine{
+		Models:    f.models,
+		Retriever: f.retriever,
+		Store:     f.runs.Recorder(meta),
+		HTTPGuard: f.guard,
+		Logger:    f.log,
+	}
 }
 
 // workflowRequest is the body of the two run operations. It is decoded
@@ -127,12 +142,7 @@ func (s *Server) runWorkflow(c echo.Context, versionID string) error {
 		UserID: body.User, AppID: app.ID, WorkflowID: version.ID,
 		TaskID: uuid.NewString(), RunID: uuid.NewString(),
 	}
-	engine := &workflow.Engine{
-		Models:    s.flows.models,
-		Retriever: s.flows.retriever,
-		Store:     s.flows.runs.Recorder(workflowruns.RunMeta{EndUserID: user.ID}),
-		Logger:    s.log,
-	}
+	engine := s.flows.engine(workflowruns.RunMeta{EndUserID: user.ID})
 	runCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	defer s.flows.tasks.Track(in.TaskID, app.ID, body.User, stop)()

@@ -7,12 +7,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
 	"appkb/apikeys"
 	"appkb/apps"
+	"appkb/handlers"
 )
 
 // workflowApp wraps a graph in a workflow app definition.
@@ -434,5 +436,45 @@ func TestWorkflowKnowledgeRetrieval(t *testing.T) {
 	expectStatus(t, rec, 200, "")
 	if !strings.Contains(rec.Body.String(), "Refunds are paid back within five days.") {
 		t.Errorf("the retrieved chunk is not in the outputs: %s", rec.Body)
+	}
+}
+
+// TestWorkflowHTTPRequestGuard runs an http-request node against a loopback
+// server: the SSRF guard refuses it unless --fetch-allow names loopback.
+func TestWorkflowHTTPRequestGuard(t *testing.T) {
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "hello from the test server")
+	}))
+	defer target.Close()
+	graph := `    nodes:
+    - id: start
+      data: {type: start, title: Start, variables: []}
+    - id: fetch
+      data: {type: http-request, title: Fetch, method: get, url: '` + target.URL + `/hello'}
+    - id: end
+      data: {type: end, title: End, outputs: [{variable: body, value_selector: [fetch, body]}]}
+    edges:
+    - {source: start, sourceHandle: source, target: fetch}
+    - {source: fetch, sourceHandle: source, target: end}
+`
+	tests := []struct {
+		name  string
+		allow []netip.Prefix
+		want  string
+	}{
+		{"loopback is refused by default", nil, `"status":"failed"`},
+		{"the allowlist lets it through", []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, "hello from the test server"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newMediaServer(t, nil, func(d *handlers.Deps) { d.FetchAllow = tc.allow })
+			_, key := s.importText(t, workflowApp("fetcher", graph))
+			rec := s.do(t, request{method: "POST", path: "/v1/workflows/run", key: key,
+				body: `{"inputs":{},"user":"u1","response_mode":"blocking"}`})
+			expectStatus(t, rec, 200, "")
+			if !strings.Contains(rec.Body.String(), tc.want) {
+				t.Errorf("want %s in %s", tc.want, rec.Body)
+			}
+		})
 	}
 }

@@ -19,6 +19,30 @@
 // appears first in the file. Events are always delivered one at a time, in
 // the order they happened, never concurrently.
 //
+// # Iterations and loops
+//
+// The nodes inside an iteration or a loop (parentId, or isInIteration /
+// isInLoop with iteration_id / loop_id) form a graph of their own, built
+// by Compile and kept on the container node. It begins at the container's
+// start_node_id, or at its iteration-start / loop-start node, and runs with
+// the same scheduler once per item or round; the outputs of the inner
+// nodes are cleared between rounds. Inner node executions count towards
+// Engine.MaxSteps. Iteration rounds run one after another even when
+// is_parallel is set (the result is the same, only slower). A loop stops
+// after loop_count rounds, when its break conditions hold (checked before
+// the first round and after each) or when a round reaches loop-end; its
+// variables live under the loop's id and assigner nodes may write them.
+//
+// # HTTP requests
+//
+// http-request nodes send their requests through Engine.HTTPClient, or,
+// when it is nil, through a client that dials only addresses
+// Engine.HTTPGuard permits (checked after resolution and again on the
+// socket), so a workflow cannot reach loopback, private or metadata
+// addresses. ssl_verify is ignored: certificates are always verified.
+// A binary response becomes a file that points back at the URL it came
+// from, since the engine has no file store.
+//
 // # Limits
 //
 // A run stops with status "failed" when it executes more than

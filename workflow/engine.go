@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"appkb/apps"
+	"appkb/files"
 	"appkb/llm"
 
 	"github.com/google/uuid"
@@ -38,7 +41,14 @@ type Engine struct {
 	Parallelism int
 	// CodeTimeout bounds one javascript code node (default 10 s).
 	CodeTimeout time.Duration
-	Logger      *slog.Logger
+	// HTTPClient, when set, sends every request of http-request nodes
+	// as is; its transport must refuse internal addresses itself.
+	HTTPClient *http.Client
+	// HTTPGuard decides which addresses http-request nodes may reach
+	// when HTTPClient is nil; nil is the zero files.Guard, which refuses
+	// loopback, private and metadata addresses.
+	HTTPGuard *files.Guard
+	Logger    *slog.Logger
 }
 
 // Defaults of Engine.
@@ -135,6 +145,14 @@ type run struct {
 	answer   strings.Builder
 	streamed map[string]bool
 	convVars map[string]bool // names of conversation variables
+
+	// steps counts node executions, exceptions the failures an error
+	// strategy handled, over the whole run including inner graphs.
+	steps, exceptions atomic.Int64
+	// rounds holds the round each running iteration or loop is in.
+	rounds map[string]int
+	// loopVars names the variables of the loops that have started.
+	loopVars map[string]map[string]bool
 }
 
 // emit delivers one event, never concurrently with another.
@@ -344,32 +362,67 @@ type finished struct {
 
 // schedule runs the graph to its end and fills res.
 func (r *run) schedule(parent context.Context, res *Result) {
-	e := r.e
-	maxSteps := e.MaxSteps
-	if maxSteps <= 0 {
-		maxSteps = DefaultMaxSteps
-	}
-	timeout := e.Timeout
+	timeout := r.e.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(parent, timeout)
+	defer cancel()
+	wr := r.walk(ctx, r.g)
+	res.TotalSteps = int(r.steps.Load())
+	res.TotalTokens = wr.tokens
+	res.ExceptionsCount = int(r.exceptions.Load())
+	fail := wr.fail
+	switch {
+	case parent.Err() != nil:
+		res.Status, res.Error = RunStopped, "The run was stopped."
+	case ctx.Err() != nil && fail == "" || errors.Is(ctx.Err(), context.DeadlineExceeded):
+		res.Status, res.Error = RunFailed, fmt.Sprintf("The run took longer than %s and was stopped.", timeout)
+	case fail != "":
+		res.Status, res.Error = RunFailed, fail
+	default:
+		res.Status = RunSucceeded
+	}
+	if wr.hasEnd {
+		res.Outputs = wr.outputs
+	}
+}
+
+// walkResult is how one pass over a graph ended.
+type walkResult struct {
+	// fail is the error that ended the pass early, "" when it completed.
+	fail    string
+	tokens  int
+	outputs map[string]any
+	hasEnd  bool
+	// loopEnd is set when a loop-end node ran.
+	loopEnd bool
+}
+
+// walk runs g from its root until no node is left to run, or a node
+// fails. It serves the top-level graph and, called from an iteration or a
+// loop node, their inner graphs; steps and exceptions count for the whole
+// run.
+func (r *run) walk(parent context.Context, g *Graph) walkResult {
+	e := r.e
+	maxSteps := int64(e.MaxSteps)
+	if maxSteps <= 0 {
+		maxSteps = DefaultMaxSteps
 	}
 	par := e.Parallelism
 	if par <= 0 {
 		par = DefaultParallelism
 	}
-	ctx, cancel := context.WithTimeout(parent, timeout)
+	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 
-	g := r.g
 	nodes := make(map[*gnode]nodeState, len(g.nodes))
 	edges := make([]edgeState, len(g.edges))
 	var ready []*gnode
 	running := 0
 	results := make(chan finished)
 	var wg sync.WaitGroup
-	fail := ""
-	outputs := map[string]any{}
-	hasEnd := false
+	wr := walkResult{outputs: map[string]any{}}
 
 	// settle marks the outgoing edges of a decided node and collects the
 	// targets that became ready, skipping those no live branch reaches.
@@ -409,17 +462,17 @@ func (r *run) schedule(parent context.Context, res *Result) {
 	}
 
 	ready = append(ready, g.root)
-	index := 0
 	for {
-		for fail == "" && running < par && len(ready) > 0 {
+		for wr.fail == "" && !wr.loopEnd && running < par && len(ready) > 0 {
 			slices.SortFunc(ready, func(a, b *gnode) int { return a.order - b.order })
 			n := ready[0]
 			ready = ready[1:]
-			if index >= maxSteps {
-				fail = fmt.Sprintf("The run stopped after %d steps, the most a run may take.", maxSteps)
+			index := r.steps.Add(1)
+			if index > maxSteps {
+				r.steps.Add(-1)
+				wr.fail = fmt.Sprintf("The run stopped after %d steps, the most a run may take.", maxSteps)
 				break
 			}
-			index++
 			nodes[n] = stateRunning
 			running++
 			pred := predecessor(n, edges)
@@ -427,7 +480,7 @@ func (r *run) schedule(parent context.Context, res *Result) {
 			go func(n *gnode, idx int) {
 				defer wg.Done()
 				results <- r.execute(ctx, n, idx, pred)
-			}(n, index)
+			}(n, int(index))
 		}
 		if running == 0 {
 			break
@@ -437,22 +490,25 @@ func (r *run) schedule(parent context.Context, res *Result) {
 		nodes[f.node] = stateDone
 		switch f.status {
 		case NodeFailed:
-			if fail == "" {
-				fail = f.err.Error()
+			if wr.fail == "" {
+				wr.fail = f.err.Error()
 				cancel()
 			}
 			continue
 		case NodeException:
-			res.ExceptionsCount++
+			r.exceptions.Add(1)
 		}
-		res.TotalTokens += f.out.tokens
-		if f.node.kind == apps.NodeEnd {
-			hasEnd = true
+		wr.tokens += f.out.tokens
+		switch f.node.kind {
+		case apps.NodeEnd:
+			wr.hasEnd = true
 			for k, v := range f.out.outputs {
-				outputs[k] = v
+				wr.outputs[k] = v
 			}
+		case "loop-end":
+			wr.loopEnd = true
 		}
-		if fail == "" {
+		if wr.fail == "" && !wr.loopEnd {
 			handle := f.out.handle
 			if handle == "" {
 				handle = "source"
@@ -461,20 +517,7 @@ func (r *run) schedule(parent context.Context, res *Result) {
 		}
 	}
 	wg.Wait()
-	res.TotalSteps = index
-	switch {
-	case parent.Err() != nil:
-		res.Status, res.Error = RunStopped, "The run was stopped."
-	case ctx.Err() != nil && fail == "" || errors.Is(ctx.Err(), context.DeadlineExceeded):
-		res.Status, res.Error = RunFailed, fmt.Sprintf("The run took longer than %s and was stopped.", timeout)
-	case fail != "":
-		res.Status, res.Error = RunFailed, fail
-	default:
-		res.Status = RunSucceeded
-	}
-	if hasEnd {
-		res.Outputs = outputs
-	}
+	return wr
 }
 
 // predecessor is the source of the first taken edge into n.

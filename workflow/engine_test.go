@@ -139,7 +139,7 @@ func TestGraphs(t *testing.T) {
 			name: "default-value uses the configured outputs and the normal edge",
 			src: graph(`
   - id: x
-    data: {type: http-request, title: Fetch, method: GET, url: 'http://example.com', error_strategy: default-value,
+    data: {type: http-request, title: Fetch, method: GET, url: 'http://169.254.169.254/latest', error_strategy: default-value,
       default_value: [{key: output, type: string, value: fallback}]}`+endQ,
 				edge("start", "source", "x"), edge("x", "source", "end")),
 			inputs:     map[string]any{"q": "x"},

@@ -167,3 +167,94 @@ type WorkflowFinishedData struct {
 	Files           []any          `json:"files"`
 	CreatedBy       map[string]any `json:"created_by,omitempty"`
 }
+
+// Events of iteration and loop nodes.
+const (
+	EventIterationStarted   = "iteration_started"
+	EventIterationNext      = "iteration_next"
+	EventIterationCompleted = "iteration_completed"
+	EventLoopStarted        = "loop_started"
+	EventLoopNext           = "loop_next"
+	EventLoopCompleted      = "loop_completed"
+)
+
+// ContainerStartedData is the data of iteration_started and loop_started.
+// ID is the container node's execution id.
+type ContainerStartedData struct {
+	ID        string         `json:"id"`
+	NodeID    string         `json:"node_id"`
+	NodeType  string         `json:"node_type"`
+	Title     string         `json:"title"`
+	CreatedAt int64          `json:"created_at"`
+	Inputs    map[string]any `json:"inputs"`
+	Metadata  map[string]any `json:"metadata"`
+	Extras    map[string]any `json:"extras"`
+}
+
+// ContainerNextData is the data of iteration_next and loop_next: the
+// round about to run.
+type ContainerNextData struct {
+	ID        string         `json:"id"`
+	NodeID    string         `json:"node_id"`
+	NodeType  string         `json:"node_type"`
+	Title     string         `json:"title"`
+	Index     int            `json:"index"`
+	CreatedAt int64          `json:"created_at"`
+	Extras    map[string]any `json:"extras"`
+}
+
+// ContainerCompletedData is the data of iteration_completed and
+// loop_completed.
+type ContainerCompletedData struct {
+	ID                string         `json:"id"`
+	NodeID            string         `json:"node_id"`
+	NodeType          string         `json:"node_type"`
+	Title             string         `json:"title"`
+	Outputs           map[string]any `json:"outputs"`
+	Inputs            map[string]any `json:"inputs"`
+	CreatedAt         int64          `json:"created_at"`
+	Extras            map[string]any `json:"extras"`
+	Status            string         `json:"status"`
+	Error             *string        `json:"error"`
+	ElapsedTime       float64        `json:"elapsed_time"`
+	TotalTokens       int            `json:"total_tokens"`
+	ExecutionMetadata map[string]any `json:"execution_metadata"`
+	FinishedAt        int64          `json:"finished_at"`
+	Steps             int            `json:"steps"`
+}
+
+// IterationStarted is sent when an iteration node begins.
+type IterationStarted struct {
+	Envelope
+	Data ContainerStartedData `json:"data"`
+}
+
+// IterationNext is sent before each item of an iteration.
+type IterationNext struct {
+	Envelope
+	Data ContainerNextData `json:"data"`
+}
+
+// IterationCompleted is sent when an iteration node has ended.
+type IterationCompleted struct {
+	Envelope
+	Data ContainerCompletedData `json:"data"`
+}
+
+// LoopStarted is sent when a loop node begins.
+type LoopStarted struct {
+	Envelope
+	Data ContainerStartedData `json:"data"`
+}
+
+// LoopNext is sent before each round of a loop.
+type LoopNext struct {
+	Envelope
+	Data ContainerNextData `json:"data"`
+}
+
+// LoopCompleted is sent when a loop node has ended.
+type LoopCompleted struct {
+	Envelope
+	Data ContainerCompletedData `json:"data"`
+}

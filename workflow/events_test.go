@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"appkb/apps"
+
 	"github.com/getkin/kin-openapi/openapi3"
 )
 
@@ -29,12 +31,18 @@ func loadSpec(t *testing.T) *openapi3.T {
 // schemaNames maps an event to its schema in the workflow stream and in
 // the chat stream of a chatflow.
 var schemaNames = map[string][2]string{
-	EventWorkflowStarted:  {"WorkflowStreamEventWorkflowStarted", "StreamEventWorkflowStarted"},
-	EventNodeStarted:      {"WorkflowStreamEventNodeStarted", "StreamEventNodeStarted"},
-	EventNodeFinished:     {"WorkflowStreamEventNodeFinished", "StreamEventNodeFinished"},
-	EventNodeRetry:        {"WorkflowStreamEventNodeRetry", "StreamEventNodeRetry"},
-	EventTextChunk:        {"StreamEventTextChunk", "StreamEventChatTextChunk"},
-	EventWorkflowFinished: {"WorkflowStreamEventWorkflowFinished", "StreamEventWorkflowFinished"},
+	EventWorkflowStarted:    {"WorkflowStreamEventWorkflowStarted", "StreamEventWorkflowStarted"},
+	EventNodeStarted:        {"WorkflowStreamEventNodeStarted", "StreamEventNodeStarted"},
+	EventNodeFinished:       {"WorkflowStreamEventNodeFinished", "StreamEventNodeFinished"},
+	EventNodeRetry:          {"WorkflowStreamEventNodeRetry", "StreamEventNodeRetry"},
+	EventTextChunk:          {"StreamEventTextChunk", "StreamEventChatTextChunk"},
+	EventWorkflowFinished:   {"WorkflowStreamEventWorkflowFinished", "StreamEventWorkflowFinished"},
+	EventIterationStarted:   {"WorkflowStreamEventIterationStarted", "StreamEventIterationStarted"},
+	EventIterationNext:      {"WorkflowStreamEventIterationNext", "StreamEventIterationNext"},
+	EventIterationCompleted: {"WorkflowStreamEventIterationCompleted", "StreamEventIterationCompleted"},
+	EventLoopStarted:        {"WorkflowStreamEventLoopStarted", "StreamEventLoopStarted"},
+	EventLoopNext:           {"WorkflowStreamEventLoopNext", "StreamEventLoopNext"},
+	EventLoopCompleted:      {"WorkflowStreamEventLoopCompleted", "StreamEventLoopCompleted"},
 }
 
 // TestEventsMatchSchemas runs graphs that emit every event kind, in both
@@ -52,16 +60,19 @@ func TestEventsMatchSchemas(t *testing.T) {
   - id: end
     data: {type: end, title: End, outputs: [{variable: t, value_selector: [l, text]}]}`,
 		edge("start", "source", "r"), edge("r", "source", "l"), edge("l", "source", "a"), edge("a", "source", "end"))
-	w := graphYAML(t, src)
+	// A second graph covers the iteration and loop events.
+	ws := []*apps.Workflow{graphYAML(t, src), graphYAML(t, iterGraph(`["a","b"]`, `function main({item}) { return {result: item} }`, "")), graphYAML(t, loopGraph(""))}
 	for mode, idx := range map[string]int{ModeWorkflow: 0, ModeChatflow: 1} {
 		t.Run(mode, func(t *testing.T) {
-			in := RunInput{Workflow: w, Mode: mode, Inputs: map[string]any{"q": "hello"}}
-			if mode == ModeChatflow {
-				in.MessageID, in.ConversationID = "6a0e0c43-4d0b-4b8e-9a55-0e0d8e2e7d11", "3f1c1e5e-8f7a-4e57-9d1b-2b9f8f1c0a01"
-			}
 			rec := &recorder{}
-			if _, err := (&Engine{}).Run(context.Background(), in, rec.emit); err != nil {
-				t.Fatal(err)
+			for _, w := range ws {
+				in := RunInput{Workflow: w, Mode: mode, Inputs: map[string]any{"q": "hello"}}
+				if mode == ModeChatflow {
+					in.MessageID, in.ConversationID = "6a0e0c43-4d0b-4b8e-9a55-0e0d8e2e7d11", "3f1c1e5e-8f7a-4e57-9d1b-2b9f8f1c0a01"
+				}
+				if _, err := (&Engine{}).Run(context.Background(), in, rec.emit); err != nil {
+					t.Fatal(err)
+				}
 			}
 			seen := map[string]bool{}
 			for _, ev := range rec.events {

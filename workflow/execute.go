@@ -17,7 +17,8 @@ type nodeRun struct {
 	d    map[string]any
 	pool *Pool
 	// execID is the node execution id of the attempt.
-	execID string
+	execID  string
+	created time.Time
 }
 
 // get resolves a selector, treating a missing variable as nil.
@@ -35,7 +36,7 @@ var executors = map[string]executor{}
 
 // unsupported lists the node kinds that fail with "not supported yet".
 var unsupported = []string{
-	"http-request", "tool", "agent", "iteration", "loop", "human-input", "document-extractor",
+	"tool", "agent", "human-input", "document-extractor",
 	"trigger-webhook", "trigger-schedule", "trigger-plugin",
 }
 
@@ -79,9 +80,23 @@ func (r *run) execute(ctx context.Context, n *gnode, index int, pred *string) fi
 		ID: uuid.NewString(), NodeID: n.id, NodeType: n.kind, Title: n.title, Index: index,
 		PredecessorNodeID: pred, CreatedAt: created.Unix(), Files: []any{},
 	}
+	// A node inside an iteration or loop names it, and the round it ran in.
+	var containerMeta map[string]any
+	if n.container != "" {
+		id := n.container
+		round := r.round(id)
+		if n.containerKind == "loop" {
+			base.LoopID = &id
+			containerMeta = map[string]any{"loop_id": id, "loop_index": round}
+		} else {
+			base.IterationID = &id
+			containerMeta = map[string]any{"iteration_id": id, "iteration_index": round}
+		}
+	}
 	r.emit(&NodeStarted{Envelope: r.envelope(EventNodeStarted), Data: NodeStartedData{
 		ID: base.ID, NodeID: n.id, NodeType: n.kind, Title: n.title, Index: index,
 		PredecessorNodeID: pred, Inputs: map[string]any{}, CreatedAt: base.CreatedAt, Extras: map[string]any{},
+		IterationID: base.IterationID, LoopID: base.LoopID,
 	}})
 	maxRetries, interval := retryConfig(n.data)
 	var (
@@ -89,7 +104,7 @@ func (r *run) execute(ctx context.Context, n *gnode, index int, pred *string) fi
 		err error
 	)
 	for attempt := 0; ; attempt++ {
-		x := &nodeRun{ctx: ctx, r: r, n: n, d: n.data, pool: r.pool, execID: base.ID}
+		x := &nodeRun{ctx: ctx, r: r, n: n, d: n.data, pool: r.pool, execID: base.ID, created: created}
 		t0 := time.Now()
 		out, err = runExecutor(x)
 		if err == nil || ctx.Err() != nil || attempt >= maxRetries {
@@ -160,6 +175,9 @@ func (r *run) execute(ctx context.Context, n *gnode, index int, pred *string) fi
 	}
 	if status == NodeException {
 		meta["error_strategy"] = n.data["error_strategy"]
+	}
+	for k, v := range containerMeta {
+		meta[k] = v
 	}
 	fd.ExecutionMetadata = meta
 	r.emit(&NodeFinished{Envelope: r.envelope(EventNodeFinished), Data: fd})

@@ -26,6 +26,10 @@ type gnode struct {
 	data            map[string]any
 	order           int
 	in, out         []*gedge
+	// container is the iteration or loop the node sits in ("" at the top).
+	container, containerKind string
+	// sub is the inner graph of an iteration or loop node.
+	sub *Graph
 }
 
 type gedge struct {
@@ -40,9 +44,9 @@ type streamPlan struct {
 	answerID string // empty for an end node
 }
 
-// Compile builds the runnable graph of w. Canvas notes, nodes inside
-// iterations and loops and nodes the start node cannot reach are left
-// out.
+// Compile builds the runnable graph of w. Canvas notes and nodes the
+// start node cannot reach are left out. The nodes inside an iteration or a
+// loop form a graph of their own, kept on the container's node.
 func Compile(w *apps.Workflow) (*Graph, error) {
 	if w == nil {
 		return nil, apperr.InvalidParam("The app has no workflow.")
@@ -51,23 +55,65 @@ func Compile(w *apps.Workflow) (*Graph, error) {
 	if start == nil {
 		return nil, apperr.InvalidParam("The workflow has no start node.")
 	}
+	seen := map[string]bool{}
+	for _, n := range w.Graph.Nodes {
+		if n.IsNote() {
+			continue
+		}
+		if seen[n.ID] {
+			return nil, apperr.InvalidParam("The workflow has two nodes with the id %q.", n.ID)
+		}
+		seen[n.ID] = true
+	}
+	g, err := build(w, "", "", start.ID, 0)
+	if err != nil {
+		return nil, err
+	}
+	if len(g.root.in) > 0 {
+		return nil, apperr.InvalidParam("The start node must not have incoming edges.")
+	}
+	g.planStreams()
+	return g, nil
+}
+
+// containerOf names the iteration or loop a node sits in, or "".
+func containerOf(n apps.Node) string {
+	if n.ParentID != "" {
+		return n.ParentID
+	}
+	if asBool(n.Data["isInIteration"]) {
+		return asString(n.Data["iteration_id"])
+	}
+	if asBool(n.Data["isInLoop"]) {
+		return asString(n.Data["loop_id"])
+	}
+	return ""
+}
+
+// build compiles the nodes whose container is parent ("" for the top
+// level), keeping what rootID reaches, and then the inner graphs of the
+// iterations and loops among them.
+func build(w *apps.Workflow, parent, parentKind, rootID string, depth int) (*Graph, error) {
+	if depth > 8 {
+		return nil, apperr.InvalidParam("Iterations and loops are nested too deeply.")
+	}
 	g := &Graph{workflow: w, byID: map[string]*gnode{}, streams: map[string]*streamPlan{}}
 	all := map[string]*gnode{}
 	var order []*gnode
 	for i, n := range w.Graph.Nodes {
-		if n.IsNote() || n.ParentID != "" {
+		if n.IsNote() || containerOf(n) != parent {
 			continue
 		}
 		kind := n.Kind()
-		if kind == "iteration-start" || kind == "loop-start" || kind == "loop-end" {
+		if parent == "" && (kind == "iteration-start" || kind == "loop-start" || kind == "loop-end") {
 			continue
 		}
-		if _, dup := all[n.ID]; dup {
-			return nil, apperr.InvalidParam("The workflow has two nodes with the id %q.", n.ID)
-		}
-		gn := &gnode{id: n.ID, kind: kind, title: n.Title(), data: n.NormalizedData(), order: i}
+		gn := &gnode{id: n.ID, kind: kind, title: n.Title(), data: n.NormalizedData(), order: i, container: parent, containerKind: parentKind}
 		all[n.ID] = gn
 		order = append(order, gn)
+	}
+	if all[rootID] == nil {
+		return nil, apperr.InvalidParam("The start node %q of %q is missing.", rootID, parent)
 	}
 	var edges []*gedge
 	for _, e := range w.Graph.Edges {
@@ -82,9 +128,9 @@ func Compile(w *apps.Workflow) (*Graph, error) {
 		ge := &gedge{source: e.Source, target: e.Target, handle: h}
 		edges = append(edges, ge)
 	}
-	// Keep what the start node reaches.
-	reach := map[string]bool{start.ID: true}
-	queue := []string{start.ID}
+	// Keep what the root reaches.
+	reach := map[string]bool{rootID: true}
+	queue := []string{rootID}
 	for len(queue) > 0 {
 		id := queue[0]
 		queue = queue[1:]
@@ -110,12 +156,43 @@ func Compile(w *apps.Workflow) (*Graph, error) {
 		g.byID[e.source].out = append(g.byID[e.source].out, e)
 		g.byID[e.target].in = append(g.byID[e.target].in, e)
 	}
-	g.root = g.byID[start.ID]
-	if len(g.root.in) > 0 {
-		return nil, apperr.InvalidParam("The start node must not have incoming edges.")
+	g.root = g.byID[rootID]
+	for _, n := range g.nodes {
+		if n.kind != "iteration" && n.kind != "loop" {
+			continue
+		}
+		root := innerRoot(w, n)
+		if root == "" {
+			// The node fails when it runs, naming the problem.
+			continue
+		}
+		sub, err := build(w, n.id, n.kind, root, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		n.sub = sub
 	}
-	g.planStreams()
 	return g, nil
+}
+
+// innerRoot finds where a container's inner graph begins: its
+// start_node_id, or else its iteration-start / loop-start node.
+func innerRoot(w *apps.Workflow, c *gnode) string {
+	ids := map[string]string{}
+	first := ""
+	for _, n := range w.Graph.Nodes {
+		if n.IsNote() || containerOf(n) != c.id {
+			continue
+		}
+		ids[n.ID] = n.Kind()
+		if k := n.Kind(); first == "" && (k == "iteration-start" || k == "loop-start") {
+			first = n.ID
+		}
+	}
+	if id := asString(c.data["start_node_id"]); id != "" && ids[id] != "" {
+		return id
+	}
+	return first
 }
 
 // planStreams finds llm nodes whose text feeds an answer node right after

@@ -264,8 +264,19 @@ func runAssigner(x *nodeRun) (*outcome, error) {
 	}
 	updated := []any{}
 	for _, o := range ops {
+		if len(o.target) >= 2 && x.r.isLoopVar(o.target[0], o.target[1]) {
+			// A loop variable of a running loop.
+			cur, _ := x.pool.Get(o.target[:2])
+			next, err := applyOperation(cur, o.kind, o.value, o.hasVal)
+			if err != nil {
+				return nil, nodeErr("VariableOperatorNodeError", "Assigning %s: %v", strings.Join(o.target, "."), err)
+			}
+			x.pool.Set(o.target[0], o.target[1], next)
+			updated = append(updated, map[string]any{"name": o.target[1], "selector": o.target[:2], "value": next})
+			continue
+		}
 		if len(o.target) < 2 || o.target[0] != ScopeConversation {
-			return nil, nodeErr("VariableOperatorNodeError", "The assigner can only write conversation variables, not %q.", strings.Join(o.target, "."))
+			return nil, nodeErr("VariableOperatorNodeError", "The assigner can only write conversation and loop variables, not %q.", strings.Join(o.target, "."))
 		}
 		name := o.target[1]
 		if !x.r.convVars[name] {

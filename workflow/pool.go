@@ -67,6 +67,13 @@ func (p *Pool) SetAll(nodeID string, outputs map[string]any) {
 	}
 }
 
+// Drop forgets every variable of one scope or node.
+func (p *Pool) Drop(scope string) {
+	p.mu.Lock()
+	delete(p.vars, scope)
+	p.mu.Unlock()
+}
+
 // Scope returns a copy of the variables of one scope or node.
 func (p *Pool) Scope(scope string) map[string]any {
 	p.mu.RLock()

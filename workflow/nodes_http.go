@@ -1,0 +1,445 @@
+package workflow
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"appkb/files"
+)
+
+func init() {
+	executors["http-request"] = runHTTPRequest
+}
+
+// Limits of the http-request node. The node data's timeouts are seconds;
+// missing or non-positive values take the defaults, larger ones the caps.
+const (
+	httpDefaultConnect = 10 * time.Second
+	httpDefaultRead    = 60 * time.Second
+	httpDefaultWrite   = 20 * time.Second
+	httpMaxConnect     = 30 * time.Second
+	httpMaxRead        = 10 * time.Minute
+	httpMaxWrite       = 10 * time.Minute
+	// httpMaxBody bounds how much of a response the node reads.
+	httpMaxBody = 10 << 20
+	// httpMaxRedirects is how many redirects a request follows.
+	httpMaxRedirects = 5
+)
+
+// metadataHosts are cloud metadata names refused whatever they resolve to
+// (the same list files.Guard refuses; it is not exported there).
+var metadataHosts = map[string]bool{
+	"metadata": true, "metadata.google.internal": true, "metadata.goog": true,
+	"instance-data": true, "instance-data.ec2.internal": true,
+}
+
+// guardedDialer connects only to addresses the guard permits: it resolves
+// the host itself, checks every answer, dials the checked addresses, and
+// checks the socket's address once more right before connecting.
+type guardedDialer struct {
+	guard   *files.Guard
+	timeout time.Duration
+}
+
+func (d *guardedDialer) refuse(host string) error {
+	return fmt.Errorf("%w: %s", files.ErrBlockedAddress, host)
+}
+
+func (d *guardedDialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	host, portText, err := net.SplitHostPort(address)
+	if err != nil {
+		return nil, err
+	}
+	if metadataHosts[strings.TrimSuffix(strings.ToLower(host), ".")] {
+		return nil, d.refuse(host)
+	}
+	var addrs []netip.Addr
+	if ip, err := netip.ParseAddr(host); err == nil {
+		addrs = []netip.Addr{ip}
+	} else {
+		if d.guard.LookupNetIP != nil {
+			addrs, err = d.guard.LookupNetIP(ctx, host)
+		} else {
+			addrs, err = net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(addrs) == 0 {
+			return nil, fmt.Errorf("%s has no addresses", host)
+		}
+	}
+	for _, a := range addrs {
+		if !d.guard.Permitted(a) {
+			return nil, fmt.Errorf("%w: %s resolves to %s", files.ErrBlockedAddress, host, a)
+		}
+	}
+	port, err := strconv.ParseUint(portText, 10, 16)
+	if err != nil {
+		return nil, fmt.Errorf("bad port %q", portText)
+	}
+	nd := &net.Dialer{Timeout: d.timeout, Control: func(_, addr string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(addr)
+		if err != nil || !d.guard.Permitted(ap.Addr()) {
+			return d.refuse(addr)
+		}
+		return nil
+	}}
+	var lastErr error
+	for _, a := range addrs {
+		c, err := nd.DialContext(ctx, network, netip.AddrPortFrom(a.Unmap(), uint16(port)).String())
+		if err == nil {
+			return c, nil
+		}
+		lastErr = err
+	}
+	return nil, lastErr
+}
+
+// httpClient gives the client of one request: Engine.HTTPClient when set,
+// otherwise a fresh client whose transport dials through the guard. The
+// second result releases the client's idle connections.
+func (e *Engine) httpClient(connect, read time.Duration) (*http.Client, func()) {
+	if e.HTTPClient != nil {
+		return e.HTTPClient, func() {}
+	}
+	g := e.HTTPGuard
+	if g == nil {
+		g = &files.Guard{}
+	}
+	tr := &http.Transport{
+		Proxy:                 nil, // a proxy would connect for us, unchecked
+		DialContext:           (&guardedDialer{guard: g, timeout: connect}).DialContext,
+		ForceAttemptHTTP2:     true,
+		TLSHandshakeTimeout:   connect,
+		ResponseHeaderTimeout: read,
+		MaxIdleConns:          1,
+		IdleConnTimeout:       time.Second,
+	}
+	c := &http.Client{
+		Transport: tr,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) > httpMaxRedirects {
+				return fmt.Errorf("too many redirects")
+			}
+			if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+				return fmt.Errorf("redirected to a URL that is not http or https")
+			}
+			return nil
+		},
+	}
+	return c, tr.CloseIdleConnections
+}
+
+// httpSeconds reads one timeout of the node data.
+func httpSeconds(v any, def, max time.Duration) time.Duration {
+	f, ok := parseNumber(v)
+	if !ok || f <= 0 {
+		return def
+	}
+	d := time.Duration(f * float64(time.Second))
+	if d > max {
+		return max
+	}
+	return d
+}
+
+// parseKV reads the DSL's "key:value" lines (headers, params), rendering
+// templates in keys and values. A line without a colon is a key with an
+// empty value.
+func parseKV(pool *Pool, text string) [][2]string {
+	var out [][2]string
+	for line := range strings.SplitSeq(pool.Render(text), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(line, ":")
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if k == "" {
+			continue
+		}
+		out = append(out, [2]string{k, v})
+	}
+	return out
+}
+
+// httpBody builds the request body and its content type.
+func httpBody(x *nodeRun) (io.Reader, string, any, error) {
+	var kind string
+	var items []map[string]any
+	switch b := x.d["body"].(type) {
+	case map[string]any:
+		kind = asString(b["type"])
+		switch data := b["data"].(type) {
+		case []any:
+			items = asList2(data)
+		case string: // an old body keeps its text in data
+			items = []map[string]any{{"type": "text", "value": data}}
+		}
+	case string:
+		// The oldest files store the raw body as a string.
+		if b != "" {
+			kind, items = "raw-text", []map[string]any{{"type": "text", "value": b}}
+		}
+	}
+	first := func() string {
+		if len(items) == 0 {
+			return ""
+		}
+		return x.pool.Render(asString(items[0]["value"]))
+	}
+	switch kind {
+	case "", "none":
+		return nil, "", nil, nil
+	case "json":
+		s := first()
+		return strings.NewReader(s), "application/json", s, nil
+	case "raw-text":
+		s := first()
+		return strings.NewReader(s), "text/plain", s, nil
+	case "x-www-form-urlencoded":
+		form := url.Values{}
+		for _, it := range items {
+			if asString(it["type"]) == "file" {
+				return nil, "", nil, nodeErr("HttpRequestNodeError", "Files cannot be sent in an x-www-form-urlencoded body.")
+			}
+			k := x.pool.Render(asString(it["key"]))
+			if k != "" {
+				form.Add(k, x.pool.Render(asString(it["value"])))
+			}
+		}
+		s := form.Encode()
+		return strings.NewReader(s), "application/x-www-form-urlencoded", s, nil
+	case "form-data":
+		var buf bytes.Buffer
+		w := multipart.NewWriter(&buf)
+		shown := map[string]any{}
+		for _, it := range items {
+			if asString(it["type"]) == "file" {
+				return nil, "", nil, nodeErr("NotSupported", "Sending files in a form-data body is not supported yet.")
+			}
+			k := x.pool.Render(asString(it["key"]))
+			if k == "" {
+				continue
+			}
+			v := x.pool.Render(asString(it["value"]))
+			if err := w.WriteField(k, v); err != nil {
+				return nil, "", nil, err
+			}
+			shown[k] = v
+		}
+		if err := w.Close(); err != nil {
+			return nil, "", nil, err
+		}
+		return &buf, w.FormDataContentType(), shown, nil
+	case "binary":
+		return nil, "", nil, nodeErr("NotSupported", "A binary request body is not supported yet.")
+	}
+	return nil, "", nil, nodeErr("HttpRequestNodeError", "Unknown body type %q.", kind)
+}
+
+// runHTTPRequest sends one HTTP request through the SSRF-guarded client.
+func runHTTPRequest(x *nodeRun) (*outcome, error) {
+	method := strings.ToUpper(strings.TrimSpace(asString(x.d["method"])))
+	if method == "" {
+		method = http.MethodGet
+	}
+	switch method {
+	case "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS":
+	default:
+		return nil, nodeErr("HttpRequestNodeError", "The method %q is not supported.", method)
+	}
+	rawURL := strings.TrimSpace(x.pool.Render(asString(x.d["url"])))
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, nodeErr("InvalidURLError", "%q is not an http or https URL.", rawURL)
+	}
+	q := u.Query()
+	for _, kv := range parseKV(x.pool, asString(x.d["params"])) {
+		q.Add(kv[0], kv[1])
+	}
+	u.RawQuery = q.Encode()
+
+	body, contentType, shownBody, err := httpBody(x)
+	if err != nil {
+		return nil, err
+	}
+	to := asMap(x.d["timeout"])
+	connect := httpSeconds(to["connect"], httpDefaultConnect, httpMaxConnect)
+	read := httpSeconds(to["read"], httpDefaultRead, httpMaxRead)
+	write := httpSeconds(to["write"], httpDefaultWrite, httpMaxWrite)
+	// Go's client has no separate write timeout; the whole exchange is
+	// bounded by the sum of the three.
+	ctx, cancel := context.WithTimeout(x.ctx, connect+write+read)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+	if err != nil {
+		return nil, nodeErr("InvalidURLError", "%q is not a usable URL.", rawURL)
+	}
+	headers := map[string]any{}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	for _, kv := range parseKV(x.pool, asString(x.d["headers"])) {
+		req.Header.Set(kv[0], kv[1])
+		headers[kv[0]] = kv[1]
+	}
+	if err := applyAuth(x, req); err != nil {
+		return nil, err
+	}
+	if req.Header.Get("User-Agent") == "" {
+		req.Header.Set("User-Agent", "appkb")
+	}
+	inputs := map[string]any{"method": method, "url": u.String(), "headers": headers}
+	process := map[string]any{"request": fmt.Sprintf("%s %s", method, u.String())}
+	if shownBody != nil {
+		inputs["body"] = shownBody
+	}
+
+	client, release := x.r.e.httpClient(connect, read)
+	defer release()
+	res, err := client.Do(req)
+	if err != nil {
+		msg := err.Error()
+		switch {
+		case errors.Is(err, files.ErrBlockedAddress) || strings.Contains(msg, files.ErrBlockedAddress.Error()):
+			return &outcome{inputs: inputs, process: process}, nodeErr("HttpRequestNodeError", "The URL %s points to an address that may not be requested.", rawURL)
+		case x.ctx.Err() == nil && (ctx.Err() != nil || isTimeout(err)):
+			return &outcome{inputs: inputs, process: process}, nodeErr("HttpRequestNodeError", "The request to %s timed out.", rawURL)
+		}
+		return &outcome{inputs: inputs, process: process}, nodeErr("HttpRequestNodeError", "The request to %s failed: %v", rawURL, err)
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(res.Body, httpMaxBody+1))
+	if err != nil {
+		return &outcome{inputs: inputs, process: process}, nodeErr("HttpRequestNodeError", "Reading the response of %s failed: %v", rawURL, err)
+	}
+	if len(data) > httpMaxBody {
+		return &outcome{inputs: inputs, process: process}, nodeErr("ResponseSizeError", "The response of %s is larger than %d bytes.", rawURL, httpMaxBody)
+	}
+	respHeaders := map[string]any{}
+	for k, vs := range res.Header {
+		respHeaders[strings.ToLower(k)] = strings.Join(vs, ", ")
+	}
+	outputs := map[string]any{
+		"status_code": float64(res.StatusCode),
+		"body":        string(data),
+		"headers":     respHeaders,
+		"files":       []any{},
+	}
+	mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type"))
+	if isBinaryType(mt, res.Header.Get("Content-Disposition")) && len(data) > 0 {
+		// The response is a file. The engine has no file store, so the
+		// file points back at the address it came from.
+		outputs["body"] = ""
+		outputs["files"] = []any{responseFile(res, mt, len(data))}
+	}
+	return &outcome{inputs: inputs, process: process, outputs: outputs}, nil
+}
+
+// applyAuth sets the authorization header of the api-key kind.
+func applyAuth(x *nodeRun, req *http.Request) error {
+	auth := asMap(x.d["authorization"])
+	if auth == nil || asString(auth["type"]) == "" || asString(auth["type"]) == "no-auth" {
+		return nil
+	}
+	if asString(auth["type"]) != "api-key" {
+		return nodeErr("AuthorizationConfigError", "Unknown authorization type %q.", asString(auth["type"]))
+	}
+	cfg := asMap(auth["config"])
+	key := x.pool.Render(asString(cfg["api_key"]))
+	if key == "" {
+		return nodeErr("AuthorizationConfigError", "The API key is empty.")
+	}
+	switch asString(cfg["type"]) {
+	case "basic":
+		// Dify sends the key as given; a key of the form user:password is
+		// encoded the way Basic auth expects.
+		if strings.Contains(key, ":") {
+			key = base64.StdEncoding.EncodeToString([]byte(key))
+		}
+		req.Header.Set("Authorization", "Basic "+key)
+	case "", "bearer":
+		req.Header.Set("Authorization", "Bearer "+key)
+	case "custom":
+		h := strings.TrimSpace(x.pool.Render(asString(cfg["header"])))
+		if h == "" {
+			h = "Authorization"
+		}
+		req.Header.Set(h, key)
+	default:
+		return nodeErr("AuthorizationConfigError", "Unknown API key type %q.", asString(cfg["type"]))
+	}
+	return nil
+}
+
+// isBinaryType reports whether a response should become a file rather
+// than text.
+func isBinaryType(mt, disposition string) bool {
+	if strings.HasPrefix(strings.ToLower(disposition), "attachment") {
+		return true
+	}
+	switch {
+	case mt == "", strings.HasPrefix(mt, "text/"), strings.HasSuffix(mt, "json"), strings.HasSuffix(mt, "xml"),
+		strings.Contains(mt, "javascript"), mt == "application/x-www-form-urlencoded", strings.HasSuffix(mt, "yaml"):
+		return false
+	}
+	return true
+}
+
+func responseFile(res *http.Response, mt string, size int) File {
+	name := ""
+	if _, params, err := mime.ParseMediaType(res.Header.Get("Content-Disposition")); err == nil {
+		name = path.Base(params["filename"])
+	}
+	if name == "" || name == "." || name == "/" {
+		name = path.Base(res.Request.URL.Path)
+	}
+	if name == "" || name == "." || name == "/" {
+		name = "file"
+	}
+	ext := path.Ext(name)
+	if ext == "" {
+		if exts, _ := mime.ExtensionsByType(mt); len(exts) > 0 {
+			ext = exts[0]
+			name += ext
+		}
+	}
+	typ := "custom"
+	switch {
+	case strings.HasPrefix(mt, "image/"):
+		typ = "image"
+	case strings.HasPrefix(mt, "audio/"):
+		typ = "audio"
+	case strings.HasPrefix(mt, "video/"):
+		typ = "video"
+	case mt == "application/pdf":
+		typ = "document"
+	}
+	return File{
+		Identity: FileIdentity, Type: typ, TransferMethod: "remote_url",
+		RemoteURL: res.Request.URL.String(), URL: res.Request.URL.String(),
+		Filename: name, Extension: ext, MimeType: mt, Size: int64(size),
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
