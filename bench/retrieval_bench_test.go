@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,27 +36,119 @@ func retrievalChunks() int {
 	return 5000
 }
 
-var corpusWords = strings.Fields(`tea coffee water bicycle chain oil garden flower seed river bridge
+// commonWords are real words the benchmark queries use; they are mixed
+// into the generated vocabulary so that queries have matches.
+var commonWords = strings.Fields(`tea coffee water bicycle chain oil garden flower seed river bridge
 mountain snow winter summer market price invoice refund order shipping parcel office meeting
 printer paper network router cable server backup disk memory battery charger screen keyboard
 mouse window door kitchen oven recipe bread butter cheese apple orange lemon sugar salt pepper`)
 
+// vocabulary returns n distinct made-up words built from syllables, after
+// the common words, so that the corpus has a realistic spread of terms.
+func vocabulary(n int) []string {
+	cons := []string{"b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z", "ch", "st", "tr"}
+	vow := []string{"a", "e", "i", "o", "u", "ai", "ou"}
+	seen := map[string]bool{}
+	out := append([]string(nil), commonWords...)
+	for _, w := range out {
+		seen[w] = true
+	}
+	rng := rand.New(rand.NewSource(7))
+	for len(out) < n {
+		var sb strings.Builder
+		for s := 2 + rng.Intn(2); s > 0; s-- {
+			sb.WriteString(cons[rng.Intn(len(cons))])
+			sb.WriteString(vow[rng.Intn(len(vow))])
+		}
+		if rng.Intn(2) == 0 {
+			sb.WriteString(cons[rng.Intn(len(cons))])
+		}
+		if w := sb.String(); !seen[w] {
+			seen[w] = true
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// textGen draws words with a Zipf distribution over a shuffled
+// vocabulary, roughly as natural text does.
+type textGen struct {
+	words []string
+	rng   *rand.Rand
+	zipf  *rand.Zipf
+}
+
+func newTextGen(seed int64, vocab int) *textGen {
+	words := vocabulary(vocab)
+	rng := rand.New(rand.NewSource(seed))
+	rng.Shuffle(len(words), func(i, j int) { words[i], words[j] = words[j], words[i] })
+	return &textGen{words: words, rng: rng, zipf: rand.NewZipf(rng, 1.07, 2, uint64(len(words)-1))}
+}
+
+// sentence returns n words ending with a full stop.
+func (g *textGen) sentence(n int) string {
+	words := make([]string, n)
+	for i := range words {
+		words[i] = g.words[g.zipf.Uint64()]
+	}
+	return strings.Join(words, " ") + "."
+}
+
+// vocabSize is the number of distinct words of generated text.
+const vocabSize = 4000
+
+// rssMB reads the resident set size of the process from /proc, in MB; 0
+// where /proc is missing.
+func rssMB() float64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				kb, _ := strconv.ParseFloat(f[0], 64)
+				return kb / 1024
+			}
+		}
+	}
+	return 0
+}
+
 var (
-	corpusOnce sync.Once
-	corpusDB   *gorm.DB
-	corpusID   string
+	corpusOnce  sync.Once
+	corpusDB    *gorm.DB
+	corpusID    string
+	corpusRSS   float64
+	corpusBuild time.Duration
+	corpusDir   string
 )
+
+// TestMain removes the generated corpus (a few hundred MB at 50,000
+// chunks) once the benchmarks are done.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if corpusDir != "" {
+		_ = os.RemoveAll(corpusDir)
+	}
+	os.Exit(code)
+}
 
 // retrievalCorpus writes a generated knowledge base straight into the
 // tables indexing fills (chunks, keywords, builtin vectors, full-text
-// entries through the triggers), once per run.
+// entries through the triggers), in one transaction, once per run. Each
+// document has 100 chunks of 25 to 60 words.
 func retrievalCorpus(b *testing.B) (*gorm.DB, string) {
 	b.Helper()
 	corpusOnce.Do(func() {
+		began := time.Now()
 		dir, err := os.MkdirTemp("", "appkb-bench-")
 		if err != nil {
 			b.Fatal(err)
 		}
+		corpusDir = dir
 		gdb, err := db.Open(dir)
 		if err != nil {
 			b.Fatal(err)
@@ -67,48 +161,64 @@ func retrievalCorpus(b *testing.B) (*gorm.DB, string) {
 		var row models.Dataset
 		gdb.Take(&row, "id = ?", ds.ID)
 		key := indexing.ModelKey(row.EmbeddingModelProvider, row.EmbeddingModel)
-		rng := rand.New(rand.NewSource(1))
+		gen := newTextGen(1, vocabSize)
 		now := time.Now().UTC()
 		n := retrievalChunks()
 		perDoc := 100
-		for d := 0; d*perDoc < n; d++ {
-			doc := models.Document{ID: uuid.NewString(), DatasetID: ds.ID, Position: d + 1, Name: fmt.Sprintf("doc%d", d),
-				DataSourceType: "text", FileID: uuid.NewString(), FileName: "x.txt", ProcessRule: "{}", DocForm: "text_model",
-				DocLanguage: "English", IndexingStatus: "completed", Enabled: true, Batch: "b", DocMetadata: "{}",
-				CreatedAt: now, UpdatedAt: now}
-			var segs []models.Segment
-			var vecs []models.SegmentEmbedding
-			for i := 0; i < perDoc && d*perDoc+i < n; i++ {
-				words := make([]string, 30)
-				for j := range words {
-					words[j] = corpusWords[rng.Intn(len(corpusWords))]
-				}
-				text := strings.Join(words, " ") + "."
-				kw, _ := json.Marshal(textsplit.Keywords(text, 10))
-				seg := models.Segment{ID: uuid.NewString(), DatasetID: ds.ID, DocumentID: doc.ID, Position: i + 1, Content: text,
-					Keywords: string(kw), IndexNodeID: uuid.NewString(), IndexNodeHash: "h", Enabled: true, Status: "completed",
+		err = gdb.Transaction(func(tx *gorm.DB) error {
+			for d := 0; d*perDoc < n; d++ {
+				doc := models.Document{ID: uuid.NewString(), DatasetID: ds.ID, Position: d + 1, Name: fmt.Sprintf("doc%d", d),
+					DataSourceType: "text", FileID: uuid.NewString(), FileName: "x.txt", ProcessRule: "{}", DocForm: "text_model",
+					DocLanguage: "English", IndexingStatus: "completed", Enabled: true, Batch: "b", DocMetadata: "{}",
 					CreatedAt: now, UpdatedAt: now}
-				segs = append(segs, seg)
-				v := llm.BuiltinEmbedding(text)
-				vecs = append(vecs, models.SegmentEmbedding{NodeID: seg.IndexNodeID, Model: key, DatasetID: ds.ID, SegmentID: seg.ID,
-					Dims: len(v), Vector: indexing.EncodeVector(v)})
-			}
-			err := gdb.Transaction(func(tx *gorm.DB) error {
+				var segs []models.Segment
+				var vecs []models.SegmentEmbedding
+				for i := 0; i < perDoc && d*perDoc+i < n; i++ {
+					text := gen.sentence(15+gen.rng.Intn(20)) + " " + gen.sentence(10+gen.rng.Intn(15))
+					kw, _ := json.Marshal(textsplit.Keywords(text, 10))
+					seg := models.Segment{ID: uuid.NewString(), DatasetID: ds.ID, DocumentID: doc.ID, Position: i + 1, Content: text,
+						WordCount: len(text), Keywords: string(kw), IndexNodeID: uuid.NewString(), IndexNodeHash: "h", Enabled: true,
+						Status: "completed", CreatedAt: now, UpdatedAt: now}
+					segs = append(segs, seg)
+					v := llm.BuiltinEmbedding(text)
+					vecs = append(vecs, models.SegmentEmbedding{NodeID: seg.IndexNodeID, Model: key, DatasetID: ds.ID, SegmentID: seg.ID,
+						Dims: len(v), Vector: indexing.EncodeVector(v)})
+				}
 				if err := tx.Create(&doc).Error; err != nil {
 					return err
 				}
-				if err := tx.CreateInBatches(&segs, 200).Error; err != nil {
+				if err := tx.CreateInBatches(&segs, 100).Error; err != nil {
 					return err
 				}
-				return tx.CreateInBatches(&vecs, 200).Error
-			})
-			if err != nil {
-				b.Fatal(err)
+				if err := tx.CreateInBatches(&vecs, 100).Error; err != nil {
+					return err
+				}
 			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
 		}
+		corpusBuild = time.Since(began)
+		// Measure what the process keeps once the garbage of the build is
+		// gone, as a server that loaded the corpus would.
+		runtime.GC()
+		debug.FreeOSMemory()
+		corpusRSS = rssMB()
 		corpusDB, corpusID = gdb, ds.ID
 	})
 	return corpusDB, corpusID
+}
+
+// benchQueries mixes fixed queries of common words with queries drawn
+// from the generated text.
+func benchQueries() []string {
+	qs := []string{"refund order shipping parcel", "green tea with lemon and sugar", "bicycle chain oil", "office printer paper network"}
+	gen := newTextGen(99, vocabSize)
+	for len(qs) < 40 {
+		qs = append(qs, strings.TrimSuffix(gen.sentence(2+gen.rng.Intn(4)), "."))
+	}
+	return qs
 }
 
 // BenchmarkRetrieval measures one search per iteration for each method and
@@ -116,7 +226,8 @@ func retrievalCorpus(b *testing.B) (*gorm.DB, string) {
 func BenchmarkRetrieval(b *testing.B) {
 	gdb, id := retrievalCorpus(b)
 	svc := retrieval.New(gdb, nil)
-	queries := []string{"refund order shipping parcel", "green tea with lemon and sugar", "bicycle chain oil", "office printer paper network"}
+	queries := benchQueries()
+	b.Logf("corpus: %d chunks built in %s, RSS %.0f MB", retrievalChunks(), corpusBuild.Round(time.Millisecond), corpusRSS)
 	for _, method := range []string{knowledge.SearchKeyword, knowledge.SearchFullText, knowledge.SearchSemantic, knowledge.SearchHybrid} {
 		b.Run(method, func(b *testing.B) {
 			rm := knowledge.RetrievalModel{SearchMethod: method, TopK: 4}
@@ -137,6 +248,8 @@ func BenchmarkRetrieval(b *testing.B) {
 			slices.Sort(lat)
 			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+			b.ReportMetric(corpusRSS, "rss-corpus-MB")
+			b.ReportMetric(rssMB(), "rss-after-MB")
 		})
 	}
 }

@@ -12,7 +12,10 @@ import (
 )
 
 // vectorSet is the stored vectors of one knowledge base under one
-// embedding model, flattened for scoring.
+// embedding model, flattened for scoring. Each vector also records which
+// document its chunk belongs to (as an index into docIDs), so that a
+// search can skip the vectors of documents it may not return without
+// reading any chunk row.
 type vectorSet struct {
 	sig      string
 	dims     int
@@ -20,10 +23,15 @@ type vectorSet struct {
 	children []string // "" for vectors of whole chunks
 	vecs     []float32
 	norms    []float32
+	docOf    []int32  // index into docIDs, per vector
+	docIDs   []string // the distinct documents of the set
 }
 
-// score returns the cosine of q with every vector of the set.
-func (v *vectorSet) score(q []float32) []cand {
+// score returns the cosine of q with the vectors of the set whose document
+// is in allowed. With limit > 0 it keeps only the limit best, best first,
+// in a bounded min-heap (ties go to the earlier vector, as a stable sort
+// would); otherwise it returns all of them in set order.
+func (v *vectorSet) score(q []float32, allowed map[string]bool, limit int) []cand {
 	if v.dims == 0 || len(q) != v.dims {
 		return nil
 	}
@@ -35,20 +43,105 @@ func (v *vectorSet) score(q []float32) []cand {
 	if qn == 0 {
 		return nil
 	}
-	out := make([]cand, len(v.segments))
+	ok := make([]bool, len(v.docIDs))
+	for i, id := range v.docIDs {
+		ok[i] = allowed[id]
+	}
+	var h scoreHeap
+	var all []cand
+	if limit > 0 {
+		h = make(scoreHeap, 0, min(limit, len(v.segments)))
+	}
 	for i := range v.segments {
-		row := v.vecs[i*v.dims : (i+1)*v.dims]
-		var dot float32
-		for j, x := range row {
-			dot += x * q[j]
+		if !ok[v.docOf[i]] {
+			continue
 		}
+		dot := dot32(v.vecs[i*v.dims:(i+1)*v.dims], q)
 		s := 0.0
 		if v.norms[i] > 0 {
 			s = float64(dot) / (float64(v.norms[i]) * qn)
 		}
-		out[i] = cand{segment: v.segments[i], child: v.children[i], score: s}
+		if limit <= 0 {
+			all = append(all, cand{segment: v.segments[i], child: v.children[i], score: s})
+			continue
+		}
+		e := scored{idx: i, score: s}
+		if len(h) < limit {
+			h.push(e)
+		} else if e.better(h[0]) {
+			h[0] = e
+			h.down(0)
+		}
+	}
+	if limit <= 0 {
+		return all
+	}
+	out := make([]cand, len(h))
+	for i := len(h) - 1; i >= 0; i-- {
+		e := h.pop()
+		out[i] = cand{segment: v.segments[e.idx], child: v.children[e.idx], score: e.score}
 	}
 	return out
+}
+
+// scored is one vector's score during a top-k search.
+type scored struct {
+	idx   int
+	score float64
+}
+
+// better orders by score, then earlier vectors first.
+func (a scored) better(b scored) bool {
+	if a.score != b.score {
+		return a.score > b.score
+	}
+	return a.idx < b.idx
+}
+
+// scoreHeap is a min-heap by better: its root is the worst kept vector.
+// It is written out rather than built on container/heap to avoid the
+// interface calls in the scoring loop.
+type scoreHeap []scored
+
+func (h *scoreHeap) push(e scored) {
+	*h = append(*h, e)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !s[p].better(s[i]) {
+			break
+		}
+		s[p], s[i] = s[i], s[p]
+		i = p
+	}
+}
+
+func (h *scoreHeap) pop() scored {
+	s := *h
+	top := s[0]
+	last := len(s) - 1
+	s[0] = s[last]
+	*h = s[:last]
+	h.down(0)
+	return top
+}
+
+func (h scoreHeap) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		w := l
+		if r := l + 1; r < len(h) && h[l].better(h[r]) {
+			w = r
+		}
+		if !h[i].better(h[w]) {
+			return
+		}
+		h[i], h[w] = h[w], h[i]
+		i = w
+	}
 }
 
 // The cache of vector sets is shared by the process and keyed by
@@ -67,8 +160,9 @@ var (
 // one is dropped.
 const maxCached = 64
 
-// vectorsOf returns the current vectors of a knowledge base for a model.
-func vectorsOf(ctx context.Context, db *gorm.DB, datasetID, model string) (*vectorSet, error) {
+// signatureOf reads the signature of the stored vectors (see above). The
+// count is most of its cost: it walks the index entries of the set.
+func signatureOf(ctx context.Context, db *gorm.DB, datasetID, model string) (string, error) {
 	var sig struct {
 		N    int64
 		Top  int64
@@ -78,28 +172,39 @@ func vectorsOf(ctx context.Context, db *gorm.DB, datasetID, model string) (*vect
 		(SELECT substr(vector, 1, 32) FROM segment_embeddings WHERE rowid = (SELECT MAX(rowid) FROM segment_embeddings WHERE dataset_id = ? AND model = ?)) AS head
 		FROM segment_embeddings WHERE dataset_id = ? AND model = ?`, datasetID, model, datasetID, model).Scan(&sig).Error
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	signature := fmt.Sprintf("%d/%d/%x", sig.N, sig.Top, sig.Head)
-	key := datasetID + "\x00" + model
-	cacheMu.Lock()
-	set := cache[key]
-	cacheMu.Unlock()
-	if set != nil && set.sig == signature {
-		return set, nil
-	}
+	return fmt.Sprintf("%d/%d/%x", sig.N, sig.Top, sig.Head), nil
+}
 
-	rows, err := db.WithContext(ctx).Raw(`SELECT segment_id, COALESCE(child_id, ''), vector FROM segment_embeddings
-		WHERE dataset_id = ? AND model = ?`, datasetID, model).Rows()
+func cacheKey(datasetID, model string) string { return datasetID + "\x00" + model }
+
+// cachedSet returns the cached vectors of a knowledge base for a model,
+// current or not; nil if there are none.
+func cachedSet(datasetID, model string) *vectorSet {
+	cacheMu.Lock()
+	defer cacheMu.Unlock()
+	return cache[cacheKey(datasetID, model)]
+}
+
+// loadVectors reads the vectors of a knowledge base for a model, whose
+// signature is sig, and caches them.
+func loadVectors(ctx context.Context, db *gorm.DB, datasetID, model, sig string) (*vectorSet, error) {
+	key := cacheKey(datasetID, model)
+	// A vector whose chunk is gone gets document "", which no search allows.
+	rows, err := db.WithContext(ctx).Raw(`SELECT e.segment_id, COALESCE(e.child_id, ''), e.vector, COALESCE(s.document_id, '')
+		FROM segment_embeddings AS e LEFT JOIN segments AS s ON s.id = e.segment_id
+		WHERE e.dataset_id = ? AND e.model = ?`, datasetID, model).Rows()
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	set = &vectorSet{sig: signature}
+	set := &vectorSet{sig: sig}
+	docIndex := map[string]int32{}
 	for rows.Next() {
-		var seg, child string
+		var seg, child, doc string
 		var blob []byte
-		if err := rows.Scan(&seg, &child, &blob); err != nil {
+		if err := rows.Scan(&seg, &child, &blob, &doc); err != nil {
 			return nil, err
 		}
 		v := indexing.DecodeVector(blob)
@@ -117,6 +222,13 @@ func vectorsOf(ctx context.Context, db *gorm.DB, datasetID, model string) (*vect
 		set.children = append(set.children, child)
 		set.vecs = append(set.vecs, v...)
 		set.norms = append(set.norms, float32(math.Sqrt(n)))
+		di, ok := docIndex[doc]
+		if !ok {
+			di = int32(len(set.docIDs))
+			docIndex[doc] = di
+			set.docIDs = append(set.docIDs, doc)
+		}
+		set.docOf = append(set.docOf, di)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -131,4 +243,22 @@ func vectorsOf(ctx context.Context, db *gorm.DB, datasetID, model string) (*vect
 	cache[key] = set
 	cacheMu.Unlock()
 	return set, nil
+}
+
+// dot32 is the dot product of two vectors of the same length, four
+// lanes at a time so that the additions do not wait on each other.
+func dot32(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	j := 0
+	for ; j+4 <= len(a); j += 4 {
+		s0 += a[j] * b[j]
+		s1 += a[j+1] * b[j+1]
+		s2 += a[j+2] * b[j+2]
+		s3 += a[j+3] * b[j+3]
+	}
+	for ; j < len(a); j++ {
+		s0 += a[j] * b[j]
+	}
+	return (s0 + s1) + (s2 + s3)
 }

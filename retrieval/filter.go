@@ -26,11 +26,21 @@ func (d *docInfo) summary() DocumentSummary {
 	return DocumentSummary{ID: d.id, Name: d.name, DataSourceType: d.source, DocForm: d.form, Metadata: d.custom}
 }
 
-// docSet is every document a search may return chunks of.
+// docSet is every document a search may return chunks of. Without a
+// metadata filter only the ids are read up front (one narrow query); the
+// names and metadata that hits show are read later, for the documents of
+// the hits alone (see load).
 type docSet struct {
+	// allowed holds the ids of the documents whose chunks may be returned.
+	allowed map[string]bool
+	// byID holds the documents read in full so far.
 	byID map[string]*docInfo
 	// filtered is set when a metadata filter left some documents out.
 	filtered bool
+	// datasets are the knowledge bases searched, and names their metadata
+	// field names by field id (nil until needed).
+	datasets []string
+	names    map[string]map[string]string
 }
 
 // maxInList bounds the document ids passed to SQL to narrow a search.
@@ -44,63 +54,123 @@ func (d *docSet) restrict(q *gorm.DB, column string, limit int) *gorm.DB {
 	if !d.filtered {
 		return q.Limit(limit)
 	}
-	if len(d.byID) > maxInList {
+	if len(d.allowed) > maxInList {
 		return q
 	}
-	idList := make([]string, 0, len(d.byID))
-	for id := range d.byID {
+	idList := make([]string, 0, len(d.allowed))
+	for id := range d.allowed {
 		idList = append(idList, id)
 	}
 	return q.Where(column+" IN ?", idList).Limit(limit)
 }
 
-// allowedDocuments loads the documents of the knowledge bases that are
-// enabled, not archived and done indexing, and that pass filter.
-func (s *Service) allowedDocuments(ctx context.Context, datasets []models.Dataset, filter *knowledge.MetadataFilter) (*docSet, error) {
-	var rows []struct {
-		ID, DatasetID, Name, DataSourceType, DocForm, DocMetadata, CreatedBy string
-		CreatedAt, UpdatedAt                                                 time.Time
+// docRow is the part of a document row that filters and hits use.
+type docRow struct {
+	ID, DatasetID, Name, DataSourceType, DocForm, DocMetadata, CreatedBy string
+	CreatedAt, UpdatedAt                                                 time.Time
+}
+
+const docColumns = "id, dataset_id, name, data_source_type, doc_form, doc_metadata, created_by, created_at, updated_at"
+
+// usable is the condition on documents whose chunks may be returned.
+const usable = "enabled AND NOT archived AND indexing_status = 'completed'"
+
+// fieldNames reads (once per search) the metadata field names of the
+// knowledge bases.
+func (s *Service) fieldNames(ctx context.Context, d *docSet) error {
+	if d.names != nil {
+		return nil
 	}
-	err := s.db.WithContext(ctx).Model(&models.Document{}).
-		Select("id, dataset_id, name, data_source_type, doc_form, doc_metadata, created_by, created_at, updated_at").
-		Where("dataset_id IN ? AND enabled AND NOT archived AND indexing_status = 'completed'", ids(datasets)).
-		Scan(&rows).Error
+	var fields []models.DatasetMetadataField
+	if err := s.db.WithContext(ctx).Where("dataset_id IN ?", d.datasets).Find(&fields).Error; err != nil {
+		return err
+	}
+	d.names = map[string]map[string]string{}
+	for _, f := range fields {
+		if d.names[f.DatasetID] == nil {
+			d.names[f.DatasetID] = map[string]string{}
+		}
+		d.names[f.DatasetID][f.ID] = f.Name
+	}
+	return nil
+}
+
+// info turns a document row into its filter values and summary.
+func (d *docSet) info(r docRow) *docInfo {
+	di := &docInfo{id: r.ID, datasetID: r.DatasetID, name: r.Name, source: r.DataSourceType, form: r.DocForm,
+		values: map[string]any{}, custom: map[string]any{}}
+	for id, v := range metadataJSON(r.DocMetadata) {
+		if name, ok := d.names[r.DatasetID][id]; ok {
+			di.values[name], di.custom[name] = v, v
+		}
+	}
+	di.values[knowledge.FieldDocumentName] = r.Name
+	di.values[knowledge.FieldUploader] = r.CreatedBy
+	di.values[knowledge.FieldUploadDate] = strconv.FormatInt(r.CreatedAt.Unix(), 10)
+	di.values[knowledge.FieldLastUpdateDate] = strconv.FormatInt(r.UpdatedAt.Unix(), 10)
+	di.values[knowledge.FieldSource] = r.DataSourceType
+	return di
+}
+
+// load reads in full the allowed documents among idList not read yet.
+func (s *Service) load(ctx context.Context, d *docSet, idList []string) error {
+	var need []string
+	for _, id := range uniq(idList) {
+		if d.allowed[id] && d.byID[id] == nil {
+			need = append(need, id)
+		}
+	}
+	if len(need) == 0 {
+		return nil
+	}
+	if err := s.fieldNames(ctx, d); err != nil {
+		return err
+	}
+	var rows []docRow
+	if err := s.db.WithContext(ctx).Model(&models.Document{}).Select(docColumns).Where("id IN ?", need).Scan(&rows).Error; err != nil {
+		return err
+	}
+	for _, r := range rows {
+		d.byID[r.ID] = d.info(r)
+	}
+	return nil
+}
+
+// allowedDocuments finds the documents of the knowledge bases that are
+// enabled, not archived and done indexing, and that pass filter. Without
+// a filter it reads their ids only.
+func (s *Service) allowedDocuments(ctx context.Context, datasets []models.Dataset, filter *knowledge.MetadataFilter) (*docSet, error) {
+	set := &docSet{allowed: map[string]bool{}, byID: map[string]*docInfo{}, datasets: ids(datasets)}
+	if filter == nil || len(filter.Conditions) == 0 {
+		var idList []string
+		err := s.db.WithContext(ctx).Model(&models.Document{}).
+			Where("dataset_id IN ? AND "+usable, set.datasets).Pluck("id", &idList).Error
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range idList {
+			set.allowed[id] = true
+		}
+		return set, nil
+	}
+	var rows []docRow
+	err := s.db.WithContext(ctx).Model(&models.Document{}).Select(docColumns).
+		Where("dataset_id IN ? AND "+usable, set.datasets).Scan(&rows).Error
 	if err != nil {
 		return nil, err
 	}
-	active := filter != nil && len(filter.Conditions) > 0
-	// Field ids to names, per knowledge base.
-	names := map[string]map[string]string{}
 	if len(rows) > 0 {
-		var fields []models.DatasetMetadataField
-		if err := s.db.WithContext(ctx).Where("dataset_id IN ?", ids(datasets)).Find(&fields).Error; err != nil {
+		if err := s.fieldNames(ctx, set); err != nil {
 			return nil, err
 		}
-		for _, f := range fields {
-			if names[f.DatasetID] == nil {
-				names[f.DatasetID] = map[string]string{}
-			}
-			names[f.DatasetID][f.ID] = f.Name
-		}
 	}
-	set := &docSet{byID: make(map[string]*docInfo, len(rows))}
 	for _, r := range rows {
-		d := &docInfo{id: r.ID, datasetID: r.DatasetID, name: r.Name, source: r.DataSourceType, form: r.DocForm,
-			values: map[string]any{}, custom: map[string]any{}}
-		for id, v := range metadataJSON(r.DocMetadata) {
-			if name, ok := names[r.DatasetID][id]; ok {
-				d.values[name], d.custom[name] = v, v
-			}
-		}
-		d.values[knowledge.FieldDocumentName] = r.Name
-		d.values[knowledge.FieldUploader] = r.CreatedBy
-		d.values[knowledge.FieldUploadDate] = strconv.FormatInt(r.CreatedAt.Unix(), 10)
-		d.values[knowledge.FieldLastUpdateDate] = strconv.FormatInt(r.UpdatedAt.Unix(), 10)
-		d.values[knowledge.FieldSource] = r.DataSourceType
-		if active && !matches(filter, d.values) {
+		d := set.info(r)
+		if !matches(filter, d.values) {
 			set.filtered = true
 			continue
 		}
+		set.allowed[r.ID] = true
 		set.byID[r.ID] = d
 	}
 	return set, nil

@@ -137,7 +137,7 @@ func (s *Service) search(ctx context.Context, datasetIDs []string, query string,
 	if err != nil {
 		return nil, err
 	}
-	if len(docs.byID) == 0 {
+	if len(docs.allowed) == 0 {
 		return []Hit{}, nil
 	}
 
@@ -175,7 +175,7 @@ func (s *Service) search(ctx context.Context, datasetIDs []string, query string,
 		case knowledge.SearchHybrid:
 			c, err = s.hybridCandidates(ctx, quality, query, docs, pool, rm)
 		default:
-			c, err = s.semanticCandidates(ctx, quality, query)
+			c, err = s.semanticCandidates(ctx, quality, query, docs, semanticLimit(pool))
 		}
 		if err != nil {
 			return nil, err
@@ -192,9 +192,21 @@ func (s *Service) search(ctx context.Context, datasetIDs []string, query string,
 	if rerank {
 		limit = pool
 	}
-	hits, err := s.collect(ctx, cands, docs, limit, threshold, !rerank)
+	hits, exhausted, err := s.collect(ctx, cands, docs, limit, threshold, !rerank)
 	if err != nil {
 		return nil, err
+	}
+	// Semantic search keeps only its best candidates. When disabled chunks
+	// used them all up before limit hits were found, score every vector
+	// again without the bound: slow, but rare.
+	if exhausted && len(economy) == 0 && len(quality) > 0 && isSemantic(rm.SearchMethod) && len(cands) >= semanticLimit(pool) {
+		if cands, err = s.semanticCandidates(ctx, quality, query, docs, 0); err != nil {
+			return nil, err
+		}
+		sortCands(cands)
+		if hits, _, err = s.collect(ctx, cands, docs, limit, threshold, !rerank); err != nil {
+			return nil, err
+		}
 	}
 	if rerank {
 		if hits, err = s.rerank(ctx, query, hits, rm.RerankingModel); err != nil {
@@ -213,6 +225,19 @@ func (s *Service) search(ctx context.Context, datasetIDs []string, query string,
 		hits[i].DatasetName = names[hits[i].DatasetID]
 	}
 	return hits, nil
+}
+
+// semanticLimit is how many semantic candidates a search with the given
+// pool keeps.
+func semanticLimit(pool int) int { return pool*10 + 100 }
+
+// isSemantic tells whether method is served by semanticCandidates alone.
+func isSemantic(method string) bool {
+	switch method {
+	case knowledge.SearchKeyword, knowledge.SearchFullText, knowledge.SearchHybrid:
+		return false
+	}
+	return true
 }
 
 func ids(rows []models.Dataset) []string {
@@ -236,9 +261,10 @@ func sortCands(c []cand) {
 // collect turns candidates, best first, into hits: it drops those of
 // chunks or documents that may not be returned, merges child chunks into
 // their parent and stops after limit accepted candidates. With
-// stopAtThreshold, candidates below threshold end the walk.
-func (s *Service) collect(ctx context.Context, cands []cand, docs *docSet, limit int, threshold *float64, stopAtThreshold bool) ([]Hit, error) {
-	hits := []Hit{}
+// stopAtThreshold, candidates below threshold end the walk. exhausted
+// reports that every candidate was looked at and fewer than limit passed.
+func (s *Service) collect(ctx context.Context, cands []cand, docs *docSet, limit int, threshold *float64, stopAtThreshold bool) (hits []Hit, exhausted bool, err error) {
+	hits = []Hit{}
 	index := map[string]int{} // segment id → position in hits
 	bad := map[string]bool{}  // segment ids that may not be returned
 	segs := map[string]*models.Segment{}
@@ -255,12 +281,17 @@ func (s *Service) collect(ctx context.Context, cands []cand, docs *docSet, limit
 		if len(need) > 0 {
 			var rows []models.Segment
 			if err := s.db.WithContext(ctx).Where("id IN ? AND enabled AND status = 'completed'", uniq(need)).Find(&rows).Error; err != nil {
-				return nil, err
+				return nil, false, err
 			}
+			var docIDs []string
 			for i := range rows {
-				if docs.byID[rows[i].DocumentID] != nil {
+				if docs.allowed[rows[i].DocumentID] {
 					segs[rows[i].ID] = &rows[i]
+					docIDs = append(docIDs, rows[i].DocumentID)
 				}
+			}
+			if err := s.load(ctx, docs, docIDs); err != nil {
+				return nil, false, err
 			}
 			for _, id := range need {
 				if segs[id] == nil {
@@ -273,10 +304,11 @@ func (s *Service) collect(ctx context.Context, cands []cand, docs *docSet, limit
 				break
 			}
 			if stopAtThreshold && threshold != nil && c.score < *threshold {
-				return s.fillChildren(ctx, hits)
+				hits, err = s.fillChildren(ctx, hits)
+				return hits, false, err
 			}
 			seg := segs[c.segment]
-			if seg == nil {
+			if seg == nil || docs.byID[seg.DocumentID] == nil {
 				continue
 			}
 			accepted++
@@ -292,7 +324,8 @@ func (s *Service) collect(ctx context.Context, cands []cand, docs *docSet, limit
 			}
 		}
 	}
-	return s.fillChildren(ctx, hits)
+	hits, err = s.fillChildren(ctx, hits)
+	return hits, accepted < limit, err
 }
 
 // fillChildren loads the text and place of the matched child chunks.
@@ -513,10 +546,18 @@ func bm25Score(rank float64) float64 {
 
 // semanticCandidates scores every stored vector of the knowledge bases'
 // embedding models against the query.
-func (s *Service) semanticCandidates(ctx context.Context, datasets []models.Dataset, query string) ([]cand, error) {
+// Only vectors of allowed documents count; with limit > 0 only the limit
+// best candidates are kept, best first.
+func (s *Service) semanticCandidates(ctx context.Context, datasets []models.Dataset, query string, docs *docSet, limit int) ([]cand, error) {
+	// Start the checks of the cached vectors first, so that they run while
+	// the query is embedded and scored (see scoreDataset).
+	sigs := make([]chan sigResult, len(datasets))
+	for i, d := range datasets {
+		sigs[i] = s.checkVectors(ctx, d.ID, indexing.ModelKey(d.EmbeddingModelProvider, d.EmbeddingModel))
+	}
 	qvecs := map[string][]float32{}
 	var out []cand
-	for _, d := range datasets {
+	for i, d := range datasets {
 		key := indexing.ModelKey(d.EmbeddingModelProvider, d.EmbeddingModel)
 		qv, ok := qvecs[key]
 		if !ok {
@@ -534,13 +575,62 @@ func (s *Service) semanticCandidates(ctx context.Context, datasets []models.Data
 			qv = vecs[0]
 			qvecs[key] = qv
 		}
-		set, err := vectorsOf(ctx, s.db, d.ID, key)
+		scored, err := s.scoreDataset(ctx, d.ID, key, qv, docs, limit, sigs[i])
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, set.score(qv)...)
+		out = append(out, scored...)
+	}
+	if limit > 0 && len(datasets) > 1 {
+		sortCands(out)
+		if len(out) > limit {
+			out = out[:limit]
+		}
 	}
 	return out, nil
+}
+
+// sigResult is the outcome of checkVectors.
+type sigResult struct {
+	sig string
+	err error
+}
+
+// checkVectors reads the signature of the stored vectors of a knowledge
+// base on its own goroutine; the channel receives it once.
+func (s *Service) checkVectors(ctx context.Context, datasetID, model string) chan sigResult {
+	c := make(chan sigResult, 1)
+	go func() {
+		sig, err := signatureOf(ctx, s.db, datasetID, model)
+		c <- sigResult{sig, err}
+	}()
+	return c
+}
+
+// scoreDataset scores the vectors of one knowledge base. Checking that
+// the cached vectors are current costs an SQL count, about as long as the
+// scoring itself at 50,000 vectors; so the check (sigc, from checkVectors)
+// runs meanwhile, and the scores of the cached vectors are used only if
+// the check then finds them current. Otherwise the vectors are read again
+// and scored anew.
+func (s *Service) scoreDataset(ctx context.Context, datasetID, model string, qv []float32, docs *docSet, limit int, sigc chan sigResult) ([]cand, error) {
+	set := cachedSet(datasetID, model)
+	var out []cand
+	if set != nil {
+		out = set.score(qv, docs.allowed, limit)
+	}
+	r := <-sigc
+	if r.err != nil {
+		return nil, r.err
+	}
+	if set != nil && set.sig == r.sig {
+		return out, nil
+	}
+	set, err := loadVectors(ctx, s.db, datasetID, model, r.sig)
+	if err != nil {
+		return nil, err
+	}
+	return set.score(qv, docs.allowed, limit), nil
 }
 
 // hybridCandidates joins semantic and full-text candidates. With weighted
@@ -548,13 +638,9 @@ func (s *Service) semanticCandidates(ctx context.Context, datasets []models.Data
 // (full-text score / best full-text score); otherwise (a rerank model
 // follows) the better of its two scores.
 func (s *Service) hybridCandidates(ctx context.Context, datasets []models.Dataset, query string, docs *docSet, pool int, rm knowledge.RetrievalModel) ([]cand, error) {
-	sem, err := s.semanticCandidates(ctx, datasets, query)
+	sem, err := s.semanticCandidates(ctx, datasets, query, docs, semanticLimit(pool))
 	if err != nil {
 		return nil, err
-	}
-	sortCands(sem)
-	if len(sem) > pool*10+100 {
-		sem = sem[:pool*10+100]
 	}
 	ft, err := s.fullTextCandidates(ctx, ids(datasets), query, docs, pool)
 	if err != nil {
