@@ -157,39 +157,6 @@ func (s *Server) streamChatflow(c echo.Context, ctx context.Context, cancel cont
 		}
 	}()
 
-	var w *sseWriter
-	ping := time.NewTicker(s.pingInterval)
-	defer ping.Stop()
-	broken := false
-	send := func(write func() error) {
-		if broken {
-			return
-		}
-		if w == nil {
-			w = startSSE(c)
-		}
-		if err := write(); err != nil {
-			broken = true
-			cancel(err)
-		}
-	}
-	for {
-		select {
-		case f, ok := <-frames:
-			if !ok {
-				if runErr == nil {
-					return nil
-				}
-				if w == nil {
-					return runErr
-				}
-				send(func() error { return w.event(turn.ErrorEvent(runErr)) })
-				return nil
-			}
-			send(func() error { return w.event(f) })
-			ping.Reset(s.pingInterval)
-		case <-ping.C:
-			send(func() error { return w.ping() })
-		}
-	}
+	return pumpFrames(c, s.pingInterval, cancel, frames, func() error { return runErr },
+		func(err error) any { return turn.ErrorEvent(err) })
 }

@@ -123,3 +123,51 @@ func (s *Server) stream(c echo.Context, g *chat.Generation) error {
 		}
 	}
 }
+
+// pumpFrames writes each value received on frames as one event until the
+// producer closes the channel. The headers go out with the first frame, so
+// a run refused before it starts still answers with a plain JSON error. A
+// ping goes out whenever the stream was quiet for interval. A failed write
+// (the client went away) cancels the run, and frames are still drained so
+// that the producer never blocks. Once frames is closed, runErr tells how the
+// producer ended: nil ends the stream; an error before any frame is returned
+// as it is; an error after frames becomes the event errorEvent builds.
+func pumpFrames(c echo.Context, interval time.Duration, cancel context.CancelCauseFunc, frames <-chan any,
+	runErr func() error, errorEvent func(error) any) error {
+	var w *sseWriter
+	ping := time.NewTicker(interval)
+	defer ping.Stop()
+	broken := false
+	send := func(write func() error) {
+		if broken {
+			return
+		}
+		if w == nil {
+			w = startSSE(c)
+		}
+		if err := write(); err != nil {
+			broken = true
+			cancel(err)
+		}
+	}
+	for {
+		select {
+		case f, ok := <-frames:
+			if !ok {
+				err := runErr()
+				if err == nil {
+					return nil
+				}
+				if w == nil {
+					return err
+				}
+				send(func() error { return w.event(errorEvent(err)) })
+				return nil
+			}
+			send(func() error { return w.event(f) })
+			ping.Reset(interval)
+		case <-ping.C:
+			send(func() error { return w.ping() })
+		}
+	}
+}

@@ -171,7 +171,7 @@ func (s *Server) runWorkflow(c echo.Context, versionID string) error {
 // Events are always drained, even after the client went away (which
 // cancels the run), so the engine never blocks on a dead stream.
 func (s *Server) streamWorkflow(c echo.Context, ctx context.Context, cancel context.CancelCauseFunc, engine *workflow.Engine, in workflow.RunInput) error {
-	events := make(chan workflow.Event, 32)
+	events := make(chan any, 32)
 	var runErr error
 	go func() {
 		defer close(events)
@@ -184,45 +184,11 @@ func (s *Server) streamWorkflow(c echo.Context, ctx context.Context, cancel cont
 		_, runErr = engine.Run(ctx, in, func(ev workflow.Event) { events <- ev })
 	}()
 
-	var w *sseWriter
-	ping := time.NewTicker(s.pingInterval)
-	defer ping.Stop()
-	broken := false
-	send := func(write func() error) {
-		if broken {
-			return
-		}
-		if w == nil {
-			w = startSSE(c)
-		}
-		if err := write(); err != nil {
-			broken = true
-			cancel(err)
-		}
-	}
-	for {
-		select {
-		case ev, ok := <-events:
-			if !ok {
-				if runErr == nil {
-					return nil
-				}
-				if w == nil {
-					return runErr
-				}
-				e := apperr.From(runErr)
-				send(func() error {
-					return w.event(workflowError{Event: "error", TaskID: in.TaskID, WorkflowRunID: in.RunID,
-						Status: e.Status, Code: e.Code, Message: e.Message})
-				})
-				return nil
-			}
-			send(func() error { return w.event(ev) })
-			ping.Reset(s.pingInterval)
-		case <-ping.C:
-			send(func() error { return w.ping() })
-		}
-	}
+	return pumpFrames(c, s.pingInterval, cancel, events, func() error { return runErr }, func(err error) any {
+		e := apperr.From(err)
+		return workflowError{Event: "error", TaskID: in.TaskID, WorkflowRunID: in.RunID,
+			Status: e.Status, Code: e.Code, Message: e.Message}
+	})
 }
 
 // StopWorkflowTaskGeneration serves POST /workflows/tasks/{task_id}/stop.
