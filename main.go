@@ -28,6 +28,7 @@ import (
 	"appkb/handlers"
 	"appkb/indexing"
 	"appkb/llm"
+	"appkb/workflowruns"
 )
 
 //go:embed openapi.yaml
@@ -242,6 +243,13 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 			return fmt.Errorf("demo: %w", err)
 		}
 		printDemo(out, addr, keys)
+	}
+
+	// Workflow runs a previous process left running can never finish now.
+	if n, err := workflowruns.New(gdb).CloseInterrupted(ctx); err != nil {
+		return err
+	} else if n > 0 {
+		log.Warn("closed workflow runs interrupted by the last stop", "runs", n)
 	}
 
 	// Documents are indexed in the background; jobs a previous run left

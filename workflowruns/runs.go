@@ -114,3 +114,23 @@ func (r *recorder) RunFinished(ctx context.Context, run *workflow.RunRecord, res
 		"finished_at":      now,
 	}).Error
 }
+
+// InterruptedError is the error recorded for runs that a stopped server
+// left unfinished.
+const InterruptedError = "The run was interrupted: the server stopped before it finished."
+
+// CloseInterrupted marks every run still recorded as running as failed. Call
+// it once at start-up, before any run can begin: no run is in progress then,
+// so a running row can only be left over from a server that stopped. It
+// returns how many runs it closed.
+func (s *Store) CloseInterrupted(ctx context.Context) (int64, error) {
+	now := time.Now().UTC()
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	res := s.db.WithContext(ctx).Model(&models.WorkflowRun{}).Where("status = ?", StatusRunning).Updates(map[string]any{
+		"status":      workflow.RunFailed,
+		"error":       InterruptedError,
+		"finished_at": now,
+	})
+	return res.RowsAffected, res.Error
+}

@@ -96,3 +96,48 @@ func TestVersionsAndRuns(t *testing.T) {
 		t.Errorf("a literal %% matched %d runs", total)
 	}
 }
+
+func TestCloseInterrupted(t *testing.T) {
+	ctx := context.Background()
+	gdb := db.OpenTemp(t)
+	a, err := apps.NewStore(gdb).Import(ctx, []byte(def))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := workflowruns.New(gdb)
+	v, err := store.Current(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := []models.WorkflowRun{
+		{AppID: a.ID, WorkflowID: v.ID, TaskID: "t1", Status: workflowruns.StatusRunning, Inputs: "{}"},
+		{AppID: a.ID, WorkflowID: v.ID, TaskID: "t2", Status: workflow.RunSucceeded, Inputs: "{}"},
+	}
+	if err := gdb.Create(&runs).Error; err != nil {
+		t.Fatal(err)
+	}
+	n, err := store.CloseInterrupted(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("CloseInterrupted = %d, %v; want 1 run closed", n, err)
+	}
+	tests := []struct {
+		id         string
+		wantStatus string
+		wantError  bool
+	}{
+		{runs[0].ID, workflow.RunFailed, true},
+		{runs[1].ID, workflow.RunSucceeded, false},
+	}
+	for _, tc := range tests {
+		var got models.WorkflowRun
+		if err := gdb.Take(&got, "id = ?", tc.id).Error; err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != tc.wantStatus || (got.Error != nil) != tc.wantError || (got.FinishedAt != nil) != tc.wantError {
+			t.Errorf("run %s: status %s, error %v, finished %v", tc.id, got.Status, got.Error, got.FinishedAt)
+		}
+	}
+	if n, _ := store.CloseInterrupted(ctx); n != 0 {
+		t.Errorf("a second call closed %d runs", n)
+	}
+}
