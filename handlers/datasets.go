@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 
 	"appkb/apperr"
@@ -47,7 +46,7 @@ func (s *Server) CreateDataset(ctx context.Context, req gen.CreateDatasetRequest
 	if err != nil {
 		return nil, err
 	}
-	return datasetJSON{ds}, nil
+	return kbJSON{ds}, nil
 }
 
 // ListDatasets serves GET /datasets: one page of the knowledge bases the key
@@ -67,7 +66,7 @@ func (s *Server) ListDatasets(ctx context.Context, req gen.ListDatasetsRequestOb
 	if err != nil {
 		return nil, err
 	}
-	return datasetJSON{page}, nil
+	return kbJSON{page}, nil
 }
 
 // GetDatasetDetail serves GET /datasets/{dataset_id}.
@@ -80,7 +79,7 @@ func (s *Server) GetDatasetDetail(ctx context.Context, req gen.GetDatasetDetailR
 	if err != nil {
 		return nil, err
 	}
-	return datasetJSON{ds}, nil
+	return kbJSON{ds}, nil
 }
 
 // UpdateDataset serves PATCH /datasets/{dataset_id}: only the settings in
@@ -122,7 +121,7 @@ func (s *Server) UpdateDataset(ctx context.Context, req gen.UpdateDatasetRequest
 	if err != nil {
 		return nil, err
 	}
-	return datasetJSON{ds}, nil
+	return kbJSON{ds}, nil
 }
 
 // DeleteDataset serves DELETE /datasets/{dataset_id}.
@@ -174,25 +173,7 @@ func (s *Server) knowledgeFor(ctx context.Context) (*knowledge.Store, knowledge.
 	return knowledge.NewStore(s.db, s.models), knowledge.Actor{KeyID: p.KeyID, Datasets: p.Datasets}, nil
 }
 
-// datasetJSON answers 200 with a knowledge base or a page of them, encoded
-// from the knowledge package's types instead of the generated ones. The
-// generated types leave out every field that is null, while Dify always
-// sends each key of a knowledge base (null when unset) and clients read them
-// by name. openapi.yaml still checks these answers in the tests.
-type datasetJSON struct{ v any }
-
-func (r datasetJSON) write(w http.ResponseWriter) error {
-	body, err := json.Marshal(r.v)
-	if err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, err = w.Write(append(body, '\n'))
-	return err
-}
-
-func (r datasetJSON) VisitCreateDatasetResponse(w http.ResponseWriter) error    { return r.write(w) }
-func (r datasetJSON) VisitListDatasetsResponse(w http.ResponseWriter) error     { return r.write(w) }
-func (r datasetJSON) VisitGetDatasetDetailResponse(w http.ResponseWriter) error { return r.write(w) }
-func (r datasetJSON) VisitUpdateDatasetResponse(w http.ResponseWriter) error    { return r.write(w) }
+func (r kbJSON) VisitCreateDatasetResponse(w http.ResponseWriter) error    { return r.write(w) }
+func (r kbJSON) VisitListDatasetsResponse(w http.ResponseWriter) error     { return r.write(w) }
+func (r kbJSON) VisitGetDatasetDetailResponse(w http.ResponseWriter) error { return r.write(w) }
+func (r kbJSON) VisitUpdateDatasetResponse(w http.ResponseWriter) error    { return r.write(w) }

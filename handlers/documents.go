@@ -41,9 +41,10 @@ func (s *Server) documentsFor(ctx context.Context) (*indexing.Service, knowledge
 	return indexing.NewService(s.db, s.models, s.dataDir), actor, nil
 }
 
-// kbJSON answers 200 with a value of the indexing package encoded as is, so
-// that null fields keep their keys (as Dify sends them); openapi.yaml still
-// checks these answers in the tests.
+// kbJSON answers 200 with a value of the knowledge or indexing packages
+// encoded as is. The generated types leave out every field that is null,
+// while Dify always sends each key (null when unset) and clients read them by
+// name; openapi.yaml still checks these answers in the tests.
 type kbJSON struct{ v any }
 
 func (r kbJSON) write(w http.ResponseWriter) error {

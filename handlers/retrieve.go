@@ -8,7 +8,6 @@ import (
 
 	"appkb/apperr"
 	"appkb/knowledge"
-	"appkb/retrieval"
 )
 
 // retrieveRecord is one hit as POST /datasets/{id}/retrieve returns it.
@@ -44,7 +43,7 @@ type retrievedChild struct {
 }
 
 // retrieveJSON answers 200 with the query and its records. Like
-// datasetJSON it writes every key, null when unset, as Dify does.
+// kbJSON it writes every key, null when unset, as Dify does.
 type retrieveJSON struct {
 	Query struct {
 		Content string `json:"content"`
@@ -53,7 +52,7 @@ type retrieveJSON struct {
 }
 
 func (r retrieveJSON) VisitRetrieveSegmentsResponse(w http.ResponseWriter) error {
-	return datasetJSON{r}.write(w)
+	return kbJSON{r}.write(w)
 }
 
 // retrieve runs a search of one knowledge base and shapes the answer.
@@ -69,7 +68,7 @@ func (s *Server) retrieve(ctx context.Context, datasetID, query string, rm knowl
 	if rm.ScoreThreshold != nil && (*rm.ScoreThreshold < 0 || *rm.ScoreThreshold > 1) {
 		return out, apperr.InvalidParam("retrieval_model.score_threshold must be between 0 and 1.")
 	}
-	hits, err := retrieval.New(s.db, s.models).Search(ctx, []string{datasetID}, query, rm)
+	hits, err := s.search.Search(ctx, []string{datasetID}, query, rm)
 	if err != nil {
 		return out, err
 	}

@@ -64,6 +64,8 @@ type Server struct {
 	// keep-alives of its streams.
 	chat         *chat.Service
 	pingInterval time.Duration
+	// search runs knowledge retrieval.
+	search *retrieval.Service
 	// flows runs workflow apps and keeps their run history.
 	flows *flows
 }
@@ -115,9 +117,10 @@ func NewServer(d Deps) (*echo.Echo, error) {
 	if chatCfg.Models == nil && d.Models != nil {
 		chatCfg.Models = d.Models
 	}
-	// One retrieval service (and so one vector cache) serves chat apps and
-	// the knowledge-retrieval nodes of workflows.
+	// One retrieval service serves the retrieve operation, chat apps and the
+	// knowledge-retrieval nodes of workflows.
 	search := retrieval.New(d.DB, d.Models)
+	srv.search = search
 	chatCfg.Retrieve = search.ForApp
 	srv.chat = chat.New(chatCfg)
 	srv.flows = newFlows(d, chatCfg.Models, retrieval.WorkflowRetriever{Service: search}, srv.chat.Tasks(), log)
