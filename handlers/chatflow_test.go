@@ -294,6 +294,15 @@ func TestChatflowStop(t *testing.T) {
 	r := bufio.NewReader(res.Body)
 	first := firstFrame(t, r)
 	task := first.str("task_id")
+	// Stop only once the spinning node runs, so the first answer is out.
+	frames := []frame{first}
+	for {
+		f := firstFrame(t, r)
+		frames = append(frames, f)
+		if f.str("event") == "node_started" && at(map[string]any(f), "data", "node_id") == "spin" {
+			break
+		}
+	}
 
 	// Another user's stop does nothing; the owner's ends the run.
 	expectStatus(t, s.post(t, "spinning", "/v1/chat-messages/"+task+"/stop", `{"user":"mallory"}`), 200, "")
@@ -303,7 +312,11 @@ func TestChatflowStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	frames := append([]frame{first}, readFrames(t, string(rest))...)
+	var raw strings.Builder
+	for _, f := range frames {
+		raw.WriteString("data: " + mustJSON(t, f) + "\n\n")
+	}
+	frames = append(frames, readFrames(t, string(rest))...)
 	answer, end := checkChatflowStream(t, frames)
 	if answer != "Spinning. " {
 		t.Errorf("answer after stop %q", answer)
@@ -315,5 +328,5 @@ func TestChatflowStop(t *testing.T) {
 		t.Errorf("stored after stop: %+v", m)
 	}
 	checkLive(t, s, request{method: "POST", path: "/v1/chat-messages", key: s.keys["spinning"], body: body},
-		res, append([]byte("data: "+mustJSON(t, first)+"\n\n"), rest...))
+		res, append([]byte(raw.String()), rest...))
 }

@@ -236,7 +236,8 @@ func (e *Engine) Run(ctx context.Context, in RunInput, emit func(Event)) (*Resul
 	}})
 	var storeErr error
 	if e.Store != nil {
-		storeErr = e.Store.RunStarted(ctx, record)
+		// Recorded even when the run is stopped at once, so it ends as stopped.
+		storeErr = e.Store.RunStarted(context.WithoutCancel(ctx), record)
 	}
 
 	res := &Result{RunID: in.RunID, TaskID: in.TaskID, WorkflowID: in.WorkflowID}
