@@ -1,0 +1,133 @@
+package sandbox
+
+// runnerScript is the Python program that python3 runs inside the
+// sandbox (as python3 -I -B -c runnerScript CPU MEM NPROC FSIZE NOFILE).
+//
+// It first lowers its resource limits, so nothing the user wrote ever runs
+// without them. Then it reads {"code": ..., "inputs": {...}} from stdin,
+// keeps a private copy of stdout for the answer and points fd 1 (and
+// sys.stdout) at stderr, so print() and even C-level writes to fd 1 cannot
+// mix with the answer. The code runs as a fresh __main__ module, main is
+// called with the inputs as keyword arguments, and exactly one JSON line
+// goes to the private copy:
+//
+//	{"result": {...}}
+//	{"error": {"kind": "...", "type": "...", "message": "...", "line": N, "source": "..."}}
+//
+// kind is one of: syntax, exception, memory, no_main, not_dict, not_json,
+// setup. The process leaves with os._exit, so threads the code started
+// cannot keep it alive.
+const runnerScript = `
+import json, os, resource, sys
+
+OUT = None
+
+
+def send(obj):
+    data = (json.dumps(obj, ensure_ascii=True, allow_nan=False) + "\n").encode("ascii")
+    view = memoryview(data)
+    while view:
+        n = os.write(OUT if OUT is not None else 1, view)
+        view = view[n:]
+
+
+def leave(obj):
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except Exception:
+            pass
+    send(obj)
+    os._exit(0)
+
+
+def fail(kind, message, type_="", line=0, source=""):
+    leave({"error": {"kind": kind, "type": type_, "message": message, "line": line, "source": source}})
+
+
+def cap(which, soft, hard):
+    _, cur_hard = resource.getrlimit(which)
+    if cur_hard != resource.RLIM_INFINITY:
+        hard = min(hard, cur_hard)
+        soft = min(soft, hard)
+    resource.setrlimit(which, (soft, hard))
+
+
+try:
+    cpu, mem, nproc, fsize, nofile = (int(a) for a in sys.argv[1:6])
+    cap(resource.RLIMIT_CPU, cpu, cpu + 1)
+    cap(resource.RLIMIT_AS, mem, mem)
+    cap(resource.RLIMIT_NPROC, nproc, nproc)
+    cap(resource.RLIMIT_FSIZE, fsize, fsize)
+    cap(resource.RLIMIT_NOFILE, nofile, nofile)
+    cap(resource.RLIMIT_CORE, 0, 0)
+except Exception as e:
+    fail("setup", "the resource limits could not be set: %s: %s" % (type(e).__name__, e))
+
+import traceback, types
+
+try:
+    request = json.loads(sys.stdin.buffer.read())
+    code = request["code"]
+    inputs = request["inputs"]
+    null = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    OUT = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+except Exception as e:
+    fail("setup", "the request could not be read: %s: %s" % (type(e).__name__, e))
+
+lines = code.splitlines()
+
+
+def source_of(n):
+    if 0 < n <= len(lines):
+        return lines[n - 1].strip()
+    return ""
+
+
+def raised(e):
+    if isinstance(e, MemoryError):
+        fail("memory", "out of memory", "MemoryError")
+    line = 0
+    for frame in traceback.extract_tb(e.__traceback__):
+        if frame.filename == "<code>":
+            line = frame.lineno or 0
+    try:
+        message = str(e)
+    except Exception:
+        message = ""
+    fail("exception", message, type(e).__name__, line, source_of(line))
+
+
+try:
+    compiled = compile(code, "<code>", "exec")
+except SyntaxError as e:
+    line = e.lineno or 0
+    fail("syntax", e.msg or "invalid syntax", type(e).__name__, line, (e.text or "").strip() or source_of(line))
+except BaseException as e:
+    raised(e)
+
+module = types.ModuleType("__main__")
+module.__dict__["__builtins__"] = __builtins__
+sys.modules["__main__"] = module
+try:
+    exec(compiled, module.__dict__)
+    main = module.__dict__.get("main")
+    if not callable(main):
+        fail("no_main", "the code does not define a function main")
+    result = main(**inputs)
+except BaseException as e:
+    raised(e)
+
+if not isinstance(result, dict):
+    fail("not_dict", "main must return a dict, not %s" % ("None" if result is None else type(result).__name__))
+try:
+    leave({"result": result})
+except MemoryError:
+    fail("memory", "out of memory", "MemoryError")
+except (TypeError, ValueError, RecursionError) as e:
+    fail("not_json", "main returned a value that cannot be turned into JSON: %s" % e)
+`
