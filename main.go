@@ -28,6 +28,7 @@ import (
 	"appkb/handlers"
 	"appkb/indexing"
 	"appkb/llm"
+	"appkb/sandbox"
 	"appkb/workflowruns"
 )
 
@@ -257,7 +258,15 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 	stopIndexing := indexing.Start(ctx, indexing.Config{DB: gdb, Models: cfg.models, DataDir: dataDir, Logger: log})
 	defer stopIndexing()
 
-	e, err := handlers.NewServer(handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, Models: cfg.models, DataDir: dataDir, FetchAllow: cfg.fetchAllow})
+	deps := handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, Models: cfg.models, DataDir: dataDir, FetchAllow: cfg.fetchAllow, Background: ctx}
+	// python3 code nodes run in a bubblewrap sandbox; without one they fail
+	// with an error saying so, never unsandboxed.
+	if py, err := sandbox.NewPython(sandbox.Config{}); err != nil {
+		log.Warn("python3 code nodes are unavailable", "err", err)
+	} else {
+		deps.Python = py
+	}
+	e, err := handlers.NewServer(deps)
 	if err != nil {
 		return err
 	}

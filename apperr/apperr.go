@@ -116,3 +116,10 @@ func Is(err error, code string) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Code == code
 }
+
+// Codes of the human input form operations.
+const (
+	CodeFormExpired     = "human_input_form_expired"
+	CodeFormSubmitted   = "human_input_form_submitted"
+	CodeInvalidFormData = "invalid_form_data"
+)

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"gorm.io/gorm"
 
 	"appkb/apikeys"
 	"appkb/apps"
@@ -47,6 +48,12 @@ func newServer(b *testing.B) *server {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return &server{e: router(b, gdb), key: keys.AppKey}
+}
+
+// router is the real API router over gdb, logging nothing.
+func router(b *testing.B, gdb *gorm.DB) *echo.Echo {
+	b.Helper()
 	spec, err := os.ReadFile("../openapi.yaml")
 	if err != nil {
 		b.Fatal(err)
@@ -56,7 +63,7 @@ func newServer(b *testing.B) *server {
 		b.Fatal(err)
 	}
 	e.Logger.SetOutput(io.Discard)
-	return &server{e: e, key: keys.AppKey}
+	return e
 }
 
 // chatBody is a request like the ones the benchmarks send; n makes the

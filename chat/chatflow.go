@@ -219,3 +219,26 @@ func (t *ChatflowTurn) ErrorEvent(err error) Event { return t.g.ErrorEvent(err) 
 func (t *ChatflowTurn) BlockingResponse(answer string, md Metadata) BlockingResponse {
 	return t.g.BlockingResponse(&Result{Answer: answer, Metadata: md})
 }
+
+// FinishResumed stores what a chatflow run that paused for human input
+// produced once it went on: the turn's message gets the whole answer, the
+// run's tokens and its status, and the conversation keeps the variables
+// the run ended with. The message was stored when the run paused.
+func (s *Service) FinishResumed(ctx context.Context, def *apps.Definition, conversationID, messageID string, out ChatflowOutcome) error {
+	status, errText := StatusNormal, (*string)(nil)
+	if out.Err != nil {
+		status = StatusError
+		msg := apperr.From(out.Err).Message
+		errText = &msg
+	}
+	s.writeMu.Lock()
+	err := s.db.WithContext(ctx).Model(&models.Message{}).Where("id = ?", messageID).Updates(map[string]any{
+		"answer": out.Answer, "total_tokens": out.TotalTokens, "status": status, "error": errText,
+		"updated_at": time.Now().UTC(),
+	}).Error
+	s.writeMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("store resumed answer: %w", err)
+	}
+	return s.saveConversationVariables(ctx, conversationID, def, out.ConversationVariables)
+}

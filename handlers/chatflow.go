@@ -75,7 +75,7 @@ func (s *Server) sendChatflowMessage(c echo.Context, app *models.App, body *gen.
 	defer s.flows.tasks.Track(turn.TaskID, app.ID, body.User, stop)()
 
 	if !turn.Streaming {
-		res, err := engine.Run(runCtx, in, nil)
+		res, err := s.flows.run(runCtx, engine, in, nil)
 		if err != nil {
 			return err
 		}
@@ -134,7 +134,7 @@ func (s *Server) streamChatflow(c echo.Context, ctx context.Context, cancel cont
 				runErr = apperr.Internal(fmt.Errorf("chatflow run panicked: %v", p))
 			}
 		}()
-		res, err := engine.Run(ctx, in, func(ev workflow.Event) {
+		res, err := s.flows.run(ctx, engine, in, func(ev workflow.Event) {
 			if tc, ok := ev.(*workflow.TextChunk); ok {
 				frames <- turn.MessageEvent(tc.Data.Text)
 				return
@@ -152,6 +152,9 @@ func (s *Server) streamChatflow(c echo.Context, ctx context.Context, cancel cont
 			frames <- turn.ErrorEvent(failure)
 		case err != nil:
 			frames <- turn.ErrorEvent(err)
+		case res.Status == workflow.RunPaused:
+			// The stream ends with workflow_paused; the run goes on once
+			// its form is answered (GET /workflow/{id}/events follows it).
 		default:
 			frames <- turn.MessageEndEvent(md)
 		}

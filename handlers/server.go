@@ -5,6 +5,7 @@
 package handlers
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -21,6 +22,7 @@ import (
 	"appkb/gen"
 	"appkb/llm"
 	"appkb/retrieval"
+	"appkb/workflow"
 )
 
 // basePath is where every operation of the API is mounted.
@@ -48,6 +50,12 @@ type Deps struct {
 	// ChatModels, when set, replaces Models as the source of chat models
 	// for chat and completion apps (tests put slow or failing fakes here).
 	ChatModels chat.Models
+	// Background, when set, bounds the server's background work: timing
+	// out the overdue forms of paused workflow runs, once a minute.
+	Background context.Context
+	// Python runs the python3 code nodes of workflows; when nil those
+	// nodes fail with an error saying the sandbox is missing.
+	Python workflow.CodeRunner
 }
 
 // DefaultPingInterval is the keep-alive period of message streams.
@@ -123,7 +131,7 @@ func NewServer(d Deps) (*echo.Echo, error) {
 	srv.search = search
 	chatCfg.Retrieve = search.ForApp
 	srv.chat = chat.New(chatCfg)
-	srv.flows = newFlows(d, chatCfg.Models, retrieval.WorkflowRetriever{Service: search}, srv.chat.Tasks(), log)
+	srv.flows = newFlows(d, chatCfg.Models, retrieval.WorkflowRetriever{Service: search}, srv.chat, log)
 
 	// Signed download links of knowledge documents (outside /v1: the link
 	// itself is the credential).
@@ -163,6 +171,11 @@ func (a api) ExecuteWorkflow(c echo.Context) error { return a.srv.runWorkflow(c,
 // streaming.
 func (a api) RunWorkflowById(c echo.Context, workflowID string) error {
 	return a.srv.runWorkflow(c, workflowID)
+}
+
+// StreamWorkflowEvents serves GET /workflow/{workflow_run_id}/events.
+func (a api) StreamWorkflowEvents(c echo.Context, runID string, params gen.StreamWorkflowEventsParams) error {
+	return a.srv.streamRunEvents(c, runID, params)
 }
 
 // requestLogger logs one line per request with log/slog.

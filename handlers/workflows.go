@@ -20,6 +20,7 @@ import (
 	"appkb/files"
 	"appkb/gen"
 	"appkb/models"
+	"appkb/resumer"
 	"appkb/workflow"
 	"appkb/workflowruns"
 )
@@ -36,12 +37,64 @@ type flows struct {
 	// tasks is the chat runtime's registry, so that one task id space
 	// covers every kind of generation.
 	tasks *chat.Tasks
+	// forms keeps the forms of human-input nodes; hub carries the events
+	// of runs in progress to other requests; resumer continues paused
+	// runs.
+	forms   *workflowruns.Forms
+	hub     *resumer.Hub
+	resumer *resumer.Resumer
+	python  workflow.CodeRunner
+	// chat stores the answers of chatflow turns that resumed.
+	chat *chat.Service
+	// files holds the uploads that file variables point at.
+	files *files.Store
 	log   *slog.Logger
 }
 
-func newFlows(d Deps, models workflow.ModelSource, retriever workflow.Retriever, tasks *chat.Tasks, log *slog.Logger) *flows {
-	return &flows{runs: workflowruns.New(d.DB), users: endusers.NewStore(d.DB), models: models, retriever: retriever,
-		guard: &files.Guard{Allow: d.FetchAllow}, tasks: tasks, log: log}
+func newFlows(d Deps, models workflow.ModelSource, retriever workflow.Retriever, chatSvc *chat.Service, log *slog.Logger) *flows {
+	runs := workflowruns.New(d.DB)
+	tasks := chatSvc.Tasks()
+	f := &flows{runs: runs, users: endusers.NewStore(d.DB), models: models, retriever: retriever,
+		guard: &files.Guard{Allow: d.FetchAllow}, tasks: tasks, forms: runs.Forms(), hub: resumer.NewHub(),
+		python: d.Python, files: remoteFiles(d), chat: chatSvc, log: log}
+	f.resumer = &resumer.Resumer{Runs: runs, Forms: f.forms, Engine: f.engine, Hub: f.hub, Log: log,
+		Track: func(taskID, appID, user string, cancel context.CancelCauseFunc) func() {
+			return tasks.Track(taskID, appID, user, cancel)
+		}}
+	f.resumer.Finished = f.finishChatflow
+	if d.Background != nil {
+		go f.resumer.ExpireLoop(d.Background, time.Minute)
+	}
+	return f
+}
+
+// finishChatflow stores the answer of a chatflow turn whose run paused
+// and has now ended.
+func (f *flows) finishChatflow(ctx context.Context, def *apps.Definition, p *workflowruns.Paused, res *workflow.Result) {
+	if f.chat == nil || p.Run.MessageID == nil || p.Run.ConversationID == nil {
+		return
+	}
+	out := chatflowOutcome(res, runFailure(res))
+	if err := f.chat.FinishResumed(ctx, def, *p.Run.ConversationID, *p.Run.MessageID, out); err != nil {
+		f.log.Error("chatflow: storing a resumed answer failed", "run", res.RunID, "err", err)
+	}
+}
+
+// run runs a graph for a request, publishing its events on the hub as
+// well as to emit, and lets the resumer take up a run that paused.
+func (f *flows) run(ctx context.Context, engine *workflow.Engine, in workflow.RunInput, emit func(workflow.Event)) (*workflow.Result, error) {
+	seg := f.hub.Begin(in.RunID)
+	defer seg.End()
+	res, err := engine.Run(ctx, in, func(ev workflow.Event) {
+		seg.Publish(ev)
+		if emit != nil {
+			emit(ev)
+		}
+	})
+	if err == nil && res.Status == workflow.RunPaused {
+		f.resumer.Paused(context.WithoutCancel(ctx), res)
+	}
+	return res, err
 }
 
 // engine is a workflow engine for one run, recording it for meta's end user.
@@ -51,6 +104,9 @@ func (f *flows) engine(meta workflowruns.RunMeta) *workflow.Engine {
 		Retriever: f.retriever,
 		Store:     f.runs.Recorder(meta),
 		HTTPGuard: f.guard,
+		Forms:     f.forms,
+		Python:    f.python,
+		Files:     f.files,
 		Logger:    f.log,
 	}
 }
@@ -149,12 +205,21 @@ func (s *Server) runWorkflow(c echo.Context, versionID string) error {
 
 	if body.ResponseMode == nil || *body.ResponseMode != string(gen.WorkflowExecutionRequestResponseModeStreaming) {
 		var end *workflow.WorkflowFinished
-		if _, err := engine.Run(runCtx, in, func(ev workflow.Event) {
+		res, err := s.flows.run(runCtx, engine, in, func(ev workflow.Event) {
 			if f, ok := ev.(*workflow.WorkflowFinished); ok {
 				end = f
 			}
-		}); err != nil {
+		})
+		if err != nil {
 			return err
+		}
+		if res.Status == workflow.RunPaused {
+			// A paused run answers with what it has so far.
+			return c.JSON(http.StatusOK, workflowBlocking{TaskID: in.TaskID, WorkflowRunID: in.RunID, Data: workflow.WorkflowFinishedData{
+				ID: in.RunID, WorkflowID: in.WorkflowID, Status: res.Status, Outputs: map[string]any{},
+				ElapsedTime: res.ElapsedTime, TotalTokens: res.TotalTokens, TotalSteps: res.TotalSteps,
+				CreatedAt: res.Snapshot.CreatedAt, Files: []any{},
+			}})
 		}
 		if end == nil {
 			return apperr.Internal(errors.New("workflow run ended without workflow_finished"))
@@ -181,7 +246,7 @@ func (s *Server) streamWorkflow(c echo.Context, ctx context.Context, cancel cont
 				runErr = apperr.Internal(fmt.Errorf("workflow run panicked: %v", p))
 			}
 		}()
-		_, runErr = engine.Run(ctx, in, func(ev workflow.Event) { events <- ev })
+		_, runErr = s.flows.run(ctx, engine, in, func(ev workflow.Event) { events <- ev })
 	}()
 
 	return pumpFrames(c, s.pingInterval, cancel, events, func() error { return runErr }, func(err error) any {
@@ -215,16 +280,9 @@ func (s *Server) StopWorkflowTaskGeneration(ctx context.Context, req gen.StopWor
 
 // GetWorkflowRunDetail serves GET /workflows/run/{workflow_run_id}.
 func (s *Server) GetWorkflowRunDetail(ctx context.Context, req gen.GetWorkflowRunDetailRequestObject) (gen.GetWorkflowRunDetailResponseObject, error) {
-	p, err := principalFrom(ctx)
+	app, err := s.flowApp(ctx)
 	if err != nil {
 		return nil, err
-	}
-	app, err := s.apps.Get(ctx, p.AppID)
-	if err != nil {
-		return nil, err
-	}
-	if !apps.UsesWorkflow(app.Mode) {
-		return nil, notWorkflowApp()
 	}
 	run, err := s.flows.runs.Run(ctx, app.ID, req.WorkflowRunId)
 	if err != nil {
@@ -320,7 +378,8 @@ func unixOrNil(t *time.Time) *int64 {
 	return &u
 }
 
-// StreamWorkflowEvents serves GET /workflow/{workflow_run_id}/events.
-func (s *Server) StreamWorkflowEvents(ctx context.Context, req gen.StreamWorkflowEventsRequestObject) (gen.StreamWorkflowEventsResponseObject, error) {
-	return nil, apperr.NotImplemented("GET /workflow/{workflow_run_id}/events")
+// StreamWorkflowEvents is the strict form of GET
+// /workflow/{workflow_run_id}/events, served by streamRunEvents instead.
+func (s *Server) StreamWorkflowEvents(context.Context, gen.StreamWorkflowEventsRequestObject) (gen.StreamWorkflowEventsResponseObject, error) {
+	return nil, apperr.Internal(errors.New("GET /workflow/{workflow_run_id}/events is served by the raw handler"))
 }

@@ -42,6 +42,8 @@ type WorkflowRun struct {
 	ExceptionsCount int
 	CreatedAt       time.Time
 	FinishedAt      *time.Time
+	// PauseState is the JSON snapshot a paused run resumes from.
+	PauseState *string
 }
 
 func (r *WorkflowRun) BeforeCreate(*gorm.DB) error { setID(&r.ID); return nil }
@@ -67,3 +69,21 @@ type WorkflowNodeExecution struct {
 }
 
 func (e *WorkflowNodeExecution) BeforeCreate(*gorm.DB) error { setID(&e.ID); return nil }
+
+// HumanInputForm is the form a paused run waits on at one human-input
+// node.
+type HumanInputForm struct {
+	ID            string `gorm:"primaryKey"`
+	Token         string
+	AppID         string
+	WorkflowRunID string
+	NodeID        string
+	Definition    string // JSON of workflow.HumanForm, without the answer
+	Status        string
+	ActionID      *string
+	SubmittedData *string // JSON object
+	SubmittedBy   *string
+	ExpiresAt     time.Time
+	CreatedAt     time.Time
+	SubmittedAt   *time.Time
+}

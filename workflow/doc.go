@@ -27,8 +27,10 @@
 // start_node_id, or at its iteration-start / loop-start node, and runs with
 // the same scheduler once per item or round; the outputs of the inner
 // nodes are cleared between rounds. Inner node executions count towards
-// Engine.MaxSteps. Iteration rounds run one after another even when
-// is_parallel is set (the result is the same, only slower). A loop stops
+// Engine.MaxSteps. With is_parallel, up to parallel_nums rounds (at most
+// 10) of an iteration run at once, each on its own copy of the variables;
+// the conversation and loop variables a round changes are written back
+// when it ends, and the outputs keep the order of the items. A loop stops
 // after loop_count rounds, when its break conditions hold (checked before
 // the first round and after each) or when a round reaches loop-end; its
 // variables live under the loop's id and assigner nodes may write them.
@@ -42,6 +44,32 @@
 // addresses. ssl_verify is ignored: certificates are always verified.
 // A binary response becomes a file that points back at the URL it came
 // from, since the engine has no file store.
+//
+// # Code, tools and agents
+//
+// javascript code runs in-process with goja under Engine.CodeTimeout;
+// python3 code runs through Engine.Python, a CodeRunner that isolates it
+// in another process (package sandbox uses bubblewrap). Without one,
+// python3 nodes fail; they never run unsandboxed. tool nodes run the
+// built-in tools of tools.go (listed in docs/tools.md); any other tool or
+// plugin fails the node and names it. agent nodes run the
+// function-calling loop over those tools on the engine's models.
+// document-extractor nodes read uploads from Engine.Files and remote files
+// through the guard below.
+//
+// # Human input
+//
+// A human-input node stores a form through Engine.Forms, announces it
+// with human_input_required and pauses its branch; other branches run on
+// until nothing is left to run, and the run ends with workflow_paused
+// (status "paused") and a Snapshot in its Result: the variables (never the
+// environment ones), the state of every node and edge, and the counters.
+// Running the same RunInput again with Resume set to that snapshot and
+// the run's forms continues where it stopped: workflow_started (reason
+// "resumption"), then the answered node finishes with the form's values
+// and follows the edge of the chosen action (or __timeout), and waiting
+// nodes pause again. Human-input nodes may not sit inside iterations or
+// loops.
 //
 // # Limits
 //

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -48,7 +49,24 @@ type Engine struct {
 	// when HTTPClient is nil; nil is the zero files.Guard, which refuses
 	// loopback, private and metadata addresses.
 	HTTPGuard *files.Guard
-	Logger    *slog.Logger
+	// Python runs python3 code nodes in a sandbox; when nil, python3
+	// code nodes fail with an error saying the sandbox is unavailable.
+	Python CodeRunner
+	// Files reads the uploaded files that file variables point at (for
+	// document-extractor nodes); when nil only remote files are read.
+	Files *files.Store
+	// Forms keeps the forms of human-input nodes; without it those nodes
+	// fail.
+	Forms  FormStore
+	Logger *slog.Logger
+}
+
+// CodeRunner runs the code of a code node in some isolated runtime. main
+// receives the inputs as keyword arguments and must return an object,
+// which Run returns. An error is the code's failure, in words a workflow
+// author can act on.
+type CodeRunner interface {
+	Run(ctx context.Context, code string, inputs map[string]any) (map[string]any, error)
 }
 
 // Defaults of Engine.
@@ -86,6 +104,9 @@ type RunInput struct {
 	ConversationVariables map[string]any
 	// History is the conversation so far, oldest first, for llm memory.
 	History []llm.Message
+	// Resume, when set, continues the paused run RunID instead of
+	// starting a new one.
+	Resume *Resume
 }
 
 // Result is the outcome of a run, the same facts as workflow_finished.
@@ -103,6 +124,10 @@ type Result struct {
 	ExceptionsCount int
 	// ConversationVariables are the values to keep for the next turn.
 	ConversationVariables map[string]any
+	// Snapshot and Forms are set when the run paused (Status RunPaused):
+	// what the run needs to go on, and the forms it waits on.
+	Snapshot *Snapshot
+	Forms    []*HumanForm
 }
 
 // NodeError is a node failure with the error type shown in error
@@ -127,6 +152,8 @@ type outcome struct {
 	tokens   int
 	price    float64
 	currency string
+	// pause is set when the node waits on this form; the run pauses.
+	pause *HumanForm
 }
 
 // run is the state of one run.
@@ -208,11 +235,17 @@ func (e *Engine) Run(ctx context.Context, in RunInput, emit func(Event)) (*Resul
 	if in.Mode == "" {
 		in.Mode = ModeWorkflow
 	}
-	inputs, err := validateInputs(g.root, in.Inputs)
-	if err != nil {
-		return nil, err
+	resume := in.Resume
+	if resume != nil && (resume.Snapshot == nil || in.RunID == "") {
+		return nil, fmt.Errorf("workflow: resuming needs the run id and its snapshot")
 	}
-	in.Inputs = inputs
+	if resume == nil {
+		inputs, err := validateInputs(g.root, in.Inputs)
+		if err != nil {
+			return nil, err
+		}
+		in.Inputs = inputs
+	}
 	if in.RunID == "" {
 		in.RunID = uuid.NewString()
 	}
@@ -228,16 +261,30 @@ func (e *Engine) Run(ctx context.Context, in RunInput, emit func(Event)) (*Resul
 		env: Envelope{TaskID: in.TaskID, WorkflowRunID: in.RunID, MessageID: in.MessageID, ConversationID: in.ConversationID},
 	}
 	r.fillPool()
+	createdAt, elapsedBefore, reason := r.start.Unix(), 0.0, "initial"
+	if resume != nil {
+		snap := resume.Snapshot
+		r.pool.restore(snap.Variables)
+		r.steps.Store(snap.Steps)
+		r.exceptions.Store(snap.Exceptions)
+		r.answer.WriteString(snap.Answer)
+		maps.Copy(r.streamed, snap.Streamed)
+		createdAt, elapsedBefore, reason = snap.CreatedAt, snap.Elapsed, "resumption"
+	}
 
 	record := &RunRecord{ID: in.RunID, TaskID: in.TaskID, WorkflowID: in.WorkflowID, AppID: in.AppID, UserID: in.UserID,
-		ConversationID: in.ConversationID, MessageID: in.MessageID, Inputs: in.Inputs, CreatedAt: r.start.Unix()}
+		ConversationID: in.ConversationID, MessageID: in.MessageID, Inputs: in.Inputs, CreatedAt: createdAt}
 	r.emit(&WorkflowStarted{Envelope: r.envelope(EventWorkflowStarted), Data: WorkflowStartedData{
-		ID: in.RunID, WorkflowID: in.WorkflowID, Inputs: publicInputs(in.Inputs), CreatedAt: r.start.Unix(), Reason: "initial",
+		ID: in.RunID, WorkflowID: in.WorkflowID, Inputs: publicInputs(in.Inputs), CreatedAt: createdAt, Reason: reason,
 	}})
 	var storeErr error
 	if e.Store != nil {
 		// Recorded even when the run is stopped at once, so it ends as stopped.
-		storeErr = e.Store.RunStarted(context.WithoutCancel(ctx), record)
+		if resume != nil {
+			storeErr = e.Store.RunResumed(context.WithoutCancel(ctx), record)
+		} else {
+			storeErr = e.Store.RunStarted(context.WithoutCancel(ctx), record)
+		}
 	}
 
 	res := &Result{RunID: in.RunID, TaskID: in.TaskID, WorkflowID: in.WorkflowID}
@@ -246,7 +293,7 @@ func (e *Engine) Run(ctx context.Context, in RunInput, emit func(Event)) (*Resul
 	} else {
 		r.schedule(ctx, res)
 	}
-	res.ElapsedTime = time.Since(r.start).Seconds()
+	res.ElapsedTime = elapsedBefore + time.Since(r.start).Seconds()
 	res.Error = r.pool.Redact(res.Error)
 	res.ConversationVariables = r.pool.Scope(ScopeConversation)
 	if in.Mode == ModeChatflow {
@@ -268,11 +315,16 @@ func (e *Engine) Run(ctx context.Context, in RunInput, emit func(Event)) (*Resul
 	if outputs == nil {
 		outputs = map[string]any{}
 	}
-	r.emit(&WorkflowFinished{Envelope: r.envelope(EventWorkflowFinished), Data: WorkflowFinishedData{
-		ID: in.RunID, WorkflowID: in.WorkflowID, Status: res.Status, Outputs: plainMap(outputs), Error: errp,
-		ElapsedTime: res.ElapsedTime, TotalTokens: res.TotalTokens, TotalSteps: res.TotalSteps,
-		CreatedAt: r.start.Unix(), FinishedAt: time.Now().Unix(), ExceptionsCount: res.ExceptionsCount, Files: []any{},
-	}})
+	if res.Status == RunPaused {
+		res.Snapshot.Elapsed, res.Snapshot.CreatedAt = res.ElapsedTime, createdAt
+		r.emit(res.PausedEvent(r.envelope(EventWorkflowPaused), createdAt))
+	} else {
+		r.emit(&WorkflowFinished{Envelope: r.envelope(EventWorkflowFinished), Data: WorkflowFinishedData{
+			ID: in.RunID, WorkflowID: in.WorkflowID, Status: res.Status, Outputs: plainMap(outputs), Error: errp,
+			ElapsedTime: res.ElapsedTime, TotalTokens: res.TotalTokens, TotalSteps: res.TotalSteps,
+			CreatedAt: createdAt, FinishedAt: time.Now().Unix(), ExceptionsCount: res.ExceptionsCount, Files: []any{},
+		}})
+	}
 	if e.Store != nil && storeErr == nil {
 		if err := e.Store.RunFinished(context.WithoutCancel(ctx), record, res); err != nil {
 			e.logger().Error("workflow: recording the end of a run failed", "run", in.RunID, "err", err)
@@ -342,7 +394,12 @@ const (
 	stateRunning
 	stateDone
 	stateSkipped
+	// statePaused is a human-input node waiting on its form.
+	statePaused
 )
+
+// nodePaused is the finished status of a node that paused the run.
+const nodePaused = "paused"
 
 type edgeState int
 
@@ -356,7 +413,7 @@ const (
 type finished struct {
 	node *gnode
 	out  *outcome
-	// status is succeeded, exception or failed.
+	// status is succeeded, exception, failed or paused.
 	status string
 	err    error
 }
@@ -381,6 +438,8 @@ func (r *run) schedule(parent context.Context, res *Result) {
 		res.Status, res.Error = RunFailed, fmt.Sprintf("The run took longer than %s and was stopped.", timeout)
 	case fail != "":
 		res.Status, res.Error = RunFailed, fail
+	case len(wr.paused) > 0:
+		res.Status, res.Snapshot, res.Forms = RunPaused, wr.snapshot, wr.forms
 	default:
 		res.Status = RunSucceeded
 	}
@@ -398,6 +457,11 @@ type walkResult struct {
 	hasEnd  bool
 	// loopEnd is set when a loop-end node ran.
 	loopEnd bool
+	// paused names the human-input nodes that wait on forms, and forms
+	// holds those forms; snapshot is the state to resume from.
+	paused   []string
+	forms    []*HumanForm
+	snapshot *Snapshot
 }
 
 // walk runs g from its root until no node is left to run, or a node
@@ -462,7 +526,12 @@ func (r *run) walk(parent context.Context, g *Graph) walkResult {
 		}
 	}
 
-	ready = append(ready, g.root)
+	top := g == r.g
+	if top && r.in.Resume != nil {
+		ready = r.restore(g, nodes, edges, &wr)
+	} else {
+		ready = append(ready, g.root)
+	}
 	for {
 		for wr.fail == "" && !wr.loopEnd && running < par && len(ready) > 0 {
 			slices.SortFunc(ready, func(a, b *gnode) int { return a.order - b.order })
@@ -488,6 +557,12 @@ func (r *run) walk(parent context.Context, g *Graph) walkResult {
 		}
 		f := <-results
 		running--
+		if f.status == nodePaused {
+			nodes[f.node] = statePaused
+			wr.paused = append(wr.paused, f.node.id)
+			wr.forms = append(wr.forms, f.out.pause)
+			continue
+		}
 		nodes[f.node] = stateDone
 		switch f.status {
 		case NodeFailed:
@@ -518,7 +593,75 @@ func (r *run) walk(parent context.Context, g *Graph) walkResult {
 		}
 	}
 	wg.Wait()
+	if top && len(wr.paused) > 0 {
+		wr.snapshot = r.snapshot(g, nodes, edges, wr)
+	}
 	return wr
+}
+
+// Names of node states in a Snapshot.
+const (
+	snapDone    = "done"
+	snapSkipped = "skipped"
+	snapPaused  = "paused"
+)
+
+// snapshot captures the state of a paused top-level pass.
+func (r *run) snapshot(g *Graph, nodes map[*gnode]nodeState, edges []edgeState, wr walkResult) *Snapshot {
+	snap := &Snapshot{
+		Variables: r.pool.snapshot(), Nodes: map[string]string{}, Edges: make([]int, len(edges)),
+		Paused: wr.paused, Steps: r.steps.Load(), Exceptions: r.exceptions.Load(),
+		Tokens: wr.tokens, Outputs: plainMap(wr.outputs), HasEnd: wr.hasEnd,
+	}
+	for n, st := range nodes {
+		switch st {
+		case stateDone:
+			snap.Nodes[n.id] = snapDone
+		case stateSkipped:
+			snap.Nodes[n.id] = snapSkipped
+		case statePaused:
+			snap.Nodes[n.id] = snapPaused
+		}
+	}
+	for i, e := range edges {
+		snap.Edges[i] = int(e)
+	}
+	r.mu.Lock()
+	snap.Answer = r.answer.String()
+	snap.Streamed = maps.Clone(r.streamed)
+	r.mu.Unlock()
+	return snap
+}
+
+// restore loads a paused pass's state into the scheduler's tables and
+// returns the nodes to run first: the ones that paused.
+func (r *run) restore(g *Graph, nodes map[*gnode]nodeState, edges []edgeState, wr *walkResult) []*gnode {
+	snap := r.in.Resume.Snapshot
+	var ready []*gnode
+	for id, st := range snap.Nodes {
+		n := g.byID[id]
+		if n == nil {
+			continue
+		}
+		switch st {
+		case snapDone:
+			nodes[n] = stateDone
+		case snapSkipped:
+			nodes[n] = stateSkipped
+		case snapPaused:
+			ready = append(ready, n)
+		}
+	}
+	for i := range edges {
+		if i < len(snap.Edges) {
+			edges[i] = edgeState(snap.Edges[i])
+		}
+	}
+	wr.tokens, wr.hasEnd = snap.Tokens, snap.HasEnd
+	for k, v := range snap.Outputs {
+		wr.outputs[k] = v
+	}
+	return ready
 }
 
 // predecessor is the source of the first taken edge into n.

@@ -150,11 +150,11 @@ func TestGraphs(t *testing.T) {
 			name: "a node type that is not built yet fails the run naming it",
 			src: graph(`
   - id: x
-    data: {type: tool, title: Tool}`+endQ,
+    data: {type: trigger-webhook, title: Hook}`+endQ,
 				edge("start", "source", "x"), edge("x", "source", "end")),
 			inputs:     map[string]any{"q": "x"},
 			wantStatus: RunFailed,
-			wantErr:    `The node type "tool" (node "Tool") is not supported yet.`,
+			wantErr:    `The node type "trigger-webhook" (node "Hook") is not supported yet.`,
 			wantTrace:  "start:start finish:start:succeeded start:x finish:x:failed",
 		},
 		{

@@ -34,12 +34,6 @@ type executor func(x *nodeRun) (*outcome, error)
 // init functions to avoid an initialisation cycle.
 var executors = map[string]executor{}
 
-// unsupported lists the node kinds that fail with "not supported yet".
-var unsupported = []string{
-	"tool", "agent", "human-input", "document-extractor",
-	"trigger-webhook", "trigger-schedule", "trigger-plugin",
-}
-
 func runExecutor(x *nodeRun) (out *outcome, err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -124,6 +118,11 @@ func (r *run) execute(ctx context.Context, n *gnode, index int, pred *string) fi
 		case <-ctx.Done():
 		case <-time.After(interval):
 		}
+	}
+	if err == nil && out != nil && out.pause != nil {
+		// A node waiting on a form has not finished: no node_finished
+		// until the run resumes and the node runs again.
+		return finished{node: n, out: out, status: nodePaused}
 	}
 	if out == nil {
 		out = &outcome{}

@@ -18,8 +18,9 @@ func init() {
 
 // runCode runs a code node. javascript runs in-process with goja under
 // Engine.CodeTimeout: main receives one object holding the declared
-// variables and must return an object. python3 needs the sandbox, which
-// does not exist yet, so it fails.
+// variables and must return an object. python3 runs out of process through
+// Engine.Python (a sandbox with limits of its own): main receives the
+// variables as keyword arguments and must return a dict.
 func runCode(x *nodeRun) (*outcome, error) {
 	inputs := map[string]any{}
 	for _, v := range asList2(x.d["variables"]) {
@@ -32,7 +33,7 @@ func runCode(x *nodeRun) (*outcome, error) {
 	case "javascript":
 		result, err = x.runJavaScript(asString(x.d["code"]), inputs)
 	case "python3", "python":
-		err = nodeErr("CodeNodeError", "The code node %q uses python3, which is not available yet: the python sandbox is not built.", x.n.title)
+		result, err = x.runPython(asString(x.d["code"]), inputs)
 	default:
 		err = nodeErr("CodeNodeError", "The code node %q uses the language %q, which is not supported.", x.n.title, lang)
 	}
@@ -79,6 +80,22 @@ func (x *nodeRun) runJavaScript(code string, args map[string]any) (map[string]an
 		return nil, nodeErr("CodeNodeError", "main must return an object, not %s.", res.ExportType())
 	}
 	return m, nil
+}
+
+// runPython hands python3 code to Engine.Python. Without one the node
+// fails: python code never runs outside a sandbox.
+func (x *nodeRun) runPython(code string, args map[string]any) (map[string]any, error) {
+	if x.r.e.Python == nil {
+		return nil, nodeErr("CodeNodeError", "The code node %q uses python3, which is not available yet on this server: no python sandbox is configured (it needs bubblewrap).", x.n.title)
+	}
+	res, err := x.r.e.Python.Run(x.ctx, code, args)
+	if err != nil {
+		return nil, nodeErr("CodeNodeError", "The code failed: %v", err)
+	}
+	if res == nil {
+		return nil, nodeErr("CodeNodeError", "main must return a dict.")
+	}
+	return plainMap(res), nil
 }
 
 // contextAfter calls f when the node's context ends, until the returned

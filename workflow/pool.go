@@ -243,3 +243,31 @@ func (p *Pool) redactMap(m map[string]any) map[string]any {
 	}
 	return p.redactValue(m).(map[string]any)
 }
+
+// ---------------------------------------------------------------------
+// Round scopes. A parallel iteration runs each round against a pool of its
+// own so that rounds cannot see or clobber each other's inner outputs.
+// The functions below only add to Pool; nothing above depends on them.
+// ---------------------------------------------------------------------
+
+// fork returns a new pool that starts with every variable p holds now,
+// secrets included. Scope maps are copied, values are shared: values in a
+// pool are replaced, never changed in place, so sharing them is safe.
+// Writes to the fork never reach p; writeBack (nodes_container.go) copies
+// back the ones that must.
+func (p *Pool) fork() *Pool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	c := &Pool{vars: make(map[string]map[string]any, len(p.vars)+4), secrets: make(map[string]bool, len(p.secrets))}
+	for scope, m := range p.vars {
+		cm := make(map[string]any, len(m))
+		for k, v := range m {
+			cm[k] = v
+		}
+		c.vars[scope] = cm
+	}
+	for k, v := range p.secrets {
+		c.secrets[k] = v
+	}
+	return c
+}

@@ -10,10 +10,14 @@ import "context"
 type RunStore interface {
 	// RunStarted records a new run (status "running").
 	RunStarted(ctx context.Context, run *RunRecord) error
+	// RunResumed records that a paused run is running again.
+	RunResumed(ctx context.Context, run *RunRecord) error
 	// NodeFinished records one finished node execution.
 	NodeFinished(ctx context.Context, exec *NodeFinishedData, runID string) error
 	// RunFinished records the outcome of a run, including the final
-	// conversation variables to keep for the next turn of a chatflow.
+	// conversation variables to keep for the next turn of a chatflow. A
+	// paused run ends here too, with status RunPaused and the snapshot to
+	// resume from.
 	RunFinished(ctx context.Context, run *RunRecord, result *Result) error
 }
 

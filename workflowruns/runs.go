@@ -77,6 +77,18 @@ func (r *recorder) RunStarted(ctx context.Context, run *workflow.RunRecord) erro
 	return nil
 }
 
+func (r *recorder) RunResumed(ctx context.Context, run *workflow.RunRecord) error {
+	r.s.writeMu.Lock()
+	defer r.s.writeMu.Unlock()
+	err := r.s.db.WithContext(ctx).Model(&models.WorkflowRun{}).Where("id = ?", run.ID).Updates(map[string]any{
+		"status": StatusRunning, "pause_state": nil, "finished_at": nil,
+	}).Error
+	if err != nil {
+		return fmt.Errorf("store resumed workflow run: %w", err)
+	}
+	return nil
+}
+
 func (r *recorder) NodeFinished(ctx context.Context, d *workflow.NodeFinishedData, runID string) error {
 	finished := time.Unix(d.FinishedAt, 0).UTC()
 	row := &models.WorkflowNodeExecution{
@@ -101,9 +113,18 @@ func (r *recorder) RunFinished(ctx context.Context, run *workflow.RunRecord, res
 	if outputs == nil {
 		outputs = map[string]any{}
 	}
+	var pause *string
+	if res.Snapshot != nil {
+		text, err := res.Snapshot.Marshal()
+		if err != nil {
+			return err
+		}
+		pause = &text
+	}
 	r.s.writeMu.Lock()
 	defer r.s.writeMu.Unlock()
 	return r.s.db.WithContext(ctx).Model(&models.WorkflowRun{}).Where("id = ?", run.ID).Updates(map[string]any{
+		"pause_state":      pause,
 		"status":           res.Status,
 		"outputs":          jsonText(outputs, "{}"),
 		"error":            optString(res.Error),
@@ -112,6 +133,16 @@ func (r *recorder) RunFinished(ctx context.Context, run *workflow.RunRecord, res
 		"total_steps":      res.TotalSteps,
 		"exceptions_count": res.ExceptionsCount,
 		"finished_at":      now,
+	}).Error
+}
+
+// Fail ends a run that could not go on with the given error.
+func (s *Store) Fail(ctx context.Context, runID, msg string) error {
+	now := time.Now().UTC()
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	return s.db.WithContext(ctx).Model(&models.WorkflowRun{}).Where("id = ?", runID).Updates(map[string]any{
+		"status": workflow.RunFailed, "error": msg, "finished_at": now, "pause_state": nil,
 	}).Error
 }
 

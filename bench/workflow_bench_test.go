@@ -1,0 +1,114 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"appkb/apikeys"
+	"appkb/apps"
+	"appkb/db"
+)
+
+// workflowServer is the real HTTP handler over a fresh database holding
+// the 20-node app of testdata/workflow20.yml, and a key for it.
+type workflowServer struct {
+	e   *echo.Echo
+	key string
+}
+
+func newWorkflowServer(b *testing.B) *workflowServer {
+	b.Helper()
+	ctx := context.Background()
+	gdb, err := db.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close(gdb) })
+	def, err := os.ReadFile("testdata/workflow20.yml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	app, err := apps.NewStore(gdb).Import(ctx, def)
+	if err != nil {
+		b.Fatal(err)
+	}
+	key, err := apikeys.NewStore(gdb).CreateAppKey(ctx, app.ID, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &workflowServer{e: router(b, gdb), key: key}
+}
+
+// run sends one POST /v1/workflows/run and returns the body; anything but
+// a 200 fails the benchmark.
+func (s *workflowServer) run(b *testing.B, n int64, mode string) []byte {
+	body := fmt.Sprintf(`{"inputs":{"topic":"fast delivery of %d small parcels to Lisbon"},"user":"bench-%d","response_mode":%q}`, n, n%64, mode)
+	req := httptest.NewRequest(http.MethodPost, "/v1/workflows/run", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+s.key)
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	s.e.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		b.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	return rec.Body.Bytes()
+}
+
+// steps runs the workflow once in blocking mode, checks that it
+// succeeded and returns how many node executions a run takes.
+func (s *workflowServer) steps(b *testing.B) int {
+	var res struct {
+		Data struct {
+			Status     string `json:"status"`
+			Error      any    `json:"error"`
+			TotalSteps int    `json:"total_steps"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(s.run(b, 0, "blocking"), &res); err != nil {
+		b.Fatal(err)
+	}
+	if res.Data.Status != "succeeded" || res.Data.TotalSteps == 0 {
+		b.Fatalf("warm-up run: status %q, error %v, %d steps", res.Data.Status, res.Data.Error, res.Data.TotalSteps)
+	}
+	return res.Data.TotalSteps
+}
+
+// BenchmarkWorkflow20 runs the 20-node workflow of testdata/workflow20.yml
+// end to end through the router, one run at a time, in blocking and in
+// streaming mode (the whole stream is read). ns/node divides the time of
+// a run by its node executions (total_steps, 22 for this graph), so it
+// includes HTTP, validation, storage of the run and of every node
+// execution, and the builtin model's calls.
+func BenchmarkWorkflow20(b *testing.B) {
+	for _, mode := range []string{"blocking", "streaming"} {
+		b.Run(mode, func(b *testing.B) {
+			s := newWorkflowServer(b)
+			steps := s.steps(b)
+			var n int64
+			var l latencies
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				n++
+				start := time.Now()
+				body := s.run(b, n, mode)
+				l.add(time.Since(start))
+				if mode == "streaming" && !strings.Contains(string(body), `"event":"workflow_finished"`) {
+					b.Fatalf("stream without workflow_finished: %s", body)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(steps), "ns/node")
+			b.ReportMetric(float64(steps), "nodes/op")
+			l.report(b)
+		})
+	}
+}
