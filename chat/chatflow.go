@@ -44,6 +44,10 @@ type ChatflowTurn struct {
 	// ConversationVariables are the values kept from earlier turns; nil
 	// for a new conversation, whose variables start at the declared values.
 	ConversationVariables map[string]any
+	// Files are the files the request attached, checked against the app's
+	// upload settings; the message keeps them and the run sees them as
+	// sys.files.
+	Files []ResolvedFile
 
 	g   *Generation
 	def *apps.Definition
@@ -105,6 +109,12 @@ func (s *Service) PrepareChatflow(ctx context.Context, req Request, def *apps.De
 			return nil, err
 		}
 	}
+	if len(req.Files) > 0 && s.cfg.ResolveFiles != nil {
+		if g.files, err = s.cfg.ResolveFiles(ctx, req.AppID, user.ID, req.Files); err != nil {
+			return nil, err
+		}
+	}
+	t.Files = g.files
 	t.TaskID, t.MessageID, t.ConversationID = g.TaskID, g.MessageID, g.ConversationID
 	t.CreatedAt, t.Streaming, t.EndUserID, t.Inputs = g.CreatedAt, g.Streaming, user.ID, g.inputs
 	return t, nil

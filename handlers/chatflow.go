@@ -51,6 +51,7 @@ func (s *Server) sendChatflowMessage(c echo.Context, app *models.App, body *gen.
 		ConversationID:   valueOf(body.ConversationId),
 		AutoGenerateName: body.AutoGenerateName == nil || *body.AutoGenerateName,
 		Streaming:        body.ResponseMode != nil && *body.ResponseMode == gen.ChatRequestResponseModeStreaming,
+		Files:            fileRefs(body.Files),
 	}, version.Def)
 	if err != nil {
 		return err
@@ -67,6 +68,7 @@ func (s *Server) sendChatflowMessage(c echo.Context, app *models.App, body *gen.
 		DialogueCount:         turn.DialogueCount,
 		ConversationVariables: turn.ConversationVariables,
 		History:               turn.History,
+		Files:                 workflowFiles(turn.Files),
 	}
 	engine := s.flows.engine(workflowruns.RunMeta{EndUserID: turn.EndUserID})
 	runCtx, stop := context.WithCancelCause(ctx)

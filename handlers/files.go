@@ -19,6 +19,7 @@ import (
 	"appkb/files"
 	"appkb/gen"
 	"appkb/models"
+	"appkb/workflow"
 )
 
 // maxFormFieldSize bounds the plain (non-file) fields of a multipart form.
@@ -262,4 +263,26 @@ func attachedFiles(store *files.Store) func(ctx context.Context, appID, endUserI
 		}
 		return out, nil
 	}
+}
+
+// workflowFiles describes attached files as workflow file values, the
+// elements of sys.files.
+func workflowFiles(in []chat.ResolvedFile) []workflow.File {
+	out := make([]workflow.File, 0, len(in))
+	for _, f := range in {
+		out = append(out, workflow.File{
+			Identity: workflow.FileIdentity, ID: f.ID, Type: f.Type, TransferMethod: f.TransferMethod,
+			RemoteURL: f.URL, RelatedID: f.UploadFileID, Filename: f.Filename,
+			Extension: dotted(files.Extension(f.Filename)), MimeType: f.MimeType, Size: f.Size,
+		})
+	}
+	return out
+}
+
+// dotted gives an extension with its leading dot, as file values carry it.
+func dotted(ext string) string {
+	if ext == "" {
+		return ""
+	}
+	return "." + ext
 }

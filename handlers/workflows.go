@@ -118,6 +118,12 @@ type workflowRequest struct {
 	Inputs       map[string]any `json:"inputs"`
 	ResponseMode *string        `json:"response_mode"`
 	User         string         `json:"user"`
+	Files        []struct {
+		Type           string `json:"type"`
+		TransferMethod string `json:"transfer_method"`
+		URL            string `json:"url"`
+		UploadFileID   string `json:"upload_file_id"`
+	} `json:"files"`
 }
 
 // workflowBlocking is the answer of a blocking run (WorkflowBlockingResponse).
@@ -189,12 +195,20 @@ func (s *Server) runWorkflow(c echo.Context, versionID string) error {
 	if err != nil {
 		return err
 	}
+	refs := make([]chat.FileRef, len(body.Files))
+	for i, f := range body.Files {
+		refs[i] = chat.FileRef{Type: f.Type, TransferMethod: f.TransferMethod, URL: f.URL, UploadFileID: f.UploadFileID}
+	}
+	attached, err := attachedFiles(s.flows.files)(ctx, app.ID, user.ID, refs)
+	if err != nil {
+		return err
+	}
 	graph, err := workflow.Compile(version.Def.Workflow)
 	if err != nil {
 		return err
 	}
 	in := workflow.RunInput{
-		Graph: graph, Mode: workflow.ModeWorkflow, Inputs: body.Inputs,
+		Graph: graph, Mode: workflow.ModeWorkflow, Inputs: body.Inputs, Files: workflowFiles(attached),
 		UserID: body.User, AppID: app.ID, WorkflowID: version.ID,
 		TaskID: uuid.NewString(), RunID: uuid.NewString(),
 	}
