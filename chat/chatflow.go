@@ -233,8 +233,10 @@ func (t *ChatflowTurn) BlockingResponse(answer string, md Metadata) BlockingResp
 // FinishResumed stores what a chatflow run that paused for human input
 // produced once it went on: the turn's message gets the whole answer, the
 // run's tokens and its status, and the conversation keeps the variables
-// the run ended with. The message was stored when the run paused.
-func (s *Service) FinishResumed(ctx context.Context, def *apps.Definition, conversationID, messageID string, out ChatflowOutcome) error {
+// the run ended with. The message was stored when the run paused. It
+// returns the event that closes the resumed stream: message_end, or error
+// when the run failed.
+func (s *Service) FinishResumed(ctx context.Context, def *apps.Definition, taskID, conversationID, messageID string, out ChatflowOutcome) (Event, error) {
 	status, errText := StatusNormal, (*string)(nil)
 	if out.Err != nil {
 		status = StatusError
@@ -248,7 +250,15 @@ func (s *Service) FinishResumed(ctx context.Context, def *apps.Definition, conve
 	}).Error
 	s.writeMu.Unlock()
 	if err != nil {
-		return fmt.Errorf("store resumed answer: %w", err)
+		return nil, fmt.Errorf("store resumed answer: %w", err)
 	}
-	return s.saveConversationVariables(ctx, conversationID, def, out.ConversationVariables)
+	if err := s.saveConversationVariables(ctx, conversationID, def, out.ConversationVariables); err != nil {
+		return nil, err
+	}
+	g := &Generation{TaskID: taskID, MessageID: messageID, ConversationID: conversationID, CreatedAt: time.Now().UTC(), chatOp: true}
+	if out.Err != nil {
+		return g.ErrorEvent(out.Err), nil
+	}
+	md := Metadata{Usage: wireUsage(llm.Usage{TotalTokens: out.TotalTokens}, out.Elapsed), RetrieverResources: []RetrieverResource{}}
+	return MessageEndEvent{Event: EventMessageEnd, ID: messageID, StreamBase: g.base(), Metadata: md}, nil
 }

@@ -244,8 +244,12 @@ func TestHumanInputChatflow(t *testing.T) {
 		body: `{"inputs":{"reply":"yes"},"action":"send","user":"ann"}`}), 200, "")
 
 	rec = s.do(t, request{method: "GET", path: "/v1/workflow/" + runID + "/events?user=ann", key: key})
+	frames = readFrames(t, rec.Body.String())
+	if end := frames[len(frames)-1]; end.str("event") != "message_end" || end.str("conversation_id") != conv {
+		t.Errorf("the resumed chat stream ends with %v", end)
+	}
 	var answer strings.Builder
-	for _, f := range readFrames(t, rec.Body.String()) {
+	for _, f := range frames {
 		if f.str("event") == "message" {
 			answer.WriteString(f.str("answer"))
 		}

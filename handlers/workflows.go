@@ -69,16 +69,26 @@ func newFlows(d Deps, models workflow.ModelSource, retriever workflow.Retriever,
 }
 
 // finishChatflow stores the answer of a chatflow turn whose run paused
-// and has now ended.
-func (f *flows) finishChatflow(ctx context.Context, def *apps.Definition, p *workflowruns.Paused, res *workflow.Result) {
+// and has now ended, and gives the event that ends the resumed stream.
+func (f *flows) finishChatflow(ctx context.Context, def *apps.Definition, p *workflowruns.Paused, res *workflow.Result) []workflow.Event {
 	if f.chat == nil || p.Run.MessageID == nil || p.Run.ConversationID == nil {
-		return
+		return nil
 	}
 	out := chatflowOutcome(res, runFailure(res))
-	if err := f.chat.FinishResumed(ctx, def, *p.Run.ConversationID, *p.Run.MessageID, out); err != nil {
+	ev, err := f.chat.FinishResumed(ctx, def, p.Run.TaskID, *p.Run.ConversationID, *p.Run.MessageID, out)
+	if err != nil {
 		f.log.Error("chatflow: storing a resumed answer failed", "run", res.RunID, "err", err)
+		return nil
 	}
+	return []workflow.Event{chatEvent{ev}}
 }
+
+// chatEvent carries a chat stream event among a run's workflow events.
+type chatEvent struct{ ev chat.Event }
+
+func (c chatEvent) Name() string { return c.ev.EventName() }
+
+func (c chatEvent) MarshalJSON() ([]byte, error) { return json.Marshal(c.ev) }
 
 // run runs a graph for a request, publishing its events on the hub as
 // well as to emit, and lets the resumer take up a run that paused.

@@ -28,8 +28,9 @@ type Resumer struct {
 	Hub    *Hub
 	Track  TrackFunc
 	// Finished, when set, is told about every resumed segment that ended
-	// without pausing again (chatflows store their answer there).
-	Finished func(ctx context.Context, def *apps.Definition, run *workflowruns.Paused, res *workflow.Result)
+	// without pausing again (chatflows store their answer there). The
+	// events it returns close the segment.
+	Finished func(ctx context.Context, def *apps.Definition, run *workflowruns.Paused, res *workflow.Result) []workflow.Event
 	Log      *slog.Logger
 }
 
@@ -129,7 +130,9 @@ func (r *Resumer) resume(ctx context.Context, p *workflowruns.Paused, seg *Segme
 	if res.Status == workflow.RunPaused {
 		r.Paused(ctx, res)
 	} else if r.Finished != nil {
-		r.Finished(ctx, version.Def, p, res)
+		for _, ev := range r.Finished(ctx, version.Def, p, res) {
+			seg.Publish(ev)
+		}
 	}
 	return nil
 }
