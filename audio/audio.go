@@ -151,11 +151,17 @@ func (s *Service) Speak(ctx context.Context, appID string, req SpeakRequest) (*l
 	if voice == "" {
 		voice = tts.Voice
 	}
-	model, err := s.models.TextToSpeech(ModelProvider(def), "")
+	model, err := s.speaker(def)
 	if err != nil {
 		return nil, err
 	}
 	return model.Speak(ctx, text, voice)
+}
+
+// speaker is the text-to-speech default of the provider of def's model;
+// Speak and AutoPlay both read answers aloud with it.
+func (s *Service) speaker(def *apps.Definition) (llm.Speaker, error) {
+	return s.models.TextToSpeech(ModelProvider(def), "")
 }
 
 // answerOf returns the answer of one of appID's messages.

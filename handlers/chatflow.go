@@ -94,6 +94,12 @@ func (s *Server) sendChatflowMessage(c echo.Context, app *models.App, body *gen.
 	return s.streamChatflow(c, runCtx, stop, engine, in, turn)
 }
 
+// spoken reports whether a run that ended with status has an answer worth
+// reading aloud: it went through, not stopped, paused or failed.
+func spoken(status string) bool {
+	return status == workflow.RunSucceeded || status == workflow.RunPartialSucceeded
+}
+
 // runFailure is the error a failed run reports to the client. As in Dify,
 // a run that failed (not one that was stopped) surfaces as invalid_param
 // with the run's error text.
@@ -124,7 +130,10 @@ func chatflowOutcome(res *workflow.Result, failure error) chat.ChatflowOutcome {
 // as one frame, pinging while nothing happens. As for workflow streams,
 // the headers go out with the first frame, so a run refused before it
 // starts (bad inputs) still answers with a plain JSON error, and frames
-// are drained to the end even when the client has gone away.
+// are drained to the end even when the client has gone away. When the app
+// auto-plays answers, the answer of a run that succeeded is spoken once
+// it is stored: tts_message pieces, then message_end, then
+// tts_message_end.
 func (s *Server) streamChatflow(c echo.Context, ctx context.Context, cancel context.CancelCauseFunc, engine *workflow.Engine, in workflow.RunInput, turn *chat.ChatflowTurn) error {
 	frames := make(chan any, 32)
 	var runErr error
@@ -158,7 +167,19 @@ func (s *Server) streamChatflow(c echo.Context, ctx context.Context, cancel cont
 			// The stream ends with workflow_paused; the run goes on once
 			// its form is answered (GET /workflow/{id}/events follows it).
 		default:
-			frames <- turn.MessageEndEvent(md)
+			end := turn.MessageEndEvent(md)
+			var pieces []string
+			if spoken(res.Status) {
+				pieces = s.autoPlay(ctx, in.AppID, res.Answer)
+			}
+			base, _ := end.(chat.MessageEndEvent)
+			for _, piece := range pieces {
+				frames <- ttsEvent{Event: eventTTSMessage, StreamBase: base.StreamBase, Audio: piece}
+			}
+			frames <- end
+			if len(pieces) > 0 {
+				frames <- ttsEvent{Event: eventTTSMessageEnd, StreamBase: base.StreamBase}
+			}
 		}
 	}()
 

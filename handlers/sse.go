@@ -3,11 +3,15 @@ package handlers
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"appkb/audio"
 	"appkb/chat"
 )
 
@@ -76,22 +80,55 @@ func (s *Server) answer(c echo.Context, g *chat.Generation) error {
 // call; a failed write does the same. The handler returns only after the
 // generation has stored its message. A failure after the stream began is
 // reported as an error event, which ends the stream.
+//
+// When the app auto-plays answers, message_end is held back until the
+// finished answer has been spoken: its tts_message pieces go out first,
+// then message_end, then tts_message_end. A stopped answer is not spoken.
 func (s *Server) stream(c echo.Context, g *chat.Generation) error {
 	ctx, cancel := context.WithCancel(c.Request().Context())
 	defer cancel()
+	var appID string
+	if p, err := principalFrom(ctx); err == nil {
+		appID = p.AppID
+	}
 
 	events := make(chan chat.Event, 16)
 	var runErr error
 	go func() {
 		defer close(events)
-		_, runErr = g.Run(ctx, func(ev chat.Event) error {
+		forward := func(ev chat.Event) error {
 			select {
 			case events <- ev:
 				return nil
 			case <-ctx.Done():
 				return ctx.Err()
 			}
+		}
+		var end *chat.MessageEndEvent
+		res, err := g.Run(ctx, func(ev chat.Event) error {
+			if e, ok := ev.(chat.MessageEndEvent); ok {
+				end = &e
+				return nil
+			}
+			return forward(ev)
 		})
+		if err != nil || end == nil {
+			runErr = err
+			return
+		}
+		var pieces []string
+		if !res.Stopped {
+			pieces = s.autoPlay(ctx, appID, res.Answer)
+		}
+		for _, piece := range pieces {
+			if forward(ttsEvent{Event: eventTTSMessage, StreamBase: end.StreamBase, Audio: piece}) != nil {
+				return
+			}
+		}
+		if forward(*end) != nil || len(pieces) == 0 {
+			return
+		}
+		_ = forward(ttsEvent{Event: eventTTSMessageEnd, StreamBase: end.StreamBase})
 	}()
 
 	w := startSSE(c)
@@ -122,6 +159,67 @@ func (s *Server) stream(c echo.Context, g *chat.Generation) error {
 			send(w.ping)
 		}
 	}
+}
+
+// Names of the events that carry an answer's speech when the app
+// auto-plays it.
+const (
+	eventTTSMessage    = "tts_message"
+	eventTTSMessageEnd = "tts_message_end"
+)
+
+// ttsEvent is one piece of a chat or completion answer's speech
+// (tts_message, base64 audio) or the mark after the last piece
+// (tts_message_end, no audio). It repeats the ids of the answer's other
+// events.
+type ttsEvent struct {
+	Event string `json:"event"`
+	chat.StreamBase
+	Audio string `json:"audio"`
+}
+
+func (e ttsEvent) EventName() string { return e.Event }
+
+// workflowTTS is a piece of a workflow run's speech (tts_message) or the
+// mark after the last one (tts_message_end) (StreamEventTtsMessage and
+// StreamEventTtsMessageEnd).
+type workflowTTS struct {
+	Event         string `json:"event"`
+	TaskID        string `json:"task_id"`
+	WorkflowRunID string `json:"workflow_run_id"`
+	CreatedAt     int64  `json:"created_at"`
+	Audio         string `json:"audio"`
+}
+
+// spokenOutputs is the text read aloud for a run that streamed none: its
+// text outputs, ordered by name and separated by blank lines. Outputs that
+// are not text are not spoken.
+func spokenOutputs(outputs map[string]any) string {
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(outputs)) {
+		if t, ok := outputs[name].(string); ok && strings.TrimSpace(t) != "" {
+			parts = append(parts, t)
+		}
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+// autoPlay is the speech of an answer for an app that auto-plays answers,
+// as base64 pieces, or nil (see audio.Service.AutoPlay). Speech is an
+// extra: when synthesis fails the failure is logged and the answer goes
+// out without audio.
+func (s *Server) autoPlay(ctx context.Context, appID, text string) []string {
+	if appID == "" || ctx.Err() != nil {
+		return nil
+	}
+	pieces, err := audio.NewService(s.db, s.models).AutoPlay(ctx, appID, text)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("text to speech: auto-play failed, the answer goes out without audio", "app_id", appID, "error", err)
+		}
+		return nil
+	}
+	return pieces
 }
 
 // pumpFrames writes each value received on frames as one event until the

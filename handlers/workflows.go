@@ -259,6 +259,12 @@ func (s *Server) runWorkflow(c echo.Context, versionID string) error {
 // refused before it starts (bad inputs) still gets a plain JSON error.
 // Events are always drained, even after the client went away (which
 // cancels the run), so the engine never blocks on a dead stream.
+//
+// When the app auto-plays, the output of a run that went through is
+// spoken after workflow_finished (which the engine sends itself): its
+// tts_message pieces, then tts_message_end. The spoken text is what the
+// text_chunk events carried or, when there were none, the run's outputs
+// (see spokenOutputs).
 func (s *Server) streamWorkflow(c echo.Context, ctx context.Context, cancel context.CancelCauseFunc, engine *workflow.Engine, in workflow.RunInput) error {
 	events := make(chan any, 32)
 	var runErr error
@@ -270,7 +276,34 @@ func (s *Server) streamWorkflow(c echo.Context, ctx context.Context, cancel cont
 				runErr = apperr.Internal(fmt.Errorf("workflow run panicked: %v", p))
 			}
 		}()
-		_, runErr = s.flows.run(ctx, engine, in, func(ev workflow.Event) { events <- ev })
+		var text strings.Builder
+		res, err := s.flows.run(ctx, engine, in, func(ev workflow.Event) {
+			if tc, ok := ev.(*workflow.TextChunk); ok {
+				text.WriteString(tc.Data.Text)
+			}
+			events <- ev
+		})
+		if err != nil {
+			runErr = err
+			return
+		}
+		if !spoken(res.Status) {
+			return
+		}
+		said := text.String()
+		if strings.TrimSpace(said) == "" {
+			said = spokenOutputs(res.Outputs)
+		}
+		pieces := s.autoPlay(ctx, in.AppID, said)
+		if len(pieces) == 0 {
+			return
+		}
+		for _, piece := range pieces {
+			events <- workflowTTS{Event: eventTTSMessage, TaskID: in.TaskID, WorkflowRunID: in.RunID,
+				CreatedAt: time.Now().Unix(), Audio: piece}
+		}
+		events <- workflowTTS{Event: eventTTSMessageEnd, TaskID: in.TaskID, WorkflowRunID: in.RunID,
+			CreatedAt: time.Now().Unix()}
 	}()
 
 	return pumpFrames(c, s.pingInterval, cancel, events, func() error { return runErr }, func(err error) any {
