@@ -149,23 +149,17 @@ func fillForm(content string, data map[string]any) string {
 
 // actionTitle is the label of the action with the given id.
 func actionTitle(actions []map[string]any, id string) string {
-	for _, a := range actions {
-		if asString(a["id"]) == id {
-			return asString(a["title"])
-		}
-	}
-	return ""
+	return asString(findAction(actions, id)["title"])
 }
 
-// FormFields names the fields a form asks for.
-func (f *HumanForm) FormFields() []string {
-	var names []string
-	for _, in := range f.Inputs {
-		if n := asString(in["output_variable_name"]); n != "" {
-			names = append(names, n)
+// findAction is the action with the given id, nil when there is none.
+func findAction(actions []map[string]any, id string) map[string]any {
+	for _, a := range actions {
+		if asString(a["id"]) == id {
+			return a
 		}
 	}
-	return names
+	return nil
 }
 
 // CheckAnswer validates a submission: a known action and a value for
@@ -201,11 +195,4 @@ func (f *HumanForm) CheckAnswer(action string, data map[string]any) string {
 	return ""
 }
 
-func (f *HumanForm) hasAction(id string) bool {
-	for _, a := range f.Actions {
-		if asString(a["id"]) == id {
-			return true
-		}
-	}
-	return false
-}
+func (f *HumanForm) hasAction(id string) bool { return findAction(f.Actions, id) != nil }
