@@ -10,6 +10,7 @@ import (
 
 	"appkb/apperr"
 	"appkb/apps"
+	"appkb/jsonnum"
 )
 
 // ValidateInputs checks the `inputs` of a request against an app's input
@@ -161,18 +162,11 @@ func checkField(f apps.FormField, v any) (any, error) {
 
 // toNumber reads a JSON number or a text holding one.
 func toNumber(v any) (float64, bool) {
-	switch n := v.(type) {
-	case float64:
-		return n, !math.IsNaN(n) && !math.IsInf(n, 0)
-	case int:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	case json.Number:
-		f, err := n.Float64()
-		return f, err == nil
-	case string:
-		f, err := strconv.ParseFloat(strings.TrimSpace(n), 64)
+	if f, ok := jsonnum.Float(v); ok {
+		return f, !math.IsNaN(f) && !math.IsInf(f, 0)
+	}
+	if s, ok := v.(string); ok {
+		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 		return f, err == nil && !math.IsNaN(f) && !math.IsInf(f, 0)
 	}
 	return 0, false

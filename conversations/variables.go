@@ -16,6 +16,7 @@ import (
 
 	"appkb/apperr"
 	"appkb/apps"
+	"appkb/jsonnum"
 	"appkb/models"
 )
 
@@ -290,10 +291,10 @@ func fits(valueType string, v any) bool {
 		_, ok := v.(string)
 		return ok
 	case TypeNumber, TypeFloat:
-		_, ok := asNumber(v)
+		_, ok := jsonnum.Float(v)
 		return ok
 	case TypeInteger:
-		f, ok := asNumber(v)
+		f, ok := jsonnum.Float(v)
 		return ok && f == math.Trunc(f)
 	case TypeBoolean:
 		_, ok := v.(bool)
@@ -303,25 +304,6 @@ func fits(valueType string, v any) bool {
 		return ok
 	}
 	return true
-}
-
-// asNumber reads a decoded JSON number, whichever Go type the decoder
-// chose for it.
-func asNumber(v any) (float64, bool) {
-	switch n := v.(type) {
-	case float64:
-		return n, true
-	case float32:
-		return float64(n), true
-	case int:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	case json.Number:
-		f, err := n.Float64()
-		return f, err == nil
-	}
-	return 0, false
 }
 
 // jsonKind names the JSON type of a decoded value, for error messages.

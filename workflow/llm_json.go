@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 
+	"appkb/jsonnum"
 	"appkb/llm"
 )
 
@@ -212,10 +213,10 @@ func hasJSONType(v any, t string) bool {
 		_, ok := v.(string)
 		return ok
 	case "number":
-		_, ok := toNumber(v)
+		_, ok := jsonnum.Float(v)
 		return ok
 	case "integer":
-		f, ok := toNumber(v)
+		f, ok := jsonnum.Float(v)
 		return ok && f == math.Trunc(f) && !math.IsInf(f, 0)
 	case "boolean":
 		_, ok := v.(bool)
@@ -245,7 +246,7 @@ func jsonTypeOf(v any) string {
 	case []any:
 		return "array"
 	}
-	if _, ok := toNumber(v); ok {
+	if _, ok := jsonnum.Float(v); ok {
 		return "number"
 	}
 	return fmt.Sprintf("%T", v)

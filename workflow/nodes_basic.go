@@ -9,6 +9,7 @@ import (
 
 	"appkb/apperr"
 	"appkb/apps"
+	"appkb/jsonnum"
 )
 
 func init() {
@@ -48,7 +49,7 @@ func validateInputs(start *gnode, given map[string]any) (map[string]any, error) 
 		case apps.FieldTextInput, apps.FieldParagraph, apps.FieldSelect, "":
 			s, isStr := val.(string)
 			if !isStr {
-				if _, isNum := toNumber(val); !isNum {
+				if _, isNum := jsonnum.Float(val); !isNum {
 					return nil, apperr.InvalidParam("%s in input form must be a string", name)
 				}
 				s = Text(val)

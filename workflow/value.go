@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"appkb/jsonnum"
 )
 
 // Value types of the DSL, as written in start variables, code outputs,
@@ -97,7 +99,7 @@ func FileFromMap(m map[string]any) (File, bool) {
 	if f.RemoteURL == "" && f.TransferMethod == "remote_url" {
 		f.RemoteURL = f.URL
 	}
-	if n, ok := toNumber(m["size"]); ok {
+	if n, ok := jsonnum.Float(m["size"]); ok {
 		f.Size = int64(n)
 	}
 	return f, true
@@ -136,7 +138,7 @@ func TypeOf(v any) string {
 		}
 		return TypeArrayAny
 	}
-	if _, ok := toNumber(v); ok {
+	if _, ok := jsonnum.Float(v); ok {
 		return TypeNumber
 	}
 	return TypeObject
@@ -161,43 +163,9 @@ func typeMatches(t string, v any) bool {
 	return false
 }
 
-// toNumber reads any Go number (and json.Number) as float64.
-func toNumber(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case float32:
-		return float64(x), true
-	case int:
-		return float64(x), true
-	case int8:
-		return float64(x), true
-	case int16:
-		return float64(x), true
-	case int32:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	case uint:
-		return float64(x), true
-	case uint8:
-		return float64(x), true
-	case uint16:
-		return float64(x), true
-	case uint32:
-		return float64(x), true
-	case uint64:
-		return float64(x), true
-	case json.Number:
-		f, err := x.Float64()
-		return f, err == nil
-	}
-	return 0, false
-}
-
 // parseNumber accepts a number or the text of one.
 func parseNumber(v any) (float64, bool) {
-	if f, ok := toNumber(v); ok {
+	if f, ok := jsonnum.Float(v); ok {
 		return f, true
 	}
 	if s, ok := v.(string); ok {
@@ -236,7 +204,7 @@ func Text(v any) string {
 	case *File:
 		return Text(*x)
 	}
-	if f, ok := toNumber(v); ok {
+	if f, ok := jsonnum.Float(v); ok {
 		return formatNumber(f)
 	}
 	b, err := json.Marshal(v)
@@ -281,7 +249,7 @@ func plain(v any) any {
 		}
 		return out
 	}
-	if f, ok := toNumber(v); ok {
+	if f, ok := jsonnum.Float(v); ok {
 		return f
 	}
 	b, err := json.Marshal(v)
@@ -371,7 +339,7 @@ func coerce(t string, v any) any {
 				return b
 			}
 		default:
-			if f, ok := toNumber(v); ok {
+			if f, ok := jsonnum.Float(v); ok {
 				return f != 0
 			}
 		}
