@@ -3,20 +3,17 @@ package files
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"path"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"appkb/apperr"
+	"appkb/netguard"
 )
 
 // Defaults of a Guard whose fields are left at zero.
@@ -27,7 +24,7 @@ const (
 
 // ErrBlockedAddress is wrapped by errors for URLs whose host is, or
 // resolves to, an address the guard refuses.
-var ErrBlockedAddress = errors.New("address not allowed")
+var ErrBlockedAddress = netguard.ErrBlocked
 
 // Guard fetches remote files without letting a URL reach into the server's
 // own networks. Every address a connection is about to use is checked —
@@ -55,52 +52,12 @@ type Guard struct {
 	LookupNetIP func(ctx context.Context, host string) ([]netip.Addr, error)
 }
 
-// blockedPrefixes are refused ranges that netip's predicates do not cover.
-var blockedPrefixes = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),       // "this network"
-	netip.MustParsePrefix("100.64.0.0/10"),   // shared address space (carrier-grade NAT; Alibaba's metadata service)
-	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments
-	netip.MustParsePrefix("192.0.2.0/24"),    // documentation
-	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking
-	netip.MustParsePrefix("198.51.100.0/24"), // documentation
-	netip.MustParsePrefix("203.0.113.0/24"),  // documentation
-	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, and the broadcast address
-	netip.MustParsePrefix("64:ff9b::/96"),    // NAT64, embeds IPv4
-	netip.MustParsePrefix("64:ff9b:1::/48"),  // local NAT64
-	netip.MustParsePrefix("100::/64"),        // discard
-	netip.MustParsePrefix("2001::/32"),       // Teredo, embeds IPv4
-	netip.MustParsePrefix("2001:db8::/32"),   // documentation
-	netip.MustParsePrefix("2002::/16"),       // 6to4, embeds IPv4
-	netip.MustParsePrefix("fec0::/10"),       // deprecated site-local
-}
-
-// blockedHosts are metadata service names, refused whatever they resolve to.
-var blockedHosts = map[string]bool{
-	"metadata":                   true,
-	"metadata.google.internal":   true,
-	"metadata.goog":              true,
-	"instance-data":              true,
-	"instance-data.ec2.internal": true,
-}
-
 // Permitted reports whether the guard lets a connection go to addr.
-func (g *Guard) Permitted(addr netip.Addr) bool {
-	addr = addr.Unmap().WithZone("")
-	for _, p := range g.Allow {
-		if p.Contains(addr) {
-			return true
-		}
-	}
-	if !addr.IsValid() || addr.IsUnspecified() || addr.IsLoopback() || addr.IsPrivate() ||
-		addr.IsLinkLocalUnicast() || addr.IsMulticast() || addr.IsLinkLocalMulticast() || addr.IsInterfaceLocalMulticast() {
-		return false
-	}
-	for _, p := range blockedPrefixes {
-		if p.Contains(addr) {
-			return false
-		}
-	}
-	return true
+func (g *Guard) Permitted(addr netip.Addr) bool { return g.net().Permitted(addr) }
+
+// net is the connection guard these settings describe.
+func (g *Guard) net() *netguard.Guard {
+	return &netguard.Guard{Allow: g.Allow, LookupNetIP: g.LookupNetIP}
 }
 
 // Remote is a response being fetched. The caller closes Body.
@@ -137,7 +94,8 @@ func (g *Guard) Open(ctx context.Context, rawURL string) (*Remote, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 		return nil, apperr.InvalidParam("%q is not an http or https URL.", rawURL)
 	}
-	if err := g.checkHostName(u.Hostname()); err != nil {
+	ng := g.net()
+	if err := ng.CheckHost(u.Hostname()); err != nil {
 		return nil, fetchError(rawURL, err)
 	}
 	timeout := g.Timeout
@@ -150,7 +108,7 @@ func (g *Guard) Open(ctx context.Context, rawURL string) (*Remote, error) {
 	}
 	transport := &http.Transport{
 		Proxy:                 nil, // a proxy would make the connection for us, unchecked
-		DialContext:           g.dial,
+		DialContext:           ng.DialContext,
 		ForceAttemptHTTP2:     true,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ResponseHeaderTimeout: timeout,
@@ -166,7 +124,7 @@ func (g *Guard) Open(ctx context.Context, rawURL string) (*Remote, error) {
 			if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
 				return apperr.InvalidParam("Fetching %s: redirected to a URL that is not http or https.", rawURL)
 			}
-			return g.checkHostName(req.URL.Hostname())
+			return ng.CheckHost(req.URL.Hostname())
 		},
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -196,84 +154,6 @@ func (g *Guard) Open(ctx context.Context, rawURL string) (*Remote, error) {
 		cancel:        cancel,
 		client:        client,
 	}, nil
-}
-
-// checkHostName refuses the metadata host names outright.
-func (g *Guard) checkHostName(host string) error {
-	h := strings.TrimSuffix(strings.ToLower(host), ".")
-	if blockedHosts[h] {
-		return blocked(host, netip.Addr{})
-	}
-	return nil
-}
-
-// dial resolves the host itself, refuses the connection if any of its
-// addresses is refused, and then connects to the checked addresses only,
-// so that a second lookup cannot give a different answer.
-func (g *Guard) dial(ctx context.Context, network, address string) (net.Conn, error) {
-	host, portText, err := net.SplitHostPort(address)
-	if err != nil {
-		return nil, err
-	}
-	if err := g.checkHostName(host); err != nil {
-		return nil, err
-	}
-	var addrs []netip.Addr
-	if ip, err := netip.ParseAddr(host); err == nil {
-		addrs = []netip.Addr{ip}
-	} else {
-		lookup := g.LookupNetIP
-		if lookup == nil {
-			lookup = func(ctx context.Context, host string) ([]netip.Addr, error) {
-				return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-			}
-		}
-		addrs, err = lookup(ctx, host)
-		if err != nil {
-			return nil, err
-		}
-		if len(addrs) == 0 {
-			return nil, fmt.Errorf("%s has no addresses", host)
-		}
-	}
-	for _, a := range addrs {
-		if !g.Permitted(a) {
-			return nil, blocked(host, a)
-		}
-	}
-	port, err := strconv.ParseUint(portText, 10, 16)
-	if err != nil {
-		return nil, fmt.Errorf("bad port %q", portText)
-	}
-	d := &net.Dialer{Timeout: 10 * time.Second, Control: g.control}
-	var lastErr error
-	for _, a := range addrs {
-		conn, err := d.DialContext(ctx, network, netip.AddrPortFrom(a.Unmap(), uint16(port)).String())
-		if err == nil {
-			return conn, nil
-		}
-		lastErr = err
-	}
-	return nil, lastErr
-}
-
-// control checks the address on the socket just before it connects.
-func (g *Guard) control(_, address string, _ syscall.RawConn) error {
-	ap, err := netip.ParseAddrPort(address)
-	if err != nil {
-		return fmt.Errorf("unexpected dial address %q: %w", address, err)
-	}
-	if !g.Permitted(ap.Addr()) {
-		return blocked(ap.Addr().String(), ap.Addr())
-	}
-	return nil
-}
-
-func blocked(host string, addr netip.Addr) error {
-	if addr.IsValid() && addr.String() != host {
-		return fmt.Errorf("%w: %s resolves to %s", ErrBlockedAddress, host, addr)
-	}
-	return fmt.Errorf("%w: %s", ErrBlockedAddress, host)
 }
 
 // fetchError turns a failed request into the API error.

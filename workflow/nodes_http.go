@@ -11,15 +11,13 @@ import (
 	"mime/multipart"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"path"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"appkb/files"
+	"appkb/netguard"
 )
 
 func init() {
@@ -41,76 +39,6 @@ const (
 	httpMaxRedirects = 5
 )
 
-// metadataHosts are cloud metadata names refused whatever they resolve to
-// (the same list files.Guard refuses; it is not exported there).
-var metadataHosts = map[string]bool{
-	"metadata": true, "metadata.google.internal": true, "metadata.goog": true,
-	"instance-data": true, "instance-data.ec2.internal": true,
-}
-
-// guardedDialer connects only to addresses the guard permits: it resolves
-// the host itself, checks every answer, dials the checked addresses, and
-// checks the socket's address once more right before connecting.
-type guardedDialer struct {
-	guard   *files.Guard
-	timeout time.Duration
-}
-
-func (d *guardedDialer) refuse(host string) error {
-	return fmt.Errorf("%w: %s", files.ErrBlockedAddress, host)
-}
-
-func (d *guardedDialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
-	host, portText, err := net.SplitHostPort(address)
-	if err != nil {
-		return nil, err
-	}
-	if metadataHosts[strings.TrimSuffix(strings.ToLower(host), ".")] {
-		return nil, d.refuse(host)
-	}
-	var addrs []netip.Addr
-	if ip, err := netip.ParseAddr(host); err == nil {
-		addrs = []netip.Addr{ip}
-	} else {
-		if d.guard.LookupNetIP != nil {
-			addrs, err = d.guard.LookupNetIP(ctx, host)
-		} else {
-			addrs, err = net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(addrs) == 0 {
-			return nil, fmt.Errorf("%s has no addresses", host)
-		}
-	}
-	for _, a := range addrs {
-		if !d.guard.Permitted(a) {
-			return nil, fmt.Errorf("%w: %s resolves to %s", files.ErrBlockedAddress, host, a)
-		}
-	}
-	port, err := strconv.ParseUint(portText, 10, 16)
-	if err != nil {
-		return nil, fmt.Errorf("bad port %q", portText)
-	}
-	nd := &net.Dialer{Timeout: d.timeout, Control: func(_, addr string, _ syscall.RawConn) error {
-		ap, err := netip.ParseAddrPort(addr)
-		if err != nil || !d.guard.Permitted(ap.Addr()) {
-			return d.refuse(addr)
-		}
-		return nil
-	}}
-	var lastErr error
-	for _, a := range addrs {
-		c, err := nd.DialContext(ctx, network, netip.AddrPortFrom(a.Unmap(), uint16(port)).String())
-		if err == nil {
-			return c, nil
-		}
-		lastErr = err
-	}
-	return nil, lastErr
-}
-
 // httpClient gives the client of one request: Engine.HTTPClient when set,
 // otherwise a fresh client whose transport dials through the guard. The
 // second result releases the client's idle connections.
@@ -124,7 +52,7 @@ func (e *Engine) httpClient(connect, read time.Duration) (*http.Client, func()) 
 	}
 	tr := &http.Transport{
 		Proxy:                 nil, // a proxy would connect for us, unchecked
-		DialContext:           (&guardedDialer{guard: g, timeout: connect}).DialContext,
+		DialContext:           (&netguard.Guard{Allow: g.Allow, LookupNetIP: g.LookupNetIP, DialTimeout: connect}).DialContext,
 		ForceAttemptHTTP2:     true,
 		TLSHandshakeTimeout:   connect,
 		ResponseHeaderTimeout: read,
