@@ -11,13 +11,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"net/netip"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"gorm.io/gorm"
 
@@ -253,12 +251,7 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 		log.Warn("closed workflow runs interrupted by the last stop", "runs", n)
 	}
 
-	// Documents are indexed in the background; jobs a previous run left
-	// unfinished are picked up again here.
-	stopIndexing := indexing.Start(ctx, indexing.Config{DB: gdb, Models: cfg.models, DataDir: dataDir, Logger: log})
-	defer stopIndexing()
-
-	deps := handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, Models: cfg.models, DataDir: dataDir, FetchAllow: cfg.fetchAllow, Background: ctx}
+	deps := handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, Models: cfg.models, DataDir: dataDir, FetchAllow: cfg.fetchAllow}
 	// python3 code nodes run in a bubblewrap sandbox; without one they fail
 	// with an error saying so, never unsandboxed.
 	if py, err := sandbox.NewPython(sandbox.Config{}); err != nil {
@@ -266,33 +259,18 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 	} else {
 		deps.Python = py
 	}
-	e, err := handlers.NewServer(deps)
+	// Documents are indexed in the background; jobs a previous run left
+	// unfinished are picked up again when the worker starts.
+	app, err := newApplication(deps, indexing.Config{DB: gdb, Models: cfg.models, DataDir: dataDir, Logger: log}, addr)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Addr: addr, Handler: e, ReadHeaderTimeout: 10 * time.Second}
-
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe() }()
 	log.Info("appkb listening", "addr", addr, "data_dir", dataDir, "api", "http://"+addr+"/v1")
-
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	log.Info("shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return err
-	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	// run returns once HTTP has drained and the workers have stopped; the
+	// database closes after that (deferred above).
+	return app.run(ctx)
 }
 
 func importApp(ctx context.Context, gdb *gorm.DB, path, replaceID string, out io.Writer) error {

@@ -6,7 +6,8 @@
 // Switching the feature on or off runs as a background job (embedding every
 // question can take a while with a remote model). Jobs and their state are
 // kept in the database: a job that a stopped process left unfinished is
-// started again the first time the package is used in the next process.
+// started again when the next process starts the Service's worker (Start),
+// or at its first use without one. Stop cancels the runners and waits.
 package annotations
 
 import (
@@ -33,13 +34,14 @@ type Service struct {
 	db     *gorm.DB
 	models *llm.Registry
 	// Log receives failures of background jobs; slog.Default() unless set.
-	Log *slog.Logger
+	Log  *slog.Logger
+	jobs *jobRunner
 }
 
 // NewService returns a service over db that embeds with the models of
 // registry (nil: the builtin models only).
 func NewService(db *gorm.DB, registry *llm.Registry) *Service {
-	return &Service{db: db, models: registry, Log: slog.Default()}
+	return &Service{db: db, models: registry, Log: slog.Default(), jobs: &jobRunner{}}
 }
 
 // Page is one page of a list of annotations.

@@ -5,7 +5,6 @@
 package handlers
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -15,10 +14,13 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 	"gorm.io/gorm"
 
+	"appkb/annotations"
 	"appkb/apikeys"
 	"appkb/apps"
+	"appkb/audio"
 	"appkb/chat"
 	"appkb/files"
+	"appkb/flows"
 	"appkb/gen"
 	"appkb/llm"
 	"appkb/retrieval"
@@ -50,9 +52,11 @@ type Deps struct {
 	// ChatModels, when set, replaces Models as the source of chat models
 	// for chat and completion apps (tests put slow or failing fakes here).
 	ChatModels chat.Models
-	// Background, when set, bounds the server's background work: timing
-	// out the overdue forms of paused workflow runs, once a minute.
-	Background context.Context
+	// Services are the domain services behind the routes. main builds
+	// them (NewServices) and owns their background workers; when nil,
+	// NewServer builds its own, whose workers are not started (paused
+	// runs still resume when their forms are answered).
+	Services *Services
 	// Python runs the python3 code nodes of workflows; when nil those
 	// nodes fail with an error saying the sandbox is missing.
 	Python workflow.CodeRunner
@@ -74,8 +78,55 @@ type Server struct {
 	pingInterval time.Duration
 	// search runs knowledge retrieval.
 	search *retrieval.Service
-	// flows runs workflow apps and keeps their run history.
-	flows *flows
+	// flows starts, follows, stops and resumes the runs of every app mode.
+	flows *flows.Service
+	// annotations keeps annotations and runs annotation reply jobs.
+	annotations *annotations.Service
+	// speech is speech to text and text to speech.
+	speech *audio.Service
+}
+
+// Services are the long-lived domain services the routes call, built
+// once per process. Flows and Annotations have background workers
+// (Start/Stop) that the caller owns.
+type Services struct {
+	Chat        *chat.Service
+	Flows       *flows.Service
+	Annotations *annotations.Service
+	Search      *retrieval.Service
+	Speech      *audio.Service
+}
+
+// NewServices builds the domain services over d.
+func NewServices(d Deps) *Services {
+	log := d.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	ann := annotations.NewService(d.DB, d.Models)
+	ann.Log = log
+	uploads := remoteFiles(d)
+	chatCfg := chat.Config{
+		DB:              d.DB,
+		Models:          d.ChatModels,
+		Logger:          log,
+		MatchAnnotation: ann.Match,
+		ResolveFiles:    flows.AttachedFiles(uploads),
+	}
+	if chatCfg.Models == nil && d.Models != nil {
+		chatCfg.Models = d.Models
+	}
+	// One retrieval service serves the retrieve operation, chat apps and the
+	// knowledge-retrieval nodes of workflows.
+	search := retrieval.New(d.DB, d.Models)
+	chatCfg.Retrieve = search.ForApp
+	chatSvc := chat.New(chatCfg)
+	fl := flows.New(flows.Config{
+		DB: d.DB, Chat: chatSvc, Models: chatCfg.Models, Speech: d.Models,
+		Retriever: retrieval.WorkflowRetriever{Service: search}, Files: uploads,
+		HTTPGuard: &files.Guard{Allow: d.FetchAllow}, Python: d.Python, Logger: log,
+	})
+	return &Services{Chat: chatSvc, Flows: fl, Annotations: ann, Search: search, Speech: audio.NewService(d.DB, d.Models)}
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -110,28 +161,16 @@ func NewServer(d Deps) (*echo.Echo, error) {
 		return c.Blob(http.StatusOK, "application/yaml", d.SpecYAML)
 	})
 
+	svc := d.Services
+	if svc == nil {
+		svc = NewServices(d)
+	}
 	srv := &Server{db: d.DB, dataDir: d.DataDir, apps: apps.NewStore(d.DB), models: d.Models, log: log,
-		pingInterval: d.PingInterval}
+		pingInterval: d.PingInterval, chat: svc.Chat, search: svc.Search, flows: svc.Flows,
+		annotations: svc.Annotations, speech: svc.Speech}
 	if srv.pingInterval <= 0 {
 		srv.pingInterval = DefaultPingInterval
 	}
-	chatCfg := chat.Config{
-		DB:              d.DB,
-		Models:          d.ChatModels,
-		Logger:          log,
-		MatchAnnotation: srv.annotationService().Match,
-		ResolveFiles:    attachedFiles(remoteFiles(d)),
-	}
-	if chatCfg.Models == nil && d.Models != nil {
-		chatCfg.Models = d.Models
-	}
-	// One retrieval service serves the retrieve operation, chat apps and the
-	// knowledge-retrieval nodes of workflows.
-	search := retrieval.New(d.DB, d.Models)
-	srv.search = search
-	chatCfg.Retrieve = search.ForApp
-	srv.chat = chat.New(chatCfg)
-	srv.flows = newFlows(d, chatCfg.Models, retrieval.WorkflowRetriever{Service: search}, srv.chat, log)
 
 	// Signed download links of knowledge documents (outside /v1: the link
 	// itself is the credential).
