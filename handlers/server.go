@@ -22,6 +22,7 @@ import (
 	"appkb/files"
 	"appkb/flows"
 	"appkb/gen"
+	"appkb/indexing"
 	"appkb/llm"
 	"appkb/retrieval"
 	"appkb/workflow"
@@ -84,6 +85,8 @@ type Server struct {
 	annotations *annotations.Service
 	// speech is speech to text and text to speech.
 	speech *audio.Service
+	// links signs the download links of document files.
+	links *indexing.LinkSigner
 }
 
 // Services are the long-lived domain services the routes call, built
@@ -170,6 +173,9 @@ func NewServer(d Deps) (*echo.Echo, error) {
 		annotations: svc.Annotations, speech: svc.Speech}
 	if srv.pingInterval <= 0 {
 		srv.pingInterval = DefaultPingInterval
+	}
+	if srv.links, err = indexing.NewLinkSigner(); err != nil {
+		return nil, err
 	}
 
 	// Signed download links of knowledge documents (outside /v1: the link
