@@ -19,6 +19,7 @@ import (
 	"gorm.io/gorm"
 
 	"appkb/apperr"
+	"appkb/db"
 	"appkb/llm"
 	"appkb/models"
 )
@@ -69,7 +70,7 @@ func (s *Service) List(ctx context.Context, appID string, page, limit int, keywo
 	}
 	q := s.db.WithContext(ctx).Model(&models.Annotation{}).Where("app_id = ?", appID)
 	if kw := strings.TrimSpace(keyword); kw != "" {
-		pattern := "%" + escapeLike(kw) + "%"
+		pattern := "%" + db.EscapeLike(kw) + "%"
 		q = q.Where(`(question LIKE ? ESCAPE '\' OR answer LIKE ? ESCAPE '\')`, pattern, pattern)
 	}
 	out := &Page{Page: page, Limit: limit, Items: []models.Annotation{}}
@@ -87,9 +88,6 @@ func (s *Service) List(ctx context.Context, appID string, page, limit int, keywo
 
 // escapeLike makes a text match itself literally in a LIKE pattern that
 // uses \ as its escape character.
-func escapeLike(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
-}
 
 // Create stores a new annotation for appID. When annotation reply is on,
 // its question is embedded right away; should that fail, it is embedded

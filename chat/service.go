@@ -178,12 +178,6 @@ const DefaultConversationName = "New conversation"
 // history; the context window usually admits far fewer.
 const maxHistoryMessages = 200
 
-// Error codes this package adds to those of apperr.
-const (
-	CodeBadRequest            = "bad_request"
-	CodeConversationCompleted = "conversation_completed"
-)
-
 // appConfig is what the runtime reads from an app definition.
 type appConfig struct {
 	text     string // the definition text it was parsed from
@@ -346,7 +340,7 @@ func (s *Service) prepare(ctx context.Context, req Request, chatOp bool) (*Gener
 		return nil, apperr.New(http.StatusBadRequest, apperr.CodeAppUnavailable, "The app has no model configuration.")
 	}
 	if isAgentMode(ac.mode) && !req.Streaming {
-		return nil, apperr.New(http.StatusBadRequest, CodeBadRequest, "Agent apps only answer in streaming mode; send response_mode \"streaming\".")
+		return nil, apperr.New(http.StatusBadRequest, apperr.CodeBadRequest, "Agent apps only answer in streaming mode; send response_mode \"streaming\".")
 	}
 	user, err := s.users.Resolve(ctx, req.AppID, req.User)
 	if err != nil {
@@ -432,7 +426,7 @@ func (g *Generation) continueConversation(ctx context.Context, id string, form [
 		return nil, err
 	}
 	if conv.Status != "" && conv.Status != StatusNormal {
-		return nil, apperr.New(http.StatusBadRequest, CodeConversationCompleted, "The conversation has ended.")
+		return nil, apperr.New(http.StatusBadRequest, apperr.CodeConversationCompleted, "The conversation has ended.")
 	}
 	g.ConversationID = conv.ID
 	stored := map[string]any{}

@@ -31,7 +31,7 @@ func (s *Server) documentsFor(ctx context.Context) (*indexing.Service, knowledge
 	if err != nil {
 		return nil, knowledge.Actor{}, err
 	}
-	return indexing.NewService(s.db, s.models, s.dataDir), actor, nil
+	return s.docs, actor, nil
 }
 
 // kbJSON answers 200 with a value of the knowledge or indexing packages
@@ -380,8 +380,7 @@ func (s *Server) serveDocumentFile(c echo.Context) error {
 	if !s.links.Valid(ds, doc, c.QueryParam("expires"), c.QueryParam("sign"), time.Now()) {
 		return apperr.Forbidden("The download link is invalid or has expired.")
 	}
-	svc := indexing.NewService(s.db, s.models, s.dataDir)
-	f, err := svc.File(c.Request().Context(), knowledge.Actor{}, ds, doc)
+	f, err := s.docs.File(c.Request().Context(), knowledge.Actor{}, ds, doc)
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,6 @@ import (
 
 	"appkb/apperr"
 	"appkb/apps"
-	"appkb/endusers"
 	"appkb/files"
 	"appkb/gen"
 	"appkb/models"
@@ -30,12 +29,12 @@ func (s *Server) UploadChatFile(ctx context.Context, req gen.UploadChatFileReque
 	if err != nil {
 		return nil, err
 	}
-	form, err := readUploadForm(req.Body, files.NewStore(s.db, s.dataDir), files.RulesFor(def, apps.DefaultSystemParameters))
+	form, err := readUploadForm(req.Body, s.uploads, files.RulesFor(def, apps.DefaultSystemParameters))
 	if err != nil {
 		return nil, err
 	}
 	defer form.staged.Discard()
-	eu, err := endusers.NewStore(s.db).Resolve(ctx, app.ID, form.userOrDefault())
+	eu, err := s.users.Resolve(ctx, app.ID, form.userOrDefault())
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +180,7 @@ func (s *Server) PreviewChatFile(ctx context.Context, req gen.PreviewChatFileReq
 	if req.Params.User != nil {
 		user = *req.Params.User
 	}
-	meta, content, err := files.NewStore(s.db, s.dataDir).OpenForApp(ctx, p.AppID, user, req.FileId)
+	meta, content, err := s.uploads.OpenForApp(ctx, p.AppID, user, req.FileId)
 	if err != nil {
 		return nil, err
 	}

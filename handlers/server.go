@@ -19,6 +19,8 @@ import (
 	"appkb/apps"
 	"appkb/audio"
 	"appkb/chat"
+	"appkb/conversations"
+	"appkb/endusers"
 	"appkb/files"
 	"appkb/flows"
 	"appkb/gen"
@@ -85,6 +87,11 @@ type Server struct {
 	annotations *annotations.Service
 	// speech is speech to text and text to speech.
 	speech *audio.Service
+	// Stores and services without background work, built once.
+	convs   *conversations.Store
+	users   *endusers.Store
+	uploads *files.Store
+	docs    *indexing.Service
 	// links signs the download links of document files.
 	links *indexing.LinkSigner
 }
@@ -98,6 +105,8 @@ type Services struct {
 	Annotations *annotations.Service
 	Search      *retrieval.Service
 	Speech      *audio.Service
+	// Uploads keeps uploaded files and fetches remote ones.
+	Uploads *files.Store
 }
 
 // NewServices builds the domain services over d.
@@ -129,7 +138,7 @@ func NewServices(d Deps) *Services {
 		Retriever: retrieval.WorkflowRetriever{Service: search}, Files: uploads,
 		HTTPGuard: &files.Guard{Allow: d.FetchAllow}, Python: d.Python, Logger: log,
 	})
-	return &Services{Chat: chatSvc, Flows: fl, Annotations: ann, Search: search, Speech: audio.NewService(d.DB, d.Models)}
+	return &Services{Chat: chatSvc, Flows: fl, Annotations: ann, Search: search, Speech: audio.NewService(d.DB, d.Models), Uploads: uploads}
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -170,7 +179,9 @@ func NewServer(d Deps) (*echo.Echo, error) {
 	}
 	srv := &Server{db: d.DB, dataDir: d.DataDir, apps: apps.NewStore(d.DB), models: d.Models, log: log,
 		pingInterval: d.PingInterval, chat: svc.Chat, search: svc.Search, flows: svc.Flows,
-		annotations: svc.Annotations, speech: svc.Speech}
+		annotations: svc.Annotations, speech: svc.Speech, uploads: svc.Uploads,
+		convs: conversations.NewStore(d.DB), users: endusers.NewStore(d.DB),
+		docs: indexing.NewService(d.DB, d.Models, d.DataDir)}
 	if srv.pingInterval <= 0 {
 		srv.pingInterval = DefaultPingInterval
 	}
