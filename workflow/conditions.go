@@ -5,14 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"appkb/apps"
 )
-
-func init() {
-	executors[apps.NodeIfElse] = runIfElse
-	executors["list-operator"] = runListOperator
-}
 
 // compare applies one comparison operator of the DSL to an actual value
 // and the expected value of a condition.

@@ -581,7 +581,7 @@ func (r *run) walk(parent context.Context, g *Graph) walkResult {
 			for k, v := range f.out.outputs {
 				wr.outputs[k] = v
 			}
-		case "loop-end":
+		case apps.NodeLoopEnd:
 			wr.loopEnd = true
 		}
 		if wr.fail == "" && !wr.loopEnd {

@@ -12,15 +12,6 @@ import (
 	"appkb/jsonnum"
 )
 
-func init() {
-	executors[apps.NodeStart] = runStart
-	executors[apps.NodeEnd] = runEnd
-	executors[apps.NodeAnswer] = runAnswer
-	executors[apps.NodeVariableAggregator] = runAggregator
-	executors["assigner"] = runAssigner
-	executors[apps.NodeKnowledgeRetrieval] = runKnowledge
-}
-
 // validateInputs checks the run's inputs against the start node's form
 // and returns the values the run uses: declared variables only, defaults
 // filled in, numbers and booleans converted.

@@ -7,14 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"appkb/apps"
-
 	"github.com/dop251/goja"
 )
-
-func init() {
-	executors[apps.NodeCode] = runCode
-}
 
 // runCode runs a code node. javascript runs in-process with goja under
 // Engine.CodeTimeout: main receives one object holding the declared
