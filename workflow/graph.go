@@ -30,6 +30,8 @@ type gnode struct {
 	container, containerKind string
 	// sub is the inner graph of an iteration or loop node.
 	sub *Graph
+	// cfg holds the typed settings of kinds that have them (config.go).
+	cfg any
 }
 
 type gedge struct {
@@ -109,6 +111,9 @@ func build(w *apps.Workflow, parent, parentKind, rootID string, depth int) (*Gra
 			continue
 		}
 		gn := &gnode{id: n.ID, kind: kind, title: n.Title(), data: n.NormalizedData(), order: i, container: parent, containerKind: parentKind}
+		if err := compileConfig(gn); err != nil {
+			return nil, err
+		}
 		all[n.ID] = gn
 		order = append(order, gn)
 	}
