@@ -30,7 +30,9 @@ type recModel struct {
 	reqs []llm.ChatRequest
 }
 
-func newRecModel(chunks ...string) *recModel { return &recModel{chunks: chunks, finish: "stop", failAt: -1} }
+func newRecModel(chunks ...string) *recModel {
+	return &recModel{chunks: chunks, finish: "stop", failAt: -1}
+}
 
 func (m *recModel) record(req llm.ChatRequest) {
 	m.mu.Lock()
