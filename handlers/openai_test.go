@@ -99,7 +99,8 @@ func (f recModels) Backend(string) (string, error)             { return "fake", 
 
 // Apps of the OpenAI tests besides those of every chatServer.
 const (
-	appTopic = "topic" // a workflow: start(topic) → template → end
+	appTopic   = "topic"   // a workflow: start(topic) → template → end
+	appGreeter = "greeter" // greeterGraph: its llm node streams into the end node
 )
 
 const topicWorkflow = `    nodes:
@@ -121,6 +122,7 @@ func newOpenAIServer(t *testing.T, m *recModel) *chatServer {
 	t.Helper()
 	return newChatServer(t, chatOptions{models: recModels{m}, extra: map[string]string{
 		appTopic:   workflowApp("Topic", topicWorkflow),
+		appGreeter: workflowApp("Greeter", greeterGraph),
 		appCounter: counterChatflow,
 	}})
 }
@@ -613,5 +615,37 @@ func TestOpenAIClientDisconnectStopsTheModel(t *testing.T) {
 	res.Body.Close()
 	if err := <-model.ended; err == nil {
 		t.Error("the model ran to the end although the client went away")
+	}
+}
+
+func TestOpenAIWorkflowStreamsItsLLMText(t *testing.T) {
+	s := newOpenAIServer(t, newRecModel("Hello ", "there, ", "ANN."))
+	body := decode(t, s.oaiPost(t, appGreeter, `{"model":"g","messages":[{"role":"user","content":"ann"}]}`))
+	blocking := body["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)["content"]
+	if blocking != "Hello there, ANN." {
+		t.Errorf("blocking content %q", blocking)
+	}
+	frames, done := s.oaiStream(t, appGreeter, `{"model":"g","stream":true,"messages":[{"role":"user","content":"ann"}]}`)
+	text, _, _ := chunkParts(t, frames, "g")
+	if text != blocking || !done {
+		t.Errorf("streamed %q, want the blocking answer %q", text, blocking)
+	}
+	if len(frames) < 5 {
+		t.Errorf("the llm node's pieces should stream one by one; got %d chunks", len(frames))
+	}
+}
+
+func TestOpenAIKeepAlive(t *testing.T) {
+	model := newFakeModel(30*time.Millisecond, "slow ", "answer")
+	s := newChatServer(t, chatOptions{models: fakeModels{model}, ping: 5 * time.Millisecond})
+	frames, done := s.oaiStream(t, appDemoChat, `{"model":"x","stream":true,"messages":[{"role":"user","content":"wait"}]}`)
+	if text, _, _ := chunkParts(t, frames, "x"); text != "slow answer" || !done {
+		t.Errorf("streamed %q, done %v", text, done)
+	}
+	rec := httptest.NewRecorder()
+	s.e.ServeHTTP(rec, request{method: "POST", path: "/v1/chat/completions", key: s.keys[appDemoChat],
+		body: `{"model":"x","stream":true,"messages":[{"role":"user","content":"wait"}]}`}.build())
+	if !strings.Contains(rec.Body.String(), "\n\n: keep-alive\n\n") {
+		t.Errorf("no keep-alive comment in a quiet stream: %s", truncate(rec.Body.String()))
 	}
 }
