@@ -14,7 +14,9 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3filter"
 
+	"appkb/apikeys"
 	"appkb/apperr"
+	"appkb/apps"
 	"appkb/llm"
 	"appkb/models"
 )
@@ -647,5 +649,39 @@ func TestOpenAIKeepAlive(t *testing.T) {
 		body: `{"model":"x","stream":true,"messages":[{"role":"user","content":"wait"}]}`}.build())
 	if !strings.Contains(rec.Body.String(), "\n\n: keep-alive\n\n") {
 		t.Errorf("no keep-alive comment in a quiet stream: %s", truncate(rec.Body.String()))
+	}
+}
+
+func TestOpenAICitesKnowledge(t *testing.T) {
+	s := newTestServer(t)
+	ds := retrieveCorpus(t, s, "handbook")
+	ctx := context.Background()
+	app, err := apps.NewStore(s.db).Import(ctx, []byte(strings.ReplaceAll(knowledgeChatApp, "DATASET", ds)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := apikeys.NewStore(s.db).CreateAppKey(ctx, app.ID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := &chatServer{testServer: s, keys: map[string]string{"kb": key}}
+	body := decode(t, cs.oaiPost(t, "kb", `{"model":"kb","messages":[{"role":"user","content":"How fast are refunds paid back?"}]}`))
+	content := body["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)["content"].(string)
+	if !strings.Contains(content, "Refunds are paid back within five days.") {
+		t.Errorf("answer %q does not quote the knowledge", content)
+	}
+	cites, _ := body["retriever_resources"].([]any)
+	if len(cites) == 0 || cites[0].(map[string]any)["dataset_id"] != ds {
+		t.Errorf("retriever_resources %v", body["retriever_resources"])
+	}
+	frames, _ := cs.oaiStream(t, "kb", `{"model":"kb","stream":true,"messages":[{"role":"user","content":"When does the office open?"}]}`)
+	var finish map[string]any
+	for _, f := range frames {
+		if c := f["choices"].([]any); len(c) > 0 && c[0].(map[string]any)["finish_reason"] != nil {
+			finish = f
+		}
+	}
+	if cites, _ := finish["retriever_resources"].([]any); len(cites) == 0 {
+		t.Errorf("the finish chunk carries no citations: %v", finish)
 	}
 }
