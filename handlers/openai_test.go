@@ -685,3 +685,20 @@ func TestOpenAICitesKnowledge(t *testing.T) {
 		t.Errorf("the finish chunk carries no citations: %v", finish)
 	}
 }
+
+// TestOpenAIAcceptsWhatClientsSend: nulls for optional fields, fields
+// appkb ignores, and tool-call messages without content.
+func TestOpenAIAcceptsWhatClientsSend(t *testing.T) {
+	s := newOpenAIServer(t, newRecModel("ok"))
+	rec := s.oaiPost(t, appDemoChat, `{"model":"x","stop":null,"max_tokens":null,"temperature":null,"top_p":null,
+		"user":null,"stream":false,"stream_options":null,"n":1,"presence_penalty":0,"frequency_penalty":0,"seed":7,
+		"logprobs":false,"response_format":{"type":"text"},"tool_choice":"auto",
+		"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],
+		"messages":[{"role":"user","content":"a","name":"ann"},
+			{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},
+			{"role":"tool","tool_call_id":"c1","content":"42"},
+			{"role":"user","content":"b"}]}`)
+	if rec.Code != 200 {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+}
