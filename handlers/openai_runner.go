@@ -2,25 +2,23 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"appkb/apperr"
 	"appkb/apps"
 	"appkb/chat"
+	"appkb/flows"
 	"appkb/llm"
 	"appkb/oaicompat"
 	"appkb/workflow"
-	"appkb/workflowruns"
 )
 
-// openaiRunner runs the turns of the OpenAI-compatible endpoint over the
-// chat runtime (chat, agent and completion apps) and the workflow engine
-// (chatflow and workflow apps), the same code the Dify operations use.
-// It is the only place where oaicompat meets the runtimes.
+// openaiRunner runs the turns of the OpenAI-compatible endpoint through
+// flows, the same runs the Dify operations start. It is the only place
+// where oaicompat meets the runtimes.
 type openaiRunner struct{ s *Server }
 
 var _ oaicompat.Runner = openaiRunner{}
@@ -38,19 +36,10 @@ func (r openaiRunner) App(ctx context.Context, appID string) (*oaicompat.App, er
 	return out, nil
 }
 
-// Run runs one turn of the app the turn names.
-func (r openaiRunner) Run(ctx context.Context, t *oaicompat.Turn, emit func(oaicompat.Event) error) (*oaicompat.Answer, error) {
-	switch t.Mode {
-	case apps.ModeAdvancedChat:
-		return r.runChatflow(ctx, t, emit)
-	case apps.ModeWorkflow:
-		return r.runWorkflow(ctx, t, emit)
-	}
-	return r.runChat(ctx, t, emit)
-}
-
-func chatRequest(t *oaicompat.Turn, streaming bool) chat.Request {
-	req := chat.Request{
+// flowRequest is the run a turn asks for. Agent apps always run streaming
+// (Dify has no blocking agent answers); a blocking turn collects them.
+func flowRequest(t *oaicompat.Turn, streaming bool) flows.Request {
+	req := flows.Request{
 		AppID: t.AppID, User: t.User, Query: t.Query, Inputs: t.Inputs, ConversationID: t.ConversationID,
 		AutoGenerateName: true, Streaming: streaming, Instructions: t.Instructions, Params: t.Params,
 	}
@@ -63,209 +52,120 @@ func chatRequest(t *oaicompat.Turn, streaming bool) chat.Request {
 	return req
 }
 
-// runChat serves chat, agent and completion apps. Agent apps only run in
-// streaming mode; for a blocking request their stream is collected.
-func (r openaiRunner) runChat(ctx context.Context, t *oaicompat.Turn, emit func(oaicompat.Event) error) (*oaicompat.Answer, error) {
+// Run runs one turn of the app the turn names, reporting its start and its
+// answer text to emit as they come when emit is set.
+func (r openaiRunner) Run(ctx context.Context, t *oaicompat.Turn, emit func(oaicompat.Event) error) (*oaicompat.Answer, error) {
 	agent := t.Mode == apps.ModeAgentChat || t.Mode == apps.ModeAgent
-	req := chatRequest(t, emit != nil || agent)
+	run, err := r.s.flows.Run(ctx, flowRequest(t, emit != nil || agent))
+	if err != nil {
+		return nil, err
+	}
 	var (
-		g   *chat.Generation
-		err error
+		start    *oaicompat.Start
+		streamed strings.Builder
+		replaced bool
 	)
-	if t.Mode == apps.ModeCompletion {
-		g, err = r.s.chat.PrepareCompletion(ctx, req)
-	} else {
-		g, err = r.s.chat.PrepareChat(ctx, req)
-	}
-	if err != nil {
-		return nil, err
-	}
-	start := oaicompat.Start{MessageID: g.MessageID, ConversationID: g.ConversationID, CreatedAt: g.CreatedAt}
-	if emit != nil {
-		if err := emit(oaicompat.Event{Start: &start}); err != nil {
-			return nil, err
-		}
-	}
-	replaced := false
-	var onEvent func(chat.Event) error
-	if g.Streaming {
-		onEvent = func(ev chat.Event) error {
-			switch e := ev.(type) {
-			case chat.MessageEvent:
-				if emit != nil && e.Answer != "" {
-					return emit(oaicompat.Event{Text: e.Answer})
-				}
-			case chat.MessageReplaceEvent:
-				replaced = true
+	send := func(ev oaicompat.Event) error {
+		if err := emit(ev); err != nil {
+			run.Cancel(err) // the client went away: stop the run
+			for range run.Events() {
 			}
-			return nil
+			return err
+		}
+		return nil
+	}
+	for ev := range run.Events() {
+		if emit == nil {
+			continue
+		}
+		if start == nil {
+			start = startOf(ev.Payload)
+			if err := send(oaicompat.Event{Start: start}); err != nil {
+				return nil, err
+			}
+		}
+		if _, ok := ev.Payload.(chat.MessageReplaceEvent); ok {
+			replaced = true
+		}
+		if ev.Delta != "" {
+			streamed.WriteString(ev.Delta)
+			if err := send(oaicompat.Event{Text: ev.Delta}); err != nil {
+				return nil, err
+			}
 		}
 	}
-	res, err := g.Run(ctx, onEvent)
+	res, err := run.Wait()
 	if err != nil {
 		return nil, err
 	}
-	a := &oaicompat.Answer{Start: start, Text: res.Answer, FinishReason: oaicompat.FinishStop,
-		Usage: oaicompat.Usage{PromptTokens: res.Metadata.Usage.PromptTokens, CompletionTokens: res.Metadata.Usage.CompletionTokens,
-			TotalTokens: res.Metadata.Usage.TotalTokens}}
+	if res.Failure != nil {
+		return nil, res.Failure
+	}
+	if res.Status == workflow.RunPaused {
+		return nil, apperr.New(http.StatusBadRequest, apperr.CodeAppUnavailable,
+			"The run %s paused for human input, which chat completions cannot give; answer its form and follow the run with the workflow operations.", res.WorkflowRunID)
+	}
+	if start == nil {
+		start = &oaicompat.Start{MessageID: res.MessageID, ConversationID: res.ConversationID, CreatedAt: time.Now().UTC()}
+		if start.MessageID == "" {
+			start.MessageID = res.WorkflowRunID
+		}
+		if emit != nil {
+			if err := send(oaicompat.Event{Start: start}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	switch t.Mode {
+	case apps.ModeWorkflow:
+		answer := flows.TextOutputs(res.Outputs)
+		if emit != nil {
+			// The text chunks streamed so far are usually the outputs; send
+			// what they lack, or the outputs when nothing was streamed.
+			if rest, ok := strings.CutPrefix(answer, streamed.String()); ok && rest != "" {
+				if err := send(oaicompat.Event{Text: rest}); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return graphAnswer(*start, answer, res.TotalTokens), nil
+	case apps.ModeAdvancedChat:
+		return graphAnswer(*start, res.Answer, res.TotalTokens), nil
+	}
+	a := &oaicompat.Answer{Start: *start, Text: res.Answer, FinishReason: oaicompat.FinishStop,
+		Usage: oaicompat.Usage{PromptTokens: res.PromptTokens, CompletionTokens: res.CompletionTokens, TotalTokens: res.TotalTokens}}
 	switch {
 	case replaced:
 		a.FinishReason = oaicompat.FinishContentFilter
 	case !res.Stopped && res.FinishReason == oaicompat.FinishLength:
 		a.FinishReason = oaicompat.FinishLength
 	}
-	for _, c := range res.Metadata.RetrieverResources {
+	for _, c := range res.Citations {
 		a.Citations = append(a.Citations, c)
 	}
 	return a, nil
 }
 
-// runChatflow serves chatflow apps the way POST /chat-messages does:
-// the chat runtime keeps the conversation and message, the engine runs
-// the app's current graph, and the answer nodes' text is the answer.
-func (r openaiRunner) runChatflow(ctx context.Context, t *oaicompat.Turn, emit func(oaicompat.Event) error) (*oaicompat.Answer, error) {
-	s := r.s
-	app, err := s.apps.Get(ctx, t.AppID)
-	if err != nil {
-		return nil, err
+// startOf reads the ids and time of a turn from the first event of its
+// stream: every event of the Service API carries them.
+func startOf(payload any) *oaicompat.Start {
+	var ids struct {
+		MessageID      string `json:"message_id"`
+		ConversationID string `json:"conversation_id"`
+		WorkflowRunID  string `json:"workflow_run_id"`
+		CreatedAt      int64  `json:"created_at"`
 	}
-	version, err := s.flows.runs.Current(ctx, app)
-	if err != nil {
-		return nil, err
+	if b, err := json.Marshal(payload); err == nil {
+		_ = json.Unmarshal(b, &ids)
 	}
-	turn, err := s.chat.PrepareChatflow(ctx, chatRequest(t, emit != nil), version.Def)
-	if err != nil {
-		return nil, err
+	s := &oaicompat.Start{MessageID: ids.MessageID, ConversationID: ids.ConversationID, CreatedAt: time.Now().UTC()}
+	if s.MessageID == "" {
+		s.MessageID = ids.WorkflowRunID
 	}
-	graph, err := workflow.Compile(version.Def.Workflow)
-	if err != nil {
-		return nil, err
+	if ids.CreatedAt > 0 {
+		s.CreatedAt = time.Unix(ids.CreatedAt, 0).UTC()
 	}
-	in := workflow.RunInput{
-		Graph: graph, Mode: workflow.ModeChatflow, Inputs: turn.Inputs, Query: t.Query,
-		UserID: t.User, AppID: app.ID, WorkflowID: version.ID,
-		ConversationID: turn.ConversationID, MessageID: turn.MessageID,
-		TaskID: turn.TaskID, RunID: uuid.NewString(),
-		DialogueCount:         turn.DialogueCount,
-		ConversationVariables: turn.ConversationVariables,
-		History:               turn.History,
-		Files:                 workflowFiles(turn.Files),
-	}
-	start := oaicompat.Start{MessageID: turn.MessageID, ConversationID: turn.ConversationID, CreatedAt: turn.CreatedAt}
-	res, err := r.runGraph(ctx, in, turn.EndUserID, t.User, start, emit)
-	if err != nil {
-		return nil, err
-	}
-	failure := runFailure(res)
-	_, err = turn.Finish(ctx, chatflowOutcome(res, failure))
-	if failure != nil {
-		return nil, failure
-	}
-	if err != nil {
-		return nil, err
-	}
-	if err := pausedError(res); err != nil {
-		return nil, err
-	}
-	return graphAnswer(start, res.Answer, res.TotalTokens), nil
-}
-
-// runWorkflow serves workflow apps as POST /workflows/run does, with the
-// app's current graph; the answer is the run's text outputs.
-func (r openaiRunner) runWorkflow(ctx context.Context, t *oaicompat.Turn, emit func(oaicompat.Event) error) (*oaicompat.Answer, error) {
-	s := r.s
-	app, err := s.apps.Get(ctx, t.AppID)
-	if err != nil {
-		return nil, err
-	}
-	version, err := s.flows.runs.Current(ctx, app)
-	if err != nil {
-		return nil, err
-	}
-	user, err := s.flows.users.Resolve(ctx, app.ID, t.User)
-	if err != nil {
-		return nil, err
-	}
-	attached, err := attachedFiles(s.flows.files)(ctx, app.ID, user.ID, chatRequest(t, false).Files)
-	if err != nil {
-		return nil, err
-	}
-	graph, err := workflow.Compile(version.Def.Workflow)
-	if err != nil {
-		return nil, err
-	}
-	in := workflow.RunInput{
-		Graph: graph, Mode: workflow.ModeWorkflow, Inputs: t.Inputs, Files: workflowFiles(attached),
-		UserID: t.User, AppID: app.ID, WorkflowID: version.ID,
-		TaskID: uuid.NewString(), RunID: uuid.NewString(),
-	}
-	start := oaicompat.Start{MessageID: in.RunID, CreatedAt: time.Now().UTC()}
-	var streamed strings.Builder
-	var forward func(oaicompat.Event) error
-	if emit != nil {
-		forward = func(ev oaicompat.Event) error {
-			streamed.WriteString(ev.Text)
-			return emit(ev)
-		}
-	}
-	res, err := r.runGraph(ctx, in, user.ID, t.User, start, forward)
-	if err != nil {
-		return nil, err
-	}
-	if failure := runFailure(res); failure != nil {
-		return nil, failure
-	}
-	if err := pausedError(res); err != nil {
-		return nil, err
-	}
-	answer := spokenOutputs(res.Outputs)
-	if emit != nil {
-		// The text chunks streamed so far are usually the outputs; send
-		// what they lack, or the outputs when nothing was streamed.
-		if rest, ok := strings.CutPrefix(answer, streamed.String()); ok && rest != "" {
-			if err := emit(oaicompat.Event{Text: rest}); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return graphAnswer(start, answer, res.TotalTokens), nil
-}
-
-// runGraph runs a graph as a task the stop operations reach, reporting
-// start and then every text chunk to emit (when set). A failure to emit
-// (the client went away) stops the run.
-func (r openaiRunner) runGraph(ctx context.Context, in workflow.RunInput, endUserID, user string, start oaicompat.Start,
-	emit func(oaicompat.Event) error) (*workflow.Result, error) {
-	s := r.s
-	engine := s.flows.engine(workflowruns.RunMeta{EndUserID: endUserID})
-	runCtx, stop := context.WithCancelCause(ctx)
-	defer stop(nil)
-	defer s.flows.tasks.Track(in.TaskID, in.AppID, user, stop)()
-	var onEvent func(workflow.Event)
-	if emit != nil {
-		if err := emit(oaicompat.Event{Start: &start}); err != nil {
-			return nil, err
-		}
-		onEvent = func(ev workflow.Event) {
-			tc, ok := ev.(*workflow.TextChunk)
-			if !ok || tc.Data.Text == "" || runCtx.Err() != nil {
-				return
-			}
-			if err := emit(oaicompat.Event{Text: tc.Data.Text}); err != nil {
-				stop(err)
-			}
-		}
-	}
-	return s.flows.run(runCtx, engine, in, onEvent)
-}
-
-// pausedError is the answer to a run that paused for human input.
-func pausedError(res *workflow.Result) error {
-	if res.Status != workflow.RunPaused {
-		return nil
-	}
-	return apperr.New(http.StatusBadRequest, apperr.CodeAppUnavailable,
-		"The run %s paused for human input, which chat completions cannot give; answer its form and follow the run with the workflow operations.", res.RunID)
+	return s
 }
 
 // graphAnswer is the answer of a chatflow or workflow run. Runs count
