@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"appkb/apikeys"
 	"appkb/apps"
 	"appkb/db"
@@ -34,6 +36,7 @@ type opsServer struct {
 	appKey, knowledgeKey string
 	appID                string
 	db                   interface{ Close() error }
+	gdb                  *gorm.DB
 	log                  *lockedBuffer
 }
 
@@ -92,7 +95,7 @@ func newOpsServer(t *testing.T, ops handlers.Ops, options ...func(*handlers.Deps
 	}
 	ts := httptest.NewServer(e)
 	t.Cleanup(ts.Close)
-	return &opsServer{url: ts.URL, appKey: keys.AppKey, knowledgeKey: keys.KnowledgeKey, appID: keys.AppID, db: sqlDB, log: logBuf}
+	return &opsServer{url: ts.URL, appKey: keys.AppKey, knowledgeKey: keys.KnowledgeKey, appID: keys.AppID, db: sqlDB, gdb: gdb, log: logBuf}
 }
 
 func (s *opsServer) call(t *testing.T, method, path, key string, header http.Header, body string) (*http.Response, string) {
@@ -305,6 +308,17 @@ func TestMetricsAfterTraffic(t *testing.T) {
 	if !strings.Contains(stream, "message_end") {
 		t.Fatalf("stream did not finish: %s", stream)
 	}
+	flow, err := apps.NewStore(s.gdb).Import(context.Background(), []byte(workflowApp("greeter", greeterGraph)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flowKey, err := apikeys.NewStore(s.gdb).CreateAppKey(context.Background(), flow.ID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, body := s.call(t, "POST", "/v1/workflows/run", flowKey, nil, `{"inputs":{"name":"x","n":9},"user":"u1","response_mode":"blocking"}`); res.StatusCode != 200 {
+		t.Fatalf("workflow run: %d %s", res.StatusCode, body)
+	}
 
 	if res, _ := s.call(t, "GET", "/metrics", "", nil, ""); res.StatusCode != 401 {
 		t.Fatalf("GET /metrics without the token: %d", res.StatusCode)
@@ -324,6 +338,8 @@ func TestMetricsAfterTraffic(t *testing.T) {
 		`appkb_model_call_duration_seconds_count{kind="chat",provider="appkb"}`,
 		`appkb_model_tokens_total{direction="completion",provider="appkb"}`,
 		`appkb_indexing_queue_depth 0`,
+		`appkb_workflow_runs_total{status="succeeded"}`,
+		`appkb_workflow_node_executions_total{node_type="code",status="succeeded"}`,
 		`go_sql_open_connections{db_name="appkb"}`,
 		`go_goroutines `,
 		`go_memstats_heap_alloc_bytes `,

@@ -134,14 +134,16 @@ func ModelCall(provider, kind string, err error, elapsed time.Duration, promptTo
 }
 
 // DocumentIndexed records a document the indexing workers finished.
-func DocumentIndexed(ok bool, chunks int) {
+func DocumentIndexed(ok bool) {
 	if !ok {
 		indexedDocs.WithLabelValues("error").Inc()
 		return
 	}
 	indexedDocs.WithLabelValues("completed").Inc()
-	indexedChunks.Add(float64(chunks))
 }
+
+// ChunksIndexed counts chunks the indexing workers wrote.
+func ChunksIndexed(n int) { indexedChunks.Add(float64(n)) }
 
 // WorkflowRun records a run that reached status (succeeded, failed,
 // stopped, partial-succeeded, paused…).
