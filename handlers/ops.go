@@ -45,6 +45,9 @@ type Ops struct {
 // before the answer was complete, as nginx does.
 const statusClientClosed = 499
 
+// quietRoutes are logged at debug level when they succeed.
+var quietRoutes = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
+
 // ctxErrorCode is where the error handler leaves the code it answered with.
 const ctxErrorCode = "appkb.error_code"
 
@@ -174,8 +177,12 @@ func observe(log *slog.Logger) echo.MiddlewareFunc {
 				attrs = append(attrs, slog.String("error", code))
 			}
 			level := slog.LevelInfo
-			if status >= 500 && status != http.StatusNotImplemented {
+			switch {
+			case status >= 500 && status != http.StatusNotImplemented:
 				level = slog.LevelError
+			case status < 400 && quietRoutes[route]:
+				// Probes and scrapes come every few seconds.
+				level = slog.LevelDebug
 			}
 			log.LogAttrs(req.Context(), level, "request", attrs...)
 			return nil
