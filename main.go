@@ -81,7 +81,20 @@ func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) er
 	}
 	cmd, rest := findCommand(args)
 	if cmd == nil {
-		return &usageError{msg: fmt.Sprintf("unknown command %q", strings.Join(args[:min(len(args), 2)], " ")), printUsage: printUsage}
+		group := func(w io.Writer) { printGroupUsage(w, args[0]) }
+		if len(args) == 1 || strings.TrimLeft(args[1], "-") == "help" || strings.TrimLeft(args[1], "-") == "h" {
+			if printGroupUsage(io.Discard, args[0]) {
+				if len(args) > 1 {
+					group(out)
+					return flag.ErrHelp
+				}
+				return &usageError{msg: fmt.Sprintf("%s needs a command", args[0]), printUsage: group}
+			}
+		}
+		if printGroupUsage(io.Discard, args[0]) {
+			return &usageError{msg: fmt.Sprintf("unknown command %q", strings.Join(args[:min(len(args), 2)], " ")), printUsage: group}
+		}
+		return &usageError{msg: fmt.Sprintf("unknown command %q", args[0]), printUsage: printUsage}
 	}
 	fs := flag.NewFlagSet("appkb "+cmd.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -180,6 +193,25 @@ Run "appkb COMMAND --help" for the flags of a command. Every flag of serve
 has an environment variable (APPKB_ADDR, APPKB_DATA_DIR, APPKB_LOG_LEVEL…),
 listed in its help.
 `)
+}
+
+// printGroupUsage lists the commands that start with word ("key", "app",
+// "kb") and reports whether there are any.
+func printGroupUsage(w io.Writer, word string) bool {
+	found := false
+	for _, c := range commands {
+		if first, _, ok := strings.Cut(c.name, " "); ok && first == word {
+			if !found {
+				fmt.Fprintf(w, "Usage:\n")
+			}
+			found = true
+			fmt.Fprintf(w, "  %s\n        %s\n", strings.TrimSpace("appkb "+c.name+" "+c.synopsis), c.summary)
+		}
+	}
+	if found {
+		fmt.Fprintf(w, "\nRun \"appkb %s COMMAND --help\" for the flags of a command.\n", word)
+	}
+	return found
 }
 
 func printCommandUsage(w io.Writer, c *command, fs *flag.FlagSet) {

@@ -213,6 +213,8 @@ func TestUsageMistakes(t *testing.T) {
 		wantUsage string // text of the command's own usage
 	}{
 		{"unknown command", []string{"frobnicate"}, "appkb kb ingest"},
+		{"group without a command", []string{"key"}, "appkb key revoke"},
+		{"unknown command in a group", []string{"key", "rotate"}, "appkb key list"},
 		{"unknown flag", []string{"key", "list", "--data-dir", dataDir, "--bogus"}, "Usage: appkb key list"},
 		{"missing argument", []string{"key", "revoke", "--data-dir", dataDir}, "Usage: appkb key revoke"},
 		{"extra argument", []string{"app", "list", "--data-dir", dataDir, "x"}, "Usage: appkb app list"},
@@ -246,6 +248,7 @@ func TestPerCommandHelp(t *testing.T) {
 		{[]string{"serve", "-h"}, "-cors-origins", "key revoke"},
 		{[]string{"kb", "ingest", "--help"}, "-indexing-technique", "-cors-origins"},
 		{[]string{"help", "backup"}, "Usage: appkb backup", "-addr"},
+		{[]string{"key", "--help"}, "appkb key create", "appkb app list"},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
