@@ -26,6 +26,7 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 			return
 		}
 		e := toAPIError(err)
+		c.Set(ctxErrorCode, e.Code)
 		if e.Status >= http.StatusInternalServerError && e.Status != http.StatusNotImplemented {
 			log.Error("request failed", requestAttrs(c), "status", e.Status, "error", err)
 		}

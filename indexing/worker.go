@@ -17,6 +17,7 @@ import (
 	"appkb/apperr"
 	"appkb/docparse"
 	"appkb/llm"
+	"appkb/metrics"
 	"appkb/models"
 	"appkb/textsplit"
 )
@@ -147,6 +148,9 @@ func (w *worker) runOne(ctx context.Context) (bool, error) {
 	}
 	j := jobs[0]
 	err = w.index(ctx, j)
+	if err == nil {
+		metrics.DocumentIndexed(true)
+	}
 	switch {
 	case err == nil, errors.Is(err, errStale):
 		return true, nil
@@ -155,6 +159,7 @@ func (w *worker) runOne(ctx context.Context) (bool, error) {
 		return true, nil
 	}
 	w.log.Warn("indexing: document failed", "document", j.DocumentID, "err", err)
+	metrics.DocumentIndexed(false)
 	return true, w.fail(j, err)
 }
 
@@ -282,6 +287,7 @@ func (w *worker) index(ctx context.Context, j job) error {
 		}
 		words += b.words
 		tokens += b.tokens
+		metrics.ChunksIndexed(len(part))
 	}
 	return w.current(ctx, j, func(tx *gorm.DB) error {
 		if err := tx.Model(&models.Document{}).Where("id = ?", doc.ID).Updates(map[string]any{
