@@ -5,8 +5,9 @@
 // cheaply, a title. It touches no database and no network.
 //
 // Every entry point enforces Limits: the input size, the bytes a compressed
-// format (docx and xlsx zip parts, pdf streams) may expand to, and the size of
-// the extracted text. Errors are *Error values that match one of
+// format (docx and xlsx zip parts, pdf streams) may expand to, the size of
+// the extracted text, how deeply elements nest, the cells of a workbook and
+// the time spent on one document. Errors are *Error values that match one of
 // ErrUnsupported, ErrCorrupt or ErrTooLarge with errors.Is, so that the HTTP
 // layer can answer 415 unsupported_file_type, 400 or 413 file_too_large.
 //
