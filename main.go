@@ -45,6 +45,11 @@ Usage:
         llm/providers.example.yaml); names it does not cover use the built-in offline
         model, unless --strict-providers makes such requests fail.
         --fetch-allow lets remote files come from listed private/loopback ranges.
+        Limits [defaults]: --max-conns [half the open-file limit], --max-inflight [256]
+        requests at once, each waiting up to --queue-wait [5s] before 503 + Retry-After,
+        --header-timeout [10s], --read-timeout [2m] for a request body, --write-timeout
+        [2m] for a response, --idle-timeout [60s] for keep-alive connections, --max-text
+        [100000] characters in query and in each input value.
   appkb app import [--data-dir DIR] FILE.yml|FILE.ifpkg
         Import an app definition (Dify DSL export) and print {"app_id","api_key"}.
   appkb app import [--data-dir DIR] --replace APP_ID FILE.yml
@@ -107,6 +112,7 @@ func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) er
 		strict := fs.Bool("strict-providers", false, "fail requests whose model provider is not configured")
 		fetchAllow := fs.String("fetch-allow", os.Getenv("APPKB_FETCH_ALLOW"),
 			"comma-separated address ranges (CIDR or IP) that remote files may come from although they are private or loopback")
+		limits := addLimitFlags(fs)
 		if err := parse(fs, args[1:], 0); err != nil {
 			return err
 		}
@@ -118,7 +124,7 @@ func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) er
 		if err != nil {
 			return fmt.Errorf("--fetch-allow: %w", err)
 		}
-		return serve(ctx, serveConfig{dataDir: *dataDir, addr: *addr, demo: *withDemo, models: registry, fetchAllow: allow}, out, log)
+		return serve(ctx, serveConfig{dataDir: *dataDir, addr: *addr, demo: *withDemo, models: registry, fetchAllow: allow, limits: limits}, out, log)
 	case "app import":
 		replace := fs.String("replace", "", "update this app in place instead of creating one")
 		if err := parse(fs, args[1:], 1); err != nil {
@@ -228,6 +234,7 @@ type serveConfig struct {
 	demo          bool
 	models        *llm.Registry
 	fetchAllow    []netip.Prefix
+	limits        *limitFlags
 }
 
 func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger) error {
@@ -259,6 +266,10 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 	defer stopIndexing()
 
 	deps := handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, Models: cfg.models, DataDir: dataDir, FetchAllow: cfg.fetchAllow, Background: ctx}
+	if cfg.limits == nil {
+		cfg.limits = addLimitFlags(flag.NewFlagSet("", flag.ContinueOnError))
+	}
+	deps.Limits = cfg.limits.handlerLimits()
 	// python3 code nodes run in a bubblewrap sandbox; without one they fail
 	// with an error saying so, never unsandboxed.
 	if py, err := sandbox.NewPython(sandbox.Config{}); err != nil {
@@ -270,13 +281,17 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Addr: addr, Handler: e, ReadHeaderTimeout: 10 * time.Second}
+	srv := cfg.limits.server(addr, e)
+	ln, maxConns, err := cfg.limits.listen(addr)
+	if err != nil {
+		return err
+	}
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe() }()
-	log.Info("appkb listening", "addr", addr, "data_dir", dataDir, "api", "http://"+addr+"/v1")
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("appkb listening", "addr", addr, "data_dir", dataDir, "api", "http://"+addr+"/v1", "max_conns", maxConns)
 
 	select {
 	case err := <-errc:

@@ -56,6 +56,8 @@ type Deps struct {
 	// Python runs the python3 code nodes of workflows; when nil those
 	// nodes fail with an error saying the sandbox is missing.
 	Python workflow.CodeRunner
+	// Limits protect against overload and slow or oversized requests.
+	Limits Limits
 }
 
 // DefaultPingInterval is the keep-alive period of message streams.
@@ -95,6 +97,7 @@ func NewServer(d Deps) (*echo.Echo, error) {
 	if err != nil {
 		return nil, err
 	}
+	validator.maxText = d.Limits.MaxText
 
 	e := echo.New()
 	e.HideBanner = true
@@ -103,6 +106,7 @@ func NewServer(d Deps) (*echo.Echo, error) {
 	e.Use(middleware.RequestID())
 	e.Use(requestLogger(log))
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: recoverLog(log)}))
+	e.Use(guard(d.Limits))
 	e.Use(middleware.BodyLimit(MaxBodySize))
 	e.Use(validator.middleware)
 

@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -35,6 +36,9 @@ const (
 type requestValidator struct {
 	router routers.Router
 	keys   *apikeys.Store
+	// maxText bounds query and each input value, in characters (0: no
+	// limit).
+	maxText int
 }
 
 func newRequestValidator(spec *openapi3.T, keys *apikeys.Store) (*requestValidator, error) {
@@ -58,7 +62,7 @@ func (v *requestValidator) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			return echo.ErrNotFound
 		}
-		if err := normalizeJSONBody(req, route.Operation); err != nil {
+		if err := normalizeJSONBody(req, route.Operation, v.maxText); err != nil {
 			return err
 		}
 
@@ -201,7 +205,10 @@ func firstLine(s string) string {
 // empty or literal null body counts as no body, and a null given for an
 // optional field that the description does not mark nullable counts as
 // absent. The cleaned body replaces the original for the handler too.
-func normalizeJSONBody(req *http.Request, op *openapi3.Operation) error {
+//
+// Text fields that feed models are bounded too: query and each string input
+// value may have at most maxText characters (0: no limit).
+func normalizeJSONBody(req *http.Request, op *openapi3.Operation, maxText int) error {
 	if req.Body == nil || req.Body == http.NoBody || op.RequestBody == nil || op.RequestBody.Value == nil {
 		return nil
 	}
@@ -229,11 +236,34 @@ func normalizeJSONBody(req *http.Request, op *openapi3.Operation) error {
 	if media := op.RequestBody.Value.Content.Get(echo.MIMEApplicationJSON); media != nil && media.Schema != nil {
 		value = dropNulls(media.Schema.Value, value)
 	}
+	if err := checkTextLimits(value, maxText); err != nil {
+		return err
+	}
 	cleaned, err := json.Marshal(value)
 	if err != nil {
 		return apperr.Internal(err)
 	}
 	setBody(req, cleaned)
+	return nil
+}
+
+// checkTextLimits refuses a body whose query, or one of whose string input
+// values, is longer than max characters.
+func checkTextLimits(body any, max int) error {
+	obj, ok := body.(map[string]any)
+	if max <= 0 || !ok {
+		return nil
+	}
+	if q, ok := obj["query"].(string); ok && len(q) > max && utf8.RuneCountInString(q) > max {
+		return apperr.InvalidParam("query is too long: at most %d characters are allowed", max)
+	}
+	if inputs, ok := obj["inputs"].(map[string]any); ok {
+		for name, v := range inputs {
+			if s, ok := v.(string); ok && len(s) > max && utf8.RuneCountInString(s) > max {
+				return apperr.InvalidParam("inputs.%s is too long: at most %d characters are allowed", name, max)
+			}
+		}
+	}
 	return nil
 }
 
