@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -123,12 +124,21 @@ func (s *Server) CreateDocumentFromText(ctx context.Context, req gen.CreateDocum
 type documentForm struct {
 	file     *indexing.Upload
 	settings indexing.Settings
+	spool    *os.File // where the file part was written; removed by close
 }
 
-// readDocumentForm reads the `file` and `data` parts; the file is kept in
-// memory up to the parser's size limit plus one byte (the service refuses
-// anything larger with 413).
-func readDocumentForm(body *multipart.Reader, fileRequired bool) (*documentForm, error) {
+// close removes the spooled file part.
+func (f *documentForm) close() {
+	if f != nil && f.spool != nil {
+		f.spool.Close()
+		os.Remove(f.spool.Name())
+	}
+}
+
+// readDocumentForm reads the `file` and `data` parts. The file goes to a
+// temporary file under dir as it arrives, and is cut off with 413 once it
+// passes the parser's size limit; the caller must close the form.
+func readDocumentForm(body *multipart.Reader, fileRequired bool, dir string) (_ *documentForm, err error) {
 	if body == nil {
 		if fileRequired {
 			return nil, apperr.New(http.StatusBadRequest, apperr.CodeNoFileUploaded, "No file was uploaded.")
@@ -136,6 +146,11 @@ func readDocumentForm(body *multipart.Reader, fileRequired bool) (*documentForm,
 		return &documentForm{}, nil
 	}
 	form := &documentForm{}
+	defer func() {
+		if err != nil {
+			form.close()
+		}
+	}()
 	files := 0
 	limit := docparse.DefaultLimits.MaxFileSize
 	for {
@@ -156,14 +171,23 @@ func readDocumentForm(body *multipart.Reader, fileRequired bool) (*documentForm,
 			if !hasName || strings.TrimSpace(name) == "" {
 				return nil, apperr.New(http.StatusBadRequest, apperr.CodeFilenameNotExists, "The uploaded file has no file name.")
 			}
-			data, err := io.ReadAll(io.LimitReader(part, limit+1))
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, err
+			}
+			if form.spool, err = os.CreateTemp(dir, ".document-*"); err != nil {
+				return nil, err
+			}
+			n, err := io.Copy(form.spool, io.LimitReader(part, limit+1))
 			if err != nil {
 				return nil, multipartError(err)
 			}
-			if int64(len(data)) > limit {
+			if n > limit {
 				return nil, apperr.New(http.StatusRequestEntityTooLarge, apperr.CodeFileTooLarge, "The file is larger than %d MB.", limit>>20)
 			}
-			form.file = &indexing.Upload{Name: path.Base(strings.ReplaceAll(name, `\`, "/")), MimeType: part.Header.Get("Content-Type"), Body: bytes.NewReader(data)}
+			if _, err := form.spool.Seek(0, io.SeekStart); err != nil {
+				return nil, err
+			}
+			form.file = &indexing.Upload{Name: path.Base(strings.ReplaceAll(name, `\`, "/")), MimeType: part.Header.Get("Content-Type"), Body: form.spool}
 		case part.FormName() == "data":
 			b, err := io.ReadAll(io.LimitReader(part, 1<<20))
 			if err != nil {
@@ -184,16 +208,25 @@ func readDocumentForm(body *multipart.Reader, fileRequired bool) (*documentForm,
 	return form, nil
 }
 
+// uploadSpool is where file parts wait while a request is read.
+func (s *Server) uploadSpool() string {
+	if s.dataDir == "" {
+		return os.TempDir()
+	}
+	return filepath.Join(s.dataDir, "tmp")
+}
+
 // CreateDocumentFromFile serves POST /datasets/{dataset_id}/document/create-by-file.
 func (s *Server) CreateDocumentFromFile(ctx context.Context, req gen.CreateDocumentFromFileRequestObject) (gen.CreateDocumentFromFileResponseObject, error) {
 	svc, actor, err := s.documentsFor(ctx)
 	if err != nil {
 		return nil, err
 	}
-	form, err := readDocumentForm(req.Body, true)
+	form, err := readDocumentForm(req.Body, true, s.uploadSpool())
 	if err != nil {
 		return nil, err
 	}
+	defer form.close()
 	out, err := svc.CreateFromFile(ctx, actor, req.DatasetId, *form.file, form.settings)
 	if err != nil {
 		return nil, err
@@ -263,10 +296,11 @@ func (s *Server) updateByForm(ctx context.Context, datasetID, documentID string,
 	if err != nil {
 		return kbJSON{}, err
 	}
-	form, err := readDocumentForm(body, false)
+	form, err := readDocumentForm(body, false, s.uploadSpool())
 	if err != nil {
 		return kbJSON{}, err
 	}
+	defer form.close()
 	out, err := svc.UpdateDocument(ctx, actor, datasetID, documentID, indexing.UpdateParams{File: form.file, Settings: form.settings})
 	if err != nil {
 		return kbJSON{}, err

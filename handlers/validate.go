@@ -66,12 +66,21 @@ func (v *requestValidator) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 			return err
 		}
 
+		streamed, err := checkMediaType(req, route.Operation)
+		if err != nil {
+			return err
+		}
+
 		var principal *apikeys.Principal
 		input := &openapi3filter.RequestValidationInput{
 			Request:    req,
 			PathParams: pathParams,
 			Route:      route,
 			Options: &openapi3filter.Options{
+				// Multipart bodies are read part by part by their handlers
+				// (files go to disk as they arrive); the validator would
+				// read the whole body into memory first.
+				ExcludeRequestBody: streamed,
 				AuthenticationFunc: func(ctx context.Context, ai *openapi3filter.AuthenticationInput) error {
 					p, err := v.authenticate(ctx, ai.SecuritySchemeName, req, pathParams)
 					if err == nil {
@@ -88,6 +97,31 @@ func (v *requestValidator) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		return next(c)
 	}
 }
+
+// checkMediaType refuses a form body sent to an operation that takes JSON
+// with 415 (instead of a confusing message about a missing field), and
+// reports whether the body is multipart, which the handler reads itself.
+func checkMediaType(req *http.Request, op *openapi3.Operation) (streamed bool, err error) {
+	if op.RequestBody == nil || op.RequestBody.Value == nil || req.Body == nil || req.Body == http.NoBody {
+		return false, nil
+	}
+	mt, _, _ := mime.ParseMediaType(req.Header.Get(echo.HeaderContentType))
+	content := op.RequestBody.Value.Content
+	switch mt {
+	case echo.MIMEMultipartForm, echo.MIMEApplicationForm:
+		if content.Get(mt) != nil {
+			return mt == echo.MIMEMultipartForm, nil
+		}
+		if content.Get(echo.MIMEApplicationJSON) != nil {
+			return false, apperr.New(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
+				"This operation takes a JSON body (Content-Type: application/json), not %s.", mt)
+		}
+	}
+	return false, nil
+}
+
+// CodeUnsupportedMediaType is the error code of a body of the wrong media type.
+const CodeUnsupportedMediaType = "unsupported_media_type"
 
 // pathKnown reports whether some other method is served at the request's path.
 func (v *requestValidator) pathKnown(req *http.Request) bool {
