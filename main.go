@@ -23,6 +23,7 @@ import (
 
 	"appkb/apikeys"
 	"appkb/apps"
+	"appkb/chat"
 	"appkb/db"
 	"appkb/demo"
 	"appkb/handlers"
@@ -258,6 +259,11 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 		return err
 	} else if n > 0 {
 		log.Warn("closed workflow runs interrupted by the last stop", "runs", n)
+	}
+	if n, err := chat.CloseInterrupted(ctx, gdb); err != nil {
+		return err
+	} else if n > 0 {
+		log.Warn("closed messages interrupted by the last stop", "messages", n)
 	}
 
 	// Documents are indexed in the background; jobs a previous run left

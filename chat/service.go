@@ -736,7 +736,9 @@ func (g *Generation) thoughtID() string {
 
 // startRecord is the message as stored when a stream begins.
 func (g *Generation) startRecord() *models.Message {
-	return g.record("", StatusNormal, nil, Usage{}, nil)
+	m := g.record("", StatusNormal, nil, Usage{}, nil)
+	m.Generating = true // until save; see CloseInterrupted
+	return m
 }
 
 // finalRecord is the message as stored when the run is over.
@@ -849,6 +851,7 @@ func (g *Generation) save(ctx context.Context, m *models.Message, name string, i
 				"status":                    m.Status,
 				"error":                     m.Error,
 				"agent_thoughts":            m.AgentThoughts,
+				"generating":                false,
 				"updated_at":                now,
 			}).Error
 			if err != nil {

@@ -243,6 +243,10 @@ func (s *Server) ListDocuments(ctx context.Context, req gen.ListDocumentsRequest
 	q := req.Params
 	p := indexing.ListParams{}
 	if q.Page != nil {
+		// As on every other paged list: pages count from 1.
+		if *q.Page < 1 {
+			return nil, apperr.InvalidParam(`query parameter "page": number must be at least 1`)
+		}
 		p.Page = *q.Page
 	}
 	if q.Limit != nil {

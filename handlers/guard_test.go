@@ -89,3 +89,42 @@ func TestTextLimits(t *testing.T) {
 		})
 	}
 }
+
+// page=0 is refused alike on every paged list.
+func TestPageZeroIsRefusedEverywhere(t *testing.T) {
+	s := newTestServer(t)
+	rec := s.do(t, request{method: "POST", path: "/v1/datasets", key: s.knowledgeKey, body: `{"name":"kb"}`})
+	var ds struct{ ID string }
+	if err := json.Unmarshal(rec.Body.Bytes(), &ds); err != nil || ds.ID == "" {
+		t.Fatalf("create dataset: %d %s", rec.Code, rec.Body)
+	}
+	var msgs []string
+	for _, path := range []string{"/v1/datasets?page=0", "/v1/datasets/" + ds.ID + "/documents?page=0"} {
+		rec := s.do(t, request{method: "GET", path: path, key: s.knowledgeKey})
+		if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `"invalid_param"`) {
+			t.Fatalf("%s: %d %s", path, rec.Code, rec.Body)
+		}
+		var body struct{ Message string }
+		json.Unmarshal(rec.Body.Bytes(), &body)
+		msgs = append(msgs, body.Message)
+	}
+	if msgs[0] != msgs[1] {
+		t.Errorf("messages differ: %q vs %q", msgs[0], msgs[1])
+	}
+}
+
+// A streamed answer that ends is no longer marked as being written (a
+// message still marked at start-up is closed as interrupted).
+func TestStreamedMessageIsFinished(t *testing.T) {
+	s := newTestServer(t)
+	rec := s.do(t, request{method: "POST", path: "/v1/chat-messages", key: s.appKey,
+		body: `{"query":"hi","inputs":{},"user":"u1","response_mode":"streaming"}`})
+	if rec.Code != http.StatusOK {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	var total, generating int64
+	s.db.Raw(`SELECT COUNT(*), COALESCE(SUM(generating), 0) FROM messages`).Row().Scan(&total, &generating)
+	if total != 1 || generating != 0 {
+		t.Fatalf("%d messages, %d still generating", total, generating)
+	}
+}
