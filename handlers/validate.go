@@ -90,7 +90,16 @@ func (v *requestValidator) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 				},
 			},
 		}
-		if err := openapi3filter.ValidateRequest(req.Context(), input); err != nil {
+		// kin-openapi reads the whole body into memory while it checks the
+		// security requirements, even with ExcludeRequestBody; a streamed
+		// body is held back until it is done.
+		body := req.Body
+		if streamed {
+			req.Body = http.NoBody
+		}
+		err = openapi3filter.ValidateRequest(req.Context(), input)
+		req.Body = body
+		if err != nil {
 			return validationError(err)
 		}
 		c.SetRequest(req.WithContext(withPrincipal(req.Context(), principal)))
