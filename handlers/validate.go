@@ -93,12 +93,14 @@ func (v *requestValidator) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		// kin-openapi reads the whole body into memory while it checks the
 		// security requirements, even with ExcludeRequestBody; a streamed
 		// body is held back until it is done.
-		body := req.Body
 		if streamed {
+			body := req.Body
 			req.Body = http.NoBody
+			err = openapi3filter.ValidateRequest(req.Context(), input)
+			req.Body = body
+		} else {
+			err = openapi3filter.ValidateRequest(req.Context(), input)
 		}
-		err = openapi3filter.ValidateRequest(req.Context(), input)
-		req.Body = body
 		if err != nil {
 			return validationError(err)
 		}
