@@ -11,7 +11,7 @@ import (
 )
 
 // fuzzLimits keep each fuzz input cheap.
-var fuzzLimits = Limits{MaxFileSize: 1 << 20, MaxUnpackedSize: 4 << 20, MaxZipEntries: 200, MaxTextSize: 1 << 20}
+var fuzzLimits = Limits{MaxFileSize: 1 << 20, MaxUnpackedSize: 4 << 20, MaxZipEntries: 200, MaxTextSize: 1 << 20, MaxCells: 100_000}
 
 // fuzzParse feeds data to the parser for ext and checks what any input must
 // give: either a document with normalised text within the limit, or an

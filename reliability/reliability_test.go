@@ -277,8 +277,14 @@ func TestConnectionExhaustion(t *testing.T) {
 // 2,000 blocking chats at once: no 5xx other than 503, and every 200 is
 // stored.
 func TestOverload(t *testing.T) {
+	for _, flags := range [][]string{nil, {"--max-inflight", "8", "--queue-wait", "200ms"}} {
+		t.Run(strings.Join(append([]string{"defaults"}, flags...), " "), func(t *testing.T) { overload(t, flags) })
+	}
+}
+
+func overload(t *testing.T, flags []string) {
 	dir := t.TempDir()
-	s := start(t, dir)
+	s := start(t, dir, flags...)
 	key := s.keys["chat"]
 	n := 2000
 	if v, err := strconv.Atoi(os.Getenv("OVERLOAD_N")); err == nil {
