@@ -2,10 +2,13 @@ package chat
 
 import (
 	"context"
+	"fmt"
+	"runtime/debug"
 	"time"
 
 	"gorm.io/gorm"
 
+	"appkb/apperr"
 	"appkb/models"
 )
 
@@ -23,4 +26,16 @@ func CloseInterrupted(ctx context.Context, db *gorm.DB) (int64, error) {
 		"status": StatusError, "error": InterruptedError, "generating": false, "updated_at": time.Now().UTC(),
 	})
 	return res.RowsAffected, res.Error
+}
+
+// recovered handles a panic while an answer was generated: it is logged,
+// a message stored at the start of its stream is closed as failed, and the
+// caller gets an internal error instead of the process ending.
+func (g *Generation) recovered(v any) error {
+	g.svc.log.Error("chat: panic while generating", "message_id", g.MessageID, "panic", v, "stack", string(debug.Stack()))
+	msg := "internal error while generating the answer"
+	g.svc.db.Model(&models.Message{}).Where("id = ? AND generating = ?", g.MessageID, true).Updates(map[string]any{
+		"status": StatusError, "error": msg, "generating": false, "updated_at": time.Now().UTC(),
+	})
+	return apperr.Internal(fmt.Errorf("panic: %v", v))
 }

@@ -563,7 +563,17 @@ type outcome struct {
 // the message (status "error") and returned; in streaming mode the caller
 // reports it with ErrorEvent. The message and its conversation are stored
 // with a context that outlives ctx, so a disconnect does not lose them.
-func (g *Generation) Run(ctx context.Context, emit func(Event) error) (*Result, error) {
+func (g *Generation) Run(ctx context.Context, emit func(Event) error) (res *Result, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = g.recovered(v)
+			res = nil
+		}
+	}()
+	return g.run(ctx, emit)
+}
+
+func (g *Generation) run(ctx context.Context, emit func(Event) error) (*Result, error) {
 	streaming := emit != nil
 	if !streaming {
 		emit = func(Event) error { return nil }
