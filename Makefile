@@ -12,7 +12,7 @@ COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
-.PHONY: all build run test generate check-generated lint fmt clean
+.PHONY: all build run test generate check-generated lint fmt clean fuzz reliability
 
 all: build
 
@@ -26,6 +26,21 @@ run: build
 ## test: every test, with the race detector
 test:
 	$(GO) test -tags $(TAGS) -race -count=1 ./...
+
+## fuzz: run every fuzz test for FUZZTIME each (parsers, DSL loader, …)
+FUZZTIME  ?= 3s
+FUZZ_PKGS ?= ./docparse ./apps ./textsplit ./llm ./handlers
+fuzz:
+	@for pkg in $(FUZZ_PKGS); do \
+	  for fn in $$($(GO) test -tags $(TAGS) -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "== $$pkg $$fn"; \
+	    $(GO) test -tags $(TAGS) -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+## reliability: kill, overload and exhaust a real server (slow; see reliability/)
+reliability:
+	$(GO) test -tags "$(TAGS) reliability" -count=1 -timeout 20m -v ./reliability/
 
 ## generate: regenerate gen/ from openapi.yaml
 generate:

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -342,6 +341,7 @@ func setupServe(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
 	rateLimit := fs.Float64("rate-limit", envFloat("APPKB_RATE_LIMIT"), "requests per second each API key may send; 0 means no limit (env APPKB_RATE_LIMIT)")
 	rateBurst := fs.Int("rate-burst", int(envFloat("APPKB_RATE_BURST")), "requests a key may send at once above --rate-limit; 0 means the rate rounded up (env APPKB_RATE_BURST)")
 	metricsToken := fs.String("metrics-token", os.Getenv("APPKB_METRICS_TOKEN"), "bearer token GET /metrics requires; empty leaves it open (env APPKB_METRICS_TOKEN)")
+	limits := addLimitFlags(fs)
 	return func(ctx context.Context) error {
 		registry, err := llm.Load(*providers, os.Getenv, !*fallback)
 		if err != nil {
@@ -355,7 +355,7 @@ func setupServe(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
 			return usagef("--rate-limit and --rate-burst must not be negative")
 		}
 		cfg := serveConfig{dataDir: env.dataDir, addr: *addr, demo: *withDemo, models: registry, fetchAllow: allow,
-			fallback: *fallback, ready: &readiness{}}
+			fallback: *fallback, ready: &readiness{}, limits: limits}
 		cfg.ops = handlers.Ops{CORSOrigins: splitList(*corsOrigins), RateLimit: *rateLimit, RateBurst: *rateBurst,
 			MetricsToken: *metricsToken, Ready: cfg.ready.checks()}
 		return serve(ctx, cfg, env.out, env.log)
@@ -404,12 +404,16 @@ type serveConfig struct {
 	fallback      bool         // unconfigured providers use the builtin model
 	ops           handlers.Ops // probes, metrics, CORS, rate limits
 	ready         *readiness
+	limits        *limitFlags // connections, timeouts, admission, text sizes
 }
 
 func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger) error {
 	dataDir, addr := cfg.dataDir, cfg.addr
 	// Bind first: a busy port must fail before demo keys are replaced.
-	ln, err := net.Listen("tcp", addr)
+	if cfg.limits == nil {
+		cfg.limits = addLimitFlags(flag.NewFlagSet("", flag.ContinueOnError))
+	}
+	ln, maxConns, err := cfg.limits.listen(addr)
 	if err != nil {
 		return err
 	}
@@ -436,7 +440,8 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 		log.Warn("closed workflow runs interrupted by the last stop", "runs", n)
 	}
 
-	deps := handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, Models: cfg.models, DataDir: dataDir, FetchAllow: cfg.fetchAllow, Ops: cfg.ops}
+	deps := handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, Models: cfg.models, DataDir: dataDir, FetchAllow: cfg.fetchAllow, Ops: cfg.ops,
+		Limits: cfg.limits.handlerLimits()}
 	// python3 code nodes run in a bubblewrap sandbox; without one they fail
 	// with an error saying so, never unsandboxed.
 	if py, err := sandbox.NewPython(sandbox.Config{}); err != nil {
@@ -450,9 +455,10 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 	if err != nil {
 		return err
 	}
+	cfg.limits.configure(app.http)
 	app.started = func() {
 		cfg.ready.workersStarted()
-		log.Info("appkb listening", "addr", ln.Addr().String(), "data_dir", dataDir, "api", "http://"+ln.Addr().String()+"/v1", "version", version)
+		log.Info("appkb listening", "addr", ln.Addr().String(), "data_dir", dataDir, "api", "http://"+ln.Addr().String()+"/v1", "version", version, "max_conns", maxConns)
 	}
 	app.stopping = cfg.ready.stopping
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)

@@ -604,7 +604,17 @@ type outcome struct {
 // the message (status "error") and returned; in streaming mode the caller
 // reports it with ErrorEvent. The message and its conversation are stored
 // with a context that outlives ctx, so a disconnect does not lose them.
-func (g *Generation) Run(ctx context.Context, emit func(Event) error) (*Result, error) {
+func (g *Generation) Run(ctx context.Context, emit func(Event) error) (res *Result, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = g.recovered(v)
+			res = nil
+		}
+	}()
+	return g.run(ctx, emit)
+}
+
+func (g *Generation) run(ctx context.Context, emit func(Event) error) (*Result, error) {
 	streaming := emit != nil
 	if !streaming {
 		emit = func(Event) error { return nil }
@@ -779,7 +789,9 @@ func (g *Generation) thoughtID() string {
 
 // startRecord is the message as stored when a stream begins.
 func (g *Generation) startRecord() *models.Message {
-	return g.record("", StatusNormal, nil, Usage{}, nil)
+	m := g.record("", StatusNormal, nil, Usage{}, nil)
+	m.Generating = true // until save; see CloseInterrupted
+	return m
 }
 
 // finalRecord is the message as stored when the run is over.
@@ -892,6 +904,7 @@ func (g *Generation) save(ctx context.Context, m *models.Message, name string, i
 				"status":                    m.Status,
 				"error":                     m.Error,
 				"agent_thoughts":            m.AgentThoughts,
+				"generating":                false,
 				"updated_at":                now,
 			}).Error
 			if err != nil {

@@ -67,6 +67,8 @@ type Deps struct {
 	// Ops holds the operator settings: CORS, rate limits, metrics token,
 	// readiness checks.
 	Ops Ops
+	// Limits protect against overload and slow or oversized requests.
+	Limits Limits
 }
 
 // DefaultPingInterval is the keep-alive period of message streams.
@@ -162,6 +164,7 @@ func NewServer(d Deps) (*echo.Echo, error) {
 	if err != nil {
 		return nil, err
 	}
+	validator.maxText = d.Limits.MaxText
 
 	e := echo.New()
 	e.HideBanner = true
@@ -170,6 +173,7 @@ func NewServer(d Deps) (*echo.Echo, error) {
 	e.Use(middleware.RequestID())
 	e.Use(observe(log))
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: recoverLog(log)}))
+	e.Use(guard(d.Limits))
 	e.Use(middleware.BodyLimit(MaxBodySize))
 	e.Use(cors(d.Ops.CORSOrigins))
 	e.Use(validator.middleware)
