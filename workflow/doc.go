@@ -51,7 +51,7 @@
 // python3 code runs through Engine.Python, a CodeRunner that isolates it
 // in another process (package sandbox uses bubblewrap). Without one,
 // python3 nodes fail; they never run unsandboxed. tool nodes run the
-// built-in tools of tools.go (listed in docs/tools.md); any other tool or
+// built-in tools of package tools (listed in docs/tools.md); any other tool or
 // plugin fails the node and names it. agent nodes run the
 // function-calling loop over those tools on the engine's models.
 // document-extractor nodes read uploads from Engine.Files and remote files

@@ -115,14 +115,14 @@ func TestToolNode(t *testing.T) {
       tool_name: tavily_search, plugin_unique_identifier: 'langgenius/tavily:0.0.5@123', tool_parameters: {}}`,
 			outs:       []string{"text"},
 			wantStatus: RunFailed,
-			wantErr:    `The "tool" node "Search" cannot run: the tool "tavily_search" of provider "langgenius/tavily/tavily" (plugin langgenius/tavily:0.0.5@123) is not one of appkb's built-in tools.`,
+			wantErr:    `The "tool" node "Search" cannot run: the tool "tavily_search" of provider "langgenius/tavily/tavily" (plugin langgenius/tavily:0.0.5@123) is not one of appkb's built-in tools, and the tools file (--tools) does not map the provider.`,
 		},
 		{
 			name:       "a custom API tool fails naming its kind",
 			node:       `{type: tool, title: Api, provider_id: 9f1c, provider_name: weather-api, provider_type: api, tool_name: current_time, tool_parameters: {}}`,
 			outs:       []string{"text"},
 			wantStatus: RunFailed,
-			wantErr:    `the tool "current_time" of provider "weather-api" is of type api, and appkb runs only its built-in tools`,
+			wantErr:    `the tool "current_time" of provider "weather-api" is of type api, which appkb can run only once the tools file (--tools) maps the provider`,
 		},
 		{
 			name: "the web scraper reads a page through the guard",
