@@ -28,7 +28,9 @@ import (
 	"appkb/handlers"
 	"appkb/indexing"
 	"appkb/llm"
+	"appkb/netguard"
 	"appkb/sandbox"
+	"appkb/tools"
 	"appkb/workflowruns"
 )
 
@@ -45,6 +47,8 @@ Usage:
         llm/providers.example.yaml); names it does not cover use the built-in offline
         model, unless --strict-providers makes such requests fail.
         --fetch-allow lets remote files come from listed private/loopback ranges.
+        --tools maps the tool providers that apps name to MCP servers, OpenAPI
+        schemas, workflow apps or built-in tools (see tools/tools.example.yaml).
   appkb app import [--data-dir DIR] FILE.yml|FILE.ifpkg
         Import an app definition (Dify DSL export) and print {"app_id","api_key"}.
   appkb app import [--data-dir DIR] --replace APP_ID FILE.yml
@@ -67,6 +71,7 @@ Environment:
   APPKB_DATA_DIR  default for --data-dir (./data); the database and uploads live there
   APPKB_PROVIDERS default for --providers
   APPKB_FETCH_ALLOW default for --fetch-allow
+  APPKB_TOOLS     default for --tools
   OPENAI_BASE_URL, OPENAI_API_KEY
                   an OpenAI-compatible server used for the "openai" provider when the
                   providers file does not configure one
@@ -107,6 +112,7 @@ func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) er
 		strict := fs.Bool("strict-providers", false, "fail requests whose model provider is not configured")
 		fetchAllow := fs.String("fetch-allow", os.Getenv("APPKB_FETCH_ALLOW"),
 			"comma-separated address ranges (CIDR or IP) that remote files may come from although they are private or loopback")
+		toolsFile := fs.String("tools", os.Getenv("APPKB_TOOLS"), "tools file (YAML)")
 		if err := parse(fs, args[1:], 0); err != nil {
 			return err
 		}
@@ -118,7 +124,12 @@ func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) er
 		if err != nil {
 			return fmt.Errorf("--fetch-allow: %w", err)
 		}
-		return serve(ctx, serveConfig{dataDir: *dataDir, addr: *addr, demo: *withDemo, models: registry, fetchAllow: allow}, out, log)
+		toolsCfg, err := tools.LoadConfig(*toolsFile, os.Getenv)
+		if err != nil {
+			return fmt.Errorf("tools: %w", err)
+		}
+		toolReg := tools.NewRegistry(toolsCfg, &netguard.Guard{Allow: allow})
+		return serve(ctx, serveConfig{dataDir: *dataDir, addr: *addr, demo: *withDemo, models: registry, fetchAllow: allow, tools: toolReg}, out, log)
 	case "app import":
 		replace := fs.String("replace", "", "update this app in place instead of creating one")
 		if err := parse(fs, args[1:], 1); err != nil {
@@ -228,6 +239,7 @@ type serveConfig struct {
 	demo          bool
 	models        *llm.Registry
 	fetchAllow    []netip.Prefix
+	tools         *tools.Registry
 }
 
 func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger) error {
@@ -258,7 +270,7 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 	stopIndexing := indexing.Start(ctx, indexing.Config{DB: gdb, Models: cfg.models, DataDir: dataDir, Logger: log})
 	defer stopIndexing()
 
-	deps := handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, Models: cfg.models, DataDir: dataDir, FetchAllow: cfg.fetchAllow, Background: ctx}
+	deps := handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, Models: cfg.models, DataDir: dataDir, FetchAllow: cfg.fetchAllow, Background: ctx, Tools: cfg.tools}
 	// python3 code nodes run in a bubblewrap sandbox; without one they fail
 	// with an error saying so, never unsandboxed.
 	if py, err := sandbox.NewPython(sandbox.Config{}); err != nil {

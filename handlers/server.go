@@ -22,7 +22,9 @@ import (
 	"appkb/gen"
 	"appkb/llm"
 	"appkb/retrieval"
+	"appkb/tools"
 	"appkb/workflow"
+	"appkb/workflowruns"
 )
 
 // basePath is where every operation of the API is mounted.
@@ -56,6 +58,9 @@ type Deps struct {
 	// Python runs the python3 code nodes of workflows; when nil those
 	// nodes fail with an error saying the sandbox is missing.
 	Python workflow.CodeRunner
+	// Tools finds the tools of agent apps, tool nodes and agent nodes; nil
+	// knows the built-in set only.
+	Tools *tools.Registry
 }
 
 // DefaultPingInterval is the keep-alive period of message streams.
@@ -121,6 +126,8 @@ func NewServer(d Deps) (*echo.Echo, error) {
 		Logger:          log,
 		MatchAnnotation: srv.annotationService().Match,
 		ResolveFiles:    attachedFiles(remoteFiles(d)),
+		Tools:           d.Tools,
+		Files:           remoteFiles(d),
 	}
 	if chatCfg.Models == nil && d.Models != nil {
 		chatCfg.Models = d.Models
@@ -132,6 +139,9 @@ func NewServer(d Deps) (*echo.Echo, error) {
 	chatCfg.Retrieve = search.ForApp
 	srv.chat = chat.New(chatCfg)
 	srv.flows = newFlows(d, chatCfg.Models, retrieval.WorkflowRetriever{Service: search}, srv.chat, log)
+	if d.Tools != nil {
+		d.Tools.SetWorkflows(workflow.AppRunner(srv.apps, func() *workflow.Engine { return srv.flows.engine(workflowruns.RunMeta{}) }))
+	}
 
 	// Signed download links of knowledge documents (outside /v1: the link
 	// itself is the credential).

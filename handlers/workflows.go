@@ -21,6 +21,7 @@ import (
 	"appkb/gen"
 	"appkb/models"
 	"appkb/resumer"
+	"appkb/tools"
 	"appkb/workflow"
 	"appkb/workflowruns"
 )
@@ -44,6 +45,7 @@ type flows struct {
 	hub     *resumer.Hub
 	resumer *resumer.Resumer
 	python  workflow.CodeRunner
+	tools   *tools.Registry
 	// chat stores the answers of chatflow turns that resumed.
 	chat *chat.Service
 	// files holds the uploads that file variables point at.
@@ -56,7 +58,7 @@ func newFlows(d Deps, models workflow.ModelSource, retriever workflow.Retriever,
 	tasks := chatSvc.Tasks()
 	f := &flows{runs: runs, users: endusers.NewStore(d.DB), models: models, retriever: retriever,
 		guard: &files.Guard{Allow: d.FetchAllow}, tasks: tasks, forms: runs.Forms(), hub: resumer.NewHub(),
-		python: d.Python, files: remoteFiles(d), chat: chatSvc, log: log}
+		python: d.Python, files: remoteFiles(d), chat: chatSvc, log: log, tools: d.Tools}
 	f.resumer = &resumer.Resumer{Runs: runs, Forms: f.forms, Engine: f.engine, Hub: f.hub, Log: log,
 		Track: func(taskID, appID, user string, cancel context.CancelCauseFunc) func() {
 			return tasks.Track(taskID, appID, user, cancel)
@@ -114,6 +116,7 @@ func (f *flows) engine(meta workflowruns.RunMeta) *workflow.Engine {
 		Retriever: f.retriever,
 		Store:     f.runs.Recorder(meta),
 		HTTPGuard: f.guard,
+		Tools:     f.tools,
 		Forms:     f.forms,
 		Python:    f.python,
 		Files:     f.files,

@@ -3,10 +3,13 @@ package workflow
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
+	"appkb/apps"
 	"appkb/files"
 	"appkb/models"
 	"appkb/tools"
@@ -192,4 +195,48 @@ func orEmpty(l []any) []any {
 		return []any{}
 	}
 	return l
+}
+
+// maxToolDepth bounds workflows that call workflows as tools.
+const maxToolDepth = 5
+
+type toolDepthKey struct{}
+
+// AppRunner runs the workflow of another app for workflow tools: the app
+// is loaded from apps, checked to be a workflow app, and run to its end on
+// the engine newEngine gives, without recording the run. Workflows calling
+// workflows are refused past a depth of five.
+func AppRunner(store *apps.Store, newEngine func() *Engine) tools.WorkflowRunner {
+	return func(ctx context.Context, appID, userID string, inputs map[string]any) (map[string]any, error) {
+		depth, _ := ctx.Value(toolDepthKey{}).(int)
+		if depth >= maxToolDepth {
+			return nil, fmt.Errorf("workflows call each other as tools more than %d levels deep", maxToolDepth)
+		}
+		ctx = context.WithValue(ctx, toolDepthKey{}, depth+1)
+		app, err := store.Get(ctx, appID)
+		if err != nil {
+			return nil, fmt.Errorf("the app %s cannot be loaded: %v", appID, err)
+		}
+		def, err := apps.Parse([]byte(app.Definition))
+		if err != nil {
+			return nil, fmt.Errorf("the definition of app %s cannot be read: %v", appID, err)
+		}
+		if def.App.Mode != apps.ModeWorkflow || def.Workflow == nil {
+			return nil, fmt.Errorf("the app %s is a %s app, not a workflow", appID, def.App.Mode)
+		}
+		e := *newEngine()
+		e.Store = nil
+		res, err := e.Run(ctx, RunInput{Workflow: def.Workflow, Mode: ModeWorkflow, Inputs: inputs, UserID: userID, AppID: appID}, nil)
+		if err != nil {
+			return nil, err
+		}
+		if res.Status != RunSucceeded && res.Status != RunPartialSucceeded {
+			msg := res.Error
+			if msg == "" {
+				msg = "the run ended as " + res.Status
+			}
+			return nil, errors.New(msg)
+		}
+		return plainMap(res.Outputs), nil
+	}
 }
