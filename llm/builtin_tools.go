@@ -32,11 +32,10 @@ import (
 //     per call. With no tool named and no observation the usual builtin
 //     answer is given.
 //
-// ok is false when the request offers no tools.
+// The last rule also holds for a request that offers no tools, such as the
+// last round of an agent that reached its iteration limit. ok is false when
+// the builtin model should answer as usual.
 func builtinToolTurn(req ChatRequest) (call *ToolCall, answer string, ok bool) {
-	if len(req.Tools) == 0 {
-		return nil, "", false
-	}
 	last := -1
 	for i := len(req.Messages) - 1; i >= 0; i-- {
 		if req.Messages[i].Role == RoleUser {

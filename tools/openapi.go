@@ -248,7 +248,7 @@ func openAPICall(base, method, path string, in map[string]string, e *Provider, g
 		if res.StatusCode/100 != 2 {
 			return nil, fmt.Errorf("%s %s answered HTTP %d: %s", strings.ToUpper(method), u, res.StatusCode, strings.TrimSpace(string(data)))
 		}
-		out := &Output{Text: string(data)}
+		out := &Output{Text: strings.TrimSpace(string(data))}
 		var m map[string]any
 		if json.Unmarshal(data, &m) == nil && m != nil {
 			out.JSON = []any{m}

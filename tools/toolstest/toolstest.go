@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -29,9 +28,9 @@ type addIn struct {
 type empty struct{}
 
 // newMCPServer builds the server with its tools: add (a+b), fail (always
-// reports an error), slow (waits until the call is cancelled) and picture
+// reports an error), slow (waits until the call is cancelled or the server closes) and picture
 // (returns a PNG image).
-func newMCPServer() *mcp.Server {
+func newMCPServer(done <-chan struct{}) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "appkb-test", Version: "1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "add", Title: "Add numbers", Description: "Adds two numbers."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, any, error) {
@@ -45,7 +44,7 @@ func newMCPServer() *mcp.Server {
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
 			select {
 			case <-ctx.Done():
-			case <-time.After(time.Minute):
+			case <-done:
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "late"}}}, nil, nil
 		})
@@ -71,12 +70,15 @@ func requireKey(h http.Handler) http.Handler {
 // and its SSE endpoint URL+"/sse". Both want the X-Test-Key header.
 func MCP(t testing.TB) *httptest.Server {
 	t.Helper()
-	s := newMCPServer()
+	done := make(chan struct{})
+	s := newMCPServer(done)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", requireKey(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)))
 	mux.Handle("/sse", requireKey(mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return s }, nil)))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
+	// Runs before srv.Close, which waits for calls in progress.
+	t.Cleanup(func() { close(done) })
 	return srv
 }
 
