@@ -15,8 +15,10 @@ var builtins = map[string]*Tool{}
 // pluginAliases maps plugin ids of other authors, as real exports name
 // them, to the built-in provider that implements the same tools.
 var pluginAliases = map[string]string{
-	"bowenliang123/md_exporter/md_exporter": "md_exporter",
-	"bowenliang123/md_exporter":             "md_exporter",
+	"bowenliang123/md_exporter/md_exporter":   "md_exporter",
+	"bowenliang123/md_exporter":               "md_exporter",
+	"bowenliang123/base64_codec/base64_codec": "base64_codec",
+	"bowenliang123/base64_codec":              "base64_codec",
 }
 
 func register(list ...*Tool) {
@@ -31,6 +33,8 @@ func init() {
 		toolJSONParse, toolJSONReplace, toolJSONInsert, toolJSONDelete,
 		toolRegexExtract, toolTextReplace, toolTextSplit, toolTextStats,
 		toolWebScraper, toolKnowledgeSearch,
+		toolBase64Encode, toolBase64Decode, toolBase64ImageDecode,
+		toolMdToHTML, toolMdToMd, toolMdToDocx,
 	)
 }
 
