@@ -134,8 +134,8 @@ func runTool(x *nodeRun) (*outcome, error) {
 	return &outcome{inputs: inputs, process: process, outputs: toolOutputs(out, files)}, nil
 }
 
-// saveToolFiles keeps the files a tool made in the engine's file store
-// and gives them as file values.
+// saveToolFiles keeps the files a tool made in the engine's file store,
+// as files of the app with no end user, and gives them as file values.
 func (x *nodeRun) saveToolFiles(list []tools.File) ([]any, error) {
 	out := []any{}
 	if len(list) == 0 {
@@ -146,7 +146,7 @@ func (x *nodeRun) saveToolFiles(list []tools.File) ([]any, error) {
 		return nil, nodeErr("ToolNodeError", "The tool of node %q made files, but this server keeps no files for workflows.", x.n.title)
 	}
 	for _, f := range list {
-		row, err := store.Save(x.ctx, files.Rules{}, x.r.in.AppID, x.r.in.UserID, f.Name, f.MimeType, bytes.NewReader(f.Data))
+		row, err := store.Save(x.ctx, files.Rules{}, x.r.in.AppID, "", f.Name, f.MimeType, bytes.NewReader(f.Data))
 		if err != nil {
 			return nil, nodeErr("ToolNodeError", "Keeping the file %q the tool of node %q made failed: %v", f.Name, x.n.title, err)
 		}

@@ -207,3 +207,39 @@ func TestToolNodeKnowledgeSearch(t *testing.T) {
 		t.Errorf("request %+v", req)
 	}
 }
+
+// TestToolNodeFiles shows a tool's file kept in the file store, then sent
+// on by an http-request node in a form-data body.
+func TestToolNodeFiles(t *testing.T) {
+	fx := newUploadFixture(t)
+	srv := echoServer(t)
+	src := graph(`
+  - id: t
+    data: {type: tool, title: Export, provider_type: plugin, provider_id: bowenliang123/md_exporter/md_exporter, provider_name: bowenliang123/md_exporter/md_exporter,
+      tool_name: md_to_html, tool_configurations: {output_filename: report}, tool_parameters: {md_text: {type: mixed, value: '# {{#start.q#}}'}}}
+  - id: h
+    data: {type: http-request, title: Send, method: post, url: '`+srv.URL+`/m', body: {type: form-data, data: [{key: doc, type: file, file: [t, files]}]}}
+  - id: end
+    data: {type: end, title: End, outputs: [{variable: files, value_selector: [t, files]}, {variable: sent, value_selector: [h, body]}]}`,
+		edge("start", "source", "t"), edge("t", "source", "h"), edge("h", "source", "end"))
+	e := localEngine()
+	e.Files = fx.store
+	res, _ := run1(t, e, RunInput{Workflow: graphYAML(t, src), Inputs: map[string]any{"q": "Hi"}, AppID: fx.appID})
+	if res.Status != RunSucceeded {
+		t.Fatalf("status %s: %s", res.Status, res.Error)
+	}
+	list, _ := res.Outputs["files"].([]any)
+	if len(list) != 1 {
+		t.Fatalf("files %v", res.Outputs["files"])
+	}
+	f, _ := asFile(list[0])
+	if f.Filename != "report.html" || f.TransferMethod != "tool_file" || f.MimeType != "text/html" || f.RelatedID == "" {
+		t.Errorf("file %+v", f)
+	}
+	if row, err := fx.store.Get(context.Background(), f.RelatedID); err != nil || row.Size != f.Size {
+		t.Errorf("stored file %+v, %v", row, err)
+	}
+	if sent := Text(res.Outputs["sent"]); !strings.Contains(sent, `filename=\"report.html\"`) || !strings.Contains(sent, `\u003ch1\u003eHi\u003c/h1\u003e`) {
+		t.Errorf("sent %s", sent)
+	}
+}
