@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -115,8 +116,9 @@ func (p *Provider) MCPServer(name string) MCPServer {
 }
 
 // LoadConfig reads and checks a tools file; an empty path gives nil.
-// ${NAME} in the file is replaced by the environment variable NAME, so that
-// credentials can stay out of it. Schema files are read here, so a missing
+// ${NAME} in a url, schema, base_url, app_id, header or auth value is
+// replaced by the environment variable NAME, so that credentials can stay
+// out of the file. Schema files are read here, so a missing
 // one is reported at start.
 func LoadConfig(path string, getenv func(string) string) (*Config, error) {
 	if path == "" {
@@ -139,22 +141,40 @@ func ParseConfig(data []byte, dir string, getenv func(string) string) (*Config, 
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	var missing []string
-	text := os.Expand(string(data), func(name string) string {
-		v := getenv(name)
-		if v == "" {
-			missing = append(missing, name)
-		}
-		return v
-	})
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("the environment variables %s are not set", strings.Join(missing, ", "))
-	}
-	dec := yaml.NewDecoder(bytes.NewReader([]byte(text)))
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	var cfg Config
 	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("not a valid tools file: %v", err)
+	}
+	var missing []string
+	expand := func(v *string) {
+		*v = os.Expand(*v, func(name string) string {
+			val := getenv(name)
+			if val == "" && !slices.Contains(missing, name) {
+				missing = append(missing, name)
+			}
+			return val
+		})
+	}
+	for _, p := range cfg.Providers {
+		if p == nil {
+			continue
+		}
+		for _, v := range []*string{&p.URL, &p.Schema, &p.BaseURL, &p.AppID} {
+			expand(v)
+		}
+		for k, v := range p.Headers {
+			expand(&v)
+			p.Headers[k] = v
+		}
+		if p.Auth != nil {
+			expand(&p.Auth.Value)
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return nil, fmt.Errorf("the environment variables %s are not set", strings.Join(missing, ", "))
 	}
 	ids := make([]string, 0, len(cfg.Providers))
 	for id := range cfg.Providers {

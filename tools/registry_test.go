@@ -176,3 +176,14 @@ func TestMCPToolsThroughTheGuard(t *testing.T) {
 		t.Errorf("files %+v", out.Files)
 	}
 }
+
+func TestExampleFile(t *testing.T) {
+	env := map[string]string{"MCP_TOKEN": "t", "WEATHER_KEY": "k"}
+	cfg, err := tools.LoadConfig("tools.example.yaml", func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Providers) != 5 {
+		t.Errorf("%d providers", len(cfg.Providers))
+	}
+}
