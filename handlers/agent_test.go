@@ -79,7 +79,9 @@ workflow:
         plugin_unique_identifier: 'hjlarry/agent:0.0.1@x'
         agent_parameters:
           model: {type: constant, value: {provider: langgenius/openai/openai, model: gpt-4o, type: model-selector}}
-          tools: {type: constant, value: [{enabled: true, provider_name: time, tool_name: timestamp_to_localtime, type: builtin, parameters: {timezone: {auto: 0, value: UTC}}}]}
+          tools: {type: constant, value: [{enabled: true, provider_name: time, tool_name: timestamp_to_localtime, type: builtin, parameters: {timezone: {auto: 0, value: UTC}}},
+            {enabled: true, provider_name: weather, tool_name: getWeather, type: api},
+            {enabled: true, provider_name: greeter, tool_name: greet, type: workflow}]}
           mcp_servers_config: {type: constant, value: 'MCPCONFIG'}
           query: {type: constant, value: '{{#sys.query#}}'}
           maximum_iterations: {type: constant, value: 5}
@@ -114,6 +116,9 @@ func agentServer(t *testing.T, maxIter string) (*chatServer, string) {
 	s := newChatServer(t, chatOptions{tools: reg, extra: map[string]string{
 		"helper":  strings.Replace(agentApp, "MAXITER", maxIter, 1),
 		"mcpflow": strings.Replace(chatflowAgent, "MCPCONFIG", string(mcpConfig), 1),
+		"mcpdown": strings.Replace(chatflowAgent, "MCPCONFIG", `{"mcpServers": {"gone": {"url": "http://127.0.0.1:1/sse", "timeout": 2}}}`, 1),
+		"helperdown": strings.Replace(strings.Replace(agentApp, "MAXITER", maxIter, 1),
+			"enabled: false, provider_type: mcp, provider_id: down", "enabled: true, provider_type: mcp, provider_id: down", 1),
 	}})
 	greeter, err := apps.NewStore(s.db).Import(context.Background(), []byte(greeterWorkflow))
 	if err != nil {
@@ -221,6 +226,8 @@ func TestAgentAppLimits(t *testing.T) {
 		{name: "the iteration limit leaves the model to answer without tools", app: "helper",
 			query:      `add {"a": 1, "b": 1} then add... greet {"name": "B"} then getWeather {"city": "Rome"}`,
 			wantAnswer: "add: 2\ngreet: Hello, B!"},
+		{name: "a tool on an MCP server that is down fails the answer naming it", app: "helperdown", query: "hi",
+			wantError: `the tool "add" of provider "down" cannot be used: the MCP server http://127.0.0.1:1/mcp cannot be reached`},
 		{name: "an unmapped tool fails the answer naming it", app: appAgent, query: "hi",
 			wantError: `the tool "tavily_search" of provider "langgenius/tavily/tavily" is not one of appkb's built-in tools`},
 	}
@@ -247,12 +254,13 @@ func TestAgentAppLimits(t *testing.T) {
 
 func TestChatflowMCPAgent(t *testing.T) {
 	s, _ := agentServer(t, "5")
-	body, _ := json.Marshal(map[string]any{"query": `add {"a": 20, "b": 22} then timestamp_to_localtime {"timestamp": 86400}`, "inputs": map[string]any{}, "user": "u1", "response_mode": "streaming"})
+	body, _ := json.Marshal(map[string]any{"query": `add {"a": 20, "b": 22} then timestamp_to_localtime {"timestamp": 86400} then getWeather {"city": "Oslo"} then greet {"name": "Bo"}`, "inputs": map[string]any{}, "user": "u1", "response_mode": "streaming"})
 	rec := s.post(t, "mcpflow", "/v1/chat-messages", string(body))
 	expectStatus(t, rec, 200, "")
 	frames := readFrames(t, rec.Body.String())
 	answer, _ := checkChatflowStream(t, frames)
-	if want := "add: 42\ntimestamp_to_localtime: 1970-01-02 00:00:00"; answer != want {
+	if want := "add: 42\ntimestamp_to_localtime: 1970-01-02 00:00:00\n" +
+		`getWeather: {"city":"Oslo","sky":"sunny","temperature":21,"unit":"C"}` + "\ngreet: Hello, Bo!"; answer != want {
 		t.Errorf("answer %q, want %q", answer, want)
 	}
 	var calls []string
@@ -265,7 +273,21 @@ func TestChatflowMCPAgent(t *testing.T) {
 			calls = append(calls, label+":"+data["status"].(string))
 		}
 	}
-	if strings.Join(calls, ",") != "CALL add:success,CALL timestamp_to_localtime:success" {
+	if strings.Join(calls, ",") != "CALL add:success,CALL timestamp_to_localtime:success,CALL getWeather:success,CALL greet:success" {
 		t.Errorf("tool calls %v", calls)
+	}
+
+	// An MCP server that is down fails the node, naming the server.
+	rec = s.post(t, "mcpdown", "/v1/chat-messages", string(body))
+	expectStatus(t, rec, 200, "")
+	frames = readFrames(t, rec.Body.String())
+	var failed frame
+	for _, f := range frames {
+		if f.str("event") == "workflow_finished" {
+			failed, _ = f["data"].(map[string]any)
+		}
+	}
+	if failed.str("status") != "failed" || !strings.Contains(failed.str("error"), `cannot use the MCP server "gone": the MCP server http://127.0.0.1:1/sse cannot be reached`) {
+		t.Errorf("workflow_finished %v", failed)
 	}
 }
