@@ -35,6 +35,7 @@ func init() {
 		toolWebScraper, toolKnowledgeSearch,
 		toolBase64Encode, toolBase64Decode, toolBase64ImageDecode,
 		toolMdToHTML, toolMdToMd, toolMdToDocx,
+		toolCSVToJSON, toolExcelToJSON,
 	)
 }
 

@@ -34,6 +34,9 @@ const (
 	// paramList is a list of strings, given as an array or as text
 	// separated by commas or new lines.
 	paramList = "list"
+	// paramFile is a file: a file value of a workflow variable, or the URL
+	// of one, read through Env.ReadFile.
+	paramFile = "file"
 )
 
 // Param describes one parameter of a tool.
@@ -80,6 +83,9 @@ type Env struct {
 	Guard *netguard.Guard
 	// Retrieve searches knowledge bases (knowledge_search).
 	Retrieve func(ctx context.Context, query string, datasetIDs []string, config map[string]any) ([]map[string]any, error)
+	// ReadFile gives the name and bytes of a file argument: a file value
+	// of a workflow variable, or a URL.
+	ReadFile func(ctx context.Context, file any) (name string, data []byte, err error)
 }
 
 // client gives a guarded client for one request.
@@ -165,6 +171,8 @@ func (t *Tool) Prepare(args map[string]any) (map[string]any, error) {
 			v = s
 		case paramList:
 			v = stringList(v)
+		case paramFile:
+			// kept as given; the tool reads it through Env.ReadFile
 		default:
 			v = Text(v)
 		}

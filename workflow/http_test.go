@@ -219,7 +219,7 @@ func TestHTTPRequestFormDataFiles(t *testing.T) {
 	// An upload the engine cannot read fails the node, naming the file.
 	local := File{Identity: FileIdentity, Type: "document", TransferMethod: "local_file", RelatedID: "0b1c", Filename: "a.pdf"}
 	res, _ = run1(t, localEngine(), RunInput{Workflow: graphYAML(t, httpGraph(node)), Inputs: map[string]any{"q": "hi"}, Files: []File{local}})
-	if res.Status != RunFailed || !strings.Contains(res.Error, `The file "a.pdf" cannot be sent: this server keeps no uploaded files for workflows.`) {
+	if res.Status != RunFailed || !strings.Contains(res.Error, `The file "a.pdf" cannot be read: this server keeps no uploaded files for workflows.`) {
 		t.Errorf("status %s: %s", res.Status, res.Error)
 	}
 }

@@ -243,7 +243,7 @@ func (x *nodeRun) writeFormFiles(w *multipart.Writer, key string, it map[string]
 func (x *nodeRun) fileBytes(f File) (name, mimeType string, data []byte, err error) {
 	label := fileLabel(f)
 	fail := func(format string, args ...any) (string, string, []byte, error) {
-		return "", "", nil, nodeErr("HttpRequestNodeError", "The file %q cannot be sent: %s.", label, fmt.Sprintf(format, args...))
+		return "", "", nil, nodeErr("HttpRequestNodeError", "The file %q cannot be read: %s.", label, fmt.Sprintf(format, args...))
 	}
 	if f.TransferMethod == "remote_url" || (f.RelatedID == "" && f.ID == "" && (f.RemoteURL != "" || f.URL != "")) {
 		raw := f.RemoteURL

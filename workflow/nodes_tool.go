@@ -91,6 +91,21 @@ func (x *nodeRun) toolEnv() *tools.Env {
 		AppID: x.r.in.AppID, UserID: x.r.in.UserID, Guard: e.Tools.Guard(),
 		HTTPClient: func(timeout time.Duration) (*http.Client, func()) { return e.httpClient(httpDefaultConnect, timeout) },
 	}
+	env.ReadFile = func(_ context.Context, v any) (string, []byte, error) {
+		if l, ok := asList(v); ok && len(l) == 1 {
+			v = l[0] // a list of one file, such as sys.files
+		}
+		f, ok := asFile(v)
+		if !ok {
+			s := strings.TrimSpace(Text(v))
+			if !strings.HasPrefix(s, "http://") && !strings.HasPrefix(s, "https://") {
+				return "", nil, fmt.Errorf("the argument is not a file")
+			}
+			f = File{TransferMethod: "remote_url", RemoteURL: s}
+		}
+		name, _, data, err := x.fileBytes(f)
+		return name, data, err
+	}
 	if e.Retriever != nil {
 		env.Retrieve = func(ctx context.Context, query string, ids []string, cfg map[string]any) ([]map[string]any, error) {
 			return e.Retriever.Retrieve(ctx, RetrieveRequest{

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/xuri/excelize/v2"
 )
 
 // searchRecorder answers every search with two passages and remembers the
@@ -241,5 +244,41 @@ func TestToolNodeFiles(t *testing.T) {
 	}
 	if sent := Text(res.Outputs["sent"]); !strings.Contains(sent, `filename=\"report.html\"`) || !strings.Contains(sent, `\u003ch1\u003eHi\u003c/h1\u003e`) {
 		t.Errorf("sent %s", sent)
+	}
+}
+
+func TestTableTools(t *testing.T) {
+	fx := newUploadFixture(t)
+	csvFile := fx.upload(t, "people.csv", "text/csv", "\xef\xbb\xbfname;age\nAnn;7\n\nBob;9\n")
+	book := excelize.NewFile()
+	book.SetSheetRow("Sheet1", "A1", &[]any{"city", "", "pop"})
+	book.SetSheetRow("Sheet1", "A2", &[]any{"Oslo", "x", 700})
+	var buf bytes.Buffer
+	if err := book.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	xlsx := fx.upload(t, "cities.xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", buf.String())
+	tests := []struct {
+		name, tool, config string
+		file               File
+		want               string
+	}{
+		{"csv with a delimiter and a BOM", "csv_to_json", "{delimiter: ';'}", csvFile, `[{"age":"7","name":"Ann"},{"age":"9","name":"Bob"}]`},
+		{"the first sheet of a workbook", "excel_to_json", "{}", xlsx, `[{"city":"Oslo","column_2":"x","pop":"700"}]`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			node := `{type: tool, title: T, provider_type: builtin, provider_name: table, tool_name: ` + tc.tool + `,
+      tool_configurations: ` + tc.config + `, tool_parameters: {file: {type: variable, value: [sys, files]}}}`
+			e := localEngine()
+			e.Files = fx.store
+			res, _ := run1(t, e, RunInput{Workflow: graphYAML(t, toolGraph(node, "text", "rows")), Inputs: map[string]any{"q": "x"}, AppID: fx.appID, Files: []File{tc.file}})
+			if res.Status != RunSucceeded {
+				t.Fatalf("status %s: %s", res.Status, res.Error)
+			}
+			if res.Outputs["text"] != tc.want {
+				t.Errorf("text %v, want %s", res.Outputs["text"], tc.want)
+			}
+		})
 	}
 }
