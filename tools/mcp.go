@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,7 +50,7 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.base.RoundTrip(req)
 }
 
-// mcpClient is the software name appkb gives MCP servers.
+// mcpImplementation is how appkb introduces itself to MCP servers.
 var mcpImplementation = &mcp.Implementation{Name: "appkb", Version: "1"}
 
 // connect opens a session with the server; the caller closes it. The
@@ -204,6 +203,3 @@ func resourceName(uri string, i int) string {
 	}
 	return fmt.Sprintf("resource-%d", i+1)
 }
-
-// decodeB64 is used by tests and tools that carry base64 text.
-var decodeB64 = base64.StdEncoding.DecodeString

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 )
 
 // workflowTool is the tool a workflow entry of the tools file stands for:
@@ -71,14 +69,7 @@ func workflowOutput(outputs map[string]any) *Output {
 			}
 		}
 	}
-	keys := make([]string, 0, len(outputs))
-	for k := range outputs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
 	data, _ := json.Marshal(outputs)
-	b.Write(data)
-	out.Text = b.String()
+	out.Text = string(data)
 	return out
 }
