@@ -25,8 +25,9 @@ import (
 //     mention (after spaces or a colon); else every parameter written as
 //     name=value or name: value (quotes optional, the value ends at a comma,
 //     semicolon or line end), converted to the parameter's type; else, for
-//     a tool with one parameter, the text after the mention (or the whole
-//     question when nothing follows it).
+//     a tool with one parameter, the text after the mention; when nothing
+//     follows it, the whole question if that parameter is required, else
+//     no arguments.
 //   - Otherwise, when this turn has observations, the answer is made of
 //     them: the one observation as it is, or one "tool: observation" line
 //     per call. With no tool named and no observation the usual builtin
@@ -151,11 +152,11 @@ func toolArguments(t Tool, question string, after int) map[string]any {
 		return args
 	}
 	text := strings.Trim(strings.TrimSpace(trimmed), `"'`)
-	if text == "" {
+	if text == "" && isRequired(t.Parameters, names[0]) {
 		text = strings.TrimSpace(question)
 	}
-	for _, name := range names {
-		args[name] = typedArgument(props[name], text)
+	if text != "" {
+		args[names[0]] = typedArgument(props[names[0]], text)
 	}
 	return args
 }
@@ -182,4 +183,23 @@ func typedArgument(prop any, text string) any {
 		return out
 	}
 	return text
+}
+
+// isRequired reports whether a JSON schema requires the property.
+func isRequired(schema map[string]any, name string) bool {
+	switch r := schema["required"].(type) {
+	case []any:
+		for _, e := range r {
+			if e == name {
+				return true
+			}
+		}
+	case []string:
+		for _, e := range r {
+			if e == name {
+				return true
+			}
+		}
+	}
+	return false
 }

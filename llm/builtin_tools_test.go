@@ -76,3 +76,22 @@ func TestBuiltinToolCalling(t *testing.T) {
 		})
 	}
 }
+
+func TestBuiltinToolArgumentsFallback(t *testing.T) {
+	optional := Tool{Name: "current_time", Parameters: map[string]any{"type": "object", "properties": map[string]any{"format": map[string]any{"type": "string"}}}}
+	required := Tool{Name: "shout", Parameters: map[string]any{"type": "object", "required": []any{"text"}, "properties": map[string]any{"text": map[string]any{"type": "string"}}}}
+	for _, tc := range []struct {
+		tool     Tool
+		question string
+		want     string
+	}{
+		{optional, "tell the current time", `{}`},
+		{required, "please shout", `{"text":"please shout"}`},
+		{required, "shout: hey you", `{"text":"hey you"}`},
+	} {
+		call, _, _ := builtinToolTurn(ChatRequest{Tools: []Tool{tc.tool}, Messages: []Message{{Role: RoleUser, Content: tc.question}}})
+		if call == nil || call.Arguments != tc.want {
+			t.Errorf("%q: call %+v, want arguments %s", tc.question, call, tc.want)
+		}
+	}
+}
