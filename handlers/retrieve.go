@@ -80,11 +80,10 @@ func (s *Server) retrieve(ctx context.Context, datasetID, query string, rm knowl
 			Document: retrievedDocInfo{ID: h.Document.ID, DataSourceType: h.Document.DataSourceType, Name: h.Document.Name,
 				DocMetadata: h.Document.Metadata},
 		}}
-		if h.ChildChunks != nil {
-			rec.ChildChunks = make([]retrievedChild, len(h.ChildChunks))
-			for i, c := range h.ChildChunks {
-				rec.ChildChunks[i] = retrievedChild{ID: c.ID, Content: c.Content, Position: c.Position, Score: c.Score}
-			}
+		// Dify lists no child chunks as an empty list, never null.
+		rec.ChildChunks = make([]retrievedChild, len(h.ChildChunks))
+		for i, c := range h.ChildChunks {
+			rec.ChildChunks[i] = retrievedChild{ID: c.ID, Content: c.Content, Position: c.Position, Score: c.Score}
 		}
 		out.Records = append(out.Records, rec)
 	}
