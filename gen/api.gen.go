@@ -7658,6 +7658,9 @@ type UpdateDocumentByFileMultipartRequestBody = UpdateDocumentByFileForm
 // UpdateDocumentByTextJSONRequestBody defines body for UpdateDocumentByText for application/json ContentType.
 type UpdateDocumentByTextJSONRequestBody = UpdateDocumentByTextRequest
 
+// HitTestSegmentsJSONRequestBody defines body for HitTestSegments for application/json ContentType.
+type HitTestSegmentsJSONRequestBody = RetrieveRequest
+
 // CreateMetadataFieldJSONRequestBody defines body for CreateMetadataField for application/json ContentType.
 type CreateMetadataFieldJSONRequestBody = CreateMetadataFieldRequest
 
@@ -9176,6 +9179,9 @@ type ServerInterface interface {
 	// UpdateDocumentByText Update a document from text
 	// (POST /datasets/{dataset_id}/documents/{document_id}/update-by-text)
 	UpdateDocumentByText(ctx echo.Context, datasetId DatasetId, documentId DocumentId) error
+	// HitTestSegments Search a knowledge base (retrieval-testing path)
+	// (POST /datasets/{dataset_id}/hit-testing)
+	HitTestSegments(ctx echo.Context, datasetId DatasetId) error
 	// ListMetadataFields List metadata fields
 	// (GET /datasets/{dataset_id}/metadata)
 	ListMetadataFields(ctx echo.Context, datasetId DatasetId) error
@@ -10432,6 +10438,22 @@ func (w *ServerInterfaceWrapper) UpdateDocumentByText(ctx echo.Context) error {
 	return err
 }
 
+// HitTestSegments converts echo context to params.
+func (w *ServerInterfaceWrapper) HitTestSegments(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.HitTestSegments(ctx, datasetId)
+	return err
+}
+
 // ListMetadataFields converts echo context to params.
 func (w *ServerInterfaceWrapper) ListMetadataFields(ctx echo.Context) error {
 	var err error
@@ -11152,6 +11174,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.DELETE(options.BaseURL+"/datasets/:dataset_id/documents/:document_id/segments/:segment_id/child_chunks/:child_chunk_id", wrapper.DeleteChildChunk, options.OperationMiddlewares["deleteChildChunk"]...)
 	router.PATCH(options.BaseURL+"/datasets/:dataset_id/documents/:document_id/segments/:segment_id/child_chunks/:child_chunk_id", wrapper.UpdateChildChunk, options.OperationMiddlewares["updateChildChunk"]...)
 	router.POST(options.BaseURL+"/datasets/:dataset_id/retrieve", wrapper.RetrieveSegments, options.OperationMiddlewares["retrieveSegments"]...)
+	router.POST(options.BaseURL+"/datasets/:dataset_id/hit-testing", wrapper.HitTestSegments, options.OperationMiddlewares["hitTestSegments"]...)
 	router.DELETE(options.BaseURL+"/datasets/tags", wrapper.DeleteKnowledgeTag, options.OperationMiddlewares["deleteKnowledgeTag"]...)
 	router.GET(options.BaseURL+"/datasets/tags", wrapper.GetKnowledgeTags, options.OperationMiddlewares["getKnowledgeTags"]...)
 	router.PATCH(options.BaseURL+"/datasets/tags", wrapper.UpdateKnowledgeTag, options.OperationMiddlewares["updateKnowledgeTag"]...)
@@ -15537,6 +15560,116 @@ func (response UpdateDocumentByTextdefaultJSONResponse) VisitUpdateDocumentByTex
 	return err
 }
 
+type HitTestSegmentsRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+	Body      *HitTestSegmentsJSONRequestBody
+}
+
+type HitTestSegmentsResponseObject interface {
+	VisitHitTestSegmentsResponse(w http.ResponseWriter) error
+}
+
+type HitTestSegments200JSONResponse RetrieveResult
+
+func (response HitTestSegments200JSONResponse) VisitHitTestSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HitTestSegments400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response HitTestSegments400JSONResponse) VisitHitTestSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HitTestSegments401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response HitTestSegments401JSONResponse) VisitHitTestSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HitTestSegments403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response HitTestSegments403JSONResponse) VisitHitTestSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HitTestSegments404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response HitTestSegments404JSONResponse) VisitHitTestSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HitTestSegments500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response HitTestSegments500JSONResponse) VisitHitTestSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HitTestSegmentsdefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response HitTestSegmentsdefaultJSONResponse) VisitHitTestSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListMetadataFieldsRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 }
@@ -18584,6 +18717,9 @@ type StrictServerInterface interface {
 	// UpdateDocumentByText Update a document from text
 	// (POST /datasets/{dataset_id}/documents/{document_id}/update-by-text)
 	UpdateDocumentByText(ctx context.Context, request UpdateDocumentByTextRequestObject) (UpdateDocumentByTextResponseObject, error)
+	// HitTestSegments Search a knowledge base (retrieval-testing path)
+	// (POST /datasets/{dataset_id}/hit-testing)
+	HitTestSegments(ctx context.Context, request HitTestSegmentsRequestObject) (HitTestSegmentsResponseObject, error)
 	// ListMetadataFields List metadata fields
 	// (GET /datasets/{dataset_id}/metadata)
 	ListMetadataFields(ctx context.Context, request ListMetadataFieldsRequestObject) (ListMetadataFieldsResponseObject, error)
@@ -20606,6 +20742,54 @@ func (sh *strictHandler) UpdateDocumentByText(ctx echo.Context, datasetId Datase
 	return nil
 }
 
+// HitTestSegments operation middleware
+func (sh *strictHandler) HitTestSegments(ctx echo.Context, datasetId DatasetId) error {
+	var request HitTestSegmentsRequestObject
+
+	request.DatasetId = datasetId
+
+	var body HitTestSegmentsJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.HitTestSegments(ctx.Request().Context(), request.(HitTestSegmentsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "HitTestSegments")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(HitTestSegmentsResponseObject); ok {
+		return validResponse.VisitHitTestSegmentsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListMetadataFields operation middleware
 func (sh *strictHandler) ListMetadataFields(ctx echo.Context, datasetId DatasetId) error {
 	var request ListMetadataFieldsRequestObject
@@ -22078,306 +22262,308 @@ var swaggerSpec = []string{
 	"pmhdx5od7TgM0E/Td9lbvwx7xevWZQnMU8OACkLhXNSMVl7YcVWzWuGDCD5NqKo9RVVbfGKaxDnycbgK",
 	"oASugbkJaX47sbmzCM0n8BPNFKc1d0nXtItwXPWS0MqaW0UFdkyShqrMUPmHEd6vHPwqrq6wUpiVnekt",
 	"5dA9OTLzoAK+l8ZX58n6DrYKpf3HHuVlhPvz5J8JGOX3Ief37uwUCVzW7JbVvrKxDzD6rQxEn40yVc0q",
-	"Uv3/7L3rctxGkj/6KhWMf4TICfAiXzaOzU+0bNk6K3m0EmdnY8be7upGdXeZ6CoMqkCqrVDEPsR5hvNg",
-	"+yT/qMysQgENoNEkm6Qo7ocdmQ2gbll5z1+WRSgNLNVQP8wNmTjxgPvj4PfArD5LYD1byPlcFD22zrrl",
-	"9j0b8zw/LErlNuVKTBZaX8BWTRciLX2P+jwr51K1bwtxtA58AGJ3kO/kzfnARbYC9tuezUWIS2dzoexr",
-	"PW9jHgqh6ASfLiB8CybsHJLHAV6dXwgzFH97++5BGH2jyPEGfhJ5qfsZFXzrepxqqDE5FPfgjJmFLmyV",
-	"Ruznd3R7XfjRnJ7xqY27x/lBNm4mwOxX3eu6diCiiVoIebuOINVXQi/1tqowoeygjiXzwf6CYQzVbRoG",
-	"FO21Yf1hiaNMzz9z+PUWPgL92ls3LgQDC8OmvCgoKoh9NGAajRgbleBTvAP0AzbOve+7CayzOb3hFIrl",
-	"JAISWJ3HasJtZjkM01iHbOYvzggIma0vAUCmg0FTeyp4g72qMl2dITYR4HY0V5AvzFUQbpDWKlU5nH3z",
-	"aS8HmC60EYpyeLuvL32lu+1B8ztd2cADmguhDNVXihJ0KVG6o7tQV14yt5ta8rhrpVLQLnrRE+BUIOGr",
-	"yj/C8H4ACGr9uiknGMC/RgM+BDij9zHZM06BoA4btUyIAXJhEKsDO3aEiXBu6SNc5eNjfPW7ei6XQpd2",
-	"y8sqPuRueqxU/rZWuRKgZYEPz+K32aTgarog7cXdc6rWHHKPYSTE62s3GRt9V6PZDbRIH8zFvB6Z0iY/",
-	"Zjp91wlX9RNxiio5bdyAnCV0oqplnhPol8IwbhuErXxPlCsOqT66QBAXR9/bSR3TVzBCzg0xlTk4IKcL",
-	"rY0wgN/XU+H/ECpkCLB2wqcXkDqOqx036iS/OnFqr7WicB/473+eHf6DH/45+p3+cXL43ej3v/yfGxbb",
-	"ROM9PzkZdJWaoSCCfxhJNSplf2awjzBXycEoHLVuDw5twbQQCLZyS0cMzFzTUQNsYRvRXrk0Q75gv4iH",
-	"EbrIBT4eIOIlJahneo5BHEobN6cIV8OzDDwjbIzcTF+IDu9E9XtXWaW3SdfEVcjYNeQPK1UmTHSS0rBU",
-	"ZPIS9E67KHQ5x+PYDCw4LD5B+ElWw87SvnZc9U6YRl904xG9pHGUiY7dNI7cW4iFQ3M6NQQCp7O52Ftu",
-	"Fz4JeI1KtoOd7ailcFfLcs+d/Kc7/FNOH+zwaUBP0cxvzUDpivpk1WWtu+o56rDGrePeAoRIQDM8BYXn",
-	"QqyYdAoT6LAAiNLuf+zsDRpSJbBWy+cu5L6MDhx6cFzgD5Xeref+dZjJdtY+hBs+KPPE6OzS2Q9U34R2",
-	"QF8qeH/p0t6P+CForJhi3hNx/w3GBSQHO0bZkiTdUH88T9yyv2msz4XPPTpd7pXv+PsCC8M3eAdUo0Uw",
-	"GA0E2wHaXoY5Ao75DFXNhoe0qrFvP7AFTp0dxLSkvXY4yztLr+ewfUlhxSjrKajavsYQhDYb2nXkfjp3",
-	"DwyuSbuT5OHW/uBbJERs52EJBL5li294dGSLUhEeeCd8HQH6YhreQhdW1JOZhnbGrbOBbj/d0I7bt9tN",
-	"bKozJ4lFulVKNj07aB/p2UEbualTWbWXgYJb4gmtIdEQ0QaOi5HswI4HhjSv3UJ8m0wPqcAJIO1AVMOb",
-	"9Savet5Pg1h7vKL711YneJ/UXmqnIyMSqZPXAJPuSOh2ZbbvmUpBwiGy+l5EzG0z/1R86OSaS6b0FXWE",
-	"CTc1wQxKyNwq9JKdHG3vEL0Tjnx9ZnGLd1rVu1Q/tuvc2bGq70ZjK6oHo3I/imv8CHS465kOmBxuKjPB",
-	"bSIYO46lB+NuWNLHE7/qa9H1WbOs11rnw/wGLNM6rzwG3qYLDgNAhdkB+4Jhn5wFT86CR+gscLT94P0E",
-	"4d4/NBcB7d7n4B+APby+awB5q88B/jIdAm4LH7MvwEnijW6ASAgTLDRX0HUISeTJ9t+p7Y/Ad874h82X",
-	"an4bVv+u+WteiBFcHmRoXchWAAQnLqUuSZeLYEccD4JCvw6IyPtV02Fxj9Oj4JjCEGdCxBd25UbYXg//",
-	"gj0ID0Wxu5nzoDIl3Hpu7i/YNae7bx70aL0Ev+pUeJC0fj607h+gO+dkJXW/npVZtmK68BXvt8unKuVo",
-	"cJby8LpZTNbZVeFsqGl94N4DAoxob7nZOLeo38DmDtQdCPuD97dpu1yn99pGRDY4Ja8bPQjYNZRtD8gb",
-	"0qpBv9UGdgftCmniD6u4DKtlftcUw17W3LcYrhzJm4sV6071rSoWQQgNKYckMbzVxzcmMWK7SjpKSKh8",
-	"QL4imuBD8BXlhUiFk4O6GA3MDC24Yn9gt/CZLrY7N9+Ra3uZ8EpZUSxFKrkVDBoarbG/pBZgwtYq2C0M",
-	"Ma03dWitdjue5qAtj1+4FR9dxUUDqlkLPgK21fQ4FeOHpofCw150PE5F9J2wxapfC8WzwhOVQanRbCKY",
-	"hZJjaG77memetChurVjmO4henS8CoApynSwCKRcELXkPimh93QNjSBt0uMZePihtrjG3J73uSa970uva",
-	"KOGvBF9IcYr6vdkKGvRJ1VtT9Vo39YFociCNRh3s6O9Q7gmPIDuSZmCUpg/wxUt2K0IVII3h5puKqeyK",
-	"7d63MgizfJya4KDISBwsDb7Ih6H6Pd5o6ZNO8KQTbKETeIM7y5ZoYE912lGnfMci9b6596MNKTV773Qw",
-	"ca2mwnNyDwJN4JuYmwK4YI7anc0IeA/S3m7TtLWDCQt/vH4W/6e3gPPSJ2BDjxr3pKGGiR6gwmoAfGli",
-	"GZ+yySoALVznGB8WoC6gqwYY5O39MTcyfrzrgpgbNVscmuKLOD7ASHsU3wozWBrm8am53Q6johDctML3",
-	"xLDBOJ/ru2Gagw4CxU2YcmeWZatbQ7Z9SGDbfViFuNyB+IeDMLQaEFGPlzUOMj6I4UhlnFpTCFMuhbl/",
-	"vnarDQOug9S/hZaOfKMF3UYqaSXPsPMhZ7NCmAW2WxrDRmOABk+CIC6Bb4F04RWT7Ca5wTD1WAs6+BZt",
-	"wKnfgNvcfeUeg7LomLaYloW0q/dOMcOrcJbn/y4g6DMRvBDFSz8dnueH//s///9ek9TOFDTwvBCrUyYR",
-	"VhmgEeGvXKVM546rQodJ96cKxcodIaiEYNfBaNV6F9bmbof+XemrTKRz0T4rtzYjbPvM2IV/OUwvmkz1",
-	"YzWlhAmJ7YuxvRogRi10hpRocj4Vjr3gPcgk9Is3ApB0q89NuBFDFvcJLvdMr5M+z/OLCfYYxTn8cn7+",
-	"FpDGwMz6Uc5Wh06v5ha6d2ITEMNMLvgF2/9t7z02iXJv/LZ38P1varrgNmGU0w/4gSqtIf9Cgbs7NSOd",
-	"BdtYjG8nDwnwR7+pnwBEOGwbRP5KuxDKSrDvEZCNM1y32/wjdlY7e2rlqn5TRDxsPy/ETH5A/PfxQdJ6",
-	"PozXz7R6yxPC+MDNryh0YRjPrvjKMOgnGuD+Pv6252ze3/YS9tsewbjhf6AK89vep/HRb2ovWKR0Gv/7",
-	"P/+fW0PmVuh3MBAn+4Eb2O69CH9+7/nRydEJ6J25UDyXe9/vfX10cvT1HkALLuC+HfM8P54JkboJwl/m",
-	"wrZ1ETfWMLcLao4oi6EDGgLSwZ88wh/9OZMXIoFThXZMgBXpJJmjzbCnr9K97/d+FvbFgtuzPH8ZpgKw",
-	"39SUF3q2rbPn54eOPFL8vNXU8AmUSvfIv0pRrPZ84zjfjAmtwBpE3PNkbymVXDou+7wteWwDlAfHGSx0",
-	"hnWRbaP7HlAtw391AlCMNP7Jptn8XjUWhgP76uQElIgKq5BXdHL8B8nUatw+0zg+gdBwCjhFdwMyTz1H",
-	"jtS+OXneNUaY9PHflLuuupB/ihRxxgJWX/+LcLFqogMowwuNf/7uNsf4Vi57b4EuCIiQZ1mYKpvLS2i1",
-	"HzWE95CKoCnwuaO5Pb8Xe7+7Md1dMcdcKW1hbw8LkWer44+I4PkJ9Drd1lH8PVXwABeYY83FH3qC3NSR",
-	"rGGpLMTUsurjzH1cIu/TBdOzWUBm9JINyR05NHxOs1xn2RE7yzK3bCHYRKcrD5sIbUUXYnpRtyFx9o6H",
-	"ZlpfQAgocfaHXYgVvKMgMwZGH6cSOrqPHSu7EtgDrX6VX6GydhYW8s5t0nthgXVsutUBL1TDvvTuR7hp",
-	"jplVFw3XsxfrKahwVjfA61NCgUIKKKbwr3V9Cm8bdIr/QaerW7to/dvke9N/qutbVIGzs9u/aVLd/ODc",
-	"k6Cj6Kht5MPjCe+vpJ0uegkrYgDVVphBPOAYhfjxxz/0ZCTTT50C9Z3IteMJC33lLH3GYft8N5rJipDi",
-	"a5NcMYOTX3DD5toesZdQvQHazjcnJ2ws1SXPZDqCO0YWkdKYuue+D60YTav87T/7977VzEaZbPgy8BTP",
-	"mCKCgMnezc1NPnYQqcSOCLSZcZfIlknhQfZOapPJ9Pu9XVk8tgEXt2pxAvf1ZPO1+4GngUs9NLGvswxR",
-	"xxvX5w892eZud6vDb6GxaQxxjDpE9G7CdI7OkmyFBp9daAPmnBEMNk4ix6F+EI4cuEQbQ6yudJEesTM2",
-	"Br1xzPhEXwr2/OTECWqLfgMnhJ+fnLRe52pxTnV/0Mr0W9/p9ZR6VUCDVVirUz8KgW5vq/1ir6NebzWj",
-	"c/GBGmC7o43PKurfsSyN9YfWNSs6yNq87pI71KlgqEIfUfHDk99uIfEMOy900qmMa0g7ZUpcVWfr9Gk6",
-	"2JzLojp9p2xPuecgIGpRV3f/hb5fOHTsEww9O9Yv5Au4sNX89najVDaH2UqNfL4DqsMG0u1Sx7hzSKOj",
-	"fHi0dpamdTmylfQ4/lj9h9cFU5EJK9rUQYR5rEstq+doDoWGzoWY6gKwzRfSmoYC+A0bK21HM2dfjqug",
-	"bfRBaVipLpS+Uus0+iNMrUajG2VGba4MF9el3MV7ccvq1DcdreVqC58Div91SewbHKT/pV+1fek2f5c0",
-	"icc0kCyTvVYcCKcj8mmT3J6ZNnZ4qzT2tzzlN6Ox6YKr+R3R2O0z6Ob678nOH8ago43HUBo0caH9/+zv",
-	"0QtYyDbsvUylPrT60Pexa1cv3pXkkaN+hrkQ04V/DcvkUL91z5R5pnnqpKD7+JpTD3omrBn5PM9HpQpN",
-	"zqGZBYwyshqa7I3IKI4v6ExwW2I7Ez2bJZCLfSlTUYzcdTZlnuvCjurfGTcfo0Cs/FPUfvpXqS0fiQ9V",
-	"CR0sc4Ql4TZbxWP4tD8fChrRPRtBsdL4lH3z/Gs2hv0YWa1HGS/mwts/X5+wNz+4R75l41LRF0U6osdX",
-	"ufBB4jev3vzE3B9Qk4MuLpbx6VTkVqSn7Ft0l1hRKJ6NINRV0BTW2daZ+/y5dmZBr+a2LDMrc17YY8df",
-	"Dn2wf+ClrAa5L7YQz6DfZWALrvBvd+ox+Ob515tfestX7lada/3a0Q6+9+2QwQJBvRGp5OdOJnxK9r4d",
-	"srhXRErEhXbHt85p5yfIu4BvoFZI2e6Bg7mfiHdNF9we+gBHN+96q43F4HlpHIcqC4XVvS8W3E60TRj0",
-	"jXY32P3FB29D1NqDZZFxNdXqUhSGe+M5ys2AaK7C9jDg7hzHD49kOj5if3ccb+w3auR4ypiNJ5meXkg1",
-	"HyNbK8HVQw6UpTAh0Oq+DkhWmG9wigx0jAmI8L60VRs7w94DCziEnB5I/zHkqoHQ7vdjliNZYRyFYu9S",
-	"sfGHQ2PEISRCmDHb56G0MupOT2mP0inwSGFuSK7YGFkONcTFBvMh4I6+ZPc/K8O+Ojk5OKL9p4B5tqIP",
-	"f894vDHEoHy8iMb9A5ssVHJkwlPPfMfrUsaxbEc2I57nkRy5EKtnBoxiz1KdSmCRDNZEU6Qg4htLaapm",
-	"W8mawxp595Jnjn+K1K8kqU/WdxUsVQlyLmpXKLFu2+8FyFsG+iw1mqZ5Qkdmt8S8nGSQ2uvEVo0GAwJh",
-	"tIoaRUuDeazpPYhJ2AJUJvJCTzKxNKfsm5Ovo62gPICokbf7PM8yfRXWlEul8L6uZTrR8eaiwO6Qp2vK",
-	"fzgFUPbXbrv/4in75qvv2NjJ8iVXK78QgyssuBUjcN75lcHE4C941RbSbimu3wuVOv70BhnerpwtC35f",
-	"gtoN/SKQRiSrkz2ntx0DNzlE3lD/ajOBscnzTrHtv+d5mVSU1lDxU+rdDVy1NasuZoiwztD+/Pu9KL0S",
-	"WNlrPd9L6AmST/WnIC3E/VwdJj5tF7qcL2zH0+f0a6iBbz6FUjfpbFhce6G1MXfS3UW252XfKThp71nW",
-	"8Wbo3Zq0tkupvdXSJSxpNmRof+FX1G/XwdDbH/d5sUkTsbX2eB13PIkwHNceo/FrCGtrD1WjdtJLRSr0",
-	"yEiotPOxn1T0MXf83V98KbP4qwW6UTofJzeLLwcKRSS152uIa0lcybn2GOJhJPV6obWnqg3K3YVcm9xb",
-	"91efbSvVfDRdlOpi/bl3/oEX8Duylq6Hnc0QnrOm+y6fW1MdT/Rk+xFVT+MprRfk1F5ZKzVK1rLUW5+n",
-	"4pdkPcG29XG/w51+E6eOOp0s0j+dqljTShIM/RE79QqiYkFBhafu1ro6GWBdvdTFRKapUNfy5nzz1Xeb",
-	"XzjX+g1XK1qOeXg22Jm5iPReZvRS2AXoUeDAgbam5K7Ps1VslDmiZm+8IdZinB1/pFTqT8fG6rzbVjsz",
-	"F6FaB3Q4mI572ZlsQqVM8CJbQQzZWXNjlsrZTDhNE5M1vQkG/hGfnQFeJ/eNJfSfB52XOxOLKX2oc/+w",
-	"zDKyZIzHehxsQXTYDrpoT1+hyaPtYMjGbeh7VucR2/1ZKPp1iHsZVitTNnW2YJV6g9fwmcH7aToczlXa",
-	"e7er+RZdy/WqEbcxXVXBmJrrLNi1o91cwQofbknYv1Md9710OsM7YdwF7g4h5sHavXIWNfn3HkUaiyNr",
-	"xiOBgJcFnR3eq4l3EctS5kj4VK/ex3GC7TDAKQQObc7c1cvEIfiE5uGGVawEM2qp3GeQ76aAswWP9BBf",
-	"jTRhM5iedftrBvlpEndH3J7hSJESMmb7KJhrrpmk1SvjPoB+mQE++gZz24dCeKWJwR3cj6+9wzKvMesF",
-	"IMJqalDhqEEqNsvkfLGtYY75CZXlumMDPbKQ78dM/2xMdG8kVzOO1F5vKrfq9ANsrYF21hY21pp9RZZO",
-	"6/TJ3qlbJa1PbrBNNrzj1tchpwJjhoje52gZPAq1nRRDjKv6GjH378NIoPE8r4nPqmZtsxC9vvIeTWBN",
-	"hT9l3GvB2AHGLrgK6twzw/SVIn1dWpDUmSMcUNg3S6abKt5+U5907Sdd+xHp2sAi4ltZ07fp2g5lFFVg",
-	"ZJuU8tp7TuV18t2TWxIjq8Dtdq8stbHggHCaICsh2yhlM1kYe9MI36Gxq0ygrQ7Vu535YOOMGwuROCzG",
-	"Vrq2lPbqz3itQzPW46tnmvtVaf9dydlw9fq4x1pe+IuyMLpAQCKZBuREqXjWCH+pepulnM/FEXstOPiF",
-	"mC5DcBYPBx/oSm3H7dxuqqFCtb4rIa+fcQvUcvNy1a2z69/rwmJNopNsmeBgiI0Px8yAQwlMSiWuHKOx",
-	"muksFd3zdK+MJqv2me4d0hUYAT6PLx6KYBeSvcPaf9Wej9/+/W7Letbuw9Dc/dpx37H3+IFk9kGFQJ3p",
-	"xmw6/nsLgz7+2MhEGZa3XWdxDABQBLhbp8CZbMFB1TcSU2y8DQAFuvu5NkZOshUbf/w0PjhlWPLPM6NJ",
-	"zLoRSA3DVwgBwoqCZ2ysyiwbA1u2UJIwtcjoHaPxyuMmAQDh/Dw3KOqg8FfbGutXaXcCcDMzYkOaeXwM",
-	"m1j9q8Bpa4MAK3O736EvNo7xrvTG/i45A/VIfUUZoE3BuQHG8FOrItnArwKhbAcNecqWfMUmgollbleJ",
-	"JzRHKRMjFCb/DUvGbxJIlI7/hfEnn8Ff25KbsahjpPlO/AFhmyzqmWGpNHnGV6ClhRQ+agOA3tyx+wmO",
-	"28lhFTsyQEhLW8EmkO7HS6tH/rExFiuW4qa8J+kub+Ywf6zGm8QznFBXgRrhLTjoo2HSK2GTW2Js74Sb",
-	"yG0wNrcHc3dkADcsrmCFD4vLDdVdcFPuzf9aTcQpBX3FDrUTCOVW1eZ/iYwKD+92GdUlL6QTYNsYwuEd",
-	"diFytJwcM4q/Xau2Vrwo9BWWDPsk4x1yoMreDQazn3FAxa7P9XYYTsNs/s+wswNM5zq5g/lc7XKL6Xx7",
-	"TCe5vvKzeyO+Orc2A34n9nm17Q/BNv+rylZ+FvHV8y4mR+GxMGrMzD8+gv+OZ7jkH14LNbeLve+/+vZb",
-	"mJb/7+f3Z1qHO3Md87o6ui/Yzq7zZz3bkbQ4/hhIiyzy/sJWnFZWCu83bT2406Bh4bMY6WYzWV/XM+j7",
-	"kfHCiZRVfluypFbSENg/zOSZwdq1VAsUKTO5lZ5KvsVwezfX5GJK+frN2FqY1MadiEyrudvUW5AkG5FJ",
-	"2+YWprKpdjiir4dYOdx2NnhyD0C59hPqU7DDQXTUEn9hzNOXH7czpg1sk8BGt9Ghm4iqFOkBaBMjRLv+",
-	"PFl585qAbIAFTVbMTW6dkziB8KOf2kagPzldNLCGmt2bnt8lkmdzg24X0/N6ilhzTqiow4EEtCjQyaBQ",
-	"/AYYREkLDqMCz806Fm+UVuddzIWY88K3kJQF+KyNYQZRyLomJtU0K1Mx4lnWvocznhmx3nln4GZNeVGs",
-	"qADTCCDZU1aIXBCwTyBPkNeQU2X5nFDRxYc802lws7ZN3/L5SKamNvXhTRJAEdj7HsTJ3k71XbqREFTd",
-	"oN2uYUjfV5i+jrrdqng25hpxzDoqch8U1BtImsFi5fr3ULdTmqV6Wi4hu1QqJu1p9Ad3EXgK6A1OpF3x",
-	"Im0E8CGyeDhZIfaDLqK/zGQWA0sPg3JEoamNUEwsJyKFwCm0Gyi4CvljmWPqTmmcQB13mmBh6MwXbkQf",
-	"q1DFneoLHSLKHDxf1Xb4nA/IPPVK6HcB8RpMvVFaInnGJb/Ap6RhPCsET1cAua26kkKJSncKjEVj3JPC",
-	"5FfYoR816C8AqVJ4+sEXAg1IEHyh1SyT2NtgtxwCzxuSKJe5bcqGXl4R61fHucxFJpU4dtf1ENFa+mCe",
-	"AVnOmZtwvQFEGVDP/Xeg7waiyc0w2CIt23f3bSzTMZs7c08qq9k4BI/HaFSPMz3lGaTNjpnRZTEVB212",
-	"KDwx8rgyFQQsTCjnBSYxQUY7vOH+DjfY2ZQID1srxCZJaX3kBL6DESN4PySPQydmemmJ2NJcVXtRjfr8",
-	"axw1RnepYGrcs5jdjjqqkX8KrAYn1tOEfsFPRcgv8IlO5Jc2+9ft1Vs6IUo/vgHGSz3gi3nOrR243Tzp",
-	"w7VuIhOpOCga/ZmD8OXrZQ7eHtRfvG24kRuzCAvISMvE4weO2S2Pw+32BI+0H/OZVi7nz6vJ6PDJ7jwX",
-	"jFk7XcnpyIAOl2WgKEwkFNKYU0p6nc9F2mZtLo3ILgXWzWB+DGjbhiBgZC0jZhjonPtA8JAB7+pKNwkb",
-	"cM7nO1Ix1gfaSs/oyJqgPfrMsAv7CTfkPzRVHjgbT7Pn7n+d6t4Bn44oaQI6wax/yId1goKboIUHBLXo",
-	"svnBZGwFcP1Z2Phozd4NFcVgKPaRVI1q12zIdQZ7lmUtW/E5mXEw3zYiyLmdLtbJ4GdJoKlw+8HY5x59",
-	"qj3q25pCorCuopoLfIXMFggKOE0Cg+F9PvghDAmdtnfAkNYHuifDp07G7XpBIVAMWD5/3P7g/isRMi6G",
-	"scZ2MwSNH+/XcDTplIN5ocvc3ZCmk2fYFWlcDmCv4U7QTenqLoETugOSXx/oAZM8Hc5nVT4zzOoeRL1r",
-	"6ucxaZLd9vVrqahsDtMT3VuIT1gf8DRgkqFDF111cq6c7TFMtWysYBNT/0Gq1K3rXO/Wj3XO5z/gLt2S",
-	"ckleTGv5dHGTbj0PjI+ewYI6CWQINZZqIz3+KGDbDI4DIavmSEmEcEkBAwQoxMpHnaWiIGgF/8B4JxT6",
-	"N1jOOZ+/LPRy50T6N795t0qmqXhkZIoE1EM+Gwj1o/fBD6xSaaGbeosBNKd8iMOHPDCDsYopqNSZo3Uq",
-	"bQkwnL195SOBiDrt01JqEQXwDObgGmzTrRsgk/XZd5n7MX0PobDGntyCwb1zIK17MdE3BNl6LXWtRGuM",
-	"DWoIdCqyhBnBi+nCh42xryhkBIjCbEtu2NxLpKFxorQbylbdLRDoLsaGaZto7Wfhsx3cPZbZ3kMJHn3B",
-	"hPuzsNtSbSNNpW1S1SP+IF6lELTvcEtgco/xbb9ERdJ5IQxxVvd3KOVzZJkJ7hl04Vgjz9ZZbG8BTHoL",
-	"EeH7YNjopditQlIb47OI/t5zjtxnzgTwvLfjA5161bHXho7ryRtgFtyEdbQDw6TOWq00MNAKAZDfdwqB",
-	"aM/+2x9fJuz8v84T9uNfX/wXXEQjlzLjxQH+B3YclioVHxwXkBXLCS2IT6FbMF1w7IHJxhPH0fAW54We",
-	"Fx3Ijo0wc7IWCE76Qss9WGdtcDT74gMiBK0ZV74keuwXOrJiulDyXyV9KS+042ejoszE+GCd7+1HPI8Y",
-	"Hmd5xgmBnBUCLI6DW+F1lIVCZ+sMsZtHmwdkvdB4P6zcaC8h3+yOeR/NAOezIUKsxFVF/lTRzoAqKZ7v",
-	"Tpra7D0xxWs45+q8BcPHEWv0h7U1UwxtkXbOFAPciwVVquYSFB/srTDAAKnjv3BIuI/hSm/UzvYhr/QD",
-	"X+aZAKDHVial1uTUM0OgMH7BCAjHJjxl41RPAWt+fOD5Wzsb3Vfaq36FSIVyP5jNDDBZ44BaVSmPCbsU",
-	"U6sLhjmDoGci2NuuGeXG1ks3zg0MXPIeGzA9McqHyygtUuD12OQ2lRpVgjEk/jVVnqhOYyYzK4q+Og0P",
-	"8YC86zouu1u4zVAWEjbi3upCtqgFiXK8oyqQUzLli0tRMCXc//fN+qqEx+u3qB5YE1LN7e6qQZoDh1rg",
-	"Bn11YXTBr3ttffz/VYoS8Vm9cAQCoXYMgpBnA1pl1fDf/cyL6UJeivSuwbk8MQ8pqQi79gU75SDRJ404",
-	"QBsTvYkjbgADPk71lXLW6uGfMt+NmvpDqdKMnHjBXMdUbVCyjU9KQ1U1YjLoHf9T5vDcKfoNq99BnE/d",
-	"PQf2V3MFGPavkmdytupl7mtaHnryyI2nC6eeQqcvYyL4woZTCmA3YKa0jjDDg1Yxsd8uINx3Gpptpdl7",
-	"zDJVX+VBS6SHzjPQ0D9kvqvUzpahbk1DJHJsKTDuzANvVQf/8eotI4b4JQeu6KiYcfKZZ+u37B+v3l5f",
-	"jTteCsu9E+b2OQjgdPkhEAkAsAIbSonEWzjlWRZwuxAn3alIkOfqH35mwmeKhJod5Lxw1uAI0S3HCVuK",
-	"Yg42ssIKzuXQwEMVKA74AohdjvmUYSXoxF6Dzw1IPshPlpvDEj4e4RR0NE/xYWflbMBH2DajxxlSFDig",
-	"Vb7xZ78rLlMf5l6r+4cgQhNhXYnC13U8GZrb8Kr3wrZd9jXOFbGrQILDuBUq3scf+dQd26cbMa2WEnEO",
-	"+LyprpxlYejv2VioCl+elPYxtqOdgePIFlJc8ixhYxJbY2IC7oVSjWp/7Wr4PyWQmW68Dm9p4HQqA6Ky",
-	"H/aSvWq4DluiI9B75i4YlfyRf5B4ndWUTEOl8pWnxjKtpj2xXVzTmpWNf4bGqnXm+wxqamzE0qDHK1QW",
-	"QuKDMparqaAeOnHDIHQRpQdD48G34txr4azvvYG4C77aOd4DZa1nWdYkGmKySFpPXHY7dx7dx0W4oXrW",
-	"y2O3VQk/gs/103EjUNDp8XuHffOSCnYi8AZw+MHnEnYFjrAQvzCWz+EKL3hwtsNtDMVMega5VNCgk/Il",
-	"tRKnbJpJICGIdZTKyow4k1C2WLmbPY5aXTvmS+2bbslb2KWBkS4Hy31mGrgKfaCH/oBe0d5E3GNHV7Y+",
-	"Upfb5y3Fy91JrCdShrV+4dlZgaLzaLuI6m/fNdSKCYZBEpn66nyMYTqCRJOoivGFuGCH/uFnvQXm7iCW",
-	"4v85HH6+FgniWdZgB1ABpHW6fqm9E3VUjblclrbRvj+29Pwbu8wiWx+YPrKlGUf5wPSRwQnB8XKfUoFF",
-	"LRzWeUk3pv/G7HBWZhkGVMbeBhpHkEypmMoUQcXBlSBbHCNQ1IMYUmnCMjGDxioJhqUpnL8hj7IauqHE",
-	"RpOC0XowdC7EClDyHRUWgqdrZDtMje4VdSHBuDd2NuZZNgbvsi+Mhi4rCRuTX3Uc/xlgNnKLKQVhuTi3",
-	"sVbZasz+KI0FZJIEn0KYDXig9lJX4GdZeUzaurMg8Jc30PC/3MB7yR5N+L4iO7TfHY4Pf7inpKTBdkLL",
-	"JMEd6eZCQTfGiIqedPbts7g3MpybaAWbHvY6Zm+ed4CbrVnjPjGJGgwqcQW9uOL8Ta7SY11ACodPDU+w",
-	"dUuVtcH4nEs1PEnzfCGNT4bKAT6oECm74itmtVds2rO/1vnjLpM546yoaD4xWA+AgaBTg2JfClLXsR3T",
-	"ursiaTLTDpihDQBCndnpsfqwk0zN+jifSaamby/Xl4RUiMPHm4f0KEGF0h1kiTYsmhCL7/SR/MKdBJ3w",
-	"6QX0M50rp+FZuRSHEPURKcukuvDNanQh5wDfj7w1Cidzw5Y8xbh5f4C8NQBehalbsiTr5gzYMhvi4NXn",
-	"BoS8KTQeAWbhjVpwNEl87vuA0PjeXWhMNObfih61iWKz7uyOnrSbaDcIvuvBaDzbX2kj5tskOtYVJvBR",
-	"9EBQN7IaY6foelrjSY8+Eoy2qlgOk6TBB7WQ88UhpNOsQUZ6zaSE2NHN4iU9DtHY79DZdfm1NPa93+4N",
-	"JuHzQ/fpFNPRVLmciOIOQLXdWQNy42mw1Sf6UrDnJydgtVtULxg3N8iX3G5K/y5EjnlV5BFDl6wRdWoS",
-	"hu1D8S+vucWTKnnf/RsV34MeOGkKMAyEkm5JkLwukvTmhWPaKBRK1NNGcYibJI7u0jQnih+Sc4kLfTK5",
-	"t87RxIJToBJgiC3y6AX8fNfmd3dZEKQPFZiA7cxpmj6AvtQME2+GtOc33YXE6Eyjgjm75+nnRtyes//4",
-	"rTw5+erfzqoV4StedxxzZa5EgTVBVmvq/FxFAk2UebBRePnsUF1gHdB1U6za5VlC/WyUNAuRBu4L6q7P",
-	"7e6qCIqk3u4qgfwg99VXpTGJPgvcEztghUOGwGcCFv6wwKLStJVttHG96yvGxx/pX1u0lIZLDszLlzJC",
-	"0F6KzoBeT+OAJgOr8ac4bdMbthF0P8yVemngtAblaiIfuSb/SGpBlMAjO9ViDFTRxRkc6QvfvYd+xJ/5",
-	"vUFC9XTariMMAO/FYBSIUwJCg+9dn7AfgC23Le3+LLxFt3soofpAfZLl6Tps69aBtPzu23BHGvPmp4kG",
-	"etVrD2JUVSxRnBObPFayqRGxug3leqjubGMOXstpdfcOCxRBo/TpIyhEK4QxSCGA7z48gYa++Fig7Qoa",
-	"ica4r4TYwQzpCRfpNlJhewT2Lam3x9OFzNIRKtVblL7Da5EHQoNTpwgG72YX8Y6TVutXOJ7aJvH+wi2N",
-	"9vnJZ7u9zzYijM/UgVlRwDAfZrXioye35Bpr4I9Hz6rB9UfrZFIZmYpIAYM/n7Kl4AoqH+s1ociODvEL",
-	"++OFFAWk6k55NgK1anwA6tVdK2geM8jqQrBC/CGm1oTG21CEcFcuyWuybzyh6v7uyv0YBniBn7svD2SY",
-	"R79K1iDXJ11sW6cjj7fvrtSx44/Rf23ji6z4EqQESWv8DdrOF1n3Za4iaNoCRksJb6nBOe6eRyR1DgE2",
-	"W8ScN7oiGwxjmDeyNsCTT/IGPsnem/UwdYTND1c0NTgzOdqJZ6YCSNzsttlanqNN/jldVHR/PEn2Hjb0",
-	"5HK5pepj7AE+24XUx0zsW0GmvkFuRl6IKbdVEWTTmM9RU8CeN1SVfMomYgHQ95m8wH16e3b+4pdmBq7T",
-	"GkQ282XRoHpSXbNZ6NJtJzQkVcYKnt5lQcN9FSNgkcBTScJTScKXXJLA9pGdOAI/uLX6hIqf3hjU+pZy",
-	"3XwwrpY3jW3YUa5AJZjTriCTleJbp9hkEDylvKRGzFHJlXZWlw+YgRbISpWKorXcbDPeNQxkakUNNMcm",
-	"eHUT989XefkeJXSNlb7qh7luYb5bI9TEeWqbme4OgajbhvocgKhbma6Mwddj3IsnxfEmXO9aKNQxaGFv",
-	"Qs66kfUsKrun8H8A+8LQVA3klpXGQxDiTfT1+5NSZvZQhhwCSEoNLbrUrrFmNsFEvJYm4O69hBnuMgOn",
-	"NlJXMMjdrMbWf+lxoMZ2tOPiJTvA5fxRzKSqQjSlsXrZmA2KsBp2ewsdTrnCJvPDvS2A7y0Ns/xCqIRl",
-	"Ws1BQHPFvvr2W2eUF3zqVgJ+j4ybhTC+9Lx+6x4SvCYKltpF2GlSd22krYTq891c+76gCpzWk7jcPpxS",
-	"v5Lb4mb6t4/9tRkkL5viEYDmVsaKpTNQMojMTlbkv2D742BouIs9TtiYqn6L6t8jwuUdZ9xYgukNf0NA",
-	"8fHBfYvMn4X9we3TK3V3grN9wI6b1FA5vnThGbZj51J0ixu2I2jagD1LKibeyqYOqlUSIdPGjy7dbdkB",
-	"5GwHtmyrznEeOEzXybX1h2EIEeumvw1/6BP8t8o1zvV8nom2e7x3z2jWeP4AGQED3azN+OcOTY2b0U15",
-	"nsquLWM/+n9tSkHAWDoEMtv17loDc1vhkle6+MI9hz2g7+dW7NOXYMYHA0ELN9yOjgwC3JQn2MIAWzhE",
-	"J7xtgNEGicou+NDoDvQKlNASpCzhyeEA5T/Ly567g/asm8xjt0e3vIHofbsL87RlpHvy+Q4yTwuBzcaf",
-	"TNRrpCbB1bmplZrLXGRSCfwZjMHDPCvnUplB9iqMTF2plE5Fh6vqmWF+pKQSrTgQm4iFVCm5ebGsKi8t",
-	"ikVDaMM+8hq1H3W/L/mKlWYLftO4yAtuoFlVmNsukHiGuIt/DNv/lnZ/Q1nHO48Nm5eTDMEP/CrYvrvc",
-	"B57fpQWfWbY/45nBzldt5QzSjMKH2gsuUIqQrJhonQmubqHGISDTbGx3H+3OOnBNB0ZYkzqfeMy1yiU6",
-	"b7knudZm+G/9j7tyALQwr2OY3vFH9z/wTFGq2/UGtNEVNBctVcK48c02Jqu1nSO+GvV8btfjaO7bAcF3",
-	"Gf7vSmWqWvi1iTfOkZpdF4IvDeZke1h990MBJq9bJLYtPYTovLiEhpS3xIJDIwedriIQm/vhzO9KVbGe",
-	"X3UqdtWsqzbIu1LdSGmz4oM9hlM5xKOsT2QNAuzDoTHiEI8RCCjMZhQwy5wNFP78k3v0Rfgpid/AJqtr",
-	"T/9EvVejJ6sMk/XH31a/JXt5+yMd3QvP1omTKNoTuyP8ZxVpP8mErfTOEtsFNjnJJgkwgIvflFX380B3",
-	"8lcLnUXMTl9SchK1UK2WZE6pu6HfLSh5G7MxUpJUc2gkxhApC7BtOsnON0qcZHp6AW8Gdvz/vv/rr0xP",
-	"/hBTBNNC+7RUTKj04XDU63FT5MTfQkEgzWRUlIqyYquPuOXO3EJb2e/bSsHYBeP1n78py72lGZBHObkx",
-	"C/dc2H+9xoNBv/CQac2HnAB66X+jZ43lhW1/9D39FLh07Ym3yMCvdHExy/RV56B/pweigcM7HYP7V/wE",
-	"ujwMpXpmSEVh++H2gnHk9JsZID2TYrPvr+jBY5MJ3w5ZyitlRaF4RnLhLiRJnYsMtSa6ZQn1gRQ7lCOc",
-	"gemMCa7GrsfMUFOuXCQTYezhktvpQqp5QB0gH4gsmJnqwgkckB+GTbRdsEIAVVJTS/9J+i8rjJVqfsT+",
-	"7njoOPxAZdmOb1fta1p9MfpKMSN4MV1E4DV5nrUkEvndrafKghRAEHHRgofV0hUyGVobjhXh/jmW8emF",
-	"id0+zQ9B9ddIfJgKkYpYOi00GGKhP1RpRMrKnN6HYUbTsiiEstkK5kP56FGGb8hQx2nRu6QVS61GJJTW",
-	"pBquAqpIQLi1F7W7cSY8RYfXcAc2Iep1OLK3SleOpLSk6z9CRWZtSUQwlHoyKQS/aJPZdAN3DK7ph7kn",
-	"qV0N3xcEJkbhXZcRvCawA5E+wpKRhyhp3iPlNjl1q5j5gTty6ZMx+M4A37h7kHFrsbum1WA3NfrZ3nPa",
-	"1X84CiXRd+7WtcsqgDBMX5JytV98/gRV46moJTcnol44uZs7WYVKD0vjfvkoVDpy//TpFBtpnRqLFGKq",
-	"C4TfBCPWCd0iYeJofoS9VRSGfAlmayYzp46MCWh4NFk164K+YeMwlxZ6Lwh+kwHKvh+wNb3wJ5X+zYji",
-	"xYLbTbEVR4f+W89Md8A92qWbBtx3duto2f0V2tXGXf++3fHtOcvz9nuj9QUrc6A0vyzImIVD9DfmJ5Uy",
-	"ty2e00Md7zHmy4Lt0Kr/v3dEjiDxUC0407H7KIwWGwBQuJT6QuOM2woR2VTIJIYvBb475YpBtzUBWO0m",
-	"JPFCKa9MW+rmlMYffb8fuh1K4yRzXmCndoA2aJYu47OAdw9JF25t1cPdVc2VxIHvk8sJBsQavZZebdiV",
-	"Jgg4zP2A9m1WKCO1Om0vba40UPlnpPDC3l5IlbL9sJE8z58ZnzBd3fEDtyZvIpz21Uk31pWKacYLkKHs",
-	"zas3PzH3kNfDeZ5HXfKn0P4SdhUdzdzC7NrSQdxBOUZ085prnqYSMQzfFm4UKx0LQQaUR3/5uOdr+duS",
-	"vDLh2wxCCCv4J92guBGUchMO2K0qsLWJVByCyWt+KUfT7YOG23K10OzKmYvOOLE0nVM3hwV3IoUYhX9Y",
-	"qGDcujmoMssgGbYenw6sNWbL/8Q9qNJm0fN614Ub7tCRBN7REF1sGXb7ihuSrndrKnyOpd9dQgG329Ov",
-	"1aRlun8hS14KYwA/VBesKJWJZYU7r7qc+EjM+NNxXohLKa4GqUj1axaSYEgHctRfcRjH+Anc5dBtztjH",
-	"I7gZ4dydcT1mRlgmLVkGokBAzaobWIt54WaO9sQoFUrWPCYww4nItJpj8wKC8HeMThfsShcXJudTEQVZ",
-	"4XvripkEf5KvwS4EB8fBOit8i/sX8cKNiplMq1pyCrKj5NsYV6dTu5GqtpYO8F6QeY/dAo1TfKsTYgWH",
-	"HQTZim1YICSTSpNnfNWVjVM75fZ0HEjnacnHSXqZ7ZJf+L4LJHRO8chAhUkQHtU22XPoJBjWueQr7E4t",
-	"bcKASAybC9tJY10LBflwMwjVvxz/pc57N4qlT0mNe+upFe1hls1fao858KutLvu+05W6ZkRXClvuNKjr",
-	"4FHbx13M3PeGROf6ygoyj2HLwckrKxYEFefI2zt5ui6Wx4tyydUI/LDHH91fRlZfCLXZ+L1yeh5nOYeR",
-	"Mdz0i/sYe+U+RipUIdwBmu9BZy2ESoFXW/GBPPS+2g9U6IxJlVBwoBBGZ5eVGmQqDJrSWq3gnelCa+Pb",
-	"kv7VXWE3qmGpyOQljhTBYl+JCTHnonBGOCx03ezu9iDDC1SQD48//4qNow0EUI6RKSdLaa0TMI6+134X",
-	"H3LHgmPx47ZKGjbNtEGHGYbXTQcENrezTF/BZsNeA57QAAnixnlmvFeNVgMJ6B4LpjZbLyzGPo0Eoold",
-	"MiaQzrbpWzfyALSAruGrdDdyoQBut0mZbhV1MwGOBYYZWblssRj+puQHaJ7rrpkRU61SQ7BuaOSGo1Ta",
-	"5/OjcWTi8wy8VSr7b990a/IB0BtfGUVb0n6yCFADhOljyOySF9J9u2pB5K4ZcIqjNrMFE5B7SmIMidCp",
-	"zCWgaVBtLlCFz2itbyzPMn3lbc1g8rYM8lP4je3DMjLB4fBSbQ9oK0WK12aMlRhj7K4EA9SmsLayjl0O",
-	"7R9rs3Q/tkzwJcg2bsVcQ/OoMCXw6YH4xzvv/nWYSWPHPsM/mpova5RLRJ2P+mTxMpV6L9m7lKlw/4uL",
-	"bKl33HI95EpZCrvQacvCftFXZMCjZ0caqmxx6s5EMGe0YClfyzoyPeXZaOYt+qW2YlQW2bVmHYnO9Rly",
-	"NnYsbl7wfEEb+8wEM9nxT61mcl4WIj1FWG9UNp1shIQmECgjemGE9W3jCuzu19IZ4wXjEwRfarhalWiz",
-	"u+u0bkQGqJ5tXRrswjfaXrueCeakypTNZIHhiuGNS/G/12p3pxoaH9ox23csno1hvWOWSSsKnmUrhITy",
-	"Uxiz/Yw8iGO/ivFBK5OAD7XzCPp4OBTHko5aFdGGJ8Jt7HIiihF4uTo40FIb72ji65cMJJk5GsRRsf/F",
-	"CHPe1gf7O5w69ztREdt0oeVUOEpbotpxipaDVo1nzW3Rij8fttBZWrWOg2ncMp24vTTx952gI7I5jSkl",
-	"19IJWND/cDw4hzBXaNdL3MH/zXEzGqmVM/QQlZ+NXYilEdnldgtvozVdWqfg+LmNUIdpG3vtqnrww6mA",
-	"ksCKVz4zWDF7ynhmNPpoxcptIWegEkJL/NYL1X4ybnjw8uoZKDWFziigFLHBJNBd0i6ABt6+JrF0cMtu",
-	"z2vLOayB/wBLoLJi0kYqLp247UJZOm47n3HCeHbFV8ZZgw2+Uq0DolKILdDBRIL5UNNjnKBDxR00qB51",
-	"Bt8fUbvoNjlVGSnMsVSTYHfdGRvnhXS2nDsr2lf3T6dGuPvnDm6+0O2HluzJtG9BTKanzlhOsXrMfdU9",
-	"461otEkIvHnJP7wWam4X2E0m59aKwn3uv/95dvgPfvjn6Hf6x8nhd6Pf//J/WolW2i6/ul88n4isMd7z",
-	"k5Nr0OOnVs91uxp8h6G8b55/NcBVXICpAFfGmZpipz4CqI7rNnsiT0D0E4bQ2yN/QjV1/mdeOfT9jVTq",
-	"WLQRyh88xrvIM9CcwikmfAfd2adCO6tcCoQT8ciHs7IALyKlsU65wv4GPGpuECW6kp16xM7IIHIKAVw+",
-	"Sld3sno9jjjhqU9nazHKlbZRpxjOrsTkkOd5xDviiB+Yaim3PAZ690AK1LLZhu8nW3gc7sHZ8B4+/vj8",
-	"DdfLymtYtYhf08r/xtIdxywWBHVpA9dlgwHeF+CsD/mfSF9BfELQwesk7bL0e3QWzAAUtrKpHJ019Nik",
-	"ivpTvQZeA1I2CABBOaYDOqCexQ+b+OmmRdwqvDcETZFWodE5N0xCbuxM4rpXuoSQTbvKE4dDaZeTCoUI",
-	"hr5egPQmDqsXxPQghcCbDYNEHXE0wNkhVnpaq3bhiollbld0Enecbvn5S9Iz3OBryNJPyd6xVDPd6UL/",
-	"mUwHnzIS/ZpA2lsCadR4rWBjPTdxggeyHcUqild2uonP8vyVm8gO06xoiE0RfYxITLiR03i511fWdhZk",
-	"gclNhN/u6JTPqk3yIRQfYhkUB1fiShjLxuDiGEehd2hmodWlKAxHItCEwzQGf9DIyRPKIjTsj9JYNhEz",
-	"Sl2y/kOJr8DWWSrAUVIYtGakT+yZi1M2XnAzWupCjJlx1pSHFkYA+DCpQixbu9k4XWW64HbE85zUlTyn",
-	"5G5eCFBx3O+HYCDFwZKuzN145T7DKFo3zQgKGVAraif36Cu/SGM1hC03qii1wa0G3bIrZhs/u22ZerIx",
-	"FUhfEZnEw1w7fLw23ouyMLpAESFTz0+IVPwe+yCBWbhtZq8FvxTOntQloNzPBaquGbfRW6Zrkv4Mt5uo",
-	"s6CXXK0qUoRjcdeIOWLXxl63ayr/QF1TTzb1UN1pA9N1Su3jnnE302rHH7Iw31mGq88M7+accR+g6M9N",
-	"dn38kf4FuUwzIdIJn2KL5Q4zmCP+1ziTF+RiS6XB/8BYle+ozKZ6CSkKpPnSQKfuZVVm2Zg5vqXm1KWP",
-	"MqRoBuECQlbKsDroseMF46g9F/HQkCEePg73yA06qLsDTbwldUkbUC7e4AMv6fNDuK3nM1ggV3AruiHd",
-	"/PncPMH89ouwGku/r4bvA+A4w+E7QwGLFO46n/KhsI930AhCkeUUdKy04FdgLPEik6Kg61nLmfEU3sdE",
-	"TDmfCwP12l192gudlthLcCauGOyq9J7oKlFNzhcA/8UUJMlgD3PyIGC+vb+ZG3SzoGA5o4EcWRx0M5/X",
-	"2OH5cr8uuDPds0xfHZY5o8XBbKt2E7PZ6UAmctpXaNmqzr332/kffpu24S+QMx/NGVeyW1azbf7hBtXu",
-	"7lJoelnM2jFsMvTCPagI/GGzm/up2+zVcaqLVzGJvNA5OGwx4yjwsaNa60Nu2Rtvknpu1dOwBhwRCctF",
-	"wazWme+E5UyEKdpDzhKASy0wbVxngUVgE44s6/M+vHGj79b74IYY5n2A2buF3S1F7jTUU62p31ERs85e",
-	"rxSldWJXSKaESMkACw3NeJ5jOqfOhYI2aZZbETpWtTAAXwUWdOSZ4LYsxFr/oggFE+MU3gftcz8p4R2T",
-	"RNYFIM/zUan4JZcZZiq0yUBsts/2gao/cKdDORvXgwcFVEmfTQT7eEAqsxtkDm0ntK2AI4Pcg99gMJhU",
-	"7XvOGiGTvuu6vK1OabeXphpo2NVBcjic8ak78IqYHtFFCmuNyM+dOdFqwAvpv2dGIvj6Br8vBM8TuLgJ",
-	"m+pMl4XBFoQYT824mpdk9FczI2CPKzEBj8DmGvpYm1Oaucl5/J9Q0wKxgmK6kJci7aTNv4vJWZ6/r7Zg",
-	"Z8RZH2kTdfqUbn84DxxUYucUHFEIkkym9UU/xTqiO7T6EHNPOz0g2Edj7J7GtpMRChwRqde+Q537uFKt",
-	"x2wfZcCVhNoBoRDvxwkAsGoOEiaV1QymQf3vKsr3kzS5EBF2z2YJkLQ7Teg7GBsNeG+R18QCZpFTgHLB",
-	"oRe60uxSS7ov/vtJX0/NTqieZAMKjzPNOqF2trSlzsUHe67P3K4SAsAuHCLRKDdzhrgvHC9zMb+VgiSz",
-	"UnYhjLuwSFh3yh8elmXxPuyFp/7QCdMRHCVkEJzFum0BZ0sswydFHn8MYHVFqcANUiHxtUrAv+bC42b0",
-	"YJVyhbAt4CQsFSKOJSxW2NAKktZnGbnfIJeExDcxKF3IuUSvrFICgv0sLXSei/SIncHHIXLlBKT3vTpN",
-	"N3X2lvfWUE34eA3Nb0wz99oprQAya8wR++mSenmKCusgx8JhTGKsXoFJEOBfyIgCDXVK2TcQZnMsSpug",
-	"FUCcLTjD8VMH7W6hMPd11xApB/6JISE7N7sqHoepylT5yjuhSN7D/Dx8IW7OEKeOG+wKlk1pYFb3O3Qa",
-	"RLk7r84pW2IsNkC8XC108xhvzc+TtGSpKwZvUay3EFDugHTFbWli4F/jKf2yivMBdLd1n3E8WKpSsExe",
-	"ik6sfDXNSoTFtGJkFM/NQt+0TDdaxYUQeXwrnIEZKviq64dXfuzJgeo3IE0606A4cEqxg12hwo2OiC6s",
-	"eqQVfnW7tfy+c0RqtDUzPXcbFYA/3Yfg/py5n1/r+V4SgE+jXz3s6VpSINaAtX+ynuX3Ep9s+YaVS6FL",
-	"O+Qj5/Ro/SsV4fd/4Z1/DjKyqUIvhuduefuVfzDG6q7eVtCNvvfFX7FBdPVOhcba91qFCptpnW+a5mut",
-	"83iG8E735NzjNC94sndK7uFqNiQk6vRBnsLq55FQaesjP6m0BT63ZdQ2EN1CWFBAOh5/Bz+vAe52PL0G",
-	"uxv9TqC7heBGK6nmIwAerD/zzv/4An5DwOG2B51GG56xZtS6g+fWVJsYPbW+kdWTuJdtyMAtS+7DB0Y2",
-	"2P/eW3ymFVW457UebOGzSE9bb4aQoJ8YwFO/HzOAfPCFS04+Au43pfV+kTFIUQGw8JbU9Ujh9mfB3pXB",
-	"VvenaI4z3YPF+BbTZkLpe0AEyLmxVUlTUSqT+Kw0kJWneHxC2WLFcNbSUAo9aKSoViTMyiXk4EICtkmY",
-	"sSI3B9SqvlKBJEFA6NKCDnKYiUuRsRQw2YalNwC8gUWo+VKh7zYhRBFjOZQSKManU106KlxymcVIo061",
-	"neh0lTAOtdvG8mWODxBGywQQr4xIwavBwbOWENiWLoIiVVojU4EwBly15UX8LML9ea3nG1VbgCtwR0DK",
-	"babnc/Q6W0gR18pyqajCzNc7tSkxF2J1pYsts6yq0WEv0Obx8BGg33UNhxuy19ao1ZRT9HDsJXszTNBN",
-	"9owFc6utaWurcg25TiHlK2FwsI5/gIX6vGtaOTLhFu3teZT59Z37vw25X90Zae5eSLoOME3H2szus9F6",
-	"To8AJKt8UGnYq/d/Zf/Pv508pxvSSTgefJLb0Qjf32s1jVJuxSFgIiTbEJafGprq154ZvH6rE/PcadJE",
-	"/EGwGkABhGJNJlO2D+momGMFhTwHmyY9WY0CPiZ9aOskyM7JTrUyOhOB4VVzRtbH0xRbu2ycI31h775S",
-	"C2JeOTT/0ckgJ/keRdgJQv2xMIalDdYAfNOYVm/9Tx/EtLQUbApjkBIQIpLhhwDThAlGWB5zxP7e2gmm",
-	"aueyD5XOCPW/4JdSlwRUiMhsHq7woNExBk1zVGjRv2dAMfRQb1GrGfwQ79U5gwQjVaLFT5e0eA90wcbo",
-	"NEePlxNYGJMmfhXcEAtu2ETM3USLQl4iSB2hgdIUSoiOk67w1cnJACfcemRiH4q7ecjjJK6DsYf1UztI",
-	"eqIEG0IMPXEL2JiuyMUp++ar7yIsVY/oim8V3AoEcLherIKo1tP9jmIVwQMJo0l9Xw1w/Dx+oPsUMcHk",
-	"yXH05Dh6EI6jJ5/Pk8+H0L8igV31i/LpJLUQXtRu6m7dPF99t/mlc63fcLWisczDC9T69lDrEn8b3XA9",
-	"NjuwnQG3IiENMKEECcJ4cOYCNKSfVUFRRw0QZAo+pqBU7ld6JyBERHHMnQcpfWMEaCkI8O0VshlViHc6",
-	"b96VipoGDAxOyhSK0QM4by1MiijWaMOB0wquSwxwYG4hjHkfhlvYp01JWhAE/UK9vSmGhSMrb/Alttxc",
-	"mOOP7n+wwsTqvNviOzMXzlAKI7nXKj+sYoElY2m51cx974idV+4NNP6UECkjx2hfWPvGN7ilUUJ7QVtb",
-	"KoHO/eadc3Pxs1D085A7C1sjU0KcCa4V9MYPuZl0JPcDPDIEJMNAsYnv0uEO+kZwGXcGjnHTaje30tAl",
-	"LobGeBQOo194ZptXfDA3qdSBuDl8KytxHzIskxdwJ5TPxFzXRxI2KS0Tsa9pLd2dskEDBIFdnPoTSrxP",
-	"qOq9DvmgPllqKFKTTIFZ8MzZlyhm3aDQD6DgM5sM8b7cjzPl5OvIM0U7NhLeMQFfIyDXuEFLxlXUf8X9",
-	"jkjYkPriN/60M32r3jvKD79b1867UgV/x+pVOoRNt/gpPU1Z7aluk+50d1z6yeX05HJ6cjk9uZyeXE5f",
-	"lMtp9+1EHodXi2I7gEAAWKFNoT5Ak4V6NXNMWtgx6GQG/+cQIPuPP6Ke5v6j29/1WhpLVc9eNUuq3tUh",
-	"aZoUAWfyrnKC2vLhVKycm3LlDK5Wb9KZLxF6Ax/dZckcjPCWVtLVYtb/HvqoyILWe38YbAMbwVbHopWA",
-	"w4hohba3pQlsM81cThcBTxu7lFsNkGmnjQazBn0gUOt2KJYTkaYQjAZ0zEIUXF2Mu7AkAvn1qp0+Yao+",
-	"Arzivu6EZrZEXr+X7GG5zlcWxakbgnwdLSlVv2+6kKCm4waVRbb3/d7x5XPo/E8buoYbFsEo8SzU+IkP",
-	"0wVXc4HGmQcVQdR73Io6GMF6igu2pgM/Reg8gT3pSgMtVkJhC7QVpd509HFsY9RfneFB6QCqIMuw2HzJ",
-	"U8Cljb5VtURd/947AIOpUgzow3N5KRrIuX5iHiumBYEthprLkActEP8r8QarSquWLfFe1rCsWnqxYUGX",
-	"1VjOBTfc/QPrF8V0EX0LC7na+rlhTSW8HX66dEeBCVdu2nwCUHDk0uMtOJR+lLjQtBWNjscQAQh1id6A",
-	"nMvCsFDVlcpCTLG2RdY25UwpbTtHeAmNoODcqESslvfKrri0DKvx6XsxiGcLJZAnJHhUqNst900ZZOFP",
-	"M/pmXZK1bDpEUQ4B3A5ObB48mWv3KXgn+m7Vi0IAySYBvgCcAiplBnrBu/9qcLtojGY3+PXv/0jNanxr",
-	"Tuxv0OjtXn0wPN5xV0EjNmzfiDk8dgA9HPEdaMebZ9JCYXASya3pQmYpvVvjOO4PLSO9EZan3HLfwqil",
-	"qXj0dYLr1irMJB7Ef6ttQdxzinmhy7xnn6Fvecs8UdCF6uK4XwxoHPE8UO6tf6Q6w1zmApsuurVjr5NW",
-	"blq98pZe2fv0+6f/GwAA//8=",
+	"Uv3/7L39ctvGli/6Kl2qU2VpCvpwdjJ1E/2lOHHiO3GisbXPPrUnOWSTaJIdgd3Y6IZkxuWq8xD3Ge6D",
+	"zZOc6rVWNxogAIKSKMmy5o/Zjgigv1av7/VbZRFKA0s11A9zSyZOPODhOPgDMKvPEljPFnI+F0WPrbNu",
+	"uX3HxjzPD4tSuU25FpOF1pewVdOFSEvfoz7PyrlU7dtCHK0DH4DYHeQ7eXM+cJGtgP22Z3MR4tLZXCj7",
+	"i563MQ+FUHSCTxcQvgUTdg7J4wCvzi+FGYq/vX33IIy+UeR4Az+JvNT9jAq+dTNONdSYHIp7cMbMQhe2",
+	"SiP28zu6uy78aE7P+NTG3eP8IBs3E2D2q+51XTsQ0UQthLxdR5DqK6GXeltVmFB2UMeS+WB/wTCG6jYN",
+	"A4r2xrD+sMRRpuefOfx6Cx+Bfu2tGxeCgYVhU14UFBXEPhowjUaMjUrwKd4B+gEb59733QTW2ZzecArF",
+	"chIBCazOYzXhLrMchmmsQzbzZ2cEhMzW1wAg08GgqT0VvMHeVJmuzhCbCHA7mmvIF+YqCDdIa5WqHM6+",
+	"+bSXA0wX2ghFObzd15e+0t32oPmdrmzgAc2FUIbqa0UJupQo3dFdqCsvmdtNLXnctVIpaBe96AlwKpDw",
+	"VeUfYXg/AAS1ft2UEwzg36ABHwKc0fuY7BmnQFCHjVomxAC5MIjVgR07wkQ4t/QRrvLpMb76Xb2QS6FL",
+	"u+VlFR9yNz1WKn9bq1wJ0LLAh2fx22xScDVdkPbi7jlVaw65xzAS4vW1m4yNvqvR7AZapI/mYt6MTGmT",
+	"nzKdvuuEq/qROEWVnDZuQM4SOlHVMs8J9CthGLcNwla+J8o1h1QfXSCIi6Pv7aSO6SsYIeeGmMocHJDT",
+	"hdZGGMDv66nwfwwVMgRYO+HTS0gdx9WOG3WSX504tddaUbgP/O//Ojv8Jz/8a/QH/ePk8NvRH//2P25Z",
+	"bBON9/LkZNBVaoaCCP5hJNWolP2ZwT7CXCUHo3DUuj04tAXTQiDYyi0dMTBzQ0cNsIVtRHvl0gz5gv0i",
+	"HkboIhf4eICIl5Sgnuk5BnEobdycIlwNzzLwjLAxcjN9KTq8E9XvXWWV3iZdE1chY9eQP6xUmTDRSUrD",
+	"UpHJK9A77aLQ5RyPYzOw4LD4BOEnWQ07S/vacdU7YRp90Y1H9JLGUSY6dtM4cm8hFg7N6dQQCJzO5mLn",
+	"3C58EvAalWwHO9tRS+GuluWeO/lPd/innD7Y4dOAnqKZ35qB0hX1yarLWnfVc9RhjVvHvQUIkYBmeAoK",
+	"z6VYMekUJtBhARCl3f/Y2Rs0pEpgrZbPXch9GR049OC4wB8qvVvP/eswk+2sfQg3fFTmidHZlbMfqL4J",
+	"7YC+VPD+0qW9H/BD0Fgxxbwn4v4bjAtIDnaMsiVJuqH+eJ64ZX/TWJ8Ln3tyutwb3/H3FRaGb/AOqEaL",
+	"YDAaCLYDtL0McwQc8xmqmg0PaVVj331gC5w6O4hpSXvjcJZ3lt7MYfuawopR1lNQtX2NIQhtNrTryMN0",
+	"7h4YXJN2J8nDrf3Bt0iI2M7DEgh8yxbf8OjIFqUiPPBO+DoC9MU0vIUurKgnMw3tjFtnA91+uqEdt++2",
+	"m9hUZ04Si3SrlGx6dtA+0rODNnJTp7JqLwMFt8QTWkOiIaINHBcj2YEdDwxp3riF+DaZHlKBE0DagaiG",
+	"t+tNXvW8nwax9nRF96+tTvA+qb3UTkdGJFInrwEm3ZHQ3cps3zOVgoRDZPWDiJi7Zv6p+NDJNZdM6Wvq",
+	"CBNuaoIZlJC5VeglOzna3iF6Lxz55sziDu+0qnepfmrXubNjVd+NxlZUj0blfhLX+AnocDczHTA53FRm",
+	"gttEMHYcSw/G3bCkj2d+1dei67NmWb9onQ/zG7BM67zyGHibLjgMABVmB+wLhn12Fjw7C56gs8DR9qP3",
+	"E4R7/9hcBLR7n4N/APbw5q4B5K0+B/jLdAi4LXzKvgAniTe6ASIhTLDQXEHXISSRZ9t/p7Y/At854x82",
+	"X6r5XVj9u+aveSFGcHmQoXUhWwEQnLiSuiRdLoIdcTwICv06ICIfVk2HxT1Nj4JjCkOcCRFf2JUbYXs9",
+	"/Av2IDwWxe52zoPKlHDrub2/YNec7qF50JP1EvyqU+FB0vr50Lp/gO6ck5XU/XpWZtmK6cJXvN8tn6qU",
+	"o8FZysPrZjFZZ1eFs6Gm9ZF7Dwgwor3lZuPcon4DmztQdyDsD97fpu1yk95rGxHZ4JS8bvQoYNdQtj0i",
+	"b0irBn2uDewO2hXSxB9WcRlWy/xuKIa9rHloMVw5kjcXK9ad6ltVLIIQGlIOSWJ4q49vTGLEdpV0lJBQ",
+	"+Yh8RTTBx+AryguRCicHdTEamBlacMX+xG7hM11sd26+I9f2MuGNsqJYilRyKxg0NFpjf0ktwIStVbBb",
+	"GGJab+rQWu12PM1BWx6/cCc+uoqLBlSzFnwEbKvpcSrGj00PhYe96Hiaiug7YYtVvxaKZ4UnKoNSo9lE",
+	"MAslx9Dc9jPTPWlR3FqxzHcQvbpYBEAV5DpZBFIuCFryARTR+roHxpA26HCNvXxU2lxjbs963bNe96zX",
+	"tVHCbwRfSHGK+r3ZChr0WdVbU/VaN/WRaHIgjUYd7OgfUO4JjyA7kmZglKYP8MVLditCFSCN4eabiqns",
+	"iu0+tDIIs3yamuCgyEgcLA2+yMeh+j3daOmzTvCsE2yhE3iDO8uWaGBPddpRp3zPIvWhufeTDSk1e+90",
+	"MHGtpsJzcg8CTeCbmJsCuGCO2p3NCHgP0t5t07S1gwkLf7p+Fv+nc8B56ROwoUeNe9JQw0QPUGE1AL40",
+	"sYxP2WQVgBZucoyPC1AX0FUDDPL2/phbGT/edUHMjZotDk3xRRwfYKQ9im+FGSwN8/jU3G6HUVEIblrh",
+	"e2LYYJzPzd0wzUEHgeImTLkzy7LVnSHbPiaw7T6sQlzuQPzDQRhaDYiop8saBxkfxHCkMk6tKYQpl8I8",
+	"PF+704YBN0Hq30JLR77Rgm4jlbSSZ9j5kLNZIcwC2y2NYaMxQIMnQRCXwLdAuvCKSXaT3GCYeqwFHXyL",
+	"NuDUb8Bt7r5yT0FZdExbTMtC2tV7p5jhVTjL8/8QEPSZCF6I4rWfDs/zw//+P///XpPUzhQ08LwUq1Mm",
+	"EVYZoBHhr1ylTOeOq0KHSfenCsXKHSGohGDXwWjVehfW5m6H/kPp60ykc9E+K7c2I2z7zNilfzlML5pM",
+	"9WM1pYQJie2Lsb0aIEYtdIaUaHI+FY694D3IJPSLNwKQdKvPTbgRQxb3CS73TK+TPs/zywn2GMU5/Hxx",
+	"cQ5IY2Bm/SBnq0OnV3ML3TuxCYhhJhf8ku3/vvcem0S5N37fO/judzVdcJswyukH/ECV1pB/ocDdnZqR",
+	"zoJtLMa3k4cE+KPf1Y8AIhy2DSJ/pV0IZSXY9wjIxhmu223+ETurnT21clW/KyIetp8XYiY/IP77+CBp",
+	"PR/G62daveUJYXzg5lcUujCMZ9d8ZRj0Ew1wfx9/33M27+97Cft9j2Dc8D9Qhfl979P46He1FyxSOo3/",
+	"/j//n1tD5lbodzAQJ/ueG9juvQh/fu/l0cnRCeiduVA8l3vf7f3t6OTob3sALbiA+3bM8/x4JkTqJgh/",
+	"mQvb1kXcWMPcLqg5oiyGDmgISAd/8gh/9OdMXooEThXaMQFWpJNkjjbDnr5J977b+0nYVwtuz/L8dZgK",
+	"wH5TU17o2bbOnl8eOvJI8fNWU8MnUCrdI/8qRbHa843jfDMmtAJrEHEvk72lVHLpuOzLtuSxDVAeHGew",
+	"0BnWRbaN7ntAtQz/1QlAMdL4J5tm80fVWBgO7KuTE1AiKqxCXtHJ8Z8kU6tx+0zj+ARCwyngFN0NyDz1",
+	"HDlS+/rkZdcYYdLHf1fuuupC/iVSxBkLWH39L8LFqokOoAwvNP7rD7c5xrdy2TsHuiAgQp5lYapsLq+g",
+	"1X7UEN5DKoKmwOeO5vb8Xuz94cZ0d8Ucc6W0hb09LESerY4/IoLnJ9DrdFtH8fdUwQNcYI41F3/qCXJT",
+	"R7KGpbIQU8uqjzP3cYm8TxdMz2YBmdFLNiR35NDwOc1ynWVH7CzL3LKFYBOdrjxsIrQVXYjpZd2GxNk7",
+	"HpppfQkhoMTZH3YhVvCOgswYGH2cSujoPnas7FpgD7T6VX6DytpZWMg7t0nvhQXWselWB7xQDfvSux/h",
+	"pjlmVl00XM9erKegwlndAK9PCQUKKaCYwr/W9Sm8bdAp/nudru7sovVvk+9N/6mub1EFzs5u/6ZJdfOD",
+	"C0+CjqKjtpGPjye8v5Z2uuglrIgBVFthBvGAYxTixx//1JORTD91CtR3IteOJyz0tbP0GYft891oJitC",
+	"iq9NcsUMTn7BDZtre8ReQ/UGaDtfn5ywsVRXPJPpCO4YWURKY+qe+z60YjSt8rf/7N/7VjMbZbLhy8BT",
+	"PGOKCAImez83N/nYQaQSOyLQZsZdIlsmhQfZO6lNJtMfD3Zl8dgGXNyqxQnc15PN1+57ngYu9djEvs4y",
+	"RB1vXJ8/9WSbu92tDp9DY9MY4hh1iOjdhOkcnSXZCg0+u9AGzDkjGGycRI5D/SAcOXCJNoZYXesiPWJn",
+	"bAx645jxib4S7OXJiRPUFv0GTgi/PDlpvc7V4pzq/qiV6XPf6fWUelVAg1VYq1M/CoFub6v9Ym+iXm81",
+	"owvxgRpgu6ONzyrq37EsjfWH1jUrOsjavO6TO9SpYKhCH1Hx45PfbiHxDDsvdNKpjGtIO2VKXFdn6/Rp",
+	"Oticy6I6fadsT7nnICBqUVd3/4W+Xzh07BMMPTvWL+QruLDV/PZ2o1Q2h9lKjXy5A6rDBtLtUse4c0ij",
+	"o3x8tHaWpnU5spX0OP5Y/YfXBVORCSva1EGEeaxLLavnaA6Fhs6FmOoCsM0X0pqGAvg1GyttRzNnX46r",
+	"oG30QWlYqS6VvlbrNPoDTK1GoxtlRm2uDBfXpdzFe3HH6tTXHa3lagufA4r/TUnsaxyk/6VftX3tNn+X",
+	"NInHNJAsk71WHAinI/Jpk9xemDZ2eKc09vc85bejsemCq/k90djdM+jm+h/Izh/GoKONx1AaNHGh/f/s",
+	"79ErWMg27L1MpT60+tD3sWtXL96V5JGjfoa5ENOFfw3L5FC/dc+UeaZ56qSg+/iaUw96JqwZ+TzPR6UK",
+	"Tc6hmQWMMrIamuyNyCiOL+hMcFtiOxM9myWQi30lU1GM3HU2ZZ7rwo7q3xk3H6NArPxL1H76V6ktH4kP",
+	"VQkdLHOEJeE2W8Vj+LQ/Hwoa0T0bQbHS+JR9/fJvbAz7MbJajzJezIW3f/52wt5+7x75ho1LRV8U6Yge",
+	"X+XCB4nfvnn7I3N/QE0OurhYxqdTkVuRnrJv0F1iRaF4NoJQV0FTWGdbZ+7zF9qZBb2a27LMrMx5YY8d",
+	"fzn0wf6Bl7Ia5KHYQjyDfpeBLbjCv92rx+Drl3/b/NI5X7lbdaH1L4528L1vhgwWCOqtSCW/cDLhU7L3",
+	"zZDFvSFSIi60O751QTs/Qd4FfAO1Qsp2DxzM/US8a7rg9tAHOLp517k2FoPnpXEcqiwUVve+WnA70TZh",
+	"0Dfa3WD3Fx+8DVFrD5ZFxtVUqytRGO6N5yg3A6K5CtvDgLtzHD88kun4iP3Dcbyx36iR4yljNp5kenop",
+	"1XyMbK0EVw85UJbChECr+zogWWG+wSky0DEmIML70lZt7Ax7DyzgEHJ6IP3HkKsGQrvfjVmOZIVxFIq9",
+	"S8XGHw6NEYeQCGHGbJ+H0sqoOz2lPUqnwCOFuSG5YmNkOdQQFxvMh4A7+pLd/6wM++rk5OCI9p8C5tmK",
+	"Pvwd4/HGEIPy8SIa909sslDJkQlPPfMdr0sZx7Id2Yx4nkdy5FKsXhgwij1LdSqBRTJYE02RgohvLKWp",
+	"mm0law5r5N1Lnjn+KVK/kqQ+Wd9VsFQlyLmoXaHEum2/FyBvGeiz1Gia5gkdmd0S83KSQWqvE1s1GgwI",
+	"hNEqahQtDeaxpg8gJmELUJnICz3JxNKcsq9P/hZtBeUBRI283ed5lunrsKZcKoX3dS3TiY43FwV2hzxd",
+	"U/7DKYCyv3bb/RdP2ddffcvGTpYvuVr5hRhcYcGtGIHzzq8MJgZ/wau2kHZLcf1eqNTxp7fI8HblbFnw",
+	"hxLUbuhXgTQiWZ3sOb3tGLjJIfKG+lebCYxNnneKbf89z8ukorSGip9S727gqq1ZdTFDhHWG9uff7UXp",
+	"lcDKftHzvYSeIPlUfwrSQtzP1WHi03ahy/nCdjx9Qb+GGvjmUyh1k86GxbUXWhtzJ91dZHte9p2Ck/ae",
+	"ZR1vht6tSWu7lNpbLV3CkmZDhvYXfkX9dh0Mvf1xnxebNBFba4/XcceTCMNx7TEav4awtvZQNWonvVSk",
+	"Qo+MhEo7H/tRRR9zx9/9xdcyi79aoBul83Fys/hyoFBEUnu+hriWxJWca48hHkZSrxdae6raoNxdyLXJ",
+	"nbu/+mxbqeaj6aJUl+vPvfMPvILfkbV0PexshvCcNd13+cKa6niiJ9uPqHoaT2m9IKf2ylqpUbKWpd76",
+	"PBW/JOsJtq2P+x3u9Js4ddTpZJH+6VTFmlaSYOiP2KlXEBULCio8db/W1ckA6+q1LiYyTYW6kTfn66++",
+	"3fzChdZvuVrRcszjs8HOzGWk9zKjl8IuQI8CBw60NSV3fZ6tYqPMETV76w2xFuPs+COlUn86Nlbn3bba",
+	"mbkM1Tqgw8F03MvOZBMqZYIX2QpiyM6aG7NUzmbCaZqYrOlNMPCP+OwM8Dq5byyh/zzovNyZWEzpQ537",
+	"h2WWkSVjPNbjYAuiw3bQRXv6Ck0ebQdDNm5D37M6j9juT0LRr0Pcy7BambKpswWr1Bu8hi8M3k/T4XCu",
+	"0t67Xc136FquV424jemqCsbUXGfBrh3t5gpW+HBLwv696rjvpdMZ3gnjLnB3CDEP1u61s6jJv/ck0lgc",
+	"WTMeCQS8LOjs8F5NvItYljJHwqd69T6OE2yHAU4hcGhz5q5eJg7BJzQPN6xiJZhRS+U+g3w3BZwteKSH",
+	"+GqkCZvB9KzbXzPIT5O4O+L2DEeKlJAx20fBXHPNJK1eGfcB9MsM8NE3mNs+FMIrTQzu4GF87R2WeY1Z",
+	"LwARVlODCkcNUrFZJueLbQ1zzE+oLNcdG+iRhfwwZvpnY6J7I7macaT2elO5VacfYGsNtLO2sLHW7Cuy",
+	"dFqnT/ZO3SppfXKDbbLhHbe+DjkVGDNE9D5Hy+BJqO2kGGJc1deIuX8fRgKN53lNfFY1a5uF6M2V92gC",
+	"ayr8KeNeC8YOMHbBVVDnXhimrxXp69KCpM4c4YDCvlky3Vbx9pv6rGs/69pPSNcGFhHfypq+Tdd2KKOo",
+	"AiPbpJTX3nMqr5PvntySGFkFbrd7ZamNBQeE0wRZCdlGKZvJwtjbRvgOjV1lAm11qN7tzAcbZ9xYiMRh",
+	"MbbStaW0V3/Gax2asR5fPdPcr0r770rOhqvXxz3W8sJflYXRBQISyTQgJ0rFs0b4S9XbLOV8Lo7YL4KD",
+	"X4jpMgRn8XDwga7UdtzO7aYaKlTruxLy+hm3QC23L1fdOrv+vS4s1iQ6yZYJDobY+HDMDDiUwKRU4tox",
+	"GquZzlLRPU/3ymiyap/p3iFdgRHg8/jioQh2Idk7rP1X7fn47T/ut6xn7T4Mzd2vHfc9e48fSWYfVAjU",
+	"mW7MpuO/tzDo44+NTJRhedt1FscAAEWAu3UKnMkWHFR9IzHFxtsAUKC7n2tj5CRbsfHHT+ODU4Yl/zwz",
+	"msSsG4HUMHyFECCsKHjGxqrMsjGwZQslCVOLjN4xGq88bhIAEM7Pc4OiDgp/ta2xfpV2JwA3MyM2pJnH",
+	"x7CJ1b8JnLY2CLAyt/sd+mLjGO9Lb+zvkjNQj9TXlAHaFJwbYAw/tSqSDfwqEMp20JCnbMlXbCKYWOZ2",
+	"lXhCc5QyMUJh8t+wZPwmgUTp+F8Yf/IZ/LUtuR2LOkaa78QfELbJol4YlkqTZ3wFWlpI4aM2AOjNHbuf",
+	"4LidHFaxIwOEtLQVbALpfry0euQfG2OxYiluy3uS7vJmDvPHarxJPMMJdRWoEd6Cgz4aJr0SNrkjxvZO",
+	"uIncBWNzezB3RwZww+IaVvi4uNxQ3QU35cH8r9VEnFLQV+xQO4FQblVt/pfIqPDw7pZRXfFCOgG2jSEc",
+	"3mGXIkfLyTGj+Nu1amvFi0JfY8mwTzLeIQeq7N1gMPsZB1Ts+lzvhuE0zOb/GXZ2gOlcJ3cwn6tdbjGd",
+	"747pJDdXfnZvxFfn1mbA78Q+r7b9Mdjmv6ls5WcRXz3vYnIUHgujxsz84yP473iGS/7hF6HmdrH33Vff",
+	"fAPT8v/98uFM63BnbmJeV0f3BdvZdf6sZzuSFscfA2mRRd5f2IrTykrh/aatB3caNCx8FiPdbCbr63oB",
+	"fT8yXjiRssrvSpbUShoC+4eZvDBYu5ZqgSJlJrfSU8m3GG7v5ppcTClfvxlbC5PauBORaTV3m3oHkmQj",
+	"Mmnb3MJUNtUOR/T1GCuH284GT+4RKNd+Qn0KdjiIjlriL4x5+vLjdsa0gW0S2Og2OnQTUZUiPQBtYoRo",
+	"158nK29eE5ANsKDJirnJrXMSJxB+8FPbCPQnp4sG1lCze9PL+0TybG7Q3WJ63kwRa84JFXU4kIAWBToZ",
+	"FIrfAoMoacFhVOC5WcfijdLqvIu5EHNe+BaSsgCftTHMIApZ18SkmmZlKkY8y9r3cMYzI9Y77wzcrCkv",
+	"ihUVYBoBJHvKCpELAvYJ5AnyGnKqLJ8TKrr4kGc6DW7WtulbPh/J1NSmPrxJAigCe9+BONnbqb5LNxKC",
+	"qhu02zUM6YcK09dRt1sVz8ZcI45ZR0Xug4J6C0kzWKxc/x7qdkqzVE/LJWSXSsWkPY3+4C4CTwG9wYm0",
+	"a16kjQA+RBYPJyvEftBF9JeZzGJg6WFQjig0tRGKieVEpBA4hXYDBVchfyxzTN0pjROo404TLAyd+cKN",
+	"6GMVqrhTfaFDRJmD56vaDp/zAZmnXgn9NiBeg6k3Skskz7jkF/iUNIxnheDpCiC3VVdSKFHpToGxaIwH",
+	"Upj8Cjv0owb9BSBVCk8/+kKgAQmCr7SaZRJ7G+yWQ+B5QxLlMrdN2dDLK2L96jiXucikEsfuuh4iWksf",
+	"zDMgyzlzE643gCgD6rn/DvTdQDS5GQZbpGX77r6NZTpmc2fuSWU1G4fg8RiN6nGmpzyDtNkxM7ospuKg",
+	"zQ6FJ0YeV6aCgIUJ5bzAJCbIaIc33N/hBjubEuFha4XYJCmtj5zAdzBiBO+H5HHoxEwvLRFbmqtqL6pR",
+	"X/4NR43RXSqYGvcsZrejjmrkXwKrwYn1NKFf8FMR8gt8ohP5pc3+dXt1TidE6ce3wHipB3wxz7m1A7eb",
+	"J3241k1kIhUHRaM/cxC+fLPMwbuD+ou3DTdyYxZhARlpmXj6wDG75XG43Z7gkfZjPtPK5fx5NRkdPtmd",
+	"54Ixa6crOR0Z0OGyDBSFiYRCGnNKSa/zuUjbrM2lEdmVwLoZzI8BbdsQBIysZcQMA51zHwgeMuBdXekm",
+	"YQMu+HxHKsb6QFvpGR1ZE7RHnxl2YT/hhvyHpsoDZ+Np9sL9r1PdO+DTESVNQCeY9Q/5sE5QcBO08ICg",
+	"Fl02P5iMrQCuPwkbH63Zu6WiGAzFPpKqUe2aDbnOYM+yrGUrPiczDubbRgQ5t9PFOhn8JAk0FW4/GPvc",
+	"o0+1R31bU0gU1lVUc4GvkNkCQQGnSWAwvM8HP4QhodP2HhjS+kAPZPjUybhdLygEigHL50/bH9x/JULG",
+	"xTDW2G6GoPHj/RqOJp1yMC90mbsb0nTyDLsijcsB7DXcCbopXd0lcEL3QPLrAz1ikqfD+azKZ4ZZ3YOo",
+	"d039PCZNstu+/kUqKpvD9ET3FuIT1gc8DZhk6NBFV52cK2d7DFMtGyvYxNS/lyp167rQu/VjXfD597hL",
+	"d6RckhfTWj5d3KZbzyPjo2ewoE4CGUKNpdpIjz8I2DaD40DIqjlSEiFcUsAAAQqx8lFnqSgIWsE/MN4J",
+	"hf4dlnPB568Lvdw5kf7db96dkmkqnhiZIgH1kM8GQv3offADq1Ra6KbeYgDNKR/i8CEPzGCsYgoqdeZo",
+	"nUpbAgxn5298JBBRp31aSi2iAJ7BHFyDbbp1A2SyPvsucz+m7yEU1tiTOzC4dw6k9SAm+oYgW6+lrpVo",
+	"jbFBDYFORZYwI3gxXfiwMfYVhYwAUZhtyQ2be4k0NE6UdkPZqrsFAt3F2DBtE639JHy2g7vHMtt7LMGj",
+	"L5hwfxJ2W6ptpKm0Tap6xB/EmxSC9h1uCUzuMb7tl6hIOi+EIc7q/g6lfI4sM8E9gy4ca+TZOovtLYBJ",
+	"7yAi/BAMG70Uu1VIamN8FtHfB86R+8yZAJ73dnygU6869trQcT15A8yC27COdmCY1FmrlQYGWiEA8vtO",
+	"IRDt2T//4XXCLv7XRcJ++O3V/4KLaORSZrw4wP/AjsNSpeKD4wKyYjmhBfEpdAumC449MNl44jga3uK8",
+	"0POiA9mxEWZO1gLBSV9ouQfrrA2OZl98QISgNePKl0SP/UJHVkwXSv6rpC/lhXb8bFSUmRgfrPO9/Yjn",
+	"EcPjLM84IZCzQoDFcXAnvI6yUOhsnSF2+2jzgKwXGu/7lRvtNeSb3TPvoxngfDZEiJW4rsifKtoZUCXF",
+	"891JU5u9Z6Z4A+dcnbdg+Dhijf6wtmaKoS3SzpligHuxoErVXILig70TBhggdfwXDgn3MVzpjdrZPuSV",
+	"fuDLPBMA9NjKpNSanHphCBTGLxgB4diEp2yc6ilgzY8PPH9rZ6P7SnvVrxCpUO4Hs5kBJmscUKsq5TFh",
+	"V2JqdcEwZxD0TAR72zWj3Nh66da5gYFLPmADpmdG+XgZpUUKvBmb3KZSo0owhsS/psoT1WnMZGZF0Ven",
+	"4SEekHfdxGV3B7cZykLCRjxYXcgWtSBRjndUBXJKpnxxJQqmhPv/vllflfB48xbVA2tCqrndXzVIc+BQ",
+	"C9ygry6MLvh1r62P/79KUSI+qxeOQCDUjkEQ8mxAq6wa/rufeTFdyCuR3jc4lyfmISUVYde+YKccJPqk",
+	"EQdoY6K3ccQNYMDHqb5Wzlo9/Evmu1FTvy9VmpETL5jrmKoNSrbxSWmoqkZMBr3jf8kcnjtFv2H1O4jz",
+	"qbvnwP5qrgDD/lXyTM5Wvcx9TctDTx658XTh1FPo9GVMBF/YcEoB7AbMlNYRZnjQKib22wWE+05Ds600",
+	"e49ZpuqrPGiJ9NB5Bhr6p8x3ldrZMtSdaYhEji0Fxp154K3q4D/fnDNiiF9y4IqOihknn3m2fsv++eb8",
+	"5mrc8VJY7p0wd89BAKfLD4FIAIAV2FBKJN7CKc+ygNuFOOlORYI8V//wCxM+UyTU7CDnhbMGR4huOU7Y",
+	"UhRzsJEVVnAuhwYeqkBxwBdA7HLMpwwrQSf2GnxuQPJBfrLcHJbw8QinoKN5ig87K2cDPsK2GT3OkKLA",
+	"Aa3yrT/7XXGZ+jAPWt0/BBGaCOtaFL6u49nQ3IZXvRe27bKvca6IXQUSHMatUPE+/sin7tg+3YpptZSI",
+	"c8DnTXXlLAtDf8fGQlX48qS0j7Ed7QwcR7aQ4opnCRuT2BoTE3AvlGpU+2tXw/8pgcx043V4SwOnUxkQ",
+	"lf2wl+xVw3XYEh2B3jN3wajkj/yDxOuspmQaKpWvPDWWaTXtie3imtasbPwzNFatM98XUFNjI5YGPV6h",
+	"shASH5SxXE0F9dCJGwahiyg9GBoPvhPnXgtnfe8NxF3w1c7xHilrPcuyJtEQk0XSeuay27nz6D4uwg3V",
+	"s14eu61K+BF8rp+OG4GCTo/fO+ybl1SwE4E3gMMPPpewa3CEhfiFsXwOV3jBg7MdbmMoZtIzyKWCBp2U",
+	"L6mVOGXTTAIJQayjVFZmxJmEssXK3exx1OraMV9q33RH3sIuDYx0OVjuC9PAVegDPfQH9Ib2JuIeO7qy",
+	"9ZG63D7nFC93J7GeSBnW+oVnZwWKzqPtIqq/e9dQKyYYBklk6qvzMYbpCBJNoirGF+KCHfqHn/UWmLuD",
+	"WIr/53D4+VokiGdZgx1ABZDW6fql9k7UUTXmclnaRvv+2NLzb+wyi2x9YPrIlmYc5QPTRwYnBMfLfU4F",
+	"FrVwWOcl3Zj+G7PDWZllGFAZextoHEEypWIqUwQVB1eCbHGMQFEPYkilCcvEDBqrJBiWpnD+hjzKauiG",
+	"EhtNCkbrwdC5FCtAyXdUWAierpHtMDW6V9SFBOPe2NmYZ9kYvMu+MBq6rCRsTH7VcfxngNnILaYUhOXi",
+	"3MZaZasx+7M0FpBJEnwKYTbggdpLXYGfZeUxaevOgsBf3kDD/3ID7yV7NOGHiuzQfnc4PvzhnpKSBtsJ",
+	"LZMEd6SbCwXdGCMqetbZt8/i3shwbqMVbHrY65i9ed4BbrZmjfvEJGowqMQ19OKK8ze5So91ASkcPjU8",
+	"wdYtVdYG43Mu1fAkzYuFND4ZKgf4oEKk7JqvmNVesWnP/lrnj7tM5oyzoqL5xGA9AAaCTg2KfSlIXcd2",
+	"TOvuiqTJTDtghjYACHVmp8fqw04yNevjfCaZmr69XF8SUiEOn24e0pMEFUp3kCXasGhCLL7TR/IzdxJ0",
+	"wqeX0M90rpyGZ+VSHELUR6Qsk+rSN6vRhZwDfD/y1iiczA1b8hTj5v0B8tYAeBWmbsmSrJszYMtsiINX",
+	"nxsQ8qbQeASYhTdqwdEk8bnvA0Lje/ehMdGYfy961CaKzbqzO3rWbqLdIPiuR6PxbH+ljZhvk+hYV5jA",
+	"R9EDQd3IaoydoutpjSc9+kgw2qpiOUySBh/UQs4Xh5BOswYZ6TWTEmJHt4uX9DhEY79DZ9flX6Sx7/12",
+	"bzAJXx66T6eYjqbK5UQU9wCq7c4akBtPg60+0VeCvTw5AavdonrBuLlFvuR2U/oPIXLMqyKPGLpkjahT",
+	"kzBsH4p/ec0tnlTJ++7fqPge9MBJU4BhIJR0S4LkTZGkNy8c00ahUKKeNopD3CZxdJemOVH8kJxLXOiz",
+	"yb11jiYWnAKVAENskUev4Of7Nr+7y4IgfajABGxnTtP0AfSlZph4M6Q9v+k+JEZnGhXM2T1PPzfi9pz9",
+	"5+/lyclX/35WrQhf8brjmCtzLQqsCbJaU+fnKhJoosyDjcLLZ4fqAuuAbppi1S7PEupno6RZiDRwX1B3",
+	"fW53V0VQJPV2VwnkB3moviqNSfRZ4J7YASscMgQ+E7DwxwUWlaatbKON691cMT7+SP/aoqU0XHJgXr6U",
+	"EYL2UnQG9HoaBzQZWI0/xWmb3rCNoPthrtRLA6c1KFcT+cgN+UdSC6IEHtmpFmOgii7O4Ehf+O4D9CP+",
+	"zO8NEqqn03YdYQB4LwajQJwSEBp87+aE/QhsuW1p9yfhLbrdQwnVB+qTLM/XYVu3DqTld9+Ge9KYNz9N",
+	"NNCrXnsQo6piieKc2OSxkk2NiNVdKNdDdWcbc/BaTqu7d1igCBqlTx9BIVohjEEKAXz38Qk09MXHAm1X",
+	"0Eg0xkMlxA5mSM+4SHeRCtsjsO9IvT2eLmSWjlCp3qL0HV6LPBAanDpFMHg3u4h3nLRav8Lx1DaJ91du",
+	"abTPzz7b7X22EWF8pg7MigKG+TCrFR89uyXXWAN/OnpWDa4/WieTyshURAoY/PmULQVXUPlYrwlFdnSI",
+	"X9gfL6QoIFV3yrMRqFXjA1Cv7ltB85hBVheCFeJPMbUmNN6GIoT7cknekH3jCVX3d1fuxzDAK/zcQ3kg",
+	"wzz6VbIGuT7rYts6HXm8ffeljh1/jP5rG19kxZcgJUha42/Qdr7Iui9zFUHTFjBaSnhLDc5x/zwiqXMI",
+	"sNki5rzRFdlgGMO8kbUBnn2St/BJ9t6sx6kjbH64oqnBmcnRTrwwFUDiZrfN1vIcbfLP6aKi++NZsvew",
+	"oWeXyx1VH2MP8NkupD5mYt8JMvUtcjPyQky5rYogm8Z8jpoC9ryhquRTNhELgL7P5CXu0/nZxaufmxm4",
+	"TmsQ2cyXRYPqSXXNZqFLt53QkFQZK3h6nwUND1WMgEUCzyUJzyUJX3JJAttHduII/ODO6hMqfnprUOs7",
+	"ynXzwbha3jS2YUe5ApVgTruCTFaKb51ik0HwlPKSGjFHJVfaWV0+YAZaICtVKorWcrPNeNcwkKkVNdAc",
+	"m+DVTdw/X+Xle5TQNVb6uh/muoX5bo1QE+epbWa6OwSibhvqcwCibmW6MgZfj3EvnhXH23C9G6FQL6Q9",
+	"tAL6I+8GtxA6+/Ol8B28uGHj89/eX7COCRH4l7u/Fb/JuV2wH+RsxXhmNOIsg3mqFSL666UISp/T9o6Y",
+	"u37uxptrUcAzoMBhWN9ClMj3qa1Q+9du+M/SXohaRcUuLvc7WvIDXehq+L6bDBGzoDPF2aVLjt3Unp7G",
+	"9M2QpbxR2ICGrvLukQHxGjUl1X5AzfP3GW7NwQ07G8Vgpr2JeuvOlxcRHAelBQUQQAxZ18CvWWk8NClK",
+	"aI/rMSllZg9lyC2CZPXQuk/tGoNqE3zML9IEPM7XMMNdZubVRuoKErt72tj6Lz0+3NiOdrzMZAdy7wcx",
+	"k6oK3ZbG6mVjNsg+az0dWuhwyhWb8qJYDffCAu6/NMzyS6ESlmk1B0HKFfvqm2/YdMELPnUrAX9oxs1C",
+	"GA9JUb91jwl2FxXO2kXYabFHbaStZPPL3Vz7vmArnNazGr19mLV+JbfF0/VvH/trM0heNsUjAFCujBVL",
+	"NpNZBhkbkxX5Ndn+ODgg3MUeJ2xMaABF9e8R4XWPM24swXeHv2GjgfHBQ4vMn4T93u3TG3V/grN9wI6b",
+	"1FA5vnThGbZj51J0ixu2I8jqgElNKibeyqYOqlUSIVbHjy7dbdkBFHUH5nS7rR04TNfJtfWNYggd7aa/",
+	"DX/oE/x3yjUu9HyeibZ7vPfAKPd4/gAlAwOF6sovErIeN6Ob8jyV3VjGfvT/2pSahDk2kODQrnfrOZqY",
+	"wS6ltOZKF1+457A3/MPcin36Esz4YCCY6Ybb0ZFZhJvyDGca4EyH6IR3DTzcIFHZBSsc3YFegRJaBZUl",
+	"PDm8ccFP8qrn7qA96ybz1O3RLW8geuXvwzxtGemBXMeDzNMCcinSZxP1JimLcHVua6XmMheZVAJ/BmPw",
+	"MM/KuVRmkL0KI1O3OqVT0eGqemGYHympRCsOxCZiIVVKbl4st8xLi2LREAp5iC5UbYnd70u+YqXZgt80",
+	"LvKCG2hiF+a2C4SuIe7iH8L2n9Pubyj3eucxo/NykiEoil8F23eX+8Dzu7TgM8v2Zzwz2BGvrcxJmlH4",
+	"UHshFkoRkhUTrTPB1R3UPgXEqt7AcmN31gGtOrADm9T5zGNuVEbVecs9ybWGks79j7tyALQwr2OY3vFH",
+	"9z8YNC7V3XoD2ugKmg6XKmHc+CY8k9XazhFfrUeVW/Q4mvt2DSK6DP93pTIVRsbaxBvnSE3wC8GXBms1",
+	"fLsN90MBJq9bJLYzPoSsHXEFjWrviAWHBi86XUXgVg/Dmd+VqmI9v+pU7KqJX22Qd6W6ldJmxQd7DKdy",
+	"iEdZn8gaNOCHQ2PEIR4jEFCYzShgGTobKPz5R/foq/BTEr+BzZfXnv6RejJHT1aZZ+uPn1e/JXt5+yMd",
+	"XU3P1omTKNoTuyP8FxVpP8uErfTOEtuINjnJJgkwgIvfllX380B38tcLnUXMTl9REhG1Vq6WZE6p66nf",
+	"LSiFHbMxUpJUc2gw6JOIJLDYDrLzDVQnmZ5ewpuBHf+/73/7lenJn2KKIHton5aKCZU+Ho56M26KnPgb",
+	"KBSmmYyKUlG2fPURt9yZW2gr+z2vFIxdMF7/+duy3DuaAXmUk1uzcM+F/ddrPBj0Cw+l2HzICaDX/jd6",
+	"1lhe2PZH39NPgUvXnjhHBn6ti8tZpq87B/0HPRANHN7pGNy/4ifQ5WEo1QtDKgrbD7cXjCOn38wAAZ4U",
+	"m31/RQ+e09XuR5LUuchQa6JblvgU0R3KEe7zHedcKmPXY2aoKVcukokw9hAyIaWaBzQS8oHIgpmpLpzA",
+	"odTVibYLVgigSkrb85+k/6IkviP2D8dDx+EHgmtwfLtqa9Xqi9HXyifdVqBWeZ61JBL53a2n0IMUwOYC",
+	"ogUnr6VbbDIUMwKRIvxzLOPTSxO7fZofgqrQkfgwFSIVsXRaaDDEQt+40oiUlTm9D8OMpmVRCGWzFcyH",
+	"6lSizP9QuYLTondJK5ZajUgorUk1XAVUl4Fwawe7cONMeIoOr+EObELa7HBkb1XGEElpSdd/hIrM2pKI",
+	"YCj1ZFIIftkms+kGPidGPydGP/LE6BvmP+M7A3zj7kHGrcWuu1aD3dToc/3AaVf/6SiURN+FW9cuq4PC",
+	"MH1JytV+8fkzhJWnopbcnIh64eRu72QVKj0sjfvlo1DpyP3Tp1NspHVqOFSIqS4QlheMWCd0i4SJo/kR",
+	"9lxSGPIl+L2ZzJw6MiYA8tFk1awX/JqNw1xa6L0gWF4G3Tf8gK3phT+q9O9GFK8W3G6KrTg69N96YboD",
+	"7tEu3TbgvrNbR8vuR26oNu7m9+2eb89ZnrffG60vWZkDpfllQcYsHKK/MT+qlLlt8Zwe6vuPMV8WbIdW",
+	"/f+9I3JsHgFVxDMdu4/CaLEBAAWNqQcgyLitkNJNhVgEVXDw7pQrBl0YBfRwMCGJF0r8ZdpST6s0/uj7",
+	"gNHtUBonmfMCQNkNQJ40IQ3wWeiDAUkXbm3Vw91oB5XEge+TywkGxNrdlh6O2K0qCDjM/YC2jlYoI7U6",
+	"bYc8qDRQ+Vek8MLeXkqVsv2wkTzPXxifMF3d8QO3Jm8inPbhJzTWlYppxguQoeztm7c/MveQ18N5nlcC",
+	"1sno3MIOmFA/6GbXlg7iDsoxottjMfA0lYhtel64Uax0LAQZUB795eOex/hoS/LKhG8/CiGs4J90g+JG",
+	"UMpNOGC3qsDWJlJxCCav+aUcTbcPGm7L9UKza2cuOuPE0nRO3RwW3IkUYhT+YaGCcevmoMosg2TYenw6",
+	"sNaYLf8X7kGVNoue1/su3HCHjiTwjoboYsuw29fckHS9X1Phc4SE6BIKuN2efq0mLdP9C1nyUhgDuMK6",
+	"YEWpTCwr3HnV5cRHYsafjvNCXElxPUhFql+zkARDOpCj/orDOMZPoE+HbnPGPh7BzQjn7ozrMTPCMmnJ",
+	"MhAFAu1WXQJbzAs3c7QnRqlQsuYxgRlORKbVHJuaUGsPx+h0wa51cWlyPhVRkBW+t66YSfAneWyGQnBw",
+	"HKyzwnPcv4gXblTMZFphTFCQHSXfxrg6ndqtVLW1dID3gsx77CJqnOJbnRArOOwgyFZszwQhmVSaPOOr",
+	"rmyc2im3p+NAOk9LPk7Sy2yX/NL3YyGhc4pHBipMgrDJtsmeQ4fRsM4lX2HXemkTBkRi2FzYThrrWijI",
+	"h9tBK//b8b/Vee9GsfQpqXFvPbWiPcyy+UvtMQd+vdVl33e6UteM6EphK64GdR08afu4i5n7nrHoXF9Z",
+	"QeYxbDk4eWXFgqDiHHl7J0/XxfJ4US65GoEf9vij+8vI6kuhNhu/107P4yznMDKGm352H2Nv3MdIhSqE",
+	"O0DzHeishVAp8GorPpCH3lf7gQqdMakSCg4UwujsqlKDTIVNVVqrFbwzXWhtfLvi39wVdqMalopMXuFI",
+	"EVz+tZgQcy4KZ4TDQtfN7m4PMrxABfnw+Muv2DjaQADrGZlyspTWOgHj6Hvtd/Ehdyw4Fj9uq6Rh00wb",
+	"dJhheN10QONzO8v0NWw27DXgjA2QIG6cF8Z71Wg1kIDuMaJqs/XCYuzTSCCa2CVjAulsm751Kw9ACxgj",
+	"vkp3IxcKYLiblOlWUTcT4FhgmJGVyxaL4e9KfoCm2u6aGTHVKjUE94hGbjhKpX0+PxpHJj7PwFulsv/+",
+	"dbcmH4D+8ZVRtCXtJ4vAVUCYPobMrngh3ber1mTumgGnOGozWzABuackxpAIncpcAsoO1eYCVfiM1vrG",
+	"8izT197WDCZvyyA/ht/YPiwjExwOL9X2gLZSpHhtxliJMcauazBAbQprK+vY5dAWtjZL92PLBF+DbONW",
+	"zDU0lQtTAp8eiH+88+5fh5k0duwz/KOp+bJGucRuFFH/PF6mUu8le1cyFe5/cZEt9Y5brodcKUthFzpt",
+	"WdjP+poMePTsSEOVLU7dmQjmjBYs5WtZR6anPBvNvEW/1FaMyiK70awj0bk+Q87GjsXNC54vaGNfmGAm",
+	"O/6p1UzOy0Kkpwj3j8qmk42Q0AQCZUQvjLC+bVyBYP5aOmO8YHyCoGwNV6sSbXZ3ndaNyADtt617i134",
+	"Bvxr1zPBnFSZspksMFwxvKEx/vda7e5UQ0NUO2b7jsWzMax3zDJpRcGzbIVQcX4KY7afkQdx7FcxPmhl",
+	"EvChdh5BHw+H4ljSUasi2vBEuI1dTkQxAi9XBwdaauMdTXz9koEkM0eDOCr2xRlhztv6YP+AU+d+Jypi",
+	"my60nApHaUtUO07RctCq8ay5K1rx58MWOkurlpIwjTumE7eXJv6+E3RENqcxpeRaOgEL+h+OB+cQ5gpt",
+	"vIk7+L85bkYjtXKGHqLys7ELsTQiu9pu4W20pkvrFBw/txHqMG1jr11VD4o6FVASWPHKFwYrZk8Rjw18",
+	"tGLltpAzUAmNIQu9Y8Jtw4OXV89AqSl0RgGliA0mge6SdgE08PY1iaWDW3Z7XlvOYQ38B1gClRWTNlJx",
+	"6cRtF8rScdv5jBPGs2u+Ms4abPCVah0QlUJsgQ4mEsyHmh7jBB0q7qBB9agz+P6I2si3yanKSGGOpZoE",
+	"u27P2DgvpLPl3FnRvrp/OjXC3T93cPOFbj+0ZE+mfQtiMj11xnKK1WPuq+4Zb0WjTUKg7kv+4Reh5naB",
+	"XaZybq0o3Of+93+dHf6TH/41+oP+cXL47eiPf/sfrUQrbZdf3S+eT0TWGO/lyckN6PFTq+e6XQ2+x1De",
+	"1y+/GuAqLsBUgCvjTE2xUx8BVMd1mz2RJyD6CUPo7ZE/oZo6/wuvHPq+Zyp1LNoI5Q8e413kGWhO4RQT",
+	"voPu7FOhnVUuBcKJeETUWVmAF5HSWKdcYd8THjU9iRJdyU49YmdkEDmFAC4fpas7Wb0eR5zw1KeztRjl",
+	"StuogxRn12JyyPM84h1xxA9MtZRbHjeA8EAK1Mrdhu8nW3gcHsDZ8B4+/vT8DTfLymtYtYhf08r/xtId",
+	"xywWBHVpA9dlgwHeF+CsD/k/kb6C+ISgg9dJ2mXpd+gsmAFYdGVTOTpr6LFJFfWneg28BqRsEACCckwH",
+	"dEA9ix828dNNi7hVeG8ImiKtSjWHeK2E3NiZxHWvdAkhm3aVJw6H0i4nFQoRDH2zAOltHFaviOlBCoE3",
+	"GwaJOuJogLNDrPS0Vu3CFRPL3K7oJO453fLzl6RnBJO8vSz9lOwdSzXTnS70n8h08Ckj0a8JpL0lkEaN",
+	"1wo21nMTJ3gg21Gsonhlp5v4LM/fuInsMM2KhtgU0ceIxIQbOY2Xe3NlbWdBFpjcRPjtjk75rNokH0Lx",
+	"IZZBcXAlroWxbAwujnEUeocmN1pdicJwJAJNOExj8AeNnDyhLELD/iyNZRMxo9Ql6z+U+ApsnaUCHCWF",
+	"QWtG+sSeuThl4wU3o6UuxJgZZ015aGFsDBEmVYhla5crp6tMF9yOeJ6TupLnlNzNCwEqjvv9EAykOFjS",
+	"lbkbr9xnGEXrphlBIQNqRe3kHn3lZ2mshrDlRhWlNrjVoFt2xWzjZ7ctU082pgLpayKTeJgbh4/XxntV",
+	"FkYXKCJk6vkJkYrfYx8kMAu3zewXwa8EQMqX0P1iLlB1zbiN3jJdk/RnuN1EnQW95GpVkSIci7tGzBG7",
+	"Nvam3ZT5B+qmfLKpt/JOGxuvU2of94y7HFc7/piF+c4yXH1meDfnjPuDRX9usuvjj/QvyGWaCZFO+BRb",
+	"r3eYwRzxv8aZvCQXWyoN/gfGqnyndTbVS0hRIM2XBjp1L6syy8bM8S01p+6dlCFFMwgXELJShtVBjx0v",
+	"GEdt+4iHhgzx8HG4R27QQV1faOItqUvagHLxFh94TZ8fwm09n8ECuYJb0Q3p5s/n9gnmd1+E1Vj6A9Vi",
+	"DYHjDIfvDAUsUrjvfMrHwj7eQYMYRZZT0LHSgl+DscSLTIqCrmctZ8ZTeB8TMeV8LgzUa3eogueFTkvs",
+	"MToT1wx2VXpPdJWoJucLgP9iCpJkJtxAa4co397fzA26WVCwnNFAjiwOupnPa+zwfLlfF9yZ7lmmrw/L",
+	"nNHiYLZVu4nZ7HQgEzntK7RsVefe++38T79N2/AXyJmP5owr2S2r2Tb/cINqd38pNL0sZu0YNhl64R5U",
+	"BP642c3D1G326jjVxauYRF7oHBy2mHEU+NhRrSUqt+ytN0k9t+ppWAOOiITlomBW68x3yHMmwhTtIWcJ",
+	"wKUWmDaus8AisAlHlvV5H9660XfrfXBDDPM+wOzdwu6XInca6qnW1O+oiFlnr1eK0jqxcRhTQqRkgIXG",
+	"YzzPMZ1T50JB+0TLrQid7FoYgK8CCzryTHBbFmKtf1GEgolxCu+D9rmflPCOSSLrApDn+ahU/IrLDDMV",
+	"2mRgCSDybB+o+gN3OpSzcT14UECV9NlEsI8HpDK7QebQdkLbCjgyyD34DQaDSdW+56yR1o5q1XU5r05p",
+	"t5emGmjY1UFyOJzxKTbR8m8/oYsU1hqRnztzotWAF9J/z4xE8PUNfl8InidwcRM21ZkuC4OtSTGemnE1",
+	"L8nor2ZGwB7XYgIegc019LE2pzRzk/P4P6GmBWIFxXQhr0TaSZv/EJOzPH9fbcHOiLM+0ibq9Cnd/nAe",
+	"OajEzik4ohAkmUzry36KdUR3aPUh5p52ekCwj8bYPY3taCMUOCJSr32HOvdxpVqP2T7KgGsJtQNCId6P",
+	"EwBg1RwkTCqrGUyD+t9VlO8naXIhIuyezRIgaXea0HcwNhrw3iKviQXMIqcA5YJfuvUqza60pPviv5/0",
+	"9drthOpJNqDwONOsE2pnS1vqQnywF/rM7SohAOzCIRKNcjtniPvC8TIX8zspSDIrZRfCuAuLhHWv/OFx",
+	"WRbvw1546g8dch3BUUIGwVms2xZwtsQyfFLk8ccAVleUCtwgFRJfqwT8LRceN6MHq5QrhG0BJ2GpEHEs",
+	"YbHChlaQtD7LyP0GuSQkvolB6ULOJXpllRIQ7GdpofNcpEfsDD4OkSsnIL3v1Wm6qbO3vLeGasLHa2h+",
+	"Y5q5105pBZBZY47Yj1fUy1NUWAc5Fg5jEmP1CkyCAP9CRhRoqFPKvoEwWxK36RUYZwvOcPzUQbtbKMx9",
+	"3TVEyoF/YkjIzs2uisdhqjJVvvJOKJL3MD8PX4ibM8Sp4wa7hmVTGpjV/Q6dBlHuzqtzypYYiw0QL9cL",
+	"3TzGO/PzJC1Z6orBWxTrLQSUOyBdcVuaGPjXeEq/quJ8AN1t3WccD5aqFCyTV6ITK19NsxJhMa0YGcVz",
+	"s9C3LdONVnEpRB7fCmdghgq+6vrhlR97cqD6DUiTzjQoDpxS7GBXqHCjI6ILqx5phV/dbi1/7ByRGm3N",
+	"TM/dRgXgT/chuD9n7udf9HwvCcCn0a8e9nQtKRBrwNo/Wc/ye41PtnzDyqXQpR3ykQt6tP6VivD7v/DO",
+	"PwcZ2VShF8Nzt7z9xj8YY3VXbyvxwW548VdsHF+9U6Gx9r1WocJmWuebpvmL1nk8Q3ine3LucZoXPNk7",
+	"JfdwNRsSEnX6IE9h9fNIqLT1kR9V2gKf2zJqG4huISwoIB2Pv4Of1wB3O55eg92NfifQ3UJwo5VU8xEA",
+	"D9afeed/fAW/IeBw24NOow3PWDNq3cELa6pNjJ5a38jqSdzLNmTgliX34QMjG+x/7xyfaUUV7nmtB1v4",
+	"LNLT1pshJOgnBvDU78YMIB984ZKTj4D7TWm9X2QMUlQALLwldT1SuP1ZsHdlsNX9KZrjTPdgMZ5j2kwo",
+	"fQ+IADk3tippKkplEp+VBrLyFI9PKFusGM5aGkqhB40U1YqEWbmEHFxIwDYJM1bk5oBa1VcqkCQICF1a",
+	"0EEOM3ElMpYCJtuw9AaAN7AINV8q9N0mhChiLIdSAsX4dKpLR4VLLrMYadSpthOdrhLGoXbbWL7M8QHC",
+	"aJkA4pURKXg1OHjWEgLb0kVQpEprZCoQxoCrtryIn0S4P7/o+UbVFuAK3BGQcpvp+Ry9zhZSxLWyXCqq",
+	"MPP1Tm1KzKVYXetiyyyranTYC7R5PHwE6Hddw+GG7LU1ajXlFD0ce8neDBN0kz1jwdxqa9raqlxDrlNI",
+	"+UoYHKzjH2ChvuyaVo5MuEV7exllfn3r/m9D7ld3Rpq7F5KuA0zTsTaz+2y0ntMjAMkqH1Qa9ub9b+z/",
+	"+feTl3RDOgnHg09yOxrh+3utplHKrTgETIRkG8LyU0NT/cYzg9fvdGKeO02aiD8IVgMogFCsyWTK9iEd",
+	"FXOsoJDnYNOkJ6tRwMekD22dBNk52alWRmciMLxqzsj6eJpia5eNc6Qv7D1UakHMK4fmPzoZ5CTfkwg7",
+	"Qag/FsawtMEagG8a0+qt//GDmJaWgk1hDFICQkQy/BBgmjDBCMtjjtg/WjvBVO1c9qHSGaH+F/xK6pKA",
+	"ChGZzcMVHjQ6xqBpjgot+vcMKIYe6i1qNYMf4r06Z5BgpEq0+OmSFu+BLtgYnebo8XICC2PSxK+CG2LB",
+	"DZuIuZtoUcgrBKkjNFCaQgnRcdIVvjo5GeCEW49M7ENxNw95nMR1MPawfmoHSU+UYEOIoSduARvTFbk4",
+	"ZV9/9W2EpeoRXfGtgluBAA43i1UQ1Xq631GsInggYTSpH6oBjp/H93SfIiaYPDuOnh1Hj8Jx9Ozzefb5",
+	"EPpXJLCrflE+naQWwovaTd2vm+erbze/dKH1W65WNJZ5fIFa3x5qXeJvoxuux2YHtjPgViSkASaUIEEY",
+	"D85cgIb0syoo6qgBgkzBxxSUyv1K7wSEiCiOufMgpW+MAC0FAb69QjajCvFO5827UlHTgIHBSZlCMXoA",
+	"562FSRHFGm04cFrBdYkBDswdhDEfwnAL+7QpSQuCoF+otzfFsHBk5Q2+xJabS3P80f0PVphYnXdbfGfm",
+	"0hlKYST3WuWHVSywZCwtt5q57x2xi8q9gcafEiJl5BjtC2vf+ga3NEpoL2hrSyXQud+8C24ufxKKfh5y",
+	"Z2FrZEqIM8G1gt74ITeTjuRhgEeGgGQYKDbxXTrcQd8KLuPewDFuW+3mVhq6xMXQGE/CYfQzz2zzig/m",
+	"JpU6EDeHb2Ul7kOGZfIS7oTymZjr+kjCJqVlIvY1raW7UzZogCCwi1N/Qon3CVW91yEf1CdLDUVqkikw",
+	"C545+xLFrBsU+gEUfGaTId6Xh3GmnPwt8kzRjo2Ed0zA1wjINW7QknEV9V9xvyMSNqS++I0/7UzfqveO",
+	"8sPv1rXzrlTB37F6kw5h0y1+Sk9TVnuq26Q73R+XfnY5Pbucnl1Ozy6nZ5fTF+Vy2n07kafh1aLYDiAQ",
+	"AFZoU6gP0GShXs0ckxZ2DDqZwf85BMj+44+op7n/6PZ3/SKNpapnr5olVe/qkDRNioAzeVc5QW35cCpW",
+	"zk25cgZXqzfpzJcIvYWP7rJkDkY4p5V0tZj1v4c+KrKg9T4cBtvARrDVsWgl4DAiWqHtbWkC20wzl9NF",
+	"wNPGLuVWA2TaaaPBrEEfCNS6HYrlRKQpBKMBHbMQBVeX4y4siUB+vWqnT5iqjwCvuK87oZktkdfvJXtY",
+	"rvOVRXHqhiBfR0tK1R+bLiSo6bhBZZHtfbd3fPUSOv/Thq7hhkUwSjwLNX7iw3TB1VygceZBRRD1Hrei",
+	"DkawnuKCrenATxE6T2BPutJAi5VQ2AJtRak3HX0c2xj1V2d4UDqAKsgyLDZf8hRwaaNvVS1R17/3DsBg",
+	"qhQD+vBcXokGcq6fmMeKaUFgi6HmMuRBC8T/SrzBqtKqZUu8lzUsq5ZebFjQZTWWc8ENd//A+kUxXUTf",
+	"wkKutn5uWFMJb4efrtxRYMKVmzafABQcufR4Cw6lHyUuNG1Fo+MxRABCXaI3IOeyMCxUdaWyEFOsbZG1",
+	"TTlTStvOEV5DIyg4NyoRq+W9smsuLcNqfPpeDOLZQgnkCQkeFep2y31TBln404y+WZdkLZsOUZRDALeD",
+	"E5sHT+bafQreib5b9aoQQLJJgC8Ap4BKmYFe8O6/GtwuGqPZDX79+z9QsxrfmhP7GzR6u1cfDI933FXQ",
+	"iA3bN2IOjx1AD0d8B9rx5pm0UBicRHJrupBZSu/WOI77Q8tIb4XlKbfctzBqaSoefZ3gurUKM4kH8d9q",
+	"WxD3nGJe6DLv2WfoW94yTxR0obo47hcDGkc8D5R76x+pzjCXucCmi27t2OuklZtWr5zTK3uf/vj0fwMA",
+	"AP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -140,27 +140,37 @@ func (s *Server) DeleteDataset(ctx context.Context, req gen.DeleteDatasetRequest
 // The knowledge base's stored search settings apply unless the request
 // gives its own.
 func (s *Server) RetrieveSegments(ctx context.Context, req gen.RetrieveSegmentsRequestObject) (gen.RetrieveSegmentsResponseObject, error) {
+	return s.searchDataset(ctx, req.DatasetId, req.Body)
+}
+
+// HitTestSegments serves POST /datasets/{dataset_id}/hit-testing, the other
+// path Dify serves the same search on.
+func (s *Server) HitTestSegments(ctx context.Context, req gen.HitTestSegmentsRequestObject) (gen.HitTestSegmentsResponseObject, error) {
+	return s.searchDataset(ctx, req.DatasetId, req.Body)
+}
+
+func (s *Server) searchDataset(ctx context.Context, datasetID string, body *gen.RetrieveRequest) (retrieveJSON, error) {
 	store, actor, err := s.knowledgeFor(ctx)
 	if err != nil {
-		return nil, err
+		return retrieveJSON{}, err
 	}
-	if req.Body == nil {
-		return nil, apperr.InvalidParam("request body is required")
+	if body == nil {
+		return retrieveJSON{}, apperr.InvalidParam("request body is required")
 	}
-	ds, err := store.FindDataset(ctx, actor, req.DatasetId)
+	ds, err := store.FindDataset(ctx, actor, datasetID)
 	if err != nil {
-		return nil, err
+		return retrieveJSON{}, err
 	}
 	rm, err := knowledge.EffectiveRetrievalModel(ds)
 	if err != nil {
-		return nil, err
+		return retrieveJSON{}, err
 	}
-	if req.Body.RetrievalModel != nil {
-		if rm, err = toWire[knowledge.RetrievalModel](req.Body.RetrievalModel); err != nil {
-			return nil, err
+	if body.RetrievalModel != nil {
+		if rm, err = toWire[knowledge.RetrievalModel](body.RetrievalModel); err != nil {
+			return retrieveJSON{}, err
 		}
 	}
-	return s.retrieve(ctx, ds.ID, req.Body.Query, rm)
+	return s.retrieve(ctx, ds.ID, body.Query, rm)
 }
 
 // knowledgeFor returns the knowledge store and the actor that the request's

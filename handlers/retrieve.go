@@ -55,6 +55,10 @@ func (r retrieveJSON) VisitRetrieveSegmentsResponse(w http.ResponseWriter) error
 	return kbJSON{r}.write(w)
 }
 
+func (r retrieveJSON) VisitHitTestSegmentsResponse(w http.ResponseWriter) error {
+	return kbJSON{r}.write(w)
+}
+
 // retrieve runs a search of one knowledge base and shapes the answer.
 func (s *Server) retrieve(ctx context.Context, datasetID, query string, rm knowledge.RetrievalModel) (retrieveJSON, error) {
 	var out retrieveJSON
