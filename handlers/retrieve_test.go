@@ -88,7 +88,7 @@ func TestRetrieveAPI(t *testing.T) {
 				}
 			}},
 		{name: "hit-testing path answers the same search", path: "/v1/datasets/" + ds + "/hit-testing",
-			body: `{"query":"office nine","retrieval_model":{"search_method":"full_text_search","reranking_enable":false,"top_k":1,"score_threshold_enabled":false}}`,
+			body:       `{"query":"office nine","retrieval_model":{"search_method":"full_text_search","reranking_enable":false,"top_k":1,"score_threshold_enabled":false}}`,
 			wantStatus: 200, check: func(t *testing.T, body []byte) {
 				if strings.Count(string(body), `"segment"`) != 1 || !strings.Contains(string(body), "The office opens") {
 					t.Fatalf("answer %s", body)
