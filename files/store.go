@@ -81,8 +81,8 @@ func (s *Store) Stage(rules Rules, name, mimeType string, content io.Reader) (*S
 		return nil, err
 	}
 	if !rules.Allows(ext) {
-		return nil, apperr.New(http.StatusUnsupportedMediaType, apperr.CodeUnsupportedFileType,
-			"Files of type %q are not accepted by this app.", displayExt(ext))
+		return nil, apperr.New(http.StatusBadRequest, CodeExtensionBlocked,
+			"Files of type %q are blocked for security reasons.", displayExt(ext))
 	}
 	limit := rules.SizeLimit(ext)
 
