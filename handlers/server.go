@@ -76,6 +76,9 @@ type Server struct {
 	search *retrieval.Service
 	// flows runs workflow apps and keeps their run history.
 	flows *flows
+	// fetchAllow lists address ranges that the network guard lets
+	// knowledge pipelines fetch web pages from (Deps.FetchAllow).
+	fetchAllow []netip.Prefix
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -111,7 +114,7 @@ func NewServer(d Deps) (*echo.Echo, error) {
 	})
 
 	srv := &Server{db: d.DB, dataDir: d.DataDir, apps: apps.NewStore(d.DB), models: d.Models, log: log,
-		pingInterval: d.PingInterval}
+		pingInterval: d.PingInterval, fetchAllow: d.FetchAllow}
 	if srv.pingInterval <= 0 {
 		srv.pingInterval = DefaultPingInterval
 	}
