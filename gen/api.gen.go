@@ -2266,13 +2266,13 @@ type ChildChunk struct {
 	SegmentId string `json:"segment_id"`
 
 	// Type `automatic` when produced by splitting, `customized` when written through the API.
-	Type *string `json:"type,omitempty"`
+	Type string `json:"type"`
 
 	// UpdatedAt Last change time (Unix seconds).
-	UpdatedAt *float64 `json:"updated_at,omitempty"`
+	UpdatedAt float64 `json:"updated_at"`
 
 	// WordCount Length of the text.
-	WordCount *int `json:"word_count,omitempty"`
+	WordCount int `json:"word_count"`
 }
 
 // ChildChunkContentRequest The text of a child chunk.
@@ -2284,24 +2284,24 @@ type ChildChunkContentRequest struct {
 // ChildChunkDetail A single child chunk.
 type ChildChunkDetail struct {
 	// Data A smaller piece of a parent chunk, used for precise matching in parent-child mode.
-	Data *ChildChunk `json:"data,omitempty"`
+	Data ChildChunk `json:"data"`
 }
 
 // ChildChunkList One page of child chunks.
 type ChildChunkList struct {
-	Data *[]ChildChunk `json:"data,omitempty"`
+	Data []ChildChunk `json:"data"`
 
 	// Limit The page size used.
-	Limit *int `json:"limit,omitempty"`
+	Limit int `json:"limit"`
 
 	// Page The page number returned.
-	Page *int `json:"page,omitempty"`
+	Page int `json:"page"`
 
 	// Total Number of matching child chunks over all pages.
-	Total *int `json:"total,omitempty"`
+	Total int `json:"total"`
 
 	// TotalPages Number of pages at this page size.
-	TotalPages *int `json:"total_pages,omitempty"`
+	TotalPages int `json:"total_pages"`
 }
 
 // CompletionRequest Body of a completion (text generator) call.
@@ -2785,124 +2785,124 @@ type CreateSegmentsRequest struct {
 
 // CreateSegmentsResult The chunks that were added.
 type CreateSegmentsResult struct {
-	Data *[]Segment `json:"data,omitempty"`
+	Data []Segment `json:"data"`
 
 	// DocForm The chunking mode of the document (`text_model`, `qa_model`, `hierarchical_model`).
-	DocForm *string `json:"doc_form,omitempty"`
+	DocForm string `json:"doc_form"`
 }
 
 // Dataset A knowledge base with its settings and counters.
 type Dataset struct {
 	// AppCount How many apps use the knowledge base.
-	AppCount *int `json:"app_count,omitempty"`
+	AppCount int `json:"app_count"`
 
 	// AuthorName Who created it, by name. appkb has no accounts; the label of the creating API key stands in, or the workspace name `appkb` when that key has no label.
-	AuthorName *string `json:"author_name,omitempty"`
+	AuthorName string `json:"author_name"`
 
 	// BuiltInFieldEnabled Whether the built-in metadata fields (document name, uploader and so on) are on.
-	BuiltInFieldEnabled *bool `json:"built_in_field_enabled,omitempty"`
+	BuiltInFieldEnabled bool `json:"built_in_field_enabled"`
 
 	// ChunkStructure Chunk structure chosen for the knowledge base, if any.
-	ChunkStructure *string `json:"chunk_structure,omitempty"`
+	ChunkStructure *string `json:"chunk_structure"`
 
 	// CreatedAt Creation time in Unix seconds.
-	CreatedAt *float64 `json:"created_at,omitempty"`
+	CreatedAt float64 `json:"created_at"`
 
 	// CreatedBy Account that created it.
-	CreatedBy *string `json:"created_by,omitempty"`
+	CreatedBy *string `json:"created_by"`
 
 	// DataSourceType Where its documents come from; `upload_file` (the source of every API document) while it is still empty.
-	DataSourceType *string `json:"data_source_type,omitempty"`
+	DataSourceType string `json:"data_source_type"`
 
 	// Description Free text about the knowledge base.
-	Description *string `json:"description,omitempty"`
+	Description *string `json:"description"`
 
 	// DocForm Chunk layout of its documents: `text_model`, `hierarchical_model` or `qa_model`. An empty knowledge base shows `text_model`, the layout a first document gets unless it asks for another.
-	DocForm *string `json:"doc_form,omitempty"`
+	DocForm string `json:"doc_form"`
 
 	// DocMetadata The metadata fields defined on the knowledge base.
 	DocMetadata *[]struct {
 		// Id Metadata field id.
-		Id *string `json:"id,omitempty"`
+		Id string `json:"id"`
 
 		// Name Metadata field name.
-		Name *string `json:"name,omitempty"`
+		Name string `json:"name"`
 
 		// Type Value type of the field.
-		Type *string `json:"type,omitempty"`
-	} `json:"doc_metadata,omitempty"`
+		Type string `json:"type"`
+	} `json:"doc_metadata"`
 
 	// DocumentCount How many documents it holds.
-	DocumentCount *int `json:"document_count,omitempty"`
+	DocumentCount int `json:"document_count"`
 
 	// EmbeddingAvailable Whether the embedding model can be used right now.
-	EmbeddingAvailable *bool `json:"embedding_available,omitempty"`
+	EmbeddingAvailable *bool `json:"embedding_available"`
 
 	// EmbeddingModel Embedding model used for indexing.
-	EmbeddingModel *string `json:"embedding_model,omitempty"`
+	EmbeddingModel *string `json:"embedding_model"`
 
 	// EmbeddingModelProvider Provider of that model; older knowledge bases may show a short name.
-	EmbeddingModelProvider *string `json:"embedding_model_provider,omitempty"`
+	EmbeddingModelProvider *string `json:"embedding_model_provider"`
 
 	// EnableApi Whether the knowledge base accepts API calls.
-	EnableApi *bool `json:"enable_api,omitempty"`
+	EnableApi bool `json:"enable_api"`
 
 	// ExternalKnowledgeInfo Connection details; only for external knowledge bases.
 	ExternalKnowledgeInfo *struct {
 		// ExternalKnowledgeApiEndpoint Address of that connection.
-		ExternalKnowledgeApiEndpoint *string `json:"external_knowledge_api_endpoint,omitempty"`
+		ExternalKnowledgeApiEndpoint *string `json:"external_knowledge_api_endpoint"`
 
 		// ExternalKnowledgeApiId Which external knowledge API binding is used.
-		ExternalKnowledgeApiId *string `json:"external_knowledge_api_id,omitempty"`
+		ExternalKnowledgeApiId *string `json:"external_knowledge_api_id"`
 
 		// ExternalKnowledgeApiName Name of that connection.
-		ExternalKnowledgeApiName *string `json:"external_knowledge_api_name,omitempty"`
+		ExternalKnowledgeApiName *string `json:"external_knowledge_api_name"`
 
 		// ExternalKnowledgeId Id on the external side.
-		ExternalKnowledgeId *string `json:"external_knowledge_id,omitempty"`
-	} `json:"external_knowledge_info,omitempty"`
+		ExternalKnowledgeId *string `json:"external_knowledge_id"`
+	} `json:"external_knowledge_info"`
 
 	// ExternalRetrievalModel Search settings against the external side; null for knowledge bases kept here.
 	ExternalRetrievalModel *struct {
 		// ScoreThreshold Lowest score a result may have.
-		ScoreThreshold *float64 `json:"score_threshold,omitempty"`
+		ScoreThreshold *float64 `json:"score_threshold"`
 
 		// ScoreThresholdEnabled Whether `score_threshold` applies.
-		ScoreThresholdEnabled *bool `json:"score_threshold_enabled,omitempty"`
+		ScoreThresholdEnabled bool `json:"score_threshold_enabled"`
 
 		// TopK Most results to fetch.
-		TopK *int `json:"top_k,omitempty"`
-	} `json:"external_retrieval_model,omitempty"`
+		TopK int `json:"top_k"`
+	} `json:"external_retrieval_model"`
 
 	// IconInfo Icon shown for the knowledge base.
 	IconInfo *struct {
 		// Icon Icon id or emoji.
-		Icon *string `json:"icon,omitempty"`
+		Icon *string `json:"icon"`
 
 		// IconBackground Background colour.
-		IconBackground *string `json:"icon_background,omitempty"`
+		IconBackground *string `json:"icon_background"`
 
 		// IconType Kind of icon.
-		IconType *string `json:"icon_type,omitempty"`
+		IconType *string `json:"icon_type"`
 
 		// IconUrl Address of a custom icon image.
-		IconUrl *string `json:"icon_url,omitempty"`
-	} `json:"icon_info,omitempty"`
+		IconUrl *string `json:"icon_url"`
+	} `json:"icon_info"`
 
 	// Id Knowledge base id.
 	Id string `json:"id"`
 
 	// IndexingTechnique `high_quality` or `economy`; null until chosen.
-	IndexingTechnique *string `json:"indexing_technique,omitempty"`
+	IndexingTechnique *string `json:"indexing_technique"`
 
 	// IsMultimodal Whether multimodal content is processed.
-	IsMultimodal *bool `json:"is_multimodal,omitempty"`
+	IsMultimodal bool `json:"is_multimodal"`
 
 	// IsPublished Whether the knowledge base is published.
-	IsPublished *bool `json:"is_published,omitempty"`
+	IsPublished bool `json:"is_published"`
 
 	// Maintainer Display name of whoever looks after it, if set.
-	Maintainer *string `json:"maintainer,omitempty"`
+	Maintainer *string `json:"maintainer"`
 
 	// Name Display name, unique within the workspace.
 	Name string `json:"name"`
@@ -2911,19 +2911,19 @@ type Dataset struct {
 	PartialMemberList *[]string `json:"partial_member_list,omitempty"`
 
 	// Permission Access setting: `only_me`, `all_team_members` or `partial_members`.
-	Permission *string `json:"permission,omitempty"`
+	Permission string `json:"permission"`
 
 	// PipelineId Knowledge pipeline attached, if any.
-	PipelineId *string `json:"pipeline_id,omitempty"`
+	PipelineId *string `json:"pipeline_id"`
 
 	// Provider `vendor` when kept here, `external` when served by an external knowledge API.
-	Provider *string `json:"provider,omitempty"`
+	Provider string `json:"provider"`
 
 	// RetrievalModelDict The current search settings.
-	RetrievalModelDict *RetrievalModel `json:"retrieval_model_dict,omitempty"`
+	RetrievalModelDict *RetrievalModel `json:"retrieval_model_dict"`
 
 	// RuntimeMode How documents are processed at run time.
-	RuntimeMode *string `json:"runtime_mode,omitempty"`
+	RuntimeMode *string `json:"runtime_mode"`
 
 	// SummaryIndexSetting Summary indexing settings; null when never configured.
 	SummaryIndexSetting *struct {
@@ -2938,34 +2938,34 @@ type Dataset struct {
 
 		// SummaryPrompt Prompt used to produce a summary.
 		SummaryPrompt *string `json:"summary_prompt,omitempty"`
-	} `json:"summary_index_setting,omitempty"`
+	} `json:"summary_index_setting"`
 
 	// Tags Tags attached to the knowledge base.
 	Tags *[]struct {
 		// Id Tag id.
-		Id *string `json:"id,omitempty"`
+		Id string `json:"id"`
 
 		// Name Tag name.
-		Name *string `json:"name,omitempty"`
+		Name string `json:"name"`
 
 		// Type Tag kind; `knowledge` here.
-		Type *string `json:"type,omitempty"`
-	} `json:"tags,omitempty"`
+		Type string `json:"type"`
+	} `json:"tags"`
 
 	// TotalAvailableDocuments How many documents are usable for retrieval (enabled and indexed).
-	TotalAvailableDocuments *int `json:"total_available_documents,omitempty"`
+	TotalAvailableDocuments int `json:"total_available_documents"`
 
 	// TotalDocuments Number of documents.
-	TotalDocuments *int `json:"total_documents,omitempty"`
+	TotalDocuments int `json:"total_documents"`
 
 	// UpdatedAt Time of the last change in Unix seconds.
-	UpdatedAt *float64 `json:"updated_at,omitempty"`
+	UpdatedAt *float64 `json:"updated_at"`
 
 	// UpdatedBy Account that changed it last.
-	UpdatedBy *string `json:"updated_by,omitempty"`
+	UpdatedBy *string `json:"updated_by"`
 
 	// WordCount Words over all its documents.
-	WordCount *int `json:"word_count,omitempty"`
+	WordCount int `json:"word_count"`
 }
 
 // DatasetList One page of knowledge bases.
@@ -3108,88 +3108,88 @@ type DeleteKnowledgeTagRequest struct {
 // Document A document in a knowledge base, as lists and write operations return it.
 type Document struct {
 	// Archived Whether it is archived.
-	Archived *bool `json:"archived,omitempty"`
+	Archived bool `json:"archived"`
 
 	// CreatedAt Creation time in Unix seconds.
-	CreatedAt *float64 `json:"created_at,omitempty"`
+	CreatedAt float64 `json:"created_at"`
 
 	// CreatedBy Account that created it.
-	CreatedBy *string `json:"created_by,omitempty"`
+	CreatedBy *string `json:"created_by"`
 
 	// CreatedFrom Where it was created, `api` or `web`.
-	CreatedFrom *string `json:"created_from,omitempty"`
+	CreatedFrom string `json:"created_from"`
 
 	// DataSourceDetailDict Source details expanded, for example the uploaded file's name and size.
-	DataSourceDetailDict *map[string]interface{} `json:"data_source_detail_dict,omitempty"`
+	DataSourceDetailDict *map[string]interface{} `json:"data_source_detail_dict"`
 
 	// DataSourceInfo Source details as stored; the keys depend on `data_source_type`.
-	DataSourceInfo *map[string]interface{} `json:"data_source_info,omitempty"`
+	DataSourceInfo *map[string]interface{} `json:"data_source_info"`
 
 	// DataSourceType How the content arrived, e.g. `upload_file` or `notion_import`.
-	DataSourceType *string `json:"data_source_type,omitempty"`
+	DataSourceType string `json:"data_source_type"`
 
 	// DatasetProcessRuleId Id of the processing rule the document was split by.
-	DatasetProcessRuleId *string `json:"dataset_process_rule_id,omitempty"`
+	DatasetProcessRuleId string `json:"dataset_process_rule_id"`
 
 	// DisabledAt When it was disabled; null while enabled.
-	DisabledAt *float64 `json:"disabled_at,omitempty"`
+	DisabledAt *float64 `json:"disabled_at"`
 
 	// DisabledBy Who disabled it; null while enabled.
-	DisabledBy *string `json:"disabled_by,omitempty"`
+	DisabledBy *string `json:"disabled_by"`
 
 	// DisplayStatus A status for display, combining indexing stage and enabled state.
-	DisplayStatus *string `json:"display_status,omitempty"`
+	DisplayStatus string `json:"display_status"`
 
 	// DocForm Chunk layout: `text_model`, `hierarchical_model` or `qa_model`.
-	DocForm *string `json:"doc_form,omitempty"`
+	DocForm string `json:"doc_form"`
 
 	// DocMetadata The document's metadata values.
 	DocMetadata *[]struct {
 		// Id Metadata field id.
-		Id *string `json:"id,omitempty"`
+		Id string `json:"id"`
 
 		// Name Metadata field name.
-		Name *string `json:"name,omitempty"`
+		Name string `json:"name"`
 
 		// Type Value type of the field.
-		Type *string `json:"type,omitempty"`
+		Type string `json:"type"`
 
 		// Value This document's value.
-		Value *string `json:"value,omitempty"`
-	} `json:"doc_metadata,omitempty"`
+		Value *string `json:"value"`
+	} `json:"doc_metadata"`
 
 	// Enabled Whether the document takes part in retrieval.
-	Enabled *bool `json:"enabled,omitempty"`
+	Enabled bool `json:"enabled"`
 
 	// Error Why indexing failed; null when it did not.
-	Error *string `json:"error,omitempty"`
+	Error *string `json:"error"`
 
 	// HitCount How often retrieval has matched it.
-	HitCount *int `json:"hit_count,omitempty"`
+	HitCount int `json:"hit_count"`
 
 	// Id Document id.
 	Id string `json:"id"`
 
 	// IndexingStatus Indexing stage: `waiting`, `parsing`, `cleaning`, `splitting`, `indexing`, `completed`, `error` or `paused`.
-	IndexingStatus *string `json:"indexing_status,omitempty"`
+	IndexingStatus string `json:"indexing_status"`
 
 	// Name Document name.
-	Name *string `json:"name,omitempty"`
+	Name string `json:"name"`
 
 	// NeedSummary Whether a summary still has to be generated.
-	NeedSummary *bool `json:"need_summary,omitempty"`
+	NeedSummary bool `json:"need_summary"`
 
 	// Position Place of the document in the knowledge base's list.
-	Position *int `json:"position,omitempty"`
+	Position int `json:"position"`
 
 	// SummaryIndexStatus State of summary indexing; null when summaries are not used.
-	SummaryIndexStatus *string `json:"summary_index_status,omitempty"`
+	SummaryIndexStatus *string `json:"summary_index_status"`
 
 	// Tokens Tokens in the document; unknown until indexed.
-	Tokens *int `json:"tokens,omitempty"`
+	Tokens *int `json:"tokens"`
 
 	// WordCount Words in the document.
-	WordCount *int `json:"word_count,omitempty"`
+	WordCount *int `json:"word_count"`
 }
 
 // DocumentCreatedResult A document that was just created or changed, with the batch that indexes it.
@@ -3379,16 +3379,16 @@ type DocumentFileSettingsIndexingTechnique string
 // DocumentIndexingStatus How far indexing of one document has got.
 type DocumentIndexingStatus struct {
 	// CleaningCompletedAt When cleaning finished.
-	CleaningCompletedAt *float64 `json:"cleaning_completed_at,omitempty"`
+	CleaningCompletedAt *float64 `json:"cleaning_completed_at"`
 
 	// CompletedAt When indexing finished.
-	CompletedAt *float64 `json:"completed_at,omitempty"`
+	CompletedAt *float64 `json:"completed_at"`
 
 	// CompletedSegments Chunks indexed so far.
-	CompletedSegments *int `json:"completed_segments,omitempty"`
+	CompletedSegments int `json:"completed_segments"`
 
 	// Error Why indexing failed; null unless it failed.
-	Error *string `json:"error,omitempty"`
+	Error *string `json:"error"`
 
 	// Id Document id.
 	Id string `json:"id"`
@@ -3397,22 +3397,22 @@ type DocumentIndexingStatus struct {
 	IndexingStatus string `json:"indexing_status"`
 
 	// ParsingCompletedAt When parsing finished.
-	ParsingCompletedAt *float64 `json:"parsing_completed_at,omitempty"`
+	ParsingCompletedAt *float64 `json:"parsing_completed_at"`
 
 	// PausedAt When indexing was paused; null unless paused.
-	PausedAt *float64 `json:"paused_at,omitempty"`
+	PausedAt *float64 `json:"paused_at"`
 
 	// ProcessingStartedAt When processing began.
-	ProcessingStartedAt *float64 `json:"processing_started_at,omitempty"`
+	ProcessingStartedAt *float64 `json:"processing_started_at"`
 
 	// SplittingCompletedAt When splitting finished.
-	SplittingCompletedAt *float64 `json:"splitting_completed_at,omitempty"`
+	SplittingCompletedAt *float64 `json:"splitting_completed_at"`
 
 	// StoppedAt When indexing was stopped; null unless stopped.
-	StoppedAt *float64 `json:"stopped_at,omitempty"`
+	StoppedAt *float64 `json:"stopped_at"`
 
 	// TotalSegments Chunks to index in all.
-	TotalSegments *int `json:"total_segments,omitempty"`
+	TotalSegments int `json:"total_segments"`
 }
 
 // DocumentList One page of documents.
@@ -4418,11 +4418,11 @@ type RetrievalModel struct {
 	// MetadataFilteringConditions Conditions on document metadata that a chunk's document must meet.
 	MetadataFilteringConditions *MetadataFilteringConditions `json:"metadata_filtering_conditions,omitempty"`
 	RerankingEnable             bool                         `json:"reranking_enable"`
-	RerankingMode               *RetrievalModelRerankingMode `json:"reranking_mode,omitempty"`
+	RerankingMode               *RetrievalModelRerankingMode `json:"reranking_mode"`
 	RerankingModel              *struct {
 		RerankingModelName    *string `json:"reranking_model_name,omitempty"`
 		RerankingProviderName *string `json:"reranking_provider_name,omitempty"`
-	} `json:"reranking_model,omitempty"`
+	} `json:"reranking_model"`
 	ScoreThreshold        *float64                   `json:"score_threshold,omitempty"`
 	ScoreThresholdEnabled bool                       `json:"score_threshold_enabled"`
 	SearchMethod          RetrievalModelSearchMethod `json:"search_method"`
@@ -4437,7 +4437,7 @@ type RetrievalModel struct {
 			VectorWeight          *float64 `json:"vector_weight,omitempty"`
 		} `json:"vector_setting,omitempty"`
 		WeightType *RetrievalModelWeightsWeightType `json:"weight_type,omitempty"`
-	} `json:"weights,omitempty"`
+	} `json:"weights"`
 }
 
 // RetrievalModelRerankingMode defines model for RetrievalModel.RerankingMode.
@@ -4452,22 +4452,22 @@ type RetrievalModelWeightsWeightType string
 // RetrieveRecord One search hit.
 type RetrieveRecord struct {
 	// ChildChunks The matching child chunks of parent-child documents; an empty list for other documents.
-	ChildChunks *[]RetrievedChildChunk `json:"child_chunks,omitempty"`
+	ChildChunks []RetrievedChildChunk `json:"child_chunks"`
 
 	// Files Files attached to the chunk.
-	Files *[]SegmentAttachment `json:"files,omitempty"`
+	Files *[]SegmentAttachment `json:"files"`
 
 	// Score Relevance of the hit; higher is better.
-	Score *float64 `json:"score,omitempty"`
+	Score *float64 `json:"score"`
 
 	// Segment A chunk found by a search, with a summary of its document.
 	Segment RetrievedSegment `json:"segment"`
 
 	// Summary The summary text, when the hit came from a summary index.
-	Summary *string `json:"summary,omitempty"`
+	Summary *string `json:"summary"`
 
 	// TsnePosition Position of the hit in a 2-D t-SNE plot, when computed.
-	TsnePosition *map[string]interface{} `json:"tsne_position,omitempty"`
+	TsnePosition *map[string]interface{} `json:"tsne_position"`
 }
 
 // RetrieveRequest A search over one knowledge base.
@@ -4488,50 +4488,50 @@ type RetrieveRequest struct {
 // RetrieveResult The outcome of a search.
 type RetrieveResult struct {
 	// Query The query as it was run.
-	Query *struct {
+	Query struct {
 		// Content The query text.
-		Content *string `json:"content,omitempty"`
-	} `json:"query,omitempty"`
-	Records *[]RetrieveRecord `json:"records,omitempty"`
+		Content string `json:"content"`
+	} `json:"query"`
+	Records []RetrieveRecord `json:"records"`
 }
 
 // RetrievedChildChunk A child chunk that matched the query.
 type RetrievedChildChunk struct {
-	Content  *string `json:"content,omitempty"`
-	Id       *string `json:"id,omitempty"`
-	Position *int    `json:"position,omitempty"`
+	Content  string `json:"content"`
+	Id       string `json:"id"`
+	Position int    `json:"position"`
 
 	// Score Relevance of this child chunk.
-	Score *float64 `json:"score,omitempty"`
+	Score *float64 `json:"score"`
 }
 
 // RetrievedSegment A chunk found by a search, with a summary of its document.
 type RetrievedSegment struct {
-	Answer      *string  `json:"answer,omitempty"`
-	CompletedAt *float64 `json:"completed_at,omitempty"`
+	Answer      *string  `json:"answer"`
+	CompletedAt *float64 `json:"completed_at"`
 	Content     string   `json:"content"`
-	CreatedAt   *float64 `json:"created_at,omitempty"`
-	CreatedBy   *string  `json:"created_by,omitempty"`
-	DisabledAt  *float64 `json:"disabled_at,omitempty"`
-	DisabledBy  *string  `json:"disabled_by,omitempty"`
+	CreatedAt   float64  `json:"created_at"`
+	CreatedBy   string   `json:"created_by"`
+	DisabledAt  *float64 `json:"disabled_at"`
+	DisabledBy  *string  `json:"disabled_by"`
 
 	// Document The few document fields shown with a retrieved chunk.
-	Document      *SegmentDocumentSummary `json:"document,omitempty"`
-	DocumentId    string                  `json:"document_id"`
-	Enabled       *bool                   `json:"enabled,omitempty"`
-	Error         *string                 `json:"error,omitempty"`
-	HitCount      *int                    `json:"hit_count,omitempty"`
-	Id            string                  `json:"id"`
-	IndexNodeHash *string                 `json:"index_node_hash,omitempty"`
-	IndexNodeId   *string                 `json:"index_node_id,omitempty"`
-	IndexingAt    *float64                `json:"indexing_at,omitempty"`
-	Keywords      *[]string               `json:"keywords,omitempty"`
-	Position      *int                    `json:"position,omitempty"`
-	SignContent   *string                 `json:"sign_content,omitempty"`
-	Status        *string                 `json:"status,omitempty"`
-	StoppedAt     *float64                `json:"stopped_at,omitempty"`
-	Tokens        *int                    `json:"tokens,omitempty"`
-	WordCount     *int                    `json:"word_count,omitempty"`
+	Document      SegmentDocumentSummary `json:"document"`
+	DocumentId    string                 `json:"document_id"`
+	Enabled       bool                   `json:"enabled"`
+	Error         *string                `json:"error"`
+	HitCount      int                    `json:"hit_count"`
+	Id            string                 `json:"id"`
+	IndexNodeHash *string                `json:"index_node_hash"`
+	IndexNodeId   *string                `json:"index_node_id"`
+	IndexingAt    *float64               `json:"indexing_at"`
+	Keywords      *[]string              `json:"keywords"`
+	Position      int                    `json:"position"`
+	SignContent   string                 `json:"sign_content"`
+	Status        string                 `json:"status"`
+	StoppedAt     *float64               `json:"stopped_at"`
+	Tokens        int                    `json:"tokens"`
+	WordCount     int                    `json:"word_count"`
 }
 
 // RetrieverResource One knowledge chunk that was used as context for an answer.
@@ -4560,16 +4560,16 @@ type RetrieverResource struct {
 // Segment A chunk of a document, the unit that is indexed and retrieved.
 type Segment struct {
 	// Answer The answer text; only Q&A documents have one.
-	Answer *string `json:"answer,omitempty"`
+	Answer *string `json:"answer"`
 
 	// Attachments Files attached to the chunk.
-	Attachments *[]SegmentAttachment `json:"attachments,omitempty"`
+	Attachments *[]SegmentAttachment `json:"attachments"`
 
 	// ChildChunks The child chunks; filled only for parent-child documents.
-	ChildChunks *[]ChildChunk `json:"child_chunks,omitempty"`
+	ChildChunks *[]ChildChunk `json:"child_chunks"`
 
 	// CompletedAt When indexing ended (Unix seconds).
-	CompletedAt *float64 `json:"completed_at,omitempty"`
+	CompletedAt *float64 `json:"completed_at"`
 
 	// Content The chunk text (the question in Q&A documents).
 	Content string `json:"content"`
@@ -4578,135 +4578,135 @@ type Segment struct {
 	CreatedAt float64 `json:"created_at"`
 
 	// CreatedBy Who created the chunk.
-	CreatedBy *string `json:"created_by,omitempty"`
+	CreatedBy string `json:"created_by"`
 
 	// DisabledAt When the chunk was disabled (Unix seconds).
-	DisabledAt *float64 `json:"disabled_at,omitempty"`
+	DisabledAt *float64 `json:"disabled_at"`
 
 	// DisabledBy Who disabled the chunk.
-	DisabledBy *string `json:"disabled_by,omitempty"`
+	DisabledBy *string `json:"disabled_by"`
 
 	// DocumentId The document the chunk belongs to.
 	DocumentId string `json:"document_id"`
 
 	// Enabled Whether the chunk takes part in retrieval.
-	Enabled *bool `json:"enabled,omitempty"`
+	Enabled bool `json:"enabled"`
 
 	// Error Why indexing failed, if it did.
-	Error *string `json:"error,omitempty"`
+	Error *string `json:"error"`
 
 	// HitCount How often the chunk has been retrieved.
-	HitCount *int `json:"hit_count,omitempty"`
+	HitCount int `json:"hit_count"`
 
 	// Id The chunk id.
 	Id string `json:"id"`
 
 	// IndexNodeHash Hash of the indexed text.
-	IndexNodeHash *string `json:"index_node_hash,omitempty"`
+	IndexNodeHash *string `json:"index_node_hash"`
 
 	// IndexNodeId Id of the chunk's entry in the vector index.
-	IndexNodeId *string `json:"index_node_id,omitempty"`
+	IndexNodeId *string `json:"index_node_id"`
 
 	// IndexingAt When indexing began (Unix seconds).
-	IndexingAt *float64 `json:"indexing_at,omitempty"`
+	IndexingAt *float64 `json:"indexing_at"`
 
 	// Keywords Keywords used by keyword search.
-	Keywords *[]string `json:"keywords,omitempty"`
+	Keywords *[]string `json:"keywords"`
 
 	// Position 1-based place of the chunk in its document.
 	Position int `json:"position"`
 
 	// SignContent The chunk text with signed links to embedded files.
-	SignContent *string `json:"sign_content,omitempty"`
+	SignContent string `json:"sign_content"`
 
 	// Status Indexing state, such as `waiting`, `indexing`, `completed` or `error`.
-	Status *string `json:"status,omitempty"`
+	Status string `json:"status"`
 
 	// StoppedAt When indexing was stopped (Unix seconds).
-	StoppedAt *float64 `json:"stopped_at,omitempty"`
+	StoppedAt *float64 `json:"stopped_at"`
 
 	// Summary The chunk's summary, when a summary index is used.
-	Summary *string `json:"summary,omitempty"`
+	Summary *string `json:"summary"`
 
 	// Tokens Token count of the text.
-	Tokens *int `json:"tokens,omitempty"`
+	Tokens int `json:"tokens"`
 
 	// UpdatedAt Last change time (Unix seconds).
-	UpdatedAt *float64 `json:"updated_at,omitempty"`
+	UpdatedAt float64 `json:"updated_at"`
 
 	// UpdatedBy Who changed the chunk last; its creator until it is edited.
-	UpdatedBy *string `json:"updated_by,omitempty"`
+	UpdatedBy string `json:"updated_by"`
 
 	// WordCount Length of the text in characters/words.
-	WordCount *int `json:"word_count,omitempty"`
+	WordCount int `json:"word_count"`
 }
 
 // SegmentAttachment A file attached to a chunk.
 type SegmentAttachment struct {
 	// Extension The file name extension.
-	Extension *string `json:"extension,omitempty"`
+	Extension string `json:"extension"`
 
 	// Id The file id.
 	Id string `json:"id"`
 
 	// MimeType The media type, when known.
-	MimeType *string `json:"mime_type,omitempty"`
+	MimeType *string `json:"mime_type"`
 
 	// Name The file name.
-	Name *string `json:"name,omitempty"`
+	Name string `json:"name"`
 
 	// Size Size in bytes.
-	Size *int `json:"size,omitempty"`
+	Size int `json:"size"`
 
 	// SourceUrl Where the file can be fetched.
-	SourceUrl *string `json:"source_url,omitempty"`
+	SourceUrl string `json:"source_url"`
 }
 
 // SegmentDetail A single chunk and the chunking mode of its document.
 type SegmentDetail struct {
 	// Data A chunk of a document, the unit that is indexed and retrieved.
-	Data *Segment `json:"data,omitempty"`
+	Data Segment `json:"data"`
 
 	// DocForm The chunking mode of the document.
-	DocForm *string `json:"doc_form,omitempty"`
+	DocForm string `json:"doc_form"`
 }
 
 // SegmentDocumentSummary The few document fields shown with a retrieved chunk.
 type SegmentDocumentSummary struct {
 	// DataSourceType How the document was added.
-	DataSourceType *string `json:"data_source_type,omitempty"`
+	DataSourceType string `json:"data_source_type"`
 
 	// DocMetadata The document's metadata values by field name.
-	DocMetadata *map[string]interface{} `json:"doc_metadata,omitempty"`
+	DocMetadata *map[string]interface{} `json:"doc_metadata"`
 
 	// DocType The document type, if one was set.
-	DocType *string `json:"doc_type,omitempty"`
+	DocType *string `json:"doc_type"`
 
 	// Id The document id.
 	Id string `json:"id"`
 
 	// Name The document name.
-	Name *string `json:"name,omitempty"`
+	Name string `json:"name"`
 }
 
 // SegmentList One page of chunks.
 type SegmentList struct {
-	Data *[]Segment `json:"data,omitempty"`
+	Data []Segment `json:"data"`
 
 	// DocForm The chunking mode of the document.
-	DocForm *string `json:"doc_form,omitempty"`
+	DocForm string `json:"doc_form"`
 
 	// HasMore Whether another page follows.
-	HasMore *bool `json:"has_more,omitempty"`
+	HasMore bool `json:"has_more"`
 
 	// Limit The page size used.
-	Limit *int `json:"limit,omitempty"`
+	Limit int `json:"limit"`
 
 	// Page The page number returned.
-	Page *int `json:"page,omitempty"`
+	Page int `json:"page"`
 
 	// Total Number of matching chunks over all pages.
-	Total *int `json:"total,omitempty"`
+	Total int `json:"total"`
 }
 
 // SegmentUpdate The chunk fields to change; fields left out keep their value.
@@ -21823,754 +21823,761 @@ func (sh *strictHandler) GetAvailableModels(ctx echo.Context, modelType string) 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3dkhw3sib4KrDaMSO5lsVW9+k+NquyuShR4jSnRYmHpFpmc4YbiYxAZkIVCUQDiCqmZHqAfYu92H2x",
-	"fZI1uAOIPyACmVWkqG7eSMWMCPw6HP77+S8XpTw0UjBh9MWXv1w0VNEDM0zBv57teV0927fi5kVl/10x",
-	"XSreGC7FxZcXb/eMlPYNUtpXCK+eXqwuuH3UULO/WF0IemAXX17ASwW8VPDqYnWh2D9arlh18aVRLVtd",
-	"6HLPDtT2sJXqQM3FlxdtC2+aY2Nb0EZxsbv49dfVxdfUUM1MakA3Qt7VrNoxsqGapcdUYTMPMB5Ztgcm",
-	"kgOq3POZobg37j+WN2w3N5SFbdL49X2H8av9WDdSaAZE9BWtXrN/tEwb+69SCsME/EmbpuYltQP8w0/a",
-	"jvKXXjf/RbHtxZcX/9sfOgL9Az7Vf/hGKamwq+ksFXZG7qgmiv3ESsOqK7IuZcXWRNOjJnf7I3m85uKW",
-	"1rwqgOTXZCsVoeFjs6eGbBSjN5qYPddhG588vfh1dfFMim3Ny488o9L1qskdN3vC3nNtuNgRS8swLGzl",
-	"g4/pWhBmn60IF8RYwpKHg3Q/Er2nDYPhPJdqw6uKiY+zTDfsSA70SIQ0hJaGSIFbp5iWrSpxTC+EYUrQ",
-	"+uMtVSvY+waokGwpr1vFrkjFDOW1JlQxUsvdjlUrGLZiplWCVTDU76R5LltRfSwiw1UilWQaBgP0tSJS",
-	"EY4/3HLNNzUjRuLC2gWnoiKtZgpG/Ioea0mrt1J+S9WOfZyBt43t046xtp0qe3YFoXUt79xCvlKslKLi",
-	"9qPnlNfsYy+pWz8uCCXaUMOQv8AYtSdSOOMw3rdSvqTi6Lim/giDlZIcqDj6UWi76aUUZauUvbpUKzQw",
-	"SBgqbRoY5g+CtmYvFf/5Yy3ohlHFFNAd1+TAteZityKtsLe+WBHFbuUNq+zo5RY4052SYkduuKjI43Xb",
-	"G/D6iZuDbptGKsOql6zi9C1cZh+PbC1T4PZIHZtAJrQsWWOAdn/1Fy8QwfWOCfN2L9vd3rww7DC95b8X",
-	"luqolsLeC3bDpKwvS1rX9t/asIbYs2HbsY9uyN3e9k6FvmP2+raSQaNkw5TheHuXe8qFFQm+/OVCtHVN",
-	"NzXzMsHo5l9dlIpRw6qCmunQfhD8PdFwEO0NzPDmgCHhTV1KVTGQTYKEwYX59z93IgYXhu2Ysj3ZRdPT",
-	"Tl5U2u48PCWNklVbsopQg4RrOwPZx7ADfDyZQGKGVCl6tM9xHRYkoNXFgWlNd6zIfF1uNFO3FOcwntKP",
-	"exg+g63UvRtitbwfjdQ83upbt/aPNGlqalmU2w/LAETJVpZPKZAuqCF/fBrdBIOkGG/9ICtWP9I9chxv",
-	"w+Lw7YynjX9HD0z7842LYgncXqGaWWHO3rSbI1lfrbN7Kbho2sRE7HNC1Q7EP70iVJP/8eb774hh701+",
-	"BzXdsBqIjlZ4E9H6Ve+k4bfD3r/muqnpkeC3gymv7AxhZFZ4nxmG3FgJ+AKlci/S/+cFEGKPTHu08m7y",
-	"7eriWghpgEDjfOealC0uPNwfXAoQDJCvkIZyNeUs+DC+5oo19ZHs+C0THa8ITR+oKfdMZy3+6SyJhrkC",
-	"Y3INRPlSovfeEdlzU5SyFZHe/yrviNyaaa97qsmGMWHlqsqSG8X1eJrVYybP8YsZX/9uF+2fCq9bWPWK",
-	"0B3lQueQ/pTm5mnrW67Na6c6xu+2hu6YPQfdaukpYVl1yP4/sPm5O3pE2b9Oef6e6uIgFYuxZmb2TJFt",
-	"q+D/dnQaxeYew9xIWTMqbFM1P/AEl4GZaf6zEw0t5YHggZQ33Wb7/kxLoj1smBrcFhH+LQ2t44QJ0mBv",
-	"lXH3QYKt61hro72GPeitnZ+779RNIEoPTfOcsWpDyxudRw1b9zqBHU8TxHSthl8GjdE2PBAU5ijIDzZO",
-	"P7F1Scz6hdjK9IRB/qWal6T3O54FlMgn/BVk3QKNO1PSlZ6zIftp8q7kQSsZEqGVAuJzoU0DUu+XZG0X",
-	"tWb22XpF1uWeGvt/kFIvw7+qWypKVuEP5LH937aWd09WZH0n1Y39ew3KKn64fhrjen4xpnc03eklUYPu",
-	"NKHGUOCCoAOHdUtLlLPUAMNxi5QgipfM0DRReAnBkpVT0LxMhGRh75DIiUCZp5RiRiL55UIK9v324sv/",
-	"7F8nqo6s6/wBeStl/aKU4mswelz8+m6iD9mnpGGqk2iuCOPAU6kg/GDP+Q+vv7W7SwVhB/kTJ3A5lbKW",
-	"rbLyHi1vdkq2os/qerJPbGlfBVt3eoG/uWXqaPYgvpKy5lZxEoxV2hJAo5i2P+BSf0lkw0DQtZLhiug7",
-	"DhfmpRRky6hpFdMr2CAQNu12HdB8ggYMYJD6Kbn2bxMcLdi0Noys7WFb9+SUpgFRQUiimQFR3VIANyur",
-	"1ZV7cmBUaHjVN8gtMW9jophn9AVIGumrDq4BWI3e3UAVCzeNlVcqruy4bVM8LqYNu2fCPqt65yfcmbGt",
-	"s9pdgYuWUJdQ/7MzZ848BYuIh9fuHCVO9n1Kvq8rS2ZNY9l/fSQlVeoI366B8NZkU8vy5ooIZmVZKZgm",
-	"tNYSpFN4b8cEU7QmW87qKmO6zjRVwDzYe8OE5u4kjqRqZwgg3UvkMZh+DTgWzJNw5tdlq408rElJDdtJ",
-	"dbyfnjsYon04NzrXJbfkvVXy4BduRdbeag4cvK24tH/c8orBH27MDzhUpIriwMxeVpExrxU7SMOKVtV2",
-	"ALUsaQ1f4tWxkWZ/v9H0SDkhK4K9BQgR9Ek4PN7iQ9AoOHMT94RJWOT43Yocs+vFM4gM4kTLdLzZW25p",
-	"0BmvSc1uWb0i6z3f7ddw8dorOEuKmDnw9msruhbIDmekU5ikPbTMH2Y45HB+E/KuokJvmfqA9DG57ifc",
-	"K3d6yMOSs1tSBGNdW0m8qPkNK6yUm6ZRe696iQyuGbndMmXZHvhOjGV8yPSCBvagDN7dowWYyg8spjy/",
-	"Ze9NuAV3ijEz4veWTWbRomJGcXbLVOHN9TMLAyYLTUpukPV33mbwrcIYjqC3P/iiaHsD2KUv7qSqCnor",
-	"eWUl4vRoUcywEoZsDfyp0CynvEFjfoClFFu+O81k9cYxGi80u+7AagOHLsNUtcAfjDPRx02Og85WRLfl",
-	"3ook6xt2tOum7bG29EV50b2O7Is2fJ1n1ZhuTsNYuS+MLKzsl96SW8lLL/9xTegt5dDVw1NLu9sxbVhV",
-	"eFNO5Lz/h3+EB7zTasIp2rCtVEjqW660CWLTvS7JyOAKujVMFSmbYLg9pb3tL9smWKjwArVrJcFaZpsh",
-	"zIp52NbDr+xRG3YohoEy40Ogbpm6vOMVGwn3ESW94hJlF81/ZkXCQgTuVG0IvA5XA/jeX371NOkdyWqv",
-	"E10XWoTLNn+c8PpsgyAE5jcIry8P01sCBtJgoumXUpveLes/JaoVcNUaesMSlq4JUdhTb08/8oGMC4QK",
-	"q9IpRitCa9lWK+DTe3mXoT60Rr6qaURJWztSXoNyWluNx/VnvzlQw0ta10crl3PdvXlHuQmKBAv+/PvK",
-	"cTUVuzYpovqndgC6YfQmq0PgnwnhFFirkXb0Z3JxO2/0BBVWOU/I1p3yjgofEGTlDDFSVbh2WabDHzRT",
-	"L2x7z6U6ZNkPx0OM8aOoJckyjrfSik29YKxJrAryF/TFgiVDEhCaS8U3bMq97OlJWPdsQyurzxzsMfu3",
-	"L8jLr1YgFBwb5nTBPxyafwuK4R8Of6bdP+7obfcPelDugnZf7eh64I7ZcEHVMWbvs8sVH2DPMHADM+3i",
-	"rE73bMA6LC77nGVXMd3WBsy5YcXhecR2F5UwsJFS7gT/2V7kzjk5P25oKjpuL5i8lBWr49Z3cPASau9e",
-	"y52V0xIi5nfWKFZamTPOKLxxLGJ9e28UJXTDa24b6wuV9f1EkC0z5b7YKhk55etGsYptuWDVJXSF1IfW",
-	"Cv6zbdb9HrUx76kufGwh3D8bWlNRWoUGJWqd4pcbXOo5jgH78eKP/1VYkoKvhj3McuRDfDODtx4sr46F",
-	"WqbmrQadFM0OG1ZZzlDMLAA8KkaXVrYGATMk3dehcww0FJZmwVEWMfT6vudVhBrigcCRT/UNqywzj07E",
-	"6p9tzEpAS6uI9Wyx2Ky71b36N3/2cDNih+8rasr9D01FDfPBxW9gJEnO3Y8z1i7GrNWk3FOxY86PqImR",
-	"kbPZxR6nw2nMoHkjXcP3cHwMuo2uQctr80K8ZIZW1NDn9qaNhR3AFYyRK3APWoGu1pZ4N0fCjWZ1xNwd",
-	"d4mBPxCas897qmMYrP0deYGTLO0Wxc9AnALX+AK2Yfgh+nHcRwQv5a6UTrgP7auXHLRjii6jYLIeX+y+",
-	"lSw5JrpbWdawZ3tqngVj0/wd6YxSPlwNL8sSAimbBra8liVc5vZsnRZwsm3r2rebuDtXF6UUt0xpdJTw",
-	"VJB97yX0Jnv73YbV0nJTPIeLERpzkSs/Bsbj2u5FqoA82g9tyQypY7dRS9t1fUePmqxdT3FyTy0Gr5B/",
-	"cN1Tx08Mn4swcTdpXq1IC4oMqC/BmW9VKWdj8PbJjD6Rdk+7rH6AcWz5Dp17JTesmhoFwQQH+p+P+3ZM",
-	"tVuTIaVObZJ6Kdulsz96Mq4UuyMoQGYd4te+09feDhoJhmm10+jm1Rr7UsIEPRcPYJ+Sx7EIAJT/BzEA",
-	"T+KMl+qbJOF0Rmti33ukXTLMcmZNnyPjQem6WkWi6casws185ZnQ4Hi/SzDG5H1vxW9QXkyrrJgG0bw9",
-	"ZhgNBpGFmz7rxYRsaVubOG133gDDTQ3OY99A5bJlBLsb8Lt41NMZbFOCpMdFy64IOzTmCK7/DcwUAlO1",
-	"610KlmU4SMQLPwfzzzCog2tY1uxzgwo8r9n3PR/PQhix/eREuRi6IbdUcWB4t7RuGaRgYLRreODjQScU",
-	"BYF8M/HFQSPWlFfRs+XTuor4KbbSDaMHEHAsfTgz6Bu7ad/cYvDs2t/R+IoUDINpHc96DKImUiVK1zXb",
-	"GiJb8+QpgfB39NSjwxQd9r1u7aiZaA/2lIZfL1YXvlN70hZJZdlmAHyDCcO3nKkVKfdSMxA4QUWhdc3U",
-	"FeGG6FI2TA9IGy8DoMboEgcDZuycPJeKPHNxT7AOK6t+t5uaa0u9wYJpe3PHSLWCcKENo5W/dGpqzjJy",
-	"IP0E4nULFeddrLzZyPfPpDAqFsLd9xJRcmT6D0KiLBqzHjgelbKp2jlt5HvPFwwvb2bD43uc6dRotj2v",
-	"2PxAUIGA3KgG6NZOUfPd3vgI+73UloHesc1C0F1vnHuOktniAIMNIcJgKUYM6r28E0SA/1T6xUscd7/5",
-	"S0t/aLWxmi+e4oH225uFZ1EJUYYdSSsqplz0ErYNH5OdZFanM5Kskfoy9CZcil6vGZT6o6JNEzv91wtE",
-	"Wrp2lu6K8ckYDzq0Ex+sz8aODVAfgPGQhrMSY6RJQyF7C0TDFUaTW6bbKFZyzbpYLi7cq5eYzh1Xn3op",
-	"UfN54Gn9aUajeWafAdPiB0Ye9/WXvqCH0RNzKsc0I/2EtJg/Xm6oXSbMibnjZu9ObX8p466nXvZ0Iiw7",
-	"2sKiySC4bpy5KWQ1bY5ENzUHTrrqzJOsci/eKW4wu0DJdocH6vrVi2jfLVib4jvzLdXGm5JyNwdCFBJ5",
-	"D98ysTP7EFU7JJZUPDmI0IMEdU+Ove3MEKr9CXqGX89a1MDS6IwMgaYe/lyMWYBrbn78XyfCtK6J5mJX",
-	"s/khe0V3nlUFbpOw3Pjn3/KUjuID9HuDuW++Rn9YU8E6K8FiZJ/9OEkV3+G3ctux3f6qEHlrVa26xiSS",
-	"maYLeGGuA0xD8dl2Yd65vuy+OS5xOr6S1dGdjC5Q7DGcF6ciSvUEJOG4zzBTExt45P5ZdTEn3V5crCZ8",
-	"ckfLI3IhGKQPQQYNyNAbiMvhaK8MXL4vIGXEvv2WCt0no6wtM+UMnedUI/bA48vem8ueceqB7NmdueYs",
-	"kex3aGTGRf0YRubPRuXfk1F5NUgy+5QNx6eaicOs3gALBbb8FY1xH/QMEr2nCq8pMPoBG49zIWTKEYH3",
-	"I/OMpZPKg2mr87RZruk1payjevL2B65gJNFGNoSbPIrI28OATzTxeCOGEKYJM1Fph6Nhv7yCv//69u0r",
-	"HwLgFgYf2x+Pmvzpiy9iWkzsDF2TA7XCKrtUjFYwXQR5Kt2N9JEvlOX093DBeNECxts7O5MbIDbrfXug",
-	"ojfn901NxdjFcd5dAkIQBJwmwAUc4SyKPqnolLcjEgCzpCOaO9nWFdnTW0b2NKXAzJ0E+7CbBsDunDH4",
-	"BF90M1ohMXYblM34XtnWI9t5w1hzSWt+y57aK+FmsyI1v2Hka749roiGU8QNQi1sqGJkDUP6kjQg2NZc",
-	"oDGICEnW9kL/En+8coAmcEW5vOyNyzxsEAsLz6kGyVk702YloU8Xdmx3xMWsjgLTx6TcOKk4ZzWz1+yt",
-	"0S+7g0Dr2qX8zirhyVvn19UvsQj3iApJNfv3P5OXr/4NkpevglijrL5gCaACEecnyQWrLHMIobVd3OfR",
-	"sNhxnCycMbqYElP2LT307M5dyO9WU2AUsP3ILdFHYfZMQ3gmxomv0HULR4m2Rl5CCDHXIGAt79c3CA33",
-	"0bbsB93Suj6iQ/bpqQtfMFF95MV/SdVNlxbmr8LJNnhEx+Ck+yvXRqpjJhTJwL/3KIT73NvQ1WvVbfj5",
-	"CCUSkpz9yBCihGzYUYpqiHjxATFLxv4ZhwfSgwhJgmP01+Jbrk0ShKgfREC183UB7F7tQFnyRdk4OtCg",
-	"iw3bUZEpxWbi8pxjjgKFX6qDN0RNxml3BtyjrIJ7bBW1Ui2m5XFhQKRO4wb1ERDc6rvoAujen8FxzMii",
-	"rJOO2PSJFyNTW56YNFgkyDa9Imtht6j2gLBWaEjFuOT5TwZ0NPDB9+JoFwko5g9xoaGd2NRR82BIS0eq",
-	"z16ivI69d/4fLkb8DgEtnJ0NoaICQAFtmkc6aY6A4K7CQcjpVEJDwI6zjErKGsDjtIe98QEh2eaICYJi",
-	"DsBAMieRdinIiHURdzdiA4WRNyyWhfkWfvfhAd1yTVlIJJDqXlGkcQ4XUc4yWRzChZaRIKNn7onduLVz",
-	"YyhesvXKOzV5yVD4CzrFcvZZXEX+cX/sK+xbAHx1/azxrKytkLWG7zMBC94bRQvnmot5LxwCmHuDGN75",
-	"MNx6dgHloFz28si0i9yD2J2Ggp9+ZGKL6qf9VDTktVWrQi5TCxB8KyJF2QVm2GVwN7VuNwdu3OaOXDRS",
-	"HQrIgJlBj0T4GtCbbHMOCycnr5yWIR85THD4xqY1RopCm2Mdh2viVTzngJvoB9GUzdExdxdJwUXR8nj+",
-	"DHvfcKSqwvDYhQQHCn3k3j3enStYMGiCofVWGxlC2ZDHQbJmIqXX7knS1Wwl3cpSAFy8birusg+dR5kT",
-	"tJtYTngGbCsr+KgTXRLb2gvlmqcQzWpWGjzcuRkmyQAKL+dArqt3m6GohHA1FA6Lfw1MxUIbKgzKAFv+",
-	"fs6DAg1l0hziMBS+qyINRxafSkMV3Sna7NcrssZFsn8BQAlESNu/Lq2omwiQWjwFQlYsRQ7wLHXEwJko",
-	"61tWFW6bC5RGl0TZZdzSKQCUpUvgX1rbwxjH9/txwumufAhxKwyvu0MZshPyuVdqjdxTn6MZX8Nz11dU",
-	"doh9LpADTeFnvxC4aBciII/OB/Kl0+sAaFtu/T14RdZwU2HGsjtO9sabj31VbWJ943g6S5me6LBb9BJb",
-	"zi52Qy/aivBtMNYCHO0ygWA7kdNb8xt3TCuu4R+Zh/Qjqo5okMJbo0tdytIOvaEmBHhkSeRO93jOa5Yr",
-	"kPuO8gTqRslDY1LxPsoqIbnme1gSSw0IQ6JRHdooKjCgx+wVoxXQDBXHs4z6Ppm6CKEZVlWMytRvnODe",
-	"5Z+GTGwj5dBBXcnW9hqJ1MvOCoBU2USccIZj+W9jpzK6tSdaz/le5UXUmVQ2r1f4ewjQ4OtGsRZ9iCuv",
-	"LuBbE/0i7lLuFJ2ISiS16SC9LcXO6ELdRrKSHwA/NwN23PaeOiSv4Fj0UbrxTWLkDm6F3KDMaabTosu6",
-	"++A1syJQMs4MqVBCmM7E8DCs1yPRq0Uxhz1EvixkQg2k0i2t9YRB/nf3pm8ZJMaxDatn9e1nW7TacoU1",
-	"pA3nBfqn7VyC3TlgVMFYxSrSipppTdaD+YBiC43bk4XephLqYAHeFN8JqTJrB2RAZ9ztJZF3Qp9j0/t1",
-	"gTL+7mTklKk3WC+xkkqnQN8w1ugAZ1PzLVjpLdcej/C+puAwhNMtJacmnmRKAEl94sPbJ3uKUMTO6urI",
-	"wCtXRBvVlgZwe53YYZkdov2fXF0BWphBfKhYWUPEiwObdin4K7LGSxAA4YAEUakqFeuUqhVZu9OJAJBU",
-	"ELhPnNHFIwTAb/+JLb+DzFX4ATvo/YD99H6wnfT+6frq/ULF8V1GskvfHNxbkHeZhwzBJmaD4S3/cTqz",
-	"VCNeHE7C9FR9YC6SpLprcUQ6ciTHDSYp6ZabweF9pMm6WzEQz3uBxwRiCrdxQMfxJuBQctdcn+le9AN/",
-	"SP/igNme5WC0T7uhOQH59+Za1KcUoOirjoMMzwfcl+DrPH9Phsmnv6N9gfu0q86RRi0D1tTBkc/FSc9W",
-	"QVnMftUuyci1lx61K1GaHHJIfw1Z9CuX5T6sXhpLhh3IDTPZA88VcxlMdCNbg3Z/My2QupcOAOZA32Nm",
-	"1sWXf/7iixyfyBALKl49wQsU4WVUVQF8qebadJGoAQsVsbU0sfPOvwdGoym8LhzVfDxeWXxoqA/WRytC",
-	"r6XaUcF/xvJvTd3uuPiDb3sdzOo5DiQoO1mE5S9ow5MWB/96b7euX72wh1mw0kMktJo5r1Y3IPBruY/X",
-	"546MZ9XWhShYLJnSG7DmVR4iAxcVe2/3y7ByL/g/Yrc4YIsX/2hpzc1xTeAT5qqfQiGIwc5dkbWVYuWh",
-	"9+rmSDzyL6AF9JNO+o3bn/HbrLSTuJ72dS8W4Yq0MKl+EumdVDe6oSWbnLfVxYEL/88/xuxCTDlr9/Dc",
-	"2zkVIPZN67scKEBRR059fxW6FmhdF4bRQ3GwC6s0FOlRhtM6/PLuBBPWcKC3TFRSTca5xt99tMWIOUES",
-	"/Z4ptupRdcgzgqBK4B+WFqInpj/RMAL/atZsnHHLroHncnkBd6/9hwihOI1O+ytcxNOK1ZpoRlW5Z9WV",
-	"ixv1CVR41x5dwCC4MiJS6epCt4cDVccCDkHhUPzmQGkBedZFKuLH3CtlIYXIvoWnKhvbPMJFWiW06+JI",
-	"PAsgszx+DGCYqGiEuIEolShuXBhUmE0WTxpeHYmOhvcHIJw6OMrlkG23MWiTThrlIAIA6suA8ZFQv2Jn",
-	"2VVieHIzsosDu/vq+JzX7HkSBvfQ1oZb9uCgcKVCEwhWyglFz52D1eq5uXW5rjsDAEgnPqKhUbJkUPE1",
-	"AFOusNh0hdHcaz92O3IvY8WTfdLAtViNVSKyEkBOdLO5Iuw9LU199LBDiwi0uTix47Wfx+kFiTcscbCb",
-	"NDXlwhUfgiuSGx1btSgKZA/x2LNsALVGrjfmXZCATWp6lK350nXs7PqP19136ycrj3tg2ccg4fnxes+Z",
-	"soyOl567rp9Y/TtVQtJ+8w/q3+yz9sFIp81erC78d1k83y7HEL3aL8k3YldzvZ/m6no06y7A0TBhVuEo",
-	"m1b0KfgckfYkAfvjyswPJvC9dEAySNMxmeCRdpUIukNZU2PvyABQuqV1DQXBfATWpIUwgg8rDvoTmoxN",
-	"lYrvuJW9e3ioUVzurtS/bzP4IrmHQvOoT3L7NNPTaImxUG19QubHK/zqtf1oKtI8sxe1D9eEcz7mOxNZ",
-	"5cPJV29AiupAjL1LYCoKTwaVhtiGvGof5TeCxs3Hck3BbuM1EFylb+lu4RIwdHcKvK2hOwdu65STBcXk",
-	"L0uKyWmyxQAfdmFmQ4ja8zB8r0bTHO58h07/p7/8hZR7qmhphvF3SwFZ/ZAXNI53GGDBsNLDOECAA+d8",
-	"X11AEOFiSgw8XS2t7RvExpnHiPb53JLQqiID2Wa6wg5tJz+U4zt250YBsjSHirq6TzZxMOjQUc7sdBQL",
-	"rj850ACYYnaOMQfwSdbY3oQmAaMDoSk6Gn9BjjnFUEhakU6sgXpqU7EoM1DIGR6jKZBDLTPIh4E9AsuW",
-	"rTBRDH/aNHN1rLFccNPoGYPD1GOYXaGWG8hYgXsUEzh95Utawqj0lXNbblgdZDCvjly/egHoctpQSPTE",
-	"2IEB30Pf/hqaDoEg1MBnridoO8obAFa74KKAg18slgA0M1Dc5HHVlxpWrn6Q09K1JFI8AcU8CbZq6a4I",
-	"HtZI3Alq+f4FD4gSvx37sUz3KrU+hHeLpHpPApN8a5tjtPSk3XXco45I8ioYU0MLjBpKeI1/3FvuYQ9H",
-	"J1OW0sV+XAXwd4y6BYAbbM4SHrtl6ggU5799Qu72VqfECAxteF3PZFBODPxzNv0caSah3sQZV1+ts7MZ",
-	"rMGXZMS0IowKohsDM3tKrOgacWxAuoIetYcHGLqmIxmf7JjRPuIFErVvnPNEyFGs0nCafQCWWFzf8Oy5",
-	"oh/epj1d2kRce0xofzloO4VEmDBlDb9Nqg9x8v07CiLHJlw7QYR6gHDaoKks3Qbd2eGmE4YigA1BCQ0e",
-	"oHnWOdI9+1U3iAKkVREvoxVJ6FjSsL8Z9RUwNL0y+0H1bG9bvHL5u0OC1GDgtyeJUPs/ZZYyOceFuwra",
-	"8Pm1Hh1bzFXR6Iuida3jd1DMpSS2MhYDGfxZDsToCjGd7RJHLPow7Qzrc9zZxkTVSB6Fn6oqZVmLX/XO",
-	"z/bQzr0fISQv4d7bcAG0xnWyhGhu33HG0hmMHmSSsQm+ONslGONGodOImWBe26c7yoU205FcETsOoLDx",
-	"eQrupmUS06VUrDB7xbTlbRGUU3nHNECAW03Eo73ZE7unt3PL0UlAoz6WBcv16Iu1L/2TSOOQTXGTqIuI",
-	"4wVVEUpl5YJH8lKKxGGHIv+Yp5hrihmvum090TCvrOzBDvInnmeNtAPd0PJmp2QrqhhAiX9GSlnLVuU3",
-	"G7+X/+YMBfaV/LZaVc/yK0oQ+BeaxbqbZ5612Gn+28g3GZdiznDlWznRO+vdicSkLFRH8tZHF+CFOsgq",
-	"hrgawqDCO8Fwx4NfJJXixHURgPVPuiJt0/7DeNMHyoWhXMTu/34Egd3du720GgWppbzRrritVYb51nK6",
-	"e0An9DtaLYUqTG3Hg7CAoo4CAHsljVeauCL9GJQOESshngFjVkaBBuurgLJrFX8MX9ZYJHVzhLqpupMU",
-	"4DrrWrxfZcBxpMVoSvbYuUvmS7J2wRMQrzuKnkAaH88rvpy8YTUX8Qu1O4L+tYCSe5J2nhY6QwwGYnpF",
-	"Yy7gUWbAxVIMRVHx0jygob8fYa6HYkDc5WA5zSEFemsVmF4tPcU6VkGogVRh+/VJ/v6FQIw343gIP3zH",
-	"GWHxBTACrCDZqvsEYXjuNQnDcMhTnyMvHijyYnVh6C6WoEh3U6jre1kb3tLdaSaGt84TdIqzg+7A2XFF",
-	"1mGs6yAuP4BpARPWghUgOEV1lpXBntQeTm/gOeSxk5v7EUxP5gDWZ/rtQNbDS/GW5hJu3vLObV/3iitE",
-	"rKKLOoLvZ9lKCn1UhBvoM+vQzFVx+BFDKj1q/cBS+PQU/KJ3aT/GcmGBiGkgJ8RoGsyqia/W6MPis9xD",
-	"3uFyUnz+W9W6wN2tg41pOlS2kyLyX92jpoGb6iPtyhqcVM3gpa9hMFnFxTIG40qwdoMGKQE+SwC7dhOY",
-	"oZK3dBcnFOfx1j7/bzG4/hTHYNf5a7aNopEs1YHoLgC607n69bDbiJ/P0N3gaqGL005DvZ56p/QiDE5J",
-	"WUvuLXhVnikG8P00Wu2kDE8JBSBR74sRsmJgGm5PmXOvOV6t4CJZd78VvEog0+sio0wZ15Cdi6GMIMg8",
-	"0qE2QtdLnAOcCBUzmkwoeO1dHC7pAhMasjZrfpcATtRhjLLE4k62Z8sF6MlXpKQKQo4hS4UbtDnNOe8T",
-	"aAXYLH5MHgMPWmG1PQIBqvSu9qatJyF41K1Ff3h2vaK6wwThtApLUJRh+jG0aVA5Sil0e4grAT04B5iG",
-	"B3FYkAGy0X9Hm5UAGI9vFGAcXI3hxiOQxSlINojJEFZBkLlOk5mVTmF6n7sWy7jRAf7ZmZA+AlrzeIwh",
-	"eDSqvew6g+B4+2Jg78mD2t1PcA2Gw6Ql2dI5G+gcBntv67oY2PgpWbo1cVTeLD3GIV8a2xmL/52s2Os2",
-	"nX8IaRxYaNMKGRmL379PFjk35nldDa6NYUGdVCJIIvZhFPrQSwPiotO5rBwmS1pDlMPF6uKObTQ3rAAW",
-	"erEKryt+y6IbeQ4Y0d8RDMCpRnb1HmkHcjjIep6armetta9bhwQUKqUCU3tsh/DEhwJVim4NeQwYIE9i",
-	"V3CqItB4TUejmSeuV3D/xljPhAe7VbmZmAPnKEyfJs+OBa6ceIApSY1hrwIdAdTCkM76P1laQqvpgNri",
-	"IlcPSC0CVmAXzAtwqhXC55DgSioAbQBE4sK1s3YVM72JVbVxoF8UmNJFHuEx2bA9B2TtjgekkZ7SwnSH",
-	"59Q1rdiO63SYqkePS6wJPI8jGGumEKYtwBPGUIP8+oxOZa+YFsTLGUl0C7lqaJ/nOixEoMY5vnCi7Wgc",
-	"huxoI3r2mL34skKsvT5jJKngq+lJM3RXzOlPg08XwnyxqeiYPVOO8QkfIgVYZJMIZ8yyxuhOMM52adXa",
-	"uVhc4Nwo3lOVe3475/vCeDb/XiIY8XcREejb3Sp5SEcDDovVrGnDA6+Kc6h+oCFGt3SOj+wr8Q3eAL7E",
-	"F3vfUFExx9nYe2rlOITgxjhRrC3+SKMHEWJGXenHRfy+/ni9B//sgQLgvFRWaTBY3Nnqng1WPcEaKv0g",
-	"zPXJI4xfNj6n1jt6rVp5a5eLPd09HUVu2s0TEmHLDo1UJr2Nmpminy+TjHzZjjMV7dvD0G9AJG1qbsgm",
-	"EQLKwYo9U0LJEaN/MXiJeM2IM3ZnGY9DT5tjPP7av0C4ObGTwXQAVzkFv3ft6xRZinYvr0gpDxsusDi1",
-	"d4oZukOS9gZ9QOxPxn4uh7ieEdF6XqCp33zAiXOxnYh89U8YVTqDBMZ1fyngtTMda0tiaVYQfpdMR2+Y",
-	"JpDNDCKWcx0lohvTsPOBVr3BpHPfckMqbjWPvDtpz2cjbOXWsN5AQeaCusLh1ksVIEmkKC5F9qRO74vB",
-	"6fySrO8oNw5fraFKuz9LlxgIEGu+aLn9h+9g3VVoZNW6Q9vEGIpWs4Tl9dzMS8FYVTjf7gwyQvCRY9y+",
-	"E203I4DJKY2kK8y/gsry43ygaILaIx2q1kTKzQ9DCxLb88ZySCg+NfL190lziPggpMmPPs2D4O1SdVsB",
-	"phoX6zUDJzGd8LIzctTbGfagBfkbc9GqVBLadT8714Fj/dTqTh6VyrthVx0y/8YeW/zAg9bEBHJ4LRal",
-	"aL/mGLRAtfbRBH6fL30dyD6YUuwGCwrGrJHAvzfx4nVmIxzo3DIu1q7vZKUIioGTMJ+SH+3Dtb9P/5sU",
-	"9XGN673mwELsvYygflZoWPev6bUL7IGaFVfYT9eU/adszXr8DdehevWH0pjoLVN0xwqXE1nULvV2eplT",
-	"h7hA8BUCCAyRHNae/uT5a1qy7K1z55wBTrFhW+mqjmbJlp9VvwdSpa5AMEbNBe0sd3tZO6ASxUqprI4H",
-	"6VEVU0MdZzlGrPd2XHQd6JXDS6v0eMjL3cyC6zZYJ3OeFvplhnKJIYw9kxrYe8NEPPLzOag9/nleeHKV",
-	"aCYhax34IaXWvnzx8huQve8R8fu9w5rAjUyXS+M/Rz5+w3+GzdkcDcuMVfj1U1bgTy+SMBHNRkp+tgHj",
-	"sy3hsy1h3pYwhB7KgBnKzvr9bKX4tKwUXkKd0WDt40EVmty8j5Coez++N+Y/sKy9Fcrie5+tMQ9rjVms",
-	"CROmbqS8GeRXcRMk+yy+fqIFCFxOUnRYfJ/NNkOzjdPrEtTUxbkgms1n28+50fRuknzrE2fQ8HJ6QN2C",
-	"TehreSesTPpDNE+T1FzcYNkz5iKmaf9ykX2hPFI9IdboG74TrCK0n7OO6iCUOcCqkndSAfoQpgxSlLWW",
-	"ndC2w7nZ9pE140IEYHfihy6qMxR5WqMVBfFC4Xbvjf3SHp2qO1qdm/opeeHvBAg9tFpnl+btFHOoxASl",
-	"eQL8pWyNq72D9h/7ZH3VmZy7bNU1phIeqDFMuQIvHj3ogcEyfw+olZ/BKeMpzOGmC++EYkxZSJUPBDb5",
-	"GTTyUwSN/HWGa3rCeZO4qa0MuaWqh4eN4n7YNyvA7GTE6Oz9akWGbde/e5r8l9FwJ2ef13AfaDDCObWX",
-	"FXoxyJGY41P1gA5Nqqvgd5ZN794+1Gc+d/khXaiIsIBO1Me01jL4UZ+kUvp1JiG5V0/bbuw8g4ig6iK8",
-	"PNwo/C2vr6CzFhDkmenx2LAdFXnILH79c5YrvHzaglk5rsleMff2cMncj1ndYerr4lE0EvuFcMO6zs30",
-	"HJ+BORlzOetzkGiam+/ZZQqfl+kZXJ//qqmevQX8mEmerldvF1woVRfMh6jv4QWurQZI6zm6CepGcVIW",
-	"qO/ue/95vFrXaDlGncWnjWqln77+n7yZDVTudgciAcobLF5gxQjncY5qMl6AjBl2unKQg8a5KOt2FMu9",
-	"WJnyQN97NOAvvjgFHHgwxthKfSOqHzRTyaCCrlCbPfh3e6kZ2bA9rbeENg3C2IHx40Bj2Tq0aZIR3vb7",
-	"QY3kDaullRqNPKv485yX9EdfdbSrm0i9gqEZG1UJpoZdArr0HJAbhvwn5ra2T9cB1ZoaF94PJcKrLqzf",
-	"D+ds8WlUhZ1XsaWLZdxSIcXxIGMSVcd2JyvmAwS8hYAOZjqfezsJ9+mBKOWhkDAAFoorbMQ9JRzSb7ac",
-	"qV4tMmaVRXv81uP9i1tYDRM0oRq+HSAfn0DAZ6Ci+5avyFozdctLdgnhExDToC05+Q0xeyXbnas7n0IS",
-	"mjMEhhPigiJ6xsAq93TEZJduJVcXXYZXR32DbR0c4sF4Z3jXm5RB+yvF2ZZsaWm0g/zt1Z3Mz2r/SMfL",
-	"AWWjlReJeIBy3DtRcwfBjrg7AlgbsGkguo1VkLkFB/ZEmH5LCAJginojhggWR3g+xKBPpmcnxs8kV29k",
-	"deyQokFD65W/H+fpVizh5d7U9saykhm7VIxW8AO2Zr/qahNzcUtrXhUNVfQQgiaKrWxFgnW4Uuaxjvft",
-	"gYpef++bmop0XGFK47Xr8Ne3b195d70d8Yoo1rjgLSQsu1IZwiUsUjfq0Gt0Xxzv/Joa+lbK+pkURsl6",
-	"pkQnpAX2bsE+8hkImkbKGpPdeAyABgG7Tve72mYfaWKPUtoUNu9qXcY/3vNqAWzZefAdNqqDBdeAsux2",
-	"aS+hiucd29hjmoe7DFj6iXNKGzTmO8Nbrvu9TxM5U8+4uvw2261Y9Yp9O8aQUZoasyMT3bCjC9nDMv2w",
-	"2i7ZHultJ5lGKX6N2cYZ/Cj0eQL1/6ho08QM69e+4rcbFhZzix4ARR3JUAEhCwFVI31bBTkGosJsK0va",
-	"Vur0TtL6py3PLUcwCqc9W2OzMODEhRtwCgHaXyRXK+6fAk+YD8o9Z5yyPIhhTETNDNif7ONzxqoNLW9A",
-	"944ajhQWAsGqYlIQStxtcZ6+5z4+VVp27rV427LBu4GU8nDIdcL1i3unwST6lfrjw+9hYruHqPqz98aH",
-	"TEilV45TWYJzUCjDqucfRuHduu0F9Q22MF/XtRyrcDVi5hZIy5r5WjJ4z+/sJLlxGFC0OnCxDkM5a7Iw",
-	"Fiaqeb27U1b3cjQI1FPvPwYMwI0gNWAHwNbwqIx1slVYid5LTg5wqxh3gSQm6+eSr5g48kwuH9aq7Z3u",
-	"xRaRN8RwK/iNCzKuuIZ/nK+SBhp+KKXUsakpCxgsUZjdcOdPU1Kf85plysmYv3MJEeYgOV51MhzRLmLK",
-	"CzPE+aLhbewuwo4ROBoivosQf6/j0MyN3fvuJfI4JFlV0jwJIuUaEdPXpKSG7SSCu54PGD0Yon04NzrX",
-	"JQdcMitOrQGy3aUrBUgU2lZc2j9uecXgDzfmBxyqi6U/MLOXMfvvWrGDNKxoFcQzD2BcpCIbafb3G00S",
-	"Mu8aaSKwF1rdUlHOFKOaFk7KCOn8bVSfvStAsjjADB0JiykIe0u7tL90tHNfO0pFTcKqH/olWOPWmzMU",
-	"G9jPM/QZXIXVvF7T41Azugzup6E3WHGcJWLufCrUnCLSZ4nZNZ7tR99ybTJ5KZQtOIGVUog6td/2GKr+",
-	"zFE/c1SXd6Y/M9SHZKgH+j6dnWv1W4QdpY5O8wKdM7i0ITWzQmQQnT4Yw9ZkJz8Yv+5xwlye7d34MLY4",
-	"4770pUiWuHefEcc4ODaUGjymrL5mupFCJ1bVeaEsLxfDLNqokfgMPR52n2tiOEA990/zg2riCwm6oS8u",
-	"zL//+eSMXXT3hNjdvvo7yt89eVIz+bxv/foBTtZpib3A629YZC7fufwJtKfcyyXuYLx4tXKpK23wfnU5",
-	"sN77u6w2p3OLbWcPkV8MRqy8HOMQwRzNb7AN/fD6247E/ev1sUs5P7H0Dbvl7C5RS6vL0XDvebBIf1Yz",
-	"PA9bppiI2VSu7X3rDMHhtZ65zef1H2jFkqXnHipJe3Xhcq8TC6ExsySsR+WCkMYLcp9gA+qKgQ4aPPlk",
-	"J01o0xN4YttJlHq36gNWGb0fpDq8sNdl3BQdEl8o+Wt7oILAu5AUEwnQ6uS5vPj20PnX7stphLvPsIeB",
-	"9ADoue4VFxrlSqJnP+bHsKe5NX3U0Bk8U0sH21reBdzQnkrDPWAg4eLMCvwl3ufekd9QRXeKNnuImGY1",
-	"K0ER6LADwj2/zixgM1ndBGII7eU49VYYJ1rKA9MBNmNcct+OMhY58IpavUuG2myDZVx5wFuMB5vXISZ1",
-	"KuKovaUU2lBh1uRxqxlZw+DXAJe89v2uyeNayhvSNn6BpUqElyeTrRmpucHoTFymzL2AwwOb8SzlVgHU",
-	"+eExw6oQlk74pjW+QoZqBZafhm2joloRKUrmwjJYhQ9TQRr2owLqKoTc0bzD2k3BEtbXXQvxEmc4OO1R",
-	"i4aH1MXiGRXK3GN57N6oJwcXBq7bjSt3FyJfzxn9m9DM17aV+AxwLIN05LDq4DTF5Y4OFsZpzFISObRl",
-	"2dWGMTFoMTcE4Lq+o0dN1hDqgojIccO/P4aFatNCu3LY4zCuob/wJCIfUUhMVbI9mATJQ731iC0Iyv8m",
-	"AnQ2rTFSaCK3W7+GWTHRP2imrksk5IiJwkF4cFG0PGMv7b0AWvnQzUSMlKni0w130dXgTpmqM1Z/AWUG",
-	"k2N7Sq/tEL5PyU9wZGb9uLgN7L0hj19SdWNFKMszm5pyEWeN0GZSDYA1AFZcJpGDoAVIx05kY7uKaCjJ",
-	"UVG5gxHkOqkOw8yRitX81u56zwXIMuwyMfz/mG4D5faNtAJg7S78LNrqhKsIac1Cwk+OxAAuzK9CGmo+",
-	"iaxOja9UkAZXV0zL+pZVvkpQgbAqp0WFOaFDw0YehxA3N+yIITcojHUC1kgHmwNnmmXo8XgIoCLvK5ZZ",
-	"Ii2ynJnAz5CMDIWAHReKrqpryh62hGRBN6zOb+8M+rmjOnbJPCztiMo2n8t2goU+3JgOxAcOW0q+jhHE",
-	"MG01npYVcqKbXgkaRsv9CJgeUCFz07WsnoSyTMPUIH36pFStUdrtUlZOMhfnhb10aX0thDRwsbxmTX30",
-	"3prZrJxRKjrw3oMD/HRBVWjYQWnNd0AUS4STjrPi08rWuGugV9MqofsdwdjBtQOG3luQ4eO1JbquTyrT",
-	"OhlJL5RSNkxQHhevFiPi3hxoXUNMHD/wmipujsQeSbjOQfINs4S4HgCLoLj8A8PAtpYQB7FQWCsx/VV8",
-	"T6YTOIe05gzMXfF68pPcONEPw5CdvjIgpyPRdzx6CH+SmxQInZGkkTWK6bYTy1yyDI62zVT0d0hwRnTn",
-	"kIC7JgqcQSiW+S7BMABJvMveBzeTQfenLzvyi/nF1x5cZ0houNA/yU2iNFpx0Lt4krqfbii1dmjM0Ytj",
-	"624+WC4dE7uzBLFudx9m01aDLUvlnD/kXlmJhNfse/wpFS2yh8IYIIYIew5WhHFQJTZHMCc/7ntfwY7h",
-	"IpR55XhjQDvtwGe6KvSP++7aJ5FKMIoKvWXKeX/7pbW6fodVtd7NWLn8t+DLvlj1AZbBk32xugBH9sXq",
-	"Av3Y0daGroI5iWvsoxogm/SnnkVzUfsy2sZ85bYeaFG/p94eDfkMLN5ptluXrDXemRiR/Q8tBdJXZnSG",
-	"c0wC3QA0Ee0jH81aciNuE4RLahSEztVdBgz0ArEB3GjswMp4/xr++p+0FAXKdLFDD6vxBh7DWNwi6r1s",
-	"64poarjeHldOOQEx3b+C9b/mV/M3iL5C8/AH8ea7iX+wAKzJ8cl16S+cGiABGfj+nNA/PcGTC6fXWGwS",
-	"/ZpgqcrKGBquZNvo5drjGy4qxAhJIkdCDftxDe2SKoVXk6G7FZTtMo6GScVKfqA1wd26l4f5oes7z7lo",
-	"7Gc3XFRXZB1mu/bhY5qNS2CfVTL6JcY9+2yQpF527dNBbPdSsHQuSFLjvhZdvsZWMXYJmvcpmRsnRJ1f",
-	"YTZRU/OSG7TSPZaK1IzeAqYxsOYnIJpXit7pDvernyrgBQrb5AWYYeGvd5nO1oxkBcVKxm+dMa23pguI",
-	"g7bxue3kNYsn9lx7SHpqepb1udwe91Zh5HzywyAQxaV2VpCHsaZac+cXC69CdrKSVVvmQ83boSdLemeK",
-	"64OgjoeKGViOUYtIurlhjkDXRsqeLHkCE4Ht9hGmPSsCxnsmkjOWBWAn84MHzXURgkzG0m8Xe3Z6yMKM",
-	"TNxNTti7/5azu1F6yDnybyI33WPWPLcXcbSmPigUHQZ4L2RhCoOXh0BwBhB499mJ980aX7Ckh6YcR3b8",
-	"wNan3DHuzcUljBtG3wIT7K+gzlvCTctrU3BRwEdFFnQ2fHPJhe+IKuasPawiMiFGjgHhTwI8gpn/AAn3",
-	"Mbvq/Ir9kIIXGJEcFRXZeympwyBqNYuWSFrEVO6aACO5F7l9FPtYfF9A6/7YdN0PdfGABL4pCKl6cOKu",
-	"DfgIn0mBPqoYLFx4RqTobP5hI51DGmA9H+neC1bNObA4lv1ECut1nyhDYEmVKg4ifoP5qn0zipXkKBfa",
-	"diYN6f0TbItADyAkVf5PruE/REgDJt4GcFrtx/5vLtwP8Md/u1hd/H//1/99sbr4X+0XX/wb83+U8Pv/",
-	"C//9fy5WF1hH6WJ1AVbOqdVmdfH+0o768pYqu1PaDv9ZN97vpOn9640d/Y844m9E5f56oeE/38HQv3HD",
-	"/U4a/+cLgf+G/3/zjxYQ2Oxz9+d/B6+oerun9oVvmdbuT/fge+XftM+6f33l53aNc+udgdyAoGun2awI",
-	"dWB1YP7oklvwsV65arKYy4NKrtv3GEVJwVxIy3ggv0zy5H/JDp56Nyk8jUcrRozvzigPUcsdwEH3KbpD",
-	"daai6sn1+C/s6IxKFXEgu/lbzbkVjSSaGbsLfczaWbS5eQg72yKmyCbgabD/wsf6n4fUB6VCYmEEDVWG",
-	"07rAtNjBmm9prSd++b8x1gxQ8h5pIuFqdgvEhTaMAt9WrKlp6eIuDiMEzXA3pyHwLsbTf5ezl39PnTV3",
-	"jUgMvewpxP1rOF/KO9yj7kvk++T9OBNMOJzRFaFxfhIPzz/R3iArVr/4438Vb6MBCNfojpcKvA9cEIfC",
-	"DlLNG35oar61auWzPRcsJggyUfzwJsqFft4Xf6V4HZ5z1O24XyXR1K+dv9h7OWG83Gj8OUBCKjSvWHXf",
-	"5Q2MaKSUotAHWp+Azj1c0V/fReyyXbNFRdXNg7YdbL4ntLO6wGXJ5kPXt5RDtw6BPMJ/klvj6vHgtli6",
-	"7CnBNRW7HRO81X9Ar/ofZp3rKS8fLQ2/ZT3jRuhvT6EWEq9IqRjAs9Fa3x96MLQfsHXQSpMMkuwf0LBU",
-	"75boPK6k+ac6RM1w1aNzywvj1H2azjQ4cFnq0nfs7g1CMcejY7Dyp5GEVhH+jBFJszFbljcNPG//YaXV",
-	"P/37NXncVSh7MkTMXTRxUGNouV9ElB04GtFmBx/eL/d1NjzKrZfz9hy4+NZlbv4xMo0bdryTKjaBv7kn",
-	"sGLuNaIBG+o+g58A2uFMYkSNymymk1K0B6Z4mbrGZ32SeJEmXJJXY+kc/9F3Vfzr+Ckf2FVoBURm9Xk8",
-	"wSfB3v0GrkW38x/MtTgg+Bm34gKtO+1ugVMPT9dEu8M2YqN85XONTgJ3qLm9YCxVnHNC4cPEAc2rEPj5",
-	"JN4vw7+rt31imv/v7IyfD0eZdcTHh2fmlGeem5D6t3TgJ+d2ImGGlqIj5w2zg/nmlgkzg/nbuPcgHShE",
-	"+AmXBauNYvRwMvpvB/bbUwN8T5CUlAzFW12wWycrefsR1s95Nw8HfDLA72XNb5hH+fXV3iivW8USRSio",
-	"vnGaw+KpiCRgneYgw0VY3NjvZMWeu9Itsf0Iuwt5AUxUrIIdKZnW27auj2BxiJVv8mrEXLH0DHgFVtNG",
-	"syqR7+RrgsJtDZkLUt5kAYaGmkoZSAusbCEbo+9RmsttWQQy9sVyUsuwzGVTCihukx/xbNmmmcn3Owq5",
-	"TveacS//JJFH4vxCU0AFyPq5/wgaq9lbspWq6I0muyzcg2x8sp6p53FwtKziCuncwE1d6PF7ewlzKRKR",
-	"BT4N5wyj2YRfwvJ4Go2H8n6irOwNRtMvc7JQD+uDMK1/ndN57ql6eHp1iRS/G3J9FY2RuyY3jDWXtOa3",
-	"DA13CEZsom6nyUo0ttF3DzTCH91KpOWDifz3SQsIkK/+8PLBh7vM7YATPOKhbsXzLyRXgC9xHWHFPcMa",
-	"ncfI8IOu7PbyF+Gc5p7RZT4Smvzd3X3+qCbvv8lJ/W0uwBmKfqCr7EOSxe/oihkg+c0BETtgIoAI69FH",
-	"rNpLPozeizffk//671/88ekp8HwxAL0f+0h5szBd5+HhnQRZ5wHrWs2ANQbMszUaPgfBtIhG9vQMwLoD",
-	"qzgF39yqc1W6QF47gypVdeOkIL05DLszIdhOijDwhPqtXTMovZ9A7nd02jnWXESjp9aIPTw67VDKGETP",
-	"K7JuBfxVOYcw3ejsBIc0Jp7LOgyplS4PMxyt3lyWLYxdP++CxHwBC0bsil3MLOv3wv7Xz/lVIiYVis5y",
-	"Aflj8EEXp9TU1MRRLpquRkGk0vIuBZL2da+g4L1WP31yYDo3XFR9oyHd+ZwTauiG6pxA6SbUGEhGksYX",
-	"Ok3EMDZfZCi12GHY30lfd2zCg114QhpKNbzieNXVMBbBI7aduuy+AO+syTlNfe7ag+CIjPAJF/cYCg31",
-	"yXF+7wa99IrvuuODQyNfdznHS1ur+O0Sc5KKbMHjMTpMKlqadtOWN8ykcu+lgvo18M7KQXf6SA6EmKS3",
-	"/rk+IUku83Z47m+GD3BGr10RDVg0511364a1ax2stGJQgdnQG/TzeEFsi0wPP1lWc4cHeLT/dmvmNv91",
-	"K+ay7FrhTf5dzkP6RrKsx8GTcrGVIbozsv/wFhY6RsPjiug9bVgFJXwU4pVK5GauSTuHIdR7FxKcc1rH",
-	"V/Cvq3NO+Ykf/8g2mhv2TNG7+rx+e+fy13cxNLbhCs0nHUBoJr59BYmolUMagcW3b6xjm7gmsOaDJMQO",
-	"BGF1gYyg6CEc3OG8i9JOvPcG0OO7s/Wi4cz+jsG5jkKD8AFNBfwsfUXWv/zahcPZU6dYwEKdnAyui6bd",
-	"1AlT0GsHBhhe6bp9bIcIqBQQSazo1pDHEG78JO7FVQ6eBEK14klQjB4AVQVLoKtbpi6hcARoRnpF1pta",
-	"ljfhFSkYZmO7EDEHicFE1d+60O7F6sJ/H90TUASLWUytHkF5zxRivQR41AXmhds+JeNVnJuMBzXar/Gi",
-	"vltifV5pPK2y55YjGDQU8AOlyK/jQLu8IttWgW//hh01VPqjTcOoShsk8sdhKRHNWisHGadXVjP1+IBg",
-	"ZLKCUVbN0Q+u1ye3IcIhIzfRHdugbGkkAZ4SgW+JQ7QFhejet71L/1xIhlZ1/x52syPPHB+cLgNef6/b",
-	"2Nj/Ku8I7SclQMQE16S0PIRhep1uam4wqgNiJCM2jQSDoa2RB2p4ubZ0ood5iKqtme5qrOAba/h1vYKO",
-	"13vOFFXlnpe0XsOXlSYNVXa17QvlnteVGxR53FCuCHfodutKloWVdL8k/VZ81GqfXYVRdkA5q4v+R1He",
-	"BQNNqA528fwxgdUzWJsCw7uuEM5tc+zmPp3tcs4brkOCtz+3mtpw+eyLX1qaBIbhVtGtnb2wQhiLJmVr",
-	"YHga44shQWTtL567vayHOTzBaxICYVYX27auLytZZqEHNIoVHWBUkVjaZ3ZZL9uGgD3cFxklmC3XrfNA",
-	"ghunS2QkytrWg+lueqny6Oe83OO2+/H110Wxg7xlhTaywaDhlf+JvTeKFqBm9X5tVa0LdqC81nHp/OQs",
-	"sf5GLiqfHcN40/8MAZaBYIoHae/XGORon9Wlb9hEk6ncec/U2gEbC7nDNVU7yDQ4whW6yajFi8sgb5mq",
-	"aTMIw/xiFUPX1VYAVnjqBeO7/Ua2gK3bcdRlV82Bvu+5dsaW44YpUvMDB4EBX7NqtPSpAHl9aGZP8SSR",
-	"8H+JiynWLPSGUmAXCOgXG87j04uzMg1DtWVMgElcW9OSyhhmzyLRfiEjbuszlothznBeQvs02xlIVlFh",
-	"ZTOXiN+7wwfCuH/Lc+yOPfSf1KDc8N3esKoAfMgsFjpuJCIzDVdk9EGRzMLtXpxgemZsZQSi8z5FqKfr",
-	"insegdRzuRcFvmAFe3agwvCy+8VeUoAN3P20P24UDx9FPVS+XnXElwr7ppcXvxub8Rg/8RewxV5vPeTR",
-	"yVojMmu60RQw7CkwrtNES+z0pIHiy8UYyDBsEJSouAhZNuHfKC7xn6O+w8XrZEgpkXPr9zZNge/SzIq9",
-	"hmJe8Vws7Jrso5AUVogt8B5IeLKoKfd4WfTkXbl1Qtwl/hzysBAMCrBBISMeFHcQbwapWll5aX5y1TPb",
-	"xzPbcywfEQyOqZKCmLmFuJtm37uNskbgLvjrkDeWJe8A35waV1jNoKqhN+nsubkie76zi8M12TBjmMor",
-	"lN+l3mWtn0/VAynqcKAqUebMPYRrtOe33HPTYQ4RGl6DGLc8U7IWrGik7gqQZFsCXrmvequGiN1/uvya",
-	"mMs3331Dmlr64dpVaOfTHJIHFNdo/pQljcnukFmhDKSeJRSds1MRXUdWz1wRCnhhvGJB+rlfjqJ31RTK",
-	"C0HdjT5Had+474Ls5LOJbKP/aFmK4IzLc3GT2iI4xoG+9+mPf/rLF1F5YzK6vCTrkWw3rQLzBgcScn3R",
-	"Uc01gUlcjZwFdmsfaSLvRPeF1QyP89aXMenhAs0Tnk6Ds7amlAfmCpyHXM8huc3sATwiVIP1gmqrfZ6A",
-	"NNi14KkvQy7D0pP5OemjWy4rQzl2ecSwxLpbDT1zcN+5QBWY2Oxi5Prp+rwvovdk3RhWiexGm3FRzC5L",
-	"Mn372q3GFpDbN8dAVSuPSuX5v9wC7kIaUaXL814OIPIg3S40afEOnNuEYZTT9NNBsNI07ZBrELhyRxLe",
-	"x/aW0xq9IylP+Ai+OXdz91pIRXDM6iz5QbF7bjps2FR8YDzyHV0Ye6r3WT31vsk003NXOyN3k/o58+ff",
-	"jwvHmO9EMUeXXaBu5BFE4uZOp7PERINqq/S+xfzrQwCfufR+zz7Ua6YT7ozvB9JPj7Pay8UXiYU+3ptp",
-	"Ebh8TntyPCuYYEbO5OnhpIZqZnIrEvjXkxrq6KguN+jfT7aYdSoX+4mc0lRiZe7Q+4djSBJ/vLSSUkWs",
-	"ytu7yyxl0ANgqUDkSMmHRTRiN+RSUZSgHOWO2r++cLQ7tSnHgzh//ianavEuBtnOkwZWe2wFN3iuuEZN",
-	"zHnMlL/h74G7IkV97BBXOlhKCFvKjVztVJxPSTtftnj0DR1XvigVrAgEckXNHtljHpoyljFjhlLRxMEg",
-	"iL8IMW2HPO5XP3+SZU3IBKYhj51IrDHvTUQIJF5AcC7o/Jl9BgXj+YFFRr8gvE0jzfsV8wI5Lcl4kXUN",
-	"38O95d8/Z31H8uF0yKHxwZiz5cgMvMIwl9kKn6s8H6UjCagq0lAF5pigkSdqXsahB37cHzv6xbwkqJvO",
-	"Dal4HkbI4DacOmrk1gz2MlReHXDJ/NwXbGUu53N4p45GRPXe27E8y47jEOXIyJNiWKGQIGLZYoU6h2uC",
-	"lvITTHYjAXuO80Aa0jknIwPIykcrPByYVY6gAvgng/W06zhWdpc1gFl+Ctp0r6Q9mPfQ++ENfidh44VS",
-	"h1D7qxc+36uM5ffslLpYY+VkjhQsr3Rvn0MQs9ZpT9fuJWfxHZmjrTRkaSbPLJ3wZ2NNWmArnghG1q3e",
-	"niMMa3xxvqWIwiN2LPuC8+0lLzhorndZkJpqcwXUCZefVK52NQfZkFXcJIp/DiXV0dDBAtufvj0CHaLQ",
-	"H+B85qYQDTXMcAA74WMgJbxLy8g9YS8VyN8XKml3n47ckR8l1exBUsesMi0+xVyx1YXTpk8oHQG11XJK",
-	"JSaKQ3ijGDOU1zPZCU67FL1z4gt8LtstfbxqhvLhCxVYPXOGbfX77kMxZxrME6bA+Fazu07yc/UWEFXM",
-	"mW+D6JM6GzFDyVS06k8D6wzbe+tpwqiRjbuTFmMf6Qm09+Y4gmJeDAW2Q0mfvU5ihuPHEWIVLjVm7lXM",
-	"qqs2fCrodNUP8b3vuYnDzH4vXN6d3CajbE9ClO0djklGx4MeltXFnuriEHWfBOg5IV3U6Y6RraxreZcI",
-	"r4SYspm0RMsng3QRQc2LZmiGrx0SpU8rTeCLSUPruRohvXgMjMS4tVOsa+gjdR+nyOGHHoR8XFLtSuGj",
-	"3HHlf6nZFhEUbxy8PHd48vlmp+/YXd/stBri/H4QaF9/Heme+OQqMkJVuw8E8WtnOoT4XUYsS6ni38AD",
-	"gtX14c8cs0GPytNalx2mV7Rqru8ZTKDYjgmmqGHF1Og2V7DgNYNoezevXtQRxJ8ATBy7G0vk/ai81PVo",
-	"5+e1BZ+CfmowS/w01fmVWcu95CU7C1EVa/rZFjQoXYRW4B++gmtKbska39Drz/iqD4Cv6hZzbi/snm6Z",
-	"Qm6eW5YlCy/VV3AMiKm46w8FmepoyPXxwaBTBydjBjfVHQr0Bm35e1b5BZ4eEQ1tLosg9UytVddGdMj8",
-	"0NTJiJtrQWgZ3Jsgl8HF4UqmEOCda4edtZ4OXoV22XtqO7ILjG9nQEnAt9FBQ9YjwAhd76ycJ3cxAxGw",
-	"H2q2tbx7pOFPB+66IpB5aZkio+Ue81CoIHQHkifkPtKbWBHZUopbpjQY8XN9bme5bqchxaerEz/6Ouow",
-	"v3kbcw9MKG29Dm2dZ71OaQu13HnzbZw1JTjdteVvClWF7oZzGUHJQkWnreE3742iZEtLowndWB7f7yQP",
-	"prCDY02tQI/wwstxxWkugbdr5ZFOLaVLZUs1wURZS22Pd9gU2GUqjllbPIdAbBftkUZ7baYlYAJsBVMs",
-	"armbw0bOPZi9RNmFd6NgVl0Dg55XEybhTvQCJ/uK6ii4hTNp+JQmSAKHlHEvYAW2lsWuIsJC76V+teCR",
-	"++xEPpdwMvq276j2zsuVlZb6luJBb2k2OdztKKiR04G6CUFatysOnDWpHo1Me3ASP6wb1Tdw6lakdXoK",
-	"VL1qXG3MZQKbo41ne4o33csO/TsvBnhMYL+ufjkhTAIkx4YzdA/1tNc8FHM8rR6x/N2DH6sexa38PKan",
-	"bBL2fN2fEnLNR3oYEgIvYLJuKUVJDRPgZ+eCSFUx9TS1QW/3snXZOQ+1QYllNa6ndyfctI4F8zza96uf",
-	"SDlxRgY0MISK28CiuA5XZFATlo/aSG2QG83UbTLd1Mk2Rspax8xMOaFavTUZOkPvuNlzkaid3jdgddsd",
-	"8W3IitWP7OColsLXuB+sTsRJJxM6HU601YBWi6mjLrX9ap1sqgAFJ90goWqHdqcVoRoBR9Kh7Q93WKN2",
-	"28lB/V6w3uLZtZOyvmy1k0J75zd2HhMVIK59yQOMJxvVfcCkh7++fftqVCcBH9sfj5r86Ysv8gtEHGi5",
-	"54JdKkarUamIeADRyZe2vXWGzrOT66F/2Mt7ORn6vAoY46Xetwcqegv9vqmpoElpekmC8PMN6+v9I27y",
-	"Z630UpEOT3e94hzkDmy2EI+4p9VirY7IWaf65v5kkmABbkYrPAHdBr1bFmp+X/JMWpJZXSzTEKE7ygXw",
-	"2a/59khorSXRwH9yZcTfWFoy48jZc8Qkt+XfiOqDCkl+MZiIox+flEeLk/YxOGLoOJkzJpwMH7JMRpmi",
-	"2znGjh+giy3ftYrpFUaoj7MbEMvDJTlDXIIekkbMCujSKArl8igS7G/SVY/gKsXuCPLxk7LoutyNiIjZ",
-	"6gyIUFiVjKT3jyER9WLXuSY+pu0KrLKcWfHQ7iAANsHmueWeOYcAy/uAB9EZDQojE+K2z9+FOJnOxLAi",
-	"a6o114YKsyZ7pthJPBnhC9+dGLSUrwst4zEiQmgIQ+QHumNxwfy8AKJuiKr+JKRzF4BmvCYWtq9nYUmS",
-	"3Wsovf7RLn5MvYaRQiQ34D76sFfLJY5mj8GktpcAdXUaCSo3pyiGGagxabO6O9SQkozNVE/PFsg+tEjg",
-	"Nm/An7UkW6pWhD3dPSV0a5hyUIagBisnhE/pYbmozFNCm+ZmsyJQvc6KTqsgNtmjRsnGCiBrmP2XpAEI",
-	"TcBt9NVoAAj1S/zxyingQFYEe914iqBHLAoANlXA6NTOi1ihqIYaAEjjbbRK/EOXtxmt1muvDYcU74c6",
-	"PXGnE9cFAGRGTpVqA+Y1CoiwamUtEX6Qa++JCBp83Js7p4S9oQcoXICGnuayZresJuvuk3UW8571mnz7",
-	"7Uv0vCDX8q7NwagzMKHc2zl6R2fSwEwjREJzODLS140FDHH7yZNznSWhH4xF+dAG2ISTY9b8Sp45B23Y",
-	"hke6Z90KMzhP1XjL3puPdFC2Sh4KHxxQoMM9WX+UdqHmHoA1YBx3AeilPDAdsHfPj0yyjeWQ5QmQFhNS",
-	"A2SvT5XKYDXZgRtnMO1RnQAjXIRyjP4Qpom24hGx2L79738mL1/9G2AwX/WhQitWysrluv4kuRhQfI/1",
-	"bY6GZQkrxuiP45HJ2qOQ8KuPwuyZ5j9bpaVhDPFxBso3xGygBt4aeQmlObgmcbGi28AHNjQk9vAH3dK6",
-	"PiITf3rqTiSsFB93N15S5VRuJoLrdLov49VeNLNXCL85trE7g7oTGFBijIK2Rc3qEKwwb0f/TUzK+dZd",
-	"rt0ETjTunmxwjmB8R8ucQXkL2xoeMm7scIiQhrgqYr+5xfivdi9eiKY1z6U6PIdc9XMCv1wqHTRHoD0C",
-	"tWxCviyyHMd2fSHGUgrDRfuJhYXRct5PhJGPm9YYKdJhQa6VtKgwbgdCsk4PUcLYOrsh8k44H0e8Ro4v",
-	"4xpHgn9rm3DiIrwSbUExUdltnE9Sha3vclR7Oq1DQ+CJo95uUKYozsv0Cd+7/J4VuWFHlFCc5hxkwsyE",
-	"nyxRDRga+oUhNaXAWX7cgKooV3rg22/cQ14Y1pDHvOUHJmMO9POZDHvf2CmRVngu80nxExgedhyvTwvO",
-	"Xkjv9afXTykzbuuTYRDnHRfjSOLzeRmdl9fJMP/Zw+IVMzgvXaVxqhS/BVfc6BABhdh7+Y5yozMwtX7b",
-	"mzkhC+JF6qo8s5I3HGtESJCGJ0r/uByb/bjQ5lgnIMnklqwbxQ9UHdcrsnZ5NvZPWpZMGARB2O2lNuuT",
-	"Ur2xawglAC63oeUN+DtwtusxoukXq4uGGsOUbeD//M/ry/9JL38u3rk/vrj8P4p3//t/uZgrt54cQxBB",
-	"ev398Ysvso75JE8TSz0WXBQtXwCEkULLmkFuTcegiJEygQaTz1BRCerSVnrM9dy4GmBZp4g/E4OUXhCD",
-	"oIekk802zoU2AOxpqcae11ru0I3sOJK+ItevXpCS1hjhRtbIaeUNE+t0p/A8hWfhrQeT+9ceJNgOfYXa",
-	"Titqpns7yTWpWM1vQQEweyXbHW7HchpXrAZazPPos0ztyrp1TRz1ZIZcSEp3xTHBHSzQd19d9fQ4rJMG",
-	"5niRUW4jbbp8Ra10LONmy9MywuLe1LU9Wuj/tdzJNx2nAJCZE/kk3DBFa780mTc/ytydDTedo94z1VJj",
-	"uTeDmwqAh+yoEJ3khh0RuhvkfJ0E1Vj2LJeY1uV8a+tQ+8eyc9wuqHQPRZztwtm/LqHWX+bUx9vzSalw",
-	"Wta3VsfCzSxQV0prW78sZH5efI0NgV+qwsxYx/0XFDCI3BoZyROhIJ4ndkv57lRZMzT3Wc4EOfOFcWz7",
-	"mQdyOl8pE4T71pCc91T74qWsAnwBe4JDocxPRqScLWg/0Mu6CQJeWaZqxmraaFYlBJU3GOFLuLHSzk0W",
-	"xtUcFp45M49wywWUiFxYBm4QJfJMyWmW/3V6SgrhZI6FDqkvbZVD9pm8H2Ak9pKI53NjIcnT7VKlrO2d",
-	"wipfizIr0zFl+PZySjfnsCkR4zlrEk0cqDjigSR3Vp4JpzWv1taMNrF4BQFISTGLnuaQ+7iA6LbZYlyz",
-	"wGEn3RZhRYuAbff5shhdFt9FDdpn3xMHaQU9KawYbG8IcKBbqvwd3hIhrwUzkXJuh/dG0RMZynNXNdcu",
-	"36VuWMm3vPSBw1mM5X58GIBOklz4QIS869JCkaOsEAsR8rWUPJAvnp5uxvwoHP58pvaAvMcegc9sZ8R2",
-	"3qDD9AE5z4btuPgXE0Z/l+zmPJkrrJBlFSJb6DovzeNrl7bhY9UBYypArgWtJw/c4jMHdNERn5kgMsFv",
-	"pWweQEcntZRNp517nS8o50q2Ltv0d8gQYW6fFfNPTjEPNPep6eR2YI/0gyrkMNfzdXE8f0RR8a+rgdsl",
-	"/Kx8xy6A++ndPd4Pl6sOqLZAdZ+V7d+fsg0bB9o27CgXu4dQsz80v24UK+CQI+OdgaFpFLvlsnVySciA",
-	"vCKWVwKsSoALHpVH/U2lWJjcZxV+yLzurb33+NfvWm8/XUz9F1LZnUj20bT1Dn3S9nx/Bf1D887fmqt9",
-	"VssHjO3kdDanw4M18+Ewd/5JwXYeBFrHA8hXZ6LrnJPwdsouPyzGTkAMvNvzusPSFLtp8JpdAR+9loiT",
-	"W6hwFB5jkCM3mtSMVlb4rGScIO3gzy0xtFD06OWLl99A0ZVEyFMNxJSNa3oJg8Ey84kWD9IkChcBurvi",
-	"O8g3/+H1txAQhR8gtOMKwX7uuGZdduMyytm5RZaMokJvmSoOzOxllbZfYNEpTfasrsjjdTfH9Yqsa1nS",
-	"uuhC4gALEf755OkHh3dpakkr6C1jDwGqvgZEdfzQVcN7QOSYjAjAz7BU/7KwVKcD//z3DvY4DUK1GiJQ",
-	"wfYElu/KPUavLw9IFQUbSl4aK8tPeQk52FQQOJ7TLZ8Dp7qu7+hR91Go7PcBc9f/Gr3oPqNSnYRKlara",
-	"NaGFk1GiHkpo/eTxojBh44OiRT0ANhSMshNrz8GI+k5W7LnzK93DIjN1JDrDAAL8/A6NM515PDvzMs+L",
-	"GBp/CF9iaOw8j2JXOuM80eE5Cg0940lnDwrhD5Av1GqHmyi1yTKuzCo3Ydr9YgMfBjE00+kaRvTbuV4T",
-	"7oFXDp4d5TWu+w0Jj76QKFx+pu3Om73ybXdduMdy6ZRh6MtJ9VPAcpVTnMXZ7k5qfDGtBwQPv+iQYvQJ",
-	"ucDdAE9xgTeKVaxkWktVZOY0KSrIT1iDzF7oJ62viyA9Aw7ihTBMQSlkwwADKs5A7u3zHzKAT8lkCy97",
-	"VvbZZtvJPlZhPN5D8MF7F3eeh4tQWjHeaqLOUPpZBprKQG7lqDHs0Nw/suptD88fWE3d4Ysru8m/kUA0",
-	"nObDiD6jpfukhKDR2D6LQ5/Fod+bOPQ9fhRKPA8oOmMN/ikkpOjksyYN3LZIHL8fAX0DXsHjx3VmpNIc",
-	"9J+/qAwLfi3Xxx3VpGIl/1RlMhjlZ4GsE8juHx3UD2z8V7RC/fNENn6+q/9J72qPtVLXB3QgBx/gpXMb",
-	"0nqdChn9mDfqb309fI6yGlwQy9Us8CZA9QscScQw4YvnXRG+E1KxKBDyh6wtMa0rMYPZ7+taRnH6f5Ic",
-	"oHI1MMJb5qOYjCQ7hhrn3V7WEefsA1WgcAUds+tP5BWHgKa5ftiyEF0hCBj/FYlVgqipNsQFP32YKhD3",
-	"Pnr3jaU776wNqjvMg/87L2Pw1mL0gAd25prsZFQEu3+th2lZh37JK7TKVWTLFXqdPkSVBxMCMJdvATNM",
-	"BTi34sPvlaIGVR+SJDVTqwAJbUpIuZUfsNxDqPbQ8TZ9WtmHk7KSAm3kCO+n1ZP4jQkhe79dzOyZBREy",
-	"d9tFGKVLROSrXY7s0sbL03YuGcH7Ke/ej66/e0eHjMIwA7alvRv2VHer/DvUz+0cHj7R3Lf8UBEitq1z",
-	"A0RKBq3pAox0MxnLIQwFHCCAIranoqpzMcQWvR52Fp+Uq8MO6EP4N0BoemD3vmrFAye4h9l7ZV63ZclY",
-	"xSqASwVyAwhVI5uGVajnN1QZTuvL7t2ZjPREjvx3smLeFJQNUJeb4p7XXODFqS3sAHyZgrwIb4nIshRk",
-	"SYhhDJ/d+vGL6xW1G3qvawtYjm1GI7J2gNo2EvDx4UeAlUWL4edbrHeL2VYxJHXQ7LaWEPO6eKndy3cX",
-	"ItnR6Ofqj7qiost+OyAdMDDOeJx0X8W15GDFG2pOw+pG+4Gev7xxPOdfeuNO53xpsG2GGmb1Z3WAkP81",
-	"DuDezLpHDw/Is09qNatcF0535F04ySwUusGmPi5vvi/fPYXL3tdfN6cdYHY/gYw53R6Y/hfhr2cIhuf6",
-	"u1AuPMHdlcqcWHPBrWi3xpIxZKuY3mPduzXsHry4dnkJtGPGabkiW7hChNHkab2XdPXZA7O6eNPudkwb",
-	"Vv1HyzRog6+ZbqTQkds/vGKv4EYC4Htn5Wk1U48csK9plUjbhGMF3dwoyD98H6detTpa68OnpoFSovV6",
-	"mYpcSzNL9pbuvuKi4mL3msFwI3OiYKYm1BhaQukP2suF3NBYAXRDdwWvEje3GTQ4vzYHLl7gwz9GjN1U",
-	"7ZhJnr/hIOMcaWz4duPut51Yth/EJnPhKgYLB0FD46W7Ijt+y8jadbyG6ptgQq4rpvzv69QKY6eNYiWF",
-	"yy3GPq+J5mJXw7p3w7lyPdgTviIG7wisrU+JFOyS1exgb78wtDxHdM7G4whO2PhFr8cHIITZ7WfvDdQS",
-	"eoY1WWLKhbFitkZXKW7AZc2F88NA7Z8IU0mV+Xnri8qQRkGiP1ZicimZrq3FzRm0+cvy+3seq7nbr4IF",
-	"fVu14oY14F8Dxwjf7Y0f3V4CK1wumtTzxe45XnLLwSZ0wxJgBiVtML1rL++EY+RyuF5TmqPvi9qVEJt4",
-	"AaQ2VjZUtDRMaULLkjXZdh1IhtzDicuamEoW0fOrTx09HDBiBNiIiLu2vfMxcTjYEQXbXsUxbHonwd9k",
-	"JFmj4JVx4+CO9PrMOT4/Kto0LFo9Ovfk2GeXMMqlhPnJ2Y05P11TqcG/lddtxWWS8yMenCS6YfQmsHj2",
-	"3pW06iSeCGMfCmvj9fBIC3d7qQP6ANdEN1bPvLLsYcuUYhWRt3B/QKegwWyk2QOGimbmjBrOVhu3SlE8",
-	"tMWdBhCq7aJTwze85uYITkwMZ6nyTn/Che1OMCxpFrezMlwqDA0lPHKgN74mucK9zGr5VvIy6huGB0Ru",
-	"t1A0boOGEdo0j7R31TVK3vKKqaveI1+7zX3tYVbyUrmn9Cll/aKUAgHDIqMUhB3kT5zwUkbk2g0tb3aA",
-	"XhjzU/tnpJS1bJUVmSnZs/fp8uuzRQdhIJmmix+aihp2LYQ0oB2kxS7YTeC4IMB4KRwo0Z0YeyvbH3xj",
-	"EedtgAWYTMk3uKzshDdnUuf9zL6mhmpmZqelvVRhpL2LxI5dEboBI4WrJnjDWGNJi6sOaXIsYwyEgJEZ",
-	"jN1ZjZhdAq/tPRsV2PzzF1/keOUOG1ZZEbmAWLFId7QLPwgvY2BZnttv2EHhT1ckRNc9uVdv7w1TgtZF",
-	"kCcL2vB0sKt7vSd+QnlLKQSDKql2F9uscx7tO0/axYhYF0QWhqR5dWK/Id41tZdvGFXlviNRsExCVqE2",
-	"9rBFlsPrjgulKEupWGH2imkrQU17/lbeMW0IvEcoQaUXguj29JZlOaZHfRRM2NdnxK/16Iu15eU1Zzrz",
-	"jpNNcZMQMnH8WBiUGdSTMjCspwHfomLv7dkwrNwL/o9Yncz1nu/2xT9aaq/qNXncHQu7N9UTEFdYKYU8",
-	"2Mc37HgnVeUe9oFx+u3Yn/ETy+6Wg7qj6GqWE7mCjAFgbcCAQEUMBX9zso7Qp1sc7CRVUfMUl8UXNKF1",
-	"Le9QzwIBat0w5Up4rq3MtR62iOJxApjOihtxka6EgAUHBWYvJdcrNvpAwF3dyGMkLeGwtBqtwNPz6TdZ",
-	"ivpYHJi9zeq6MIwe/NQvxsurs7Y+wlTyAH5e+w9fwndT/BlLPnrIkSKgy2k542tZtlZ6+Or4nNfsuVSH",
-	"BK20teF26lg0GFHzrOwBPjZSuWYeaUROkmownByT4jXiRsOFbDmNF1gFu/PFqgCCyDW7InpPG2/KWft5",
-	"2Fl4m8SaPOZGW6VuzCCArJ2wTvZMsSdJTMRlucu+dUWoIQfZhS53IYtcUHU8RfTrtsTqArNyUgNJVWB6",
-	"QUHGfdrJTZHVlyVU9h/YYTC+FYlzTGIQdExqepStAYRRLrqOwOni5KZBrKxva8+ZsuTJy0D9q4t/UPdn",
-	"zuGxA66p2LUhUNUP+huxq7neT0b8rXvbC0FONs9LvUlzaT9n+8oVERAvAxyT9VRQq6Pm9uXzQ1VbnwD6",
-	"9Qq/em0/ijOE0l6/cDCtBmO3r39yoqDsH45DjeUlHzu8JB4lNWSQ3du69tt6BUC3mM7l8wwVu/Sn/kz1",
-	"Es/i3/wg39K0/fsaeJSlCudrMzQSXJ8GV/Vfr0gL3MmbFO+kutENLccywV8mMkHCPJ20Tlv+oFgCzzXq",
-	"KrhwJyOt1710AA3PrYKWv1Ye1yFl8FpetqvRsg0JaxU485/+8peeYXN54gvzfcN2B0glSs4UObBdaykc",
-	"mOZ0fhqbWbLmud6w68lQfSPR0cYD/CFeAzO99Yo0invUypoaJsqj5Z122MAOSEnrGvz+bRQ7xaMQFtDO",
-	"wKFasZIfaB03mQy/K1rBzRkfdyEpU4N07zXb+okDbJWyaxG1jrh1mo8ahnXzYcNdl7K1zCiinzVKHpoT",
-	"R9n/5qQldB/OLZ975fSlw2ChMz5JjybKpTVT12XcxvM9HDqwNW5aYyBtORgsaajiPzILwpuFNseY6Geb",
-	"lFuybhQ/UHVcr8jaSSP2T1qWTDjT924vtYnHZ6X4shskPxkYwX0ILolcI6NmCpwDVuJ/YdghPlfwDjiJ",
-	"37LnL63ihq0gsjh7T0tTH4FT3DDQYL3cXqLbweUXox0f/S3Yz8aD53i+LwXLkDdSPpVfVwtSE1UUEqVP",
-	"/O4N5Lud+NF3cKBP/OjZnpU3G/n+xM+sxnPGJ99yfeqs/oeW4nvY/BM//MaZxL6mhr6Vsh5/Hru2fmSb",
-	"66bxqlw6vsWHv6OLoeeFbawCUEt5E4tS21NTlLKWqjB7lhIwIEIOHQAr9AA8e/PGewQS9Y1it8ios4KL",
-	"WxaP0QsuZ8jiRHGmNwqrXFSK3gW4BWhJM/c47hUtZXNUfLfP8zSXrTbyUFRclzXlh0w3rmOCIzVtqq3u",
-	"2CNN/EvgS+mBNTNx+cObOMs81aHPy2RlhIP8iYfgkx4uvQejD1DaWZ0Up7mRNmzPRYVdO69UXjdxDIc1",
-	"zAYvHIS6Jo/XNRc3oIZCDZBGas03NRo48vpaQMa27+AqjfCxXUg+PLEv6Qhg9vIILGsvRmEEoxPPhcET",
-	"4k6B9xVv5PsVWjDtdQSKeK4ezm9peSwaWfOYRPctFzc+qsK9S/DdvOIQe3lX9AIYo4HZ/WgTYF32Kx3K",
-	"6DkrTz8cN37cg5wQ8xMXsMFUF+ilK+LnJIRewEtYkQXDS+DO77itp+HxKMYaJAwpyuTddL6qZXkDIWYp",
-	"Nv+2q0EAgXkb98VkReKmxrnbaZxYaW+pUXhoTInWNz32EYBwsnDss2LeMbh4RVoNCfVh6e3viARE7Exp",
-	"Zq8Trf6M3HG/Ut/42S4GhtjB9qjWTmK6SbOZhnsqqh5ypG0PAAV45dhRCJXOKkiBQi+v2ff5xUAWQrmn",
-	"91EnyY63/peJyvfL9Az/Mln5X86e3HAy78Z36cXfrRjTGeX8Tj3SaEkLgA56ZeV71J0CyAOYcR47fkAa",
-	"quiBQdBYzTVgnxyePCV2PF0zUGCAUHzDFWxwGkXfJNOPb0eWAHbJyBXoGQHGuVvGD24ExytcuUpmVZB1",
-	"iOvBdzVTt0xdQlQBRGvrqx5bgWvkwI0LffO27S42aHXhX86yYi9H6aBtvWLC8C3HlT5C7EnTXHXELyoo",
-	"5wRnBjjzLYcLnkhRH/GYcI1RPxDaf0dVlWHsckTuxjl3+AdsMl5fqTWlPLD4jfWxcjZ8y5vjaUkYP+6l",
-	"B3jz/V5hegwXLl3GUQuseFaOxnlZ5qdn6H3aaednLuO5KelL3f0LpKsvCiKfQPr6IMXxy8Ws9VUsZ30V",
-	"EiKJVCu75QqqCFJIFF6rVgjL9T+x1HZCSyU1hF9g+urHyHU/TUocCojwL7ePg6y9ueviW7mL2xevSS13",
-	"hAmjjuHqhvS0gaSr28OBKoyuveux5hhi3EkoQNDxyXdJQcsEA3yLJk8ta0bcS7jwk8ukK/dIRReim2DF",
-	"I0y8gwt1TRiVFw+896ZlmIh7k2aiKrz8kucV/kZUP2im3uDuRbzCg/DkjHXySxpdpuFolaxZQiPxZcJK",
-	"WtdM9YhpRdZ+kmhOcf2tZ4GLtkoe5kwlloDvqPb9BGAOpm55yS5pw1PmLgB6PY0tf/PeKEq4QBqAOOCu",
-	"CpAl9pOQstNllP2Zzbxi+uplrib+uhWBcmIcKZ/1zBiOvxfO0CK3wyznWs4FLWUpYmPmF0l+3FNdHKSa",
-	"yTuqqWEKhmivIK5N3OBT8wM3aYMr0fxnFqBUIh6+WXMtUcy0SqQ+hrtuRhi0lMKZJgdqXMbNltegIcpb",
-	"pmhdx5od7TgM0E/Td9lbvwx7xevWZQnMU8OACkLhXNSMVl7YcVWzWuGDCD5NqKo9RVVbfGKaxDnycbgK",
-	"oASugbkJaX47sbmzCM0n8BPNFKc1d0nXtItwXPWS0MqaW0UFdkyShqrMUPmHEd6vHPwqrq6wUpiVnekt",
-	"5dA9OTLzoAK+l8ZX58n6DrYKpf3HHuVlhPvz5J8JGOX3Ief37uwUCVzW7JbVvrKxDzD6rQxEn40yVc0q",
-	"Uv3/7L39cty2li/6KqiuU2VpivpwPqZuor8UJ058x048tnL2qT3JaaKbUDciNsBNgJI7Lledh7jPcB9s",
-	"nuQU1loAQTbZzZbUkixr/pjtqEkABBbW9/qtqgylgZUa6oe5IRMnHnB/HPwemNVnCaxnSzmbiXKNrbNq",
-	"uX3PUl4UB2Wl3KZciclc6wvYqulcZJXvUV/k1Uyq7m0hjtaDD0DsDvKdvDkfuMhWwH7bs7kIcel0JpR9",
-	"rWddzEMhFJ3g0zmEb8GEnUHyOMCr8wthhuJvb989CKNvFDnewE8iL/V6RgVjXY9TDTUmh+IenDIz16Wt",
-	"04j9+g5vrws/mtPnfGrj7nF+ko2bCTD7dfe6vh2IaKIRQt6uI0g9Suil3lUVJpQd1LFkNthfMIyhuk3D",
-	"gKK9Nqw/fOI417PPHH69g49Av/bOjQvBwNKwKS9LigpiHw1YRivGRiX4FO8A/YClhfd9t4F1Nqc3nECx",
-	"nERAAquLWE24zSyHYRrrkM38xRkBIbP1JQDI9DBoak8Fb7BXdaarM8QmAtyO5gryhbkKwg3SWqWqhrNv",
-	"Pl3LAaZzbYSiHN7+60uj9Lc9aI/Tlw08oLkQylB9pShBlxKle7oL9eUlc7upJY+7VioD7WItegKcCiR8",
-	"1flHGN4PAEGdo5tqggH8azTgQ4Azeh+TPeMUCOqw0ciEGCAXBrE6sGPHmAjnPn2MX/n4GF/zrp7JhdCV",
-	"3fKyig+FWx6rlL+tda4EaFngw7M4NpuUXE3npL24e07VmkPuMcyEeH3dJmOr72q0uoEW6YO5mNcjU9rk",
-	"x0yn73rhqn4iTlEnp6UtyFlCJ6pb5jmBfikM47ZF2Mr3RLnikOqjSwRxcfS9ndQx6wpGyLkhprIAB+R0",
-	"rrURBvD71lT4P4QKGQKsnfDpBaSO49emrTrJr46d2mutKN0A//u/Tg/+yQ/+Hv9J/zg++G7857/9jxsW",
-	"20TzPT8+HnSV2qEggn8YSzWu5PrMYB9hrpODUThq3R0c2oJpIRBs7ZaOGJi5pqMG2MI2or12aYZ8wfUi",
-	"HmboIxcYPEDES0pQz/UMgziUNm5OEK6G5zl4RliK3ExfiB7vRP17X1mlt0lXxFXI2DXkD6tULkx0ktKw",
-	"TOTyEvROOy91NcPj2AwsOCw+QfhJVsPO0r72XPVemEZfdOMRvaRxlImO3SyO3FuIhUNzOjUEAqe3udhb",
-	"buc+CXiFSraDne2ppXBXy3LPnfzQPf4ppw/2+DSgp2jut2agdEV9su6y1l/1HHVY49ZxbwFCJKAZnoDC",
-	"cyGWTDqFCXRYAETp9j/29gYNqRJYq+VzFwpfRgcOPTgu8IdK79Zz/zrIZTdrH8INH5R5YnR+6ewHqm9C",
-	"O2BdKvj60qXRjzgQNFbMMO+JuP8G4wKSgx2j7EiSbqk/nidu2d801ufCcI9Ol3vlO/6+wMLwDd4B1WoR",
-	"DEYDwXaAtpdjjoBjPkNVs+EhrXru2w9sgVNnBzEtaa8dzvLO0us5bF9SWDHKegqqtq8xBKHNhnYduZ/O",
-	"3QODa9LuJHm4sz/4FgkR23lYAoFv2eIbHh3bslKEB94LX0eAvpiGN9elFc1kpqGdcZtsoN9PN7Tj9u12",
-	"E5vq3ElikW2Vkk3PDtpHenbQRm7qVFbvZaDgjnhCZ0g0RLSB42IkO7DjgSHNa7cQ3ybTQypwAkg7ENXw",
-	"Zr3J65730yDWHq/o/rXTCb5Oai+005ERidTJa4BJdyR0uzLb90ylIOEQWX0vIua2mX8mPvRyzQVT+oo6",
-	"woSbmmAGJWRulXrBjg+3d4jeCUe+PrO4xTutml2qH9t17u1Yte5GYyuqB6NyP4pr/Ah0uOuZDpgcbmoz",
-	"wW0iGDuOpQfjbljSxxO/Wtei67NmWa+1Lob5DViudVF7DLxNFxwGgAqzA/YF0z45C56cBY/QWeBo+8H7",
-	"CcK9f2guAtq9z8E/AHt4fdcA8lafA/xlOgTcFj5mX4CTxBvdAJEQJlhorqDrEJLIk+2/U9sfge+c8Q+b",
-	"L9XsNqz+XfPXohRjuDzI0PqQrQAITlxKXZEuF8GOOB4EhX49EJH3q6bDxz1Oj4JjCkOcCRFf2JUbYXs9",
-	"/Av2IDwUxe5mzoPalHDfc3N/wa453X3zoEfrJfhVZ8KDpK3nQ6v+AbpzTlZS9+vzKs+XTJe+4v12+VSt",
-	"HA3OUh5eN4vJOrsqnA01rQ/ce0CAEd0tN1vnFvUb2NyBugdhf/D+tm2X6/Re24jIBqfkdaMHAbuGsu0B",
-	"eUM6Nei32sDuoF0hTTywisuwOtZ3TTHsZc19i+Hakby5WLHpVN+qYhGE0JBySBLDWw2+MYkR21XSUUJC",
-	"5QPyFdECH4KvqChFJpwc1OV4YGZoyRX7C7uFn+tyu3PzHbm2lwmvlBXlQmSSW8GgodEK+0saASZsrYLd",
-	"whDTelOH1nq342UO2vL4hVvx0dVcNKCadeAjYFtNj1ORPjQ9FB72ouNxKqLvhC2X67VQPCs8URmUGs0m",
-	"glkoOYbmtp+Z7kkfxa0Vi2IH0auzeQBUQa6TRyDlgqAl70ERbX73wBjSBh2utZcPSptrre1Jr3vS6570",
-	"ui5K+I3gCylO0bw3W0GDPql6K6pe56Y+EE0OpNG4hx39A8o94RFkR9IMjNKsA3zxkt2KUAVIc7j1ZmIq",
-	"+2K7960MwiofpyY4KDISB0uDL/JhqH6PN1r6pBM86QRb6ATe4M7zBRrYU5311CnfsUi9b+79aENK7d47",
-	"PUxcq6nwnNyDQBP4JuamAC6Yo3ZnMwLeg7S32zRt5WDChz9eP4v/01vAeVknYEOPGvekoYaJHqDCagB8",
-	"aWMZn7DJMgAtXOcYHxagLqCrBhjk7f0xNzJ+vOuCmBs1Wxya4os4PsBI1yi+NWawNMzjU3O7HUZFKbjp",
-	"hO+JYYNxPdd3w7QnHQSKmzDlzizPl7eGbPuQwLbXYRXi5w7EPxyEodWCiHq8rHGQ8UEMRyrj1JpSmGoh",
-	"zP3ztVttGHAdpP4ttHTkGx3oNlJJK3mOnQ85Oy+FmWO7pRQ2GgM0eBIEcQl8C6QLr5lkP8kNhqnHWtDB",
-	"t2gDTv0G3Ob+K/cYlEXHtMW0KqVdvneKGV6F06L4DwFBn4ngpShf+uXwojj47//z/4/apHaqoIHnhVie",
-	"MImwygCNCH/lKmO6cFwVOky6P9UoVu4IQSUEuw5mq793bm3hdug/lL7KRTYT3aty32aE7V4Zu/Avh+VF",
-	"i6l/rJeUMCGxfTG2VwPEqLnOkRJNwafCsRe8B7mEfvFGAJJuPdyEGzHk4z7B5T7Xq6TPi+Jigj1GcQ2/",
-	"nJ29BaQxMLN+lOfLA6dXcwvdO7EJiGGmEPyC7f0xeo9Notwbf4z2v/9DTefcJoxy+gE/UGUN5F8ocHen",
-	"ZqSzYFsf49vJQwL84R/qJwARDtsGkb/KzoWyEux7BGTjDL/bbf4hO22cPbVyVX8oIh62V5TiXH5A/Pd0",
-	"P+k8H8abZ1q/5Qkh3XfrK0tdGsbzK740DPqJBri/j3+MnM37xyhhf4wIxg3/A1WYP0af0sM/1ChYpHQa",
-	"//1//j/3Dbn7Qr+DgTjZD9zAdo8i/PnR88Pjw2PQOwuheCFH34++Pjw+/HoE0IJzuG9HvCiOzoXI3ALh",
-	"LzNhu7qIG2uY2wU1Q5TF0AENAengTx7hj/6cywuRwKlCOybAinSSzNFm2NNX2ej70c/Cvphze1oUL8NS",
-	"APabmvJCz7ZV9vz8wJFHhsNbTQ2fQKl0j/yrEuVy5BvH+WZMaAU2IOKeJ6OFVHLhuOzzruSxDVAeHFcw",
-	"1znWRXbN7ntAdUz/1TFAMdL8x5tW82fdWBgO7KvjY1AiaqxCXtPJ0V8kU+t515nG8QmEhlPAKfobkHnq",
-	"OXSk9s3x8745wqKPflfuuupS/i0yxBkLWH3rX4SL1RAdQBleaPzXn25zjG/lMnoLdEFAhDzPw1LZTF5C",
-	"q/2oIbyHVARNgc8czY38Xoz+dHO6u2KOuFLawt4elKLIl0cfEcHzE+h1uquj+Huq4AEuMMOai7/0BLmp",
-	"I1nDMlmKqWX14MwNLpH36ZLp8/OAzOglG5I7cmgYTrNC5/khO81z99lCsInOlh42EdqKzsX0omlD4uod",
-	"D821voAQUOLsDzsXS3hHQWYMzJ5mEjq6p46VXQnsgda8yq9QWTsNH/LObdJ7YYF1bLrVAS9Uw76s3Y9w",
-	"0xwzqy8afs8o1lNQ4axvgNenhAKFFFBM4V+r+hTeNugU/4POlrd20dZvk+9N/6mpb1EFzs5u/6ZF9fOD",
-	"M0+CjqKjtpEPjye8v5J2Ol9LWBEDqLfCDOIBRyjEjz7+pSdjmX3qFajvRKEdT5jrK2fpMw7b57vRTJaE",
-	"FN9Y5JIZXPycGzbT9pC9hOoN0Ha+OT5mqVSXPJfZGO4YWURKY+qeGx9aMZpO+bv+7N/7VjMbZbLhi8BT",
-	"PGOKCAIWezc3N/nYQ6QSOyLQZsZdIjsWhQe5dlGbTKY/7+3K4rENuLh1ixO4r8ebr90PPAtc6qGJfZ3n",
-	"iDreuj5/6ck2d7tfHX4LjU1jiGPUIaJ3E6YLdJbkSzT47FwbMOeMYLBxEjkO9YNw5MAl2hhieaXL7JCd",
-	"shT0xpTxib4U7PnxsRPUFv0GTgg/Pz7uvM71xznV/UEr0299p9cT6lUBDVbhW536UQp0e1vtP/Y66vVW",
-	"KzoTH6gBtjva+Kyi/h2Lylh/aH2rooNsrOsuuUOTCoYq9BEVPzz57T4kXmHvhU56lXENaadMiav6bJ0+",
-	"TQdbcFnWp++U7Sn3HARELerq7r/Q9wuHjn2CoWfH6oV8ARe2Xt9oN0ple5qt1MjnO6A6bCDdLXWMO4cs",
-	"OsqHR2unWdaUI1tJj6OP9X94XTATubCiSx1EmMem1LJ6huZQaOhciqkuAdt8Lq1pKYDfsFRpOz539mVa",
-	"B22jAaVhlbpQ+kqt0uiPsLQGjW6UGY21Mvy4PuUu3otbVqe+6Wkt1/jwGaD4X5fEvsFJ1r/0q7Yv3ebv",
-	"kibxmAaSZTLqxIFwOiKftsntmelih7dKY78XGb8ZjU3nXM3uiMZun0G3v/+e7PxhDDraeAylQRMX2v/P",
-	"/h69gA/Zhr1XmdQHVh/4Pnbd6sW7ijxy1M+wEGI6969hmRzqt+6Zqsg1z5wUdIOvOPWgZ8KKkc+LYlyp",
-	"0OQcmlnALGOrocnemIzi+IKeC24rbGeiz88TyMW+lJkox+46m6oodGnHzXHS9mMUiJV/i8ZP/6q05WPx",
-	"oS6hg88cY0m4zZfxHD7tz4eCxnTPxlCslJ6wb55/zVLYj7HVepzzcia8/fP1MXvzg3vkW5ZWikYU2Zge",
-	"XxbCB4nfvHrzE3N/QE0OurhYxqdTUViRnbBv0V1iRal4PoZQV0lLWGVbp274M+3MgrWa26LKrSx4aY8c",
-	"fznwwf6Bl7Ke5L7YQryC9S4DW3KFf7tTj8E3z7/e/NJbvnS36kzr14528L1vh0wWCOqNyCQ/czLhUzL6",
-	"dsjHvSJSIi60O751Rjs/Qd4FfAO1Qsp2DxzM/US8azrn9sAHOPp511ttLAbPK+M4VFUqrO59Med2om3C",
-	"oG+0u8HuLz54G6LWHiyLjKupVpeiNNwbz1FuBkRzFbaHAXdnGj88lll6yP7hOF7qN2rseErK0kmupxdS",
-	"zVJkaxW4esiBshAmBFrd6IBkhfkGJ8hAU0xAhPelrdvYGfYeWMAB5PRA+o8hVw2Edr9PWYFkhXEUir1L",
-	"xdIPB8aIA0iEMCnb46G0MupOT2mP0inwSGFuSq5YiiyHGuJig/kQcEdfsvufpWFfHR/vH9L+U8A8X9LA",
-	"3zMebwwxKB8vonn/wiYLtRyZ8Mwz33RVyjiW7chmzIsikiMXYvnMgFHsWapTCSySwYpoihREfGMhTd1s",
-	"K1lxWCPvXvDc8U+R+S9Jmov1XQUrVYGci9oVSqzb9nsB8paBPkuNpmmd0JHZfWJRTXJI7XViq0GDAYEw",
-	"+ooGRUuDeazZPYhJ2AJUJopST3KxMCfsm+Ovo62gPICokbcbnue5vgrfVEil8L6uZDrR8RaixO6QJyvK",
-	"fzgFUPZXbrsf8YR989V3LHWyfMHV0n+IwS8suRVjcN75L4OFwV/wqs2l3VJcvxcqc/zpDTK8XTlb5vy+",
-	"BLWb+kUgjUhWJyOntx0BNzlA3tActZ3A2OZ5J9j23/O8XCpKa6j5KfXuBq7amVUXM0T4ztD+/PtRlF4J",
-	"rOy1no0SeoLkU/MpSAtxP9eHiU/bua5mc9vz9Bn9Gmrg20+h1E16GxY3XuhszJ30d5Fd87LvFJx09yzr",
-	"eTP0bk0626U03uroEpa0GzJ0v/Ar6rerYOjdj/u82KSN2Np4vIk7nkQYjiuP0fwNhLWVh+pZe+mlJhV6",
-	"ZCxU1vvYTyoazB1//4gvZR6PWqIbpfdxcrP4cqBQRNJ4voG4lsSVnCuPIR5G0qwXWnmq3qDCXciVxb11",
-	"f/XZtlLNxtN5pS5Wn3vnH3gBvyNr6XvY2QzhOWv67/KZNfXxRE92H1H9NJ7SakFO45WVUqNkJUu983kq",
-	"fklWE2w7H/c73Os3ceqo08ki/dOpig2tJMHQH7FTryAqFhRUeOpuravjAdbVS11OZJYJdS1vzjdffbf5",
-	"hTOt33C1pM8xD88GOzUXkd7LjF4IOwc9Chw40NaU3PVFvoyNMkfU7I03xDqMs6OPlEr96chYXfTbaqfm",
-	"IlTrgA4Hy3EvO5NNqIwJXuZLiCE7ay5lmTw/F07TxGRNb4KBf8RnZ4DXyY2xgP7zoPNyZ2IxpQ904R+W",
-	"eU6WjPFYj4MtiB7bQZfd6Su0eLQdDNm4LX3P6iJiuz8LRb8OcS/D18qMTZ0tWKfe4DV8ZvB+mh6Hc532",
-	"3u9qvkXXcrNqxG1MX1UwpuY6C3blaDdXsMLAHQn7d6rjvpdOZ3gnjLvA/SHEIli7V86iJv/eo0hjcWTN",
-	"eCQQ8LKgs8N7NfEuYlnKDAmf6tXXcZxgOwxwCoFDmzN39XJxAD6hWbhhNSvBjFoq9xnkuynhbMEjPcRX",
-	"I03YDKbP+/01g/w0ibsjbs9wpkgJSdkeCuaGaybp9Mq4AdAvM8BH32Jue1AIrzQxuP378bX3WOYNZj0H",
-	"RFhNDSocNUjFznM5m29rmGN+Qm257thAjyzk+zHTPxsT3RvJ9Yojtdebyp06/QBba6CdtYWNtWJfkaXT",
-	"uXyyd5pWSeeTG2yTDe+47+uRU4ExQ0Tvc7QMHoXaToohxlV9jZj790Ek0HhRNMRnXbO2WYheX3mPFrCi",
-	"wp8w7rVg7ABj51wFde6ZYfpKkb4uLUjq3BEOKOybJdNNFW+/qU+69pOu/Yh0bWAR8a1s6Nt0bYcyijow",
-	"sk1KeeM9p/I6+e7JLYmRVeB2u1cW2lhwQDhNkFWQbZSxc1kae9MI34Gxy1ygrQ7Vu735YGnOjYVIHBZj",
-	"K934lO7qz/hbh2asx1fPtPer1v77krPh6q3jHit54S+q0ugSAYlkFpATpeJ5K/ylmm2WCj4Th+y14OAX",
-	"YroKwVk8HHygL7Udt3O7pYYK1eauhLx+xi1Qy83LVbfOrn+vS4s1iU6y5YKDIZYepMyAQwlMSiWuHKOx",
-	"muk8E/3rdK+MJ8vulY4O6AqMAZ/HFw9FsAvJ6KDxX43n47f/vNuynpX7MDR3v3Hcd+w9fiCZfVAh0GS6",
-	"MZuO/97BoI8+tjJRhuVtN1kcAwAUAe7WKXAmW3JQ9Y3EFBtvA0CB7l6hjZGTfMnSj5/S/ROGJf88N5rE",
-	"rJuB1DB8hRAgrCh5zlJV5XkKbNlCScLUIqN3jMYrj5sEAITzi8KgqIPCX20brF9l/QnA7cyIDWnm8TFs",
-	"YvWvAqdtTAKszO1+j77YOsa70hvXd8kZqEfqK8oAbQvODTCGnzoVyRZ+FQhlO2jKE7bgSzYRTCwKu0w8",
-	"oTlKmRihMPlvWDJ+m0CidPwvjD/5DP7GltyMRR0hzffiDwjbZlHPDMukKXK+BC0tpPBRGwD05qbuJzhu",
-	"J4dV7MgAIS1tDZtAuh+vrB77x1IsVqzETXlP0l/ezGH9WI03iVc4oa4CDcKbc9BHw6KXwia3xNjeCbeQ",
-	"22Bsbg9m7sgAblhcwRc+LC43VHfBTbk3/2u9EKcUrCt2aJxAKLeqN/9LZFR4eLfLqC55KZ0A28YQDu+w",
-	"C1Gg5eSYUTx2o9pa8bLUV1gy7JOMd8iBans3GMx+xQEVu7nW22E4LbP5f4adHWA6N8kdzOd6lztM59tj",
-	"Osn1lZ/dG/H1uXUZ8Duxz+ttfwi2+W8qX/pVxFfPu5gchcfCqLUy//gY/jte4YJ/eC3UzM5H33/17bew",
-	"LP/fz+/PtA535jrmdX10X7Cd3eTP+nxH0uLoYyAtssjXF7bisvJKeL9p58GdBA0Ln8VINzuXze96Bn0/",
-	"cl46kbIsbkuWNEoaAvuHlTwzWLuWaYEi5VxupaeSbzHc3s01uZhSvnozthYmjXknItdq5jb1FiTJRmTS",
-	"rrWFpWyqHY7o6yFWDnedDZ7cA1Cu/YLWKdjhIHpqib8w5unLj7sZ0wa2SWCj2+jQbURVivQAtIkRolt/",
-	"niy9eU1ANsCCJkvmFrfKSZxA+NEvbSPQn5zOW1hD7e5Nz+8SybO9QbeL6Xk9Ray9JlTU4UACWhToZFAo",
-	"fgMMoqQDh1GB52YVizdKq/Mu5lLMeOlbSMoSfNbGMIMoZH0Lk2qaV5kY8zzv3sNznhux2nln4GZNeVku",
-	"qQDTCCDZE1aKQhCwTyBPkNeQU2X5jFDRxYci11lws3Yt3/LZWGamsfThTRJAERh9D+JktFN9l24kBFU3",
-	"aLcrGNL3FaZvom53Kp6ttUYcs4mKvA4K6g0kzWCxcnM81O2UZpmeVgvILpWKSXsS/cFdBJ4BeoMTaVe8",
-	"zFoBfIgsHkyWiP2gy+gv5zKPgaWHQTmi0NRGKCYWE5FB4BTaDZRchfyx3DF1pzROoI47S7Aw9NwXbkSD",
-	"1ajiTvWFDhFVAZ6vejt8zgdknnol9LuAeA2m3jirkDzjkl/gU9IwnpeCZ0uA3FZ9SaFEpTsFxqI57klh",
-	"8l/Yox+16C8AqVJ4+sEXAg1IEHyh1XkusbfBbjkEnjckUS4K25YNa3lFrF8dFbIQuVTiyF3XA0RrWQfz",
-	"DMhyztyE6w0gyoB67seBvhuIJneOwRZp2Z67b6nMUjZz5p5UVrM0BI9TNKrTXE95DmmzKTO6Kqdiv8sO",
-	"hSfGHlemhoCFBRW8xCQmyGiHN9zf4QY7mxLhYRuF2CQprY+cwDgYMYL3Q/I4dGKmlxaILc1VvRf1rM+/",
-	"xlljdJcapsY9i9ntqKMa+bfAanBiPW3oFxwqQn6BIXqRX7rsX7dXb+mEKP34BhgvzYAv5jl3duB266SB",
-	"G91EJlJxUDTWZw7CyNfLHLw9qL9423AjN2YRlpCRlovHDxyzWx6H2+0JHmk/5jOdXM6fV5vR4ZP9eS4Y",
-	"s3a6ktORAR0uz0FRmEgopDEnlPQ6m4msy9pcGJFfCqybwfwY0LYNQcDIRkbMMNA5N0DwkAHv6ks3CRtw",
-	"xmc7UjFWJ9pKz+jJmqA9+sywC9cTbsh/aKs8cDaeZs/c/zrVvQc+HVHSBHSCWR3Ih3WCgpughQcENe+z",
-	"+cFk7ARw/VnY+GjN6IaKYjAU15FUg2pXbMhVBnua5x1b8TmZcbDeLiIouJ3OV8ngZ0mgqXD7wdjnHn2q",
-	"O+rbmUKisK6iXguMQmYLBAWcJoHB8HU++CEMCZ22d8CQVie6J8OnScbdekEpUAxYPnvc/uD1VyJkXAxj",
-	"jd1mCBo/3q/haNIpB7NSV4W7IW0nz7Ar0rocwF7DnaCb0tddAhd0ByS/OtEDJnk6nM+qfGaY1T2IelfU",
-	"zyPSJPvt69dSUdkcpie6txCfsDnhScAkQ4cuuurkTDnbY5hq2fqCTUz9B6ky911nerd+rDM++wF36ZaU",
-	"S/JiWsun85t063lgfPQUPqiXQIZQY6U20uOPArbN4DwQsmrPlEQIlxQwQIBCrHzUeSZKglbwD6Q7odDf",
-	"4XPO+OxlqRc7J9Lf/ebdKplm4pGRKRLQGvLZQKgfvQ9+YJVKB900WwygOeVDHD7kgRmMdUxBZc4cbVJp",
-	"R4Dh9O0rHwlE1GmfltKIKIBnsADXYJdu3QKZbK6+z9yP6XsIhbX25BYM7p0Dad2Lib4hyLbWUtdKdMbY",
-	"oIZAZyJPmBG8nM592Bj7ikJGgCjNtuSGzb1EFhonSruhbNXdAoHuYmyYtonWfhY+28HdY5mPHkrw6Asm",
-	"3J+F3ZZqW2kqXYuqH/EH8SqDoH2PWwKTe4xv+yVqki5KYYizur9DKZ8jy1xwz6BLxxp5vspi1xbAZLcQ",
-	"Eb4Pho1eit0qJI05Povo7z3nyH3mTADPezs+0KtXHXlt6KiZvAFmwU1YRzcwTOas1VoDA60QAPl9pxCI",
-	"9uy9/fFlws7+11nCfvztxf+Ci2jkQua83Mf/wI7DUmXig+MCsmY5oQXxCXQLpguOPTBZOnEcDW9xUepZ",
-	"2YPs2AozJyuB4GRdaHkN1lkXHM2e+IAIQSvGlS+JTv2Hjq2YzpX8V0UjFaV2/GxcVrlI91f53l7E84jh",
-	"cVbknBDIWSnA4ti/FV5HWSh0ts4Qu3m0eUDWC833w9LN9hLyze6Y99EKcD0bIsRKXNXkTxXtDKiS4vnu",
-	"pKnN3hNTvIZzrslbMHwcsUZ/WFszxdAWaedMMcC9WFClGi5B8cHeCgMMkDp+hAPCfQxXeqN2tgd5pR/4",
-	"osgFAD12Mim1IqeeGQKF8R+MgHBswjOWZnoKWPPpvudv3Wx0T2mv+pUiE8r9YDYzwGSFA2pVpzwm7FJM",
-	"rS4Z5gyCnolgb7tmlBtbL904NzBwyXtswPTEKB8uo7RIgddjk9tUatQJxpD411Z5ojqNc5lbUa6r0/AQ",
-	"D8i7ruOyu4XbDGUhYSPurS5ki1qQKMc7qgI5IVO+vBQlU8L9f9+sr054vH6L6oE1IfXa7q4apD1xqAVu",
-	"0VcfRhf8Ourq4/+vSlSIz+qFIxAItWMQhDwb0Crrhv/uZ15O5/JSZHcNzuWJeUhJRdi1L9gpB4k+WcQB",
-	"upjoTRxxAxjwUaavlLNWD/6WxW7U1B8qleXkxAvmOqZqg5JtfFIaqqoRk0Hv+N+ygOdO0G9Y/w7ifOru",
-	"ObC/hivAsH9VPJfny7XMfUXLQ08eufF06dRT6PRlTARf2HJKAewGrJS+I6xwv1NM7HULCDdOS7OtNXuP",
-	"WaaaX7nfEemh8ww09E9Z7Cq1s2OqW9MQiRw7Cox788A71cF/vnrLiCF+yYErOipmnHzm+eot++ert9dX",
-	"444WwnLvhLl9DgI4XX4KRAIArMCWUiLxFk55ngfcLsRJdyoS5Ln6h5+ZMEyZULODgpfOGhwjumWasIUo",
-	"Z2AjK6zgXAwNPNSB4oAvgNjlmE8ZvgSd2CvwuQHJB/nJYnNYwscjnIKO5ik+7KycDfgI22b0OEOKAgf0",
-	"lW/82e+KyzSnudfq/iGI0ERYV6L0dR1PhuY2vOq9sF2XfYVzRewqkOAwboWK99FHPnXH9ulGTKujRJwD",
-	"Pm+ma2dZmPp7lgpV48uT0p5iO9pzcBzZUopLnicsJbGVEhNwL1Rq3PhrX8P/KYHM9ON1eEsDl1MbELX9",
-	"MEpG9XQ9tkRPoPfUXTAq+SP/IPE6qymZhkrla0+NZVpN18R28ZtWrGz8MzRWbTLfZ1BTYyOWBj1eobIQ",
-	"Eh+UsVxNBfXQiRsGoYso2x8aD74V514HZ33vDcRd8NXe+R4oaz3N8zbREJNF0nristu58+g+zsMN1edr",
-	"eey2KuFH8Ll+OmoFCno9fu+wb15Sw04E3gAOPxguYVfgCAvxC2P5DK7wnAdnO9zGUMykzyGXChp0Ur6k",
-	"VuKETXMJJASxjkpZmRNnEsqWS3ez06jVtWO+1L7plryFfRoY6XLwuc9MC1dhHeihP6BXtDcR99jRlW3O",
-	"1Of2eUvxcncSq4mU4Vu/8OysQNFFtF1E9bfvGurEBMMgicx8dT7GMB1BoklUx/hCXLBH//Cr3gJzdxBL",
-	"8f8cDj/fiATxPG+xA6gA0jpbvdTeiTqu51wsKttq3x9bev6NXWaRrU5Mg2xpxlE+MA0yOCE4/tynVGDR",
-	"CIf1XtKN6b8xOzyv8hwDKqm3gdIIkikTU5khqDi4EmSHYwSKehBDKktYLs6hsUqCYWkK52/Io6ynbimx",
-	"0aJgtjUYOhdiCSj5jgpLwbMVsh2mRq8VdSHBeG3sLOV5noJ32RdGQ5eVhKXkV03jPwPMRmExpSB8Lq4t",
-	"1SpfpuyvylhAJknwKYTZgAcaL/UFfha1x6SrOwsCf3kDDf/LTTxKRrTg+4rs0H73OD784Z6QkgbbCS2T",
-	"BHekWwgF3RgjKnrS2bfP4t7IcG6iFWx62OuYa/O8A9xswxr3iUnUYFCJK+jFFedvcpUd6RJSOHxqeIKt",
-	"W+qsDcZnXKrhSZpnc2l8MlQB8EGlyNgVXzKrvWLTnf21yh93mcwZZ0VF64nBegAMBJ0aFPtSkLqO7ZhW",
-	"3RVJm5n2wAxtABDqzU6P1YedZGo25/lMMjV9e7l1SUilOHi8eUiPElQo20GWaMuiCbH4Xh/JL9xJ0Amf",
-	"XkA/05lyGp6VC3EAUR+RsVyqC9+sRpdyBvD9yFujcDI3bMEzjJuvD5B3BsDrMHVHlmTTnAFbZkMcvB5u",
-	"QMibQuMRYBbeqDlHk8Tnvg8IjY/uQmOiOX8v16hNFJt1Z3f4pN1Eu0HwXQ9G49n+Shsx2ybRsakwgY9i",
-	"DQR1K6sxdoqupjUer9FHgtFWF8thkjT4oOZyNj+AdJoVyEivmVQQO7pZvGSNQzT2O/R2XX4tjX3vt3uD",
-	"Sfj8wA2dYTqaqhYTUd4BqLY7a0BuPAm2+kRfCvb8+BisdovqBePmBvmS2y3pP4QoMK+KPGLokjWiSU3C",
-	"sD0o/uUNt3hSJ++7f6Piu78GTpoCDAOhpDsSJK+LJL35wzFtFAolmmmjOMVNEkd3aZoTxQ/JucQPfTK5",
-	"t87RxIJToBJgiB3y6AX8fNfmd39ZEKQPlZiA7cxpWj6AvjQME2+GdOc33YXE6E2jgjW75+nnVtyes//8",
-	"ozo+/urfT+svwle87phyZa5EiTVBVmvq/FxHAk2UebBRePnsUF1iHdB1U6y65VlC/WyUNHORBe4L6q7P",
-	"7e6rCIqk3u4qgfwk99VXpbWIdRa4J3bACocMgc8ELPxhgUVlWSfb6OJ611eMjz7Sv7ZoKQ2XHJiXL2WE",
-	"oL0UvQG9NY0D2gyswZ/itE1v2EbQ/bBW6qWByxqUq4l85Jr8I2kEUQKP7FWLMVBFF2dwpC+Mew/9iD/z",
-	"e4OE6um0W0cYAN6LwSgQpwSEBuNdn7AfgC23Le3+LLxFt3sooeZE6yTL03XY1q0Dafn9t+GONObNTxMN",
-	"rFWvPYhRXbFEcU5s8ljLplbE6jaU66G6s405eCOn1d07LFAEjdKnj6AQrRHGIIUAxn14Ag198bFA2xU0",
-	"Es1xXwmxgxnSEy7SbaTCrhHYt6TeHk3nMs/GqFRvUfoOr0UeCA1OnTIYvJtdxDtOWm1e4Xhpm8T7C/dp",
-	"tM9PPtvtfbYRYXymDsyaAob5MOsvPnxyS66wBv549KwGXH/0nUwqIzMRKWDw5xO2EFxB5WOzJhTZ0QGO",
-	"sJfOpSghVXfK8zGoVek+qFd3raB5zCCrS8FK8ZeYWhMab0MRwl25JK/JvvGE6vu7K/djmOAFDndfHsiw",
-	"jvUqWYtcn3SxbZ2OPN6+u1LHjj5G/7WNL7LmS5ASJK3xN2g7X2TTl7mMoGlLmC0jvKUW57h7HpE0OQTY",
-	"bBFz3uiKbDGMYd7IxgRPPskb+CTX3qyHqSNsfrimqcGZydFOPDM1QOJmt83W8hxt8s/poqL740myr2FD",
-	"Ty6XW6o+xh7g57uQ+piJfSvI1DfIzShKMeW2LoJsG/MFagrY84aqkk/YRMwB+j6XF7hPb0/PXvzSzsB1",
-	"WoPIz31ZNKieVNds5rpy2wkNSZWxgmd3WdBwX8UIWCTwVJLwVJLwJZcksD1kJ47A92+tPqHmpzcGtb6l",
-	"XDcfjGvkTWMbdpQrUAnmtCvIZKX41gk2GQRPKa+oEXNUcqWd1eUDZqAFskplouwsN9uMdw0TmUZRA62x",
-	"DV7dxv3zVV6+RwldY6Wv1sNcdzDfrRFq4jy1zUx3h0DUXVN9DkDUnUxXxuDrMe7Fk+J4E653LRTqubQH",
-	"VkB/5N3gFkJnf74QvoMXNyx9+9v7M9azIAL/cve35jcFt3P2ozxfMp4bjTjLYJ5qhYj+eiGC0ue0vUPm",
-	"rp+78eZKlPAMKHAY1rcQJfJ9amvU/pUb/ou0Z6JRUbGLy/2OPvmeLnQ9/bqbDBGzoDPF2aULjt3UHp/G",
-	"9O2QT3mlsAENXeXdIwPiNWpLqr2AmufvM9ya/Wt2NorBTNcm6q06X55FcByUFhRAADFk3QC/ZpXx0KQo",
-	"oT2ux6SSuT2QIbcIktVD6z61awyqTfAxr6UJeJwvYYW7zMxrzNQXJHb3tLX1X3p8uLUd3XiZyQ7k3o/i",
-	"XKo6dFsZqxet1SD7bPR06KDDKVdsystyOdwLC7j/0jDLL4RKWK7VDAQpV+yrb79l0zkv+dR9CfhDc27m",
-	"wnhIiuate0iwu6hwNi7CTos9GjNtJZuf7+barwu2wmk9qdHbh1mbV3JbPF3/9pG/NoPkZVs8AgDl0lix",
-	"YOcyzyFjY7IkvybbS4MDwl3sNGEpoQGU9b/HhNed5txYgu8Of8NGA+n+fYvMn4X9we3TK3V3grN7wp6b",
-	"1FI5vnThGbZj51J0ixu2I8jqgElNKibeyrYOqlUSIVbHjy7cbdkBFHUP5nS3rR04TN/JdfWNYggd7Za/",
-	"DX9YJ/hvlWuc6dksF133eHTPKPd4/gAlAxOF6sovErIeN6Of8jyVXVvGfvT/2pSahDk2kODQrXfrGZqY",
-	"wS6ltOZaF5+757A3/P3cij0aCVa8PxDMdMPt6Mkswk15gjMNcKZDdMLbBh5ukajsgxWO7sBagRJaBVUV",
-	"PDm8ccHP8nLN3UF71i3msdujW95A9MrfhXnaMdM9uY4Hmacl5FJkTybqdVIW4erc1EotZCFyqQT+DMbg",
-	"QZFXM6nMIHsVZqZudUpnosdV9cwwP1NSi1aciE3EXKqM3LxYbllUFsWiIRTyEF2o2xK73xd8ySojDp2S",
-	"dTFpgBi3rqz1wSY6lrAethd9A8XFxQdbomaeYDwDwpFLAkmFgDkrq1x4uPScW9HovFxPDtHMffrmK10z",
-	"rWhWA5+ndPx1Jyytj2Sc6ynPIc0nZXtp9F8JtfMLyc/hsyDPAT0A+wS+XI93JSbjgs9gtCsxMdKK8bTk",
-	"V3maUPncTLBzgQ71yZL9/u71CStKeQnRRZWxXOsCgRazrBTGELB2Kc4rI7IB7gTOzFQXImsAYVd0UO2U",
-	"zdt2zv8YduIt0fqG4rp3HqG7qCY5QtDU9ONY6b6XLlnJzy3bO+e5wf6DXUVl0ozDQN1lbyizSTJPtM4F",
-	"V7dQaRbwwdaG8Vu7swof1oPU2OYFTxz9WkVrvTzVk1xn4O6t/3FX7pYOUXEEyzv66P4HQ/SVul3fSxdd",
-	"QYvnSiWMG9/yiHhz/CRJsWYMv0NrprVv146jz83yrlKmRiRZWXjrHDFBwZaCLwxWxvjmJu6HEhwM7iOx",
-	"efQB5EiJS2gLPFjBbnHHOTfQtdWvwLfT0dkyghLbDVLlJs78rlI16/lVZ2JXLRMbk7yr1I1UZKcwHMGp",
-	"HOBRNheyAsT44cAYcYDHCARUS+WAHOkszvDnn9yjL8JPSfwGtrpeefon6oAdPVnn+a0+/rb+LRkV3Y/0",
-	"9JA9XSVOomhP7I7wn9Wk/SQTttLyK2za2uYkmyTAAC5+U1a9nge6k7+a6zxidvqSUraokXWk/55Qj1m/",
-	"W1B4nLIUKUmqGbRz9ClbElhsD9n5drWTXE8v4M3Ajv/f97/9yvTkLzFFSEP0BlSKCZWZQ/YTn879Hk/E",
-	"VC9Es/9Mwv5ViUqQ788nKUIBAjRSs3NRnpBbQPGc6cqCGZMHuV73KkNrRpaNpgwBaaZuBxdJL/ZKkZWT",
-	"GstLOybBlYIPxcQdtrtsDNIkfJsWqURo3ZSyo/pvJTTPDHZJrdP3yppDdurnaCXkQl+bcxBUnPkDgR3v",
-	"zwYGYQL1DP2ZuLFVw+ncIfFHeNeQm1RkLL3S5cV5rq/GHjnSjZXnAQBEeVRepKEHI1avJ1JRHH8Ltfm0",
-	"knFZKSpQqQdxJwDH0imD39Za5i6krx/+pnL3llZAQZzkxnLci2I/ekMQw131NNh+yGkhL/1v9Cxc8e5H",
-	"39NPQVQ3nniLUnyF8NvP/YMeiCYO7/RM7l/xC+hz6lXqmSE9le0FFg4WslNykTuSdrvn2cL+U4bo3agT",
-	"TS4y1KTsVyh8VvYOlQnuU4xnXCpjV8PUaC7VXsmJMPYAko+dwPEAQOR2lCUzU106rYOyxSfazp2wyuv+",
-	"0n5I+i/Kmz1k/3A8NA0/EEKK49t1J7lO96eTW5TnXuPIFUXekbvnd7dZtQJSAPt5iA5oyo4GzclQmBYE",
-	"Z/HPsZxPL0zsi2wPBIXYY/FhKkQmYuk012CNh1aNoDdUBb0P04ynVVkKZfMlrIdKwyIRH4rFcFn0LplG",
-	"UqsxCaUVqYZfAQWdINy68WXcPBOeoY95eMyIwG17YkdbVQ5FUlrS9R+jNrvySUQwlO01KQW/6JLZdAOf",
-	"ahGeahEeeC3CNUsO8J0B4Sj3IOPWYqNrq8EmaLWWv+dMx/90FEqi78x91y4L8sI06+oC6v3isyfUOE9F",
-	"HelwEfXCyd3c0y5UdlAZ98tHobKx+6fPYNpI69TjqxRTXSISNngynNAtEyYOZ4fY5kxhlgUhXjrT+plh",
-	"KWH+jyfLdonuNywNa+mg95KQsBk0vPETdmb0/qSy340oX8y53RRgc3Tox3pm+nNcol26aY7Lzm4dffZ6",
-	"sJR6465/3+749pwWRfe90fqCVQVQmv8sSFKHQ/Q35ieVMbctntND3PoIXTlgO3Tq/+8dkaNzCwLa3k+G",
-	"PsQwW2wAQA1x5jE/cm7r5gRRnBxyAeDdKVcMGp8KaJtiQt48eKFk1lHCrjT+6Fvv0e1QGhdZ8BL6IBjw",
-	"GrZRRPBZaD0DeU7u2+qH+wFGaokD45PLCSbEcnl0m4kPVijjFGUwrUWtjoZfgksPMiWu4E7vgYOeL9BF",
-	"iEdgWGhqdSg+QL3A4YRb+N/CPE/3k65WrdiULghVWNxJN5hJrejKvyO9Go7wQqqM7ckFn4mEObtDJ4xX",
-	"mdSIAuA9rtT1MJwrL4pnxpdM1Cxn322xt1hO1iGotLY5E9OclyDS2ZtXb35i7qFDdtqYH1zS06konNly",
-	"NedWeF83LgfppDb8DF+ip9h9pEnqk6FMkFAKickdNBDjea6v0Ck7nQt3tvViwzIi5YezhTAGoGFLVlaq",
-	"KzPNLcwx6JvDwvAskwiz/LZ0s1jpWCsy5iL6y8eRhxvqyjfNhe+EDPHd4Lx3k+KJeBevJ3z3VYHdT6Ti",
-	"kGmx4q9zd7170sBFruaaXTkz2hltflNP3Brm3IlanzpEDwsVjH63BlXlOeTlN5M3gsiJxdV/4R7UGfwY",
-	"lrjrGjJ36EgC72iKPnEFu33FDWkdd2tCfY7oNH3CErfb06+7pHBh3b9QVNGVNXRnTSxD3Xk15edHElKf",
-	"jopSXEpxNUh1bF6zkI9HuqGj/sDqgPsT/tyB25zUB+u4GePaMYZkhGXSksUkSsT8rhuWdphdbuVoZ40z",
-	"oWTDkwQrnIhcO3bpdom6DDk2qEt2pcsLU/BpnBvWDhrRWBL8bD4qVQoODpVVVvgW9y/ihRsVVpnVcDeU",
-	"gUKcflPSCZ3ajVTYlVyZ94LcHtjQ2MkSVp8QKznsIOgcGMKEUFUmTZHzZV+qWuOUu3PVINetI1ktWcts",
-	"F/zCt4YioXOCRwaqXYII7rbNnkOz4/CdC77EQKO0CYpkw2bC9tJY34eCfLgZyvu/Hf1bk/duFEufkgb3",
-	"1lMrusNPm0fqjsXwq60u+57T5/pWRFcKuwK2qGv/UfsN+pi5b1+NQYelFeQ2wNxbA40KAwsC8Avk7b08",
-	"XZeLo3m14GoM/umjj+4vY6svhNrsFHCKJ+Os4DAzhuF+cYOxV24wUqFK4Q7QfA9KdilUBrzaig8UufCF",
-	"x2Ba5EyqhIImpTA6v6zVIFPD5FXWOt3Vajada2185/Tf3BV2sxqWiVxe4kxR544rMSHmXJZLxhl86Ko7",
-	"ot+zDi8QNgg8/vwrlkYbCLhhY1NNFtJaJ2Acfa/8Lj4UjgXH4sdtlTRsmmtDujTknpieLh3cnuf6CjYb",
-	"9hogDwdIEDfPM+O9jfQ1UAvj4eoaq/XCIvU5Vpi10CNjAulsm9t4I89IBy4svkp3oxAKOgK0KdN9RdNM",
-	"gGOBacZWLjosht+V/AD9/d01M2KqVWYIeRaN/3CUSvvSIjTTTHyegbdKZf/9m35NPvQcwVfG0ZZ0nywW",
-	"EwBh+tg6u+SldGPXXRLdNQNOcdhltmAtxJrqPEMidCoLCYBfBBMAVOHTvZsbyzEDZtz0F3RM8lNtl+7B",
-	"Z+SCw+Fl2u7HFq9QLMWisBQbQMIEjSWsfFnPLocO1Y1Vuh87FvgSZBu3Yqahv2VYEvg6UyyYcHfe/esg",
-	"l8amvtgoWpqvsAZnwygZRa08weMwSkbggBglI/zIjtLrLb+HXEwLYec66/iwX/SVr+wAj5c0VGTn1J2J",
-	"YM5owariju+o60Pg5i+0FeOqzK+16kh0rq6Qs9SxuFnJizlt7DMTzGTHP7U6l7OqFNkJdh5BZRMKPVIv",
-	"UMb0whhLbdMaj/fXyhnjJeMTxIdsuaCV6LK7m7RuRA7A412NpCyYXSCI2tczwYRtmbFzWWIYZ3hvdfzv",
-	"FRiBqYbezDZle47FsxS+N2W5tKLkeb5E1Eq/hJTt5eRZTf1XpPudTAIG6uYRNHg4FMeSDjsV0ZYnwm3s",
-	"YiLKMbjlejjQQhtLdMpXLxlIMnM4iKNii64xJhKuTvYPOHXud6Imtulcy6lwlLZAteMELQetWs+a26IV",
-	"fz5srvOs7m4Ly7hlOnF7aeLxnaAjsjmJKaXQEvJKLeZDSjWDcwhrdevy3MH/zXEzmqmTM6whKr8aOxcL",
-	"I/LL7T68i9YwWXbs1zZGHaZr7pWr6vGZpwKq/2pe+cxg8f4JQkOCU1ks3RZyBiqhMWSh9yy4a3pwS+tz",
-	"UGpKnVOgLWKDSaC7pFsADbx9bWLp4Zb9nteOc1jBIQOWQAgHpI3UXDpx24WyNO06nzRhPL/iS+OswRZf",
-	"qb8DonVYTNnDRIL50NBjnKBDxR00qDXqDL4/NnbZ5VZ2cqo2UphjqSbx2dJpUUpny7mzon11/3RqhLt/",
-	"7uBmc919aMlIZus+iMnsxBnLGRayulHdM96KRpuE+kss+IfXQs3sHBveFdxaUbrh/vd/nR78kx/8Pf6T",
-	"/nF88N34z3/7H51EK22fX91/PJ+IvDXf8+Pja9Djp07PdbcafIchzm+efzXAVVyCqQBX5iUkiu/SRwCl",
-	"o/1mT+QJiH7C1ILuiKhQbZ3/mVcOfQtGlTkWbYTyB48xOfIMtJdwgtUQQXf2KeLOKpcCkY08OPN5VYIX",
-	"kdJ7p1zVif4+BBclAJOdeshOySByCgFcPqrlcLJ6Nb464ZlP8+swypW2UTM7zq7E5IAXRcQ74qgkmGoZ",
-	"tzzuReMxXWCsc2nD+MkWHod7cDa8h8Efn7/hetmKLasWobQ6+V8q3XGcx4KgKW3gumwwwNcFOJtT/k+k",
-	"ryA+IejgdZJuWfo9OgvOAbe+tqmgXqepxyZ1NgQVM+E1IGWDsFigNAZ0QAoj08MmfrptEXcK7w1BU6RV",
-	"qWYQr5WQM3wu8buXuoKQTbfKE4dDaZeTGhANpr5egPQmDqsXxPQgtcKbDYNEHXE0gPwiVnrSqALiiolF",
-	"YZd0Enechvr5S9JTQmzfXpZ+SkZHUp3rXhf6z2Q6+FSa6NcE0gETSC/HawUb67mJEzyQySGWUbyy1018",
-	"WhSv3EJ2mH5GU2yK6GNEYsKNnMafe31lbWdBFljcRPjtjk75tN4kH0LxIZZBcXAlroSxLAUXRxqF3qHf",
-	"llaXojQciUATJFwK/iCou6TsSsP+qoxlE3FOKV3WD5R4eAKdZwIcJaVBa0b6DKOZOGHpnJvxQpciZcZZ",
-	"Ux7lHHvUhEWVYtHZcM/pKtM5t2NeFKSuFAUlvfNSgIrjfj8AAykOlvRlNMdf7isgou/2SUXSeK2om9yj",
-	"UX6RxmoIW25UURqTWw26ZV/MNn52WwyHZGMqkL4iMomnuXb4eGW+F1VpNFUMy8zzEyIVv8c+SGDmbpvZ",
-	"a8EvBXS3qKARz0yg6koARHF8sWuR/gy3W6izoBdcLWtShGNx14g5YtfGXrexO/9Ajd2PN7V532mP9VVK",
-	"Xcc944br9Y4/ZGG+s8xfnzHfzznjVoXRn9vs+ugj/Qtymc6FyCZ8emHWJAZzhCJMc3lBLrZMGvwPjFWh",
-	"R5nnbKoXkKJAmi9NdOJeVlWep8zxLTWjRsKUIUUrCBcQslKG1YenjhekUQdR4qEhcz4MDvfITTqoARUt",
-	"vCN1SRtQLt7gAy9p+CHc1vMZLBwsuRX96JL+fG6eeH/7xWmtT7+nGrUhyMDh8J2hgMUbd51P+VDYxztE",
-	"kyPLKehYWcmvwFjiZS5FSdezkTPjKXwdEzHVbCYM1LH3qIJvS51V2O74XFwx2FXpPdF1opqczQGJkClI",
-	"kplwA2ATUR2Cv5kbdLOgYDmjgRxZHHQzn9fY4/lyv865IeyKg6pg9HGw2rrzzfn5yUAmcrKuALVTnXvv",
-	"t/M//TZtw18gyT9aM37JblnNtvmHG1S7u0uhWctiVo5hk6EX7kFN4A+b3dxPPetaHae+eDWTKEpdgMMW",
-	"M44CHztsdGfmlr3xJqnnVmt6Z4EjImGFKJnVOvfNOp2JMEV7yFkCcKkFpo3rPLAI7AeU5+u8D2/c7Lv1",
-	"PrgphnkfYPXuw+6WInca6qm/ab2jImada71SlNaJPQyZEiIjAyz0QORFgemcuhAKOrlabkVoqtnBAHx1",
-	"XNCRzwW3VSlWWqlFgLwYp/A+aJ/7SQnvmCSyKgB5UYwrxS+5zDFToUsGVtDPgu0BVX/gTodyNq4HVQqQ",
-	"qz6bCPZxn1RmN8kMOuBoW6OqBrkHv8FksKjGeM4a6WzuWF+Xt/Up7fbS1BMNuzpIDgfnfIr9/Pzbj+gi",
-	"hW+NyM+dOdFqKKdbf8+MxD4QG/y+EDxP4OImbKpzXZUG0aAxnppzNavI6K9XRoAnV2ICHoHN2AKxNqc0",
-	"c4vzuEihpgViBeV0Li/RGOukzX+IyWlRvK+3YGfE2ZxpE3X6lG5/OA8cbGPnFBxRCJJMrvXFeop1RHdg",
-	"9QHmnvZ6QLClT+qexs7YEUQiEanXvkP9f1qr1inbQxlwJaF2QCjEQXICAKya/YRJZTUW3VIrzpry/SJN",
-	"IUSEabRZAiTdThMaB2OjAQcv8ppYwHJyClAh+IX7XqXZpZZ0X/z4ybq2370QRskGdCJnmvVCEG1pS52J",
-	"D/ZMn7pdJWSEXThEollu5gxxIxwtCjG7lYIks1R2Loy7sEhYd8ofHpZl8T7shaf+0KzbERwlZBDMx6pt",
-	"AWdLLMMnRR59DCB+ZaXADVIjFHZKwN8K4fFE1gD5AnqAxN7BZaUQiS1hscKGVpC0PsvI/Qa5JCS+iUHp",
-	"Us4kemWVEhDsZ1mpi0Jkh+wUBofIlROQ3vfqNN3M2VveW0M14V3wnrhyr53SF0BmjTlkP11SW+GoH0SB",
-	"hcOYxFi/AosgIMSQEQUa6pSybyDMlsQdwwXG2YIzHIfa73YLhbWvuoZIOfBPDAnZudXV8ThMVabKV94L",
-	"0fIe1udhHXFzhjh1AMEVPpvSwKxe79BpEeXuvDonbIGx2AB9czXX7WO8NT9P0pGlrhi8RbHeUkC5A9IV",
-	"AvrWqNjGU/plHecDXHvrhnE8WKpKsFxeit5GEmqaVwgXasXYKF6Yub5pmW70FRdCFPGtcAZmqOCrrx9e",
-	"+dSTA9VvQJp0rkFx4JRiB7tChRs9EV346rFWOOp23/LnzuHa0dbM9cxtVABEdQPB/Tl1P7/Ws1ESAGGj",
-	"Xz0c7EpSINaAdQ/ZzPJ7iU92jGHlQujKDhnkjB5tjlIT/voR3vnnICObKvRi7PqOt1/5B2Mg+/ptJT7Y",
-	"DS/+6h6J36lRate9VqPl5loXm5b5WusiXiG807849zitC55cuyT3cL0aEhJN+iBPYf3zWKis85GfVNYB",
-	"K9wxaxe4cCksKCA9j7+Dn1eAiHueXoEjjn4nMOJScKOVVLMxADI2n3nnf3wBvyEQc9eDTqMNz1gz7tzB",
-	"M2vqTYyeWt3I+kncyy7E5I5PXoebjGxw/Xtv8ZlOtOU1r63BXD6N9LTVTiEJ+okBVPb7lAHkgy9ccvIR",
-	"QPEprfeLjEGKGoCFd6SuRwq3Pwv2rgq2uj9Fc5TrNRiVbzFtJpS+B0SAghtblzSVlTKJz0oDWXmCxyeU",
-	"LZcMVy0NpdCDRopqRcKsXEAOLiRgm4QZKwqDPtJYBZIEAaErCzrIQS4uRc4ywKoblt4A8AYW+zBUCn23",
-	"CSGKGMuhlEAxPp3qylHhgss8RmB1qu1EZ8uEcajdNpYvinbngIKXRmSI9AWetYTQwXQZFKnKGpkJhDHg",
-	"qisv4mcR7s9rPduo2gJcgTsCUm5zPZuh19lCirhWlktFFWa+3qlLibkQyytdbpllVc8Oe4E2j4ePAP2u",
-	"bzrckFFXz2hTTdHDMUpG2BPBPWbB3OrqH92pXEOuU0j5ShgcrOMfYKE+71tWgUy4Q3t7HmV+fef+b0Pu",
-	"V39GmrsXkq4DLNOxNrP7bLQ1p0fAmnU+qDTs1fvf2P/z78fP6Yb0Eo4H5eR2PMb3R52mUcatOABMhGQb",
-	"wvJLQ1P92iuD1291YZ47TdqIPwhWA+iIUKzJZMb2IB0Vc6ygkGd/06Iny3HADaWBtk6C7F3sVCujcxEY",
-	"Xr1mZH3UIHHAGmmE0X2lFsS8cmj+o5NBTvI9irAThPpjYQyfNlgD8B2VOr31P30Q08pSsCnMQUpAiEiG",
-	"HwJMEyYYYXnMIftHZ5ukutfRHlQ6YwuEOb+UuiKgQkRm83CF+612StS0CNcA/j0DiqGHeov6MOFAfK3O",
-	"GSQYqRIdfrqkw3ugS9+NBz1eTmBhTJr4VXBDzLlhEzFzCy1LeYkgdXEjH6eZZCLoCl8dHw9wwq1GJvag",
-	"uJuHPE7iOhh7WD21/WRNlGBDiGFN3AI2pi9yccK++eq7CGPWI93iWyW3AgEcrherIKr1dL+jWEXwQMJs",
-	"Ut9XYyC/jh/oPkVMMHlyHD05jh6E4+jJ5/Pk8yH0r0hg1320fDpJI4QXteG6WzfPV99tfulM6zdcLWku",
-	"8/ACtb5t1qrE30Y3XI3NDmzzwK1ISANMQldJwHhw5oIoqeqGgqKOGiDIFHxMQancq/VOQIiI4pg7D1L6",
-	"hhHQbxNg7WtkM6oQ73XevKsUNVMYGJyUGRSjB3DeRpgUUazRhgOnFVyXGODA3EIY8z4Mt7BPm5K0IAj6",
-	"hXp7qU9oZOUNvsSWmwtz9NH9D1aYWF30W3yn5sIZSmEm91rth1UssGQsLbeaufEO2Vnt3kDjTwmRMXKM",
-	"rgtr3/gGdzRz6C5o60ol0IXfvDNuLn4Win4ecmdha2RGiDPBtYLe+CE3k47kfoBHhoBkGCg28d1L3EHf",
-	"CC7jzsAxblrt5r40dM+LoTEehcPoF57b9hUfzE1qdQDaaK5zHrmBDLaaLiulfCbmqj6SsEllmYh9TSvp",
-	"7pQNGiAI7PzEn1DifUJQNoD3jpd1stRQpCaZAbPgubMvUcxik2rOspKf22SI9+V+nCnHX0eeKdqxsfCO",
-	"CRiNgFzjTjE5V3XjN/gdkbAh9cVv/Elv+lazp5affreunXeVCv6O5atsCJvu8FN6mrLaU90m3enuuPST",
-	"y+nJ5fTkcnpyOT25nL4ol9Pu24k8Dq8WxXYAgQCwQttCfYAmC/Vq5oi0sCPQyQz+zwFA9h99RD3N/Ue/",
-	"v+u1NJaqnr1qltQ9vUPSNCkCzuRdFgS15cOpWDk35coZXJ3epFNfIvQGBt1lyRzM8Ja+pK/1rv899FGR",
-	"JX3v/WGwDWyQWx+LVgIOI6IV2t6O5rjtNHM5nQc8bezebjVApp20Gu8a9IFArduBWExElkEwGtAxS1Fy",
-	"dZH2YUkE8lurdvqEqeYM8Iob3QnNfIG8fpSMsFznK4vi1E1Bvo6OlKo/N11IUNNxg6oyH30/Orp8PnK/",
-	"0Iau4IZFMEo8DzV+4sN0ztVMoHHmQUUQ9R63oglGsJrigq3pwE8ROk9gT7rKQIuVUNgC7VapNx0Njm2M",
-	"1ldneFA6gCrIcyw2X/AMcGmjsepWsavjvePYQtOnGNDAM3kpWsi5fmEeK6YDgS2GmsuRB80R/yvxBqvK",
-	"6pYt8V42sKw6erFhQZfVWM4FN9z9A+sXxXQejYWFXF393KhdqHs7/HTpjgITrtyy+QSg4HyH0A4cSj9L",
-	"XGjaiUbHY4gAhLpEb0DBZWlYqOrKZCmmWNsiG5tyqpS2vTO8hEZQcG5UItbIe2VXXFqG1fg0Xgzi2UEJ",
-	"5AkJHhXqAsx9UwZZ+tOMxmxKso5NhyjKAYDbwYnNgidz5T4F78S6W/WiFECySYAvAKeAypiBHvnuv1rc",
-	"Lpqj3SV/dfwfqVmNb82J/Q1aPe/rAcPjPXcVNGLD9oyYwWP70MMR34E2xUUuLRQGJ5Hcms5lntG7DY7j",
-	"/tAx0xthecYt9y2MOpqtR6MTXLdWYSXxJH6srg/inlPMSl0Va/YZ+rl3rBMFXagujvvFgMYRrwPl3uog",
-	"9RkWshDYdNF9O/Y66eSm9Stv6ZXRpz8//d8AAAD//w==",
+	"7L3rkhw3lib4KrDcMSO5FslSVVe1zSptfqQocYrTurBJqmU2PVwPhDsiAkoPwAuAZ2aUTA+wb7E/dl9s",
+	"n2QN5wDwG+COiExSVBX/SMlwd1wPDs71O79clPLQSMGE0Rdf/nLRUEUPzDAF/3qx53X1Yt+Km1eV/XfF",
+	"dKl4Y7gUF19evNszUto3SGlfIbx6frG64PZRQ83+YnUh6IFdfHkBLxXwUsGri9WFYn9ruWLVxZdGtWx1",
+	"ocs9O1Dbw1aqAzUXX160Lbxpjo1tQRvFxe7i119XF19TQzUzqQHdCHlXs2rHyIZqlh5Thc08wnhk2R6Y",
+	"SA6ocs9nhuLeePhY3rLd3FAWtknj1w8dxq/2Y91IoRkQ0Ve0esP+1jJt7L9KKQwT8CdtmpqX1A7wDz9r",
+	"O8pfet38F8W2F19e/G9/6Aj0D/hU/+EbpaTCrqazVNgZuaOaKPYzKw2rrsi6lBVbE02Pmtztj+Tpmotb",
+	"WvOqAJJfk61UhIaPzZ4aslGM3mhi9lyHbXz2/OLX1cULKbY1Lz/yjErXqyZ33OwJu+facLEjlpZhWNjK",
+	"Bx/TtSDMPlsRLoixhCUPB+l+JHpPGwbDeSnVhlcVEx9nmW7YkRzokQhpCC0NkQK3TjEtW1XimF4Jw5Sg",
+	"9cdbqlaw+waokGwpr1vFrkjFDOW1JlQxUsvdjlUrGLZiplWCVTDU76V5KVtRfSwiw1UilWQaBgP0tSJS",
+	"EY4/3HLNNzUjRuLC2gWnoiKtZgpG/Joea0mrd1J+S9WOfZyBt43t046xtp0qe3YFoXUt79xCvlaslKLi",
+	"9qOXlNfsYy+pWz8uCCXaUMOQv8AYtSdSOOMw3ndSfkfF0XFN/REGKyU5UHH0o9B200spylYpe3WpVmhg",
+	"kDBU2jQwzB8Fbc1eKv73j7WgG0YVU0B3XJMD15qL3Yq0wt76YkUUu5U3rLKjl1vgTHdKih254aIiT9dt",
+	"b8DrZ24Oum0aqQyrvmMVp+/gMvt4ZGuZArdH6tgEMqFlyRoDtPurv3iBCK53TJh3e9nu9uaVYYfpLf+D",
+	"sFRHtRT2XrAbJmV9WdK6tv/WhjXEng3bjn10Q+72tncq9B2z17eVDBolG6YMx9u73FMurEjw5S8Xoq1r",
+	"uqmZlwlGN//qolSMGlYV1EyH9qPg90TDQbQ3MMObA4aEN3UpVcVANgkSBhfmX//ciRhcGLZjyvZkF01P",
+	"O3lVabvz8JQ0SlZtySpCDRKu7QxkH8MO8PFkAokZUqXo0T7HdViQgFYXB6Y13bEi83W50UzdUpzDeEo/",
+	"7WH4DLZS926I1fJ+NFLzeKvv3No/0aSpqWVRbj8sAxAlW1k+pUC6oIb88Xl0EwySYrz1g6xY/UT3yHG8",
+	"DYvDtzOeNv49PTDtzzcuiiVwe4VqZoU5e9NujmR9tc7upeCiaRMTsc8JVTsQ//SKUE3+x9sfvieG3Zv8",
+	"Dmq6YTUQHa3wJqL1695Jw2+HvX/NdVPTI8FvB1Ne2RnCyKzwPjMMubES8AVK5V6k/88LIMQemfZo5f3k",
+	"29XFtRDSAIHG+c41KVtceLg/uBQgGCBfIQ3laspZ8GF8zRVr6iPZ8VsmOl4Rmj5QU+6Zzlr801kSDXMF",
+	"xuQaiPKlRO+9I7LnpihlKyK9/1XeEbk10173VJMNY8LKVZUlN4rr8Tyrx0ye4xczvv7dLto/FV63sOoV",
+	"oTvKhc4h/SnNzdPWt1ybN051jN9tDd0xew661dJTwrLqkP1/YPNzd/SIsn+d8vw91cVBKhZjzczsmSLb",
+	"VsH/7eg0is09hrmRsmZU2KZqfuAJLgMz0/zvTjS0lAeCB1LedJvt+zMtifawYWpwW0T4tzS0jhMmSIO9",
+	"VcbdBwm2rmOtjfYa9qC3dn7uvlM3gSg9NM1LxqoNLW90HjVs3esEdjxNENO1Gn4ZNEbb8EBQmKMgP9g4",
+	"/cTWJTHrV2Ir0xMG+ZdqXpLe73gWUCKf8FeQdQs07kxJV3rOhuynybuSB61kSIRWCojPhTYNSL1fkrVd",
+	"1JrZZ+sVWZd7auz/QUq9DP+qbqkoWYU/kKf2f9ta3j1bkfWdVDf27zUoq/jh+nmM6/nFmN7RdKeXRA26",
+	"04QaQ4ELgg4c1i0tUc5SAwzHLVKCKL5jhqaJwksIlqycguZlIiQLe4dETgTKPKUUMxLJLxdSsB+2F1/+",
+	"Z/86UXVkXecPyDsp61elFF+D0ePi1/cTfcg+JQ1TnURzRRgHnkoF4Qd7zn98863dXSoIO8ifOYHLqZS1",
+	"bJWV92h5s1OyFX1W15N9Ykv7Oti60wv8zS1TR7MH8ZWUNbeKk2Cs0pYAGsW0/QGX+ksiGwaCrpUMV0Tf",
+	"cbgwL6UgW0ZNq5hewQaBsGm364DmEzRgAIPUz8m1f5vgaMGmtWFkbQ/buienNA2ICkISzQyI6pYCuFlZ",
+	"ra7ckwOjQsOrvkFuiXkbE8U8oy9A0khfdXANwGr07gaqWLhprLxScWXHbZvicTFt2D0T9lnVOz/hzoxt",
+	"ndXuCly0hLqE+p+dOXPmKVhEPLx25yhxsu9z8kNdWTJrGsv+6yMpqVJH+HYNhLcmm1qWN1dEMCvLSsE0",
+	"obWWIJ3CezsmmKI12XJWVxnTdaapAubB7g0TmruTOJKqnSGAdC+Rp2D6NeBYMM/CmV+XrTbysCYlNWwn",
+	"1fFheu5giPbh3Ohcl9yS91bJg1+4FVl7qzlw8Lbi0v5xyysGf7gxP+JQkSqKAzN7WUXGvFbsIA0rWlXb",
+	"AdSypDV8iVfHRpr9w0bTI+WErAj2FiBE0Cfh8HiLD0Gj4MxN3BMmYZHjdytyzK4XzyAyiBMt0/Fmb7ml",
+	"QWe8JjW7ZfWKrPd8t1/DxWuv4CwpYubA26+t6FogO5yRTmGS9tAyf5jhkMP5Tci7igq9ZeoD0sfkup9w",
+	"r9zpIQ9Lzm5JEYx1bSXxouY3rLBSbppG7b3qJTK4ZuR2y5Rle+A7MZbxIdMLGtijMnh3jxZgKj+wmPL8",
+	"jt2bcAvuFGNmxO8tm8yiRcWM4uyWqcKb62cWBkwWmpTcIOvvvM3gW4UxHEFvf/RF0fYGsEtf3ElVFfRW",
+	"8spKxOnRophhJQzZGvhToVlOeYPG/ABLKbZ8d5rJ6q1jNF5odt2B1QYOXYapaoE/GGeij5scB52tiG7L",
+	"vRVJ1jfsaNdN22Nt6Yvyonsd2Rdt+DrPqjHdnIaxcl8YWVjZL70lt5KXXv7jmtBbyqGrx6eWdrdj2rCq",
+	"8KacyHn/d/8ID3in1YRTtGFbqZDUt1xpE8SmB12SkcEVdGuYKlI2wXB7SnvbX7ZNsFDhBWrXSoK1zDZD",
+	"mBXzsK3HX9mjNuxQDANlxodA3TJ1eccrNhLuI0p6xSXKLpr/nRUJCxG4U7Uh8DpcDeB7/+6r50nvSFZ7",
+	"nei60CJctvnjhNdnGwQhML9BeH15mN4SMJAGE01/J7Xp3bL+U6JaAVetoTcsYemaEIU99fb0Ix/IuECo",
+	"sCqdYrQitJZttQI+vZd3GepDa+TrmkaUtLUj5TUop7XVeFx/9psDNbykdX20cjnX3Zt3lJugSLDgz3+o",
+	"HFdTsWuTIqp/agegG0ZvsjoE/pkQToG1GmlHfyYXt/NGT1BhlfOEbN0p76jwAUFWzhAjVYVrl2U6/FEz",
+	"9cq291KqQ5b9cDzEGD+KWpIs43gnrdjUC8aaxKogf0FfLFgyJAGhuVR8w6bcy56ehHXPNrSy+szBHrN/",
+	"+YJ899UKhIJjw5wu+IdD8y9BMfzD4c+0+8cdve3+QQ/KXdDuqx1dD9wxGy6oOsbsfXa54gPsGQZuYKZd",
+	"nNXpng1Yh8Vln7PsKqbb2oA5N6w4PI/Y7qISBjZSyp3gf7cXuXNOzo8bmoqO2wsm38mK1XHrOzh4CbV3",
+	"r+XOymkJEfM7axQrrcwZZxTeOBaxvt0bRQnd8JrbxvpCZf0wEWTLTLkvtkpGTvm6UaxiWy5YdQldIfWh",
+	"tYL/3Tbrfo/amPdUFz62EO6fDa2pKK1CgxK1TvHLDS71HMeA/Xj1x/8qLEnBV8MeZjnyIb6ZwVsPllfH",
+	"Qi1T81aDTopmhw2rLGcoZhYAHhWjSytbg4AZku7r0DkGGgpLs+Aoixh6fd/zKkIN8UDgyKf6hlWWmUcn",
+	"YvXPNmYloKVVxHq2WGzW3epe/Zs/e7gZscP3FTXl/semoob54OK3MJIk5+7HGWsXY9ZqUu6p2DHnR9TE",
+	"yMjZ7GKP0+E0ZtC8ka7hBzg+Bt1G16DltXklvmOGVtTQl/amjYUdwBWMkStwD1qBrtaWeDdHwo1mdcTc",
+	"HXeJgT8QmrPPe6pjGKz9HXmBkyztFsXPQJwC1/gCtmH4Ifpx3EcEL+WulE64D+2rlxy0Y4ouo2CyHl/s",
+	"vpUsOSa6W1nWsBd7al4EY9P8HemMUj5cDS/LEgIpmwa2vJYlXOb2bJ0WcLJt69q3m7g7VxelFLdMaXSU",
+	"8FSQfe8l9CZ7+92G1dJyUzyHixEac5ErPwXG49ruRaqAPNoPbckMqWO3UUvbdX1Hj5qsXU9xck8tBq+Q",
+	"f3DdU8dPDJ+LMHE3aV6tSAuKDKgvwZlvVSlnY/D2yYw+kXZPu6x+hHFs+Q6deyU3rJoaBcEEB/qfj/t2",
+	"TLVbkyGlTm2SeinbpbM/ejKuFLsjKEBmHeI3vtM33g4aCYZptdPo5tUa+1LCBD0XD2CfkqexCACU/wcx",
+	"AM/ijJfqmyThdEZrYt97ol0yzHJmTZ8j40HpulpFounGrMLNfOWZ0OB4v08wxuR9b8VvUF5Mq6yYBtG8",
+	"PWYYDQaRhZs+68WEbGlbmzhtd94Aw00NzmPfQOWyZQS7G/C7eNTTGWxTgqTHRcuuCDs05giu/w3MFAJT",
+	"tetdCpZlOEjEC78E888wqINrWNbsc4MKPK/ZDz0fz0IYsf3kRLkYuiG3VHFgeLe0bhmkYGC0a3jg40En",
+	"FAWBfDPxxUEj1pRX0bPl07qK+Cm20g2jBxBwLH04M+hbu2nf3GLw7Nrf0fiKFAyDaR3PegqiJlIlStc1",
+	"2xoiW/PsOYHwd/TUo8MUHfa9bu2omWgP9pSGXy9WF75Te9IWSWXZZgB8gwnDt5ypFSn3UjMQOEFFoXXN",
+	"1BXhhuhSNkwPSBsvA6DG6BIHA2bsnLyUirxwcU+wDiurfrebmmtLvcGCaXtzx0i1gnChDaOVv3Rqas4y",
+	"ciD9BOJ1CxXnXay82cj7F1IYFQvh7nuJKDky/QchURaNWQ8cj0rZVO2cNvLe8wXDy5vZ8PgeZzo1mm3P",
+	"KzY/EFQgIDeqAbq1U9R8tzc+wn4vtWWgd2yzEHTXG+eeo2S2OMBgQ4gwWIoRg3ov7wQR4D+VfvESx91v",
+	"/tLSH1ptrOaLp3ig/fZm4VlUQpRhR9KKiikXvYRtw8dkJ5nV6Ywka6S+DL0Jl6LXawal/qRo08RO//UC",
+	"kZaunaW7YnwyxoMO7cQH67OxYwPUB2A8pOGsxBhp0lDI3gLRcIXR5JbpNoqVXLMulosL9+olpnPH1ade",
+	"StR8Hnhaf5rRaF7YZ8C0+IGRp339pS/oYfTEnMoxzUg/IS3mj5cbapcJc2LuuNm7U9tfyrjrqZc9nQjL",
+	"jrawaDIIrhtnbgpZTZsj0U3NgZOuOvMkq9yLd4obzC5Qst3hgbp+/SradwvWpvjOfEu18aak3M2BEIVE",
+	"3sO3TOzMPkTVDoklFU8OIvQgQd2TY287B/26JgdUN5jo/BF7gc3PmtzAFOmsEIHoHv/gjHmEa25+/F8n",
+	"4riuieZiV7P5IXtNeJ6XBXaUHeXeffMtTyk2Pqq/N8CHJnn0hzqVxrOyMkZG3Y+TifE9fiu3Ha/urwqR",
+	"t1Y/q2vMPJlpuoAX5jrA3BWfohfmnZ/q4fM6+v25xfFLHKWInvEvcdS+ktXRHbMuLO0pHD6nkEr1DOTu",
+	"uIcyU+8b+P/+UTU/J0tfXKwmXHlHyyOyNBikD3gGfcvQG4gC4mgdDXdKXxzLiLT7LdXHT0Y1XObwGRrW",
+	"qSbzgX+Z3ZvLninskaznnXHoLAHwd2jSxkX9GCbtzybs35MJezVIafuUzdSnGqXDrN4CCwW2/BWNcR/0",
+	"QxK9pwqvKTAxAhuPcyFkyhHp+SPzjKWTyoMhrfPrWa7p9bKso3ry9geuYCTRRjaEmzyKyNvDgIY08a8j",
+	"YhEmJTNRaYfaYb+8gr//+u7dax9w4BYGH9sfj5r86YsvYipR7AxdkwO1Ui67VIxWMF2ElCrdjfSRL5Tl",
+	"ZPtwwXjRAsbbOzuTGyA26317oKI35/umpmLsUDnvLgEhCMJbE1AGjnAWRZ9ULMy7EQmAEdQRzZ1s64rs",
+	"6S0je5rSfOZOgn3YTQNAfs4YfIIvuhmtkBi7DcpmfK9t65HtvGGsuaQ1v2XP7ZVws1mRmt8w8jXfHldE",
+	"wyniBoEdNlQxsoYhfUkaEGxrLtD0RIQka3uhf4k/Xjn4FLiiXBb4xuU5Noi8hedUg+SsnSG1ktCnC3K2",
+	"O+IiZEdh8GNSbpxUnLOa2Wv2zujvuoNA69olGM9q78lb59fVL7F4+ogKSTX71z+T717/C6RKXwWxRll9",
+	"wRJABSLOz5ILVlnmEAJ5uyjTo2Gx4zhZOGN0MSWm7Ft66Eeeu5Dfr6YwLGBIkluij8LsmYZgUIxKX6Gj",
+	"GI4SbY28hIBlrkHAWt6vbxCI7qNt2Y+6pXV9RPfv81MXvmCi+siL/x1VN10Smr8KJ9vg8SODS/CvXBup",
+	"jpnAJwNv4pMQXPRgC1mvVbfh5+OhSEip9iNDQBSyYUcpqiG+xgdESBl7gxz6SA+QJG2k7K3Ft1ybJORR",
+	"P2SBaudZA5C/2kHA5IuycSyiQRcbtqMiU4rNRAE6xxwFCr9UB2+ImozT7gw4Y1kF99gqaqVaTALkwoBI",
+	"nUYp6uMtuNV3sQzQvT+D4wiVRVknHR/q0zxGprY8MWmwSJDbekXWwm5R7eFnrdCQiqjJ89YM6Gjg8e9F",
+	"7S4SUMz74gJRO7HpFL9Kgr1EeR27d94mLkb8DuEznJ0NgakCHAJtmic6aY6AULLCAdbpVPpEQKqzjErK",
+	"GqDqtAfZ8eEn2eaICV5jDpxBMgOSdgnPiKwRd25iA4WRNyyW8/kOfvfBCN1yTVlIJGzrQTGrcQ4XUc4y",
+	"WRyCk5aRkKYX7onduLXzRyhesvXKu1B5yVD4CzrFcq5bXEX+aX/sK+xbgJd1/azxrKytkLWG7zPhEe6N",
+	"ooXz88W8Fw5vzL1BDO98GG49u/B1UC57WWvaxQlCpFBDISpgZGKL6qf9xDfktVWrQuZUC4B/KyJF2YWB",
+	"2GVwN7VuNwdu3OaOXDRSHQrIt5nBqkSwHNCbbHMOeScni52WIfs5THD4xqY1RopCm2MdB4fiVTzDgZvo",
+	"B9EE0dExdxdJwUXR8ni2DrtvOFJVYXjsQoIDhR5574zvzhUsGDTB0HqrjQyBc8jjIDU0kUBs9yTpt7aS",
+	"bmUpAC5eNxV32YfOo8wJ2k0sJzwDtpUV6tSJLolt7QWOzVOIZjUrDR7u3HyWZLiGl3Mgs9a7zVBUQnAc",
+	"CofFvwamYqENFQZlgC2/n/OgQEOZNIeoD4XvqkiDn8Wn0lBFd4o2+/WKrHGR7F8AhwLx2PavSyvqJsKx",
+	"Fk+BkBVLkQM8Sx0xcCbK+pZVhdvmAqXRJVF2GSV1Cjdl6RL4l9b2MMbRBH+acLorH7DcCsPr7lCGXIh8",
+	"7pVaI/fUZ4TG1/Dc9RWVHWKfC+QAYfjZL4RJ2oUIOKfzYYPpZD6A9ZZbfw9ekTXcVJgf7Y6TvfHmI21V",
+	"m1jfOHrPUl4pOuwWvcSWs4vd0Iu2InwbjLUAfrtMINhO5PTW/MYd04pr+EfmIf2IqiMapPDW6BKlsrRD",
+	"b6gJAR5ZErnTPV7ymuUK5L6jPIG6UfLQmFSgkLJKSK75HpbEUgOCnmhUhzaKCowEMnvFaAU0Q8XxLKO+",
+	"T90uQmiGVRWjMvVbJ7h32a4h79tIOXRQV7K1vUbiArNzECAxNxGVnOFY/rexUxnd2hOt53yv8iLGTSp3",
+	"2Cv8Pbxp8HWjWIs+xJVXF/CtiX4Rdyl3ik5EJZLadADilmJndKFuI1nJDxDVlQFybntPHZLXcCz6mOD4",
+	"JjFyB7dCbgjoNK9q0WXdffCGWREoGWeGVCghTGdieBhWB5Lo1aKYMR8iXxbyrgZS6ZbWesIg/7t707cM",
+	"EuPYhtWz+vZzO1ptucIakpTz0grSdi7B7hwMq2CsYhVpRc20JuvBfECxhcbtyUJvUwlVtwDdiu+EVJmV",
+	"CjKAOu72ksg7oc+x6f26QBn/4WTklKk3WC+xbkunQN8w1ugAnlPzLVjpLdcej/ChpuAwhNMtJaemuWRK",
+	"AEl94sPbJ3uKUMTO6qrWwCtXRBvVlgZQgp3YYZkd1hY4uZYDtDCDL1GxsoaIFwdt7RL+V2SNlyDAzwEJ",
+	"olJVKtYpVSuydqcT4SapIHCfOKOLxyOA3/4TW34PebLwA3bQ+wH76f1gO+n90/XV+4WK4/uM1Jq+Obi3",
+	"IO8zDxlCW8xG1lv+43RmqUa8OJyE6an6wFwkSXXX4oh05EiOG0yJ0i03g8P7RJN1t2IgnvcCjwnEFG7j",
+	"8JHjTcCh5K65PtO96Af+mP7FAbM9y8Fon3ZDcwLy7821qE8pd9FXHQf5pI+4L8HXef6eDFNdf0f7Avdp",
+	"VwskjZEGrKkDP5+Lk56tubKYa6tdSpNrLz1qVxA1OeSQbBty9lcup35YKzWWejuQG2ayB14q5tKh6Ea2",
+	"Bu3+ZlqOdS8d3MyB3mMe2MWXf/7iixyfyBB5Kl6rwQsU4WVUVQHqqebadJGoAXkVkbw0sfPOvwdGoym8",
+	"LhzVfDw6WnxoqA/WRytCr6XaUcH/jsXmmrrdcfEH3/Y6mNVzHEhQ5LIIy1/QhictDv713m5dv35lD7Ng",
+	"pQdkaDVzXq1uQODXch+vzx0Zz6rkC1GwWKClN2DNqzz8By4qdm/3y7ByL/jfYrc4IJkXf2tpzc1xTeAT",
+	"5mqtQtmJwc5dkbWVYuWh9+rmSDzOMGAT9JNO+o3bn/HbrLSTuJ72dS8W4Yq0MKl+yuqdVDe6oSWbnLfV",
+	"xYEL/88/xuxCTDlr9/Dc2zkVIPZNq8kcKABfR059fxW6FmhdF4bRQ3GwC6swWUwZTuvwy/sTTFjDgd4y",
+	"UUk1Gecaf/fRFiPmBCn7e6bYqkfVIc8IgiqBf1haiJ6Y/kTDCPyrWbNxxi27Bp7L5QXcvfEfImDjNDrt",
+	"r3ART+tja6IZVeWeVVcubtQnUOFde3QBg+DKiEilqwvdHg5UHQs4BIXDDJyDwAWcWxepiB9zr5SFFCL7",
+	"Fp6qbCT1CBdpldCuiyPxLIDM8vgxXGKifhKiFKJUorhxYVBhNlk8aXh1JDoa3h+Ap+rAL5dDtt3GoE06",
+	"aZSDCACoZgPGR0L9ip1lV4mh183ILg5a76vjS16zl0nQ3UNbG27ZgwPelQpNIFiXJ5RYdw5Wq+fmVgG7",
+	"7gwAIJ34iIZGyZJBfdkAg7nC0tYVRnOv/djtyL2MFU/2ScPkYu1XiThOAHDRzeaKsHtamvroQY4W8W5z",
+	"UWnHaz+PCgwSb1jiYDdpasqFK3UEVyQ3OrZqUczJHr6yZ9kAoY1cb8y7IHOb1PQoW/Ol69jZ9Z+uu+/W",
+	"z1YeZcGyj0Gm9NP1njNlGR0vPXddP7P6d6pgpf3mb9S/2Wftg5FOm71YXfjvsni+XY4hVrZfkm/EruZ6",
+	"P83V9djZXYCjYcKswlE2rehT8Dki7UkC9seVmR9N4PvOwdYgTcdkgifa1T3oDmVNjb0jAxzqltY1lB/z",
+	"EViTFsIIPqw46E9oMjZVKr7jVvbuoa9GUcAhYNsudzj1wRfJPfCax5iS2+eZnkZLjIVq6xMyP17jV2/s",
+	"R1OR5oW9qH24JpzzMd+ZyCofTr56C1JUB5nsXQJTUXgyqDSgN+RV+yi/ERBvPnJsCuQbr4HgKn1HdwuX",
+	"gKG7U8B0Dd05KF2nnCwoJn9ZUkxOky0GaLQLMxsC4p6HGHw1muZw5zss/D/95S+k3FNFSzOMv1sKyOqH",
+	"vKBxvEMcC4aVHsYBAhw45/vqAoIIF1NiHGjOwtq+RSSeeURqn88tCa0qMpBtpivssH3yQzm+Z3duFCBL",
+	"c6jfq/tkE4eeDh3lzE5Hkef6kwMNgClm5xhzAJ9kje1NaBIwOhCaoqPxF+SYUwyFpBXpxBqo3jYVi5ZZ",
+	"i8N8CYOKraWzS0YzJIdKaBAfA/cEji5bYaIFBWjTzBXVxtrFTaNn7BFTh2J2uVxuIKEFrlnM7/RlOGkJ",
+	"o9JXzqu5YXUQ0by2cv36FUDdaUMhDxRDCwZsEV3/a2g6xIlQA5+5nqDtKOsAjO+CiwL4QrFYj9DM4IKT",
+	"p1VfqFi5YkZOideSSPEM9PYk8qslyyI4YCNhKWgE8C94vJT45dkPdXpQ3fch1lwkE3wSt+Rb2xyjdTDt",
+	"ruMedUSSV06ZGlpgUFHCqfzT3jIXezg6kbOULjTkKiDRY1Au4N9gc5bw2C1TR6A4/+0zcre3KicGaGjD",
+	"63omwXJi/58z+ecIOwntJ87X+lqfnc1gDb4kI54W4WMQ/Bh43XNiJduI3wOyGfSoPTzA0DUdqQBkx4z2",
+	"ATGQx33jfCtCjkKZhtPs47PEwv6GZ89VIPEm7+nSJsLeYzL9d4O2U7CICUvX8NukdhEn3/9AOeXYhFsp",
+	"SFj5MQbJ6IKlILyg6CzdFt3Z4qaTpSJ4D0GHDQ6kedY6Ul37JUKIAlhYEa/5FckHWVLQvxn1FQA/vS78",
+	"QdV0b5q8cum/Q4LV4B+wJ41Q+z9llhJBx1XGCtrw+bUeHWtMddHoyqJ1reN3VMwjJbYyFkIZ3GEOA+kK",
+	"AajtEkccAjDtDON13FfHRNVIHkWvqiplWY9f9c5N99i+wZ8goi/hHdxwAbTGdbLeaW7fccbT2ZseZZKx",
+	"Cb4626M4BhKI9je32POLsVokixg7DN9EzBzz1gq6o1xoM12KK2IXAkh8fKCDu2yZxnUpFSvMXjFtmWsE",
+	"E1beMQ2A6VaT8mh1lmXs6e3cfnQi2qiPZcl3Pfpi7QslJdJQZFPcJKpI4nhB1YXCYhnRKdjcZNgX6YnE",
+	"dpyXUiTY1asygH3n2qLG22ZbTzTMKytdsYP8meeZY+1AN7S82SnZiiqG0OKfkVLWslX5zcYlj39zlhL7",
+	"Sn5brapnOS4liLMMzWKZ09O5RTdq7PViuj694bxP5uikch7QsxsX8s4IhLBitA91cPwAU9pQW8tbXF2A",
+	"D+8gqxjQbQgiC+8EsycPXqVUghjXRSiCcJKEYJv2H8abPlAuDOUiJv704y8sadztpVW4SC3ljXaFiLkB",
+	"pVUz8wDgiX5Hq6VAj6nlfRBUUdRR3GWvw/JKE1rX8g6TZVy8T4gGwYifUZjG+iqAG5PNkWDwt8aCtpsj",
+	"1LjVnaAEt3nX4sOqOI7jVEZTsmfWXXFfkrULPYFo51HsCdL4eF7x5eQNq7mIyxPdEfSvBYzhk4wXaZk7",
+	"RLAgIlo0YgUeZYarLEWgFBUvzSO6Sfrx+XoohMQdNpbTHFKQwVZ/69U9VKxjFYQaSLS2X58ULbEQxvJ2",
+	"HE3ih+84Iyy+AEaA1T5b9ZAQFs+9JkEsDrfrc9zKI8WtrC4M3cXSO+luChT+IGPMO7o7zQLzzvnRTnEV",
+	"0R24iq7IOox1HYT1j2B5wXTAYCQJLmedZYSxJ7mHghx4EnnqhOF+fNizOdz7mX477PvwUryluXSmd7wL",
+	"iqh7hTIiRuVFDcb3s2xkhj4qwg30mXWo5ipy/IQBq76YwMDQ+vw0dKh+w717bHBVR8zeUbl01XP0TGx5",
+	"o1ofPQP90JWTwKmC93obOzWvzVjC4nbAxN2Zulkcw+lZwNO2qBnVfmRaTjqAhpLL6GKdemr6quVIwp4e",
+	"rbnjPjDfjfWAgYA940NcLhYSMbvlRP9N48w18WVbfcZKlufWOztPSp15p1oXU791iE5NB5h4UrLM6wfU",
+	"KXFTfaJdqZKTKpR85+uSTFZxsTRJ3KXcy9bxCTy+skiTQud1i/+O7uKE4oJRtE/NXcx7OcVn33X+hm2j",
+	"QEFLtV066YLuUis1M2fbbcTHbuhuILfQxWmnUZhPFVh6wT+nyBvJvYWb4oViUFmDRqsaleEpoYDx6/2g",
+	"QlYM3C7tKXPuNcerFUgh6+63gleJohG6yKhXyDUkzmOUMVwpT3QoW9L1EucAJ6I4jSYTKt9796LLh8Jc",
+	"o6zNmt8lQPp18L8ssbiT7dlyAXfLFSmpgmwASCDjBs2pc3E1CSARbBY/Jk+BB62w7CaB2HF6V3ur7bMQ",
+	"1+3Woj88u15RxXQCPlyFJSjKMP0YEDxcu6UUuj3ENcwe0gpMw+OrLAiQ2cDco81KYP/HNwrgR67GlQAi",
+	"aOIptEQIlxJW+5S5DsmZlU7B7Z+7FsuQ7gGZ3dknPwKQ+niMIa47qhrvOlP1ePtidRiSB7W7n+AaDIdJ",
+	"S7Klc9b5ufIIva3rwtPjp2Tp1sRReY/LuETA0tjOWPzvZcXetOnUYMiwwoq7VsjIWPz+fbLIuTEF82pw",
+	"bQxrXaVytBJxR6Owo16GnlUSvARv5TBZ0hoijKzWxTaaG1YAC71YhdcVv2XRjTwHJ+w/EKfD6dV29Z5o",
+	"hz86ACSY+kVmXQFvWgfSFUomA1N7aofwzIfhVYpuDXkK8DzPYldwqljXeE1Ho5knrtdw/8ZYz4QHu1W5",
+	"mdia5yhMnybPjgWunFibKUmNEekCHQEKypDO+j9ZWkKT/IDa4iJXD+MwgiNiF8wLcKoVwqd34UoqwFMB",
+	"sPDCtbN2pXO9/V61cQxuFJjS1V7hMdmwPQfQ+44HpEHY0sJ0B7XWNa3Yjut0BLkHdkysCTyPg4trphBB",
+	"MSCHxgC9/PqMTmWvzh3EqhpJdAtppOj84TosRKDGOb5wouFxnCHgaCN69pi9+LKyH7w+YySp4KvpSTN0",
+	"V8zpT4NPFyLwsanomD1TjvEJH54IMIGT5AMEQMDIarD8d4gH2vnvXNDqKNZalXt+O+dYxVhS/14iEPh3",
+	"EY3r290qeUhH4g7rSK1pwwOvinOovrUTI8c6r1r2lfgWbwBffY/dN1RUzHE2dk+tHIfo+BijXYG280Sj",
+	"exritV0510Vozf54fWzJ2QOFWhBSWaXBYJV3q3s2WJAIyxv1LcHrk0cYv2x8uruPIrBq5a1dLvZ893wU",
+	"NW03T0hEFDw0Upn0Nmpmin4qWzKqbDtOIrZvD7MyACy4qbkhm0T4NQcXyEx1M0eM/sXgguQ1I87wm+V5",
+	"CD1tjvHcB/8C4ebETgbTAcjzFDLmtS8hZinavbwipTxsuMAq9d7jaugOSdp7g6CYRjLuejm8/Ixo8vOC",
+	"vP3mA4Sji6tGULp/wIjuGZA+rvtLAa+dEUY1dlSuZkDRlsTXrESZLh+W3jBNAJAARDHnk0lEGKcrRwSa",
+	"9oaVLoaAG1Jxq6Hk3V17PhvlLreG9QYKshnUFA+3Y6qGUCLLeCm8LHXKXw1O8ZdkfUe5cRCJDVXa/Vm6",
+	"3F5ASbRM0r/jO1h3RVZZte4AczGQp9UsYaE9N3laMFYVzpM3A24SAjUwt8aJwJsRRuyURhqpE9UvXte0",
+	"nKb0RXNMn+hQeGq6myMvZGJ73lpOCvXjRgEnfdIcgrYIafIjwPNQtLts+1aASccFHM4gwkwnvOzxHvV2",
+	"ht0IWFDYu6hjeyJNpQXCtIwR+NxARB25vQeObrfQ0xPp+VHH8oaSxlAaWHUKwOQGH7ngOw408GmP3NNR",
+	"MhwdrznVBzN0q1Rq7nUfs8BBBv7c6k4VkMqHT6y6eiUbywnxAw/lFdOF4LVY6LL9mmMwEtXaRwn5lb/0",
+	"1XH7EHMx4SHodrP2Gf/exIHaWexwoHPL+DWQXVQI42JX98XUCLaLE+6fk5/sw7Xf3v8mRX1c43qvOXBl",
+	"u/sIdWrltXWfGNYuYA8q+VxhP11T9p+yNevxN1yHmv4fSlmlt0zRHStcpnhRO0CCqRxFHQ4NwVcI4NJE",
+	"Mvt7qqu/stJCfW+dO78YMN8N20pXizlLrP+sdT+SFnsFOgkqjWjiutvL2sE3KVZKZdVryAqtmBqql8ux",
+	"n72341rDQKUfygGlR4lf7mYWcrzB6sHztNAvvpZLDGHsmdTA7g0T8Yjul6Bx+ud5aQdVopmE+Hrgh5RF",
+	"4btX330Das8DIvl/cAg8uJHpIpL875GP3/K/w+ZsjoZlhon8+inbTk4vHTORdkf2lWzb0WczzmczzrwZ",
+	"ZwjIlgG+lg128NlA9EENROdgBCT4YDAK2MeD2ly5+VwhZvlhfG/Mf2BZeyuUxfc+G7ge18C1WCkrTN1I",
+	"eTPIm+QmSPZZfP1Eoxp4+6ToEEo/W8KGljCn1yWoqQsxQoyvz+a0c7Ng3CT51ifEoeHl9FjGBXf41/JO",
+	"WJn0x2jyNqm5uMFikMwFq9P+5SL7Qnmkpkys0bd8J1hFaB+KA9VBKP6CtXbvpAJMNkwFpihrLfv/Uznf",
+	"MbzhuBABiMb4oQuoDaXv1mhFQRRluN17Y7+0R6fqjlYXIfCcvPJ3AkR9Wq2zA49wijnUp4OCZQEUWLbG",
+	"VSRD+499sr7qrPhdts8aU4QP1BimXNkrD5r2yBDCvwcs38+QvXFognDThXdCibos/N5HguD9DKX7KULp",
+	"/jrDNT3hvE3c1FaG3FLVqxKA4n7YNyvA7GTE6OxdlUWGbde/e5r8l9FwJ2ef13AffjXCObWXFXrh35Fw",
+	"71P1gA5Er6trepZN78Fu6Rcek+AxvdKInIJ+6ae01jK4pp+loDp0JiG5V0/bbuw8g4igFi28PNwo/C2v",
+	"r6CzFhBfm+nx2LAdFXl4T379c5YrvHzaglk5rsleMff2cMncj1ndYRbt4lE0EvuFSM+6zs3QnjqC43uU",
+	"oMNVgtEld2LEt/rk1/mgeyscZUeTRZmTjJfThAdp7bkJwh0uwXmpwcFh+8+aG9xbwI+ZFex69dbMhbKj",
+	"weiJWiqKHdrqrbSeo5ugJBUnpQ377n7wn8crL46WY9RZfNqoDPvp6//Jm9nI9m53IH6hvMFCNFb4cX7y",
+	"qP7lxd6YOaor7TtonIuybkfB/4tVhg/03iO7f/HFKUDvgzHGVuobUf2omUqGQnRFN+3Bv9tLzciG7Wm9",
+	"JbRpEFMUTDYHGkvvok2TTAmw3w/q3W9YLa2sa+RZhfznfLs/+QrSXQ1c6tUizdio4js17BIqBcyhamKO",
+	"SGJua/t0HSoUUOPyQTTRdgQhD8QP52yhr1/XF8oDxpYulqJNhRTHg4zJgR3bnayYD2vwdg06mOl8svYk",
+	"SKkH6ZaHicQAOyWuZhL3lHDI19pypnp1JZlVce3xW4/3L24XNkzQhEL7bgBTfwIBn1Hhwrd8RdaaqVte",
+	"sksI+oBIDG3JyW+I2SvZ7vZIVSlcsznzZTghLpSjZ8Ksck9HTOLqVjIEKA+ob7CtCaAaauZ419uUGf4r",
+	"xdmWbGlptMNn79UQzodB+EjHy1U1QNs0EvEAkr53ouYOgh1xdwSwzmvTQEweqyDVDw7siSVXLCEIAE3r",
+	"jRjibhzh+cCIPpmejaQwk42/kdWxg/UHCdoVLIsldlcs4Zvf1PbGspIZu1SMVvADtma/6urMc3FLa14V",
+	"DVX0EEI9iq1sRYJ1HJjWUUnymuzbAxW9/u6bmop0NGRKT7fr8Nd37177IAM74hVRrHEhZ0hYdqUyhMsS",
+	"sY/8qEOv0X1xvPNraug7KesXUhgl65lyy5BH2rsF+ziMIGgaKWvMjuQxxCKEDzzdW2ybfaKJPUppA968",
+	"g3gZjH7PqwXkexd34HCiXQ0HDZD3bpf2Eioy37GNPaZ5IPhQ+CRxTmmDLghnLswNGujTRM7UM64uv812",
+	"K1bdgfKMYXFAPp020Q07ukDDOwBoh9V26AxIbzvJNErxa0xPz+BHoc8TqP8nRZsm5g64dgPxw8LCnNED",
+	"oKgjGSog0CLAsKRvqyDHQCybbWVJ20qd3iSOe9fy3HIEU3baHzc2ZgNqZbgBp4DE/UVydT//IbDV+aB0",
+	"f8Ypy4Nbx8zlzMyNyT6+ZKza0PIGdO+o4Uhh1SasECkFocTdFufpe+7jU6Vl5xSMty0bvBtIKQ+HXNdh",
+	"KcUtUxptCUn0kd5LieH36gO4h6j6s3vjAz2k0ivHqSzBOeyc0LD+cArv1m0vqG+whfm6ruVYhSvoNbdA",
+	"WtbMF/7Ce35nJ8mNAw2j1YGLdRjKWZOFsTBRzevdnbK6l6NBoJ768DFg2HAE2gM7ALaGR2Wsk63CSvRe",
+	"cnKAW8W44yYxWT+XfMXEkWdy+bDueO90L7aIvCEGdMJvXGh0xTX843yVNNDwYymljk1NWcBgicLshjt/",
+	"mpL6ktcsU07GrKNLiIsHyfGqk+GIdnFeXpghzoMOb2N3EXaMMPYQp16ErAEdB4pv7N53L5GnITWskuZZ",
+	"ECnXWPxhTUpq2E4i1PT58PWDIdqHc6NzXXIAsrPi1BqqT7gkq4ChQ9uKS/vHLa8Y/OHG/IhDdRkAB2b2",
+	"Mmb/XSt2kIYVrYIo7AHuj1RkI83+YaNJYixeI00E9kKrWyrKmcqB0yp3GYGov43qs3fVoBYHmKEjYV0Y",
+	"YW9pl6yYjtHua0epWE9Y9UO/nHbcenOGYgP7eYY+g6uwmtdrehxqRpfB/TQUgmI845lyHJ/ANaeI9Fni",
+	"eMTwfWqU33JtMnkpACyfwEopxMrab3sMVX/mqJ85qsuW058Z6mMy1AO9T+cUW/0WcWqpo9O88OwMLm1I",
+	"zawQGUSnD8awNdnJD8ave5wwl2d7Nz6MLc64L31hpCXu3WfEMQ6ODaUGj4m2b5hupNCJVXVeKMvLxTD3",
+	"N2okPkOPh93nmhgO2OD90/yomvhCWnHoiwvzr38+Oc8Y3T0h4riv/o6yjk+e1EwW8ju/fgCsdlo6MvD6",
+	"GxaZy/cu6wPtKQ9yiTvcN16tXMJNG7xfXeau9/4uq83pjGjb2WNkRYMRKy8zOsRdR7MybEM/vvm2I3H/",
+	"en3sEuVPLMTFbjm7S5QF7DJL3HseXdSf1QzPw5YpJmI2lWt73zpDcHitZ27zaAQHWrFkGc7HSi1fXbiM",
+	"8cRCaMyHCetRuSCk8YI8JNiAusrMgwZPPtlJE9r0BJ7Y9gw6Gaz6gFVG7wepDq/sdRk3RYd0HUr+2h6o",
+	"IPAupPJEArQ6eS4vKj90/rX7chqX73EBYCC9igVc90qdjTI80bMf82PY09yaPszsDACupYNtLe8C0GxP",
+	"peEeYZJw8fy8WJMS73PvyG+oojtFmz3EebOalaAIdIgH4Z5PyDXprf16pjoEuGe6zKzeCuNES3lgOoB9",
+	"jLxAMMpY5MBravUuGSpFDpZx5RGSMR5sXoeYFDaJwzyXUmhDhVmTp61mZA2DXwO+9tr3uyZPaylvSNv4",
+	"BZYqERSfTBFnpOYGozNxmTL3Ag4PbMaLlFsFyhQMjxmWEbF0wjet8SVVVCtWeCbstlFRrYgUJXNhGazC",
+	"h6kgDftRAYU4QsZr3mHtpmAJ6+uuhXjBRRyc9lhLw0PqYvEMZOpSUWHgKxW9UU8OLgxctxtX0StEvp4z",
+	"+rehma9tK/EZ4FgGSdRh1cFpissdHSyM05il1Hdoy7KrDWNi0GJuCMB1fUePmqwh1AUhtOOGf38MC9Wm",
+	"hXblwOphXEN/4UlEPqKQmKpkezAJkreKbcwWBLXYEwE6m9YYKTSR261fw6yY6B81U9clEnLEROGAR7go",
+	"Wp6xl/ZeAK186GYiRsoEjMF9w110NbhTpuqM1V9AmcGU3p7SazuE71PyExyZWT8ubgO7N+Tpd1TdWBHK",
+	"8symplzEWSO0mVQDYA2AFZdJvCNoAZLIEznkrv4iSnJUVO5gBLlOqsMw36ViNb+1u95zAbIMu0ysYERM",
+	"t2EgAUorANbuws+irU64ipDWbA2ByZEYgJz5VUjXJkhC8VPjS1uk0fgV07K+ZZUvK1UgGMxpUWFO6NCw",
+	"kcchMM8NO2LIDQpjnYA10sHmIKVmGXo8HgKoyPuKZZZIiyxnJvAzpFBDWXLHhaKr6pqyhy0hWdANq/Pb",
+	"O4N+7qiOXTKPSzuiss3nsp1goQ83poMegsOWkq9jBDFMto2nZYVM7qZXs4jRcj+qZABYlrnpWlZPQlmm",
+	"YWqQ9H1SqtYoWXgpKyeZi/PKXrq0vhZCGrhY3rCmPnpvzWxWziiBHnjvwcGUuqAqNOygtOY7IIolwknH",
+	"ufxpZWvcNdCraZXQ/Y5g7ODaAUPvLcjw8WIkXdcnFY2ejKQXSikbJiiPi1eLEXFvD7SuISaOH3hNFTdH",
+	"Yo8kXOcg+YZZQlwPQFxQXP6BYWBbSwTbna/Elpj+Kr4n0wmcQ1pzBuYNLW92SraiIj/LjRP9MAzZ6SsD",
+	"cjoSfcejh/BnuUlB5xlJGlmjmG47scwly+Bo20xFf4e0bIT5Dumra6LAGYRime8SDAOQ1rrsfXAzGXR/",
+	"+rIjv5hffO0hgYaEhgv9s9wkaukVB72Lp9b76YbafIfGHL04tu7mA75el46eJYh1u/s4m7YabFkqU/4x",
+	"98pKJLxmP+BPqWiRPVRSATFE2HOwIoyDKrE5gjn5ad/7CnYMF6HMK8cbA0ZrB5njIlNZRZ723bXPIqWD",
+	"FBV6y5Tz/vZrsXX9DsuwvZ+xcvlvwZfdq5sNdbErLi9WF+DIvlhdoB872trQVTAncY19VAM8lv7Us2gu",
+	"al9G25gv9deDWur31NujIZ+BxTvNduuStcY7EyOy/6GlQPrKjM5wjkmgGwBUon28pllLbsRtgiBPjYLQ",
+	"ubrLgIFeIDaAG40dWBnvn8Nf/7OWokCZLnboYTXewmMYi1tEvZdtXRFNDdfb48opJyCm+1ewYNz8av4G",
+	"0VdoHv4g3nw38Q8WgDU5Prku/YVTAyQgA9+fE/qnJ3hy4fQai02iX0QuVYobQ8OVbBu9XKx+w0WFeBpJ",
+	"vMsDFcdJ0fWSKoVXk6G7FdR5M46GScVKfqA1wd16kIf5sQuCz7lo7Gc3XFRXZB1mu/bhY5qNa6afVWP8",
+	"O4x79tkgSb3s2qeD2O6lYOlckKTGfS26fI2tYuwSNO9TMjdOiDq/wmyipuYlN2ileyoVqRm9BSRmYM3P",
+	"QDSvFL3THVpZP1XACxS2SSwCAn+9z3S2ZiQrKFYyfuuMab01XcBJtI3PbSevWTyx59oD6VPTs6zP5fa4",
+	"twoj55MfBoEoLrWzgjyMNdWaO79YeBWyk5Ws2jIfIN8OPVkDPlNcHwR1PFbMwHKMWkTSzQ1zBLo2UvZk",
+	"yROYCGy3jzDtWREw3jORnLEsADuZHzxorosQZDKWfrvYs9NDFmZk4m5ywt79t5zdjdJDzpF/E7npHrPm",
+	"pb2IY8cKFYoOubwXsjAF78tDIDgDvrz77MT7Zo0vWNJDU44jO35g61PuGPfm4hLGDaPvgAn2V1DnLeGm",
+	"5bUpuCjgoyIL8Bu+ueTCd0QVc9YeVhGZECPHMPYnAR7BzH+EhPuYXXV+xX5MwQuMSI6Kiuy9lNRhELWa",
+	"RQs7LSJBd02AkdyL3D6KfSy+L2CMf2y67oe6eEAC3xSEVD06cdcGfIQvpEAfVQzMLjwjUnQ2/7CRziEN",
+	"YKRPdO8Fq+YcWByBfyKF9bpPFE+wpEoVBxG/wXzVvhnFSnKUQyU1IQ3p/RNsi0APICRV/k8OVdc0ERKA",
+	"7g4NoMvaj/3fXLgf4I//drG6+P/+r//7YnXxv9ovvvgX5v8o4ff/F/77/1ysLrD608XqAqycU6vN6uL+",
+	"0o768pYqu1PaDv9FN97vpen9660d/U844m9E5f56peE/38PQv3HD/V4a/+crgf+G/3/ztxYQ2Oxz9+d/",
+	"B6+oeren9oVvmdbuT/fgB+XftM+6f33l53aNc+udgdyAoGun2awIdWB1YP7oklvwsV658sOYy4NKrtv3",
+	"GEVJwVxIy3ggv0zy5H/JDp56P6lU7sr7RYjxnGqmtdwBiHWfojssaiqqnlyP/8KOzqivEQeym7/VnFvR",
+	"SKKZsbvQR9qdRZubh7CzLWKKbAKeBvsvfKz/eUh9UOAkFkbQUGU4rQtMix2s+ZbWeuKX/zfGmgFK3hNN",
+	"JFzNboG40IZR4NuKNTUtXdzFYYT7Ge7mNATexXj673P28j9SZ81dIxJDL3sKcf8azpfyDg+oVhP5Pnk/",
+	"zgQTDmd0RWicn8TD80+0N8iK1a/++F/Fu2gAwjW646UC7wMXxGHHg1Tzlh+amm+tWvlizwWLCYJMFD++",
+	"jXKhv++Lv1K8Ds856nbcr5MY8NfOX+y9nDBebjT+HCAhFZpXrLrv8gZGNFJKUegDrU/AFB+u6K/vI3bZ",
+	"rtmiourmUdsONt8T2lld4LJk86HrW8qhW4ebHuE/ya1xVYRwWyxd9pTgmordjgne6j+gV/0Ps871lJeP",
+	"lobfsp5xI/S3p1DBiVekVAzg2WitHw49GNoP2DpopUkGSfYPaFiq90t0HlfS/FMdoma46tG55YVx6j5N",
+	"ZxocuCx16Xt29xaxkuPRMViv1EhCqwh/xoik2Zgty5sGnrd/t9Lqn/71mjzt6qo9GyLmLpo4qDG03C8i",
+	"yg4cjWizgw8flvs6Gx7l1st5ew5cfOsyN/8YmcYNO95JFZvAv7knsGLuNaIBG+ohg58A2uFMYkSNymym",
+	"k1K0B6Z4mbrGZ32SeJEmXJJXY+kc/9F3Vfzz+Ckf2VVoBURm9Xk8wSfB3v0GrkW38x/MtTgg+Bm34gKt",
+	"O+1ugVMPT9dEu8M2YqN87XONTgJ3qLm9YCxVnHNC4cPEAc2ra/j5JD4sw7+rEn5imv/v7IyfD0eZdcTH",
+	"h2fmlGeem5D6t3TgJ+d2ImGGlqIj5w2zg/nmlgkzg/nbuPcgHShE+AmXBauNYvRwMvpvB/bbUwN8T5CU",
+	"lAzFW12wWycrefsRlvJ4Pw8HfDLA72XNb5hH+fU16iivW8USRSiovnGaw+KpiCRgneYgw0VY3NjvZcVe",
+	"uoIzsf0Iuwt5AUxUrIIdKZnW27auj2BxiBWd8mrEXIn3DHgFVtNGsyqR7+QrmcJtDZkLUt5kAYaGSlAZ",
+	"SAusbCEbo+9RmsttWQQy9iV+UsuwzGVTCihukx/xbLGpmcn3Owq5Tg+acS//JJFH4vxCU0AFyPp5+Aga",
+	"q9lbspWq6I0mu5jdo2x8sgqr53FwtKziCuncwE1d6PG9vYS5FInIAp+Gc4bRbMIvYXk8jcZDeT9RVvYW",
+	"o+mXOVmo4vVBmNY/z+k891Q9Pr26RIrfDbm+jsbIXZMbxppLWvNbhoY7BCM2UbfTZCUa2+j7RxrhT24l",
+	"0vLBRP77pAUEyFd/fPngw13mdsAJHvFYt+L5F5Kri5e4jrAknmGNzmNk+EFXLHz5i3BOc8/oMh8JTf7u",
+	"7j5/VJP33+Sk/jYX4AxFP9JV9iHJ4nd0xQyQ/OaAiB0wEUCE9egjVu0lH0bv1dsfyH/91y/++PwUeL4Y",
+	"gN5PfaS8WZiu8/DwToKs84B1rWbAGgPm2RoNn4NgWkQje34GYN2BVZyCb27VuSpdIK+dQZWqunFSkN4c",
+	"ht2ZEGwnRRh4Qv3Wrpml1rcJ5H5Hp51jzUU0emqN2MOj0w4FmEH0vCLrVsBflXMI043OTnBIY+K5rMOQ",
+	"WunyMMPR6s1l2cLY9fM+SMwXsGDErtjFzLL+IOx//ZxfJ2JSoegsF5A/Bh90cUpNTU0c5aLpahRE6kPv",
+	"UiBpX/cKCj5o9dMnB6Zzw0XVNxrSnc85oYZuqM4JlG5CjYFkJGl8odNEDGPzRYZSix2G/b30dccmPNiF",
+	"J6ShVMMrjlddDWMRPGLbqcvuC/DOmpzT1OeuPQiOyAifcHGPodBQnxzn927QS6/4rjs+ODTydZdzvLS1",
+	"it8uMSepyBY8HqPDpKKlaTdtecNMKvdeKqhfA++sHHSnj+RAiEl665/rE5LkMm+Hl/5m+ABn9NoV0YBF",
+	"c951t25Yu9bBSisGFZgNvUE/jxfEtsj08JNlNXd4gEf7b7dmbvPftGIuy64V3uTf5TykbyTLehw8KRdb",
+	"GaI7I/sPb2GhYzQ8roje04ZVUMJHIV6pRG7mmrRzGEK9dyHBOad1fAX/ujrnlJ/48U9so7lhLxS9q8/r",
+	"t3cuf30fQ2MbrtB80gGEZuLbV5CIWjmkEVh8+8Y6tolrAms+SELsQBBWF8gIih7CwR3OuyjtxHtvAD2+",
+	"P1svGs7sPzA411FoED6gqYCfpa/I+pdfu3A4e+oUC1iok5PBddG0mzphCnrjwADDK123T+0QAZUCIokV",
+	"3RryFMKNn8W9uMrBk0CoVjwJitEDoKpgCXR1y9QlFI4AzUivyHpTy/ImvCIFw2xsFyLmIDGYqPpbF9q9",
+	"WF3476N7AopgMYup1SMo75lCrJcAj7rAvHDbp2S8inOT8aBG+zVe1PdLrM8rjadV9txyBIOGAn6gFPl1",
+	"HGiXV2TbKvDt37Cjhkp/tGkYVWmDRP44LCWiWWvlIOP0ymqmHh8QjExWMMqqOfrB9frkNkQ4ZOQmumMb",
+	"lC2NJMBTIvAtcYi2oBA9+LZ36Z8LydCq7t/DbnbkheOD02XA6+9NGxv7X+Udof2kBIiY4JqUlocwTK/T",
+	"Tc0NRnVAjGTEppFgMLQ18kANL9eWTvQwD1G1NdNdjRV8Yw2/rlfQ8XrPmaKq3POS1mv4stKkocqutn2h",
+	"3PO6coMiTxvKFeEO3W5dybKwku6XpN+Kj1rts6swyg4oZ3XR/yjKu2CgCdXBLp4/JrB6BmtTYHjXFcK5",
+	"bY7d3KezXc55w3VI8PaXVlMbLp998UtLk8Aw3Cq6tbMXVghj0aRsDQxPY3wxJIis/cVzt5f1MIcneE1C",
+	"IMzqYtvW9WUlyyz0gEaxogOMKhJL+8Iu62XbELCH+yKjBLPlunUeSHDjdImMRFnbejDdTS9VHv2cl3vc",
+	"dj++/roodpC3rNBGNhg0vPI/sXujaAFqVu/XVtW6YAfKax2Xzk/OEutv5KLy2TGMt/3PEGAZCKZ4lPZ+",
+	"jUGO9lld+oZNNJnKnfdMrR2wsZA7XFO1g0yDI1yhm4xavLgM8papmjaDMMwvVjF0XW0FYIWnXjC+229k",
+	"C9i6HUdddtUc6H3PtTO2HDdMkZofOAgM+JpVo6VPBcjrQzN7iieJhP9LXEyxZqE3lAK7QEC/2HAen1+c",
+	"lWkYqi1jAkzi2pqWVMYwexaJ9gsZcVufsVwMc4bzEtqn2c5AsooKK5u5RPzeHT4Qxv1bnmN37KH/pAbl",
+	"hu/2hlUF4EMus9DVxf2ltHsBybuYgjjpso7JUcNVGn1QJDNzuxcnOJ9L25sYawTK8yHFqqfrj7QRgd5z",
+	"ORoFvmAVAHagwvCy+8VeZoAh3P20P24UDx9FPVm+rnXE5wr7q5c3pBub8VhA8RewxV5vPYTSyfFCBNd0",
+	"oykA2VPgXqcJmdjpSQPFl4sx4GHYIChlcRGyccK/Uazif4/6GPMocnQVDakncub9fqep8n2a0bE3UAgs",
+	"nseFXZN9FM7CCsAF3iEJLxg15R4vmp6sLLdOALzEn0MOFwJJAa4oZNOD0g+i0SDNKyunzU+uemH7eGF7",
+	"juUygrEyVY4Qs74Qs9PsezdZ1giccHAdcs6yZCXguVPDDKsZVET05qA9N1dkz3d2cbgmG2YMU3lF9ru0",
+	"vaz182l+IIEdDlQlSqS5h3AF93yee246vCJCw2sQH5dnhtaCFY3UXfGSbCvCa/dVb9UQ7ftPl18Tc/n2",
+	"+29IU0s/XLsK7XyKREJW9Gu6Gp4Jv53jOXiy61Z0/ngmLdjudFpJEEStJeies/MfXUdWuV0RCiBlvGJB",
+	"5HpYYqT3DxXKS16dyDBHot+474LA5lOYbKN/a1mKUo1LrnGT2iIix4He+5zLP/3li6jDeDK6vMzukUA5",
+	"LT3zFgcSEozRO841gUlcjTwUdmufaCLvRPeFVUeP8yafMc3iAs0Tnk4jwramlAfmqqqHBNMhuc3sATwi",
+	"VIPJhGqr8p4Ab9i14Klv3mw1l7CKZTDz8+NHt+YSaD+uQdfN3IL376oY7Fl3iaITEa5XF1MD/cwuYa5L",
+	"sc9qIypa1gVl9d1utBn3Uszr58feG5Lvf3YVk4np127xtoBJvzkG0l15vC1/O8ktIEqksWK6DPbl0CgP",
+	"P+6CrhZv6Lk9G8ZvTT8dhGFNEyq5BnEwdyThfWxvOWHTu8jyRKPgdXS3YK+FVGzKrJaVH+6756ZDvU1F",
+	"PsZj+tE5s6d6n9VT75tMBwR3VUFyN6mPBnD+Jbxw6vlOFHN02YUgRx5BjHHudDobUzRcuErvW4yH9DjH",
+	"EKWoYy6Dua38yR50FkbVW+3x1k7Jo09mHeUOT+HwjIV1HJzkwakf0seIu/gjMFj03rGcY5vqDdMJB9UP",
+	"A9GydwHZm9uX/YUVvDfTsn75F9LJEcpgVBuFB0yZEjVUM5NbY8K/nrQljFjUcoP+/WSLWdxosZ8Id0ql",
+	"yuYOvc8UhiTxx0srhlZEUXHTu/ItZdADoONALFDJh2VRYoLEUpmboLLmjtq/vsDSOmU2xyc8z3cmp2pR",
+	"BgHB2ZMG1u9sBTd4rrhG/dj5QJWXbB6ApCNFfewwdDqgUQhEy41F7vTHT8lmsmyH6pufrnyZMVgRCM2L",
+	"GqOyxzw0MC2jAA2lwYnLSBDP4DERizzt17N/lmXjyYQaIk+d5qAxk1FECCReEnIujeCFfWbbg0SC6egX",
+	"hNZp7kC/BmIgpyXZNrKu4Xu4t/z756zvSC6eDjk0PhhztvycgUAZ5jJbs3WV53V2JAF1YhqqwEgWzB2J",
+	"KqZxMImf9seOfjHTDCrhc0Mqnof6MrgNp643uTWDvQy1dAdcMj+bCVuZy+Id3qmjEVG999ZFz7LjyFI5",
+	"usGkvFkoDYnoxFhz0CHVoE/jBEPqSLGY4zyQWHbOyciAJvPxJ48HT5YjqACizWA97TqOlfxlzWeWn4IV",
+	"wX7BKlJzcQO2U/RTeWvqSWiHoXglVHPrJUT0ap35PTul0tlYKZsjBcsr3dvnEMSsz8DTtXvJ2eFHTgIr",
+	"DVmayXMWJCIUsMowsBVPBCPTYW/PEVg3vjjfUsRVEjuWfcH59pIXHDTXuyxITbW5AuqEy08qV42cg2zI",
+	"Km4S5VyHkupo6GDe7k/fHoEOI+oPcD5zk8L+ATXr3r4PNu0cnXvkCOpLzvNun6kInEpY6YvatJMyRu70",
+	"j5JS+SgpkjdC3olPMSdydeFsDCeUSIEagjklQfslD2B8/TTY/iIORjFDOV8zQ3k9k7jj1HTRYzi+9u2y",
+	"4duHcmdocb6Gh1XYZ/h/v+8+Svny0sFYen3MLcrI1BwnHnbXSdiuUgni8Tn3QBAxU6ctZpCairD9WWKF",
+	"bisfPE8Yj7IRq9LqwhM9AcXfHEcg5otB9HYo6dPcaSZwoDmCE4PwwMyDysB1dbpPhWuv+sHxmSdxsoPh",
+	"cIb5j3ZlhurioM4/CJflKrfJmPaT8Jt7522SP/Wo5291sae6OEQ9gAHoUUgX471jZCvrWt4lgpkhgnMm",
+	"CdhywyD5RTAqo/nQ4WuH++qTuBNoftLQeq4iTy+CCWOXbu0U6xr6yJGVxjzK99lbSr8SvTzXBD392Kv4",
+	"EFdDHNcKBSqu/C812yLg6Y2rBsFd+Yd8m+L37K5vU1wNYbk/CBK3v1V1TzZ2BVShCOUHQuS2Mx0ici8D",
+	"DKbsLN/AA6uPOXk0yybUOyZpldoO02vRNdcPDMNRbMcEU9SwYmpRnasv8oZBcoybVy/QD0K+ANWR3Y3V",
+	"rX5wbOpOtvPzqqBHjDg1fixunK/zCymXe8lLdhYAMpbgtC1o0KgJrSBG4gruRrkla3xDrz/DIT8CHLJb",
+	"zLm9sHu6ZQqvg9wqSlnwxr7gagA4xl1/LIRjR0Oujw+GdDw4GTMwx+5QoKtvy+9Z5Rd4ekQ0tLksw9Qz",
+	"pZFdG9Ehc6uMJwGSBKFl8F2DMAgXh6twRIB3rh3U3Xo6eBXaZffUdmQXGN/OQH6Bb6ODhiRlQP263llB",
+	"Ue5i1j9gP9Rsa3n3RMOfDot5RSBR2jJFRss9po1RQegOxF1IVaY3sZrPpRS3TGnw0OQ6VM/yy08j+0/X",
+	"YX7auxxvmN+8A6GH/ZV2TYS2znNNpFSUWu68bT7OmhKc7tryN4X6SXfDuQS+ZF2x09bwm3ujKNnS0mhC",
+	"N5bH9zvJQxXt0JNTK9AjvPByXFuby7fvWnmiU0vpMk9TTTBR1lLb4x02BXaZimPWFs8BhttFe6LRGB9n",
+	"uMs4dDDFopa7OSjz3IPZy2tfeDeKPdc1MOh5NWES7kQvcLKvqI5i0Tg7is9ABMwGQHjwAlZga1nsKiIs",
+	"9F7qF/ce+UZP5HMJD7Jv+45q75leWWmp7wYY9JZmk8PdjmKQOR2omxCgMLha3lmT6tHItAcn8cO6UX0D",
+	"p25FWqenQJG6xpWyXSawOdp4sad4033XgfXnRc+PCezX1S8nxMCA5Nhwhr6/nvaaV3QAT6svMPD+0Y/V",
+	"wP3g5jE9ZZOEgev+lJBrPtHDeB94AXPrSylKapiAIAouiFQVU89TG/RuL1uXJPdYG5RYVuN6en/CTetY",
+	"MM+jfb/6iSwvZ2RAA0MokA8siutwRQY1YfmojdQGudFM3Sazw51sY6SsdcxOlROH11uToaf7jps9H3Cs",
+	"hAWs2+6Ii0ZWrH5iB0e1BFCJkJqSlFLsdBJ5NzDRVgO4NGZ6OySKq3WyqQIUnHSDhKod2p1WhGrEB8pL",
+	"CnnYYY3Wrp8c1B8E6y2eXTsp68tWOym0d35j5zFRsOXaVyjBYMFRmRZMF/rru3evR2VN8LH98ajJn774",
+	"Ir+ey4GWey7YpWK0GlV2iUeHnXxp21tn6AMcH7ZsBNoPc3kvYxecV7BmvNT79kBFb6Hvm5oKmpSmlyQI",
+	"P9+wvt4p4yZ/1kov1dTxdNerpUPuwGYLwaZ7Wi2W1omcdapvHk4mCRbQxQbYE9Bt0Ptloeb3Jc+kJZnV",
+	"xTINEbqjXACf/Zpvj4TWWhIN/CdXRvyNpSUzDos+R0xyW/6NqD6okOQXg4k4WPlJqes4aR9gJYaOkzlj",
+	"wsloP8tklCm6nWPs+BG62PJdq5heYfrBOHUFoXccrgDESughacSsgC5HplAuSSbB/iZd9QiuUuyOIB8/",
+	"KdG0S8yJiJitzkD0hVXJgDz6GBJRLzGBa+Ijqa7AKsuZFQ/tDgK+GmyeW+6Zcwgo2o94EJ3RoDAyIW77",
+	"zHcI9+lMDCuyplpzbagwa7Jnip3EkxFt9P2JsVf5utAyfCoC+oYYU36gOxYXzM+Lg+qGqOpPQjp3cXTG",
+	"a2Jh+3oWliTZvWGgaH2six9BC2CkEKYPMK0+ptlyiaPZY6Sw7SUg051GgsrNKQo5CGpM2qzuDjUk82Mz",
+	"1fOzBbIPLRK4zRvwZy3JlqoVYc93zwndGqYc8iiowcoJ4VN6WK4B9ZzQprnZrAgUm7Si0yqITfaoUbKx",
+	"AsgaZv8laQDxFmBWffEowC3+En+8cgo4kBXBXjeeIugRa3iATRUgdbXzIlYoqqEGANJ4G4MIefRqVKPV",
+	"euO14QBz8FinJ+504roAPNvIqVJtgKhHARFWrawlooVy7T0RQYOPe3PnlLC39AB1RtDQ01zW7JbVZN19",
+	"ss5i3rNek2+//Q49L8i1vGtzMOqMchju7Ry9ozNpYBoZAhc66CbpyzwD5L/95Nm5zpLQD8aifGgDbMLJ",
+	"MWt+JS+cgzZswxPds26FGZynarxj9+YjHZStkofCBwcU6HBPlgumXR6Bx0sOkORddkEpD0wHqOzzI5Ns",
+	"Yzlkmbb7LZMaAOx9qlQGq8kO3DiDaY/qBBjhIpRj9IcwTbQVj4jF9u1//TP57vW/AGT6VR/Zt2KlrFwi",
+	"88+SiwHF91jf5mhYlrBijP44HpmsPQrZ3PoozJ5p/nertDSMIbLUQPmGmA3UwFsjL6GSDtckLlZ0G/jI",
+	"hobEHv6oW1rXR2Tiz0/diYSV4uPuxndUOZWbieA6ne7LeLUXzewVouWObezOoO4EBpQYoziJUbM6BCvM",
+	"29F/E5NyvnWXazeBE427JxucI5D80aqEUI3GtoaHjBs7HCKkIa7o329uMf6r3YtXomnNS6kOLwGI4JzA",
+	"L5cnCc0RaI9A6amQDI0sx7FdXze1lMJw0X5iYWG0nPcTYeTjpjVGinRYkGslLSqM24GQrNNDlDC2zm6I",
+	"vBPOxxEvaeWrLscLN7yzTThxEV6JtqCYqOw2zmcgw9Z3Ccg9ndZBXfDEUW83KFMU56UXhe9dUtGK3LAj",
+	"SihOcw4yYWaWUZaoBgwN/cKQU1HgLD9uQFWUKz3y7TfuIS8Ma8hj3vEDkzEH+vlMht03dkqkFZ7LfFL8",
+	"BIaHHcfLSYOzF3K3/en1U8qM2/pkGMR5x8U4kvh8Xkbn5U0yzH/2sHjFDM5LiH4lVCl+C6640SECCrH3",
+	"8h3lRmcApv22N3NCFsSL1BVlZyVvOJZ0kSANT5T+cfVE+3GhzbFO4M3JLVk3ih+oOq5XZO3ybOyftCyZ",
+	"MIhwsdtLbdYnZaxj1xBKAFxuQ8sb8HfgbNdjLOAvVhcNNYYp28D/+Z/Xl/+TXv69eO/++OLy/yje/+//",
+	"JXo2Uuc6jCGIIL3+/vjFF1nHfJLoiZVZCy6Kli+g/UihZc0gt6ZjUMRImYD6yWeoqAR1aSs95npuXA2w",
+	"rFPEn4lBSi+IQdBD0slmG+dCGwC3tVRjz2std+hGdhxJX5Hr169ISWuMcCNr5LTyhol1ulN4ngIr8daD",
+	"yf1rDxJsh75CbacVNdO9neSaVKzmt6AAmL2S7Q63YzmNK1ayMOZ59FmmdmXduiaOejJDLmTCu1q24A4W",
+	"6Luvrnp6HJY1BHO8yKiOkzZdvqZWOpZxs+VpGWFxb+raHi30/1ru5JuOUwDIzIl8Em6YorVfmsybH2Xu",
+	"zoabTozvmWqpsdybwU0FqFJ2VAg9c8OOiJYPcr5OYoMse5ZLTOtyvrV1KNVl2Tlul/0La67bhbN/XUJp",
+	"zsypj7fnk1LhtKxvrY6Fm1mgrpTWtn5ZyPy8+BobAr9UhZmxjvsvKGAQuTUykidCQTxP7Jby/amyZmju",
+	"s5wJcuYr49j2Cw8fdL5SJgj3rSE576n2tYZZBQAF9gSHurafjEg5F6U71Mu6CQIYXaZqxmraaFYlBJW3",
+	"GOFLuLHSzk0WgNkc0KE5M49wywVUdF1YBm4QAvRMyWmW/3V6SgpWZY6FDqkvbZVD9pm8H2Ak9pKI53Nj",
+	"3dfT7VKlrO2dwipfOjYr0zFl+PZySjfnsCkR4zlrEk0cqDjigSR3Vp4JpzWvNN6MNrF4BQHiSDELjedg",
+	"GbmA6LbZ2nmzqHAn3RZhRYuAqPb5shhdFt9HDdpn3xMHaQU9KawYbG8IcKBbqvwd3hIhrwUzkXJuh3uj",
+	"6IkM5aUrcm2X71I3rORbXvrA4SzG8jA+DEAnSS58IELedWmhyFFWCHQJ+VpKHsgXz083Y34UDn8+U3tE",
+	"3mOPwGe2M2I7b9Fh+oicZ8N2XPyTCaO/S3ZznswVVsiyCpEtdJ2X5vG1S9vwseqAMRUw24LWkwdu8ZkD",
+	"uuiIz0wQmeC3UjaPoKOTWsqm0869zheUcyVbl236O2SIMLfPivknp5gHmvvUdHI7sCf6URVymOv5ujie",
+	"P6Ko+OfVwO0Sfla+YxfAw/TuHu+Hy1UHWFygus/K9u9P2YaNA20bdpSL3WOo2R+aXzeKFXDIkfHOwNA0",
+	"it1y2Tq5JGRAXhHLKwFWJcAFjwoL/6ZSLEzuswo/ZF4P1t57/Ot3rbefLqb+E6nsTiT7aNp6hz5pe364",
+	"gv6heedvzdU+q+UDxnZyOpvT4cGa+XiYO/+gYDuPAq3jAeSrM9F1zkl4O2WXHxdjJyAG3u153WFpit00",
+	"eM2ugI9eS8TJLRRqCo8xyJEbTWpGKyt8VjJOkHbw51ZKWqjd9N2r776BSi+JkKcaiCkb1/QSBqNYKVWV",
+	"aPEgTaL+EqC7K76DfPMf33wLAVH4AUI7rhDs545r1mU3LqOcnVsryigq9Jap4sDMXlZp+wXWztJkz+qK",
+	"PF13c1yvyLqWJa2LLiQOsBDhn8+ef3B4l6aWtILeMvYQoOprQFTHD12pw0dEjsmIAPwMS/VPC0t1OvDP",
+	"f+9gj9MgVKshAhVsT2D5rpZn9PrygFRRsKHkpbGy/JSXkINNBYHjOd3yOXCq6/qOHnUfheo5VEd0mLv+",
+	"1+hF9xmV6iRUqoQcP6WFk1GiHkto/eTxojBh44OiRT0CNhSMshNrz8GI+l5W7KXzKz3AIjN1JDrDAAL8",
+	"/A6NM515PDvzMs+LGBp/DF9iaOw8j2JXOuM80eElCg0940lnDwrhD5Av1GqHmyi1yTKuzCo3Ydr9YgMf",
+	"BjE00+kaRvTbuV4T7oHXDp4d5TWu+w0Jj76QqEp/pu3Om73ybXdduMdy6ZRh6MtJ9VPAcpVTnMXZ7k5q",
+	"fDGtBwQPv+iQYvQJucDdAE9xgTeKVaxkWktVZOY0KSrIz1iDzF7oJ62viyA9Aw7ilTBMQUVnwwADKs5A",
+	"HuzzHzKAT8lkCy97VvbZZtvJPlZhPD5A8MF7F3eeh4tQWjHeaqLOUPpZBprKQG7lqDHs0Dw8supdD88f",
+	"WE3d4Ysru8m/kUA0nObjiD6jpfukhKDR2D6LQ5/Fod+bOPQDfhRKPA8oOmMN/iEkpOjksyYN3LZIHL+f",
+	"AH0DXsHjx3VmpNIc9J+/qAwLfi3Xxx3VpGIl/1RlMhjlZ4GsE8geHh3UD2z8Z7RC/eNENn6+q/9B72qP",
+	"tVLXB3QgBx/gpXMb0nqdChn9mDfqb309fI6yGlwQy9Us8CZA9QscScQw4YvnXRG+E1KxKBDyh6wtMa0r",
+	"MYPZ7+taRnH6f5YcoHI1MMJb5qOYjCQ7hhrn3V7WEefsI1WgcAUds+tP5BWHgKa5ftyyEF0hCBj/FYlV",
+	"gqipNsQFP32YKhAPPnoPjaU776wNqjvMg/87L2Pw1mL0gAd25prsZFQEe3ith2lZh37JK7TKVWTLFXqd",
+	"PkSVBxMCMJdvATNMBTi34sPvlaIGVR+SJDVTqwAJbUpIuZUfsNxDqPbQ8TZ9WtmHk7KSAm3kCO+n1ZP4",
+	"jQkhe79dzOyZBREyd9tFGKVLROSrXY7s0sbL03YuGcH7Ke/eT66/B0eHjMIwA7alvRv2VHer/DvUz+0c",
+	"Hj/R3Lf8WBEitq1zA0RKBq3pAox0MxnLIQwFHCCAIranoqpzMcQWvR52Fp+Uq8MO6EP4N0BoemT3vmrF",
+	"Iye4h9l7ZV63ZclYxSqASwVyAwhVI5uGVajnN1QZTuvL7t2ZjPREjvz3smLeFJQNUJeb4p7XXODFqS3s",
+	"AHyZgrwIb4nIshRkSYhhDJ/d+vGL6zW1G/qgawtYjm1GI7J2gNo2EvDx4UeAlUWL4edbrHeL2VYxJHXQ",
+	"7LaWEPO6eKk9yHcXItnR6Ofqj7qiost+OyAdMDDOeJx0X8W15GDFG2pOw+pG+4Gev7xxPOdfeuNO53xp",
+	"sG2GGmb1Z3WAkP81DuDBzLpHD4/Is09qNatcF0535F04ySwUusGmPi5vfijfPYXLPtRfN6cdYHY/gYw5",
+	"3R6Y/ifhr2cIhuf6u1AuPMHdlcqcWHPBrWi3xpIxZKuY3mPduzXsHry4dnkJtGPGabkiW7hChNHkaX2Q",
+	"dPXZA7O6eNvudkwbVv17yzRog2+YbqTQkds/vGKv4EYC4Htn5Wk1U08csK9plUjbhGMF3dwoyN98H6de",
+	"tTpa68OnpoFSovV6mYpcSzNL9o7uvuKi4mL3hsFwI3OiYKYm1BhaQukP2suF3NBYAXRDdwWvEje3GTQ4",
+	"vzYHLl7hwz9GjN1U7ZhJnr/hIOMcaWz4duPut51Yth/FJnPhKgYLB0FD46W7Ijt+y8jadbyG6ptgQq4r",
+	"pvzv69QKY6eNYiWFyy3GPq+J5mJXw7p3w7lyPdgTviIG7wisrU+JFOyS1exgb78wtDxHdM7G4whO2PhF",
+	"r8cHIITZ7Wf3BmoJvcCaLDHlwlgxW6OrFDfgsubC+WGg9k+EqaTK/LzzRWVIoyDRHysxuZRM19bi5gza",
+	"/GX5/T2P1dztV8GCvq1accMa8K+BY4Tv9saPbi+BFS4XTer5YvccL7nlYBO6YQkwg5I2mN61l3fCMXI5",
+	"XK8pzdH7onYlxCZeAKmNlQ0VLQ1TmtCyZE22XQeSIfdw4rImppJF9PzqU0cPB4wYATYi4q5t73xMHA52",
+	"RMG2V3EMm95J8DcZSdYoeGXcOLgjvT5zjs9PijYNi1aPzj059tkljHIpYX5ydmPOT9dUavDv5HVbcZnk",
+	"/IgHJ4luGL0JLJ7du5JWncQTYexDYW28Hh5p4W4vdUAf4JroxuqZV5Y9bJlSrCLyFu4P6BQ0mI00e8BQ",
+	"0cycUcPZauNWKYqHtrjTAEK1XXRq+IbX3BzBiYnhLFXe6U+4sN0JhiXN4nZWhkuFoaGERw70xtckV7iX",
+	"WS3fSl5GfcPwgMjtForGbdAwQpvmifauukbJW14xddV75Gu3ua89zEpeKveUPqWsX5VSIGBYZJSCsIP8",
+	"mRNeyohcu6HlzQ7QC2N+av+MlLKWrbIiMyV7dp8uvz5bdBAGkmm6+LGpqGHXQkgD2kFa7ILdBI4LAoyX",
+	"woES3Ymxt7L9wTcWcd4GWIDJlHyDy8pOeHMmdd7P7GtqqGZmdlraSxVG2rtI7NgVoRswUrhqgjeMNZa0",
+	"uOqQJscyxkAIGJnB2J3ViNkl8Nres1GBzT9/8UWOV+6wYZUVkQuIFYt0R7vwg/AyBpbluf2GHRT+dEVC",
+	"dN2TB/V2b5gStC6CPFnQhqeDXd3rPfETyltKIRhUSbW72Gad82jfedIuRsS6ILIwJM2rE/sN8a6pvXzL",
+	"qCr3HYmCZRKyCrWxhy2yHF53XChFWUrFCrNXTFsJatrzt/KOaUPgPUIJKr0QRLentyzLMT3qo2DCvj4j",
+	"fq1HX6wtL68505l3nGyKm4SQiePHwqDMoJ6UgWE9DfgWFbu3Z8Owci/432J1Mtd7vtsXf2upvarX5Gl3",
+	"LOzeVM9AXGGlFPJgH9+w451UlXvYB8bpt2N/xk8su1sO6o6iq1lO5AoyBoC1AQMCFTEU/M3JOkKfbnGw",
+	"k1RFzVNcFl/QhNa1vEM9CwSodcOUK+G5tjLXetgiiscJYDorbsRFuhICFhwUmL2UXK/Y6CMBd3Ujj5G0",
+	"hMPSarQCT8+n32Qp6mNxYPY2q+vCMHrwU78YL6/O2voIU8kD+HnjP/wOvpviz1jy0UOOFAFdTssZX8uy",
+	"tdLDV8eXvGYvpTokaKWtDbdTx6LBiJpnZQ/wsZHKNfNEI3KSVIPh5JgUrxE3Gi5ky2m8wCrYnS9WBRBE",
+	"rtkV0XvaeFPO2s/DzsLbJNbkKTfaKnVjBgFk7YR1smeKPUtiIi7LXfatK0INOcgudLkLWeSCquMpol+3",
+	"JVYXmJWTGkiqAtMLCjLu005uiqy+LKGy/8AOg/GtSJxjEoOgY1LTo2wNIIxy0XUEThcnNw1iZX1be86U",
+	"JU9eBupfXfyNuj9zDo8dcE3Frg2Bqn7Q34hdzfV+MuJv3dteCHKyeV7qTZpL+znbV66IgHgZ4Jisp4Ja",
+	"HTW3L58fqtr6BNCv1/jVG/tRnCGU9vqFg2k1GLt9/ZMTBWX/cBxqLC/52OEl8SipIYPs3ta139YrALrF",
+	"dC6fZ6jYpT/1Z6qXeBb/zQ/yHU3bv6+BR1mqcL42QyPB9WlwVf/1irTAnbxJ8U6qG93QciwT/GUiEyTM",
+	"00nrtOUPiiXwXKOuggt3MtJ63XcOoOGlVdDy18rjOqQMXsvLdjVatiFhrQJn/tNf/tIzbC5PfGG+b9nu",
+	"AKlEyZkiB7ZrLYUD05zOT2MzS9Y81xt2PRmqbyQ62niAP8RrYKa3XpFGcY9aWVPDRHm0vNMOG9gBKWld",
+	"g9+/jWKneBTCAtoZOFQrVvIDreMmk+F3RSu4OePjLiRlapDuvWZbP3GArVJ2LaLWEbdO81HDsG4+bLjr",
+	"UraWGUX0s0bJQ3PiKPvfnLSE7sO55XOvnL50GCx0xifp0US5tGbquozbeH6AQwe2xk1rDKQtB4MlDVX8",
+	"R2ZBeLPQ5hgT/WyTckvWjeIHqo7rFVk7acT+ScuSCWf63u2lNvH4rBRfdoPkJwMjuA/BJZFrZNRMgXPA",
+	"SvyvDDvE5wreASfxW/b8pVXcsBVEFmf3tDT1ETjFDQMN1svtJbodXH4x2vHR34L9bDx4juf7UrAMeSPl",
+	"U/l1tSA1UUUhUfrE795CvtuJH30PB/rEj17sWXmzkfcnfmY1njM++ZbrU2f1P7QUP8Dmn/jhN84k9jU1",
+	"9J2U9fjz2LX1E9tcN41X5dLxLT78HV0MPS9sYxWAWsqbWJTanpqilLVUhdmzlIABEXLoAFihB+DF27fe",
+	"I5CobxS7RUadFVzcsniMXnA5QxYnijO9UVjlolL0LsAtQEuaucdxr2gpm6Piu32ep7lstZGHouK6rCk/",
+	"ZLpxHRMcqWlTbXXHnmjiXwJfSg+smYnLH9/GWeapDn1eJisjHOTPPASf9HDpPRh9gNLO6qQ4zY20YXsu",
+	"KuzaeaXyuoljOKxhNnjhINQ1ebquubgBNRRqgDRSa76p0cCR19cCMrZ9B1dphI/tQvLhiX1JRwCzl0dg",
+	"WXsxCiMYnXguDJ4Qdwq8r3gj71dowbTXESjiuXo4v6XlsWhkzWMS3bdc3PioCvcuwXfzikPs5V3RC2CM",
+	"Bmb3o02AddmvdCij56w8/XDc+HEPckLMT1zABlNdoJeuiJ+TEHoBL2FFFgwvgTu/47aehsejGGuQMKQo",
+	"k3fT+aqW5Q2EmKXY/LuuBgEE5m3cF5MViZsa526ncWKlvaVG4aExJVrf9NhHAMLJwrHPinnH4OIVaTUk",
+	"1Ielt78jEhCxM6WZvU60+jNyx/1KfeNnuxgYYgfbo1o7iekmzWYa7qmoesiRtj0AFOCVY0chVDqrIAUK",
+	"vbxmP+QXA1kI5Z7eR50kO976XyYq3y/TM/zLZOV/OXtyw8m8H9+lF/9hxZjOKOd36olGS1oAdNArK9+j",
+	"7hRAHsCM89TxA9JQRQ8MgsZqrgH75PDsObHj6ZqBAgOE4huuYIPTKPommX58O7IEsEtGrkDPCDDO3TJ+",
+	"cCM4XuHKVTKrgqxDXA++q5m6ZeoSogogWltf9dgKXCMHblzom7dtd7FBqwv/cpYVezlKB23rFROGbzmu",
+	"9BFiT5rmqiN+UUE5JzgzwJlvOVzwRIr6iMeEa4z6gdD+O6qqDGOXI3I3zrnDP2CT8fpKrSnlgcVvrI+V",
+	"s+Fb3hxPS8L4aS89wJvv9wrTY7hw6TKOWmDFs3I0zssyPz1D79NOOz9zGc9NSV/q7p8gXX1REPkE0tcH",
+	"KY5fLmatr2I566uQEEmkWtktV1BFkEKi8Fq1Qliu/4mlthNaKqkh/ALTVz9GrvtpUuJQQIR/uX0cZO3N",
+	"XRffyl3cvnhNarkjTBh1DFc3pKcNJF3dHg5UYXTtXY81xxDjTkIBgo5PvksKWiYY4Ds0eWpZM+JewoWf",
+	"XCZduUcquhDdBCseYeIdXKhrwqi8eOC9Ny3DRNybNBNV4eWXPK/wN6L6UTP1Fncv4hUehCdnrJNf0ugy",
+	"DUerZM0SGokvE1bSumaqR0wrsvaTRHOK6+//Z+/dl9s2unzRV+lS7SpLU9DFuUydRH8pTpz4jJ14bGV/",
+	"u75JNtkkmmRHYDc+dEMy43LVfojzDOfB5kl29VqrGw0QAEFJlGRZ88d8jgigb6vXff3WuBe4aFboZZ+r",
+	"xBHwFTd+nADMIYpLORWHPJdd7i4Aet2OLf/0wRacSYU0AHnAVRcgR+xbIWV3t1H2d3agiInNy6GW+LtS",
+	"Bcpp40jDWU+P4/g3RY4WPatXOWe6L2lpkCHWZH4txY8LbkZLXfTUHWXcigKm6ESQNLbd4ZPJpbTdDldm",
+	"5N8iQKm0RPh63bWsELYsVNfLIOt6lEFHKVIYtuSWKm5mMgMLUV+KgmdZ22cbJw4T9Mv0Q0b7N8Bf8a6k",
+	"KoF+aqhRQWici5ZR4pUd6ppVKp9E8DChqhYcTW31wCyJ6+jHQRRAC1wLa1Pa3p/aXHmE+gv4mRGF5Jmk",
+	"omteZTgmURHaNJPOUIET0yznxcBU+dtR3k8JfhV3VzktzOnO/JJLGJ6thL1VBd9r48n1dH2CrUJtf9+j",
+	"vDRwfw4eEzDK56HnRzK7iwQOM3EpMt/Z2CcY3ZeD6Mkpk2YiZWlZhNLAUg31w9yQiRMPuD8Ofg/M6rME",
+	"1rOFnM9F0WPrrFtu37Mxz/PDolRuU67EZKH1BWzVdCHS0veoz7NyLlX7thBH68AHIHYH+U7enA9cZCtg",
+	"v+3ZXIS4dDYXyr7W8zbmoRCKTvDpAsK3YMLOIXkc4NX5hTBD8be37x6E0TeKHG/gJ5GXup9Rwbeux6mG",
+	"GpNDcQ/OmFnowlZpxH5+R7fXhR/N6Rmf2rh7nB9k42YCzH7Vva5rByKaqIWQt+sIUn0l9FJvqwoTyg7q",
+	"WDIf7C8YxlDdpmFA0V4b1h+WOMr0/DOHX2/hI9CvvXXjQjCwMGzKi4KigthHA6bRiLFRCT7FO0A/YOPc",
+	"+76bwDqb0xtOoVhOIiCB1XmsJtxmlsMwjXXIZv7ijICQ2foSAGQ6GDS1p4I32Ksq09UZYhMBbkdzBfnC",
+	"XAXhBmmtUpXD2Tef9nKA6UIboSiHt/v60le62x40v9OVDTyguRDKUH2lKEGXEqU7ugt15SVzu6klj7tW",
+	"KgXtohc9AU4FEr6q/CMM7weAoNavm3KCAfxrNOBDgDN6H5M94xQI6rBRy4QYIBcGsTqwY0eYCOeWPsJV",
+	"Pj7GV7+r53IpdGm3vKziQ+6mx0rlb2uVKwFaFvjwLH6bTQqupgvSXtw9p2rNIfcYRkK8vnaTsdF3NZrd",
+	"QIv0wVzM65EpbfJjptN3nXBVPxGnqJLTxg3IWUInqlrmOYF+KQzjtkHYyvdEueKQ6qMLBHFx9L2d1DF9",
+	"BSPk3BBTmYMDcrrQ2ggD+H09Ff4PoUKGAGsnfHoBqeO42nGjTvKrE6f2WisK94H//V9nh//kh3+P/qR/",
+	"nBx+N/rz3/7HDYttovGen5wMukrNUBDBP4ykGpWyPzPYR5ir5GAUjlq3B4e2YFoIBFu5pSMGZq7pqAG2",
+	"sI1or1yaIV+wX8TDCF3kAh8PEPGSEtQzPccgDqWNm1OEq+FZBp4RNkZupi9Eh3ei+r2rrNLbpGviKmTs",
+	"GvKHlSoTJjpJaVgqMnkJeqddFLqc43FsBhYcFp8g/CSrYWdpXzuueidMoy+68Yhe0jjKRMduGkfuLcTC",
+	"oTmdGgKB09lc7C23C58EvEYl28HOdtRSuKtluedO/tMd/imnD3b4NKCnaOa3ZqB0RX2y6rLWXfUcdVjj",
+	"1nFvAUIkoBmegsJzIVZMOoUJdFgARGn3P3b2Bg2pElir5XMXcl9GBw49OC7wh0rv1nP/OsxkO2sfwg0f",
+	"lHlidHbp7Aeqb0I7oC8VvL90ae9H/BA0Vkwx74m4/wbjApKDHaNsSZJuqD+eJ27Z3zTW58LnHp0u98p3",
+	"/H2BheEbvAOq0SIYjAaC7QBtL8McAcd8hqpmw0Na1di3H9gCp84OYlrSXjuc5Z2l13PYvqSwYpT1FFRt",
+	"X2MIQpsN7TpyP527BwbXpN1J8nBrf/AtEiK287AEAt+yxTc8OrJFqQgPvBO+jgB9MQ1voQsr6slMQzvj",
+	"1tlAt59uaMft2+0mNtWZk8Qi3Solm54dtI/07KCN3NSprNrLQMEt8YTWkGiIaAPHxUh2YMcDQ5rXbiG+",
+	"TaaHVOAEkHYgquHNepNXPe+nQaw9XtH9a6sTvE9qL7XTkRGJ1MlrgEl3JHS7Mtv3TKUg4RBZfS8i5raZ",
+	"fyo+dHLNJVP6ijrChJuaYAYlZG4VeslOjrZ3iN4JR74+s7jFO63qXaof23Xu7FjVd6OxFdWDUbkfxTV+",
+	"BDrc9UwHTA43lZngNhGMHcfSg3E3LOnjiV/1tej6rFnWa63zYX4DlmmdVx4Db9MFhwGgwuyAfcGwT86C",
+	"J2fBI3QWONp+8H6CcO8fmouAdu9z8A/AHl7fNYC81ecAf5kOAbeFj9kX4CTxRjdAJIQJFpor6DqEJPJk",
+	"++/U9kfgO2f8w+ZLNb8Nq3/X/DUvxAguDzK0LmQrAIITl1KXpMtFsCOOB0GhXwdE5P2q6bC4x+lRcExh",
+	"iDMh4gu7ciNsr4d/wR6Eh6LY3cx5UJkSbj039xfsmtPdNw96tF6CX3UqPEhaPx9a9w/QnXOykrpfz8os",
+	"WzFd+Ir32+VTlXI0OEt5eN0sJuvsqnA21LQ+cO8BAUa0t9xsnFvUb2BzB+oOhP3B+9u0Xa7Te20jIhuc",
+	"kteNHgTsGsq2B+QNadWg32oDu4N2hTTxh1VchtUyv2uKYS9r7lsMV47kzcWKdaf6VhWLIISGlEOSGN7q",
+	"4xuTGLFdJR0lJFQ+IF8RTfAh+IryQqTCyUFdjAZmhhZcsb+wW/hMF9udm+/Itb1MeKWsKJYildwKBg2N",
+	"1thfUgswYWsV7BaGmNabOrRWux1Pc9CWxy/cio+u4qIB1awFHwHbanqcivFD00PhYS86Hqci+k7YYtWv",
+	"heJZ4YnKoNRoNhHMQskxNLf9zHRPWhS3VizzHUSvzhcBUAW5ThaBlAuClrwHRbS+7oExpA06XGMvH5Q2",
+	"15jbk173pNc96XVtlPAbwRdSnKJ+b7aCBn1S9dZUvdZNfSCaHEijUQc7+geUe8IjyI6kGRil6QN88ZLd",
+	"ilAFSGO4+aZiKrtiu/etDMIsH6cmOCgyEgdLgy/yYah+jzda+qQTPOkEW+gE3uDOsiUa2FOddtQp37FI",
+	"vW/u/WhDSs3eOx1MXKup8Jzcg0AT+CbmpgAumKN2ZzMC3oO0t9s0be1gwsIfr5/F/+kt4Lz0CdjQo8Y9",
+	"aahhogeosBoAX5pYxqdssgpAC9c5xocFqAvoqgEGeXt/zI2MH++6IOZGzRaHpvgijg8w0h7Ft8IMloZ5",
+	"fGput8OoKAQ3rfA9MWwwzuf6bpjmoINAcROm3Jll2erWkG0fEth2H1YhLncg/uEgDK0GRNTjZY2DjA9i",
+	"OFIZp9YUwpRLYe6fr91qw4DrIPVvoaUj32hBt5FKWskz7HzI2awQZoHtlsaw0RigwZMgiEvgWyBdeMUk",
+	"u0luMEw91oIOvkUbcOo34DZ3X7nHoCw6pi2mZSHt6r1TzPAqnOX5fwgI+kwEL0Tx0k+H5/nhf/+f/3+v",
+	"SWpnChp4XojVKZMIqwzQiPBXrlKmc8dVocOk+1OFYuWOEFRCsOtgtGq9C2tzt0P/ofRVJtK5aJ+VW5sR",
+	"tn1m7MK/HKYXTab6sZpSwoTE9sXYXg0QoxY6Q0o0OZ8Kx17wHmQS+sUbAUi61ecm3Ighi/sEl3um10mf",
+	"5/nFBHuM4hx+OT9/C0hjYGb9KGerQ6dXcwvdO7EJiGEmF/yC7f+x9x6bRLk3/tg7+P4PNV1wmzDK6Qf8",
+	"QJXWkH+hwN2dmpHOgm0sxreThwT4oz/UTwAiHLYNIn+lXQhlJdj3CMjGGa7bbf4RO6udPbVyVX8oIh62",
+	"nxdiJj8g/vv4IGk9H8brZ1q95QlhfODmVxS6MIxnV3xlGPQTDXB/H//YczbvH3sJ+2OPYNzwP1CF+WPv",
+	"0/joD7UXLFI6jf/+P/+fW0PmVuh3MBAn+4Eb2O69CH9+7/nRydEJ6J25UDyXe9/vfX10cvT1HkALLuC+",
+	"HfM8P54JkboJwl/mwrZ1ETfWMLcLao4oi6EDGgLSwZ88wh/9OZMXIoFThXZMgBXpJJmjzbCnr9K97/d+",
+	"FvbFgtuzPH8ZpgKw39SUF3q2rbPn54eOPFL8vNXU8AmUSvfIv0pRrPZ84zjfjAmtwBpE3PNkbymVXDou",
+	"+7wteWwDlAfHGSx0hnWRbaP7HlAtw391AlCMNP7Jptn8WTUWhgP76uQElIgKq5BXdHL8F8nUatw+0zg+",
+	"gdBwCjhFdwMyTz1HjtS+OXneNUaY9PHvyl1XXci/RYo4YwGrr/9FuFg10QGU4YXGf/3pNsf4Vi57b4Eu",
+	"CIiQZ1mYKpvLS2i1HzWE95CKoCnwuaO5Pb8Xe3+6Md1dMcdcKW1hbw8LkWer44+I4PkJ9Drd1lH8PVXw",
+	"ABeYY83FX3qC3NSRrGGpLMTUsurjzH1cIu/TBdOzWUBm9JINyR05NHxOs1xn2RE7yzK3bCHYRKcrD5sI",
+	"bUUXYnpRtyFx9o6HZlpfQAgocfaHXYgVvKMgMwZGH6cSOrqPHSu7EtgDrX6VX6GydhYW8s5t0nthgXVs",
+	"utUBL1TDvvTuR7hpjplVFw3XsxfrKahwVjfA61NCgUIKKKbwr3V9Cm8bdIr/QaerW7to/dvke9N/qutb",
+	"VIGzs9u/aVLd/ODck6Cj6Kht5MPjCe+vpJ0uegkrYgDVVphBPOAYhfjxx7/0ZCTTT50C9Z3IteMJC33l",
+	"LH3GYft8N5rJipDia5NcMYOTX3DD5toesZdQvQHazjcnJ2ws1SXPZDqCO0YWkdKYuue+D60YTav87T/7",
+	"977VzEaZbPgy8BTPmCKCgMnezc1NPnYQqcSOCLSZcZfIlknhQfZOapPJ9Oe9XVk8tgEXt2pxAvf1ZPO1",
+	"+4GngUs9NLGvswxRxxvX5y892eZud6vDb6GxaQxxjDpE9G7CdI7OkmyFBp9daAPmnBEMNk4ix6F+EI4c",
+	"uEQbQ6yudJEesTM2Br1xzPhEXwr2/OTECWqLfgMnhJ+fnLRe52pxTnV/0Mr0W9/p9ZR6VUCDVVirUz8K",
+	"gW5vq/1ir6NebzWjc/GBGmC7o43PKurfsSyN9YfWNSs6yNq87pI71KlgqEIfUfHDk99uIfEMOy900qmM",
+	"a0g7ZUpcVWfr9Gk62JzLojp9p2xPuecgIGpRV3f/hb5fOHTsEww9O9Yv5Au4sNX89najVDaH2UqNfL4D",
+	"qsMG0u1Sx7hzSKOjfHi0dpamdTmylfQ4/lj9h9cFU5EJK9rUQYR5rEstq+doDoWGzoWY6gKwzRfSmoYC",
+	"+A0bK21HM2dfjqugbfRBaVipLpS+Uus0+iNMrUajG2VGba4MF9el3MV7ccvq1DcdreVqC58Div91Sewb",
+	"HKT/pV+1fek2f5c0icc0kCyTvVYcCKcj8mmT3J6ZNnZ4qzT2e57ym9HYdMHV/I5o7PYZdHP992TnD2PQ",
+	"0cZjKA2auND+f/b36AUsZBv2XqZSH1p96PvYtasX70ryyFE/w1yI6cK/hmVyqN+6Z8o80zx1UtB9fM2p",
+	"Bz0T1ox8nuejUoUm59DMAkYZWQ1N9kZkFMcXdCa4LbGdiZ7NEsjFvpSpKEbuOpsyz3VhR/XvjJuPUSBW",
+	"/i1qP/2r1JaPxIeqhA6WOcKScJut4jF82p8PBY3ono2gWGl8yr55/jUbw36MrNajjBdz4e2fr0/Ymx/c",
+	"I9+ycanoiyId0eOrXPgg8ZtXb35i7g+oyUEXF8v4dCpyK9JT9i26S6woFM9GEOoqaArrbOvMff5cO7Og",
+	"V3NblpmVOS/sseMvhz7YP/BSVoPcF1uIZ9DvMrAFV/i3O/UYfPP8680vveUrd6vOtX7taAff+3bIYIGg",
+	"3ohU8nMnEz4le98OWdwrIiXiQrvjW+e08xPkXcA3UCukbPfAwdxPxLumC24PfYCjm3e91cZi8Lw0jkOV",
+	"hcLq3hcLbifaJgz6Rrsb7P7ig7chau3Bssi4mmp1KQrDvfEc5WZANFdhexhwd47jh0cyHR+xfziON/Yb",
+	"NXI8ZczGk0xPL6Saj5GtleDqIQfKUpgQaHVfByQrzDc4RQY6xgREeF/aqo2dYe+BBRxCTg+k/xhy1UBo",
+	"9/sxy5GsMI5CsXep2PjDoTHiEBIhzJjt81BaGXWnp7RH6RR4pDA3JFdsjCyHGuJig/kQcEdfsvuflWFf",
+	"nZwcHNH+U8A8W9GHv2c83hhiUD5eROP+hU0WKjky4alnvuN1KeNYtiObEc/zSI5ciNUzA0axZ6lOJbBI",
+	"BmuiKVIQ8Y2lNFWzrWTNYY28e8kzxz9F6leS1CfruwqWqgQ5F7UrlFi37fcC5C0DfZYaTdM8oSOzW2Je",
+	"TjJI7XViq0aDAYEwWkWNoqXBPNb0HsQkbAEqE3mhJ5lYmlP2zcnX0VZQHkDUyNt9nmeZvgpryqVSeF/X",
+	"Mp3oeHNRYHfI0zXlP5wCKPtrt91/8ZR989V3bOxk+ZKrlV+IwRUW3IoROO/8ymBi8Be8agtptxTX74VK",
+	"HX96gwxvV86WBb8vQe2GfhFII5LVyZ7T246Bmxwib6h/tZnA2OR5p9j23/O8TCpKa6j4KfXuBq7amlUX",
+	"M0RYZ2h//v1elF4JrOy1nu8l9ATJp/pTkBbifq4OE5+2C13OF7bj6XP6NdTAN59CqZt0NiyuvdDamDvp",
+	"7iLb87LvFJy09yzreDP0bk1a26XU3mrpEpY0GzK0v/Ar6rfrYOjtj/u82KSJ2Fp7vI47nkQYjmuP0fg1",
+	"hLW1h6pRO+mlIhV6ZCRU2vnYTyr6mDv+7i++lFn81QLdKJ2Pk5vFlwOFIpLa8zXEtSSu5Fx7DPEwknq9",
+	"0NpT1Qbl7kKuTe6t+6vPtpVqPpouSnWx/tw7/8AL+B1ZS9fDzmYIz1nTfZfPramOJ3qy/Yiqp/GU1gty",
+	"aq+slRola1nqrc9T8UuynmDb+rjf4U6/iVNHnU4W6Z9OVaxpJQmG/oidegVRsaCgwlN3a12dDLCuXupi",
+	"ItNUqGt5c7756rvNL5xr/YarFS3HPDwb7MxcRHovM3op7AL0KHDgQFtTctfn2So2yhxRszfeEGsxzo4/",
+	"Uir1p2Njdd5tq52Zi1CtAzocTMe97Ew2oVImeJGtIIbsrLkxS+VsJpymicma3gQD/4jPzgCvk/vGEvrP",
+	"g87LnYnFlD7UuX9YZhlZMsZjPQ62IDpsB120p6/Q5NF2MGTjNvQ9q/OI7f4sFP06xL0Mq5UpmzpbsEq9",
+	"wWv4zOD9NB0O5yrtvdvVfIuu5XrViNuYrqpgTM11Fuza0W6uYIUPtyTs36mO+146neGdMO4Cd4cQ82Dt",
+	"XjmLmvx7jyKNxZE145FAwMuCzg7v1cS7iGUpcyR8qlfv4zjBdhjgFAKHNmfu6mXiEHxC83DDKlaCGbVU",
+	"7jPId1PA2YJHeoivRpqwGUzPuv01g/w0ibsjbs9wpEgJGbN9FMw110zS6pVxH0C/zAAffYO57UMhvNLE",
+	"4A7ux9feYZnXmPUCEGE1Nahw1CAVm2VyvtjWMMf8hMpy3bGBHlnI92OmfzYmujeSqxlHaq83lVt1+gG2",
+	"1kA7awsba82+Ikundfpk79StktYnN9gmG95x6+uQU4ExQ0Tvc7QMHoXaToohxlV9jZj792Ek0Hie18Rn",
+	"VbO2WYheX3mPJrCmwp8y7rVg7ABjF1wFde6ZYfpKkb4uLUjqzBEOKOybJdNNFW+/qU+69pOu/Yh0bWAR",
+	"8a2s6dt0bYcyiiowsk1Kee09p/I6+e7JLYmRVeB2u1eW2lhwQDhNkJWQbZSymSyMvWmE79DYVSbQVofq",
+	"3c58sHHGjYVIHBZjK11bSnv1Z7zWoRnr8dUzzf2qtP+u5Gy4en3cYy0v/EVZGF0gIJFMA3KiVDxrhL9U",
+	"vc1SzufiiL0WHPxCTJchOIuHgw90pbbjdm431VChWt+VkNfPuAVquXm56tbZ9e91YbEm0Um2THAwxMaH",
+	"Y2bAoQQmpRJXjtFYzXSWiu55uldGk1X7TPcO6QqMAJ/HFw9FsAvJ3mHtv2rPx2//ebdlPWv3YWjufu24",
+	"79h7/EAy+6BCoM50YzYd/72FQR9/bGSiDMvbrrM4BgAoAtytU+BMtuCg6huJKTbeBoAC3f1cGyMn2YqN",
+	"P34aH5wyLPnnmdEkZt0IpIbhK4QAYUXBMzZWZZaNgS1bKEmYWmT0jtF45XGTAIBwfp4bFHVQ+KttjfWr",
+	"tDsBuJkZsSHNPD6GTaz+VeC0tUGAlbnd79AXG8d4V3pjf5ecgXqkvqIM0Kbg3ABj+KlVkWzgV4FQtoOG",
+	"PGVLvmITwcQyt6vEE5qjlIkRCpP/hiXjNwkkSsf/wviTz+CvbcnNWNQx0nwn/oCwTRb1zLBUmjzjK9DS",
+	"QgoftQFAb+7Y/QTH7eSwih0ZIKSlrWATSPfjpdUj/9gYixVLcVPek3SXN3OYP1bjTeIZTqirQI3wFhz0",
+	"0TDplbDJLTG2d8JN5DYYm9uDuTsygBsWV7DCh8XlhuouuCn35n+tJuKUgr5ih9oJhHKravO/REaFh3e7",
+	"jOqSF9IJsG0M4fAOuxA5Wk6OGcXfrlVbK14U+gpLhn2S8Q45UGXvBoPZzzigYtfnejsMp2E2/8+wswNM",
+	"5zq5g/lc7XKL6Xx7TCe5vvKzeyO+Orc2A34n9nm17Q/BNv9NZSs/i/jqeReTo/BYGDVm5h8fwX/HM1zy",
+	"D6+FmtvF3vdfffstTMv/9/P7M63DnbmOeV0d3RdsZ9f5s57tSFocfwykRRZ5f2ErTisrhfebth7cadCw",
+	"8FmMdLOZrK/rGfT9yHjhRMoqvy1ZUitpCOwfZvLMYO1aqgWKlJncSk8l32K4vZtrcjGlfP1mbC1MauNO",
+	"RKbV3G3qLUiSjcikbXMLU9lUOxzR10OsHG47Gzy5B6Bc+wn1KdjhIDpqib8w5unLj9sZ0wa2SWCj2+jQ",
+	"TURVivQAtIkRol1/nqy8eU1ANsCCJivmJrfOSZxA+NFPbSPQn5wuGlhDze5Nz+8SybO5QbeL6Xk9Raw5",
+	"J1TU4UACWhToZFAofgMMoqQFh1GB52YdizdKq/Mu5kLMeeFbSMoCfNbGMIMoZF0Tk2qalakY8Sxr38MZ",
+	"z4xY77wzcLOmvChWVIBpBJDsKStELgjYJ5AnyGvIqbJ8Tqjo4kOe6TS4Wdumb/l8JFNTm/rwJgmgCOx9",
+	"D+Jkb6f6Lt1ICKpu0G7XMKTvK0xfR91uVTwbc404Zh0VuQ8K6g0kzWCxcv17qNspzVI9LZeQXSoVk/Y0",
+	"+oO7CDwF9AYn0q54kTYC+BBZPJysEPtBF9FfZjKLgaWHQTmi0NRGKCaWE5FC4BTaDRRchfyxzDF1pzRO",
+	"oI47TbAwdOYLN6KPVajiTvWFDhFlDp6vajt8zgdknnol9LuAeA2m3igtkTzjkl/gU9IwnhWCpyuA3FZd",
+	"SaFEpTsFxqIx7klh8ivs0I8a9BeAVCk8/eALgQYkCL7QapZJ7G2wWw6B5w1JlMvcNmVDL6+I9avjXOYi",
+	"k0ocu+t6iGgtfTDPgCznzE243gCiDKjn/jvQdwPR5GYYbJGW7bv7NpbpmM2duSeV1WwcgsdjNKrHmZ7y",
+	"DNJmx8zospiKgzY7FJ4YeVyZCgIWJpTzApOYIKMd3nB/hxvsbEqEh60VYpOktD5yAt/BiBG8H5LHoRMz",
+	"vbREbGmuqr2oRn3+NY4ao7tUMDXuWcxuRx3VyL8FVoMT62lCv+CnIuQX+EQn8kub/ev26i2dEKUf3wDj",
+	"pR7wxTzn1g7cbp704Vo3kYlUHBSN/sxB+PL1MgdvD+ov3jbcyI1ZhAVkpGXi8QPH7JbH4XZ7gkfaj/lM",
+	"K5fz59VkdPhkd54LxqydruR0ZECHyzJQFCYSCmnMKSW9zucibbM2l0ZklwLrZjA/BrRtQxAwspYRMwx0",
+	"zn0geMiAd3Wlm4QNOOfzHakY6wNtpWd0ZE3QHn1m2IX9hBvyH5oqD5yNp9lz979Ode+AT0eUNAGdYNY/",
+	"5MM6QcFN0MIDglp02fxgMrYCuP4sbHy0Zu+GimIwFPtIqka1azbkOoM9y7KWrficzDiYbxsR5NxOF+tk",
+	"8LMk0FS4/WDsc48+1R71bU0hUVhXUc0FvkJmCwQFnCaBwfA+H/wQhoRO2ztgSOsD3ZPhUyfjdr2gECgG",
+	"LJ8/bn9w/5UIGRfDWGO7GYLGj/drOJp0ysG80GXubkjTyTPsijQuB7DXcCfopnR1l8AJ3QHJrw/0gEme",
+	"DuezKp8ZZnUPot419fOYNMlu+/q1VFQ2h+mJ7i3EJ6wPeBowydChi646OVfO9himWjZWsImp/yBV6tZ1",
+	"rnfrxzrn8x9wl25JuSQvprV8urhJt54HxkfPYEGdBDKEGku1kR5/FLBtBseBkFVzpCRCuKSAAQIUYuWj",
+	"zlJRELSCf2C8Ewr9HZZzzucvC73cOZH+7jfvVsk0FY+MTJGAeshnA6F+9D74gVUqLXRTbzGA5pQPcfiQ",
+	"B2YwVjEFlTpztE6lLQGGs7evfCQQUad9WkotogCewRxcg226dQNksj77LnM/pu8hFNbYk1swuHcOpHUv",
+	"JvqGIFuvpa6VaI2xQQ2BTkWWMCN4MV34sDH2FYWMAFGYbckNm3uJNDROlHZD2aq7BQLdxdgwbROt/Sx8",
+	"toO7xzLbeyjBoy+YcH8WdluqbaSptE2qesQfxKsUgvYdbglM7jG+7ZeoSDovhCHO6v4OpXyOLDPBPYMu",
+	"HGvk2TqL7S2ASW8hInwfDBu9FLtVSGpjfBbR33vOkfvMmQCe93Z8oFOvOvba0HE9eQPMgpuwjnZgmNRZ",
+	"q5UGBlohAPL7TiEQ7dl/++PLhJ3/r/OE/fjbi/8FF9HIpcx4cYD/gR2HpUrFB8cFZMVyQgviU+gWTBcc",
+	"e2Cy8cRxNLzFeaHnRQeyYyPMnKwFgpO+0HIP1lkbHM2++IAIQWvGlS+JHvuFjqyYLpT8V0lfygvt+Nmo",
+	"KDMxPljne/sRzyOGx1mecUIgZ4UAi+PgVngdZaHQ2TpD7ObR5gFZLzTeDys32kvIN7tj3kczwPlsiBAr",
+	"cVWRP1W0M6BKiue7k6Y2e09M8RrOuTpvwfBxxBr9YW3NFENbpJ0zxQD3YkGVqrkExQd7KwwwQOr4LxwS",
+	"7mO40hu1s33IK/3Al3kmAOixlUmpNTn1zBAojF8wAsKxCU/ZONVTwJofH3j+1s5G95X2ql8hUqHcD2Yz",
+	"A0zWOKBWVcpjwi7F1OqCYc4g6JkI9rZrRrmx9dKNcwMDl7zHBkxPjPLhMkqLFHg9NrlNpUaVYAyJf02V",
+	"J6rTmMnMiqKvTsNDPCDvuo7L7hZuM5SFhI24t7qQLWpBohzvqArklEz54lIUTAn3/32zvirh8fotqgfW",
+	"hFRzu7tqkObAoRa4QV9dGF3w615bH/9/laJEfFYvHIFAqB2DIOTZgFZZNfx3P/NiupCXIr1rcC5PzENK",
+	"KsKufcFOOUj0SSMO0MZEb+KIG8CAj1N9pZy1evi3zHejpv5QqjQjJ14w1zFVG5Rs45PSUFWNmAx6x/+W",
+	"OTx3in7D6ncQ51N3z4H91VwBhv2r5JmcrXqZ+5qWh548cuPpwqmn0OnLmAi+sOGUAtgNmCmtI8zwoFVM",
+	"7LcLCPedhmZbafYes0zVV3nQEumh8ww09E+Z7yq1s2WoW9MQiRxbCow788Bb1cF/vnrLiCF+yYErOipm",
+	"nHzm2fot++ert9dX446XwnLvhLl9DgI4XX4IRAIArMCGUiLxFk55lgXcLsRJdyoS5Ln6h5+Z8JkioWYH",
+	"OS+cNThCdMtxwpaimIONrLCCczk08FAFigO+AGKXYz5lWAk6sdfgcwOSD/KT5eawhI9HOAUdzVN82Fk5",
+	"G/ARts3ocYYUBQ5olW/82e+Ky9SHudfq/iGI0ERYV6LwdR1PhuY2vOq9sG2XfY1zRewqkOAwboWK9/FH",
+	"PnXH9ulGTKulRJwDPm+qK2dZGPp7NhaqwpcnpX2M7Whn4DiyhRSXPEvYmMTWmJiAe6FUo9pfuxr+Twlk",
+	"phuvw1saOJ3KgKjsh71krxquw5boCPSeuQtGJX/kHyReZzUl01CpfOWpsUyraU9sF9e0ZmXjn6Gxap35",
+	"PoOaGhuxNOjxCpWFkPigjOVqKqiHTtwwCF1E6cHQePCtOPdaOOt7byDugq92jvdAWetZljWJhpgsktYT",
+	"l93OnUf3cRFuqJ718thtVcKP4HP9dNwIFHR6/N5h37ykgp0IvAEcfvC5hF2BIyzEL4zlc7jCCx6c7XAb",
+	"QzGTnkEuFTTopHxJrcQpm2YSSAhiHaWyMiPOJJQtVu5mj6NW1475UvumW/IWdmlgpMvBcp+ZBq5CH+ih",
+	"P6BXtDcR99jRla2P1OX2eUvxcncS64mUYa1feHZWoOg82i6i+tt3DbVigmGQRKa+Oh9jmI4g0SSqYnwh",
+	"Ltihf/hZb4G5O4il+H8Oh5+vRYJ4ljXYAVQAaZ2uX2rvRB1VYy6XpW20748tPf/GLrPI1gemj2xpxlE+",
+	"MH1kcEJwvNynVGBRC4d1XtKN6b8xO5yVWYYBlbG3gcYRJFMqpjJFUHFwJcgWxwgU9SCGVJqwTMygsUqC",
+	"YWkK52/Io6yGbiix0aRgtB4MnQuxApR8R4WF4Oka2Q5To3tFXUgw7o2djXmWjcG77AujoctKwsbkVx3H",
+	"fwaYjdxiSkFYLs5trFW2GrO/SmMBmSTBpxBmAx6ovdQV+FlWHpO27iwI/OUNNPwvN/BeskcTvq/IDu13",
+	"h+PDH+4pKWmwndAySXBHurlQ0I0xoqInnX37LO6NDOcmWsGmh72O2ZvnHeBma9a4T0yiBoNKXEEvrjh/",
+	"k6v0WBeQwuFTwxNs3VJlbTA+51INT9I8X0jjk6FygA8qRMqu+IpZ7RWb9uyvdf64y2TOOCsqmk8M1gNg",
+	"IOjUoNiXgtR1bMe07q5Imsy0A2ZoA4BQZ3Z6rD7sJFOzPs5nkqnp28v1JSEV4vDx5iE9SlChdAdZog2L",
+	"JsTiO30kv3AnQSd8egH9TOfKaXhWLsUhRH1EyjKpLnyzGl3IOcD3I2+NwsncsCVPMW7eHyBvDYBXYeqW",
+	"LMm6OQO2zIY4ePW5ASFvCo1HgFl4oxYcTRKf+z4gNL53FxoTjfl70aM2UWzWnd3Rk3YT7QbBdz0YjWf7",
+	"K23EfJtEx7rCBD6KHgjqRlZj7BRdT2s86dFHgtFWFcthkjT4oBZyvjiEdJo1yEivmZQQO7pZvKTHIRr7",
+	"HTq7Lr+Wxr73273BJHx+6D6dYjqaKpcTUdwBqLY7a0BuPA22+kRfCvb85ASsdovqBePmBvmS203pP4TI",
+	"Ma+KPGLokjWiTk3CsH0o/uU1t3hSJe+7f6Pie9ADJ00BhoFQ0i0JktdFkt68cEwbhUKJetooDnGTxNFd",
+	"muZE8UNyLnGhTyb31jmaWHAKVAIMsUUevYCf79r87i4LgvShAhOwnTlN0wfQl5ph4s2Q9vymu5AYnWlU",
+	"MGf3PP3ciNtz9p9/lCcnX/37WbUifMXrjmOuzJUosCbIak2dn6tIoIkyDzYKL58dqgusA7puilW7PEuo",
+	"n42SZiHSwH1B3fW53V0VQZHU210lkB/kvvqqNCbRZ4F7YgescMgQ+EzAwh8WWFSatrKNNq53fcX4+CP9",
+	"a4uW0nDJgXn5UkYI2kvRGdDraRzQZGA1/hSnbXrDNoLuh7lSLw2c1qBcTeQj1+QfSS2IEnhkp1qMgSq6",
+	"OIMjfeG799CP+DO/N0ionk7bdYQB4L0YjAJxSkBo8L3rE/YDsOW2pd2fhbfodg8lVB+oT7I8XYdt3TqQ",
+	"lt99G+5IY978NNFAr3rtQYyqiiWKc2KTx0o2NSJWt6FcD9WdbczBazmt7t5hgSJolD59BIVohTAGKQTw",
+	"3Ycn0NAXHwu0XUEj0Rj3lRA7mCE94SLdRipsj8C+JfX2eLqQWTpCpXqL0nd4LfJAaHDqFMHg3ewi3nHS",
+	"av0Kx1PbJN5fuKXRPj/5bLf32UaE8Zk6MCsKGObDrFZ89OSWXGMN/PHoWTW4/midTCojUxEpYPDnU7YU",
+	"XEHlY70mFNnRIX5hf7yQooBU3SnPRqBWjQ9AvbprBc1jBlldCFaIv8TUmtB4G4oQ7soleU32jSdU3d9d",
+	"uR/DAC/wc/flgQzz6FfJGuT6pItt63Tk8fbdlTp2/DH6r218kRVfgpQgaY2/Qdv5Iuu+zFUETVvAaCnh",
+	"LTU4x93ziKTOIcBmi5jzRldkg2EM80bWBnjySd7AJ9l7sx6mjrD54YqmBmcmRzvxzFQAiZvdNlvLc7TJ",
+	"P6eLiu6PJ8new4aeXC63VH2MPcBnu5D6mIl9K8jUN8jNyAsx5bYqgmwa8zlqCtjzhqqST9lELAD6PpMX",
+	"uE9vz85f/NLMwHVag8hmviwaVE+qazYLXbrthIakyljB07ssaLivYgQsEngqSXgqSfiSSxLYPrITR+AH",
+	"t1afUPHTG4Na31Kumw/G1fKmsQ07yhWoBHPaFWSyUnzrFJsMgqeUl9SIOSq50s7q8gEz0AJZqVJRtJab",
+	"bca7hoFMraiB5tgEr27i/vkqL9+jhK6x0lf9MNctzHdrhJo4T20z090hEHXbUJ8DEHUr05Ux+HqMe/Gk",
+	"ON6E610LhXoh7aEV0B95N7iF0NmfL4Xv4MUNG7/97f0565gQgX+5+1vxm5zbBftRzlaMZ0YjzjKYp1oh",
+	"or9eiqD0OW3viLnr5268uRIFPAMKHIb1LUSJfJ/aCrV/7Yb/Iu25qFVU7OJyv6Ml39OFrobvu8kQMQs6",
+	"U5xduuTYTe3xaUzfDlnKK4UNaOgq7x4ZEK9RU1LtB9Q8f5/h1hxcs7NRDGbam6i37nx5FsFxUFpQAAHE",
+	"kHUN/JqVxkOTooT2uB6TUmb2UIbcIkhWD6371K4xqDbBx7yWJuBxvoQZ7jIzrzZSV5DY3dPG1n/p8eHG",
+	"drTjZSY7kHs/iplUVei2NFYvG7NB9lnr6dBCh1Ou2JQXxWq4FxZw/6Vhll8IlbBMqzkIUq7YV99+y6YL",
+	"XvCpWwn4QzNuFsJ4SIr6rXtIsLuocNYuwk6LPWojbSWbn+/m2vcFW+G0ntTo7cOs9Su5LZ6uf/vYX5tB",
+	"8rIpHgGAcmWsWLKZzDLI2JisyK/J9sfBAeEu9jhhY0IDKKp/jwive5xxYwm+O/wNGw2MD+5bZP4s7A9u",
+	"n16puxOc7QN23KSGyvGlC8+wHTuXolvcsB1BVgdMalIx8VY2dVCtkgixOn506W7LDqCoOzCn223twGG6",
+	"Tq6tbxRD6Gg3/W34Q5/gv1Wuca7n80y03eO9e0a5x/MHKBkYKFRXfpGQ9bgZ3ZTnqezaMvaj/9em1CTM",
+	"sYEEh3a9W8/RxAx2KaU1V7r4wj2HveHv51bs05dgxgcDwUw33I6OzCLclCc40wBnOkQnvG3g4QaJyi5Y",
+	"4egO9AqU0CqoLOHJ4Y0LfpaXPXcH7Vk3mcduj255A9ErfxfmactI9+Q6HmSeFpBLkT6ZqNdJWYSrc1Mr",
+	"NZe5yKQS+DMYg4d5Vs6lMoPsVRiZutUpnYoOV9Uzw/xISSVacSA2EQupUnLzYrllXloUi4ZQyEN0oWpL",
+	"7H5f8hUrjThyStbFpAZi3Liy1geb6FjCfNh+tAaKi4sPtkDNPMF4BoQjVwSSCgFzVpSZ8HDpGbei1nm5",
+	"GhyimQe05itdMa1oVAPLUzpe3SkbV0cyyvSUZ5DmM2b74+i/EmrnF5Kfw7IgzwE9AAcEvlx970pMRjmf",
+	"w9euxMRIK0bTgl9l44TK5+aCzQQ61Ccr9vu716csL+QlRBdVyjKtcwRaTNNCGEPA2oWYlUakA9wJnJmp",
+	"zkVaA8Iu6aCaKZu37Zz/MezEW6L1DcV17zxCd15OMoSgqejHsdIDL13Sgs8s25/xzGD/wbaiMmlG4UPt",
+	"ZW8os0kyT7TOBFe3UGkW8MF6w/iN3VmHD+tAamzygieOfq2itU6e6kmuNXD31v+4K3dLi6g4hukdf3T/",
+	"gyH6Ut2u76WNrqDFc6kSxo1veUS8OX6SpFg9ht+iNdPct2vH0eVmeVcqUyGSrE28cY6YoGALwZcGK2N8",
+	"cxP3QwEOBrdIbB59CDlS4hLaAg9WsBvcccENdG31M/DtdHS6iqDEdoNUuYkzvytVxXp+1anYVcvE2iDv",
+	"SnUjFdkpDMdwKod4lPWJrAExfjg0RhziMQIBVVI5IEc6izP8+Sf36IvwUxK/ga2u157+iTpgR09WeX7r",
+	"j7+tfkv28vZHOnrInq0TJ1G0J3ZH+M8q0n6SCVtp+SU2bW1ykk0SYAAXvymr7ueB7uSvFjqLmJ2+pJQt",
+	"amQd6b+n1GPW7xYUHo/ZGClJqjm0c/QpWxJYbAfZ+Xa1k0xPL+DNwI7/3/e//cr05C8xRUhD9AaUigmV",
+	"miP2E58u/B5PxFQvRb3/TML+VYpSkO/PJylCAQI0UrMLUZySW0DxjOnSghmTBble9SpDa0YWtaYMAWmm",
+	"agcXSS/2SpGVMzaWF3ZEgmsMPhQTd9huszFIk/BtWqQSoXXTmB1XfyugeWawSyqdvlPWHLEzP0YjIRf6",
+	"2sxAUHHmDwR2vDsbGIQJ1DN0Z+LGVg2nc4fEH+FdQ25QkbLxlS4uZpm+GnnkSPetLAsAIMqj8iINPRix",
+	"ej2RiuL4W6jNp5mMilJRgUr1EXcCcCytMvhtpWXuQvr6z99U7t7SDCiIk9xYjntR7L9eE8RwVz0NNh9y",
+	"WshL/xs9C1e8/dH39FMQ1bUn3qIUXyP85nP/oAeigcM7HYP7V/wEupx6pXpmSE9l+4GFg4XslFzkjqTd",
+	"7nu2cPCUIXo36kSdiww1KbsVCp+VvUNlgvsU4zmXytj1MDWaS5VXciKMPYTkYydwPAAQuR1lwcxUF07r",
+	"oGzxibYLJ6yyqr+0/yT9F+XNHrF/OB46Dj8QQorj21UnuVb3p5NblOde4cjledaSu+d3t161AlIA+3mI",
+	"FmjKlgbNyVCYFgRn8c+xjE8vTOyLbH4ICrFH4sNUiFTE0mmhwRoPrRpBbyhzeh+GGU3LohDKZiuYD5WG",
+	"RSI+FIvhtOhdMo2kViMSSmtSDVcBBZ0g3NrxZdw4E56ij3l4zIjAbTtiR1tVDkVSWtL1H6E2u7YkIhjK",
+	"9poUgl+0yWy6gU+1CE+1CA+8FuGaJQf4zoBwlHuQcWux0bXVYBM0Wsvfc6bjfzoKJdF37ta1y4K8MExf",
+	"XUC1X3z+hBrnqaglHS6iXji5m3vahUoPS+N++ShUOnL/9BlMG2mdenwVYqoLRMIGT4YTukXCxNH8CNuc",
+	"KcyyIMRLZ1o/M2xMmP+jyapZovsNG4e5tNB7QUjYDBre+AFbM3p/UunvRhQvFtxuCrA5OvTfema6c1yi",
+	"XbppjsvObh0tux8spdq469+3O749Z3nefm+0vmBlDpTmlwVJ6nCI/sb8pFLmtsVzeohbH6MrB2yHVv3/",
+	"vSNydG5BQNv7ydCHGEaLDQCoIU495kfGbdWcIIqTQy4AvDvlikHjUwFtU0zImwcvlExbStiVxh996z26",
+	"HUrjJHNeQB8EA17DJooIPgutZyDPya2tergbYKSSOPB9cjnBgFguj24z8cEKZZyiDKa1qNTR8Etw6UGm",
+	"xBXc6X1w0PMlugjxCAwLTa2OxAeoFziacAv/m5vn44OkrVUrNqULQhUmd9oOZlIpuvLvSK+GI7yQKmX7",
+	"csnnImHO7tAJ42UqNaIAeI8rdT0M58rz/JnxJRMVyzlwW+wtltM+BJXGNqdimvECRDp78+rNT8w9dMTO",
+	"auODS3o6FbkzW64W3Arv68bpIJ1Uhp/hK/QUu0WapDoZygQJpZCY3EEfYjzL9BU6ZacL4c62mmyYRqT8",
+	"cLYUxgA0bMGKUrVlprmJOQZ9c1gYnqYSYZbfFm4UKx1rRcacR3/5uOfhhtryTTPhOyFDfDc4792geCLe",
+	"xesJ360qsPuJVBwyLdb8de6utw8auMjVQrMrZ0Y7o81v6qmbw4I7UetTh+hhoYLR7+agyiyDvPx68kYQ",
+	"ObG4+i/cgyqDH8MSd11D5g4dSeAdDdElrmC3r7ghreNuTajPEZ2mS1jidnv6dZcULqz7F4oqurKG7qyJ",
+	"Zag7r7r8/EhC6tNxXohLKa4GqY71axby8Ug3dNQfWB1wf8KfO3SbM/bBOm5GOHeMIRlhmbRkMYkCMb+r",
+	"hqUtZpebOdpZo1QoWfMkwQwnItOOXbpdoi5Djg3qgl3p4sLkfBrnhjWDRvQtCX42H5UqBAeHyjorfIv7",
+	"F/HCjQqrTCu4G8pAIU6/KemETu1GKuxarsx7QW4PbGjsZAmrTogVHHYQdA4MYUKoKpUmz/iqK1Wtdsrt",
+	"uWqQ69aSrJb0Mtslv/CtoUjonOKRgWqXIIK7bbLn0Ow4rHPJVxholDZBkWzYXNhOGutaKMiHm6G8/9vx",
+	"v9V570ax9CmpcW89taI9/LT5S+2xGH611WXfd/pc14zoSmFXwAZ1HTxqv0EXM/ftqzHosLKC3AaYe2ug",
+	"UWFgQQB+gby9k6frYnm8KJdcjcA/ffzR/WVk9YVQm50CTvFknOUcRsYw3C/uY+yV+xipUIVwB2i+ByW7",
+	"ECoFXm3FB4pc+MJjMC0yJlVCQZNCGJ1dVmqQqWDySmud7mo1my60Nr5z+m/uCrtRDUtFJi9xpKhzx5WY",
+	"EHMuihXjDBa67o7o9qzDC4QNAo8//4qNow0E3LCRKSdLaa0TMI6+134XH3LHgmPx47ZKGjbNtCFdGnJP",
+	"TEeXDm5nmb6CzYa9BsjDARLEjfPMeG8jrQZqYTxcXW22XliMfY4VZi10yJhAOtvmNt7IM9KCC4uv0t3I",
+	"hYKOAE3KdKuomwlwLDDMyMpli8Xwu5IfoL+/u2ZGTLVKDSHPovEfjlJpX1qEZpqJzzPwVqnsv3/TrcmH",
+	"niP4yijakvaTxWICIEwfW2eXvJDu21WXRHfNgFMctZktWAvRU51nSIROZS4B8ItgAoAqfLp3fWM5ZsCM",
+	"6v6ClkF+quzSfVhGJjgcXqrtQWzxCsXGWBQ2xgaQMEBtCmsr69jl0KG6Nkv3Y8sEX4Js41bMNfS3DFMC",
+	"X+cYCybcnXf/OsyksWNfbBRNzVdYg7NhL9mLWnmCx2Ev2QMHxF6yh4tsKb3ecj3kYloKu9Bpy8J+0Ve+",
+	"sgM8XtJQkZ1TdyaCOaMFq4pb1lHVh8DNX2orRmWRXWvWkehcnyFnY8fi5gXPF7Sxz0wwkx3/1Gom52Uh",
+	"0lPsPILKJhR6jL1AGdELIyy1HVd4vL+WzhgvGJ8gPmTDBa1Em91dp3UjMgAeb2skZcHsAkHUvJ4JJmzL",
+	"lM1kgWGc4b3V8b/XYASmGnoz2zHbdyyejWG9Y5ZJKwqeZStErfRTGLP9jDyrY7+K8UErk4APtfMI+ng4",
+	"FMeSjloV0YYnwm3sciKKEbjlOjjQUhtLdMrXLxlIMnM0iKNii64RJhKuD/YPOHXud6IitulCy6lwlLZE",
+	"teMULQetGs+a26IVfz5sobO06m4L07hlOnF7aeLvO0FHZHMaU0quJeSVWsyHlGoO5xDm6ubluYP/m+Nm",
+	"NFIrZ+ghKj8buxBLI7LL7RbeRmuYLDvycxuhDtM29tpV9fjMUwHVfxWvfGaweP8UoSHBqSxWbgs5A5XQ",
+	"GLLQOybcNjy4pfUMlJpCZxRoi9hgEuguaRdAA29fk1g6uGW357XlHNZwyIAlEMIBaSMVl07cdqEsHbed",
+	"zzhhPLviK+OswQZfqdYB0TospuxgIsF8qOkxTtCh4g4aVI86g++PjF21uZWdnKqMFOZYqkl8tvQ4L6Sz",
+	"5dxZ0b66fzo1wt0/d3DzhW4/tGRPpn0LYjI9dcZyioWs7qvuGW9Fo01C/SWW/MNroeZ2gQ3vcm6tKNzn",
+	"/vd/nR3+kx/+PfqT/nFy+N3oz3/7H61EK22XX90vnk9E1hjv+cnJNejxU6vnul0NvsMQ5zfPvxrgKi7A",
+	"VIAr8xISxXfpI4DS0W6zJ/IERD9hakF7RFSops7/zCuHvgWjSh2LNkL5g8eYHHkGmlM4xWqIoDv7FHFn",
+	"lUuByEYenHlWFuBFpPTeKVdVor8PwUUJwGSnHrEzMoicQgCXj2o5nKxej69OeOrT/FqMcqVt1MyOsysx",
+	"OeR5HvGOOCoJplrKLY970XhMF/jWTNrw/WQLj8M9OBvew8cfn7/hetmKDasWobRa+d9YuuOYxYKgLm3g",
+	"umwwwPsCnPUh/yfSVxCfEHTwOkm7LP0enQUzwK2vbCqo16nrsUmVDUHFTHgNSNkgLBYojQEdkMLI9LCJ",
+	"n25axK3Ce0PQFGlVqjnEayXkDM8krnulSwjZtKs8cTiUdjmpANFg6OsFSG/isHpBTA9SK7zZMEjUEUcD",
+	"yC9ipae1KiCumFjmdkUnccdpqJ+/JD0jxPbtZemnZO9YqpnudKH/TKaDT6WJfk0gHTCB9HK8VrCxnps4",
+	"wQOZHGIVxSs73cRnef7KTWSH6Wc0xKaIPkYkJtzIabzc6ytrOwuywOQmwm93dMpn1Sb5EIoPsQyKgytx",
+	"JYxlY3BxjKPQO/Tb0upSFIYjEWiChBuDPwjqLim70rC/SmPZRMwopcv6DyUenkBnqQBHSWHQmpE+w2gu",
+	"Ttl4wc1oqQsxZsZZUx7lHHvUhEkVYtnacM/pKtMFtyOe56Su5DklvfNCgIrjfj8EAykOlnRlNMcr9xUQ",
+	"0bp9UpE0XitqJ/foK79IYzWELTeqKLXBrQbdsitmGz+7LYZDsjEVSF8RmcTDXDt8vDbei7IwmiqGZer5",
+	"CZGK32MfJDALt83steCXArpblNCIZy5QdSUAoji+2DZJf4bbTdRZ0EuuVhUpwrG4a8QcsWtjr9vYnX+g",
+	"xu4nm9q877TH+jql9nHPuOF6teMPWZjvLPPXZ8x3c864VWH05ya7Pv5I/4JcppkQ6YRPL0xPYjBHKMJx",
+	"Ji/IxZZKg/+BsSr0KPOMTfUSUhRI86WBTt3LqsyyMXN8S82pkTBlSNEMwgWErJRh9eFjxwvGUQdR4qEh",
+	"cz58HO6RG3RQAyqaeEvqkjagXLzBB17S54dwW89nsHCw4FZ0o0v687l54v3tF6c1ln5PNWpDkIHD4TtD",
+	"AYs37jqf8qGwj3eIJkeWU9Cx0oJfgbHEi0yKgq5nLWfGU3gfEzHlfC4M1LF3qIJvC52W2O54Jq4Y7Kr0",
+	"nugqUU3OF4BEyBQkyUy4AbCJqA7B38wNullQsJzRQI4sDrqZz2vs8Hy5XxfcEHbFYZkzWhzMtup8M5ud",
+	"DmQip30FqK3q3Hu/nf/pt2kb/gJJ/tGccSW7ZTXb5h9uUO3uLoWml8WsHcMmQy/cg4rAHza7uZ961l4d",
+	"p7p4FZPIC52DwxYzjgIfO6p1Z+aWvfEmqedWPb2zwBGRsFwUzGqd+WadzkSYoj3kLAG41ALTxnUWWAT2",
+	"A8qyPu/DGzf6br0Pbohh3geYvVvY3VLkTkM91Zr6HRUx6+z1SlFaJ/YwZEqIlAyw0AOR5zmmc+pcKOjk",
+	"arkVoalmCwPw1XFBR54JbstCrLVSiwB5MU7hfdA+95MS3jFJZF0A8jwflYpfcplhpkKbDCyhnwXbB6r+",
+	"wJ0O5WxcD6oUIFd9NhHs4wGpzG6QOXTA0bZCVQ1yD36DwWBSte85a6S1uWN1Xd5Wp7TbS1MNNOzqIDkc",
+	"zvgU+/n5tx/RRQprjcjPnTnRaiin679nRmIfiA1+XwieJ3BxEzbVmS4Lg2jQGE/NuJqXZPRXMyPAkysx",
+	"AY/AZmyBWJtTmrnJeVykUNMCsYJiupCXaIy10uY/xOQsz99XW7Az4qyPtIk6fUq3P5wHDraxcwqOKARJ",
+	"JtP6op9iHdEdWn2IuaedHhBs6TN2T2Nn7AgikYjUa9+h/n9cqdZjto8y4EpC7YBQiIPkBABYNQcJk8pq",
+	"LLqlVpwV5ftJmlyICNNoswRI2p0m9B2MjQYcvMhrYgHLySlAueAXbr1Ks0st6b747yd9bb87IYySDehE",
+	"zjTrhCDa0pY6Fx/suT5zu0rICLtwiESj3MwZ4r5wvMzF/FYKksxK2YUw7sIiYd0pf3hYlsX7sBee+kOz",
+	"bkdwlJBBMB/rtgWcLbEMnxR5/DGA+BWlAjdIhVDYKgF/y4XHE+kB8gX0AIm9g4tSIRJbwmKFDa0gaX2W",
+	"kfsNcklIfBOD0oWcS/TKKiUg2M/SQue5SI/YGXwcIldOQHrfq9N0U2dveW8N1YS3wXvizL12SiuAzBpz",
+	"xH66pLbCUT+IHAuHMYmxegUmQUCIISMKNNQpZd9AmC2JO4YLjLMFZzh+6qDdLRTmvu4aIuXAPzEkZOdm",
+	"V8XjMFWZKl95J0TLe5ifh3XEzRni1AEEV1g2pYFZ3e/QaRDl7rw6p2yJsdgAfXO10M1jvDU/T9KSpa4Y",
+	"vEWx3kJAuQPSFQL6VqjYxlP6ZRXnA1x76z7jeLBUpWCZvBSdjSTUNCsRLtSKkVE8Nwt90zLdaBUXQuTx",
+	"rXAGZqjgq64fXvmxJweq34A06UyD4sApxQ52hQo3OiK6sOqRVvjV7dby587h2tHWzPTcbVQARHUfgvtz",
+	"5n5+red7SQCEjX71cLBrSYFYA9b+yXqW30t8suUbVi6FLu2Qj5zTo/WvVITf/4V3/jnIyKYKvRi7vuXt",
+	"V/7BGMi+eluJD3bDi7+6R+J3KpTavtcqtNxM63zTNF9rncczhHe6J+cep3nBk71Tcg9XsyEhUacP8hRW",
+	"P4+ESlsf+UmlLbDCLaO2gQsXwoIC0vH4O/h5DYi44+k1OOLodwIjLgQ3Wkk1HwEgY/2Zd/7HF/AbAjG3",
+	"Peg02vCMNaPWHTy3ptrE6Kn1jayexL1sQ0xuWXIfbjKywf733uIzrWjLPa/1YC6fRXraeqeQBP3EACr7",
+	"/ZgB5IMvXHLyEUDxKa33i4xBigqAhbekrkcKtz8L9q4Mtro/RXOc6R6MyreYNhNK3wMiQM6NrUqailKZ",
+	"xGelgaw8xeMTyhYrhrOWhlLoQSNFtSJhVi4hBxcSsE3CjBW5QR9prAJJgoDQpQUd5DATlyJjKWDVDUtv",
+	"AHgDi30YSoW+24QQRYzlUEqgGJ9OdemocMllFiOwOtV2otNVwjjUbhvLl3mzc0DOCyNSRPoCz1pC6GC6",
+	"CIpUaY1MBcIYcNWWF/GzCPfntZ5vVG0BrsAdASm3mZ7P0etsIUVcK8ulogozX+/UpsRciNWVLrbMsqpG",
+	"h71Am8fDR4B+1zUcbsheW89oU07Rw7GX7GFPBPeYBXOrrX90q3INuU4h5SthcLCOf4CF+rxrWjky4Rbt",
+	"7XmU+fWd+78NuV/dGWnuXki6DjBNx9rM7rPRek6PgDWrfFBp2Kv3v7H/599PntMN6SQcD8rJ7WiE7++1",
+	"mkYpt+IQMBGSbQjLTw1N9WvPDF6/1Yl57jRpIv4gWA2gI0KxJpMp24d0VMyxgkKeg02TnqxGATeUPrR1",
+	"EmTnZKdaGZ2JwPCqOSProwaJA+ZIX9i7r9SCmFcOzX90MshJvkcRdoJQfyyMYWmDNQDfUanVW//TBzEt",
+	"LQWbwhikBISIZPghwDRhghGWxxyxf7S2Sap6He1DpTO2QFjwS6lLAipEZDYPV3jQaKdETYtwDuDfM6AY",
+	"eqi3qA8Tfoj36pxBgpEq0eKnS1q8B7rw3XjQ4+UEFsakiV8FN8SCGzYRczfRopCXCFIXN/Jxmkkqgq7w",
+	"1cnJACfcemRiH4q7ecjjJK6DsYf1UztIeqIEG0IMPXEL2JiuyMUp++ar7yKMWY90i28V3AoEcLherIKo",
+	"1tP9jmIVwQMJo0l9X42B/Dx+oPsUMcHkyXH05Dh6EI6jJ5/Pk8+H0L8igV310fLpJLUQXtSG627dPF99",
+	"t/mlc63fcLWisczDC9T6tlnrEn8b3XA9NjuwzQO3IiENMAldJQHjwZkLoqCqGwqKOmqAIFPwMQWlcr/S",
+	"OwEhIopj7jxI6RtGQL9NgLWvkM2oQrzTefOuVNRMYWBwUqZQjB7AeWthUkSxRhsOnFZwXWKAA3MLYcz7",
+	"MNzCPm1K0oIg6Bfq7aU+oZGVN/gSW24uzPFH9z9YYWJ13m3xnZkLZyiFkdxrlR9WscCSsbTcaua+d8TO",
+	"K/cGGn9KiJSRY7QvrH3jG9zSzKG9oK0tlUDnfvPOubn4WSj6ecidha2RKSHOBNcKeuOH3Ew6kvsBHhkC",
+	"kmGg2MR3L3EHfSO4jDsDx7hptZtbaeieF0NjPAqH0S88s80rPpibVOoAtNHscx65DxlsNV2USvlMzHV9",
+	"JGGT0jIR+5rW0t0pGzRAENjFqT+hxPuEoGwA7x0vqmSpoUhNMgVmwTNnX6KYxSbVnKUFn9lkiPflfpwp",
+	"J19HninasZHwjgn4GgG5xp1iMq6qxm/wOyJhQ+qL3/jTzvStek8tP/xuXTvvShX8HatX6RA23eKn9DRl",
+	"tae6TbrT3XHpJ5fTk8vpyeX05HJ6cjl9US6n3bcTeRxeLYrtAAIBYIU2hfoATRbq1cwxaWHHoJMZ/J9D",
+	"gOw//oh6mvuPbn/Xa2ksVT171SypenqHpGlSBJzJu8oJasuHU7FybsqVM7havUlnvkToDXx0lyVzMMJb",
+	"WklX613/e+ijIgta7/1hsA1skFsdi1YCDiOiFdrelua4zTRzOV0EPG3s3m41QKadNhrvGvSBQK3boVhO",
+	"RJpCMBrQMQtRcHUx7sKSCOTXq3b6hKn6CPCK+7oTmtkSef1esoflOl9ZFKduCPJ1tKRU/bnpQoKajhtU",
+	"Ftne93vHl8/33C+0oWu4YRGMEs9CjZ/4MF1wNRdonHlQEUS9x62ogxGsp7hgazrwU4TOE9iTrjTQYiUU",
+	"tkC7VepNRx/HNkb91RkelA6gCrIMi82XPAVc2uhbVavY9e+949hC06cY0Ifn8lI0kHP9xDxWTAsCWww1",
+	"lyEPWiD+V+INVpVWLVvivaxhWbX0YsOCLquxnAtuuPsH1i+K6SL6FhZytfVzo3ah7u3w06U7Cky4ctPm",
+	"E4CC8x1CW3Ao/ShxoWkrGh2PIQIQ6hK9ATmXhWGhqiuVhZhibYusbcqZUtp2jvASGkHBuVGJWC3vlV1x",
+	"aRlW49P3YhDPFkogT0jwqFAXYO6bMsjCn2b0zboka9l0iKIcArgdnNg8eDLX7lPwTvTdqheFAJJNAnwB",
+	"OAVUygz0yHf/1eB20RjNLvnr3/+RmtX41pzY36DR8776YHi8466CRmzYvhFzeOwAejjiO9CmOM+khcLg",
+	"JJJb04XMUnq3xnHcH1pGeiMsT7nlvoVRS7P16OsE161VmEk8iP9W24K45xTzQpd5zz5DP/eWeaKgC9XF",
+	"cb8Y0DjieaDcW/9IdYa5zAU2XXRrx14nrdy0euUtvbL36c9P/zcAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -3,7 +3,6 @@ package handlers
 import (
 	"appkb/indexing"
 	"context"
-	"net/http"
 	"strings"
 
 	"appkb/apperr"
@@ -42,21 +41,13 @@ type retrievedChild struct {
 	Score    float64 `json:"score"`
 }
 
-// retrieveJSON answers 200 with the query and its records. Like
-// kbJSON it writes every key, null when unset, as Dify does.
+// retrieveJSON is the query and its records, before they are checked
+// into the generated answer type.
 type retrieveJSON struct {
 	Query struct {
 		Content string `json:"content"`
 	} `json:"query"`
 	Records []retrieveRecord `json:"records"`
-}
-
-func (r retrieveJSON) VisitRetrieveSegmentsResponse(w http.ResponseWriter) error {
-	return kbJSON{r}.write(w)
-}
-
-func (r retrieveJSON) VisitHitTestSegmentsResponse(w http.ResponseWriter) error {
-	return kbJSON{r}.write(w)
 }
 
 // retrieve runs a search of one knowledge base and shapes the answer.
