@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"testing"
 
 	"appkb/apperr"
@@ -91,10 +92,22 @@ func TestTranscribeLimits(t *testing.T) {
 	tooBig := io.LimitReader(zeros{}, MaxAudioSize+1)
 	_, err = s.Transcribe(ctx, app.ID, tooBig, "a.mp3", "audio/mpeg")
 	wantCode(t, err, 413, apperr.CodeAudioTooLarge)
-	// Within the limit it gets as far as the model, which the builtin
-	// provider does not have.
+	// Within the limit it gets as far as the builtin model, which cannot
+	// decode three bytes (or, without ffmpeg, says which package it needs).
 	_, err = s.Transcribe(ctx, app.ID, bytes.NewReader([]byte("ID3")), "a.mp3", "audio/mpeg")
-	wantCode(t, err, 400, apperr.CodeModelNotSupported)
+	wantCode(t, err, 400, speechCode("ffmpeg", "pocketsphinx_continuous"))
+}
+
+// speechCode is the error the builtin speech models give for bad input:
+// completion_request_error when the programs are installed, else
+// model_currently_not_support.
+func speechCode(programs ...string) string {
+	for _, p := range programs {
+		if _, err := exec.LookPath(p); err != nil {
+			return apperr.CodeModelNotSupported
+		}
+	}
+	return apperr.CodeCompletionRequestError
 }
 
 type zeros struct{}
@@ -132,7 +145,17 @@ func TestSpeakFindsOnlyTheAppsMessages(t *testing.T) {
 	wantCode(t, err, 400, apperr.CodeInvalidParam)
 	_, err = s.answerOf(ctx, one.ID, msg.ID, "bob")
 	wantCode(t, err, 400, apperr.CodeInvalidParam)
-	// With the text found, the builtin provider is what stops it.
-	_, err = s.Speak(ctx, one.ID, SpeakRequest{MessageID: msg.ID})
-	wantCode(t, err, 400, apperr.CodeModelNotSupported)
+	// With the text found, the builtin provider reads it out as MP3.
+	speech, err := s.Speak(ctx, one.ID, SpeakRequest{MessageID: msg.ID})
+	if speechCode("espeak-ng", "ffmpeg") == apperr.CodeModelNotSupported {
+		wantCode(t, err, 400, apperr.CodeModelNotSupported)
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer speech.Audio.Close()
+	if mp3, _ := io.ReadAll(speech.Audio); speech.ContentType != "audio/mpeg" || len(mp3) < 500 {
+		t.Errorf("speech %s of %d bytes", speech.ContentType, len(mp3))
+	}
 }

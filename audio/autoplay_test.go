@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"appkb/apperr"
 	"appkb/apps"
 	"appkb/db"
 	"appkb/llm"
@@ -89,7 +90,6 @@ func TestAutoPlay(t *testing.T) {
 		{"blank text is not spoken", on, " \n", []byte("ID3"), nil, false, 0},
 		{"auto-play disabled", manual, "Hello.", []byte("ID3"), nil, false, 0},
 		{"text to speech off", off, "Hello.", []byte("ID3"), nil, false, 0},
-		{"the builtin provider has no speech", builtin.ID, "Hello.", []byte("ID3"), nil, false, 0},
 		{"a failing provider is an error", on, "Hello.", nil, nil, true, 1},
 	}
 	for _, tc := range tests {
@@ -129,6 +129,20 @@ func TestAutoPlay(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("the builtin provider reads aloud offline", func(t *testing.T) {
+		if speechCode("espeak-ng", "ffmpeg") == apperr.CodeModelNotSupported {
+			t.Skip("espeak-ng or ffmpeg is not installed")
+		}
+		pieces, err := svc.AutoPlay(ctx, builtin.ID, "Hello.")
+		if err != nil {
+			t.Fatal(err)
+		}
+		mp3, err := base64.StdEncoding.DecodeString(strings.Join(pieces, ""))
+		if err != nil || len(mp3) < 500 || !(bytes.HasPrefix(mp3, []byte("ID3")) || mp3[0] == 0xff) {
+			t.Errorf("%d pieces of %d bytes in all, not MP3 (%v)", len(pieces), len(mp3), err)
+		}
+	})
 
 	t.Run("an unknown app is an error", func(t *testing.T) {
 		if _, err := svc.AutoPlay(ctx, "3f8c1c9e-0000-4000-8000-000000000000", "Hello."); err == nil {

@@ -63,26 +63,20 @@ func TestKindOf(t *testing.T) {
 }
 
 func TestRules(t *testing.T) {
-	imagesOnly := Rules{Places: []Place{{Types: []string{TypeImage}}}}
-	custom := Rules{Places: []Place{{Types: []string{TypeDocument, TypeCustom}, Extensions: []string{".DAT", "bin"}}}}
-	twoPlaces := Rules{Places: []Place{{Types: []string{TypeImage}}, {Types: []string{TypeAudio}}}}
-	anyKind := Rules{Places: []Place{{}}}
 	tests := []struct {
 		name  string
 		rules Rules
 		ext   string
 		want  bool
 	}{
-		{"no places accepts anything", Rules{}, "exe", true},
-		{"a place without types accepts anything", anyKind, "exe", true},
-		{"image allowed where images are", imagesOnly, "png", true},
-		{"document refused where only images are", imagesOnly, "pdf", false},
-		{"custom extension listed with a dot and upper case", custom, "dat", true},
-		{"custom extension listed without a dot", custom, "BIN", true},
-		{"custom extension not listed", custom, "exe", false},
-		{"no extension is never a custom match", custom, "", false},
-		{"kind accepted by the second place", twoPlaces, "mp3", true},
-		{"kind accepted by no place", twoPlaces, "mp4", false},
+		{"an image", Rules{}, "png", true},
+		{"a document", Rules{}, "pdf", true},
+		{"an unknown extension", Rules{}, "xyz", true},
+		{"no extension", Rules{}, "", true},
+		{"a program is blocked", Rules{}, "exe", false},
+		{"blocked in any case, with a dot", Rules{}, ".BAT", false},
+		{"an own list replaces the default", Rules{Blocked: []string{"txt"}}, "exe", true},
+		{"an own list blocks its extensions", Rules{Blocked: []string{"txt"}}, "TXT", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -100,26 +94,6 @@ func TestRules(t *testing.T) {
 	}
 	if got := (Rules{}).SizeLimit("png"); got != int64(apps.DefaultSystemParameters.ImageFileSizeLimit)<<20 {
 		t.Errorf("zero limits should fall back to the defaults, got %d", got)
-	}
-}
-
-func TestRulesFor(t *testing.T) {
-	def, err := apps.Parse([]byte(testApp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := RulesFor(def, apps.DefaultSystemParameters)
-	for ext, want := range map[string]bool{"png": true, "pdf": true, "dat": true, "mp3": false, "exe": false} {
-		if got := r.Allows(ext); got != want {
-			t.Errorf("Allows(%q) = %v, want %v", ext, got, want)
-		}
-	}
-	none, err := apps.Parse([]byte(noUploadApp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := RulesFor(none, apps.DefaultSystemParameters); len(r.Places) != 0 || !r.Allows("exe") {
-		t.Errorf("an app without uploads should accept any kind (as Dify does): %+v", r)
 	}
 }
 
@@ -179,7 +153,6 @@ func TestStage(t *testing.T) {
 	f := newFixture(t)
 	small := Rules{
 		Limits: apps.SystemParameters{FileSizeLimit: 1, ImageFileSizeLimit: 1},
-		Places: []Place{{Types: []string{TypeImage, TypeDocument}}},
 	}
 	mb := int64(1 << 20)
 	tests := []struct {
@@ -194,7 +167,9 @@ func TestStage(t *testing.T) {
 		{"empty document", "empty.txt", "text/plain", 0, 0, "", "text/plain"},
 		{"octet-stream is replaced by the extension's type", "doc.pdf", "application/octet-stream", 10, 0, "", "application/pdf"},
 		{"parameters of the declared type are dropped", "a.txt", "text/plain; charset=utf-8", 3, 0, "", "text/plain"},
-		{"kind the app does not take", "song.mp3", "audio/mpeg", 10, 415, apperr.CodeUnsupportedFileType, ""},
+		{"audio is stored whatever the app takes", "song.mp3", "audio/mpeg", 10, 0, "", "audio/mpeg"},
+		{"a document one byte over the general limit", "big.pdf", "application/pdf", mb + 1, 413, apperr.CodeFileTooLarge, ""},
+		{"blocked extension", "setup.exe", "application/octet-stream", 10, 400, CodeExtensionBlocked, ""},
 		{"no declared type", "cat.png", "", 10, 415, apperr.CodeUnsupportedFileType, ""},
 		{"unreadable declared type", "cat.png", "image/", 10, 415, apperr.CodeUnsupportedFileType, ""},
 		{"no name", "  ", "image/png", 10, 400, apperr.CodeFilenameNotExists, ""},
@@ -498,7 +473,7 @@ func TestResolve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	badCustom, err := f.store.Save(ctx, Rules{}, f.appID, f.alice, "tool.exe", "application/octet-stream", strings.NewReader("MZ"))
+	badCustom, err := f.store.Save(ctx, Rules{}, f.appID, f.alice, "tool.xyz", "application/octet-stream", strings.NewReader("MZ"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,58 +63,43 @@ func normalizeExt(ext string) string {
 	return strings.ToLower(strings.TrimPrefix(strings.TrimSpace(ext), "."))
 }
 
-// Rules are what an app accepts as an upload: the size limit per kind, and
-// the places of the app that take files at all.
+// Rules are what an upload must satisfy. As in Dify, an upload is not held
+// to the app's file settings (those apply when the file is attached to a
+// message or run, see Resolve): any file is taken unless its extension is
+// blocked, up to the size limit of its kind.
 type Rules struct {
 	Limits apps.SystemParameters
-	// Places holds one entry per part of the app that takes files (the
-	// file upload feature, file fields of the input form). A file must suit
-	// at least one of them. With no places at all, any kind is accepted, as
-	// Dify does: the app may still pass the file on in some other way.
-	Places []Place
+	// Blocked are extensions (without the dot, lower case) never taken;
+	// nil means DefaultBlocked.
+	Blocked []string
 }
 
-// Place is one part of an app that takes files.
+// DefaultBlocked are the extensions refused by default: programs and
+// scripts that run when opened on a desktop system.
+var DefaultBlocked = []string{
+	"exe", "msi", "msp", "com", "scr", "pif", "cpl", "dll", "sys", "bat", "cmd",
+	"vbs", "vbe", "js", "jse", "wsf", "wsh", "hta", "ps1", "psm1", "lnk", "reg", "jar", "app", "apk",
+}
+
+// CodeExtensionBlocked is the error code of a blocked extension (400).
+const CodeExtensionBlocked = "file_extension_blocked"
+
+// Allows reports whether a file with this extension may be uploaded.
+func (r Rules) Allows(ext string) bool {
+	blocked := r.Blocked
+	if blocked == nil {
+		blocked = DefaultBlocked
+	}
+	return !slices.Contains(blocked, normalizeExt(ext))
+}
+
+// Place is one part of an app that takes files: the file upload feature or
+// a file field of its input form.
 type Place struct {
 	// Types are the kinds it accepts; empty means every kind.
 	Types []string
 	// Extensions are the extensions a custom file may have.
 	Extensions []string
-}
-
-// RulesFor works out an app's upload rules from its definition.
-func RulesFor(def *apps.Definition, limits apps.SystemParameters) Rules {
-	r := Rules{Limits: limits}
-	if def == nil {
-		return r
-	}
-	up := apps.ParametersFor(def, limits).FileUpload
-	switch {
-	case up.Enabled:
-		r.Places = append(r.Places, Place{Types: up.AllowedFileTypes, Extensions: up.AllowedFileExtensions})
-	case up.Image.Enabled:
-		r.Places = append(r.Places, Place{Types: []string{TypeImage}})
-	}
-	for _, f := range def.InputForm() {
-		if f.Kind == apps.FieldFile || f.Kind == apps.FieldFileList {
-			r.Places = append(r.Places, Place{Types: f.AllowedFileTypes, Extensions: f.AllowedFileExtensions})
-		}
-	}
-	return r
-}
-
-// Allows reports whether a file with this extension suits some place of
-// the app.
-func (r Rules) Allows(ext string) bool {
-	if len(r.Places) == 0 {
-		return true
-	}
-	for _, p := range r.Places {
-		if p.allows(ext) {
-			return true
-		}
-	}
-	return false
 }
 
 func (p Place) allows(ext string) bool {

@@ -81,8 +81,8 @@ func (s *Store) Stage(rules Rules, name, mimeType string, content io.Reader) (*S
 		return nil, err
 	}
 	if !rules.Allows(ext) {
-		return nil, apperr.New(http.StatusUnsupportedMediaType, apperr.CodeUnsupportedFileType,
-			"Files of type %q are not accepted by this app.", displayExt(ext))
+		return nil, apperr.New(http.StatusBadRequest, CodeExtensionBlocked,
+			"Files of type %q are blocked for security reasons.", displayExt(ext))
 	}
 	limit := rules.SizeLimit(ext)
 
@@ -137,6 +137,16 @@ func (s *Store) Stage(rules Rules, name, mimeType string, content io.Reader) (*S
 // Commit moves the bytes to their final place and records the file as
 // uploaded by endUserID of appID.
 func (f *Staged) Commit(ctx context.Context, appID, endUserID string) (*models.UploadFile, error) {
+	return f.commit(ctx, &appID, nilIfEmpty(endUserID))
+}
+
+// CommitUnowned is Commit for a file that belongs to no app, such as one
+// uploaded with a knowledge key for a pipeline run.
+func (f *Staged) CommitUnowned(ctx context.Context) (*models.UploadFile, error) {
+	return f.commit(ctx, nil, nil)
+}
+
+func (f *Staged) commit(ctx context.Context, appID, endUserID *string) (*models.UploadFile, error) {
 	s := f.store
 	key := dirName + "/" + f.ID
 	final := filepath.Join(s.dataDir, filepath.FromSlash(key))
@@ -147,8 +157,8 @@ func (f *Staged) Commit(ctx context.Context, appID, endUserID string) (*models.U
 	f.tmp = ""
 	row := &models.UploadFile{
 		ID:         f.ID,
-		AppID:      &appID,
-		EndUserID:  nilIfEmpty(endUserID),
+		AppID:      appID,
+		EndUserID:  endUserID,
 		Name:       f.Name,
 		Size:       f.Size,
 		Extension:  f.Extension,

@@ -2428,13 +2428,13 @@ type ChildChunk struct {
 	SegmentId string `json:"segment_id"`
 
 	// Type `automatic` when produced by splitting, `customized` when written through the API.
-	Type *string `json:"type,omitempty"`
+	Type string `json:"type"`
 
 	// UpdatedAt Last change time (Unix seconds).
-	UpdatedAt *float64 `json:"updated_at,omitempty"`
+	UpdatedAt float64 `json:"updated_at"`
 
 	// WordCount Length of the text.
-	WordCount *int `json:"word_count,omitempty"`
+	WordCount int `json:"word_count"`
 }
 
 // ChildChunkContentRequest The text of a child chunk.
@@ -2446,24 +2446,24 @@ type ChildChunkContentRequest struct {
 // ChildChunkDetail A single child chunk.
 type ChildChunkDetail struct {
 	// Data A smaller piece of a parent chunk, used for precise matching in parent-child mode.
-	Data *ChildChunk `json:"data,omitempty"`
+	Data ChildChunk `json:"data"`
 }
 
 // ChildChunkList One page of child chunks.
 type ChildChunkList struct {
-	Data *[]ChildChunk `json:"data,omitempty"`
+	Data []ChildChunk `json:"data"`
 
 	// Limit The page size used.
-	Limit *int `json:"limit,omitempty"`
+	Limit int `json:"limit"`
 
 	// Page The page number returned.
-	Page *int `json:"page,omitempty"`
+	Page int `json:"page"`
 
 	// Total Number of matching child chunks over all pages.
-	Total *int `json:"total,omitempty"`
+	Total int `json:"total"`
 
 	// TotalPages Number of pages at this page size.
-	TotalPages *int `json:"total_pages,omitempty"`
+	TotalPages int `json:"total_pages"`
 }
 
 // CompletionRequest Body of a completion (text generator) call.
@@ -2947,124 +2947,124 @@ type CreateSegmentsRequest struct {
 
 // CreateSegmentsResult The chunks that were added.
 type CreateSegmentsResult struct {
-	Data *[]Segment `json:"data,omitempty"`
+	Data []Segment `json:"data"`
 
 	// DocForm The chunking mode of the document (`text_model`, `qa_model`, `hierarchical_model`).
-	DocForm *string `json:"doc_form,omitempty"`
+	DocForm string `json:"doc_form"`
 }
 
 // Dataset A knowledge base with its settings and counters.
 type Dataset struct {
 	// AppCount How many apps use the knowledge base.
-	AppCount *int `json:"app_count,omitempty"`
+	AppCount int `json:"app_count"`
 
-	// AuthorName Display name of that account.
-	AuthorName *string `json:"author_name,omitempty"`
+	// AuthorName Who created it, by name. appkb has no accounts; the label of the creating API key stands in, or the workspace name `appkb` when that key has no label.
+	AuthorName string `json:"author_name"`
 
 	// BuiltInFieldEnabled Whether the built-in metadata fields (document name, uploader and so on) are on.
-	BuiltInFieldEnabled *bool `json:"built_in_field_enabled,omitempty"`
+	BuiltInFieldEnabled bool `json:"built_in_field_enabled"`
 
 	// ChunkStructure Chunk structure chosen for the knowledge base, if any.
-	ChunkStructure *string `json:"chunk_structure,omitempty"`
+	ChunkStructure *string `json:"chunk_structure"`
 
 	// CreatedAt Creation time in Unix seconds.
-	CreatedAt *float64 `json:"created_at,omitempty"`
+	CreatedAt float64 `json:"created_at"`
 
 	// CreatedBy Account that created it.
-	CreatedBy *string `json:"created_by,omitempty"`
+	CreatedBy *string `json:"created_by"`
 
-	// DataSourceType Where its documents come from; null while nothing has been added.
-	DataSourceType *string `json:"data_source_type,omitempty"`
+	// DataSourceType Where its documents come from; `upload_file` (the source of every API document) while it is still empty.
+	DataSourceType string `json:"data_source_type"`
 
 	// Description Free text about the knowledge base.
-	Description *string `json:"description,omitempty"`
+	Description *string `json:"description"`
 
-	// DocForm Chunk layout of its documents: `text_model`, `hierarchical_model` or `qa_model`; null while empty.
-	DocForm *string `json:"doc_form,omitempty"`
+	// DocForm Chunk layout of its documents: `text_model`, `hierarchical_model` or `qa_model`. An empty knowledge base shows `text_model`, the layout a first document gets unless it asks for another.
+	DocForm string `json:"doc_form"`
 
 	// DocMetadata The metadata fields defined on the knowledge base.
 	DocMetadata *[]struct {
 		// Id Metadata field id.
-		Id *string `json:"id,omitempty"`
+		Id string `json:"id"`
 
 		// Name Metadata field name.
-		Name *string `json:"name,omitempty"`
+		Name string `json:"name"`
 
 		// Type Value type of the field.
-		Type *string `json:"type,omitempty"`
-	} `json:"doc_metadata,omitempty"`
+		Type string `json:"type"`
+	} `json:"doc_metadata"`
 
 	// DocumentCount How many documents it holds.
-	DocumentCount *int `json:"document_count,omitempty"`
+	DocumentCount int `json:"document_count"`
 
 	// EmbeddingAvailable Whether the embedding model can be used right now.
-	EmbeddingAvailable *bool `json:"embedding_available,omitempty"`
+	EmbeddingAvailable *bool `json:"embedding_available"`
 
 	// EmbeddingModel Embedding model used for indexing.
-	EmbeddingModel *string `json:"embedding_model,omitempty"`
+	EmbeddingModel *string `json:"embedding_model"`
 
 	// EmbeddingModelProvider Provider of that model; older knowledge bases may show a short name.
-	EmbeddingModelProvider *string `json:"embedding_model_provider,omitempty"`
+	EmbeddingModelProvider *string `json:"embedding_model_provider"`
 
 	// EnableApi Whether the knowledge base accepts API calls.
-	EnableApi *bool `json:"enable_api,omitempty"`
+	EnableApi bool `json:"enable_api"`
 
 	// ExternalKnowledgeInfo Connection details; only for external knowledge bases.
 	ExternalKnowledgeInfo *struct {
 		// ExternalKnowledgeApiEndpoint Address of that connection.
-		ExternalKnowledgeApiEndpoint *string `json:"external_knowledge_api_endpoint,omitempty"`
+		ExternalKnowledgeApiEndpoint *string `json:"external_knowledge_api_endpoint"`
 
 		// ExternalKnowledgeApiId Which external knowledge API binding is used.
-		ExternalKnowledgeApiId *string `json:"external_knowledge_api_id,omitempty"`
+		ExternalKnowledgeApiId *string `json:"external_knowledge_api_id"`
 
 		// ExternalKnowledgeApiName Name of that connection.
-		ExternalKnowledgeApiName *string `json:"external_knowledge_api_name,omitempty"`
+		ExternalKnowledgeApiName *string `json:"external_knowledge_api_name"`
 
 		// ExternalKnowledgeId Id on the external side.
-		ExternalKnowledgeId *string `json:"external_knowledge_id,omitempty"`
-	} `json:"external_knowledge_info,omitempty"`
+		ExternalKnowledgeId *string `json:"external_knowledge_id"`
+	} `json:"external_knowledge_info"`
 
 	// ExternalRetrievalModel Search settings against the external side; null for knowledge bases kept here.
 	ExternalRetrievalModel *struct {
 		// ScoreThreshold Lowest score a result may have.
-		ScoreThreshold *float64 `json:"score_threshold,omitempty"`
+		ScoreThreshold *float64 `json:"score_threshold"`
 
 		// ScoreThresholdEnabled Whether `score_threshold` applies.
-		ScoreThresholdEnabled *bool `json:"score_threshold_enabled,omitempty"`
+		ScoreThresholdEnabled bool `json:"score_threshold_enabled"`
 
 		// TopK Most results to fetch.
-		TopK *int `json:"top_k,omitempty"`
-	} `json:"external_retrieval_model,omitempty"`
+		TopK int `json:"top_k"`
+	} `json:"external_retrieval_model"`
 
 	// IconInfo Icon shown for the knowledge base.
 	IconInfo *struct {
 		// Icon Icon id or emoji.
-		Icon *string `json:"icon,omitempty"`
+		Icon *string `json:"icon"`
 
 		// IconBackground Background colour.
-		IconBackground *string `json:"icon_background,omitempty"`
+		IconBackground *string `json:"icon_background"`
 
 		// IconType Kind of icon.
-		IconType *string `json:"icon_type,omitempty"`
+		IconType *string `json:"icon_type"`
 
 		// IconUrl Address of a custom icon image.
-		IconUrl *string `json:"icon_url,omitempty"`
-	} `json:"icon_info,omitempty"`
+		IconUrl *string `json:"icon_url"`
+	} `json:"icon_info"`
 
 	// Id Knowledge base id.
 	Id string `json:"id"`
 
 	// IndexingTechnique `high_quality` or `economy`; null until chosen.
-	IndexingTechnique *string `json:"indexing_technique,omitempty"`
+	IndexingTechnique *string `json:"indexing_technique"`
 
 	// IsMultimodal Whether multimodal content is processed.
-	IsMultimodal *bool `json:"is_multimodal,omitempty"`
+	IsMultimodal bool `json:"is_multimodal"`
 
 	// IsPublished Whether the knowledge base is published.
-	IsPublished *bool `json:"is_published,omitempty"`
+	IsPublished bool `json:"is_published"`
 
 	// Maintainer Display name of whoever looks after it, if set.
-	Maintainer *string `json:"maintainer,omitempty"`
+	Maintainer *string `json:"maintainer"`
 
 	// Name Display name, unique within the workspace.
 	Name string `json:"name"`
@@ -3073,19 +3073,19 @@ type Dataset struct {
 	PartialMemberList *[]string `json:"partial_member_list,omitempty"`
 
 	// Permission Access setting: `only_me`, `all_team_members` or `partial_members`.
-	Permission *string `json:"permission,omitempty"`
+	Permission string `json:"permission"`
 
 	// PipelineId Knowledge pipeline attached, if any.
-	PipelineId *string `json:"pipeline_id,omitempty"`
+	PipelineId *string `json:"pipeline_id"`
 
 	// Provider `vendor` when kept here, `external` when served by an external knowledge API.
-	Provider *string `json:"provider,omitempty"`
+	Provider string `json:"provider"`
 
 	// RetrievalModelDict The current search settings.
-	RetrievalModelDict *RetrievalModel `json:"retrieval_model_dict,omitempty"`
+	RetrievalModelDict *RetrievalModel `json:"retrieval_model_dict"`
 
 	// RuntimeMode How documents are processed at run time.
-	RuntimeMode *string `json:"runtime_mode,omitempty"`
+	RuntimeMode *string `json:"runtime_mode"`
 
 	// SummaryIndexSetting Summary indexing settings; null when never configured.
 	SummaryIndexSetting *struct {
@@ -3100,34 +3100,34 @@ type Dataset struct {
 
 		// SummaryPrompt Prompt used to produce a summary.
 		SummaryPrompt *string `json:"summary_prompt,omitempty"`
-	} `json:"summary_index_setting,omitempty"`
+	} `json:"summary_index_setting"`
 
 	// Tags Tags attached to the knowledge base.
 	Tags *[]struct {
 		// Id Tag id.
-		Id *string `json:"id,omitempty"`
+		Id string `json:"id"`
 
 		// Name Tag name.
-		Name *string `json:"name,omitempty"`
+		Name string `json:"name"`
 
 		// Type Tag kind; `knowledge` here.
-		Type *string `json:"type,omitempty"`
-	} `json:"tags,omitempty"`
+		Type string `json:"type"`
+	} `json:"tags"`
 
 	// TotalAvailableDocuments How many documents are usable for retrieval (enabled and indexed).
-	TotalAvailableDocuments *int `json:"total_available_documents,omitempty"`
+	TotalAvailableDocuments int `json:"total_available_documents"`
 
 	// TotalDocuments Number of documents.
-	TotalDocuments *int `json:"total_documents,omitempty"`
+	TotalDocuments int `json:"total_documents"`
 
 	// UpdatedAt Time of the last change in Unix seconds.
-	UpdatedAt *float64 `json:"updated_at,omitempty"`
+	UpdatedAt *float64 `json:"updated_at"`
 
 	// UpdatedBy Account that changed it last.
-	UpdatedBy *string `json:"updated_by,omitempty"`
+	UpdatedBy *string `json:"updated_by"`
 
 	// WordCount Words over all its documents.
-	WordCount *int `json:"word_count,omitempty"`
+	WordCount int `json:"word_count"`
 }
 
 // DatasetList One page of knowledge bases.
@@ -3270,88 +3270,88 @@ type DeleteKnowledgeTagRequest struct {
 // Document A document in a knowledge base, as lists and write operations return it.
 type Document struct {
 	// Archived Whether it is archived.
-	Archived *bool `json:"archived,omitempty"`
+	Archived bool `json:"archived"`
 
 	// CreatedAt Creation time in Unix seconds.
-	CreatedAt *float64 `json:"created_at,omitempty"`
+	CreatedAt float64 `json:"created_at"`
 
 	// CreatedBy Account that created it.
-	CreatedBy *string `json:"created_by,omitempty"`
+	CreatedBy *string `json:"created_by"`
 
 	// CreatedFrom Where it was created, `api` or `web`.
-	CreatedFrom *string `json:"created_from,omitempty"`
+	CreatedFrom string `json:"created_from"`
 
 	// DataSourceDetailDict Source details expanded, for example the uploaded file's name and size.
-	DataSourceDetailDict *map[string]interface{} `json:"data_source_detail_dict,omitempty"`
+	DataSourceDetailDict *map[string]interface{} `json:"data_source_detail_dict"`
 
 	// DataSourceInfo Source details as stored; the keys depend on `data_source_type`.
-	DataSourceInfo *map[string]interface{} `json:"data_source_info,omitempty"`
+	DataSourceInfo *map[string]interface{} `json:"data_source_info"`
 
 	// DataSourceType How the content arrived, e.g. `upload_file` or `notion_import`.
-	DataSourceType *string `json:"data_source_type,omitempty"`
+	DataSourceType string `json:"data_source_type"`
 
-	// DatasetProcessRuleId The processing rule applied.
-	DatasetProcessRuleId *string `json:"dataset_process_rule_id,omitempty"`
+	// DatasetProcessRuleId Id of the processing rule the document was split by.
+	DatasetProcessRuleId string `json:"dataset_process_rule_id"`
 
 	// DisabledAt When it was disabled; null while enabled.
-	DisabledAt *float64 `json:"disabled_at,omitempty"`
+	DisabledAt *float64 `json:"disabled_at"`
 
 	// DisabledBy Who disabled it; null while enabled.
-	DisabledBy *string `json:"disabled_by,omitempty"`
+	DisabledBy *string `json:"disabled_by"`
 
 	// DisplayStatus A status for display, combining indexing stage and enabled state.
-	DisplayStatus *string `json:"display_status,omitempty"`
+	DisplayStatus string `json:"display_status"`
 
 	// DocForm Chunk layout: `text_model`, `hierarchical_model` or `qa_model`.
-	DocForm *string `json:"doc_form,omitempty"`
+	DocForm string `json:"doc_form"`
 
 	// DocMetadata The document's metadata values.
 	DocMetadata *[]struct {
 		// Id Metadata field id.
-		Id *string `json:"id,omitempty"`
+		Id string `json:"id"`
 
 		// Name Metadata field name.
-		Name *string `json:"name,omitempty"`
+		Name string `json:"name"`
 
 		// Type Value type of the field.
-		Type *string `json:"type,omitempty"`
+		Type string `json:"type"`
 
 		// Value This document's value.
-		Value *string `json:"value,omitempty"`
-	} `json:"doc_metadata,omitempty"`
+		Value *string `json:"value"`
+	} `json:"doc_metadata"`
 
 	// Enabled Whether the document takes part in retrieval.
-	Enabled *bool `json:"enabled,omitempty"`
+	Enabled bool `json:"enabled"`
 
 	// Error Why indexing failed; null when it did not.
-	Error *string `json:"error,omitempty"`
+	Error *string `json:"error"`
 
 	// HitCount How often retrieval has matched it.
-	HitCount *int `json:"hit_count,omitempty"`
+	HitCount int `json:"hit_count"`
 
 	// Id Document id.
 	Id string `json:"id"`
 
 	// IndexingStatus Indexing stage: `waiting`, `parsing`, `cleaning`, `splitting`, `indexing`, `completed`, `error` or `paused`.
-	IndexingStatus *string `json:"indexing_status,omitempty"`
+	IndexingStatus string `json:"indexing_status"`
 
 	// Name Document name.
-	Name *string `json:"name,omitempty"`
+	Name string `json:"name"`
 
 	// NeedSummary Whether a summary still has to be generated.
-	NeedSummary *bool `json:"need_summary,omitempty"`
+	NeedSummary bool `json:"need_summary"`
 
 	// Position Place of the document in the knowledge base's list.
-	Position *int `json:"position,omitempty"`
+	Position int `json:"position"`
 
 	// SummaryIndexStatus State of summary indexing; null when summaries are not used.
-	SummaryIndexStatus *string `json:"summary_index_status,omitempty"`
+	SummaryIndexStatus *string `json:"summary_index_status"`
 
 	// Tokens Tokens in the document; unknown until indexed.
-	Tokens *int `json:"tokens,omitempty"`
+	Tokens *int `json:"tokens"`
 
 	// WordCount Words in the document.
-	WordCount *int `json:"word_count,omitempty"`
+	WordCount *int `json:"word_count"`
 }
 
 // DocumentCreatedResult A document that was just created or changed, with the batch that indexes it.
@@ -3392,7 +3392,7 @@ type DocumentDetail struct {
 	// DatasetProcessRule The knowledge base's processing rule.
 	DatasetProcessRule *map[string]interface{} `json:"dataset_process_rule,omitempty"`
 
-	// DatasetProcessRuleId The processing rule applied.
+	// DatasetProcessRuleId Id of the processing rule the document was split by.
 	DatasetProcessRuleId *string `json:"dataset_process_rule_id,omitempty"`
 
 	// DisabledAt When it was disabled; null while enabled.
@@ -3541,16 +3541,16 @@ type DocumentFileSettingsIndexingTechnique string
 // DocumentIndexingStatus How far indexing of one document has got.
 type DocumentIndexingStatus struct {
 	// CleaningCompletedAt When cleaning finished.
-	CleaningCompletedAt *float64 `json:"cleaning_completed_at,omitempty"`
+	CleaningCompletedAt *float64 `json:"cleaning_completed_at"`
 
 	// CompletedAt When indexing finished.
-	CompletedAt *float64 `json:"completed_at,omitempty"`
+	CompletedAt *float64 `json:"completed_at"`
 
 	// CompletedSegments Chunks indexed so far.
-	CompletedSegments *int `json:"completed_segments,omitempty"`
+	CompletedSegments int `json:"completed_segments"`
 
 	// Error Why indexing failed; null unless it failed.
-	Error *string `json:"error,omitempty"`
+	Error *string `json:"error"`
 
 	// Id Document id.
 	Id string `json:"id"`
@@ -3559,22 +3559,22 @@ type DocumentIndexingStatus struct {
 	IndexingStatus string `json:"indexing_status"`
 
 	// ParsingCompletedAt When parsing finished.
-	ParsingCompletedAt *float64 `json:"parsing_completed_at,omitempty"`
+	ParsingCompletedAt *float64 `json:"parsing_completed_at"`
 
 	// PausedAt When indexing was paused; null unless paused.
-	PausedAt *float64 `json:"paused_at,omitempty"`
+	PausedAt *float64 `json:"paused_at"`
 
 	// ProcessingStartedAt When processing began.
-	ProcessingStartedAt *float64 `json:"processing_started_at,omitempty"`
+	ProcessingStartedAt *float64 `json:"processing_started_at"`
 
 	// SplittingCompletedAt When splitting finished.
-	SplittingCompletedAt *float64 `json:"splitting_completed_at,omitempty"`
+	SplittingCompletedAt *float64 `json:"splitting_completed_at"`
 
 	// StoppedAt When indexing was stopped; null unless stopped.
-	StoppedAt *float64 `json:"stopped_at,omitempty"`
+	StoppedAt *float64 `json:"stopped_at"`
 
 	// TotalSegments Chunks to index in all.
-	TotalSegments *int `json:"total_segments,omitempty"`
+	TotalSegments int `json:"total_segments"`
 }
 
 // DocumentList One page of documents.
@@ -4868,11 +4868,11 @@ type RetrievalModel struct {
 	// MetadataFilteringConditions Conditions on document metadata that a chunk's document must meet.
 	MetadataFilteringConditions *MetadataFilteringConditions `json:"metadata_filtering_conditions,omitempty"`
 	RerankingEnable             bool                         `json:"reranking_enable"`
-	RerankingMode               *RetrievalModelRerankingMode `json:"reranking_mode,omitempty"`
+	RerankingMode               *RetrievalModelRerankingMode `json:"reranking_mode"`
 	RerankingModel              *struct {
 		RerankingModelName    *string `json:"reranking_model_name,omitempty"`
 		RerankingProviderName *string `json:"reranking_provider_name,omitempty"`
-	} `json:"reranking_model,omitempty"`
+	} `json:"reranking_model"`
 	ScoreThreshold        *float64                   `json:"score_threshold,omitempty"`
 	ScoreThresholdEnabled bool                       `json:"score_threshold_enabled"`
 	SearchMethod          RetrievalModelSearchMethod `json:"search_method"`
@@ -4887,7 +4887,7 @@ type RetrievalModel struct {
 			VectorWeight          *float64 `json:"vector_weight,omitempty"`
 		} `json:"vector_setting,omitempty"`
 		WeightType *RetrievalModelWeightsWeightType `json:"weight_type,omitempty"`
-	} `json:"weights,omitempty"`
+	} `json:"weights"`
 }
 
 // RetrievalModelRerankingMode defines model for RetrievalModel.RerankingMode.
@@ -4901,23 +4901,23 @@ type RetrievalModelWeightsWeightType string
 
 // RetrieveRecord One search hit.
 type RetrieveRecord struct {
-	// ChildChunks The matching child chunks, for parent-child documents.
-	ChildChunks *[]RetrievedChildChunk `json:"child_chunks,omitempty"`
+	// ChildChunks The matching child chunks of parent-child documents; an empty list for other documents.
+	ChildChunks []RetrievedChildChunk `json:"child_chunks"`
 
 	// Files Files attached to the chunk.
-	Files *[]SegmentAttachment `json:"files,omitempty"`
+	Files *[]SegmentAttachment `json:"files"`
 
 	// Score Relevance of the hit; higher is better.
-	Score *float64 `json:"score,omitempty"`
+	Score *float64 `json:"score"`
 
 	// Segment A chunk found by a search, with a summary of its document.
 	Segment RetrievedSegment `json:"segment"`
 
 	// Summary The summary text, when the hit came from a summary index.
-	Summary *string `json:"summary,omitempty"`
+	Summary *string `json:"summary"`
 
 	// TsnePosition Position of the hit in a 2-D t-SNE plot, when computed.
-	TsnePosition *map[string]interface{} `json:"tsne_position,omitempty"`
+	TsnePosition *map[string]interface{} `json:"tsne_position"`
 }
 
 // RetrieveRequest A search over one knowledge base.
@@ -4938,50 +4938,50 @@ type RetrieveRequest struct {
 // RetrieveResult The outcome of a search.
 type RetrieveResult struct {
 	// Query The query as it was run.
-	Query *struct {
+	Query struct {
 		// Content The query text.
-		Content *string `json:"content,omitempty"`
-	} `json:"query,omitempty"`
-	Records *[]RetrieveRecord `json:"records,omitempty"`
+		Content string `json:"content"`
+	} `json:"query"`
+	Records []RetrieveRecord `json:"records"`
 }
 
 // RetrievedChildChunk A child chunk that matched the query.
 type RetrievedChildChunk struct {
-	Content  *string `json:"content,omitempty"`
-	Id       *string `json:"id,omitempty"`
-	Position *int    `json:"position,omitempty"`
+	Content  string `json:"content"`
+	Id       string `json:"id"`
+	Position int    `json:"position"`
 
 	// Score Relevance of this child chunk.
-	Score *float64 `json:"score,omitempty"`
+	Score *float64 `json:"score"`
 }
 
 // RetrievedSegment A chunk found by a search, with a summary of its document.
 type RetrievedSegment struct {
-	Answer      *string  `json:"answer,omitempty"`
-	CompletedAt *float64 `json:"completed_at,omitempty"`
+	Answer      *string  `json:"answer"`
+	CompletedAt *float64 `json:"completed_at"`
 	Content     string   `json:"content"`
-	CreatedAt   *float64 `json:"created_at,omitempty"`
-	CreatedBy   *string  `json:"created_by,omitempty"`
-	DisabledAt  *float64 `json:"disabled_at,omitempty"`
-	DisabledBy  *string  `json:"disabled_by,omitempty"`
+	CreatedAt   float64  `json:"created_at"`
+	CreatedBy   string   `json:"created_by"`
+	DisabledAt  *float64 `json:"disabled_at"`
+	DisabledBy  *string  `json:"disabled_by"`
 
 	// Document The few document fields shown with a retrieved chunk.
-	Document      *SegmentDocumentSummary `json:"document,omitempty"`
-	DocumentId    string                  `json:"document_id"`
-	Enabled       *bool                   `json:"enabled,omitempty"`
-	Error         *string                 `json:"error,omitempty"`
-	HitCount      *int                    `json:"hit_count,omitempty"`
-	Id            string                  `json:"id"`
-	IndexNodeHash *string                 `json:"index_node_hash,omitempty"`
-	IndexNodeId   *string                 `json:"index_node_id,omitempty"`
-	IndexingAt    *float64                `json:"indexing_at,omitempty"`
-	Keywords      *[]string               `json:"keywords,omitempty"`
-	Position      *int                    `json:"position,omitempty"`
-	SignContent   *string                 `json:"sign_content,omitempty"`
-	Status        *string                 `json:"status,omitempty"`
-	StoppedAt     *float64                `json:"stopped_at,omitempty"`
-	Tokens        *int                    `json:"tokens,omitempty"`
-	WordCount     *int                    `json:"word_count,omitempty"`
+	Document      SegmentDocumentSummary `json:"document"`
+	DocumentId    string                 `json:"document_id"`
+	Enabled       bool                   `json:"enabled"`
+	Error         *string                `json:"error"`
+	HitCount      int                    `json:"hit_count"`
+	Id            string                 `json:"id"`
+	IndexNodeHash *string                `json:"index_node_hash"`
+	IndexNodeId   *string                `json:"index_node_id"`
+	IndexingAt    *float64               `json:"indexing_at"`
+	Keywords      *[]string              `json:"keywords"`
+	Position      int                    `json:"position"`
+	SignContent   string                 `json:"sign_content"`
+	Status        string                 `json:"status"`
+	StoppedAt     *float64               `json:"stopped_at"`
+	Tokens        int                    `json:"tokens"`
+	WordCount     int                    `json:"word_count"`
 }
 
 // RetrieverResource One knowledge chunk that was used as context for an answer.
@@ -5010,16 +5010,16 @@ type RetrieverResource struct {
 // Segment A chunk of a document, the unit that is indexed and retrieved.
 type Segment struct {
 	// Answer The answer text; only Q&A documents have one.
-	Answer *string `json:"answer,omitempty"`
+	Answer *string `json:"answer"`
 
 	// Attachments Files attached to the chunk.
-	Attachments *[]SegmentAttachment `json:"attachments,omitempty"`
+	Attachments *[]SegmentAttachment `json:"attachments"`
 
 	// ChildChunks The child chunks; filled only for parent-child documents.
-	ChildChunks *[]ChildChunk `json:"child_chunks,omitempty"`
+	ChildChunks *[]ChildChunk `json:"child_chunks"`
 
 	// CompletedAt When indexing ended (Unix seconds).
-	CompletedAt *float64 `json:"completed_at,omitempty"`
+	CompletedAt *float64 `json:"completed_at"`
 
 	// Content The chunk text (the question in Q&A documents).
 	Content string `json:"content"`
@@ -5028,135 +5028,135 @@ type Segment struct {
 	CreatedAt float64 `json:"created_at"`
 
 	// CreatedBy Who created the chunk.
-	CreatedBy *string `json:"created_by,omitempty"`
+	CreatedBy string `json:"created_by"`
 
 	// DisabledAt When the chunk was disabled (Unix seconds).
-	DisabledAt *float64 `json:"disabled_at,omitempty"`
+	DisabledAt *float64 `json:"disabled_at"`
 
 	// DisabledBy Who disabled the chunk.
-	DisabledBy *string `json:"disabled_by,omitempty"`
+	DisabledBy *string `json:"disabled_by"`
 
 	// DocumentId The document the chunk belongs to.
 	DocumentId string `json:"document_id"`
 
 	// Enabled Whether the chunk takes part in retrieval.
-	Enabled *bool `json:"enabled,omitempty"`
+	Enabled bool `json:"enabled"`
 
 	// Error Why indexing failed, if it did.
-	Error *string `json:"error,omitempty"`
+	Error *string `json:"error"`
 
 	// HitCount How often the chunk has been retrieved.
-	HitCount *int `json:"hit_count,omitempty"`
+	HitCount int `json:"hit_count"`
 
 	// Id The chunk id.
 	Id string `json:"id"`
 
 	// IndexNodeHash Hash of the indexed text.
-	IndexNodeHash *string `json:"index_node_hash,omitempty"`
+	IndexNodeHash *string `json:"index_node_hash"`
 
 	// IndexNodeId Id of the chunk's entry in the vector index.
-	IndexNodeId *string `json:"index_node_id,omitempty"`
+	IndexNodeId *string `json:"index_node_id"`
 
 	// IndexingAt When indexing began (Unix seconds).
-	IndexingAt *float64 `json:"indexing_at,omitempty"`
+	IndexingAt *float64 `json:"indexing_at"`
 
 	// Keywords Keywords used by keyword search.
-	Keywords *[]string `json:"keywords,omitempty"`
+	Keywords *[]string `json:"keywords"`
 
 	// Position 1-based place of the chunk in its document.
 	Position int `json:"position"`
 
 	// SignContent The chunk text with signed links to embedded files.
-	SignContent *string `json:"sign_content,omitempty"`
+	SignContent string `json:"sign_content"`
 
 	// Status Indexing state, such as `waiting`, `indexing`, `completed` or `error`.
-	Status *string `json:"status,omitempty"`
+	Status string `json:"status"`
 
 	// StoppedAt When indexing was stopped (Unix seconds).
-	StoppedAt *float64 `json:"stopped_at,omitempty"`
+	StoppedAt *float64 `json:"stopped_at"`
 
 	// Summary The chunk's summary, when a summary index is used.
-	Summary *string `json:"summary,omitempty"`
+	Summary *string `json:"summary"`
 
 	// Tokens Token count of the text.
-	Tokens *int `json:"tokens,omitempty"`
+	Tokens int `json:"tokens"`
 
 	// UpdatedAt Last change time (Unix seconds).
-	UpdatedAt *float64 `json:"updated_at,omitempty"`
+	UpdatedAt float64 `json:"updated_at"`
 
-	// UpdatedBy Who changed the chunk last.
-	UpdatedBy *string `json:"updated_by,omitempty"`
+	// UpdatedBy Who changed the chunk last; its creator until it is edited.
+	UpdatedBy string `json:"updated_by"`
 
 	// WordCount Length of the text in characters/words.
-	WordCount *int `json:"word_count,omitempty"`
+	WordCount int `json:"word_count"`
 }
 
 // SegmentAttachment A file attached to a chunk.
 type SegmentAttachment struct {
 	// Extension The file name extension.
-	Extension *string `json:"extension,omitempty"`
+	Extension string `json:"extension"`
 
 	// Id The file id.
 	Id string `json:"id"`
 
 	// MimeType The media type, when known.
-	MimeType *string `json:"mime_type,omitempty"`
+	MimeType *string `json:"mime_type"`
 
 	// Name The file name.
-	Name *string `json:"name,omitempty"`
+	Name string `json:"name"`
 
 	// Size Size in bytes.
-	Size *int `json:"size,omitempty"`
+	Size int `json:"size"`
 
 	// SourceUrl Where the file can be fetched.
-	SourceUrl *string `json:"source_url,omitempty"`
+	SourceUrl string `json:"source_url"`
 }
 
 // SegmentDetail A single chunk and the chunking mode of its document.
 type SegmentDetail struct {
 	// Data A chunk of a document, the unit that is indexed and retrieved.
-	Data *Segment `json:"data,omitempty"`
+	Data Segment `json:"data"`
 
 	// DocForm The chunking mode of the document.
-	DocForm *string `json:"doc_form,omitempty"`
+	DocForm string `json:"doc_form"`
 }
 
 // SegmentDocumentSummary The few document fields shown with a retrieved chunk.
 type SegmentDocumentSummary struct {
 	// DataSourceType How the document was added.
-	DataSourceType *string `json:"data_source_type,omitempty"`
+	DataSourceType string `json:"data_source_type"`
 
 	// DocMetadata The document's metadata values by field name.
-	DocMetadata *map[string]interface{} `json:"doc_metadata,omitempty"`
+	DocMetadata *map[string]interface{} `json:"doc_metadata"`
 
 	// DocType The document type, if one was set.
-	DocType *string `json:"doc_type,omitempty"`
+	DocType *string `json:"doc_type"`
 
 	// Id The document id.
 	Id string `json:"id"`
 
 	// Name The document name.
-	Name *string `json:"name,omitempty"`
+	Name string `json:"name"`
 }
 
 // SegmentList One page of chunks.
 type SegmentList struct {
-	Data *[]Segment `json:"data,omitempty"`
+	Data []Segment `json:"data"`
 
 	// DocForm The chunking mode of the document.
-	DocForm *string `json:"doc_form,omitempty"`
+	DocForm string `json:"doc_form"`
 
 	// HasMore Whether another page follows.
-	HasMore *bool `json:"has_more,omitempty"`
+	HasMore bool `json:"has_more"`
 
 	// Limit The page size used.
-	Limit *int `json:"limit,omitempty"`
+	Limit int `json:"limit"`
 
 	// Page The page number returned.
-	Page *int `json:"page,omitempty"`
+	Page int `json:"page"`
 
 	// Total Number of matching chunks over all pages.
-	Total *int `json:"total,omitempty"`
+	Total int `json:"total"`
 }
 
 // SegmentUpdate The chunk fields to change; fields left out keep their value.
@@ -8111,6 +8111,9 @@ type UpdateDocumentByFileMultipartRequestBody = UpdateDocumentByFileForm
 // UpdateDocumentByTextJSONRequestBody defines body for UpdateDocumentByText for application/json ContentType.
 type UpdateDocumentByTextJSONRequestBody = UpdateDocumentByTextRequest
 
+// HitTestSegmentsJSONRequestBody defines body for HitTestSegments for application/json ContentType.
+type HitTestSegmentsJSONRequestBody = RetrieveRequest
+
 // CreateMetadataFieldJSONRequestBody defines body for CreateMetadataField for application/json ContentType.
 type CreateMetadataFieldJSONRequestBody = CreateMetadataFieldRequest
 
@@ -9756,6 +9759,9 @@ type ServerInterface interface {
 	// UpdateDocumentByText Update a document from text
 	// (POST /datasets/{dataset_id}/documents/{document_id}/update-by-text)
 	UpdateDocumentByText(ctx echo.Context, datasetId DatasetId, documentId DocumentId) error
+	// HitTestSegments Search a knowledge base (retrieval-testing path)
+	// (POST /datasets/{dataset_id}/hit-testing)
+	HitTestSegments(ctx echo.Context, datasetId DatasetId) error
 	// ListMetadataFields List metadata fields
 	// (GET /datasets/{dataset_id}/metadata)
 	ListMetadataFields(ctx echo.Context, datasetId DatasetId) error
@@ -11027,6 +11033,22 @@ func (w *ServerInterfaceWrapper) UpdateDocumentByText(ctx echo.Context) error {
 	return err
 }
 
+// HitTestSegments converts echo context to params.
+func (w *ServerInterfaceWrapper) HitTestSegments(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.HitTestSegments(ctx, datasetId)
+	return err
+}
+
 // ListMetadataFields converts echo context to params.
 func (w *ServerInterfaceWrapper) ListMetadataFields(ctx echo.Context) error {
 	var err error
@@ -11775,6 +11797,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.DELETE(options.BaseURL+"/datasets/:dataset_id/documents/:document_id/segments/:segment_id/child_chunks/:child_chunk_id", wrapper.DeleteChildChunk, options.OperationMiddlewares["deleteChildChunk"]...)
 	router.PATCH(options.BaseURL+"/datasets/:dataset_id/documents/:document_id/segments/:segment_id/child_chunks/:child_chunk_id", wrapper.UpdateChildChunk, options.OperationMiddlewares["updateChildChunk"]...)
 	router.POST(options.BaseURL+"/datasets/:dataset_id/retrieve", wrapper.RetrieveSegments, options.OperationMiddlewares["retrieveSegments"]...)
+	router.POST(options.BaseURL+"/datasets/:dataset_id/hit-testing", wrapper.HitTestSegments, options.OperationMiddlewares["hitTestSegments"]...)
 	router.DELETE(options.BaseURL+"/datasets/tags", wrapper.DeleteKnowledgeTag, options.OperationMiddlewares["deleteKnowledgeTag"]...)
 	router.GET(options.BaseURL+"/datasets/tags", wrapper.GetKnowledgeTags, options.OperationMiddlewares["getKnowledgeTags"]...)
 	router.PATCH(options.BaseURL+"/datasets/tags", wrapper.UpdateKnowledgeTag, options.OperationMiddlewares["updateKnowledgeTag"]...)
@@ -16314,6 +16337,116 @@ func (response UpdateDocumentByTextdefaultJSONResponse) VisitUpdateDocumentByTex
 	return err
 }
 
+type HitTestSegmentsRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+	Body      *HitTestSegmentsJSONRequestBody
+}
+
+type HitTestSegmentsResponseObject interface {
+	VisitHitTestSegmentsResponse(w http.ResponseWriter) error
+}
+
+type HitTestSegments200JSONResponse RetrieveResult
+
+func (response HitTestSegments200JSONResponse) VisitHitTestSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HitTestSegments400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response HitTestSegments400JSONResponse) VisitHitTestSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HitTestSegments401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response HitTestSegments401JSONResponse) VisitHitTestSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HitTestSegments403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response HitTestSegments403JSONResponse) VisitHitTestSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HitTestSegments404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response HitTestSegments404JSONResponse) VisitHitTestSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HitTestSegments500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response HitTestSegments500JSONResponse) VisitHitTestSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HitTestSegmentsdefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response HitTestSegmentsdefaultJSONResponse) VisitHitTestSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListMetadataFieldsRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 }
@@ -19483,6 +19616,9 @@ type StrictServerInterface interface {
 	// UpdateDocumentByText Update a document from text
 	// (POST /datasets/{dataset_id}/documents/{document_id}/update-by-text)
 	UpdateDocumentByText(ctx context.Context, request UpdateDocumentByTextRequestObject) (UpdateDocumentByTextResponseObject, error)
+	// HitTestSegments Search a knowledge base (retrieval-testing path)
+	// (POST /datasets/{dataset_id}/hit-testing)
+	HitTestSegments(ctx context.Context, request HitTestSegmentsRequestObject) (HitTestSegmentsResponseObject, error)
 	// ListMetadataFields List metadata fields
 	// (GET /datasets/{dataset_id}/metadata)
 	ListMetadataFields(ctx context.Context, request ListMetadataFieldsRequestObject) (ListMetadataFieldsResponseObject, error)
@@ -21557,6 +21693,54 @@ func (sh *strictHandler) UpdateDocumentByText(ctx echo.Context, datasetId Datase
 	return nil
 }
 
+// HitTestSegments operation middleware
+func (sh *strictHandler) HitTestSegments(ctx echo.Context, datasetId DatasetId) error {
+	var request HitTestSegmentsRequestObject
+
+	request.DatasetId = datasetId
+
+	var body HitTestSegmentsJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.HitTestSegments(ctx.Request().Context(), request.(HitTestSegmentsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "HitTestSegments")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(HitTestSegmentsResponseObject); ok {
+		return validResponse.VisitHitTestSegmentsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListMetadataFields operation middleware
 func (sh *strictHandler) ListMetadataFields(ctx echo.Context, datasetId DatasetId) error {
 	var request ListMetadataFieldsRequestObject
@@ -22638,787 +22822,808 @@ func (sh *strictHandler) GetAvailableModels(ctx echo.Context, modelType string) 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3dkhw3sieIvwqs/mNG8m9ZbHWf7mOzKpuLEiVOc1qUOCR1ZDZnuJHICGQmVJFANICoYkoms7ndt9iL",
-	"3Xmw8yRrcAcQX0AEMqtIUd28kYoZEfh0OPzz579clPLQSMGE0Rdf/nLRUEUPzDAF/3q253X1bN+KmxeV",
-	"/XfFdKl4Y7gUF19evN0zUto3SGlfIbx6erG64PZRQ83+YnUh6IFdfHkBLxXwUsGri9WFYn9vuWLVxZdG",
-	"tWx1ocs9O1Dbw1aqAzUXX160Lbxpjo1tQRvFxe7i119XF19TQzUzqQHdCHlXs2rHyIZqlh5Thc08wHhk",
-	"2R6YSA6ocs9nhuLeuP9Y3rDd3FAWtknj1/cdxq/2Y91IoRkQ0Ve0es3+3jJt7L9KKQwT8CdtmpqX1A7w",
-	"Dz9pO8pfet38J8W2F19e/P/+0BHoH/Cp/sM3SkmFXU1nqbAzckc1UewnVhpWXZF1KSu2JpoeNbnbH8nj",
-	"NRe3tOZVASS/JlupCA0fmz01ZKMYvdHE7LkO2/jk6cWvq4tnUmxrXn7kGZWuV03uuNkT9p5rw8WOWFqG",
-	"YWErH3xM14Iw+2xFuCDGEpY8HKT7keg9bRgM57lUG15VTHycZbphR3KgRyKkIbQ0RArcOsW0bFWJY3oh",
-	"DFOC1h9vqVrB3jdAhWRLed0qdkUqZiivNaGKkVrudqxawbAVM60SrIKhfifNc9mK6mMRGa4SqSTTMBig",
-	"rxWRinD84ZZrvqkZMRIX1i44FRVpNVMw4u8bJq5fPOzS9tucoUUit0CK+PqlbYgaGK1smIKONdArvvBI",
-	"9+j0FT3WklZvpfyWqh37OOvdNrZPu7S17VRZliMIrWt55/b/lWKlFBW3Hz2nvGYfmxLctnNBKNGGGoZs",
-	"Ecao/dkC1gTjfSvlSyqOjtnrjzBYKcmBiqMfhba0WkpRtkrZG1e1QgNfh6HSpoFh/iBoa/ZS8Z8/1oJu",
-	"GFVMwXHhmhy41lzsVqQVVlgRK6LYrbxhFemo+E5JsSM3XFTk8brtDXj9xM1Bt00jlWHVS1Zx+hbu4I9H",
-	"tpaXccsJjk0gE1qWrDFAu796eQGI4HrHhHm7l+1ub14YdpgKJ98LS3VUS2GvM7thUtaXJa1r+29tWEPs",
-	"2bDt2Ec35G5ve6dC3zErdViBplH2oBuOQke5p1xYSebLXy5EW9d0UzMvyowEltVFqRg1rCqomQ7tB8Hf",
-	"Ew0H0QoODC88GBIKGKVUFQORKghGXJh//XMnGXFh2I4p25NdND3t5EWl7c7DU9IoWbUlqwg1SLi2MxDZ",
-	"DDvAx5MJJGZIlaJH+xzXYUFwW10cmNZ0x4rM1+VGM3VLcQ7jKf24h+Ez2Erdu9hWy/vRSM3jrb51a/9I",
-	"k6amlkW5/bAMQJRsZfmUAqGIGvLHp9FNMEiK8dYPsmL1I90jx/E2LA7fznja+Hf0wLQ/37golsDtza+Z",
-	"lUGtgLA5kvXVOruXgoumTUzEPidU7UBq1StCNflvb77/jhj23uR3UNMNq4HoaIU3Ea1f9U4afjvs/Wuu",
-	"m5oeCX47mPLKzhBGZnWOmWHIjRXcL1CZ8JrIv18AIfbItEcr7ybfri6uhZAGCDTOd65J2eLCw/3BpQB5",
-	"BvkKaShXU86CD+NrrlhTH8mO3zLR8YrQ9IGacs901uKfzpJomCswJtdAlC8leu8dkT03RSlbEen9r/KO",
-	"yK2Z9rqnmmwYE1YcrCy5UVyPp1k9ZvIcv5jx9e920f6p8LqFVa8I3VEudA7pT2lunra+5dq8dhpv/G5r",
-	"6I7Zc9Ctlp4SltXi7P8Dm5+7o0eU/euU5++pLg5SsRhrZmbPFNm2Cv5vR6dR2u8xzI2UNaPCNlXzA09w",
-	"GZiZ5j870dBSHggeSHnTbbbvz7Qk2sOGqcFtEeHf0tA6TpggDfZWGXcfJNi6jrU22mvYg97a+bn7Tt0E",
-	"ovTQNM8Zqza0vNF51LB1rxPY8TRBTNdq+GVQdG3DA0FhjoL8YOP0E1uXxKxfiK1MTxjkX6p5SXq/41lA",
-	"iXzCX0HWLdAmNSVd6Tkbsp8m70oetJIhEVopID4X2jQg9X5J1nZRa2afrVdkXe6psf8HKfUy/Ku6paJk",
-	"Ff5AHtv/bWt592RF1ndS3di/16Bj44frpzGu5xdjekfTnV4SNehOE2oMBS4IqntYt7REOUsNMBy3SAmi",
-	"eMkMTROFlxAsWTkFzctESBb2DomcCJR5SilmJJJfLqRg328vvvz3/nWi6si6zh+Qt1LWL0opvgZbzcWv",
-	"7yb6kH1KGqY6ieaKMA48lQrCD/ac//D6W7u7VBB2kD9xApdTKWvZKivv0fJmp2Qr+qyuJ/vElvZVMNGn",
-	"F/ibW6aOZg/iKylrbhUnwVilLQE0imn7Ay71l0Q2DARdKxmuiL7jcGFeSkG2jJpWMb2CDQJh027XAa0+",
-	"aMAABqmfkmv/NsHRgiluw8jaHrZ1T05pGhAVhCSaGRDVLQVws7JaXbknB0aFhld9g9wS8zYminlGX4Ck",
-	"kb7q4BqA1ejdDVSxcNNYeaXiyo7bNsXjYtqweybss6p3fsKdGds6q90VuGgJdQn1Pztz5qxqsIh4eO3O",
-	"UeJk36fk+7qyZNY0lv3XR1JSpY7w7RoIb002tSxvrohgVpaVgmlCay1BOoX3dkwwRWuy5ayuMqbrTFMF",
-	"zIO9N0xo7k7iSKp2hgDSvUQeg8XagD/EPAlnfl222sjDmpTUsJ1Ux/vpuYMh2odzo3NdckveWyUPfuFW",
-	"ZO2N/cDB24pL+8ctrxj84cb8gENFqigOzOxlFRnzWrGDNKxoVW0HUMuS1vAlXh0bafb3G02PlBOyIthb",
-	"gBBBn4TD4y0+BI2CMzdxT5iERY7frcgxu148g8ggTjSox5u95ZYGnc2d1OyW1Suy3vPdfg0Xr72Cs6SI",
-	"mQNvv7aia4HscEY6hUnaQ8v8YYZDDuc3Ie8qKvSWqQ9IH5PrfsK9cqeHPCw5uyVFMNa1lcSLmt+wwkq5",
-	"aRq196qXyOCakdstU5btgcvHWMaHTC9oYA/K4N09WoCp/MBiyvNb9t6EW3CnGDMjfm/ZZBYtKmYUZ7dM",
-	"Fd5cP7MwYLLQpOQGWX/nJAeXMIzhCHr7gy+KtjeAXfriTqqqoLeSV1YiTo8WxQwrYcjWwJ8KzXLKGzTm",
-	"B1hKseW700xWbxyj8UKz6w6sNnDoMkxVC/zBOBN93OQ46GxFdFvurUiyvmFHu27aHmtLX5QX3evIvmjD",
-	"13lWjenmNIyV+8LIwsp+6S25lbz08h/XhN5SDl09PLW0ux3ThlWFN+VEzvt/94/wgHdaTThFG7aVCkl9",
-	"y5U2QWy61yUZGVxBt4apImUTDLentLf9ZdsECxVeoHatJFjLbDOEWTEP23r4lT1qww7FML5nfAjULVOX",
-	"d7xiI+E+oqRXXKLsovnPrEhYiMCdqg2B1+FqABfsy6+eJr0jWe11outCi3DZ5o8TXp9tEITA/Abh9eVh",
-	"ekvAQBpMNP1SatO7Zf2nRLUCrlpDb1jC0jUhCnvq7elHPpBxgVBhVTrFaEVoLdtqBXx6L+8y1IfWyFc1",
-	"jShpa0fKa1BOa6vxuP7sNwdqeEnr+mjlcq67N+8oN0GRYCEM4b5yXE3Frk2KqP6pHYBuGL3J6hD4Z0I4",
-	"BdZqpB39mVzczhs9QYVVzhOydae8o8IHBFk5Q4xUFa5dlunwB83UC9vec6kOWfbD8RBj/ChqSbKM4620",
-	"YlMvhmwSAYL8BX2xYMmQBITmUvENm3Ive3oS1j3b0MrqMwd7zP7lC/LyqxUIBceGOV3wD4fmX4Ji+IfD",
-	"n2n3jzt62/2DHpS7oN1XO7oeuGM2XFB1jNn77HLFB9gzDNzATLvwsNM9G7AOi8s+Z9lVTLe1AXNuWHF4",
-	"HrHdRSUMbKSUO8F/the5c07Ojxuaio7bCyYvZcXquPUdHLyE2rvXcmfltISI+Z01ipVW5owzCm8ci1jf",
-	"3htFCd3wmtvG+kJlfT8RZMtMuS+2SkZO+bpRrGJbLlh1CV0h9aG1gv9sm3W/R23Me6oLHxIJ98+G1lSU",
-	"VqFBiVqn+OUGl3qOY8B+vPjjfxaWpOCrYQ+zHPkQ38zgrQfLq2Ohlql5q0EnRbPDhlWWMxQzCwCPitGl",
-	"la1BwAxJ93XoHOMjhaVZcJRFDL2+73kVoYZ4IHDkU33DKsvMoxOx+mcbsxLQ0ipiPVssNutuda/+zZ89",
-	"3IzY4fuKmnL/Q1NRw3xM9BsYSZJz98OjtYsxazUp91TsmPMjamJk5Gx2IdPpcBozaN5I1/A9HB+DbqNr",
-	"0PLavBAvmaEVNfS5vWljYQdwBWPkCtyDVqCrtSXezZFwo1kdMXfHXWLgD4Tm7POe6hgGa39HXuAkS7tF",
-	"8TMQp8A1voBtGH6Ifhz3EcFLuSulE+5D++olB+2YossomKzHF7tvJUuOie5WljXs2Z6aZ8HYNH9HOqOU",
-	"D1fDy7KEQMqmgS2vZQmXuT1bpwWcbNu69u0m7s7VRSnFLVMaHSU8lRvQewm9yd5+t2G1tNwUz+FihMZc",
-	"5MqPgfG4tnuRKiCP9kNbMkPq2G3U0nZd39GjJmvXU5zcU4vBK+QfXPfU8RPD5yJM3E2aVyvSgiID6ktw",
-	"5ltVytkYvH0yo0+k3dMuqx9gHFu+Q+deyQ2rpkZBMMGB/ufD1R1T7dZkSKlTm6ReStLp7I+ejCvF7ggK",
-	"kFmH+LXv9LW3g0aCYVrtNLp5tca+lDBBz8UD2KfkcSwCAOX/QQzAkzjjpfomSTid0ZrY9x5pl8OznBDU",
-	"58h4ULquVpFoujGrcDNfeSY0ON7vEowxed9b8RuUF9MqK6ZBNG+PGUaDQWThps96MSFb2tYmTtudN8Bw",
-	"U4Pz2DdQuSQfwe4G/C4e9XQG25Qg6XHRsivCDo05gut/AzOFwFTtepeCZRkOEvHCz8H8Mwzq4BqWNfvc",
-	"oALPa/Z9z8ezEEZsPzlRLoZuyC1VHBjeLa1bBpkjGO0aHvh40AlFQSDfTHxx0Ig15VX0bPlstCJ+iq10",
-	"w+gBBBxLH84M+sZu2je3GDy79nc0viIFw2Bax7Meg6iJVInSdc22hsjWPHlKIPwdPfXoMEWHfa9bO2om",
-	"2oM9peHXi9WF79SetEVSWbYZAN9gwvAtZ2pFyr3UDAROUFFoXTN1RbghupQN0wPSxssAqDG6xMGAGTsn",
-	"z6Uiz1zcE6zDyqrf7abm2lJvsGDa3twxUq0gXGjDaOUvnZqas4wcSD+BeN1CxXkXK2828v0zKYyKhXD3",
-	"vUSUHJn+g5Aoi8asB45HpWyqdk4b+d7zBcPLm9nw+B5nOjWabc8rNj8QVCAgpasBurVT1Hy3Nz7Cfi+1",
-	"ZaB3bLMQdNcb556jZLY4wGBDiDBYihGDei/vBBHgP5V+8RLH3W/+0tIfWm2s5ouneKD99mbhWVRClGFH",
-	"0oqKKRe9hG3Dx2QnmdXpjCRrpL4MvQmXotdrBqX+qGjTxE7/9QKRlq6dpbtifDLGgw7txAfrk8hjA9QH",
-	"YDyk4azEGGnSUMjeAtFwhdHkluk2ipVcsy6Wiwv36iVmocfVp15K1Hz6elp/mtFontlnwLT4gZHHff2l",
-	"L+hh9MScyjFNpD8hLeaPlxtqlwlzYu642btT21/KuOupl/SdCMuOtrBoMgiuG2duCllNmyPRTc2Bk646",
-	"8ySr3It3ihvMLlCy3eGBun71Itp3C9am+M58S7XxpqTczYEQhUTew7dM7Mw+RNUOiSUVTw4i9CCv3pNj",
-	"bzszhGp/gp7h17MWNbA0OiNDoKmHPxdjFuCamx//14kwrWuiudjVbH7IXtGdZ1WB2yQsN/75tzylo/gA",
-	"/d5g7puv0R/WVLDOSrAY2Wc/TlLFd/it3HZst78qRN5aVauuMYlkpukCXpjrANNQfLZdmHeuL7tvjkuc",
-	"jq9kdXQnowsUewznxamIUj0BSTjuM8zUxAYeuX9UXcxJtxcXqwmf3NHyiFwIBulDkEEDMvQG4nI42isD",
-	"l+8LSBmxb7+lQvfJKGvLTDlD5znViD3w+LL35rJnnHoge3ZnrjlLJPsdGplxUT+GkfmzUfn3ZFReDZLM",
-	"PmXD8alm4jCrN8BCgS1/RWPcBz2DRO+pwmsKjH7AxuNcCJlyROD9yDxj6aTyYNrqPG2Wa3pNKeuonrz9",
-	"gSsYSbSRDeEmjyLy9jBg/0w83gh9hGnCTFTa4WjYL6/g77++ffvKhwC4hcHH9sejJn/64ouYFhM7Q9fk",
-	"QK2wyi4VoxVMF0GCSncjfeQLZTn9PVwwXrSA8fbOzuQGiM163x6o6M35fVNTMXZxnHeXgBAEAacJcAFH",
-	"OIuiTyo65e2IBMAs6YjmTrZ1Rfb0lpE9TSkwcyfBPuymAbA7Zww+wRfdjFZIjN0GZTO+V7b1yHbeMNZc",
-	"0prfsqf2SrjZrEjNbxj5mm+PK6LhFHGDUAsbqhhZw5C+JA0ItjUXaAwiQpK1vdC/xB+vHKAJXFEuL3vj",
-	"Mg8bxMLCc6pBctbOtFlJ6NOFHdsdcTGro8D0MSk3TirOWc3sNXtr9MvuINC6dim/s0p48tb5dfVLLMI9",
-	"okJSzf71z+Tlq3+B5OWrINYoqy9YAqhAxPlJcsEqyxxCaG0X93k0LHYcJwtnjC6mxJR9Sw89u3MX8rvV",
-	"FBgFbD9yS/RRmD3TEJ6JceIrdN3CUaKtkZcQQsw1CFjL+/UNItp9tC37Qbe0ro/okH166sIXTFQfefFf",
-	"UnXTpYX5q3CyDR6IMjjp/sq1keqYCUUy8O89CuE+9zZ09Vp1G34+QomEJGc/MoQoIRt2lKIaIl58QMyS",
-	"sX/G4YH0IEKS4Bj9tfiWa5MEIeoHEVDtfF0Au1c7UJZ8UTaODjToYsN2VGRKsZm4POeYo0Dhl+rgDVGT",
-	"cdqdAfcoq+AeW0WtVItpeVwYEKnTuEF9BAS3+i66ALr3Z3AcM7Io66QjNn3ixcjUlicmDRYJsk2vyFrY",
-	"Lao9jq0VGlIxLnn+kwEdDXzwvTjaRQKK+UNcaGgnNnXUPBjS0pHqs5cor2Pvnf+HixG/Q0ALZ2dDqKgA",
-	"UECb5pFOmiMguKtwEHI6ldAQsOMso5KyBvA47WFvfEBItjligqCYAzCQzEmkXQoyYl3E3Y3YQGHkDYtl",
-	"Yb6F3314QLdcUxYSCaS6VxRpnMNFlLNMFodwoWUkyOiZe2I3bu3cGIqXbL3yTk1eMhT+gk6xnH0WV5F/",
-	"3B/7CvsWAF9dP2s8K2srZK3h+0zAgvdG0cK55mLeC4cA5t4ghnc+DLeeXUA5KJe9PDLtIvcgdqeh4Kcf",
-	"mdii+mk/FQ15bdWqkMvUAgTfikhRdoEZdhncTa3bzYEbt7kjF41UhwIyYGbQIxG+BvQm25zDwsnJK6dl",
-	"yEcOExy+sWmNkaLQ5ljH4Zp4Fc854Cb6QTRlc3TM3UVScFG0PJ4/w943HKmqMDx2IcGBQh+5d4935woW",
-	"DJpgaL3VRoZQNuRxkKyZSOm1e5J0NVtJt7IUABevm4q77EPnUeYE7SaWE54B28oKPupEl8S29kK55ilE",
-	"s5qVBg93boZJMoDCyzmQ6+rdZigqIVwNhcPiXwNTsdCGCoMywJa/n/OgQEOZNIc4DIXvqkjDkcWn0lBF",
-	"d4o2+/WKrHGR7F8AUAIR0vavSyvqJgKkFk+BkBVLkQM8Sx0xcCbK+pZVhdvmAqXRJVF2Gbd0CgBl6RL4",
-	"l9b2MMbx/X6ccLorH0LcCsPr7lCG7IR87pVaI/fU52jG1/Dc9RWVHWKfC+RAU/jZLwQu2oUIyKPzgXzp",
-	"9DoA2pZbfw9ekTXcVJix7I6TvfHmY19Vm1jfOJ7OUqYnOuwWvcSWs4vd0Iu2InwbjLUAR7tMINhO5PTW",
-	"/MYd04pr+EfmIf2IqiMapPDW6FKXsrRDb6gJAR5ZErnTPZ7zmuUK5L6jPIG6UfLQmFS8j7JKSK75HpbE",
-	"UgPCkGhUhzaKCgzoMXvFaAU0Q8XxLKO+T6YuQmiGVRWjMvUbJ7h3+achE9tIOXRQV7K1vUYi9bKzAiBV",
-	"NhEnnOFY/tvYqYxu7YnWc75XeRF1JpXN6xX+HgI0+LpRrEUf4sqrC/jWRL+Iu5Q7RSeiEkltOkhvS7Ez",
-	"ulC3kazkB8DPzYAdt72nDskrOBZ9lG58kxi5g1shNyhzmum06LLuPnjNrAiUjDNDKpQQpjMxPAzLDEn0",
-	"alHMYQ+RLwuZUAOpdEtrPWGQ/9W96VsGiXFsw+pZffvZFq22XGENacN5gf5pO5dgdw4YVTBWsYq0omZa",
-	"k/VgPqDYQuP2ZKG3qYTyXYA3xXdCqszaARnQGXd7SeSd0OfY9H5doIx/czJyytQbrJdYSaVToG8Ya3SA",
-	"s6n5Fqz0lmuPR3hfU3AYwumWklMTTzIlgKQ+8eHtkz1FKGJndXVk4JUroo1qSwO4vU7ssMwO0f5Prq4A",
-	"LcwgPlSsrCHixYFNuxT8FVnjJQiAcECCqFSVinVK1Yqs3elEAEgqCNwnzujiEQLgt3/Hlt9B5ir8gB30",
-	"fsB+ej/YTnr/dH31fqHi+C4j2aVvDu4tyLvMQ4ZgE7PB8Jb/OJ1ZqhEvDidheqo+MBdJUt21OCIdOZLj",
-	"BpOUdMvN4PA+0mTdrRiI573AYwIxhds4oON4E3AouWuuz3Qv+oE/pH9xwGzPcjDap93QnID8e3Mt6lMK",
-	"UPRVx0GG5wPuS/B1nr8nw+TT39G+wH3aVedIo5YBa+rgyOfipGeroCxmv2qXZOTaS4/aVVZNDjmkv4Ys",
-	"+pXLch8WXY0lww7khpnsgeeKuQwmupGtQbu/mdZ13UsHAHOg7zEz6+LLP3/xRY5PZIgFFa+e4AWK8DKq",
-	"qgC+VHNtukjUgIWK2Fq6KzeY56EZjqbwunBU8/F4ZfGhoT5YH60IvZZqRwX/Gcu/NXW74+IPvu11MKvn",
-	"OJCgWmYRlr+gDU9aHPzrvd26fvXCHmbBSg+R0GrmvFrdgMCv5T5enzsynlUSGKJgsWRKb8CaV3mIDFxU",
-	"7L3dL8PKveB/j93igC1e/L2lNTfHNYFPmCvaCoUgBjt3RdZWipWH3qubI/HIv4AW0E866Tduf8Zvs9JO",
-	"4nra171YhCvSwqT6SaR3Ut3ohpZsct5WFwcu/D//GLMLMeWs3cNzb+dUgNg3re9yoABFHTn1/VXoWqB1",
-	"XRhGD8XBLqzSUKRHGU7r8Mu7E0xYw4HeMlFJNRnnGn/30RYj5gRJ9Hum2KpH1SHPCIIqgX9YWoiemP5E",
-	"wwj8q1mzccYtuwaey+UF3L32HyKE4jQ67a9wEU8LbWuiGVXlnlVXLm7UJ1DhXXt0AYPgyohIpasL3R4O",
-	"VB0LOASFQ/GbA6UF5FkXqYgfc6+UhRQi+xaeqmxs8wgXaZXQrosj8SyAzPL4MYBhoqIR4gaiVKK4cWFQ",
-	"YTZZPGl4dSQ6Gt4fgHDq4CiXQ7bdxqBNOmmUgwgAqC8DxkdC/YqdZVeJ4cnNyC4O7O6r43Nes+dJGNxD",
-	"Wxtu2YODwpUKTSBYKSfUancOVqvn5tbluu4MACCd+IiGRsmSQcXXAEy5wtrDFUZzr/3Y7ci9jBVP9kkD",
-	"12I1VonISgA50c3mirD3tDT10cMOLSLQ5uLEjtd+HqcXJN6wxMFu0tSUC1d8CK5IbnRs1aIokD3EY8+y",
-	"AdQaud6Yd0ECNqnpUbbmS9exs+s/XnffrZ+sPO6BZR+DhOfH6z1nyjI6Xnruun5i9e9UCUn7zd+pf7PP",
-	"2gcjnTZ7sbrw32XxfLscQ/RqvyTfiF3N9X6aq+vRrLsAR8OEWYWjbFrRp+BzRNqTBOyPKzM/mMD30gHJ",
-	"IE3HZIJH2lUi6A5lTY29IwNA6ZbWNRQE8xFYkxbCCD6sOOhPaDI2VSq+41b27uGhRnG5IWDbLnc49cEX",
-	"yT0Umkd9ktunmZ5GS4yFausTMj9e4Vev7UdTkeaZvah9uCac8zHfmcgqH06+egNSVAdi7F0CU1F4Mqg0",
-	"xDbkVfsovxE0bj6Wawp2G6+B4Cp9S3cLl4Chu1PgbQ3dOXBbp5wsKCZ/WVJMTpMtBviwCzMbQtSeh+F7",
-	"NZrmcOc7dPo//eUvpNxTRUszjL9bCsjqh7ygcbzDAAuGlR7GAQIcOOf76gKCCBdTYuDpamlt3yA2zjxG",
-	"tM/nloRWFRnINtMVdmg7+aEc37E7NwqQpTlU1NV9somDQYeOcmano1hw/cmBBsAUs3OMOYBPssb2JjQJ",
-	"GB0ITdHR+AtyzCmGQtKKdGIN1FObikWZgULO8BhNgRxqmUE+DOwRWLZshYli+NOmmatjjeWCm0bPGBym",
-	"HsPZCrV9Y0pQtWgJg8i64ADtuuCigPNYLFbmMzMI2eRx1b/MV66sj1OetSRSPAF9OYmBasmhCI7PSDgI",
-	"Kt/+BY9TEr+0+iFG96qAPkRdi2RgT+KFfGubY7QipN0d3CpfXZjn7ZZd7AKDeRLO3B/39lBbmu1EvVK6",
-	"kIwrYnsgd3urvgmJFVu7cEbPCU6tbzxvU8+RJhLqRZxx9NUqS/ODyX5JRkwjwiggujAwk8GihKzNrPH1",
-	"kUtiAXHD0+GqZXhj8HRNEgHhMWn35aDtFIRfwgY0/DYpd8cJ7N/wBj82gV8H2eMB4lCDiL/ERjvq5qaT",
-	"IiJIB0F7C66TeeY2Utr65SqIAohSEa8/FcmEWFJNvxn1FcAnvRb4QRVUb5S7comvQ4LUYBnXe3lHqP2f",
-	"MkspkOOKVwVt+Pxaj65bTPLQ6MShda3jt0TMFyO2MhY8GBxBDv3nCsGQ7RJHTOEw7QyzbdxLxUTVSB7F",
-	"baoqxbQOq945qB7aK/YjxLIl/GIbLoDWuE7W3sztO85YvusLIfefZGyCL872pcW4Ueg0ol/Pq8l0R7nQ",
-	"ZjoSd5tYChufp+CnWSYxXUrFCrNXTFveFoEHlXdMA3a2FeE9TJo9sXt6O7ccnYwy6mNZ9FuPvlj7mjmJ",
-	"/AfZFDeJgoI4XtCxoMZULuoiL6VIHHaojo8Jfrk2jPGq29YTDfPKCg1QUz/PjGcH2pXbjyF7+GeuPH9+",
-	"s/F7+W9Ow7av5LfVqnqWX1GCiLnQLBasPPOsxU7z30ZOvbgUc4YP3Ap43svtTiRmM6HCkLc+ugD3zUFW",
-	"MajSED8U3gkWLx4cCqncIK6LgEh/0hVpm/Yfxps+UC4M5SJ2/4+1xbu9ZLdMkVrKG+2qwnIDepNm5h6Y",
-	"A/2OVks+/qnRdeBPL+oocq5Xo3iliatuj9HcEOoRAgEw2GPkoV9fBXhasjkSjPvVWF10c4SCo7qTFOA6",
-	"61q8X0m9cYjCaEr22LlL5kuydlEHEOg6CjtAGh/PK76cvGE1F/ELtTuC/rUAL3uS/pwWOkPwAoJhRYMV",
-	"4FFmpMJS8EFR8dI8oIW8H5qth2JA3FZvOc0hhRZrFZheETrFOlZBqIEcW/v1SY7yhQiGN+NAAj/8oPky",
-	"QQQwAiy92Kr7RC947jWJX3CQTZ9DFh4oZGF1YegultlHd1OM6HtZG97S3WkmhrfOhXKKl4DuwEtwRdZh",
-	"rOsgLj+AaQEzvYIVIHgTdZaVwZ7UHsBt4DnksZOb+6E/T+aQyWf67dDJw0vxluYyVd7yzt9d96oSROyW",
-	"izqC72fZjgl9VIQb6DPr0MyVP/gRYxE93PvAxPf0FOCfd2kHwDIif8Q0kBObM40C1cSXOfTx5Fl+Fe+p",
-	"OCmw/a1qXcTr1uGtNB2c2Umh7K/uUQzATfWRdvUATioD8NKD/09WcRH/f1xC1W7QIJbeh9dj124CM1Ty",
-	"lu7ihOJcxdonzi1GpZ/iUes6f822URiPpQIK3QVAdzpXvx52G3GQGbobXC10cdppjNRT75Sea/6UXK/k",
-	"3oIb5ZligHtPo2VCyvCUUEDgJPgVEbJiYBpuT5lzrzlereAiWXe/FbxKQLrrIqO+F9eQ1ooxgCDIPNKh",
-	"qEDXS5wDnIixMppMqBTtXRwuWwEzAbI2a36XAIfTgXOyxOJOtmfLBejJV6SkCmJ1Ib2DG7Q5zXm9E2n+",
-	"2Cx+TB4DD1phmToCkZ30rvamrSch6tKtRX94dr2iusMEGrQKS1CUYfoxmGZQOUopdHuIKwE9HASYhkc/",
-	"WJABsmFzR5uVQOaObxSAA1yNcbojWL8pLDMIZhBWQZC5TpOZlU6BYZ+7FsuAywE32ZmQPgLM8XiMIeoy",
-	"qr3sOoPgePtiKOnJg9rdT3ANhsOkJdnSORvoHHh5b+u64NH4KVm6NXFU3iw9BvBeGtsZi/+drNjrNp24",
-	"B/kPWKHSChkZi9+/TxY5NyZIXQ2ujWElmlQGRSI6YRSc0Muf4aLTuawcJktaAwzOxerijm00N6wAFnqx",
-	"Cq8rfsuiG3kOis+/YRa9U43s6j3SDh1wkC48NV3PWmtftw5CJ5QYBab22A7hic+UrhTdGvIYwDOexK7g",
-	"VCmd8ZqORjNPXK/g/o2xngkPdqtyMzEHzlGYPk2eHQtcOfEAU5Ia40UFOgKMgiGd9X+ytIRW0wG1xUWu",
-	"HgJZJMvfLpgX4FQrhE++wJVUgHYAUL6Fa2ftSk16E6tq4wi5KDClqyPCY7Jhew6Q1B0PSEMkpYXpDgip",
-	"a1qxHdfp+E4Pu5ZYE3geh/7VTCG+WcD1i8Ht+PUZncpeFSoIVzKS6BaSvNA+z3VYiECNc3zhRNvROH7X",
-	"0Ub07DF78WXFJnt9xkhSwVfTk2borpjTnwafLsTHYlPRMXumHOMTPqAPQLwmocGYnoxhkWCc7fKRtXOx",
-	"uNC2UaCkKvf8ds73hVA8/r1EuODvImbPt7tV8pCO1xtWeVnThgdeFedQ/VBAjG7pHB/ZV+IbvAF8bSz2",
-	"vqGiYo6zsffUynGIXY2RnFiU+5FGDyJEdbqaiYvAd/3xeg/+2QMFpHaprNJgsCqy1T0bLBeCxUf6YZLr",
-	"k0cYv2x8Mqp39Fq18tYuF3u6e0rWuEhFBzQqJOJ9HRqpTHobNTNFP9Ekzf+7NDX7Xh9UYlk442C9nqk5",
-	"5IjQvziMi0Qjd5bROPS0iULmydAD4ebETgbTASDiFF7dtS/sYynZvbwipTxsuMBqzt4ZZugOSdkb8gHi",
-	"Pr5ZWTGpp4egJjubDzD1zBmA1VxMJ0JF/QNGk85AZ3HdXwp47UyH2pI4mhUe32Wf0RumCaT/gmjlXEaJ",
-	"qMY0TnugVW8o6dy23JCKW40j7y7a89nIWrk1rDdQkLWgEG+47VIVOxI5fUsRPanT+2JwOr8k6zvKjQMk",
-	"a6jS7s/SZdIBJpmv8m3/4TtYdyUNWbXu4CkxdqLVLGFxPTdVUTBWFc6nOwMlEHzj2vC69iLtZoTIOKWR",
-	"dEn2V1CKfZxAE83oeqRDmZdIffZhSEFie95YDgnVmkY+/j5pDiEShDT5Uad5mLVdbmsrwETjYrxm8Bem",
-	"E152Qo56O8MOtCB3Y/JWlcrauu6nszo0qZ9a3cmhUnn366qDst/YY4sfeJSXmCAOr8WiE+3XHIMVqNY+",
-	"isDv86UvnNhHH4rdYEGxmDUO+Pcm3rvOXIQDnVvGxWLvYRljaf9OsnxKfrQP1/4+/S9S1Mc1rveaAwux",
-	"9zKi4FmhYd2/ptcuoAeKPFxhP11T9p+yNevxN1yHcs8fSlOit0zRHStcEmFRu1zV6WVOHUQBwVcIQBZE",
-	"kj57epPnr2nJsrfOnVMGOMWGbaUr05klW35W+R5IhboCwRg1FrSv3O1l7ZA9FCulsrqd0aQVFVND3WY5",
-	"Nqz3dlx0HeiTw0ur9ADCy93MotE2WFhynhb6dXlyiSGMPZMa2HvDRDzi8zmoPf55XlhylWgmIWsd+CGl",
-	"zr588fIbkL3vEen7vQNnwI1M1xfjP0c+fsN/hs3ZHA3LjFH49VNW3E+vKjARzUYqfrbh4rMN4bMNIQej",
-	"JwOP54HSXz9bJz62dcJLpjOaq308KNeSm+cREnPvx+/G3AeWtbdCWfzusxXmYa0wi8VTwtSNlDeDfCpu",
-	"gkSfxddPtPyAi0mKDrTus7lmaK5x+lyCmrq4FoR9+WzzOTd63k2Sb32iDBpcTg+gW7AFfS3vhJVFf4jm",
-	"ZZKaixusD8ZchDTtXy6yL4xHygzEGn3Dd4JVhPZz1FENhHoAWH7xTiqA6cEUQYqy1rLT2XY4N9s+BGVc",
-	"iACQS/zQRXGGakhrtJ4gsCbc7r2xX9qjU3VHq3NLPyUv/J0AoYZW2+zSup1CDiWLoIZNwImUrXFFatDu",
-	"Y5+srzpTc5edusbUwQM1hilXCcWjfj4wquTvAd7xM4pjPGU53HThnVC1KAvS8YFQGT+jK36K6Iq/znBN",
-	"TzhvEje1lSG3VPWAo1HcD/tmBZidjBX6d2tXZNh0/bunyX8ZDXdy9nkN9xH5IpxTe1mhF3MciTE+VQ9w",
-	"hcasPBxK3Z1ly7u37/SZz1V+SNcpIiqg8/QxrbUM/tMnqRR+nUlI7tXTths7zyAiKE8ILw83Cn/L6yvo",
-	"rAUEdWZ6OjZsR0UeEotf/5zlCi+ftmBWjmuyV8y9PVwy92NWd5jqungUjcR+IbywrnMzO8dnYE7GXM7y",
-	"HCSW5uZ3dpnB52V2BpfnP2tqZ28BP2ZSp+vV2wUXaroF8yHqe3iBa6sB0nqOboK6UZyU9em7+95/Hi9r",
-	"NVqOUWfxaaNa6aev/wdvZgOTu92BCIDyBlH+rRjhPM1RTcYLkDHDTlc3cdA4F2XdjmK3F0s4Huh7D5v7",
-	"xRenoOgOxhhbqW9E9YNmKhlM0FU0swf/bi81Ixu2p/WW0KZB2DowfhxoLDuHNk3SM2O/HxQT3rBaWqnR",
-	"yLOqJM95R3/05Tm7AoPUKxiasVE5XWrYJcAwzwG3YYh/Ym5r+3Qd4J+pceH8UEu76sL4/XDOFp9G5cp5",
-	"FVu6WIYtFVIcDzImUXVsd7JiPjDAWwjoYKbzubaTMJ8eaFIe6gjDyv5RhY24p4RDus2WM9Ur2sWssmiP",
-	"33q8f3ELq2GCJlTDt308p1MI+Az4cN/yFVlrpm55yS4hbAJiGbQlJ78hZq9ku3MF2lPIQXOGwHBCXDBE",
-	"zxhY5Z6OmOzSreTqosvo6qhvsK2DQzwY7wzvepMyaH+lONuSLS2Ndti8vQKN+VnsH+l4WS1VSEy+dESM",
-	"0LzTEzV3EOyIuyOARfSaBqLaWAWZWnBgT8Szt4QgAJaoN2KIXHGE50ML+mR6diL8TDL1RlZHOBm3TB0J",
-	"aGi9OvHjvNyKJbzcm9reWFYyY5eK0Qp+wNbsV10RXy5uac2roqGKHkKwRLGVrUiwDlfzO9bxvj1Q0evv",
-	"fVNTkY4nTGm8dh3++vbtK++utyNeEcUaF7SFhGVXKkO4hEXqRh16je6L451fU0PfSlk/k8IoWc/UsoQ0",
-	"wN4t2Ec6A0HTSFljchuPAc4gQNfpflfb7CNN7FFKm8LmXa3LeMd7Xi2AKzsPvsNCdfjdGlCV3S7tJZS7",
-	"vGMbe0zzcJZruomZjOGc0gaN+c7wlut+79NEztQzri6/zXYrVr2q2I4xZNRwxmzIRDfs6EL1sJ49rLZL",
-	"rkd620mou2/vfMwuzuBHoc8TqP9HRZsmZli/9qWx3bCw6ln0ACjqSIYKCFkIKBrp2yrIMRANZltZ0rZS",
-	"p3eSxj9teW45glE47dkam4UBFy7cgFPIz/4iuaJq/xD4wVxnhJ+dDimMiaeZgfqTfXzOWLWh5Q3o3lHD",
-	"kcICflh+SwpCibstztP33MenSsvOvRZvWzZ4N5BSHg65Trh+Few0eES/pH18+D0MbPcQVX/23viQCan0",
-	"ynEqS3AO+mRYHvzDKLxbt72gvsEW5uu6lmMVrrrK3AJpWTNfhQXv+Z2dJDcO84lWBy7WYShnTRbGwkQ1",
-	"r3d3yupejgaBeur9x4CBtxFkBuwA2BoelbFOtgor0XvJyQFuFeMukMRk/VzyFRNHnsnlw6KuvdO92CLy",
-	"hhhOBb9xwcUV1/CP81XSQMMPpZQ6NjVlAYMlCrMb7vxpSupzXrNMORnzdi4hshwkx6tOhiPaRUx5YYY4",
-	"XzS8jd1F2DECRUOkdxHi7nUcirmxe9+9RB6H5KpKmidBpFwjQvqalNSwnUQw1/MBogdDtA/nRue65IBD",
-	"ZsWpNUC0uzSlAIFC24pL+8ctrxj84cb8gEN1MfQHZvYyZv9dK3aQhhWtgnjmAWyLVGQjzf5+o0lC5F0j",
-	"TQT2QqtbKsqZ8lDTCkcZIZ2/jeqzdwVHFgeYoSNh8QRhb2mX7peOdu5rR6moSVj1Q79Wadx6c4ZiA/t5",
-	"hj6Dq7Ca12t6HGpGl8H9NPQGS3OzRMydT4GaU0T6LDG7GLL96FuuTSYvhTIFJ7BSClGn9tseQ9WfOepn",
-	"juryzfRnhvqQDPVA36ezcq1+izCj1NFpXqBzBpc2pGZWiAyi0wdj2Jrs5Afj1z1OmMuzvRsfxhZn3Je+",
-	"9MgS9+4z4hgHx4ZSg8dU1ddMN1LoxKo6L5Tl5WKYPRs1Ep+hx8Puc00MB2jn/ml+UE18ITE39MWF+dc/",
-	"n5ypi+6eELvbV39HebsnT2omj/etXz/AxTotoRd4/Q2LzOU7lz+B9pR7ucQdbBevVi51pQ3ery731Xt/",
-	"l9XmdE6x7ewh8orBiJWXWxwimKP5DbahH15/25G4f70+dqnmJ5a6Ybec3SVqZ3U5Gu49Dw7pz2qG52HL",
-	"FBMxm8q1vW+dITi81jO3+Xz+A61YstTcQyVnry5cznViITRmloT1qFwQ0nhB7hNsQF3xz0GDJ5/spAlt",
-	"egJPbDuJSu9WfcAqo/eDVIcX9rqMm6JD4gslf20PVBB4F5JiIgFanTyXF98eOv/afTmNcPeZ9TCQHuA8",
-	"171iQqNcSfTsx/wY9jS3po8SOoNfaulgW8u7gBPaU2m4BwgkXJxZqr7E+9w78huq6E7RZg8R06xmJSgC",
-	"HWZAuOfXmQVrJqubQAqhvRyn3grjREt5YDrAZYxr09tRxiIHXlGrd8lQi22wjCsPcIvxYPM6xKQuRRyl",
-	"t5RCGyrMmjxuNSNrGPwa4JHXvt81eVxLeUPaxi+wVInw8mSyNSM1NxidicuUuRdweGAznqXcKoAyPzxm",
-	"WAXC0gnftMZXxFCtWOGZsNtGRbUiUpTMhWWwCh+mgjTsRwXUUQi5o3mHtZuCJayvuxbiJc1wcNqjFQ0P",
-	"qYvFM5DzSkWFga9U9EY9ObgwcN1uXHm7EPl6zujfhGa+tq3EZ4BjGaQjh1UHpykud3SwME5jlpLIoa2u",
-	"QHqvxdwQgOv6jh41WUOoCyIgxw3//hgWqk0L7cphjcO4hv7Ck4h8RCExVcn2YBIkbxXbmC0Iyv0mAnQ2",
-	"rTFSaCK3W7+GWTHRP2imrksk5IiJwkF4cFG0PGMv7b0AWvnQzUSMlKli0w130dXgTpmqM1Z/AWUGk2N7",
-	"Sq/tEL5PyU9wZGb9uLgN7L0hj19SdWNFKMszm5pyEWeN0GZSDYA1AFZcJhGDoAVIx05kY7sKaCjJUVG5",
-	"gxHkOqkOw8yRitX81u56zwXIMuwyMbz/mG4D5fWNtAJg7S78LNrqhKsIac1CwE+OxAAmzK9CGlo+iaRO",
-	"ja9MkAZTV0zL+pZVvipQgbAqp0WFOaFDw0YehxA3N+yIITcojHUC1kgHmwNlmmXo8XgIoCLvK5ZZIi2y",
-	"nJnAz5CMDIV/HReKrqpryh62hGRBN6zOb+8M+rmjOnbJPCztiMo2n8t2goU+3JgOxAcOW0q+jhHEMG01",
-	"npYVcqKbXskZRsv9CIge0CBz07WsnoSyTMPUIH36pFStUdrtUlZOMhfnhb10aX0thDRwsbxmTX303prZ",
-	"rJxRKjrw3oMD+nRBVWjYQWnNd0AUS4STjrPi08rWuGugV9MqofsdwdjBtQOG3luQ4eO1JLquTyrLOhlJ",
-	"L5RSNkxQHhevFiPi3hxoXUNMHD/wmipujsQeSbjOQfINs4S4HgCLoLj8A8PAtpYQB7FQSCsx/VV8T6YT",
-	"OIe05gzMXbF68pPcONEPw5CdvjIgpyPRdzx6CH+Smyjbe4FosrJGMd12YplLlsHRtpmK/g4JzojqHBJw",
-	"10SBMwjFMt8lGAYgiXfZ++BmMuj+9GVHfjG/+NqD6wwJDRf6J7lJlEIrDnoXT1L30w2l1Q6NOXpxbN3N",
-	"B8ujY2J3liDW7e7DbNpqsGWpnPOH3CsrkfCafY8/paJF9lAIA8QQYc/BijAOqsTmCObkx33vK9gxXIQy",
-	"rxxvDCinHfhMV3X+cd9d+yRS+UVRobdMOe9vv5RW1++wita7GSuX/xZ82RerPrAyeLIvVhfgyL5YXaAf",
-	"O9ra0FUwJ3GNfVQDZJP+1LNoLmpfRtuYr9TWAy3q99TboyGfgcU7zXbrkrXGOxMjsv+mpUD6yozOcI5J",
-	"oBuAJqJ95KNZS27EbYJwSY2C0Lm6y4CBXiA2gBuNHVgZ75/DX/+TlqJAmS526GE13sBjGItbRL2XbV0R",
-	"TQ3X2+PKKScgpvtXsN7X/Gr+BtFXaB7+IN58N/EPFoA1OT65Lv2FUwMkIAPfnxP6pyd4cuH0GotNol8D",
-	"LFVJGUPDlWwbvVxrfMNFhRghSeRIqFk/rpldUqXwajJ0t4IyXcbRMKlYyQ+0Jrhb9/IwP3Q95zkXjf3s",
-	"hovqiqzDbNc+fEyzccnrs0pEv8S4Z58NktTLrn06iO1eCpbOBUlq3Neiy9fYKsYuQfM+JXPjhKjzK8wm",
-	"ampecoNWusdSkZrRW8A0Btb8BETzStE73eF+9VMFvEBhm7wAMyz89S7T2ZqRrKBYyfitM6b11nQBcdA2",
-	"PredvGbxxJ5rD0VPTc+yPpfb494qjJxPfhgEorjUzgryMNZUa+78YuFVyE5WsmrLfIh5O/RkCe9McX0Q",
-	"1PFQMQPLMWoRSTc3zBHo2kjZkyVPYCKw3T7CtGdFwHjPRHLGsgDsZH7woLkuQpDJWPrtYs9OD1mYkYm7",
-	"yQl7999ydjdKDzlH/k3kpnvMmuf2Io7W0AeFosMA74UsTGHw8hAIzgAC7z478b5Z4wuW9NCU48iOH9j6",
-	"lDvGvbm4hHHD6Ftggv0V1HlLuGl5bQouCvioyILOhm8uufAdUcWctYdVRCbEyDEg/EmARzDzHyDhPmZX",
-	"nV+xH1LwAiOSo6Iiey8ldRhErWbR0kiLmMpdE2Ak9yK3j2Ifi+8LaN0fm677oS4ekMA3BSFVD07ctQEf",
-	"4TMp0EcVg4ULz4gUnc0/bKRzSAOs5yPde8GqOQcWx7KfSGG97hNlCCypUsVBxG8wX7VvRrGSHOVC286k",
-	"Ib1/gm0R6AGEpMr/yTX8hwhpwMTbAE6r/dj/zYX7Af74Lxeri//4v/7vi9XF/2y/+OJfmP+jhN//X/jv",
-	"/3OxusD6SRerC7ByTq02q4v3l3bUl7dU2Z3SdvjPuvF+J03vX2/s6H/EEX8jKvfXCw3/+Q6G/o0b7nfS",
-	"+D9fCPw3/P+bv7eAwGafuz//K3hF1ds9tS98y7R2f7oH3yv/pn3W/esrP7drnFvvDOQGBF07zWZFqAOr",
-	"A/NHl9yCj/XKVY/FXB5Uct2+xyhKCuZCWsYD+WWSJ/9LdvDUu0mhaTxaMWJ8d0Z5iFruAA66T9EdqjMV",
-	"VU+ux39hR2dUqogD2c3fas6taCTRzNhd6GPWzqLNzUPY2RYxRTYBT4P9Fz7W/zykPigVEgsjaKgynNYF",
-	"psUO1nxLaz3xy/+NsWaAkvdIEwlXs1sgLrRhFPi2Yk1NSxd3cRghaIa7OQ2BdzGe/rucvfy31Flz14jE",
-	"0MueQty/hvOlvMM96r5Evk/ejzPBhMMZXREa5yfx8PwT7Q2yYvWLP/5n8TYagHCN7nipwPvABXEo7CDV",
-	"vOGHpuZbq1Y+23PBYoIgE8UPb6Jc6Od98VeK1+E5R92O+1USTf3a+Yu9lxPGy43GnwMkpELzilX3Xd7A",
-	"iEZKKQp9oPUJ6NzDFf31XcQu2zVbVFTdPGjbweZ7QjurC1yWbD50fUs5dOsQyCP8J7k1rh4Pbouly54S",
-	"XFOx2zHBW/0H9Kr/Yda5nvLy0dLwW9YzboT+9hRqIfGKlIoBPBut9f2hB0P7AVsHrTTJIMn+AQ1L9W6J",
-	"zuNKmn+qQ9QMVz06t7wwTt2n6UyDA5elLn3H7t4gFHM8OgYrfhpJaBXhzxiRNBuzZXnTwPP23620+qd/",
-	"vSaPuwplT4aIuYsmDmoMLfeLiLIDRyPa7ODD++W+zoZHufVy3p4DF9+6zM0/RqZxw453UsUm8Df3BFbM",
-	"vUY0YEPdZ/ATQDucSYyoUZnNdFKK9sAUL1PX+KxPEi/ShEvyaiyd4z/6rop/Hj/lA7sKrYDIrD6PJ/gk",
-	"2LvfwLXodv6DuRYHBD/jVlygdafdLXDq4emaaHfYRmyU3zdMXL94tqfmGUbDJIL0sWSv48FcEPzukSbr",
-	"ck/N0zJ8jGWSaMzKtZe8jCEifPOelqY+wq2FL2VHTPrh249iIslifjJtmptNl0b7pQ/VHyYsu3m7egWY",
-	"67Ua+lFuGGv0FFksla88A7k06Azix1ZnZi+nE7L9bkGiLnkMm1gemvoSS05BFC5O1Pmk4MV4GkCijBJg",
-	"cfvyoQPRO55amwqSclktYzLruwZHz6IRRa7yDlOFYphMqjOpobN7l66URLdJJTdMjygBUlZATR6Q8Vy8",
-	"/ORYjulYH7Vhh2LLxY6pRnGRXqnsBO7WG7OXD5izl8e0TDfmjrA9QazCgfdd5fIfqNiRCK6+hRJrW1SP",
-	"GT2wKocpPYWdO4M1fR9YEmrfUIIKtxrmhCRxMrtqxc3D8axVJ+EIrqHiBYzqBF72yXIqqJnHQYZD2GmU",
-	"h52K06UIfhpMyZHZDGvCNx6MQc1v/SLj+p3wpzw7yYBTTbI4v2vrmrD3pRW03Zo5RENLT8C/18hRCgyQ",
-	"0U9duZACxgHRy9EKxudyxVxuOBMOVEImWHjTk/KAFTqWR547BysQUGWFXlczlTw2UtZ6RWq5a5Tc6BVp",
-	"mKC1AWAq5YLJC2znP/7X/34CTlqPDoRGtp2QLo/oRHiYyYVrVUguwEXYJdYPeBgw/9LlDPRN1K32aYFu",
-	"HR5pwqiqOeuBw1JN9tw2e3xKelaFfhJ/biRMlyiYnwo3ma/PcJKhXoCVtEIaGnmMbj5I3PLqBr4ekulp",
-	"0+gnWRDrB/q+6MilSNbBtdoRu3OmOru0a/slvr6+IndcuFqjG2n2QA5BMztwwQ+W9f0xJyKna3Y6itfg",
-	"cfApIbAu3etndOUoIAOiCKv1rYhVZQEOS2lz1bEMCK7yUMQcx/f3lo2w43LEAGpcrBgGRSUrCyWvs2/K",
-	"vewsHD5L3aDGu4ITDucITa4NL2/CcsY9HDEJaKCZ2Qn7kDHYBPo+bMJpG6KNbOJuVNkQbU+wKNnQhdo2",
-	"EIUvW3XlHFJ98jjVfZo2enU1n/489Zzakdt7ImbDcqqTYyo0LYiCHKvz7DnDaymyQ40LY4hIxctBCoNb",
-	"LjEncK1J5a2RGAlA1v/+9fffffNujSZoTPtZu9utUyPhvLo8toTLcCpdsAN4ANtYZboIX+i9P6DJP/Vo",
-	"8ousUoJN0eT1aN9M0n9OXxmxqSC+07q2Zw5glrZSXUEKx3uGTkb7pEP054CFA8nPWRHWI8HFCyiBU85L",
-	"KC9TxVa+7yKTe/WZA3s9IVoZArChLPaADbj3SUOVAbLvjHpYK9s9sReTYrQ6mzFk8HAcyiuqTCzKIlmB",
-	"qxeGLXrlpmlr9naPewLVVE+QddSsLMmdkoaNg5i9IoISOlTSvmW1Xf4LR4SrixAbDHUNpSWCbSvKhC1l",
-	"RDYwnjlSAT03nj7UXSvAvDa1LDG7IoVYA2pOoRjVMTOlT0d0/JeJCtcwrIG9clYXDvwyeF6KLQSMRbUy",
-	"qP+Z1GW+iAfdeUn6XB2oJ7GlDtnbwIrSJZhmTlXPmZZI+9m2OlZU81QlLk6tXn/ugtL729SRYx7xrWYc",
-	"T2PlDLazX3NpSFJzdNwZbZJ1unbMhwySDUR7ea/J0LQ99mbVKZwKOz3yGGslQrOQ/gneC/bekIYzPDp+",
-	"H0+ggFED+1lrSnwX3zDT2R/CEIkU9fGE7Zys98IhH/Q6sHpMel4+73nl9X+r858gXiSYGVLtXUqJcsTK",
-	"GVE7675bm6fkLRBGuEB/klyw6opAroL7HYOQBdkb0zzWTyBOCIwC4A3HXOagFVkxGPMqsI1Ivhn8nsbU",
-	"xK4x13cd3sVbPnac4vVUX8zcqQspDjgArjPhR9K4LhhYZRe+J6icGUkNm/gY21n11+U//tf/frLsw0xG",
-	"USMNzdQBxFp9vhqgXR/85BKiRw3f1KzLQ9cJPIFYIPRsyUCoDfg4FAWkDS9u2NHO3GFXhNKAKC02zc3G",
-	"laGzn+pUXcEnWdfYw1UWhF5TwMtovnM5BIZAlIPzLkFxyqyxpkkHVt6e9Zpq3VtM13GBCAiAOW/2TBhe",
-	"ouUu/K6oYQVUwO5+00zdMuX+nUd73e3rMt1h7xcvbyScNM2+jBtJroVLdHPogw5Nxb4cuTOXnR5N06/H",
-	"+9AeD2cBrJJejUyvpbOYwakp99SsCN0xYS7d34ijX7l/dgaKVbArPjkhBnZmBGks5QXfCnpp+tc5Kqgx",
-	"KV3eiQRId5A07Qhzs6gi1vvQwwL5zeRUYXQehWCUgyu+vBrY6kHBTfkoqySa2Q07PtLepneC8poM5Fza",
-	"mgA92+Xm6gxhPSxrErCq78NJAAI6RKSJzDrNqlmycsPvSeG3d1QbJQ+NWWpIuwQA4/f6sX4Sb89IQ+tZ",
-	"67tuD3Zgvq7GQh3Z4fhWkcmP+owt/SsPOnxSlZeaCyfVnBOqBx8mIvWyrrrPIXn3LPVR7qmipWHq1Hof",
-	"v7Ngv/Pr0mbF+o0Pz0y4X+a5CRjgS6x8cm4n3CG0FB05b5gdzDe3TJgZob9x7wEucID6Eg4OH70OJ5cB",
-	"76p+9/IBfE+ATpzE5FpdgAulnyo5Fg+j0vvJlb4va37DfLlvd1nY+TtfQ4S7U33jfN2LpyKCxHyazR4X",
-	"YXFjv5MVew7GEhZNnA+7C35msJvCjpRM621b10cMfpqRSqJStCvKkiENs5o2mlUJ4OM3KFmj4QsgTKW8",
-	"yaocHHTNjJIrrGzhzuynls959heNt1u34qllWOayKSUBt8mPOKUtBNtVRkdZsQyLM+4B0SYAZZ1uOpXg",
-	"Af73/iNoFKuYJVupit5oMiqtADJg8SAbn+IpbzyPg6PFKlZBXQfgpg6DECKUfHzrVLX3eLxnZM9N+CUs",
-	"j6fROKbfJ8rK3mCw4TIn27AdFR+Maf3znM5zT9XD06uLM/3dkOurKFjWNaQLXNKa3zK0pmNVchPNP5+s",
-	"RGMbffdAI/zRrURaPpjIf5+0gACFKx5ePvhwl7kdcIJHPNSteP6FpI1sGlYlriMwKmjDGp3HyMaWj+Uv",
-	"wjnNPaPLfCQ0+bu7+/xRTd5/k5P621yAMxT9QFfZhySL39EVMyjpOVeR3AU3Q63AHn3opAMkp57mizff",
-	"k//8r1/88ekpdTpjRvof+yUzZ+v1nVcY86Talb5yZasZsMZQ/HDtPLd9VD1M1Hh6RuXKA6s4hST9XvqY",
-	"Q/QTEMEZLVt3IlrXXDHLM2sxngQ14gn1W7tmllrfwIIl6bTLsHdxLp5aI4mx0Wl/HaB4rOh5RdatgL8q",
-	"hwxBNzob6TRdHNPBjweMdQfIHo5Wby7LFsaun3dBYr6ABSN2xS5mlvV7Yf/r5/wq4aFuIHpBAJA0fNAB",
-	"FjU1NfFyN/ajlLIAzxLrj4V9gOrutfrpkwPTueGi6hsNIUUHwGepoRuqcxAT/RRnIOXiC50mYhgbFHOf",
-	"Weww7O9kIiA24JSkayqHVxyvuhqCkvjSjacue5OREzpDfe7aA5SUDBwVl5JomTUUmu2T4/zeDXpxw+4d",
-	"Hxwa+borPrC0tYrfLjEnqcgWPB6jw2Q/jcFhljfMpIpwSGUpBd9ZuRq+HtIFa83SW/9cn4CWnXk7PPc3",
-	"wwc4o9dEc7GrkQu60G23bnd7qX2JdggYq2uoQiD6zuQtMj38ZFnNHR7g0f7brZnb/NftXH6dlWOdyb/L",
-	"pUzfSJb1uDrFXGxlgHmL7D/md0KVGjQ8roje04ZVhJalVFi4WCI3c03aOawHHv4uhj3ntI6v4F9X55zy",
-	"Ez/+kW00N+yZonf1ef32ziUE1E/KMg5XaD5mDjDa8O0rQKSvXFYHLD5kusU2cU1gzQcRD101lNUFMoKi",
-	"V+rkDuddlHbivTeAHt89UDLhv2HuoKPQIHxg9mBIFrwi619+7XCx7KlTLBRFnpwMroum3dQJU9BrVxU0",
-	"vNJ1+9gOMcQnV4puDXkMuINP4l7ckFoaj2py6bhQXsnyR4wzu4QwC0yfWpG1zxhYBwhAKMvgE7CMR0Qf",
-	"RgW7di9WF/776J6AIljMFtfrEZT3TGEqfKiTvMC8cNunZLyKc5PxoEb7NV7Ud0uszyuN+USHegVWhbdf",
-	"jzI3+trlFdm2Cnz7N+yoIeaJNg2jKm2QyB+HpUQ0a61c7Ui9spqpLxSKeWetZll5Fh9cr09uQ4RDxuB3",
-	"2AZlSyMJ8JRIHad4rcagEN37tndB0gtVEVTdv4fd7Mgzxweny4DX3+s2Nva/yjtC++ikEDHBNSktD3HJ",
-	"57qpucGoDoQ5mC5NgsHQ1sgDNbxcWzrRQ0By1dbMchjElHdvrOHX9Qo6Xu85U1SVe17Seg1fVpo0VNnV",
-	"ti+Ue15XHnvhcUO5ItyVuVxXsoSU+i9JvxUPXzdIn/Cj7CpmrS76H8XRJOxAE6qDXTx/TGD1oOaGhzG8",
-	"wozCzbGb+3S2y3mluA4J3v7camrD5bMvfmlpEhiGW0W3dvbCCmEsmpStgeFpBBqkCDvlLh4EquqD+Qav",
-	"SQiEWV1s27q+rGSZlQPSKFZ0leOKxNI+s8t62TYE7OGuoGHlk2XDOg8kuDFuagZivm09mO6mlyqPfs7L",
-	"PW67H19/XRQ7yFtWaCMbRA9c+Z/Ye6NoAWpW79dW1bpgB8prnZnRs4SA2N/IReWzYxhv+p9hpXUgmOJB",
-	"2vt1KRw9fcMmmkxlmHim1g7YWCgiUFO1gzwUDBvesAzkeVgGectUTZtBGOYXq0T06p4qPPWC8d1+I1sV",
-	"8qoyy6vMgTn80DRMEcgcAHkVO+XCJcY5DKUM0ABmT/EEUfx/iotp0WnoDaXALhDQLzacx7wc6cn+vkak",
-	"HlonEg7w2hqWy0D4GMvuYjgpARp760sXFMPiAXmVLaZlD4BkFRVWNnMVOXp3+EAY9295jt2xh/6TGpQb",
-	"vtsbVhVQKDaLhY4bichMwxUZfVAk4fi7FyfFfTO2MlKrd9FnPPqmX+gkAt4Aex6prelAWAt8wQr27ECF",
-	"4WX3i72koEh499P+uFE8fBT1UMmmuOmNpe9LhX3Ty4vfjc34Yl/xF7DFXm+9EsSTtcYSzelGUxWiT6nn",
-	"PEVcx05PGii+XIwrmoYNgmTXiwC3G/6N4hL/Oeo7XLxOhpQSObd+b9MU+C7NrNhrVkpVxfNBsWuyj9am",
-	"sUJsgfdAwpNFTemScDt519k0QYy7xAcDSOasNBU/9uqZbQBhATPECbAvxm2eepKjehqAn7vPrwNedJZ4",
-	"A2wyAitSM8jC8hacPTdXZM93ewSk2jBj4gguU5bUQW5nraeH6Aah6XCg6pjMQ7EPHQhHcFPuuelqjREa",
-	"XoOQtjzLsRasaKTmXjDKV/xfua96q4aV+v90+TUxl2+++4Y0tfTDtavQzmc1JM8jrtH8oUrajt2ZsjIY",
-	"CDlL1bPOhiB3HVm1ckUo1AnkFQvCzv2wyb1nplBe5uku8DlK+8Z9F0QlnzxkG4W08JmMoG5SWyyKc6Dv",
-	"Pez5n/7yRRo7sT+6PNDAkSg3xQ18gwMJGP/ol+Yac9uvRr4Bu7Uu6Th8YRXB47yxZUx6uEDzhKfTRZlb",
-	"U8qDg1TpMN6H5DazByFrnxtIdFXtqZg92EICXCR24yq4nPJrUYwutazKBLHLJIqpGC4xdMTB9ebiUgLM",
-	"W3Ixct1yfd4XUXOybgyrM3ajzbgoZpclWbbh2q0GZNdbDdFT1cpXo/P8X26h3kq6klJX32E5XsgX53eR",
-	"SIt34NwmDIOapp8OYpOmWYZcg3yVO5LwPra3nMXo/UZ5wkdwxbmbu9dCKmBjVkXJj4Hdc9PVhE6FA8YD",
-	"3dFjsad6n9VT75tMqzx8YaXlzE3q18o4/35cOMZ8J4o5uuziciOPIPA2dzqd4SUaQ1ul9y3mTh8W7por",
-	"6+HZh3rtQIvjGsYIihg5q71cwNZMHfzMe8h+J1TkgFotHPKM8FWwuIx8x9PDSQ3VzJ+sxdLG/vWkQjo6",
-	"qssN+veTLWadysV+Iqc0lUeZO/T+4RiSxB8vraRUEavh9u4ySxn0ADWUIFCk5IYl6pqGGzKMYltL2gv0",
-	"mShHuaP2ry8c7U5tynEYzp+/yalavItBtvOkscLYUcENniuuURNzDjIPLH6fektS1Meu0lJXjhailHID",
-	"VTsV51PSzpcNHH27xhVxWAWwIg9g4zjNtDGWiiIYNf4ixCwd8riPTfMky5qQWZCKPHYiscY0NxEhkCdz",
-	"lQWic3hmn0GtAn5gkdEvCG/TwHL3fEhOSzJeAvvHocVTTfz756zvSD6cDjk0PhhzthyZUad032H5gsUg",
-	"XrRuleeSdCRBb5hGVDIuSNDI425KFkca+HF/7OgX05BWhFutglQ8DxJkcBtO/TJyawZ7uaeabBgTQy55",
-	"QikdaGUuxXN4p45GRPXe27E8y47XH8uRkccGo4C+62pYM2HASIeIGGAYP8FkNxKw5zgPZB2dczIyCtj5",
-	"4ISHK2KXI6gA3MlgPbFQwFDZXdYAZvkpaNP2C1aRmkPBDknQ2eENfifVxHzh98O+0IfYuKPccLED2ED3",
-	"jv07XC4uFz2NvTFUTuZIwZWZsW+fQxCz1mlP1+4lZ/EdmaM9RHaeWXoO4gmhpzwRjKxbvT3H8svxxfkW",
-	"a44AUmzuBefbS15w0FzvsoAyBVnzHUqmo6GCxbU/XUvyHWDQH+A85mYIDTXKcOA6YWMgFbxLy8Q94S4V",
-	"p98XIml3f468jR8lk+xBMsPyoR8/cirY6sJpzwv4qdB5SQXZMLJlxsdALMb1z5DB1wmU15B84LRJ0TsX",
-	"lh8BIOKindKHo2YoG07wgmC+GTbV77tfcj3TQJ4w/cW3mt11kt4Wy/4gaJgz1wZRJ3U2YoaRqSjVnwbw",
-	"eVpVCXxdu0C5sDppsfWRnpTw3xxHJdcXI33tUNJnr5OQ4fhxrDMGlxgzJ6ThzLR8cnH5qh/Be99zE8en",
-	"RFBoBFlOBdGeVDm6dzgmCRsPelhWF3uqi0PUXRKQ5YR0QaU7RrayruVdInoSQsZmsg4tnwzSRAQULwnV",
-	"D1+7irM+a3QGHHLaCBZ4tQvSC7eAMEHwMNO6hj5S93GKHH4A2WJOMnUMxHg548r/UrMtAiTeMNa4CuRw",
-	"KvPNTN+xu76ZaTWs5/1BSnj760j3xCW9l21dkZKqUQ2nhyvlbWc6LOW9DEiWUr2/gQdWRHd2giwzQY/K",
-	"01qWHaZXrGqu7xk8oNiOCQaY0VMjmwvdhAShSW4Hg2B6N69eED3Em2D5g7uxBN4Puktdj3Z+XjvwGean",
-	"Bq/ET1PNSpOJnOoqnpwDmIpFY2wLGpQsj+N8BdeU3JK1qxK1/gyf+gDwqcmSW91e2D3dMldXIH1Upkdj",
-	"EQ7VlwgKgKi46w+FiOpoyPXxwZBRBydjBhbVHQr0/mCBK1+Hc3JENLS5LIL0z+Q0ugvaiA6ZH5o6GWFz",
-	"LQgtgzsT5DK4OHztSeCdaweNtZ4OXoV22XtqO7ILjG9nIEXAt9FBQ1IjoARd76ycJ3cxg5Arnbmt5d0j",
-	"jVU0MR1yhfjVlikyWu4xzYQKBI13qY30Jla8I1Ljc9HHdpardhoxfLo68ePe5YTC/OZtyj2soLS1OrR1",
-	"nrU6pS3UcufNtXHWlOB015a/KVQVuhvOJfxE/LnnqGTfvDeKki0tjSZ0Y3l8v5M8FMIObTVZB6EjvPBy",
-	"XHGay8/tWkkXVXCZaqkmmChrCaVlw6bALlNxzNriOYBhu2iPNNpnMy0BE9wqmGJRy90c9HHuwezlwS68",
-	"G8Wq6hoY9DytaT5TA6DHyb6iOopd4UwaPmMJcrwhI7xXHDgNSb1QkvhtrGi6r2c4dJedyOcSTkXf9gMU",
-	"FRnudhSzyOlA3YQga7tX0fUUGpn24CR+WDeqb+DUrUjr9BSJ1V0xz2CZwOZo49me4k3Xq0OZF/M7JrBf",
-	"V7+cEBYxrJu2VEcvcVo9IPm7Bz9WPYpb+XlMT9kkzPm6PyXkmqG0oAsBgRcwF7eUoqSGCfCrc0Gkqph6",
-	"mtqgt3vZuuSbh9qgxLIa19O7E25ax4J5Hu371U+kmDgjAxoY/KFCFgUVxtmwRMvyUZsUZtFM3SazSZ1s",
-	"A/XcY2amnNCs3poMnZ933Oy5GJcXjRiwuu1OFMF5ZAdHtYQk9BBQn5RSoCJpPFsAJtpqAKPFzFCXuX61",
-	"TjZVgIKTbpBQtUO704pQjXgi6VD2hzusUbvt5KB+L1hv8ezaSVlfttpJob3zGzuPiQIP176iAcaPjco6",
-	"YJLDX9++fTUqg4CP7Y9HTf70xRf59R8OtNxzwXpV00IliHjA0MmXtr11hs6z8WHLRqz8MJf3cq7zeQUu",
-	"7lmebkmCCHXv/fp6/4ib/FkrvVSDw9Ndr/YGuQObLcQf7mm1WIojctapvrk/mSRYgJuRq2zXbdC7ZaHm",
-	"9yXPpCWZ9JXb0RChO8oF8Nmv+fZIaK0l0cB/cmXE31haMuNI2XPEJLfl34jqgwpJfjGYiIMbn5Q3i5P2",
-	"MTdi6DiZMyacjA6yTEaZots5xg6oRUe2fNcqplcYkT7OZkCoDvQxYvXZxfp03gWvCuXyJhLsb9JVj+Aq",
-	"xe4I8vGTsua6XI2IiNnqDARQrNC3nNP+MSSiXqw6176SJbsCqyxnVjy0Owh4TLB5brlnziGg7j7gQXRG",
-	"g8LIhLjt83UhTqYzMaz6BdLJnil2Ek9GdMJ3JwYt5etCy3CLCADaFd490B1bn1OAORFA1A1R1Z+EdO4C",
-	"0IzXxML29SwsSbJ7zUDR+lgXP6Zaw0ghchtgHX2Yq+USR7PH4FHbS0CyOo0ElZtTFKIsUeDdm9XdoYYU",
-	"ZGymenq2QPahRQK3eQP+rCXZUrUi7OnuKaFbw5RDKgQ1WDkhfEoPyzVjnmJ96xWB4nRWdFoFsQnLG2+s",
-	"ALKG2X9JGkDIBFhGX2wGcE6/xB+vnAIOZEWw142nCHpEzH+wqQIEp3ZexApFNdQAQBpvY8AGD169ZrRa",
-	"r702HFK6H+r0xJ1OXBeAfxk5VaoNkNYoIMKqlbVEdEGuvSciaPBxb+6cEvaGHqAuARp6msua3bKarLtP",
-	"1lnMe9Zr8u23L9HzglzLuzYHo86AfHJv5+gdnUkDM4sQ6IywQ2OOfkkRdRQ+eXKusyT0g7EoH9oAm3By",
-	"zJpfyTPnoA3b8Ej3rFthBuepGm/Ze/ORDspWyUPhgwMKdLgny4vSLtTc46sGCOMuAL2UB6YDtO75kUm2",
-	"sRyyPAHCYkJqANz1qVIZrCY7cOMMpj2qE2CEi1CO0R/CNNFWPCIW27f/9c/k5at/AYjlqz4SaMVKWbnc",
-	"1p8kFwOK77G+zdGwLGHFGP1xPDJZexQSfPVRmD3T/GertDSMIR7OQPmGmA3UwFsjL6HyBtckLlZ0G/jA",
-	"hobEHv6gW1rXR2TiT0/diYSV4uPuxkuqnMrNRHCdTvdlvNqLZvYK0TXHNnZnUHcCA0qMUUy2qFkdghXm",
-	"7ei/iUk537rLtZvAicbdkw3OEQjvaBUzqF5hW8NDxo0dDhHSEFck7De3GP/V7sUL0bTmuVSH55Cbfk7g",
-	"l0udg+YItEegVE3Ij0WW49iur7NYSmG4aD+xsDBazvuJMPJx0xojRTosyLWSFhXG7UBI1ukhShhbZzdE",
-	"3gnn44iXwPFVWuNA729tE05chFeiLSgmKruN80mpsPVdTmpPp3XoBzxx1NsNyhTFeZk+4XuX37MiN+yI",
-	"EorTnINMmJnwkyWqAUNDvzCkphQ4y48bUBXlSg98+417yAvDGvKYt/zAZMyBfj6TYe8bOyXSCs9lPil+",
-	"AsPDjuPlZ8HZC+m8/vT6KWXGbX0yDOK842IcSXw+L6Pz8joZ5j97WLxiBuelKyROleK34IobHSKgEHsv",
-	"31FudAaG1m97MydkQbxIXRFnVvKGYwkICdLwROkfV1uzHxfaHOsEBJncknWj+IGq43pF1i7Pxv5Jy5IJ",
-	"g6AHu73UZn1Sqjd2DaEEwOU2tLwBfwfOdj1GMP1iddFQY5iyDfyf/359+T/o5c/FO/fHF5f/R/Hu//+f",
-	"Zqv/J8cQRJBef3/84ousYz7J08RKjgUXRcsXAGCk0LJmkFvTMShipEygv+QzVFSCurSVHnM9N64GWNYp",
-	"4s/EIKUXxCDoIelks41zoQ0AeVqqsee1ljt0IzuOpK/I9asXpKQ1RriRNXJaecPEOt0pPE/hV3jrweT+",
-	"tQcJtkNfobbTiprp3k5yTSpW81tQAMxeyXaH27GcxhUrcRbzPPosU7uybl0TRz2ZIReS0l3tS3AHC/Td",
-	"V1c9PQ7LoIE5XmRU00ibLl9RKx3LuNnytIywuDd1bY8W+n8td/JNxykAZOZEPgk3TNHaL03mzY8yd2fD",
-	"Teeo90y11FjuzeCmAqAhO6orAFy4YUeE6gY5XydBNZY9yyWmdTnf2jqU9rHsHLcLCtlDjWa7cPavSyjl",
-	"lzn18fZ8UiqclvWt1bFwMwvUldLa1i8LmZ8XX2ND4JeqMDPWcf8FBQwit0ZG8kQoiOeJ3VK+O1XWDM19",
-	"ljNBznxhHNt+5oGbzlfKBOG+NSTnPdW+NimrAF/AnuBQB/OTESln69UP9LJugoBPlqmasZo2mlUJQeUN",
-	"RvgSbqy0c5OFaTWHfWfOzCPccgEVIBeWgRtEhTxTcprlf52ekkI4mWOhQ+pLW+WQfSbvBxiJvSTi+dxY",
-	"J/J0u1Qpa3unsMqXmszKdEwZvr2c0s05bErEeM6aRBMHKo54IMmdlWfCac0rpTWjTSxeQQBSUsyipTmk",
-	"Pi4gum221tYscNhJt0VY0SJg2X2+LEaXxXdRg/bZ98RBWkFPCisG2xsCHOiWKn+Ht0TIa8FMpJzb4b1R",
-	"9ESG8twVxbXLd6kbVvItL33gcBZjuR8fBqCTJBc+ECHvurRQ5CgrxD6EfC0lD+SLp6ebMT8Khz+fqT0g",
-	"77FH4DPbGbGdN+gwfUDOs2E7Lv7JhNHfJbs5T+YKK2RZhcgWus5L8/japW34WHXAmAqQa0HryQO3+MwB",
-	"XXTEZyaITPBbKZsH0NFJLWXTaede5wvKuZKtyzb9HTJEmNtnxfyTU8wDzX1qOrkd2CP9oAo5zPV8XRzP",
-	"H1FU/PNq4HYJPyvfsQvgfnp3j/fD5aoDqi1Q3Wdl+/enbMPGgbYNO8rF7iHU7A/NrxvFCjjkyHhnYGga",
-	"xW65bJ1cEjIgr4jllQCrEuCCR+VQf1MpFib3WYUfMq97a+89/vW71ttPF1P/iVR2J5J9NG29Q5+0Pd9f",
-	"Qf/QvPO35mqf1fIBYzs5nc3p8GDNfDjMnX9QsJ0HgdbxAPLVmeg65yS8nbLLD4uxExAD7/a87rA0xW4a",
-	"vGZXwEevJeLkFiochccY5MiNJjWjlRU+KxknSDv4c0sMLRQ9evni5TdQdCUR8lQDMWXjml7CYLCsfKLF",
-	"gzSJwkWA7q74DvLNf3j9LQRE4QcI7bhCsJ87rlmX3biMcnZukSWjqNBbpooDM3tZpe0XWHRKkz2rK/J4",
-	"3c1xvSLrWpa0LrqQOMBChH8+efrB4V2aWtIKesvYQ4CqrwFRHT901e8eEDkmIwLwMyzVPy0s1enAP/+1",
-	"gz1Og1CthghUsD2B5bvyjtHrywNSRcGGkpfGyvJTXkIONhUEjud0y+fAqa7rO3rUfRQq+33A3PW/Ri+6",
-	"z6hUJ6FSpap2TWjhZJSohxJaP3m8KEzY+KBoUQ+ADQWj7MTaczCivpMVe+78SvewyEwdic4wgAA/v0Pj",
-	"TGcez868zPMihsYfwpcYGjvPo9iVzjhPdHiOQkPPeNLZg0L4A+QLtdrhJsrZcrIdt5pVbsK0+8UGPgxi",
-	"aKbTNYzot3O9JtwDrxw8O8prXPcbEh59IVGo/EzbnTd75dvuunCP5dIpw9CXk+qngOUqpziLs92d1Phi",
-	"Wg8IHn7RIcXoE3KBuwGe4gJvFKtYybSWqsjMaVJUkJ+wBpm90E9aXxdBegYcxAthmIJSyIYBBlScgdzb",
-	"5z9kAJ+SyRZe9qzss822k32swni8h+CD9y7uPA8XobRivNVEnaH0sww0lYHcylFj2KG5f2TV2x6eP7Ca",
-	"usMXV3aTfyOBaDjNhxF9Rkv3SQlBo7F9Foc+i0O/N3Hoe/wolHgeUHTGGvxDSEjRyWdNGrhtkTh+PwL6",
-	"BryCx4/rzEilOeg/f1EZFvxaro87qknFSv6pymQwys8CWSeQ3T86qB/Y+M9ohfrHiWz8fFf/g97VHmul",
-	"rg/oQA4+wEvnNqT1OhUy+jFv1N/6evgcZTW4IJarWeBNgOoXOJKIYcIXz7sifCekYlEg5A9ZW2JaV2IG",
-	"s9/XtYzi9P8kOUDlamCEt8xHMRlJdgw1zru9rCPO2QeqQOEKOmbXn8grDgFNc/2wZSG6QhAw/isSqwRR",
-	"U22IC376MFUg7n307htLd95ZG1R3mAf/d17G4K3F6AEP7Mw12cmoCHb/Wg/Tsg79kldolavIliv0On2I",
-	"Kg8mBGAu3wJmmApwbsWH3ytFDao+JElqplYBEtqUkHIrP2C5h1DtoeNt+rSyDydlJQXayBHeT6sn8RsT",
-	"QvZ+u5jZMwsiZO62izBKl4jIV7sc2aWNl6ftXDKC91PevR9df/eODhmFYQZsS3s37KnuVvl3qJ/bOTx8",
-	"orlv+aEiRGxb5waIlAxa0wUY6WYylkMYCjhAAEVsT0VV52KILXo97Cw+KVeHHdCH8G+A0PTA7n3VigdO",
-	"cA+z98q8bsuSsYpVAJcK5AYQqkY2DatQz2+oMpzWl927MxnpiRz572TFvCkoG6AuN8U9r7nAi1Nb2AH4",
-	"MgV5Ed4SkWUpyJIQwxg+u/XjF9crajf0XtcWsBzbjEZk7QC1bSTg48OPACuLFsPPt1jvFrOtYkjqoNlt",
-	"LSHmdfFSu5fvLkSyo9HP1R91RUWX/XZAOmBgnPE46b6Ka8nBijfUnIbVjfYDPX9543jOv/TGnc750mDb",
-	"DDXM6s/qACH/axzAvZl1jx4ekGef1GpWuS6c7si7cJJZKHSDTX1c3nxfvnsKl72vv25OO8DsfgIZc7o9",
-	"MP1Pwl/PEAzP9XehXHiCuyuVObHmglvRbo0lY8hWMb3Hundr2D14ce3yEmjHjNNyRbZwhQijydN6L+nq",
-	"swdmdfGm3e2YNqz67y3ToA2+ZrqRQkdu//CKvYIbCYDvnZWn1Uw9csC+plUibROOFXRzoyB/932cetXq",
-	"aK0Pn5oGSonW62Uqci3NLNlbuvuKi4qL3WsGw43MiYKZmlBjaAmlP2gvF3JDYwXQDd0VvErc3GbQ4Pza",
-	"HLh4gQ//GDF2U7VjJnn+hoOMc6Sx4duNu992Ytl+EJvMhasYLBwEDY2X7ors+C0ja9fxGqpvggm5rpjy",
-	"v69TK4ydNoqVFC63GPu8JpqLXQ3r3g3nyvVgT/iKGLwjsLY+JVKwS1azg739wtDyHNE5G48jOGHjF70e",
-	"H4AQZrefvTdQS+gZ1mSJKRfGitkaXaW4AZc1F84PA7V/IkwlVebnrS8qQxoFif5YicmlZLq2Fjdn0OYv",
-	"y+/veazmbr8KFvRt1Yob1oB/DRwjfLc3fnR7CaxwuWhSzxe753jJLQeb0A1LgBmUtMH0rr28E46Ry+F6",
-	"TWmOvi9qV0Js4gWQ2ljZUNHSMKUJLUvWZNt1IBlyDycua2IqWUTPrz519HDAiBFgIyLu2vbOx8ThYEcU",
-	"bHsVx7DpnQR/k5FkjYJXxo2DO9LrM+f4/Kho07Bo9ejck2OfXcIolxLmJ2c35vx0TaUG/1ZetxWXSc6P",
-	"eHCS6IbRm8Di2XtX0qqTeCKMfSisjdfDIy3c7aUO6ANcE91YPfPKsoctU4pVRN7C/QGdggazkWYPGCqa",
-	"mTNqOFtt3CpF8dAWdxpAqLaLTg3f8JqbIzgxMZylyjv9CRe2O8GwpFnczspwqTA0lPDIgd74muQK9zKr",
-	"5VvJy6hvGB4Qud1C0bgNGkZo0zzS3lXXKHnLK6aueo987Tb3tYdZyUvlntKnlPWLUgoEDIuMUhB2kD9x",
-	"wksZkWs3tLzZAXphzE/tn5FS1rJVVmSmZM/ep8uvzxYdhIFkmi5+aCpq2LUQ0oB2kBa7YDeB44IA46Vw",
-	"oER3YuytbH/wjUWctwEWYDIl3+CyshPenEmd9zP7mhqqmZmdlvZShZH2LhI7dkXoBowUrprgDWONJS2u",
-	"OqTJsYwxEAJGZjB2ZzVidgm8tvdsVGDzz198keOVO2xYZUXkAmLFIt3RLvwgvIyBZXluv2EHhT9dkRBd",
-	"9+Revb03TAlaF0GeLGjD08Gu7vWe+AnlLaUQDKqk2l1ss855tO88aRcjYl0QWRiS5tWJ/YZ419RevmFU",
-	"lfuORMEyCVmF2tjDFlkOrzsulKIspWKF2SumrQQ17flbece0IfAeoQSVXgii29NbluWYHvVRMGFfnxG/",
-	"1qMv1paX15zpzDtONsVNQsjE8WNhUGZQT8rAsJ4GfIuKvbdnw7ByL/jfY3Uy13u+2xd/b6m9qtfkcXcs",
-	"7N5UT0BcYaUU8mAf37DjnVSVe9gHxum3Y3/GTyy7Ww7qjqKrWU7kCjIGgLUBAwIVMRT8zck6Qp9ucbCT",
-	"VEXNU1wWX9CE1rW8Qz0LBKh1w5Qr4bm2Mtd62CKKxwlgOituxEW6EgIWHBSYvZRcr9joAwF3dSOPkbSE",
-	"w9JqtAJPz6ffZCnqY3Fg9jar68IwevBTvxgvr87a+ghTyQP4ee0/fAnfTfFnLPnoIUeKgC6n5YyvZdla",
-	"6eGr43Nes+dSHRK00taG26lj0WBEzbOyB/jYSOWaeaQROUmqwXByTIrXiBsNF7LlNF5gFezOF6sCCCLX",
-	"7IroPW28KWft52Fn4W0Sa/KYG22VujGDALJ2wjrZM8WeJDERl+Uu+9YVoYYcZBe63IUsckHV8RTRr9sS",
-	"qwvMykkNJFWB6QUFGfdpJzdFVl+WUNl/YIfB+FYkzjGJQdAxqelRtgYQRrnoOgKni5ObBrGyvq09Z8qS",
-	"Jy8D9a8u/k7dnzmHxw64pmLXhkBVP+hvxK7mej8Z8bfubS8EOdk8L/UmzaX9nO0rV0RAvAxwTNZTQa2O",
-	"mtuXzw9VbX0C6Ncr/Oq1/SjOEEp7/cLBtBqM3b7+yYmCsn84DjWWl3zs8JJ4lNSQQXZv69pv6xUA3WI6",
-	"l88zVOzSn/oz1Us8i3/zg3xL0/bva+BRliqcr83QSHB9GlzVf70iLXAnb1K8k+pGN7QcywR/mcgECfN0",
-	"0jpt+YNiCTzXqKvgwp2MtF730gE0PLcKWv5aeVyHlMFredmuRss2JKxV4Mx/+stfeobN5YkvzPcN2x0g",
-	"lSg5U+TAdq2lcGCa0/lpbGbJmud6w64nQ/WNREcbD/CHeA3M9NYr0ijuUStrapgoj5Z32mEDOyAlrWvw",
-	"+7dR7BSPQlhAOwOHasVKfqB13GQy/K5oBTdnfNyFpEwN0r3XbOsnDrBVyq5F1Dri1mk+ahjWzYcNd13K",
-	"1jKjiH7WKHloThxl/5uTltB9OLd87pXTlw6Dhc74JD2aKJfWTF2XcRvP93DowNa4aY2BtOVgsKShiv/I",
-	"LAhvFtocY6KfbVJuybpR/EDVcb0iayeN2D9pWTLhTN+7vdQmHp+V4stukPxkYAT3Ibgkco2MmilwDliJ",
-	"/4Vh/x9777scx43ki74KgnEiRG4URcpjb9wRP9Gy5NFZ2dZKnJ0TO/bpRneB3TCrgZoCilRboYjzEPcZ",
-	"7oOdJ7mBzAQKVY3qribZJEVzP+zI7KrCv0T+z18u0muF6ABp/I49v3SGG34FkcXFJz61xRI4xYUAC9br",
-	"7VMMO1B9MfrxMd6C40w8eI7n+1qJAfpGX0zlS7ZBa+IVh0LpLd/7CPVuW770M1zoLV96NRfTi4n+tOVr",
-	"zuK5xivvpNl2Vf/TaPULHP6WL74ml9gP3PIzrYvu6ymx9Q8xOS1Lb8r157f49HcMMURR2NIZAIXWF6ks",
-	"tTm3o6kudDWyc9GnYECGHAYAMowAvPr40UcEevobpaRIZ7CRVJcinaMXQs5QxYnqTDQLZ1zkFb8KcAvw",
-	"JSPo53RUdKrLZSVn82GR5mltrF6McmmmBZeLgWFcYoIdM23VWp2JZ4b5hyCWEoE1C3X4949plrltQF9O",
-	"ezsjLPTvMiSfRLj0How+QGkPGmS0XRhpIuZS5Tg0RaWGDZPGcBjDalDgINQ12x8XUl2AGQo9QEptjJwU",
-	"6OAYNtYGZGz3DO5SBx+bUvLhF/eQSQBmb56BY+2jThpB58ZLZfGG0C3wseKJ/pShB9OJIzDEh9rh8pJP",
-	"l6NSFzKl0b2T6sJnVdCzDJ8d1hxirq9GUQJjMjE7zjYB1uXeMqGNHnl54nTc9HUPekIqTjyCA+ZmhFG6",
-	"UfqehNQLeAg7smB6Ccj8htt6Gu7OomtBwpSSTJ6W832hpxeQYtbH5s+aHgSQmDehN1Z2JO1qXCeduoWV",
-	"Tkp10kNTRrS5iNhHAMIZhGM/KOcdk4szVhsoqA9b7/6OSEDMrZQPHHXFqr9G7bjfqdd+tRsTQ9xkI6p1",
-	"i1g9pLWVhnOu8gg50n0PAAVkTuwopEoPakiBSq8sxC/Dm4FsSOVelUeNJts9+s8rJt/n1Tv8eWXnP197",
-	"ce3F/NaVpXv/5dSYxinnT+qZQU9aAHQwmdPv0XYKIA/gxtknfsBKXvGFgKSxQhrAPlkcPGduPs1noMEA",
-	"4/gENWwgiyJ2ycT57cgSwC+ZEIGeEWCeu2P8EEYgXkHtKoUzQcYhrwefNaK6FNUhZBVAtrY5idgKiJGF",
-	"tJT65n3bTW5QtucfHuTF3pylg771XCgrzyXu9BJyT8rypCF+lUM7J7gzwJkvJQh4plWxxGsiDWb9QGr/",
-	"Fa/yAc4uInKa57rL32KT6f5KtZ3qhUhLrLuq2fBfniy3K8L4x1x7gDc/7gmWx0hF5TJELbDjg2o0rldl",
-	"vn2F3sMuO7/mNl63JH3TcH+CcvWNisgDKF9vlTi+3Fi1nqVq1rNQEMl0lbkjr6CLIIdC4XFVK+W4/gMr",
-	"bWd8WmkD6RdYvnoXte7baYltBRH+i86xVbW3Tly807O0f/GUFXrGhLLVMohuKE9rabqmXix4hdm1VxFr",
-	"TiHGbYUCBANvLUtGfNrDAM/Q5Wl0IRg9hBu/Ikyado9cNSm6Pay4g4m3oFTXHqfyxgvvo2kDXMTRooXK",
-	"R15/GRYVfq3yvxtRfcTTS0SFW+nJA/bJb2lym9qzrXQheiwS3yZsyotCVBExZWzsF4nuFBpvvBa46LzS",
-	"i3WuEkfAV9z4cQIwh6gu5VQc8lL2ubsA6HU7tvz6k604kwppAPKAmy5Ajti3Qsrub6Ps7+xAERObl0Mt",
-	"8Q+1CpST4kjDWc8ax/Evihwt+rxd5VzodUlLgwyxLvNLFD/OuRktdLWm7qjgVlQwRSeCpLFph08hF9L2",
-	"O1yZkX+IAKWSiPCtddeySti6Un0vg6xboww6SpHCsAW3VHFzLguwEPWlqHhRpD7bOXGYoF+mHzLavwH+",
-	"ig81VQmsp4YWFYTGuWgZZV7Zoa5ZtfJJBA8TqmrO0dRWD8ySuI5+HEQBtMC1sDal7f2pzY1HaH0BPzOi",
-	"kryQVHTNmwzHLCpCmxbSGSpwYpqVvBqYKn87yvsJwa/i7iqnhTndmV9yCcOzpbC3quB7bTy7nq5PsFWo",
-	"7e97lJcO7s/BYwJG+Tr0/Ehm95HAYSEuReE7G/sEo/tyED05ZfJC5Cyvq1AaWKuhfpgbMnHiAffHwe+B",
-	"WX2VwHq2krOZqNbYOquW20s25mV5WNXKbcqVmMy1voCtms5FXvse9WVRz6RKbwtxtB58AGJ3kO/kzfnA",
-	"RbYC9tuezUWIS6czoew7PUsxD4VQdIJP5xC+BRN2BsnjAK/OL4QZir+9ffcgjL5R5HgDP4m81OsZFXzr",
-	"epxqqDE5FPfglJm5rmyTRuzn9/z2uvCjOX3OpzbuHucH2biZALPfdK/r24GIJloh5O06gjRfCb3UU1Vh",
-	"QtlBHUtmg/0Fwxiq2zQMKNprw/rDEkeFnn3l8OsJPgL92pMbF4KBlWFTXlUUFcQ+GjCNToyNSvAp3gH6",
-	"ARuX3vfdBdbZnN5wAsVyEgEJrC5jNeE2sxyGaaxDNvNvzggIma1vAECmh0FTeyp4g71tMl2dITYR4HY0",
-	"V5AvzFUQbpDWKlU9nH3z6VoOMJ1rIxTl8PZfX/pKf9uD7nf6soEHNBdCGaqvFCXoUqJ0T3ehvrxkbje1",
-	"5HHXSuWgXaxFT4BTgYSvJv8Iw/sBICj5dVNPMIB/jQZ8CHBG72OyZ5wCQR02WpkQA+TCIFYHduwIE+Hc",
-	"0ke4ysfH+Np39UwuhK7tlpdVfCrd9Fit/G1tciVAywIfnsVvs0nF1XRO2ou751StOeQew0iI15c2GTt9",
-	"V6PZDbRIH8zFvB6Z0iY/Zjr90AtX9Zo4RZOcNu5AzhI6UdMyzwn0S2EYtx3CVr4nyhWHVB9dIYiLo+/t",
-	"pI5ZVzBCzg0xlSU4IKdzrY0wgN+3psL/IVTIEGDthE8vIHUcVzvu1El+c+zUXmtF5T7wv/95evjf/PCP",
-	"0W/0j+PDv45++7f/ccNim2i8F8fHg65SNxRE8A8jqUa1XJ8Z7CPMTXIwCket08GhLZgWAsE2bumIgZlr",
-	"OmqALWwj2huXZsgXXC/iYYQ+coGPB4h4SQnqhZ5hEIfSxs0JwtXwogDPCBsjN9MXosc70fzeV1bpbdIV",
-	"cRUydg35w2pVCBOdpDQsF4W8BL3Tzitdz/A4NgMLDotPEH6S1bCztK89V70XptEX3XhEL2kcZaJjN48j",
-	"9xZi4dCcTg2BwOltLvae27lPAl6hku1gZ3tqKdzVstxzJ//pHv+U0wd7fBrQU7TwWzNQuqI+2XRZ6696",
-	"jjqsceu4twAhEtAMT0DhuRBLJp3CBDosAKKk/Y+9vUFDqgTWavnchdKX0YFDD44L/KHSu/Xcvw4LmWbt",
-	"Q7jhgzJPjC4unf1A9U1oB6xLBV9furT3A34IGivmmPdE3H+DcQHJwY5RJpKkO+qP54lb9jeN9bnwuUen",
-	"y731HX9fYWH4Bu+A6rQIBqOBYDtA2yswR8Axn6Gq2fCQVjP27Qe2wKmzg5iWtNcOZ3ln6fUctm8orBhl",
-	"PQVV29cYgtBmQ7uO3E/n7oHBNWl3kjyc7A++RULEdh6WQOBbtviGR0e2qhXhgffC1xGgL6bhzXVlRTuZ",
-	"aWhn3DYb6PfTDe24fbvdxKa6cJJY5FulZNOzg/aRnh20kZs6lTV7GSg4EU9IhkRDRBs4LkayAzseGNK8",
-	"dgvxbTI9pAIngLQDUQ1v1pu86Xk/DWLt8Yrun5NO8HVSe6GdjoxIpE5eA0y6I6Hbldm+ZyoFCYfI6nsR",
-	"MbfN/HPxqZdrLpjSV9QRJtzUDDMoIXOr0gt2/Hx7h+idcOTrM4tbvNOq3aX6sV3n3o5V6240tqJ6MCr3",
-	"o7jGj0CHu57pgMnhpjET3CaCseNYejDuhiV9PPGrdS26vmqW9U7rcpjfgBVal43HwNt0wWEAqDA7YF8w",
-	"7JOz4MlZ8AidBY62H7yfINz7h+YioN37GvwDsIfXdw0gb/U5wH9Oh4DbwsfsC3CSeKMbIBLCBAvNFXQd",
-	"QhJ5sv13avsj8J0z/mHzpZrdhtW/a/5aVmIElwcZWh+yFQDBiUupa9LlItgRx4Og0K8HIvJ+1XRY3OP0",
-	"KDimMMSZEPGFXbkRttfD/8QehIei2N3MedCYEm49N/cX7JrT3TcPerRegp91LjxI2no+tOofoDvnZCV1",
-	"vz6vi2LJdOUr3m+XTzXK0eAs5eF1s5iss6vC2VDT+sC9BwQYkW652Tm3qN/A5g7UPQj7g/e3a7tcp/fa",
-	"RkQ2OCWvGz0I2DWUbQ/IG5LUoN9rA7uDdoU08YdVXIaVmN81xbCXNfcthhtH8uZixbZTfauKRRBCQ8oh",
-	"SQxv9fGNSYzYrpKOEhIqH5CviCb4EHxFZSVy4eSgrkYDM0Mrrtjv2C38XFfbnZvvyLW9THirrKgWIpfc",
-	"CgYNjVbYX9YKMGFrFewWhpjWmzq0NrsdT3PQlscv3IqPruGiAdUsgY+AbTU9TsX4oemh8LAXHY9TEf0g",
-	"bLVcr4XiWeGJyqDUaDYRzELJMTS3/cp0T1oUt1Ysyh1Er87mAVAFuU4RgZQLgpa8B0W0ve6BMaQNOlxn",
-	"Lx+UNteZ25Ne96TXPel1KUr4heALKU7RvjdbQYM+qXorql5yUx+IJgfSaNTDjv4B5Z7wCLIjaQZGadYB",
-	"vnjJbkWoAqQx3HxzMZV9sd37VgZhlo9TExwUGYmDpcEX+TBUv8cbLX3SCZ50gi10Am9wF8UCDeypznvq",
-	"lO9YpN439360IaVu750eJq7VVHhO7kGgCXwTc1MAF8xRu7MZAe9B2tttmrZyMGHhj9fP4v/0HnBe1gnY",
-	"0KPGPWmoYaIHqLAaAF+6WMYnbLIMQAvXOcaHBagL6KoBBnl7f8yNjB/vuiDmRs0Wh6b4Io4PMNI1im+D",
-	"GSwN8/jU3G6HUVEJbpLwPTFsMM7n+m6Y7qCDQHEzptyZFcXy1pBtHxLY9jqsQlzuQPzDQRhaHYiox8sa",
-	"BxkfxHCkMk6tqYSpF8LcP1+71YYB10Hq30JLR76RQLeRSlrJC+x8yNl5Jcwc2y2NYaMxQIMnQRCXwLdA",
-	"uvCGSfaT3GCYeqwFHXyLNuDUb8Bt7r9yj0FZdExbTOtK2uVHp5jhVTgty/8QEPSZCF6J6o2fDi/Lw//7",
-	"f/6/vS6pnSpo4HkhlidMIqwyQCPCX7nKmS4dV4UOk+5PDYqVO0JQCcGug9Ga9c6tLd0O/YfSV4XIZyI9",
-	"K7c2I2x6ZuzCvxymF02m+bGZUsaExPbF2F4NEKPmukBKNCWfCsde8B4UEvrFGwFIus3nJtyIIYv7Apf7",
-	"XK+SPi/Liwn2GMU5/O3s7D0gjYGZ9YM8Xx46vZpb6N6JTUAMM6XgF2z/172P2CTKvfHr3sHLX9V0zm3G",
-	"KKcf8ANV3kL+hQJ3d2pGOgu2sxjfTh4S4J//ql4DiHDYNoj81XYulJVg3yMgG2e4brf5z9lp6+yplav6",
-	"VRHxsP2yEufyE+K/jw+y5Pkw3j7T5i1PCOMDN7+q0pVhvLjiS8Ogn2iA+/v8656zeX/dy9ivewTjhv+B",
-	"Ksyve1/Gz39Ve8EipdP4v//n/3VrKNwK/Q4G4mTfcwPbvRfhz++9eH78/Bj0zlIoXsq9l3t/eX78/C97",
-	"AC04h/t2xMvy6FyI3E0Q/jITNtVF3FjD3C6oGaIshg5oCEgHf/IIf/TnQl6IDE4V2jEBVqSTZI42w56+",
-	"zfde7v0o7Ks5t6dl+SZMBWC/qSkv9GxbZc8vDh155Ph5q6nhEyiV7pF/1aJa7vnGcb4ZE1qBLYi4F9ne",
-	"Qiq5cFz2RSp5bAOUB8cZzHWBdZGp0X0PqMTw3xwDFCONf7xpNr81jYXhwL45PgYlosEq5A2dHP1OMrUZ",
-	"d51pHJ9AaDgFnKK/AZmnnueO1L49ftE3Rpj00d+Vu666kn+IHHHGAlbf+hfhYrVEB1CGFxr//M1tjvGt",
-	"XPbeA10QECEvijBVNpOX0Go/agjvIRVBU+AzR3N7fi/2fnNjurtijrhS2sLeHlaiLJZHnxHB8wvodTrV",
-	"UfwjVfAAF5hhzcXveoLc1JGsYbmsxNSy5uPMfVwi79MV0+fnAZnRSzYkd+TQ8DnNSl0Uz9lpUbhlC8Em",
-	"Ol962ERoKzoX04u2DYmzdzy00PoCQkCZsz/sXCzhHQWZMTD6OJfQ0X3sWNmVwB5o7av8FpW107CQD26T",
-	"PgoLrGPTrQ54oRr2Ze1+hJvmmFlz0XA9e7GeggpncwO8PiUUKKSAYgr/WtWn8LZBp/jvdb68tYu2fpt8",
-	"b/ovbX2LKnB2dvs3TaqfH5x5EnQUHbWNfHg84eOVtNP5WsKKGECzFWYQDzhCIX70+Xc9Gcn8S69A/SBK",
-	"7XjCXF85S59x2D7fjWayJKT41iSXzODk59ywmbbP2Ruo3gBt59vjYzaW6pIXMh/BHSOLSGlM3XPfh1aM",
-	"Jil/15/9R99qZqNMNnwReIpnTBFBwGTv5uZmn3uIVGJHBNrMuEtkYlJ4kGsntclk+u3eriwe24CL27Q4",
-	"gft6vPnafc/zwKUemtjXRYGo453r87uebHO3+9Xh99DYNIY4Rh0iejdjukRnSbFEg8/OtQFzzggGGyeR",
-	"41A/CEcOXKKNIZZXusqfs1M2Br1xzPhEXwr24vjYCWqLfgMnhF8cHyevc7M4p7o/aGX6ve/0ekK9KqDB",
-	"KqzVqR+VQLe31X6x11Gvt5rRmfhEDbDd0cZnFfXvWNTG+kPrmxUdZGted8kd2lQwVKGPqPjhyW+3kHiG",
-	"vRc661XGNaSdMiWumrN1+jQdbMll1Zy+U7an3HMQELWoq7v/Qt8vHDr2CYaeHasX8hVc2GZ+e7tRKrvD",
-	"bKVGvtgB1WED6bTUMe4c8ugoHx6tneZ5W45sJT2OPjf/4XXBXBTCipQ6iDCPball9QzNodDQuRJTXQG2",
-	"+Vxa01EAv2Vjpe3o3NmX4yZoG31QGlarC6Wv1CqN/gBTa9HoRpnRmivDxfUpd/Fe3LI69W1Pa7nWwmeA",
-	"4n9dEvsWB1n/0s/avnGbv0uaxGMaSJbZXhIHwumIfNolt2cmxQ5vlcb+Xub8ZjQ2nXM1uyMau30G3V3/",
-	"Pdn5wxh0tPEYSoMmLrT/X/09egUL2Ya917nUh1Yf+j52afXiQ00eOepnWAoxnfvXsEwO9Vv3TF0WmudO",
-	"CrqPrzj1oGfCipHPy3JUq9DkHJpZwCgjq6HJ3oiM4viCngtua2xnos/PM8jFvpS5qEbuOpu6LHVlR+3v",
-	"jLuPUSBW/iFaP/2r1paPxKemhA6WOcKScFss4zF82p8PBY3ono2gWGl8wr598Rc2hv0YWa1HBa9mwts/",
-	"fzlmP33vHvmOjWtFXxT5iB5flsIHiX96+9Nr5v6Amhx0cbGMT6eitCI/Yd+hu8SKSvFiBKGuiqawyrZO",
-	"3efPtDML1mpui7qwsuSVPXL85dAH+wdeymaQ+2IL8QzWuwxsxRX+7U49Bt+++Mvml97zpbtVZ1q/c7SD",
-	"7303ZLBAUD+JXPIzJxO+ZHvfDVncWyIl4kK741tntPMT5F3AN1ArpGz3wMHcT8S7pnNuD32Ao593vdfG",
-	"YvC8No5D1ZXC6t5Xc24n2mYM+ka7G+z+4oO3IWrtwbLIuJpqdSkqw73xHOVmQDRXYXsYcHeO44dHMh8/",
-	"Z/9wHG/sN2rkeMqYjSeFnl5INRsjW6vB1UMOlIUwIdDqvg5IVphvcIIMdIwJiPC+tE0bO8M+Ags4hJwe",
-	"SP8x5KqB0O7LMSuRrDCOQrF3qdj406Ex4hASIcyY7fNQWhl1p6e0R+kUeKQwNyRXbIwshxriYoP5EHBH",
-	"X7L7n6Vh3xwfHzyn/aeAebGkD79kPN4YYlA+XkTj/o5NFho5MuG5Z77jVSnjWLYjmxEvy0iOXIjlMwNG",
-	"sWepTiWwSAYroilSEPGNhTRNs61sxWGNvHvBC8c/Re5XkrUn67sK1qoGORe1K5RYt+33AuQtA32WGk3T",
-	"PKEjs1tiWU8KSO11YqtFgwGBMFpFi6KlwTzW/B7EJGwBKhNlpSeFWJgT9u3xX6KtoDyAqJG3+zwvCn0V",
-	"1lRKpfC+rmQ60fGWosLukCcryn84BVD2V267/+IJ+/abv7Kxk+ULrpZ+IQZXWHErRuC88yuDicFf8KrN",
-	"pd1SXH8UKnf86SdkeLtytsz5fQlqN/SrQBqRrM72nN52BNzkEHlD+6vdBMYuzzvBtv+e5xVSUVpDw0+p",
-	"dzdw1WRWXcwQYZ2h/fnLvSi9EljZOz3by+gJkk/tpyAtxP3cHCY+bee6ns1tz9Nn9Guoge8+hVI3621Y",
-	"3Hoh2Zg76+8iu+Zl3yk4S/cs63kz9G7Nku1SWm8luoRl3YYM6Rd+Rv12FQw9/bjPi826iK2tx9u441mE",
-	"4bjyGI3fQlhbeagZtZdeGlKhR0ZC5b2PvVbRx9zx93/xjSzir1boRul9nNwsvhwoFJG0nm8hrmVxJefK",
-	"Y4iHkbXrhVaeajaodBdyZXLv3V99tq1Us9F0XquL1ec++Adewe/IWvoedjZDeM6a/rt8Zk1zPNGT6SNq",
-	"nsZTWi3Iab2yUmqUrWSpJ5+n4pdsNcE2+bjf4V6/iVNHnU4W6Z9OVWxpJRmG/oidegVRsaCgwlN3a10d",
-	"D7Cu3uhqIvNcqGt5c7795q+bXzjT+ieulrQc8/BssFNzEem9zOiFsHPQo8CBA21NyV1fFsvYKHNEzX7y",
-	"hljCODv6TKnUX46M1WW/rXZqLkK1DuhwMB33sjPZhMqZ4FWxhBiys+bGLJfn58Jpmpis6U0w8I/47Azw",
-	"OrlvLKD/POi83JlYTOlDXfqHZVGQJWM81uNgC6LHdtBVOn2FJo+2gyEbt6PvWV1GbPdHoejXIe5lWK3M",
-	"2dTZgk3qDV7DZwbvp+lxODdp7/2u5lt0LberRtzG9FUFY2qus2BXjnZzBSt8OJGwf6c67kfpdIYPwrgL",
-	"3B9CLIO1e+UsavLvPYo0FkfWjEcCAS8LOju8VxPvIpalzJDwqV59A8c5amzLNR6hdwKQ55fsl1Ko07eU",
-	"6k/QoJiIagjAFPoZeiA4doa+AlbK6UXwh5+QyQvXWUzn2t038NeonOVaIFfAzsxuVGCqz9kbXTGsICAb",
-	"XuXw303xACAXc2OR6omXQqYM5m9Uywz+6bmsz38FFxB6XObSWF0t2b7SyMthcyFEjebmIfRAoJ7nK+4q",
-	"iDDKS6EOYHpmaaxYOKaWi0tRuGvbDO6G5HnegG5hqEAqY6t6inkX7FVULOGWOBO2b5nAV2XFxrDSMdZc",
-	"sX30/siKncvKWBa6X0MeCzQRdM8dnHQKMajWH19qniOcGElePoIaiNImgPHjE/CWR2BkYysWwK/rChwi",
-	"VpejEtwf/BMVQ45htvCHyOVBv+GOjt1lHzPSueO8bfSCBD4fuhnwBfoXvSfR+8oc5xrHmTyRF3Ds6Op5",
-	"M4fnoO+Sfw4rHYTKScqhlcz++cMvP7/+bXzCGtdfEy8jxQ5q9uKBeLCxz93EwchGDSL4BMnEZlRN4u4c",
-	"3sJnhpk5LwUUk8DDv+69ZJ875SSOe+O/sN7ky5dxX2IKfrbtVdiR1yQ11D15UZKrvgUfysu1PpTUqGA5",
-	"uSuQhaJFoiR3w+gVIIODk4YJwIel6ZBhSryvNVPcpLpk74kP1LKrxO3pGi76vPfq4Je8rxR8/Z0JD5XV",
-	"0T4MFtYr73y7/TtDbJbOO99dYz2D9YjWe4PjRry48PKmceL7FNbAWEDHiFQDhpkSsUZBqsArKgCUhRua",
-	"FIvw4oBoE0TKOXM6fSEOIdg0C6p7Y6NgqQ7VEQ8KClWgNEKoe0gQSJqgZTk67g0EDQoAZU4+OEaOI0Xe",
-	"DZRx3ZhPlgz3uA9gwGdA8L9jNe0Dwo7SZDkd3E8Qv8fl37IC5wA1r6nzlaMGqdh5IWfzbT3+KMYahrpj",
-	"z/99S66vx/fvve/NjCN/mvfBJ52FA5y4Ax24WzhvVxy35EJNTp8cqW13Z/LJDU7PDe+49fXI8GDxgcr9",
-	"NbocH4U/kDxOmLDli8/dvw8jgcbLsmWXN/Zd1zpfFaLX9wpGE1jxDTqLhdxr2FrOzrkKfqJnhukrRY5A",
-	"ZygzIwtHOOAJ3CyZburR85v65MR7cuI9IicesIj4VrYceXRthzKKxge1Ta1a6z2n8jr57sktiyHbvE+H",
-	"LbSxENlwmiCrIY05Rx/RTVOHDo1dFgKDAAAL0ptoPnZmLzjbEOVF6dZS0rAS8VqHlsLFV89096vR/vuq",
-	"vuDqreMeKwVnr+rK6Apte5kHSGapeNHJq1Ht/o0ln4nn7J3gEHBiug5ZX8HrF2XLd2vmcDu3m2qAvmjv",
-	"SigYZNwCtdwcB2Prsr2PurIIduAkWyE4GGLjwzEzEKkCk1KJK8dorGa6yEX/PN0ro8kyPdO9Q7oCIwD+",
-	"81XJEZ5TtnfY+q/W8/Hbv91tvfDKfRhaFNg67jsOSz+QkgEoPWwz3ZhNx39PMOijz52YwbCCsDaLg7hK",
-	"JSCOOwXOZCsOqr6RmLvrbQBA/tgvtTFyUizZ+POX8cEJQywhXhhNYtaNQGoYvkLQUlZUvGBjVRfFGNiy",
-	"hVrHqUVG7xiNVx43CQDIE8QoDcd4i2P+MetXeX9lUTflckP9WnwMm1j928BpW4MAK3O736Mvdo7xrvTG",
-	"9e33BuqR+opKS7qCcwM+8pekItkBxgShbAcNecIWfMkmgolFaZeZJzRHKRMjFFYVDKvy6xJIVOf3J+NP",
-	"vjSwtSU3Y1FHSPO9wEYQHm6N98ywXJqy4EvQ0kJtALme0Zs7dj/BcTs5rGJHBghpaRs8JtL9eG31yD82",
-	"RhSEWtyU92T9uCkc5o9l/pN4hhNqV9QivDkHfTRMeilsdkuM7YNwE7kNxub2YOaODPoYiCsMjz4oLjdU",
-	"d8FNuTf/azMRpxSsq6JsnUCo4242/8/IqPDwbpdRXfJKOgG2jSEc3mEXokTLyTGj+NstGBfFq0pfYd6G",
-	"r17aIQdq7N1gMPsZh3Yb7bneDsPpmM3/FXZ2gOncJncwn5tdTpjOt8d0susrP7s34ptzSxnwO7HPm21/",
-	"CLb5L6pY+lnEV8+7mByFx8KoMzP/+Aj+O57hgn96J9TMzvdefvPddzAt/98v7s+0DnfmOuZ1c3R/Yju7",
-	"zZ/1+Y6kxdHnQFpkka9HzMBpFbXwftPkwZ0EDQufxUg3O5ftdT2DhmIFr5xIWZa3JUtatZKB/cNMnhks",
-	"ig/JludyKz2VfIvh9m4G+8BMp9WbsbUwaY07EYVWM7eptyBJNkKep+YWprIJlCSir4cISZI6Gzy5B6Bc",
-	"+wmtU7DDQfSAlPzJmKfHNUkzpg1sk1DMt9Ghu1DtFOkBzDQjRFp/niy9eU0IecCCJkvmJrfKSZxA+MFP",
-	"bSOCsJzOOyCG3baQL+4SIry7QbcLFn49Raw7J1TU4UACDCXoZIBAcwNwwywB8KzAc7MK8h+l1XkXcyVm",
-	"vPJp8rICn7UxzCC8ad/EpJoWdS5GvCjSe3jOCyNWW/oN3Kwpr6olITsYASR7wipRCkIMDOQJ8hpyqiyf",
-	"UbsV8aksdB7crKnpWz4bydy0pj68+xIoAnsvQZzs7VTfpRsJQdUN2u1Kc4r7CtO323kkFc/OXCOO2W63",
-	"sA5j8idImkEUlPb3ULdTmuV6Wi8gu1QqJu1J9IemPgRE2hWv8k4AHyKLh5MlgkrpKvrLuSzijhXDMKJR",
-	"aGojFBOLicghcAp9jCquQv5Y4Zi6UxonABCTZ4g4ce4rQqOPNe1KnOoLrafqEjxfzXb4nA/IPPVK6F9D",
-	"Kw0w9UZ5jeQZY4kAn5KG8aISPF9CLw/VlxRKVLpTxE0a454UJr/CHv2oQ38BoZ3C0w++wnhAguArrc4L",
-	"iU2Tdssh8LwhiXJR2q5sWMsrYv3qqJSlKKQSR+66HiIM3Lr+EQBZ68xNuN7QnQHaqfjvQEMvhKk9x2CL",
-	"tGzf3bexzMds5sw9qaxm4xA8HqNRPS70lBeQNjtmRtfVVByk7FB4YuQB6xpseZhQyStMYoKMdnjD/R1u",
-	"sLMpEXe+hfBCktL6yAl8ByNG8H5IHnc/+MzxBTat4KrZi2bUF3/BUWPYuAb/zj2L2e2ooxr5h0CYGWI9",
-	"XUw5/FQEKQef6IWUS9m/bq/e0wlR+vENwOPaAV/Mc05ZpjBP+nCrTdlEKg6KxvrMQfjy9TIHbw9DON42",
-	"3MiNWYQVZKQV4vEj0u2Wx+F2e4JH2o/5TJLL+fPqMjp8sj/PBWPWTldyOjKUkxYFKAoTCYU05oSSXmcz",
-	"kaeszYURxaXAuhnMjwFt2xC2nGxlxAxDs3UfCB4y4F196SZhA874bEcqxupAW+kZPVkTtEdfGSjyesIN",
-	"+Q9dlQfOxtPsmftfp7r39GVB+FUBLeZWP+TDOkHBzdDCA4Ka99n8YDImkeF/FDY+WrN3Q0UxGIrrSKpF",
-	"tSs25CqDPS2KxFZ8TWYczDdFBCW30/kqGfwoCY0dbj8Y+9zDWqajvskUEoV1Fc1c4CtktkBQwGkSGAxf",
-	"54MfwpDQaXsHDGl1oHsyfNpknNYLKoFiwPLZ4/YHr78SIeNiGGtMmyFo/Hi/hqNJpxzMKl2X7oZ0nTzD",
-	"rkjncgB7DXeCbkpf2yqc0B2Q/OpAD5jk6XC+qvKZYVb3IOpdUT+PSJNcg3IjFZXNYXqiewuBj9sDngSw",
-	"U3TooqtOzpSzPYaplp0VbGLq30uVu3Wd6d36sc747HvcpVtSLsmLaS2fzm/SBvCB8dFTWFAvgQyhxlpt",
-	"pMcfBGybwXEgZNUdKYugsylggMjHWPmoi1xUBK3gHxjvhEL/Dss547M3lV7snEj/7jfvVsk0F4+MTJGA",
-	"1pDPBkL97H3wA6tUEnTT7l2E5pQPcfiQB2YwNjEFlTtztE2liQDD6fu3PhKI7Sx8WkorogCewRJcgynd",
-	"uoNe3Z59n7kf0/cQCuvsyS0Y3DtH6LwXE31DkG2tpa6VSMbYoIZA56LImBG8ms592BhhvCAjQFRmW3LD",
-	"rqEiDx2Zpd1QtupugUB3MXZi3URrPwqf7eDusSz2Hkrw6E9MuD8Kuy3VdtJUUpNqHvEH8TaHoH2PWwKT",
-	"e4zvJyoaki4rYYizur9DKZ8jy0Jwz6Arxxp5scpi1xbA5LcQEb4Pho1eit0qJK0xvoro7z3nyH3lTADP",
-	"ezs+0KtXHXlt6KidvAFmwU1YRxoYJnfWaqOBgVYInX58CzKI9uy//+FNxs7+11nGfvjl1f9CLFO5kAWv",
-	"CNjU8gpyVnLxCVBSG5bDpxezyh3ECSt1UdAFx+babDxxHA1vcVnpWdUDGd0JM2crgeBsXWh5DdZZCo5m",
-	"X3xChKAV48qXRI/9QkdWTOdK/qumL5WVdvxsVNWFGB+s8r39iOcRw+OsLDi1NmGVAIvj4FZ4HWWh0Nk6",
-	"Q+zm0eYBWS803vdLN9obyDe7Y95HM8D5bIgQK3HVkD9VtDOgSornu5Om/r1PTPEazrk2b8HwccQa/WFt",
-	"zRRDv8WdM8UA92JBlWq5BMUneysMMEDq+C8cEu5juNIbtbN9yCv9xBdlIQDoMcmk1IqcemYIFMYvGAHh",
-	"2ITnbJzrKTSxGR94/pZmo/tKe9WvErlQ7gezmQFmKxxQqyblMWOXYmp1xTBnEPRMBHvbNaPc2NPxxrmB",
-	"gUveY2fHJ0b5cBmlRQq8HpvcplKjSTCGxL+uyhPVaZzLwopqXZ2Gh3hA3nUdl90t3GYoCwkbcW91IVvU",
-	"gkQ53lEVyAmZ8tWlqJgS7v/7LsBNwuOL4+NrVosMrAlp5nZ31SDdgUMtcIe++jC64NfWkB6K61+1qBGf",
-	"1QtHIBDq8yQIeTagVe5le75psvtzNZ3LS5HfNTiXJ+YhJRVh1/7ETjlI9MkjDpBiojdxxA1gwEe5vlLO",
-	"Wj38Q5a7UVO/r1VekBMvmOuYqg1Kdmh5gapqxGTQO/6HLOG5E/QbNr+DOJ+6ew7sr+UKMOxfNS/k+XIt",
-	"c1/R8tCTR248XTn1FFqIGhPBF3acUgC7ATOldYQZHiTFxH5aQEC3lbZm22j2HrNMtVd5kIj00HkGGvpv",
-	"We4qtTMx1K1piESOiQLj3jzwpDr432/fM2KIf+bAFR0VM04+82L1lv332/fXV+OOFsJy74S5fQ4COF1+",
-	"CEQCAKzAjlIi8RZOeVEE3C7ESXcqEuS5+oefmfCZKqNmByWvnDU4QnTLccYWopqBjaywgnMxNPDQBIoD",
-	"vgBil2M+ZVgJOrFX4HMDkg/yk8XmsISPRzgFHc1TfNhZORvwEbbN6HGGFAUOaJU/+bPfFZdpD3Ov1f1D",
-	"EKGJsKChGNZ1PBma2/Cqj8KmLvsK54rYVSDBYdwKFe+jzxy6lX25EdNKlIhzwOfNdeMsC0O/ZGOhGnx5",
-	"UtrH2Of+HBxHtpLikhcZG5PYGhMTcC/UatT6aw9oBy5sLV6HtzRwOo0B0dgPe9leM1yPLdET6D11F4xK",
-	"/sg/SLzOakqmoVL5xlNjmVbTNbFdXNOKlY1/hkZPbeb7DGpqbMTSoHk8VBZC4oMylqupoB46cSdCdBHl",
-	"B0Pjwbfi3Etw1o/eQNwFX+0d74Gy1tOi6BINMVkkrScuu507j+7jPNxQfb6Wx26rEn4Gn+uXo06goNfj",
-	"9wEb8mYN7ETgDeDwg89l7AocYSF+YSz0kMQ6XHK2w20MxUz6HHKpoJ0b5UtqJU6oF6jBWEetrCyIMwll",
-	"qyV0pgs94ZFbU/umW/IW9mlgpMvBcp+ZDq7COtBDf0BvaW8i7rGjK9seqc/t857i5e4kVhMpw1r/5NlZ",
-	"gaLLaLuI6m/fNZTEBMMgicx9dT7GMB1BoknUxPhCXLBH//Cz3gJzdxBL8f8cDj/figTxouiwA6gA0jpf",
-	"vdTeiTpqxlwsaovqWri7saXn39hlFtnqwPSRLc04ygemjwxOCI6X+5QKLFrhsN5LujH9N2aH53VRYEBl",
-	"7G2gcQTJlIupzBFUHFwJMuEYgaIexJDKM1aIc2iskmFYmsL5G/Iom6E7Smw0KRhtDYbOhVgCSr6jwkrw",
-	"fIVsh6nRa0VdSDBeGzsb86IYg3fZF0ZDl5WMjcmvOo7/DDAbpcWUgrBcnNtYq2I5Zr/XxgIySYZPIcwG",
-	"PNB6qS/ws2g8JqnuLAj85Q00/C838F62RxO+r8gO7XeP48Mf7gkpabCd0DJJcEe6JfSe1jEVPens22dx",
-	"b2Q4N9EKNj3sdcy1ed4BbrZljfvEJGowqMQV9OKK8ze5yo90BSkcPjU8w9YtTdYG4zMu1fAkzbO5ND4Z",
-	"qgT4oErk7IovmdVesUlnf63yx10mc8ZZUdF8YrAeAANBpwbFvhSkrmM7plV3RdZlpj0wQxsAhHqz02P1",
-	"YSeZmu1xvpJMTd9ebl0SUiUOH28e0qMEFcp3kCXasWhCLL7XR/I37iTohE8voJ/pTDkNz8qFOISoj8hZ",
-	"IVXok64rOQP4fuStUTiZG7bgOcbN1wfIkwHwJkydyJJsmzNgy2yIgzefGxDyptB4BJiFN2rO0STxue8D",
-	"QuN7d6Ex0Zh/r9aoTRSbdWf3/Em7iXaD4LsejMaz/ZU2YrZNomNbYQIfxRoI6k5WY+wUXU1rPF6jjwSj",
-	"rSmWwyRp8EHN5Wx+COk0K5CRXjOpIXZ0s3jJGodo7Hfo7br8Thr70W/3BpPwxaH7dI7paKpeTER1B6Da",
-	"7qwBufEk2OoTfSnYi+NjsNotqheMmxvkS243pf8QosS8KvKIoUvWiDY1CcP2ofiXt9ziWZO87/6Niu/B",
-	"GjhpCjAMhJJOJEheF0l688IxbRQKJdppozjETRJHd2maE8UPybnEhT6Z3FvnaGLBKVAJMMSEPHoFP9+1",
-	"+d1fFgTpQxUmYDtzmqYPoC8tw8SbIen8pruQGL1pVDBn9zz93Inbc/afv9bHx9/8+2mzInzF645jrsyV",
-	"qLAmyGpNnZ+bSKCJMg82Ci+fHaorrAO6bopVWp5l1M9GSTMXeeC+oO763O6+iqBI6u2uEsgPcl99VTqT",
-	"WGeBe2IHrHDIEPhKwMIfFlhUnifZRorrXV8xPvpM/9qipTRccmBevpQRgvZS9Ab01jQO6DKwFn+K0za9",
-	"YRtB98NcqZcGTmtQribykWvyj6wVRAk8slctxkAVXZzBkb7w3XvoR/yV3xskVE+naR1hAHgvBqNAnBIQ",
-	"Gnzv+oT9AGy5bWn3R+Etut1DCbUHWidZnq7Dtm4dSMvvvw13pDFvfppoYK167UGMmoolinNik8dGNnUi",
-	"VrehXA/VnW3MwVs5re7eYYEiaJQ+fQSFaIMwBikE8N2HJ9DQFx8LtF1BI9EY95UQO5ghPeEi3UYq7BqB",
-	"fUvq7dF0Lot8hEr1FqXv8FrkgdDg1KmCwbvZRbzjpNX2FY6ntkm8v3JLo31+8tlu77ONCOMrdWA2FDDM",
-	"h9ms+PmTW3KFNfDHo2e14PqjdTKpjMxFpIDBn0/YQnAFlY/tmlBkR4f4hf3xXIoKUnWnvBiBWjU+APXq",
-	"rhU0jxlkdSVYJX4XU2tC420oQrgrl+Q12TeeUHN/d+V+DAO8ws/dlwcyzGO9StYh1yddbFunI4+3767U",
-	"saPP0X9t44ts+BKkBElr/A3azhfZ9mUuI2jaCkbLCW+pwznunkdkbQ4BNlvEnDe6IjsMY5g3sjXAk0/y",
-	"Bj7JtTfrYeoImx9uaGpwZnK0E89MA5C42W2ztTxHm/xruqjo/niS7GvY0JPL5Zaqj7EH+PkupD5mYt8K",
-	"MvUNcjPKSky5bYogu8Z8iZoC9ryhquQTNhFzgL4v5AXu0/vTs1d/62bgOq1BFOe+LBpUT6prNnNdu+2E",
-	"hqTKWMHzuyxouK9iBCwSeCpJeCpJ+DOXJLB9ZCeOwA9urT6h4ac3BrW+pVw3H4xr5U1jG3aUK1AJ5rQr",
-	"yGSl+NYJNhkETymvqRFzVHKlndXlA2agBbJa5aJKlpttxruGgUyrqIHm2AWv7uL++Sov36OErrHSV+th",
-	"rhPMd2uEmjhPbTPT3SEQdWqorwGIOsl0ZQy+HuNePCmON+F610KhjkEL1ybkrBpZz6Kyewr/B7AvDE21",
-	"QG5ZbTwEId5EX78/qWVhD2XIIYCk1NCiS+0aa2YTTMQ7aQLu3huY4S4zcFoj9QWD3M3qbP2fPQ7U2Y40",
-	"Ll62A1zOH8S5VE2IpjZWLzqzQRHWwm5P0OGUK2wyP9zbAvje0jDLL4TKWKHVDAQ0V+yb775zRnnFp24l",
-	"4PcouJkL40vP27fuIcFromBpXYSdJnW3RtpKqL7YzbVfF1SB03oSl9uHU9pXclvcTP/2kb82g+RlVzwC",
-	"0NzSWLFwBkoBkdnJkvwXbH8cDA13sccZG1PVb9X8e0S4vOOCG0swveFvCCg+PrhvkfmjsN+7fXqr7k5w",
-	"pgfsuUkdlePPLjzDduxcim5xw3YETRuwZ0nFxFvZ1UG1yiJk2vjRhbstO4Cc7cGWTeocZ4HD9J1cqj8M",
-	"Q4hYN/1t+MM6wX+rXONMz2aFSN3jvXtGs8bzB8gIGOhmbca/dmhq3Ix+yvNUdm0Z+9n/a1MKAsbSIZCZ",
-	"1rtbDcxtg0ve6OJz9xz2gL6fW7FPX4IZHwwELdxwO3oyCHBTnmALA2zhEJ3wtgFGOyQq++BDozuwVqCE",
-	"liB1DU8OByj/UV6uuTtoz7rJPHZ7dMsbiN63uzBPEyPdk893kHlaCWw2/mSiXiM1Ca7OTa3UUpaikErg",
-	"z2AMHpZFPZPKDLJXYWTqSqV0LnpcVc8M8yNljWjFgdhEzKXKyc2LZVVlbVEsGkIb9pHXqP2o+33Bl6w2",
-	"W/CbzkWecwPNqsLcdoHEM8Rd/EPY/ve0+xvKOj54bNiynhQIfuBXwfbd5T7w/C6v+Lll++e8MNj5KlXO",
-	"IM0ofChdcIFShGTFROtCcHULNQ4BmWZju/tod1aBa3owwrrU+cRjrlUu0XvLPcklm+G/9z/uygGQYF5H",
-	"ML2jz+5/4JmqVrfrDUjRFTQXrVXGuPHNNibLlZ0jvhr1fE7rcTT37YDg+wz/D7UyTS38ysQ750jNrivB",
-	"FwZzsj2svvuhApPXLRLblh5CdF5cQkPKW2LBoZGDzpcRiM39cOYPtWpYz886F7tq1tUa5EOtbqS0WfHJ",
-	"HsGpHOJRtieyAgH26dAYcYjHCAQUZjMKmGXOBgp/fu0efRV+yuI3sMnqytOvqfdq9GSTYbL6+Pvmt2yv",
-	"TD/S073wdJU4iaI9sTvCf9aQ9pNM2ErvrLFdYJeTbJIAA7j4TVn1eh7oTv5qrouI2elLSk6iFqrNkswJ",
-	"dTf0uwUlb2M2RkqSagaNxBgiZQG2TS/Z+UaJk0JPL+DNwI7/58dffmZ68ruYIpgW2qe1YkLlD4ejXo+b",
-	"Iif+DgoCaSajqlaUFdt8xC333C00yX7fNwrGLhiv//xNWe4tzYA8ytmNWbjnwv7rLR4M+oWHTOs+5ATQ",
-	"G/8bPWssr2z60Y/0U+DSrSfeIwO/0tXFeaGvegf9Bz0QDRze6Rncv+In0OdhqNUzQyoK2w+3F4wjp9+c",
-	"A9IzKTb7/ooePDaZ8N2QpbxVVlSKFyQX7kKStLnIUGuiX5ZQH0ixQznCGZjOmOBq7GrMDDXlxkUyEcYe",
-	"LridzqWaBdQB8oHIipmprpzAAflh2ETbOasEUCU1tfSfpP+ywlipZs/ZPxwPHYcfqCzb8e2mfU3SF6Ov",
-	"FDOCV9N5BF5TlkUikcjvbjtVFqQAgoiLBB5WoitkNrQ2HCvC/XOs4NMLE7t9uh+C6q+R+DQVIhexdJpr",
-	"MMRCf6jaiJzVJb0Pw4ymdVUJZYslzIfy0aMM35ChjtOid0krllqNSCitSDVcBVSRgHBLF7W7cSY8R4fX",
-	"cAc2Ier1OLK3SleOpLSk6z9CRWZlSUQwlHoyqQS/SMlsuoE7Btf0w9yT1G6GXxcEJkbhXZcRvCawA5E/",
-	"wpKRhyhpPiLldjl1Usx8zx25rJMx+M4A37h7kHFrsbum1WA3dfrZ3nPa1X86CiXRd+bWtcsqgDDMuiTl",
-	"Zr/47AmqxlNRIjcnol44uZs7WYXKD2vjfvksVD5y//TpFBtpnRqLVGKqK4TfBCPWCd0qY+L57Dn2VlEY",
-	"8iWYrXNZOHVkTEDDo8myWxf0LRuHuSTovSL4TQYo+37AZHrha5X/3Yjq1ZzbTbEVR4f+W89Mf8A92qWb",
-	"Btx3duto2esrtJuNu/59u+Pbc1qW6Xuj9QWrS6A0vyzImIVD9DfmtcqZ2xbP6aGO9wjzZcF2SOr/Hx2R",
-	"I0g8VAue69h9FEaLDQAoXMp9oXHBbYOIbBpkEsMXAt+dcsWg25oArHYTknihlFfmibo5pfFH3++HbofS",
-	"OMmSV9ipHaANuqXL+Czg3UPShVtb83B/VXMjceD75HKCAbFGL9GrDbvSBAGHuR/Qvs0KZaRWJ+nS5kYD",
-	"lX9ECi/s7YVUOdsPG8nL8pnxCdPNHT9wa/Imwsm6OunOunIxLXgFMpT99Pan18w95PVwXpZRl/wptL+E",
-	"XUVHM7cwu1Q6iDsox4huXnPN81wihuH7yo1ipWMhyIDK6C+f93wtfyrJqxC+zSCEsIJ/0g2KG0EpN+GA",
-	"3aoCW5tIxSGYvOKXcjSdHjTclqu5ZlfOXHTGiaXpnLg5zLkTKcQo/MNCBePWzUHVRQHJsO34dGCtMVv+",
-	"J+5BkzaLnte7Ltxwh44k8IGG6GPLsNtX3JB0vVtT4Wss/e4TCrjdnn6tJi3T/QtZ8kIYA/ihumJVrUws",
-	"K9x5teXEZ2LGX47KSlxKcTVIRWpfs5AEQzqQo/6GwzjGT+Auh25zxj4ewc0I5+6M6zEzwjJpyTIQFQJq",
-	"Nt3AEuaFmznaE6NcKNnymMAMJ6LQaobNCwjC3zE6XbErXV2Ykk9FFGSF760qZhL8Sb4GuxIcHAerrPA9",
-	"7l/ECzcqZjJvaskpyI6Sb2NcnU7tRqraSjrAR0HmPXYLNE7xbU6IVRx2EGQrtmGBkEwuTVnwZV82TuuU",
-	"0+k4kM6TyMfJ1jLbBb/wfRdI6JzgkYEKkyE8qu2y59BJMKxzwZfYnVrajAGRGDYTtpfG+hYK8uFmEKr/",
-	"dvRvbd67USx9yVrcW0+tSIdZNn8pHXPgV1td9n2nK/XNiK4UttzpUNfBo7aP+5i57w2JzvWlFWQew5aD",
-	"k1c2LAgqzpG39/J0XS2O5vWCqxH4YY8+u7+MrL4QarPxe+X0PM5KDiNjuOlv7mPsrfsYqVCVcAdoXoLO",
-	"WgmVA6+24hN56H21H6jQBZMqo+BAJYwuLhs1yDQYNLW1WsE707nWxrcl/cVdYTeqYbko5CWOFMFiX4kJ",
-	"MeeqckY4LHTV7O73IMMLVJAPj7/4ho2jDQRQjpGpJwtprRMwjr5XfhefSseCY/HjtkoaNi20QYcZhtdN",
-	"DwQ2t+eFvoLNhr0GPKEBEsSN88x4rxqtBhLQPRZMa7ZeWIx9GglEE/tkTCCdbdO3buQBSICu4at0N0qh",
-	"AG63S5luFW0zAY4FhhlZuUhYDH9X8hM0z3XXzIipVrkhWDc0csNRKu3z+dE4MvF5Bt4qlf33b/s1+QDo",
-	"ja+Moi1JnywC1ABh+hgyu+SVdN9uWhC5awac4nnKbMEE5DUlMYZE6FSWEtA0qDYXqMJntLY3lheFvvK2",
-	"ZjB5E4O8Dr+xfVhGITgcXq7tAW2lyPHajLESY4zdlWCA1hRWVtazy6H9Y2uW7sfEBN+AbONWzDQ0jwpT",
-	"Ap8eiH+88+5fh4U0duwz/KOp+bJGuUDU+ahPFq9zqfeyvUuZC/e/uMhEveOW6yFXykLYuc4TC/ubviID",
-	"Hj070lBli1N3JoI5owVL+RLrKPSUF6Nzb9EvtBWjuiquNetIdK7OkLOxY3Gzipdz2thnJpjJjn9qdS5n",
-	"dSXyE4T1RmXTyUZIaAKBMqIXRljfNm7A7n6unTFeMT5B8KWOq1WJlN3dpnUjCkD1THVpsHPfaHvlemaY",
-	"kypzdi4rDFcMb1yK/71SuzvV0PjQjtm+Y/FsDOsds0JaUfGiWCIklJ/CmO0X5EEc+1WMD5JMAj6U5hH0",
-	"8XAojiU9TyqiHU+E29jFRFQj8HL1cKCFNt7RxFcvGUgy83wQR8X+FyPMeVsd7B9w6tzvRENs07mWU+Eo",
-	"bYFqxwlaDlp1njW3RSv+fNhcF3nTOg6mcct04vbSxN93go7I5iSmlFJLJ2BB/8Px4BzCXKFdL3EH/zfH",
-	"zWikJGdYQ1R+NnYuFkYUl9stPEVrurZOwfFzG6EOkxp75ap68MOpgJLAhlc+M1gxe8J4YTT6aMXSbSFn",
-	"oBJCS/zkhUqfjBsevLz6HJSaShcUUIrYYBboLksLoIG3r0ssPdyy3/OaOIcV8B9gCVRWTNpIw6Uzt10o",
-	"S8ep8xlnjBdXfGmcNdjhK806ICqF2AI9TCSYDy09xgk6VNxBg1qjzuD7I2oXnZJTjZHCHEs1GXbXPWfj",
-	"spLOlnNnRfvq/unUCHf/3MHN5jp9aNmezNctiMn8xBnLOVaPua+6Z7wVjTYJgTcv+Kd3Qs3sHLvJlNxa",
-	"UbnP/e9/nh7+Nz/8Y/Qb/eP48K+j3/7tfySJVto+v7pfPJ+IojPei+Pja9Djl6TnOq0G32Eo79sX3wxw",
-	"FVdgKsCVcaam2KmPAKrj+s2eyBMQ/YQh9HTkT6iuzv/MK4e+v5HKHYs2QvmDx3gXeQa6UzjBhO+gO/tU",
-	"aGeVS4FwIh758LyuwItIaaxTrrC/AY+aG0SJrmSnPmenZBA5hQAuH6WrO1m9Gkec8NynsyWMcqVt1CmG",
-	"sysxOeRlGfGOOOIHplrOLY+B3j2QArVstuH72RYeh3twNnyEjz8+f8P1svI6Vi3i1yT531i64ziPBUFb",
-	"2sB12WCArwtwtof8L6SvID4h6OB1krQsfYnOgnMAhW1sKkdnHT02a6L+VK+B14CUDQJAUI7pgA6oz+OH",
-	"Tfx01yJOCu8NQVOkVWh0zg2TkBt7LnHdS11DyCat8sThUNrlrEEhgqGvFyC9icPqFTE9SCHwZsMgUUcc",
-	"DXB2iJWetKpduGJiUdolncQdp1t+/ZL0FDf4GrL0S7Z3JNW57nWh/0img08ZiX7NIO0tgzRqvFawsZ6b",
-	"OMED2Y5iGcUre93Ep2X51k1kh2lWNMSmiD5GJCbcyGm83OsrazsLssDkJsJvd3TKp80m+RCKD7EMioMr",
-	"cSWMZWNwcYyj0Ds0s9DqUlSGIxFowmEagz9o5OQJZREa9nttLJuIc0pdsv5Dma/A1kUuwFFSGbRmpE/s",
-	"mYkTNp5zM1roSoyZcdaUhxZGAPgwqUoskt1snK4ynXM74mVJ6kpZUnI3rwSoOO73QzCQ4mBJX+ZuvHKf",
-	"YRStm2YEhQyoFaXJPfrK36SxGsKWG1WU1uBWg27ZF7ONn922TD3bmAqkr4hM4mGuHT5eGe9VXRldoYiQ",
-	"uecnRCp+j32QwMzdNrN3gl8KZ0/qGlDuZwJV14Lb6C3TN0l/httN1FnQC66WDSnCsbhrxByxa2Ov2zWV",
-	"f6KuqcebeqjutIHpKqWu455xN9Nmxx+yMN9ZhqvPDO/nnHEfoOjPXXZ99Jn+BblM50LkEz7FFss9ZjBH",
-	"/K9xIS/IxZZLg/+BsSrfUZlN9QJSFEjzpYFO3MuqLooxc3xLzahLH2VI0QzCBYSslGF10GPHC8ZRey7i",
-	"oSFDPHwc7pEbdFB3B5p4InVJG1AufsIH3tDnh3Bbz2ewQK7iVvRDuvnzuXmC+e0XYXWWfl8N3wfAcYbD",
-	"d4YCFincdT7lQ2EfH6ARhCLLKehYecWvwFjiVSFFRdezlTPjKXwdEzH1bCYM1Gv39WmvdF5jL8FzccVg",
-	"V6X3RDeJanI2B/gvpiBJBnuYkwcB8+39zdygmwUFyxkN5MjioJv5vMYez5f7dc6d6V4U+uqwLhktDmbb",
-	"tJs4Pz8ZyERO1hVaJtW5j347/9Nv0zb8BXLmoznjSnbLarbNP9yg2t1dCs1aFrNyDJsMvXAPGgJ/2Ozm",
-	"fuo21+o4zcVrmERZ6RIctphxFPjY81brQ27ZT94k9dxqTcMacERkrBQVs1oXvhOWMxGmaA85SwAutcC0",
-	"cV0EFoFNOIpinffhJzf6br0Pbohh3geYvVvY3VLkTkM9zZo2OCp0Lop+NwU6uyDg/0sp1OnbZ4Yq+Qsk",
-	"SMf7nrNTBSd/IZaY2i4ME5/41EIGBGxzxgzmLcB7TopgPZqtls7KNWB8ShPVLMk8DQyJ8/gJ571DEorG",
-	"WVeeeyGWzzC3HwoNYHOGe69wkO25R+u9re2k1px9FSoeK344NP9c8GWobvJURI+80ouSWzmRhRs3pqaj",
-	"z/C//anCp5T9GB+2x59xo50wZ+djqQUEyXwoCtQK0GumOhces6JRM5IsJzrIIbpCPCG/9JR2QN97GPI4",
-	"XuNdEOogaXqnxN3yz6bXOoiEY/pY66anPHe8KUwJkZNHKnR45GWJ+e26FAr6RlpuRWjhl9CIfFlscBqc",
-	"C27rSqw0dItggTFw64NyPhmeKoAwa27VIuBlOaoVv+SywNStlFFQQ1cNtg9i/hN3RiWTobS1gdn16ZVA",
-	"uAfkQ3CDzKAPj7YNkm4wBOA3GAwm1frepah8SlSf/vC+OaXdahHNQMN0CSSHw3M+dQfeENMj0iwaHtmQ",
-	"nztzotUAoLRe8TASu1FsCIRBNlEGmkzGprrQdWWwJysmmBRczWrygjYzI6SjKzEBF+lmUJHYvFWaucl5",
-	"gRSK/CB4Wk3n8lLkvbT5DzE5LcuPzRbsjDjbI22iTl/j4g/ngaPs7JyCIwpBkim0vlhPsY7oDq0+xGT8",
-	"XpcwNhYau6exD28Ei0lE6t0RAfhj3PgaxmwfZcCVhGIqoRAAzQkAcPMcZEwqqxlMgxqCNpTvJ2lKISIw",
-	"s80SIEt7kek7mCwSADAjN7IFEDdnEZaCX4DSpNmllnRf/PezdU2Ge7HLsg2wZLpagz22pXPpTHyyZ/rU",
-	"7SpBouzCQxyNcjPvsPvC0aIUs1up0DRLZefCuAuLhHWn/OFhuVo+hr3w1B9aAzuCoww1wvdZdbbA2RLL",
-	"8FniR58DemdVK/ALN9CkSQnoNFQCEloD3swV4lhB1KRWCMGYsVhhQ7eQtD7t0v0GyXUkvolB6UrOJIap",
-	"lBKQ/cTySpelyJ+zU/g4hPKdgPTBKKfp5qxs3NcEkjFegTcd08y9dkorgFRD85y9vqTmxqIBfykRScF4",
-	"E5VegUkQAmpIEQUNdUrpiJB34FiUNkErgMSDEB3ETx2k/eRh7qu+clIO/BNDchjc7JoEBazdICgA3ovN",
-	"9BHm5/FccXOGWK5uMPSlUF6s1es93B2i3J2b+4QtMDkleBuu5rp7jLfm+M4SZTuKwVuU/FIJqP9CuuK2",
-	"NjESuvGUftkkPkAvA+s+43iwVLVghbwUvc1D1LSoESfYipFRvDRzfVPcgmgVF0KU8a1wBmYoaW6uH175",
-	"sScHKmiDupFCg+LAKecYdoUq2XpSXGDVI63wq9ut5bedQ/SjrVnomduogITsPgT359T9/E7P9rKABB39",
-	"6nGgV7KksSg2/cl22vMbfDLxDSsXQtd2yEfO6NH2VxrCX/+FD/45KFGhkuW4X0Hi7bf+wbh5QfO2Ep/s",
-	"hhd/xo75zTsNPPW61xqY7ELrctM032ldxjOEd/on5x6necGTa6fkHm5mQ0KiTR8UOml+HgmVJx95rfIE",
-	"nnhi1BSqeCUsKCA9j3+An1cQyHueXsEhj34nFPJKcKOVVLMRILG2n/ngf3wFvyECe+pBp9GGZ6wZJXfw",
-	"zJpmE6OnVjeyeRL3MgWVnljyOsB0ZIPr33uPzyRh1te8tgZs/TTS01a7w2QYOAM06ZdjBhg4vpLTyUdo",
-	"hEB1Dn/KpAzRIFLxRC1PpHD7s2Af6mCr+1M0R4VeA077HvMIAxZIgEgpubFNjWdVK5P5NF2QlSd4fBi/",
-	"wllLQzVFoJGiWpExKxdQlAAVKSZjxorSoI80VoEkYeLo2oIOcliIS1GwHEAqh+V7Ad6Lxd4btULfbUYQ",
-	"S8ZyqK1SjE+nunZUuOCyiKGXnWo70fkyYxzALIzlixIfINCqCUAAGpGDV4ODZy0j9EFdBUWqtkbmAnFd",
-	"uEoliv0owv15p2cbVVvAb3FHQMptoWcz9DpbqJnRynKpqOTWF4CmlJgLsbzS1ZZpp83osBdo83g8HdDv",
-	"+obDDdlLda429RQ9HHvZ3jlWLGR7xoK5lepinVSuIfkz5MBmDA7W8Q+wUF/0TatEJpzQ3l5EqbB/df+3",
-	"IRm2P0XX3QtJ1wGm6Vib2X167prTI0TdJkFeGvb24y/s//n34xd0Q3oJx6Pxcjsa4ft7SdMo51YcAkhM",
-	"tg1h+amhqX7tmcHrtzoxz50mXQg0RO8CWFSoXmcyZ/uQn49JpxC0Pdg06clyFACD6UNbZ4X3TnaqldGF",
-	"CAyvmTOyPp7n2Otq4xzpC3v3FduNeeXQhHAng5zkexRhJ8hbiIUxLG2wBuC7aCW99a8/iWltKdgUxiAl",
-	"IEQkww8Btw4zLrFe8Dn7R7I1VtPfah+gH7D3yZxfSl0TcitCVXr81oNOCy00zVGhRf+eAcXQY19Gvbfw",
-	"Q3ytzhkkGKkSCT9dlvAe6IqN0WmOHi8nsDAmTfwquCHm3LCJmLmJVpW8RNROgkemKdQQHSdd4Zvj4wFO",
-	"uNXIxD6gXfCQ2E5cB2MPq6d2kK2JEmwIMayJW8DG9EUuTti33/w1Apf2ENf4VsWtQESb68UqiGo93e8o",
-	"VhE8kDCa1PfVEczP43u6TxETzJ4cR0+OowfhOHry+Tz5fAgOMRLYTQM9n07SCuFF/ffu1s3zzV83v3Sm",
-	"9U9cLWks8/ACtb5f3qrE30Y3XI3NDuzvwq3ISAPMKEGCQG+cuSAqKkOkoKijBggyBR9TUCr3G70TIHOi",
-	"OObOg5S+Uwz0WIV+Fg3UI0Fm9DpvPtSKuqgMDE7KHNA5Alp5K0yKsP5ow4HTCq5LjPhibiGMeR+GW9in",
-	"TUlaEAT9k3p7cwwLR1be4EtsubkwR5/d/2DJndVlv8V3ai6coRRGcq81fljFAktGrA2rmfvec3bWuDfQ",
-	"+FNC5Iwco+vC2je+wYnOMekK31QqgS795p1xc/GjUPTzkDsLWyNzguAKrhX0xg+5mXQk94PENAQ1yED1",
-	"nW9b5A76RvhBd4YWdNPyX7fS0DYzxgp6FA6jv/HCdq/4YG7SqAPQP3ed88h9yLBCXsCdUD4Tc1Ufydik",
-	"tkzEvqaVdHfKBg2YLHZ+4k8o8z4hKBvAe8erJllqKHQdllgteOHsSxEqXKBBSsXPbTbE+3I/zpTjv0Se",
-	"KdqxkfCOCfgaIVvHHasKrqKGVO53bA0AqS9+409607fazfT88Lt17XyoVfB3LN/mQ9h0wk/pacpqT3Wb",
-	"dKe749JPLqcnl9OTy+nJ5fTkcvpTuZx231/pcXi1KLYDkCwAntwV6gM0WahXM0ekhfmybPifQ+hhQiXa",
-	"0NCk39/1ThpLMBBeNcuaZv4haZoUAWfyLkvCHvThVKycm3LlDK6kN+nUlwjtvqQfRnhPK+kr6ve/h8ZS",
-	"sqL13h8o5cDO2M2xaCXgMCJaoe1NdMXuppnL6Tw0GEBUAKsBt+Gk03HboA8Eat0OxWIi8hyC0QAXXImK",
-	"q4vxuvL5EU2xX+30CVPtEeAV93UnNIsF8vq9bA/Ldb6xKE7dEOTrSKRU/bbpQoKajhtUV8Xey72jyxd7",
-	"7hfa0BUgxQhXjhehxk98ms65mgmCLSCUJWwDglvRRmdJ53o1Be0wr6Z/WUDlgC83hhlSLxEE5gHFYyYL",
-	"4FeHxjah4CIJXYCwP2htoN1VqKmBFs/UJ5TGwJZy6wtDPEAowMYUBda5L3gOGOHRt5r21Kvf+wDAXE12",
-	"A314Ji9FB8XcT8zjdiXQMGPYzwLZ3xyxGDNvK6u8aZ8VH2MLVzDRFxNryazGSjJgLu4fWDoppvPoW1hD",
-	"luqtieWc8Hb46dIdBZ6xmzafACwneRN5AhPYjxLXuCaRQXmMToCww+iIKLmsDAsFZbmsxBTLamRrU06V",
-	"0rZ3hDfQlA/OjarTWim37IpLyxAIgL4XAyonKIGcMMGZQ53HuW+QIyt/mtE320I0sekQwDkEoFE4sVlw",
-	"oq5c5XD/1l3oV5UAks0CcgL4I1TOjIACczXrMtpojCAL2Pful8T3f6DGYb5NMvaaaX8x+mB4vOeugjJu",
-	"2L4RM3jsAPrp4jvQGr0spIWa5CwSmdO5LHJ6t8Xs3B8SI/0kLM+55b6dHMTO2nOOvk6tE7QKM4kH8d9K",
-	"LYh7TjGrdF2u2Wf3ZGqeyFJDYXPcuwuUnXgeKHJXP9KcYSlLgQ1w3dqx71SSmzavvKdX9r789uX/DwAA",
-	"//8=",
+	"7P3dkhw3lieIvwos/2NG8m+RLFV1ddus0uYiixKnOC1KHJJqmU0P1wPhjoiA0gPwAuCZGVUms7ndt9iL",
+	"3XmwfpI1nAPAvwB3RGSSoqp4IyXD3fF5cHA+f+dvF6U8NFIwYfTF13+7aKiiB2aYgn+92PO6erFvxc2r",
+	"yv67YrpUvDFciouvL97vGSntG6S0rxBePb9YXXD7qKFmf7G6EPTALr6+gJcKeKng1cXqQrG/tFyx6uJr",
+	"o1q2utDlnh2o7WEr1YGai68v2hbeNMfGtqCN4mJ38csvq4tvqKGamdSAboS8q1m1Y2RDNUuPqcJmHmE8",
+	"smwPTCQHVLnnM0Nxbzx8LO/Ybm4oC9uk8euHDuMX+7FupNAMiOhPtHrL/tIybey/SikME/AnbZqal9QO",
+	"8Hc/azvKv/W6+U+KbS++vvj//a4j0N/hU/27b5WSCruazlJhZ+SOaqLYz6w0rLoi61JWbE00PWpytz+S",
+	"p2submnNqwJIfk22UhEaPjZ7ashGMXqjidlzHbbx2fOLX1YXL6TY1rz8xDMqXa+a3HGzJ+yea8PFjlha",
+	"hmFhKx99TNeCMPtsRbggxhKWPByk+5HoPW0YDOelVBteVUx8mmW6YUdyoEcipCG0NEQK3DrFtGxViWN6",
+	"JQxTgtafbqlawe4boEKypbxuFbsiFTOU15pQxUgtdztWrWDYiplWCVbBUL+X5qVsRfWpiAxXiVSSaRgM",
+	"0NeKSEU4/nDLNd/UjBiJC2sXnIqKtJopGPEPDRPXrx53afttztAikVsgRXz90jZEDYxWNkxBxxroFV94",
+	"ont0+oYea0mr91J+R9WOfZr1bhvbp13a2naqLMsRhNa1vHP7/0axUoqK249eUl6zT00Jbtu5IJRoQw1D",
+	"tghj1P5sAWuC8b6X8jUVR8fs9ScYrJTkQMXRj0JbWi2lKFul7I2rWqGBr8NQadPAMH8UtDV7qfhfP9WC",
+	"bhhVTMFx4ZocuNZc7FakFVZYESui2K28YRXpqPhOSbEjN1xU5Om67Q14/czNQbdNI5Vh1WtWcfoe7uBP",
+	"R7aWl3HLCY5NIBNalqwxQLu/eHkBiOB6x4R5v5ftbm9eGXaYCic/CEt1VEthrzO7YVLWlyWta/tvbVhD",
+	"7Nmw7dhHN+Rub3unQt8xK3VYgaZR9qAbjkJHuadcWEnm679diLau6aZmXpQZCSyri1IxalhVUDMd2o+C",
+	"3xMNB9EKDgwvPBgSChilVBUDkSoIRlyYf/ljJxlxYdiOKduTXTQ97eRVpe3Ow1PSKFm1JasINUi4tjMQ",
+	"2Qw7wMeTCSRmSJWiR/sc12FBcFtdHJjWdMeKzNflRjN1S3EO4yn9tIfhM9hK3bvYVsv70UjN462+d2v/",
+	"RJOmppZFuf2wDECUbGX5lAKhiBry++fRTTBIivHWD7Ji9RPdI8fxNiwO38542vj39MC0P9+4KJbA7c2v",
+	"mZVBrYCwOZL11Tq7l4KLpk1MxD4nVO1AatUrQjX5b+9++J4Ydm/yO6jphtVAdLTCm4jWb3onDb8d9v4N",
+	"101NjwS/HUx5ZWcII7M6x8ww5MYK7heoTHhN5N8vgBB7ZNqjlQ+Tb1cX10JIAwQa5zvXpGxx4eH+4FKA",
+	"PIN8hTSUqylnwYfxNVesqY9kx2+Z6HhFaPpATblnOmvxT2dJNMwVGJNrIMqXEr33jsiem6KUrYj0/md5",
+	"R+TWTHvdU002jAkrDlaW3Ciux/OsHjN5jl/M+Pp3u2j/VHjdwqpXhO4oFzqH9Kc0N09b33Ft3jqNN363",
+	"NXTH7DnoVktPCctqcfb/gc3P3dEjyv5lyvP3VBcHqViMNTOzZ4psWwX/t6PTKO33GOZGyppRYZuq+YEn",
+	"uAzMTPO/OtHQUh4IHkh5022278+0JNrDhqnBbRHh39LQOk6YIA32Vhl3HyTYuo61Ntpr2IPe2vm5+07d",
+	"BKL00DQvGas2tLzRedSwda8T2PE0QUzXavhlUHRtwwNBYY6C/GDj9BNbl8SsX4mtTE8Y5F+qeUl6v+NZ",
+	"QIl8wl9B1i3QJjUlXek5G7KfJu9KHrSSIRFaKSA+F9o0IPV+TdZ2UWtmn61XZF3uqbH/Byn1MvyruqWi",
+	"ZBX+QJ7a/21refdsRdZ3Ut3Yv9egY+OH6+cxrucXY3pH051eEjXoThNqDAUuCKp7WLe0RDlLDTAct0gJ",
+	"onjNDE0ThZcQLFk5Bc3LREgW9g6JnAiUeUopZiSSv11IwX7YXnz97/3rRNWRdZ0/IO+lrF+VUnwDtpqL",
+	"Xz5M9CH7lDRMdRLNFWEceCoVhB/sOf/x7Xd2d6kg7CB/5gQup1LWslVW3qPlzU7JVvRZXU/2iS3tm2Ci",
+	"Ty/wt7dMHc0exFdS1twqToKxSlsCaBTT9gdc6q+JbBgIulYyXBF9x+HCvJSCbBk1rWJ6BRsEwqbdrgNa",
+	"fdCAAQxSPyfX/m2CowVT3IaRtT1s656c0jQgKghJNDMgqlsK4GZltbpyTw6MCg2v+ga5JeZtTBTzjL4A",
+	"SSN91cE1AKvRuxuoYuGmsfJKxZUdt22Kx8W0YfdM2GdV7/yEOzO2dVa7K3DREuoS6n925sxZ1WAR8fDa",
+	"naPEyb7PyQ91ZcmsaSz7r4+kpEod4ds1EN6abGpZ3lwRwawsKwXThNZagnQK7+2YYIrWZMtZXWVM15mm",
+	"CpgHuzdMaO5O4kiqdoYA0r1EnoLF2oA/xDwLZ35dttrIw5qU1LCdVMeH6bmDIdqHc6NzXXJL3lslD37h",
+	"VmTtjf3AwduKS/vHLa8Y/OHG/IhDRaooDszsZRUZ81qxgzSsaFVtB1DLktbwJV4dG2n2DxtNj5QTsiLY",
+	"W4AQQZ+Ew+MtPgSNgjM3cU+YhEWO363IMbtePIPIIE40qMebveWWBp3NndTsltUrst7z3X4NF6+9grOk",
+	"iJkDb7+2omuB7HBGOoVJ2kPL/GGGQw7nNyHvKir0lqmPSB+T637CvXKnhzwsObslRTDWtZXEi5rfsMJK",
+	"uWkatfeql8jgmpHbLVOW7YHLx1jGh0wvaGCPyuDdPVqAqfzAYsrze3Zvwi24U4yZEb+3bDKLFhUzirNb",
+	"pgpvrp9ZGDBZaFJyg6y/c5KDSxjGcAS9/dEXRdsbwC59cSdVVdBbySsrEadHi2KGlTBka+BPhWY55Q0a",
+	"8wMspdjy3Wkmq3eO0Xih2XUHVhs4dBmmqgX+YJyJPm5yHHS2Irot91YkWd+wo103bY+1pS/Ki+51ZF+0",
+	"4es8q8Z0cxrGyn1hZGFlv/SW3EpeevmPa0JvKYeuHp9a2t2OacOqwptyIuf9v/tHeMA7rSacog3bSoWk",
+	"vuVKmyA2PeiSjAyuoFvDVJGyCYbbU9rb/rJtgoUKL1C7VhKsZbYZwqyYh209/soetWGHYhjfMz4E6pap",
+	"yztesZFwH1HSKy5RdtH8r6xIWIjAnaoNgdfhagAX7Os/PU96R7La60TXhRbhss0fJ7w+2yAIgfkNwuvL",
+	"w/SWgIE0mGj6tdSmd8v6T4lqBVy1ht6whKVrQhT21NvTj3wg4wKhwqp0itGK0Fq21Qr49F7eZagPrZFv",
+	"ahpR0taOlNegnNZW43H92W8O1PCS1vXRyuVcd2/eUW6CIsFCGMJD5biail2bFFH9UzsA3TB6k9Uh8M+E",
+	"cAqs1Ug7+jO5uJ03eoIKq5wnZOtOeUeFDwiycoYYqSpcuyzT4Y+aqVe2vZdSHbLsh+MhxvhR1JJkGcd7",
+	"acWmXgzZJAIE+Qv6YsGSIQkIzaXiGzblXvb0JKx7tqGV1WcO9pj901fk9Z9WIBQcG+Z0wd8dmn8KiuHv",
+	"Dn+k3T/u6G33D3pQ7oJ2X+3oeuCO2XBB1TFm77PLFR9gzzBwAzPtwsNO92zAOiwu+5xlVzHd1gbMuWHF",
+	"4XnEdheVMLCRUu4E/6u9yJ1zcn7c0FR03F4weS0rVset7+DgJdTevZY7K6clRMzvrFGstDJnnFF441jE",
+	"+nZvFCV0w2tuG+sLlfXDRJAtM+W+2CoZOeXrRrGKbblg1SV0hdSH1gr+V9us+z1qY95TXfiQSLh/NrSm",
+	"orQKDUrUOsUvN7jUcxwD9uPV7/+zsCQFXw17mOXIh/hmBm89WF4dC7VMzVsNOimaHTasspyhmFkAeFSM",
+	"Lq1sDQJmSLqvQ+cYHykszYKjLGLo9X3Pqwg1xAOBI5/qG1ZZZh6diNU/25iVgJZWEevZYrFZd6t79W/+",
+	"7OFmxA7fn6gp9z82FTXMx0S/g5EkOXc/PFq7GLNWk3JPxY45P6ImRkbOZhcynQ6nMYPmjXQNP8DxMeg2",
+	"ugYtr80r8ZoZWlFDX9qbNhZ2AFcwRq7APWgFulpb4t0cCTea1RFzd9wlBv5AaM4+76mOYbD2d+QFTrK0",
+	"WxQ/A3EKXOML2Ibhh+jHcR8RvJS7UjrhPrSvXnLQjim6jILJenyx+1ay5JjobmVZw17sqXkRjE3zd6Qz",
+	"SvlwNbwsSwikbBrY8lqWcJnbs3VawMm2rWvfbuLuXF2UUtwypdFRwlO5Ab2X0Jvs7XcbVkvLTfEcLkZo",
+	"zEWu/BQYj2u7F6kC8mg/tCUzpI7dRi1t1/UdPWqydj3FyT21GLxC/sF1Tx0/MXwuwsTdpHm1Ii0oMqC+",
+	"BGe+VaWcjcHbJzP6RNo97bL6Ecax5Tt07pXcsGpqFAQTHOh/PlzdMdVuTYaUOrVJ6qUknc7+6Mm4UuyO",
+	"oACZdYjf+k7fejtoJBim1U6jm1dr7EsJE/RcPIB9Sp7GIgBQ/h/EADyLM16qb5KE0xmtiX3viXY5PMsJ",
+	"QX2OjAel62oViaYbswo385VnQoPj/SHBGJP3vRW/QXkxrbJiGkTz9phhNBhEFm76rBcTsqVtbeK03XkD",
+	"DDc1OI99A5VL8hHsbsDv4lFPZ7BNCZIeFy27IuzQmCO4/jcwUwhM1a53KViW4SARL/wSzD/DoA6uYVmz",
+	"zw0q8LxmP/R8PAthxPaTE+Vi6IbcUsWB4d3SumWQOYLRruGBjwedUBQE8s3EFweNWFNeRc+Wz0Yr4qfY",
+	"SjeMHkDAsfThzKDv7KZ9e4vBs2t/R+MrUjAMpnU86ymImkiVKF3XbGuIbM2z5wTC39FTjw5TdNj3urWj",
+	"ZqI92FMafr1YXfhO7UlbJJVlmwHwDSYM33KmVqTcS81A4AQVhdY1U1eEG6JL2TA9IG28DIAao0scDJix",
+	"c/JSKvLCxT3BOqys+t1uaq4t9QYLpu3NHSPVCsKFNoxW/tKpqTnLyIH0E4jXLVScd7HyZiPvX0hhVCyE",
+	"u+8louTI9O+ERFk0Zj1wPCplU7Vz2sh7zxcML29mw+N7nOnUaLY9r9j8QFCBgJSuBujWTlHz3d74CPu9",
+	"1JaB3rHNQtBdb5x7jpLZ4gCDDSHCYClGDOq9vBNEgP9U+sVLHHe/+UtLf2i1sZovnuKB9tubhWdRCVGG",
+	"HUkrKqZc9BK2DR+TnWRWpzOSrJH6MvQmXIperxmU+pOiTRM7/dcLRFq6dpbuivHJGA86tBMfrE8ijw1Q",
+	"H4DxkIazEmOkSUMhewtEwxVGk1um2yhWcs26WC4u3KuXmIUeV596KVHz6etp/WlGo3lhnwHT4gdGnvb1",
+	"l76gh9ETcyrHNJH+hLSY319uqF0mzIm542bvTm1/KeOup17SdyIsO9rCoskguG6cuSlkNW2ORDc1B066",
+	"6syTrHIv3iluMLtAyXaHB+r6zato3y1Ym+I78x3VxpuScjcHQhQSeQ/fMbEz+xBVOySWVDw5iNCDvHpP",
+	"jr3tHPTrmhxQ3WCi80fsBTY/a3IDU6SzQgSie/yDM+YRrrn58X+TiOO6JpqLXc3mh+w14XleFthRdpR7",
+	"9813PKXY+Kj+3gAfmuTRH+pUGs/KyhgZdT9NJsb3+K3cdry6vypE3lr9rK4x82Sm6QJemOsAc1d8il6Y",
+	"d36qh8/r6PfnFscvcZQiesa/xFH7k6yO7ph1YWlP4fA5hVSqZyB3xz2UmXrfwP/396r5OVn64mI14co7",
+	"Wh6RpcEgfcAz6FuG3kAUEEfraLhT+uJYRqTdr6k+fjaq4TKHz9CwTjWZD/zL7N5c9kxhj2Q974xDZwmA",
+	"v0GTNi7qpzBpfzFh/5ZM2KtBStvnbKY+1SgdZvUOWCiw5T/RGPdBPyTRe6rwmgITI7DxOBdCphyRnj8x",
+	"z1g6qTwY0jq/nuWaXi/LOqonb3/gCkYSbWRDuMmjiLw9DEhDE/86Ai1hUjITlXaoHfbLK/j7z+/fv/EB",
+	"B25h8LH98ajJH776KqYSxc7QNTlQK+WyS8VoBdNFSKLS3Uif+EJZTrYPF4wXLWC8vbMzuQFis963Byp6",
+	"c75vairGDpXz7hIQgiC8NQFl4AhnUfRJxcK8H5EAGEEd0dzJtq7Int4ysqcpzWfuJNiH3TQA5OeMwSf4",
+	"opvRComx26BsxvfGth7ZzhvGmkta81v23F4JN5sVqfkNI9/w7XFFNJwibhDYYUMVI2sY0tekAcG25gJN",
+	"T0RIsrYX+tf445WDT4ErymWBb1yeY4PIW3hONUjO2hlSKwl9uiBnuyMuQnYUBj8m5cZJxTmrmb1m741+",
+	"3R0EWtcuwXhWe0/eOr+s/haLp4+okFSzf/kjef3mnyBV+iqINcrqC5YAKhBxfpZcsMoyhxDI20WZHg2L",
+	"HcfJwhmjiykxZd/SQz/y3IX8YTWFYQFDktwSfRRmzzQEg2JU+godxXCUaGvkJQQscw0C1vJ+fYv4eZ9s",
+	"y37ULa3rI7p/n5+68AUT1Sde/NdU3XRJaP4qnGyDh70MLsE/c22kOmYCnwy8iU9CcNGDLWS9Vt2Gn4+H",
+	"IiGl2o8MAVHIhh2lqIb4Gh8RIWXsDXLoIz1AkrSRsrcW33FtkpBH/ZAFqp1nDUD+agcBky/KxrGIBl1s",
+	"2I6KTCk2EwXoHHMUKPxSHbwhajJOuzPgjGUV3GOrqJVqMQmQCwMidRqlqI+34FbfxTJA9/4MjiNUFmWd",
+	"dHyoT/MYmdryxKTBIkFu6xVZC7tFtUfNtUJDKqImz1szoKOBx78XtbtIQDHviwtE7cSmU/wqCfYS5XXs",
+	"3nmbuBjxO4TPcHY2BKYKcAi0aZ7opDkCQskKB1inU+kTAanOMiopa4Cq0x5kx4efZJsjJniNOXAGyQxI",
+	"2iU8I7JG3LmJDRRG3rBYzud7+N0HI3TLNWUhkbCtB8WsxjlcRDnLZHEITlpGQppeuCd249bOH6F4ydYr",
+	"70LlJUPhL+gUy7lucRX5p/2xr7BvAV7W9bPGs7K2QtYavs+ER7g3ihbOzxfzXji8MfcGMbzzYbj17MLX",
+	"QbnsZa1pFycIkUINhaiAkYktqp/2E9+Q11atCplTLQD+rYgUZRcGYpfB3dS63Ry4cZs7ctFIdSgg32YG",
+	"qxLBckBvss055J2cLHZahuznMMHhG5vWGCkKbY51HByKV/EMB26iH0QTREfH3F0kBRdFy+PZOuy+4UhV",
+	"heGxCwkOFHrkvTO+O1ewYNAEQ+utNjIEziGPg9TQRAKx3ZOk39pKupWlALh43VTcZR86jzInaDexnPAM",
+	"2FZWqFMnuiS2tRc4Nk8hmtWsNHi4c/NZkuEaXs6BzFrvNkNRCcFxKBwW/xqYioU2VBiUAbb8fs6DAg1l",
+	"0hyiPhS+qyINfhafSkMV3Sna7NcrssZFsn8BHArEY9u/Lq2omwjHWjwFQlYsRQ7wLHXEwJko61tWFW6b",
+	"C5RGl0TZZZTUKdyUpUvgX1rbwxhHE/xpwumufMByKwyvu0MZciHyuVdqjdxTnxEaX8Nz11dUdoh9LpAD",
+	"hOFnvxAmaRci4JzOhw2mk/kA1ltu/T14RdZwU2F+tDtO9sabj7RVbWJ94+g9S3ml6LBb9BJbzi52Qy/a",
+	"ivBtMNYC+O0ygWA7kdNb8xt3TCuu4R+Zh/QTqo5okMJbo0uUytIOvaEmBHhkSeRO93jJa5YrkPuO8gTq",
+	"RslDY1KBQsoqIbnme1gSSw0IeqJRHdooKjASyOwVoxXQDBXHs4z6PnW7CKEZVlWMytTvnODeZbuGvG8j",
+	"5dBBXcnW9hqJC8zOQYDE3ERUcoZj+V/HTmV0a0+0nvO9yosYN6ncYa/w9/CmwdeNYi36EFdeXcC3JvpF",
+	"3KXcKToRlUhq0wGIW4qd0YW6jWQlP0BUVwbIue09dUjewLHoY4Ljm8TIHdwKuSGg07yqRZd198FbZkWg",
+	"ZJwZUqGEMJ2J4WFY1EiiV4tixnyIfFnIuxpIpVta6wmD/K/uTd8ySIxjG1bP6tvP7Wi15QprSFLOSytI",
+	"27kEu3MwrIKxilWkFTXTmqwH8wHFFhq3Jwu9TSUUCwN0K74TUmVWKsgA6rjbSyLvhD7HpvfLAmX8m5OR",
+	"U6beYL3Eui2dAn3DWKMDeE7Nt2Clt1x7PMKHmoLDEE63lJya5pIpAST1iY9vn+wpQhE7q6taA69cEW1U",
+	"WxpACXZih2V2WFvg5FoO0MIMvkTFyhoiXhy0tUv4X5E1XoIAPwckiEpVqVinVK3I2p1OhJukgsB94owu",
+	"Ho8Afvt3bPkD5MnCD9hB7wfsp/eD7aT3T9dX7xcqjh8yUmv65uDegnzIPGQIbTEbWW/5j9OZpRrx4nAS",
+	"pqfqI3ORJNVdiyPSkSM5bjAlSrfcDA7vE03W3YqBeN4LPCYQU7iNw0eONwGHkrvm+kz3oh/4Y/oXB8z2",
+	"LAejfdoNzQnIvzXXoj6l3EVfdRzkkz7ivgRf5/l7Mkx1/Q3tC9ynXS2QNEYasKYO/HwuTnq25spirq12",
+	"KU2uvfSoXR3X5JBDsm3I2V+5nPphiddY6u1AbpjJHnipmEuHohvZGrT7m2kV2b10cDMHeo95YBdf//Gr",
+	"r3J8IkPkqXitBi9QhJdRVQWop5pr00WiBuRVRPLSXXHDPA/NcDSF14Wjmo9HR4sPDfXB+mhF6LVUOyr4",
+	"X7HYXFO3Oy5+59teB7N6jgMJanMWYfkL2vCkxcG/3tut6zev7GEWrPSADK1mzqvVDQj8Wu7j9bkj41kF",
+	"iCEKFgu09AaseZWH/8BFxe7tfhlW7gX/S+wWByTz4i8trbk5rgl8wlyJWCg7Mdi5K7K2Uqw89F7dHInH",
+	"GQZsgn7SSb9x+zN+m5V2EtfTvunFIlyRFibVT1m9k+pGN7Rkk/O2ujhw4f/5+5hdiCln7R6eezunAsS+",
+	"aTWZAwXg68ip769C1wKt68IweigOdmEVJospw2kdfvlwgglrONBbJiqpJuNc4+8+2mLEnCBlf88UW/Wo",
+	"OuQZQVAl8A9LC9ET059oGIF/NWs2zrhl18BzubyAu7f+QwRsnEan/Rku4mlZb000o6rcs+rKxY36BCq8",
+	"a48uYBBcGRGpdHWh28OBqmMBh6BwmIFzELiAc+siFfFj7pWykEJk38JTlY2kHuEirRLadXEkngWQWR4/",
+	"hktM1E9ClEKUShQ3LgwqzCaLJw2vjkRHw/sD8FQd+OVyyLbbGLRJJ41yEAEA1WzA+EioX7Gz7Cox9LoZ",
+	"2cVB6/3p+JLX7GUSdPfQ1oZb9uCAd6VCEwjW5QmV4Z2D1eq5uVXArjsDAEgnPqKhUbJkUF82wGCusNJx",
+	"hdHcaz92O3IvY8WTfdIwuVj7VSKOEwBcdLO5IuyelqY+epCjRbzbXFTa8drPowKDxBuWONhNmppy4Uod",
+	"wRXJjY6tWhRzsoev7Fk2QGgj1xvzLsjcJjU9ytZ87Tp2dv2n6+679bOVR1mw7GOQKf10vedMWUbHS89d",
+	"18+s/p0qWGm/+Qv1b/ZZ+2Ck02YvVhf+uyyeb5djiJXtl+Rbsau53k9zdT12dhfgaJgwq3CUTSv6FHyO",
+	"SHuSgP1pZeZHE/heO9gapOmYTPBEu7oH3aGsqbF3ZIBD3dK6hvJjPgJr0kIYwccVB/0JTcamSsV33Mre",
+	"PfTVKAo4BGzb5Q6nPvgiuQde8xhTcvs809NoibFQbX1C5scb/Oqt/Wgq0rywF7UP14RzPuY7E1nl48lX",
+	"70CK6iCTvUtgKgpPBpUG9Ia8ah/lNwLizUeOTYF84zUQXKXv6W7hEjB0dwqYrqE7B6XrlJMFxeSflxST",
+	"02SLARrtwsyGgLjnIQZfjaY53PkOC/8P//zPpNxTRUszjL9bCsjqh7ygcbxDHAuGlR7GAQIcOOf76gKC",
+	"CBdTYhxozsLavkMknnlEap/PLQmtKjKQbaYr7LB98kM5vmd3bhQgS3Oo36v7ZBOHng4d5cxOR5Hn+pMD",
+	"DYApZucYcwCfZI3tTWgSMDoQmqKj8RfkmFMMhaQV6cQaqN42FYuWWYvDfAmDiq2ls0tGMySHSmgQHwP3",
+	"BI4uW2GiBQVo08wV1cbaxU2jZ+wRU4didrlcbiChBa5ZzO/0ZThpCaPSV86ruWF1ENG8tnL95hVA3WlD",
+	"IQ8UQwsGbBFd/2toOsSJUAOfuZ6g7SjrAIzvgosC+EKxWI/QzOCCk6dVX6hYuWJGTonXkkjxDPT2JPKr",
+	"JcsiOGAjYSloBPAveLyU+OXZD3V6UN33IdZcJBN8ErfkW9sco3Uw7a7jHnVEkldOmRpaYFBRwqn8094y",
+	"F3s4OpGzlC405Cog0WNQLuDfYHOW8NgtU0egOP/tM3K3tyonBmhow+t6JsFyYv+fM/nnCDsJ7SfO1/pa",
+	"n53NYA2+JiOeFuFjEPwYeN1zYiXbiN8Dshn0qD08wNA1HakAZMeM9gExkMd943wrQo5CmYbT7OOzxML+",
+	"hmfPVSDxJu/p0ibC3mMy/etB2ylYxISla/htUruIk++/oZxybMKtFCSs/BiDZHTBUhBeUHSWbovubHHT",
+	"yVIRvIegwwYH0jxrHamu/RIhRAEsrIjX/Irkgywp6N+O+gqAn14X/qhqujdNXrn03yHBavAP2JNGqP2f",
+	"MkuJoOMqYwVt+Pxaj441prpodGXRutbxOyrmkRJbGQuhDO4wh4F0hQDUdokjDgGYdobxOu6rY6JqJI+i",
+	"V1WVsqzHr3rnpnts3+BPENGX8A5uuABa4zpZ7zS37zjj6exNjzLJ2ARfne1RHAMJRPubW+z5xVgtkkWM",
+	"HYZvImaOeWsF3VEutJkuxRWxCwEkPj7QwV22TOO6lIoVZq+Ytsw1ggkr75gGwHSrSXm0Ossy9vR2bj86",
+	"EW3Ux7Lkux59sfaFkhJpKLIpbhJVJHG8oOpCYbGM6BRsbjLsi/REYjvOSykS7OpVGcC+c21R422zrSca",
+	"5pWVrthB/szzzLF2oBta3uyUbEUVQ2jxz0gpa9mq/Gbjkse/OkuJfSW/rVbVsxyXEsRZhmaxzOnp3KIb",
+	"NfZ6MV2f3nA+JHN0UjkP6NmNC3lnBEJYMdqHOjh+gCltqK3lLa4uwId3kFUM6DYEkYV3gtmTB69SKkGM",
+	"6yIUQThJQrBN+w/jTR8oF4ZyERN/+vEXljTu9tIqXKSW8ka7QsTcgNKqmXkA8ES/o9VSoMfU8j4Iqijq",
+	"KO6y12F5pQmta3mHyTIu3idEg2DEzyhMY30VwI3J5kgw+FtjQdvNEWrc6k5Qgtu8a/FhVRzHcSqjKdkz",
+	"6664r8nahZ5AtPMo9gRpfDyv+HLyhtVcxOWJ7gj61wLG8EnGi7TMHSJYEBEtGrECjzLDVZYiUIqKl+YR",
+	"3ST9+Hw9FELiDhvLaQ4pyGCrv/XqHirWsQpCDSRa269PipZYCGN5N44m8cN3nBEWXwAjwGqfrXpICIvn",
+	"XpMgFofb9SVu5ZHiVlYXhu5i6Z10NwUKf5Ax5j3dnWaBee/8aKe4iugOXEVXZB3Gug7C+iewvGA6YDCS",
+	"BJezzjLC2JPcQ0EOPIk8dcJwPz7s2Rzu/Uy/HfZ9eCne0lw603veBUXUvUIZEaPyogbj+1k2MkMfFeEG",
+	"+sw6VHMVOX7CgFVfTGBgaH1+GjpUv+HePTa4qiNm76hcuuo5eia2vFGtj56BfujKSeBUwXu9jZ2a12Ys",
+	"YXE7YOLuTN0sjuH0LOBpW9SMaj8yLScdQEPJZXSxTj01fdVyJGFPj9bccR+Y78Z6wEDAnvEhLhcLiZjd",
+	"cqL/pnHmmviyrT5jJctz652dJ6XOvFeti6nfOkSnpgNMPClZ5s0D6pS4qT7RrlTJSRVKXvu6JJNVXCxN",
+	"Encp97J1fAKPryzSpNB53eK/p7s4obhgFO1TcxfzXk7x2Xedv2XbKFDQUm2XTrqgu9RKzczZdhvxsRu6",
+	"G8gtdHHaaRTmUwWWXvDPKfJGcm/hpnihGFTWoNGqRmV4Sihg/Ho/qJAVA7dLe8qce83xagVSyLr7reBV",
+	"omiELjLqFXINifMYZQxXyhMdypZ0vcQ5wIkoTqPJhMr33r3o8qEw1yhrs+Z3CZB+HfwvSyzuZHu2XMDd",
+	"ckVKqiAbABLIuEFz6lxcTQJIBJvFj8lT4EErLLtJIHac3tXeavssxHW7tegPz65XVDGdgA9XYQmKMkw/",
+	"BgQP124phW4PcQ2zh7QC0/D4KgsCZDYw92izEtj/8Y0C+JGrcSWACJp4Ci0RwqWE1T5lrkNyZqVTcPvn",
+	"rsUypHtAZnf2yU8ApD4eY4jrjqrGu85UPd6+WB2G5EHt7ie4BsNh0pJs6Zx1fq48Qm/ruvD0+ClZujVx",
+	"VN7jMi4RsDS2Mxb/e1mxt206NRgyrLDirhUyMha/f58scm5MwbwaXBvDWlepHK1E3NEo7KiXoWeVBC/B",
+	"WzlMlrSGCCOrdbGN5oYVwEIvVuF1xW9ZdCPPwQn7N8TpcHq1Xb0n2uGPDgAJpn6RWVfA29aBdIWSycDU",
+	"ntohPPNheJWiW0OeAjzPs9gVnCrWNV7T0WjmiesN3L8x1jPhwW5Vbia25jkK06fJs2OBKyfWZkpSY0S6",
+	"QEeAgjKks/5PlpbQJD+gtrjI1cM4jOCI2AXzApxqhfDpXbiSCvBUACy8cO2sXelcb79XbRyDGwWmdLVX",
+	"eEw2bM8B9L7jAWkQtrQw3UGtdU0rtuM6HUHugR0TawLP4+DimilEUAzIoTFAL78+o1PZq3MHsapGEt1C",
+	"Gik6f7gOCxGocY4vnGh4HGcIONqInj1mL76s7AevzxhJKvhqetIM3RVz+tPg04UIfGwqOmbPlGN8wocn",
+	"AkzgJPkAARAwshos/x3igXb+Oxe0Ooq1VuWe3845VjGW1L+XCAT+TUTj+na3Sh7SkbjDOlJr2vDAq+Ic",
+	"qm/txMixzquWfSW+wxvAV99j9w0VFXOcjd1TK8chOj7GaFeg7TzR6J6GeG1XznURWrM/Xh9bcvZAoRaE",
+	"VFZpMFjl3eqeDRYkwvJGfUvw+uQRxi8bn+7uowisWnlrl4s93z0fRU3bzRMSEQUPjVQmvY2amaKfypaM",
+	"KtuOk4jt28OsDAALbmpuyCYRfs3BBTJT3cwRo38xuCB5zYgz/GZ5HkJPm2M898G/QLg5sZPBdADyPIWM",
+	"ee1LiFmKdi+vSCkPGy6wSr33uBq6Q5L23iAoppGMu14OLz8jmvy8IG+/+QDh6OKqEZTu7zCiewakj+v+",
+	"UsBrZ4RRjR2VqxlQtCXxNStRpsuHpTdMEwAkAFHM+WQSEcbpyhGBpr1hpYsh4IZU3GooeXfXns9Gucut",
+	"Yb2BgmwGNcXD7ZiqIZTIMl4KL0ud8leDU/w1Wd9RbhxEYkOVdn+WLrcXUBItk/Tv+A7WXZFVVq07wFwM",
+	"5Gk1S1hoz02eFoxVhfPkzYCbhEANzK1xIvBmhBE7pZFG6kT1izc1LacpfdEc0yc6FJ6a7ubIC5nYnneW",
+	"k0L9uFHASZ80h6AtQpr8CPA8FO0u274VYNJxAYcziDDTCS97vEe9nWE3AhYU9i7q2J5IU2mBMC1jBD43",
+	"EFFHbu+Bo9st9PREen7UsbyhpDGUBladAjC5wUcu+I4DDXzaI/d0lAxHx2tO9cEM3SqVmnvdxyxwkIE/",
+	"t7pTBaTy4ROrrl7JxnJC/MBDecV0IXgtFrpsv+YYjES19lFCfuUvfXXcPsRcTHgIut2sfca/N3GgdhY7",
+	"HOjcMn4DZBcVwrjY1X0xNYLt4oT75+Qn+3Dtt/e/SFEf17jeaw5c2e4+Qp1aeW3dJ4a1C9iDSj5X2E/X",
+	"lP2nbM16/A3Xoab/x1JW6S1TdMcKlyle1A6QYCpHUYdDQ/AVArg0kcz+nurqr6y0UN9b584vBsx3w7bS",
+	"1WLOEuu/aN2PpMVegU6CSiOauO72snbwTYqVUln1GrJCK6aG6uVy7Gfv7bjWMFDph3JA6VHil7uZhRxv",
+	"sHrwPC30i6/lEkMYeyY1sHvDRDyi+yVonP55XtpBlWgmIb4e+CFlUXj96vW3oPY8IJL/B4fAgxuZLiLJ",
+	"/xr5+B3/K2zO5mhYZpjIL5+z7eT00jETaXdkX8m2HX0x43wx48ybcYaAbBnga9lgB18MRB/VQHQORkCC",
+	"DwajgH08qM2Vm88VYpYfxvfG/AeWtbdCWXzvi4HrcQ1ci5WywtSNlDeDvElugmSfxddPNKqBt0+KDqH0",
+	"iyVsaAlzel2CmroQI8T4+mJOOzcLxk2Sb31CHBpeTo9lXHCHfyPvhJVJf4wmb5OaixssBslcsDrtXy6y",
+	"L5RHasrEGn3Hd4JVhPahOFAdhOIvWGv3TirAZMNUYIqy1rL/P5XzHcMbjgsRgGiMH7qA2lD6bo1WFERR",
+	"htu9N/ZLe3Sq7mh1EQLPySt/J0DUp9U6O/AIp5hDfTooWBZAgWVrXEUytP/YJ+urzorfZfusMUX4QI1h",
+	"ypW98qBpjwwh/FvA8v0C2RuHJgg3XXgnlKjLwu99JAjeL1C6nyOU7i8zXNMTzrvETW1lyC1VvSoBKO6H",
+	"fbMCzE5GjM7eVVlk2Hb9u6fJfxkNd3L2eQ334VcjnFN7WaEX/h0J9z5VD+hA9Lq6pmfZ9B7sln7hMQke",
+	"0yuNyCnol35Kay2Da/pZCqpDZxKSe/W07cbOM4gIatHCy8ONwt/y+go6awHxtZkejw3bUZGH9+TXP2e5",
+	"wsunLZiV45rsFXNvD5fM/ZjVHWbRLh5FI7FfiPSs69wM7akjOL5HCTpcJRhdcidGfKtPfp0PurfCUXY0",
+	"WZQ5yXg5TXiQ1p6bINzhEpyXGhwctv+oucG9BfyUWcGuV2/NXCg7GoyeqKWi2KGt3krrOboJSlJxUtqw",
+	"7+4H/3m88uJoOUadxaeNyrCfvv4fvJmNbO92B+IXyhssRGOFH+cnj+pfXuyNmaO60r6Dxrko63YU/L9Y",
+	"ZfhA7z2y+1dfnQL0PhhjbKW+FdWPmqlkKERXdNMe/Lu91Ixs2J7WW0KbBjFFwWRzoLH0Lto0yZQA+/2g",
+	"3v2G1dLKukaeVch/zrf7k68g3dXApV4t0oyNKr5Twy6hUsAcqibmiCTmtrZP16FCATUuH0QTbUcQ8kD8",
+	"cM4W+vp1faE8YGzpYinaVEhxPMiYHNix3cmK+bAGb9egg5nOJ2tPgpR6kG55mEgMsFPiaiZxTwmHfK0t",
+	"Z6pXV5JZFdcev/V4/+J2YcMETSi07wcw9ScQ8BkVLnzLV2StmbrlJbuEoA+IxNCWnPyGmL2S7W6PVJXC",
+	"NZszX4YT4kI5eibMKvd0xCSubiVDgPKA+gbbmgCqoWaOd71LmeH/pDjbki0tjXb47L0awvkwCJ/oeLmq",
+	"BmibRiIeQNL3TtTcQbAj7o4A1nltGojJYxWk+sGBPbHkiiUEAaBpvRFD3I0jPB8Y0SfTs5EUZrLxN7I6",
+	"drD+IEG7gmWxxO6KJXzzm9reWFYyY5eK0Qp+wNbsV12deS5uac2roqGKHkKoR7GVrUiwjgPTOipJXpN9",
+	"e6Ci1999U1ORjoZM6el2Hf78/v0bH2RgR7wiijUu5AwJy65UhnBZIvaRH3XoNbovjnd+Qw19L2X9Qgqj",
+	"ZD1TbhnySHu3YB+HEQRNI2WN2ZE8hliE8IGne4tts080sUcpbcCbdxAvg9HvebWAfO/iDhxOtKvhoAHy",
+	"3u3SXkJF5ju2scc0DwQfCp8kzilt0AXhzIW5QQN9msiZesbV5bfZbsWqO1CeMSwOyKfTJrphRxdoeAcA",
+	"7bDaDp0B6W0nmUYpfo3p6Rn8KPR5AvX/pGjTxNwB124gflhYmDN6ABR1JEMFBFoEGJb0bRXkGIhls60s",
+	"aVup05vEce9anluOYMpO++PGxmxArQw34BSQuL9Iru7n3wW2Oh+U7s84ZXlw65i5nJm5MdnHl4xVG1re",
+	"gO4dNRwprNqEFSKlIJS42+I8fc99fKq07JyC8bZlg3cDKeXhkOs6LKW4ZUqjLSGJPtJ7KTH8Xn0A9xBV",
+	"f3ZvfKCHVHrlOJUlOIedExrWH0/h3brtBfUNtjBf17Ucq3AFveYWSMua+cJfeM/v7CS5caBhtDpwsQ5D",
+	"OWuyMBYmqnm9u1NW93I0CNRTHz4GDBuOQHtgB8DW8KiMdbJVWIneS04OcKsYd9wkJuvnkq+YOPJMLh/W",
+	"He+d7sUWkTfEgE74jQuNrriGf5yvkgYafiyl1LGpKQsYLFGY3XDnT1NSX/KaZcrJmHV0CXHxIDledTIc",
+	"0S7OywszxHnQ4W3sLsKOEcYe4tSLkDWg40Dxjd377iXyNKSGVdI8CyLlGos/rElJDdtJhJo+H75+MET7",
+	"cG50rksOQHZWnFpD9QmXZBUwdGhbcWn/uOUVgz/cmB9xqC4D4MDMXsbsv2vFDtKwolUQhT3A/ZGKbKTZ",
+	"P2w0SYzFa6SJwF5odUtFOVM5cFrlLiMQ9ddRffauGtTiADN0JKwLI+wt7ZIV0zHafe0oFesJq37ol9OO",
+	"W2/OUGxgP8/QZ3AVVvN6TY9DzegyuJ+GQlCMZzxTjuMTuOYUkT5LzK7Xbz/6jmuTyUsBYPkEVkohVtZ+",
+	"22Oo+gtH/cJRXbac/sJQH5OhHuh9OqfY6reIU0sdneaFZ2dwaUNqZoXIIDp9NIatyU5+NH7d44S5PNu7",
+	"8WFsccZ96QsjLXHvPiOOcXBsKDV4TLR9y3QjhU6sqvNCWV4uhrm/USPxGXo87D7XxHDABu+f5kfVxBfS",
+	"ikNfXJh/+ePJecbo7gkRx331d5R1fPKkZrKQ3/v1A2C109KRgdffsMhcvndZH2hPeZBL3OG+8WrlEm7a",
+	"4P3qMne993dZbU5nRNvOHiMrGoxYeZnRIe46mpVhG/rx7XcdifvX62OXKH9iIS52y9ldoixgl1ni3vPo",
+	"ov6sZngetkwxEbOpXNv71hmCw2s9c5tHIzjQiiXLcD5WavnqwmWMJxZCYz5MWI/KBSGNF+QhwQbUVWYe",
+	"NHjyyU6a0KYn8MS2Z9DJYNUHrDJ6P0h1eGWvy7gpOqTrUPLn9kAFgXchlScSoNXJc3lR+aHzb9yX07h8",
+	"jwsAA+lVLOC6V+pslOGJnv2YH8Oe5tb0YWZnAHAtHWxreReAZnsqDfcIk4SL5+fFmpR4n3tHfkMV3Sna",
+	"7CHOm9WsBEWgQzwI93xCrklv7Tcz1SHAPdNlZvVWGCdaygPTAexj5AWCUcYiB95Qq3fJUClysIwrj5CM",
+	"8WDzOsSksEkc5rmUQhsqzJo8bTUjaxj8GvC1177fNXlaS3lD2sYvsFSJoPhkijgjNTcYnYnLlLkXcHhg",
+	"M16k3CpQpmB4zLCMiKUTvmmNL6miWrHCM2G3jYpqRaQomQvLYBU+TAVp2I8KKMQRMl7zDms3BUtY33Qt",
+	"xAsu4uC0x1oaHlIXi2cgU5eKCgNfqeiNenJwYeC63biKXiHy9ZzRvwvNfGNbic8AxzJIog6rDk5TXO7o",
+	"YGGcxiylvkNbll1tGBODFnNDAK7rO3rUZA2hLgihHTf8+2NYqDYttCsHVg/jGvoLTyLyEYXEVCXbg0mQ",
+	"vFVsY7YgqMWeCNDZtMZIoYncbv0aZsVE/6iZui6RkCMmCgc8wkXR8oy9tPcCaOVDNxMxUiZgDO4b7qKr",
+	"wZ0yVWes/gLKDKb09pRe2yF8n5Kf4MjM+nFxG9i9IU9fU3VjRSjLM5uachFnjdBmUg2ANQBWXCbxjqAF",
+	"SCJP5JC7+osoyVFRuYMR5DqpDsN8l4rV/Nbues8FyDLsMrGCETHdhoEEKK0AWLsLP4u2OuEqQlqzNQQm",
+	"R2IAcuZXIV2bIAnFT40vbZFG41dMy/qWVb6sVIFgMKdFhTmhQ8NGHofAPDfsiCE3KIx1AtZIB5uDlJpl",
+	"6PF4CKAi7yuWWSItspyZwM+QQg1lyR0Xiq6qa8oetoRkQTeszm/vDPq5ozp2yTwu7YjKNp/LdoKFPtyY",
+	"DnoIDltKvo4RxDDZNp6WFTK5m17NIkbL/aiSAWBZ5qZrWT0JZZmGqUHS90mpWqNk4aWsnGQuzit76dL6",
+	"Wghp4GJ5y5r66L01s1k5owR64L0HB1PqgqrQsIPSmu+AKJYIJx3n8qeVrXHXQK+mVUL3O4Kxg2sHDL23",
+	"IMPHi5F0XZ9UNHoykl4opWyYoDwuXi1GxL070LqGmDh+4DVV3ByJPZJwnYPkG2YJcT0AcUFx+QeGgW0t",
+	"EWx3vhJbYvqr+J5MJ3AOac0ZmDe0vNkp2YqK/Cw3TvTDMGSnrwzI6Uj0HY8ewp/lJgWdZyRpZI1iuu3E",
+	"Mpcsg6NtMxX9HdKyEeY7pK+uiQJnEIplvkswDEBa67L3wc1k0P3py478Yn7xtYcEGhIaLvTPcpOopVcc",
+	"9C6eWu+nG2rzHRpz9OLYupsP+HpdOnqWINbt7uNs2mqwZalM+cfcKyuR8Jr9gD+lokX2UEkFxBBhz8GK",
+	"MA6qxOYI5uSnfe8r2DFchDKvHG8MGK0dZI6LTGUVedp31z6LlA5SVOgtU87726/F1vU7LMP2YcbK5b8F",
+	"X3avbjbUxa64vFhdgCP7YnWBfuxoa0NXwZzENfZRDfBY+lPPormofRltY77UXw9qqd9Tb4+GfAYW7zTb",
+	"rUvWGu9MjMj+m5YC6SszOsM5JoFuAFCJ9vGaZi25EbcJgjw1CkLn6i4DBnqB2ABuNHZgZbx/DH/9z1qK",
+	"AmW62KGH1XgHj2EsbhH1XrZ1RTQ1XG+PK6ecgJjuX8GCcfOr+StEX6F5+KN4893EP1oA1uT45Lr0F04N",
+	"kIAMfH9O6J+e4MmF02ssNol+EblUKW4MDVeybfRysfoNFxXiaSTxLg9UHCdF10uqFF5Nhu5WUOfNOBom",
+	"FSv5gdYEd+tBHubHLgg+56Kxn91wUV2RdZjt2oePaTaumX5WjfHXGPfss0GSetm1Twex3UvB0rkgSY37",
+	"WnT5GlvF2CVo3qdkbpwQdX6F2URNzUtu0Er3VCpSM3oLSMzAmp+BaF4peqc7tLJ+qoAXKGyTWAQE/vqQ",
+	"6WzNSFZQrGT81hnTemu6gJNoG5/bTl6zeGLPtQfSp6ZnWZ/L7XFvFUbOJz8MAlFcamcFeRhrqjV3frHw",
+	"KmQnK1m1ZT5Avh16sgZ8prg+COp4rJiB5Ri1iKSbG+YIdG2k7MmSJzAR2G4fYdqzImC8ZyI5Y1kAdjI/",
+	"eNBcFyHIZCz9drFnp4cszMjE3eSEvftvObsbpYecI/8mctM9Zs1LexHHjhUqFB1yeS9kYQrel4dAcAZ8",
+	"effZiffNGl+wpIemHEd2/MDWp9wx7s3FJYwbRt8DE+yvoM5bwk3La1NwUcBHRRbgN3xzyYXviCrmrD2s",
+	"IjIhRo5h7E8CPIKZ/wgJ9zG76vyK/ZiCFxiRHBUV2XspqcMgajWLFnZaRILumgAjuRe5fRT7WHxfwBj/",
+	"1HTdD3XxgAS+KQipenTirg34CF9IgT6qGJhdeEak6Gz+YSOdQxrASJ/o3gtWzTmwOAL/RArrdZ8onmBJ",
+	"lSoOIn6D+ap9M4qV5CiHSmpCGtL7J9gWgR5ASKr8nxyqrmkiJADdHRpAl7Uf+7+5cD/AH//lYnXxH//X",
+	"/32xuvif7Vdf/RPzf5Tw+/8L//1/LlYXWP3pYnUBVs6p1WZ1cX9pR315S5XdKW2H/6Ib7/fS9P71zo7+",
+	"Jxzxt6Jyf73S8J/vYejfuuF+L43/85XAf8P/v/1LCwhs9rn787+CV1S931P7wndMa/ene/CD8m/aZ92/",
+	"/uTndo1z652B3ICga6fZrAh1YHVg/uiSW/CxXrnyw5jLg0qu2/cYRUnBXEjLeCB/m+TJ/y07eOrDpFK5",
+	"K+8XIcZzqpnWcgcg1n2K7rCoqah6cj3+Czs6o75GHMhu/lZzbkUjiWbG7kIfaXcWbW4ews62iCmyCXga",
+	"7L/wsf7nIfVBgZNYGEFDleG0LjAtdrDmW1rriV/+XxlrBih5TzSRcDW7BeJCG0aBbyvW1LR0cReHEe5n",
+	"uJvTEHgX4+l/yNnLf0udNXeNSAy97CnE/Ws4X8o7PKBaTeT75P04E0w4nNEVoXF+Eg/PP9HeICtWv/r9",
+	"fxbvowEI1+iOlwq8D1wQhx0PUs07fmhqvrVq5Ys9FywmCDJR/PguyoX+ui/+TPE6POeo23G/SWLAXzt/",
+	"sfdywni50fhzgIRUaF6x6r7LGxjRSClFoQ+0PgFTfLiiv3yI2GW7ZouKqptHbTvYfE9oZ3WBy5LNh65v",
+	"KYduHW56hP8kt8ZVEcJtsXTZU4JrKnY7Jnirf4de9d/NOtdTXj5aGn7LesaN0N+eQgUnXpFSMYBno7V+",
+	"OPRgaD9g66CVJhkk2T+gYak+LNF5XEnzT3WImuGqR+eWF8ap+zSdaXDgstSl79ndO8RKjkfHYL1SIwmt",
+	"IvwZI5JmY7Ysbxp43v67lVb/8C/X5GlXV+3ZEDF30cRBjaHlfhFRduBoRJsdfPiw3NfZ8Ci3Xs7bc+Di",
+	"O5e5+fvING7Y8U6q2AT+1T2BFXOvEQ3YUA8Z/ATQDmcSI2pUZjOdlKI9MMXL1DU+65PEizThkrwaS+f4",
+	"j76r4h/HT/nIrkIrIDKrz+MJPgn27ldwLbqd/2iuxQHBz7gVF2jdaXcLnHp4uibaHbYRG+UPDRPXr17s",
+	"qXmB0TCJIH0sOOx4MBcEv3uiybrcU/O8DB9jcScas3LtJS9jiAjf3tPS1Ee4tfCl7IhJP3z7UUwkWcxP",
+	"pk1zs+nSaL/2ofrDhGU3b1dlAXO9VkM/yg1jjZ4ii6XylWcglwadQfzY6szs5XRCtt8tSNQlT2ETy0NT",
+	"X2KhLIjCxYk6nxS8GE8DSBR/AixuX/R0IHrHU2tTQVIuq2VMZn3X4OhZNKLI1QtiqlAMk0l1JjV0du/S",
+	"FcDoNqnkhukRJUDKCqjJAzKei5efHMsxHeujNuxQbLnYMdUoLtIrlZ3A3Xpj9vIBc/bymJbpxtwRtieI",
+	"VTjwvqtc/gN1RhLB1bdQGG6L6jGjB1blMKXnsHNnsKYfAktC7RsKZ+FWw5yQJE5mV624eTyeteokHME1",
+	"VLyAUZ3Ayz5bTgWV/jjIcAg7jfKwU3G6FMHPgyk5MpthTfjGozGo+a1fZFy/Ef6UZycZcKpJFuf3bV0T",
+	"dl9aQdutmUM0tPQE/HuNHKXAABn93JULKWAcEL0crbt8LlfM5YYz4UAlZIKFNz0pD1ihY3nkpXOwAgFV",
+	"Vuh1lV7JUyNlrVeklrtGyY1ekYYJWhsAplIumLzAdv7jf/3vZ+Ck9ehAaGTbCenyiE6Eh5lcuFaF5AJc",
+	"hF1i/YCHAfMvXc5A30Tdap8W6NbhiSaMqpqzHjgs1WTPbbPH56RnVegn8edGwnSJgvmpcJP5+gwnGeoF",
+	"WEkrpKGRp+jmg8Qtr27g6yGZnjaNfpYFsX6g90VHLkWyeq/VjtidM9XZpV3bL/H19RW548JVSN1Iswdy",
+	"CJrZgQt+sKzv9zkROV2z01G8BY+DTwmBdeleP6MrRwEZEEVYY3BFrCoLcFhKm6uOZUBwlYci5ji+v7Rs",
+	"hB2XIwZQ42LFMCgqWVkoeZ19W+5lZ+HwWeoGNd4VnHA4R2hybXh5E5Yz7uGISUADzcxO2IeMwSbQ+7AJ",
+	"p22INrKJu1FlQ7Q9waJkQxdq20AUvmzVlXNI9cnjVPdp2ujV1Xz649Rzakdu74mYDcupTo6p0LQgCnKs",
+	"zrPnDK+lyA41LowhIhUvBykMbrnEnMC1JpW3RmIkAFn/+zc/fP/thzWaoDHtZ+1ut06NhPPq8tgSLsOp",
+	"dMEO4AFsY5XpInyh9/6AJv/Qo8mvsgogNkWT16N9M0n/OX1lxKaC+E7r2p45gFnaSnUFKRz3DJ2M9kmH",
+	"6M8BCweSn7MirEeCixdQAqecl1Bep4qt/NBFJveqSgf2ekK0MgRgQzHvARtw75OGKgNk3xn1sMK3e2Iv",
+	"JsVodTZjyODhOJQ3VJlYlEWyAlcvDFv0imTT1uztHvcEqqmeIOuoWVmSOyUNGwcxe0UEJXSo/33Larv8",
+	"F44IVxchNhjqGkpLBNtWlAlbyohsYDxzpAJ6bjx9qLtWgHltallidkUKsQbUnEIxqmNmSp+O6PgvExWu",
+	"YVgDe+WsLhz4ZfC8FFsIGItqZVC1NKnLfBUPuvOS9Lk6UE9iSx2y94EVpUswzZyqnjMtkfazbXWsqOap",
+	"SlycWr3+3AWl97epI8c84lvNOJ7GyhlsZ7/m0pCk5ui4M9ok63TtmA8ZJBuI9vJek6Fpe+zNqlM4FXZ6",
+	"5CnWSoRmIf0TvBfs3pCGMzw6fh9PoIBRA/tZa0p8F98x09kfwhCJFPXxhO2crPfCIR/0OrB6THpePu8Z",
+	"St6veP4TxIsEM0OqvUspUY5YOSNqZ913a/OcvAfCCBfoz5ILVl0RyFVwv2MQsiB7Y5qn+hnECYFRALzh",
+	"mMsctCIrBmNeBbYRyTeD39OYmtg15vquw7t4y8eOU7ye6quZO3UhxQEHwHUm/Ega1wUDq+zC9wSVMyOp",
+	"YROfYjur/rr8x//638+WfZjJKGqkoZk6gFirz1cDtOuDn1xC9Kjhm5p1eeg6gScQC4SeLRkItQGfhqKA",
+	"tOHFDTvamTvsilAaEKXFprnZuDJ09lOdqiv4LOsae7zKgtBrCngZzXcuh8AQiHJw3iUoTpk11jTpwMrb",
+	"s15TrXuL6TouEAEBMOfNngnDS7Tchd8VNayACtjdb5qpW6bcv/Nor7t9XaY77P3i5Y2Ek6bZ13EjybVw",
+	"iW4OfdChqdiXI3fmstOjafr1eB/b4+EsgFXSq5HptXQWMzg15Z6aFaE7Jsyl+xtx9Cv3z85AsQp2xWcn",
+	"xMDOjCCNpbzgW0EvTf86RwU1JqXLO5EA6Q6Sph1hbhZVxHofelggv5mcKozOoxCMcnDFl1cDWz0ouCkf",
+	"ZZVEM7thxyfa2/ROUF6TgZxLWxOgZ7vcXJ0hrIdlTQJW9X04CUBAh4g0kVmnWTVLVm74PSn89o5qo+Sh",
+	"MUsNaZcAYPxeP9XP4u0ZaWg9a33X7cEOzNfVWKgjOxzfKjL5UZ+xpX/jQYdPqvJSc+GkmnNC9eDDRKRe",
+	"1lX3JSTvgaU+yj1VtDRMnVrv4zcW7Hd+XdqsWL/x4ZkJ98s8NwEDfImVT87thDuElqIj5w2zg/n2lgkz",
+	"I/Q37j3ABQ5QX8LB4aPX4eQy4F3V714+gO8J0ImTmFyrC3Ch9FMlx+JhVHo/udL3Zc1vmC/37S4LO3/n",
+	"a4hwd6pvnK978VREkJhPs9njIixu7PeyYi/BWMKiifNhd8HPDHZT2JGSab1t6/qIwU8zUklUinZFWTKk",
+	"YVbTRrMqAXz8DiVrNHwBhKmUN1mVg4OumVFyhZUt3Jn91PI5z/6i8XbrVjy1DMtcNqUk4Db5Eae0hWC7",
+	"yugoK5ZhccY9INoEoKzTTacSPMD/PnwEjWIVs2QrVdEbTUalFUAGLB5l41M85Z3ncXC0WMUqqOsA3NRh",
+	"EEKEko9vnar2Ho/3jOy5Cb+E5fE0Gsf0+0xZ2TsMNlzmZBu2o+KjMa1/nNN57ql6fHp1caa/GXJ9EwXL",
+	"uoZ0gUta81uG1nSsSm6i+eeTlWhsox8eaYQ/uZVIywcT+e+zFhCgcMXjywcf7zK3A07wiMe6Fc+/kLSR",
+	"TcOqxHUERgVtWKPzGNnY8rH8RTinuWd0mY+EJn9zd58/qsn7b3JSf50LcIaiH+kq+5hk8Ru6YgYlPecq",
+	"krvgZqgV2KMPnXSA5NTTfPXuB/Kf/+Wr3z8/pU5nzEj/U79k5my9vvMKY55Uu9JXrmw1A9YYih+unee2",
+	"j6qHiRrPz6hceWAVp5Ck30sfc4h+AiI4o2XrTkTrmitmeWYtxpOgRjyhfmfXzFLrO1iwJJ12GfYuzsVT",
+	"ayQxNjrtbwIUjxU9r8i6FfBX5ZAh6EZnI52mi2M6+PGAse4A2cPR6s1l2cLY9fMhSMwXsGDErtjFzLL+",
+	"IOx//ZzfJDzUDUQvCACShg86wKKmpiZe7sZ+lFIW4Fli/bGwD1Ddg1Y/fXJgOjdcVH2jIaToAPgsNXRD",
+	"dQ5iop/iDKRcfKHTRAxjg2LuM4sdhv29TATEBpySdE3l8IrjVVdDUBJfuvHUZW8yckJnqM9de4CSkoGj",
+	"4lISLbOGQrN9cpzfu0Evbti944NDI990xQeWtlbx2yXmJBXZgsdjdJjspzE4zPKGmVQRDqkspeA7K1fD",
+	"10O6YK1Zeuuf6xPQsjNvh5f+ZvgIZ/SaaC52NXJBF7rt1u1uL7Uv0Q4BY3UNVQhE35m8RaaHnyyrucMD",
+	"PNp/uzVzm/+2ncuvs3KsM/l3uZTpG8myHlenmIutDDBvkf3H/E6oUoOGxxXRe9qwitCylAoLF0vkZq5J",
+	"O4f1wMPfxbDnnNbxFfzL6pxTfuLHP7GN5oa9UPSuPq/f3rmEgPpJWcbhCs3HzAFGG759BYj0lcvqgMWH",
+	"TLfYJq4JrPkg4qGrhrK6QEZQ9Eqd3OG8i9JOvPcG0OOHR0om/DfMHXQUGoQPzB4MyYJXZP23XzpcLHvq",
+	"FAtFkScng+uiaTd1whT01lUFDa903T61QwzxyZWiW0OeAu7gs7gXN6SWxqOaXDoulFey/BHjzC4hzALT",
+	"p1Zk7TMG1gECEMoy+AQs4xHRh1HBrt2L1YX/PronoAgWs8X1egTlPVOYCh/qJC8wL9z2KRmv4txkPKjR",
+	"fo0X9cMS6/NKYz7RoV6BVeHt16PMjb52eUW2rQLf/g07aoh5ok3DqEobJPLHYSkRzVorVztSr6xm6guF",
+	"Yt5Zq1lWnsVH1+uT2xDhkDH4HbZB2dJIAjwlUscpXqsxKEQPvu1dkPRCVQRV9+9hNzvywvHB6TLg9fe2",
+	"jY39z/KO0D46KURMcE1Ky0Nc8rluam4wqgNhDqZLk2AwtDXyQA0v15ZO9BCQXLU1sxwGMeXdG2v4db2C",
+	"jtd7zhRV5Z6XtF7Dl5UmDVV2te0L5Z7XlcdeeNpQrgh3ZS7XlSwhpf5r0m/Fw9cN0if8KLuKWauL/kdx",
+	"NAk70ITqYBfPHxNYPai54WEMrzCjcHPs5j6d7XJeKa5Dgre/tJracPnsi19bmgSG4VbRrZ29sEIYiyZl",
+	"a2B4GoEGKcJOuYsHgar6YL7BaxICYVYX27auLytZZuWANIoVXeW4IrG0L+yyXrYNAXu4K2hY+WTZsM4D",
+	"CW6Mm5qBmG9bD6a76aXKo5/zco/b7sfXXxfFDvKWFdrIBtEDV/4ndm8ULUDN6v3aqloX7EB5rTMzepYQ",
+	"EPsbuah8dgzjXf8zrLQOBFM8Snu/LIWjp2/YRJOpDBPP1NoBGwtFBGqqdpCHgmHDG5aBPA/LIG+Zqmkz",
+	"CMP8apWIXt1ThadeML7bb2SrQl5VZnmVOTCHH5uGKQKZAyCvYqdcuMQ4h6GUARrA7CmeIIr/T3ExLToN",
+	"vaEU2AUC+sWG85iXIz3Z37eI1EPrRMIBXlvDchkIH2PZXQwnJUBjb33pgmJYPCCvssW07AGQrKLCymau",
+	"IkfvDh8I4/4tz7E79tB/UoNyw3d7w6oCCsUus9DVxf2ltHsBKP6IRT7pso7JUcNVGn1QJCH6uxcnBX+X",
+	"tjcx1khN30Xf8uibfkGUCMgD0EakBqcDay3wBasAsAMVhpfdL/Yyg2Li3U/740bx8FHUkyWb4qY3lr7P",
+	"FfZXL29INzbji4LFX8AWe731ShVPjheWck43mqokfUrd5ykyO3Z60kDx5WJc+TRsECTFXgRY3vBvFKv4",
+	"X6M+xjyKHF1FQ+qJnHm/32mq/JBmdOwtK6Wq4rmk2DXZR+vaWAG4wDsk4QWjpnQJvD1ZGbMbMVvJ/hzA",
+	"nLGiHCCN+FwZV7FggPeclQPjJ1e9sH0g5mDEvgTGyrgBVU8SXk9DA3TCwXUAn86SlYDnRjBKagYpXd4c",
+	"tOfmiuz5bo/oVhtmTBwOZsq3OvzurPXzeN8ggR0OVB2TSS32oUP0CD7PPTdd4TJCw2sQH5dnhtaCFY3U",
+	"3EtZ+VaEN+6r3qph2f8/XH5DzOW7778lTS39cO0qtPMpEglZ0a/pangm/HaO5+DJrlvR+eOZtGC702kl",
+	"QRC1lmp4nQ2E7jqyyu2KUKhWyCsWRK6HIaR7/1ChvOTViQxzJPqt+y4IbD6FyTYKyekzeUndpLZYmudA",
+	"7z34+h/++as0gmN/dHnQhSOBcope+A4HEioNoHeca8ywvxp5KOzWutTn8IVVR4/zJp8xzeICzROeTpeG",
+	"bk0pDw7YpUOaH5LbzB4E7ABuIN1WtaciB2ELCYiTE5DrFdx++YUyRrfmLwug+bgGXTdzC96/q6J4kOES",
+	"RSciXK8upiZA1CWXMNel2Ge1ERUt64Ky+m432ox7Keb182PvDcn3P7uKyQoV127xAEjAKsOedFe+8J6/",
+	"neQWSsuki0Z1pSyWQ6MwXzMEXS3e0HN7Nozfmn46CMOaJlRyDeJg7kjC+9jecsKmd5HliUbB6+huwV4L",
+	"qdiUWS0rP9x3z01X/joV+RiP6UfnzJ7qfVZPvW8yHRDwhRXuMzepXxbk/Et44dTznSjm6LILQY48ghjj",
+	"3Ol0NqZouHCV3rcYD+lxjmG5so65DOa28id70FkYVW+1x1s7JY8+mXWUOzyFwzMW1nFwkgenfkgfI+7i",
+	"j8Bg0XvHco5tqrcOlzquCI7QpvECsjc3uBOoQxi6R6WNihzcsgXmlhGhDEa1UXjAlClRQzXzHGWxerV/",
+	"PWlLGLGo5Qb9+8kWs7jRYj8R7pRKlc0dep8pDEni95dWDK2IoojX7q58Sxn0AGWyIBao5IYlStcGQSKM",
+	"YltL2ovlmqisuaP2ry+wtE6ZzfEJz/OdyalalEFAcPakscLwYMENniuuUT92PlCPHf+QklpS1MeumFZX",
+	"cRgC0XJjkTv98XOymSzbofrmpyvi4ChgRSA0L2qMyh7z0MC0XA5sKA1GYIg8g8dELPK0Dz/0LMvGk1lz",
+	"jDx1moPGTEYRIZBnc8UjonN4YZ9BOQp+YJHRLwit09wB93xITkuybQLeyRUEoJr4989Z35FcPB1yaHww",
+	"5mz5OaMU7b6DawZzTLwu4SrP6+xIgt4wjcBzXJBg7oh7olkcTOKn/bGjX8w0WxFutSlS8TzUl8FtOHW9",
+	"ya0Z7OWearJhTAy55AnVkqCVuSze4Z06GhHVe29d9Cw7XmIuRzcYW+MCwLIrU86EAdMpgp6AT+MEQ+pI",
+	"sZjjPJBYds7JyKhR6ONPHq9OYY6gAog2g/XEWhBDJX9Z85nlp2BFsF+witQcarJIgn4qb009qezpK78f",
+	"9oU+isod5YaLHSBDunfs3+FycXADaXiVoVI2RwqukpB9+xyCmPUZeLp2Lzk7/MhJ4FHQ85wFcyheiC7m",
+	"iWBkOuztOVbYji/Od1hWBsCAcy84317ygoPmepcFVKK4AuqEy08q0grDa4cBz6qRWJ2SVEdDB/N2f/r2",
+	"CHQYUb+D85mbFPZ3qFn39n2waefo3CNHUF9ynnf7TEXgVMJKX9SmnZQxcqd/kpTKR0mRzMdA/cQ5kasL",
+	"Z2NYABKGzksqyIaRLTM+GCgjwQUm5MbXT4PtL+JgFDOU800CITkk7jg1XfQYjmX0ACa6aPj2odwZWpyT",
+	"aCEQdob/9/s2exa7jxNLB2Pp9TG3KCNTc5x42F0nYW+xohbi8Tn3QBAxU6ctZpCairD9WcL9Sqsqwc/t",
+	"3HIRq9LqwhNNfCO+JNXm6MAQ/WFZDKK3Q0mf5k4zgQPNsYQfCA/MnJDhNtNygs2kmUHVD47PPImTHQyH",
+	"M8x/tCszVBeHi0WMdsQ8T8W0n1TIvXfeJvlTj3r+Vhd7qotD1AMYgB6FdDHeO0a2sq7lXSKYGSI4Z5KA",
+	"LTcMkl8EozJZOQO+dgWgfRL3DFbrtBGst2wXpBfBhLFLt3aKdQ195MhKYx7l++wtpV+JXp5rgp5+BJlk",
+	"Tg1xXMt4ofLK/1KzLQKe3jDW2H3mCllBvk3xe3bXtymuhvX5P0pJfn+r6p5srPeyrStSUjWqyfZ4pfnt",
+	"TIel+ZcBBlN2lm/hgdXHnDyaZRPqHZO0Sm2H6bXomusHhuEotmOCAQb81KLqQrEhPHGSq8UgOcbNqxfo",
+	"ByFfWM7kbqxu9YNjU3eynZ9XBT1ixKnxY3HjfM1Kk4mE7CoYnQOAjEWgbAsaNGqPy34Fd6PckrWr+rb+",
+	"Aof8CHDIyRJ63V7YPd0yVyckfVSmR2MR3tiX/AoAx7jrj4Vw7GjI9fHRkI4HJ2MG5tgdCnT1YcE6X1d3",
+	"ckQ0tLksw/TP5DTAEtqIDplbZTwJkCQILYPvGoRBuDh8LVngnWsHdbeeDl6Fdtk9tR3ZBca3M5Bf4Nvo",
+	"oCFJGVC/rndWUJS7mPXPlcLd1vLuicaquJjevEI8essUGS33mDZGBRaBcKnK9CZWjCdSs3fRoXqWX34a",
+	"2X+6DvPT3uV4w/zmHQg97K+0ayK0dZ5rIqWi1HLnbfNx1pTgdNeWvynUT7obziXwRZz35+iB394bRcmW",
+	"lkYTurE8vt9JHqpoh56crGvSEV54Oa6tzeXbd62ki6S4zNNUE0yUtYRS0WFTYJepOGZt8RxguF20JxqN",
+	"8ZnFoiY4dDDFopa7OSjz3IPZy2tfeDeKPdc1MOh5NWESMzU9epzsT1RHsWicHcVnIAJmAyA89Ip9pyHm",
+	"F0qMT8o79wpkjnyjJ/K5hAfZt/0IRYKGux3FIHM6UDchQGHoVWg+hUamPTiJH9aN6hs4dSvSOj1FYrVm",
+	"zP1ZJrA52nixp3jT9erK5kXPjwnsl9XfToiBGdZBXKqLmTitvsDAh0c/VgP3g5vH9JRNEgau+1NCrhlK",
+	"hbp4H3gBc+tLKUpqmIAgCi6IVBVTz1Mb9H4vW5ck91gblFhW43r6cMJN61gwz6N9v/qJLC9nZEADgz9U",
+	"yKK4DldkUBOWj9qk0JJm6jaZHe5kGyNlrWN2qpw4vN6aDD3dd9zsuRiXC45YwLrtThS1emIHR7UEUImQ",
+	"mpKUUqDCcDzvBibaagCXxkxvh0RxtU42VYCCk26QULVDu9OKUI34QHlJIQ87rLzKOag/CNZbPLt2UtaX",
+	"rXZSaO/8xs5jomDLta9QgsGCozItmC705/fv34zKmuBj++NRkz989VV+PZcDLfdcsF4VxFDZJR4ddvKl",
+	"bW+doQ9wfNiyEWg/zuW9jF1wXsGaB5abXJIg/HzD+nqnjJv8WSu9VFPH012vlg65A5stBJvuabVYWidy",
+	"1qm+eTiZJFhAFxtgT0C3QR+WhZrfljyTlmTSV25HQ4TuKBfAZ7/h2yOhtZZEA//JlRF/ZWnJjMOizxGT",
+	"3JZ/K6qPKiT5xWAiDlZ+Uuo6TtoHWImh42TOmHAy2s8yGWWKbucYO6C2JNnyXauYXmH6wTh1BaF3HK4A",
+	"xEos1pv0fn9VKJckk2B/k656BFcpdkeQj5+UaNol5kREzFZnIPpixc1lyKNPIRH1EhO49pVp2RVYZTmz",
+	"4qHdQcBXg81zyz1zDgFF+xEPojMaFEYmxG2f+Q7hPp2JYUXWoRb+muyZYifxZEQb/XBi7FW+LrQMn4qA",
+	"vl0h7QPdsfU5BdUTcVDdEFX9WUjnLo7OeE0sbF/PwpIku7cMFK1PdfEjaAGMFML0AabVxzRbLnE0e4wU",
+	"tr0EZLrTSFC5OUUhB0GNSZvV3aGGZH5spnp+tkD2sUUCt3kD/qwl2VK1Iuz57jmhW8OUQx4FNVg5IXxK",
+	"D8s1oJ5jvfoVgWKTVnRaBbEJy5VvrACyhtl/TRpAvAWYVV88CnCLv8Yfr5wCDmRFsNeNpwh6xBoeYFMF",
+	"SF3tvIgVimqoAYA03sYgQh69GtVotd56bTjAHDzW6Yk7nbguAM82cqpUGyDqUUCEVStriWihXHtPRNDg",
+	"497cOSXsHT1AnRE09DSXNbtlNVl3n6yzmPes1+S7716j5wW5lndtDkadUQ7DvZ2jd3QmDUwjQ+BCB90k",
+	"fZlngPy3nzw711kS+sFYlI9tgE04OWbNr+SFc9CGbXiie9atMIPzVI337N58ooOyVfJQ+OCAAh3uyXLB",
+	"tMsj8HjJAZK8yy4o5YHpAJV9fmSSbSyHLNN2v2VSA4C9z5XKYDXZgRtnMO1RnQAjXIRyjP4Ypom24hGx",
+	"2L79L38kr9/8E0CmX/WRfStWysolMv8suRhQfI/1bY6GZQkrxuhP45HJ2qOQza2PwuyZ5n+1SkvDGCJL",
+	"DZRviNlADbw18hIq6XBN4mJFt4GPbGhI7OGPuqV1fUQm/vzUnUhYKT7tbrymyqncTATX6XRfxqu9aGav",
+	"EC13bGN3BnUnMKDEGMVJjJrVIVhh3o7+q5iU8627XLsJnGjcPdngHIHkj1YlhGo0tjU8ZNzY4RAhDXFF",
+	"/351i/Gf7V68Ek1rXkp1eAlABOcEfrk8SWiOQHsESk+FZGhkOY7t+rqppRSGi/YzCwuj5byfCCMfN60x",
+	"UqTDglwraVFh3A6EZJ0eooSxdXZD5J1wPo54SStfdTleuOG9bcKJi/BKtAXFRGW3cT4DGba+S0Du6bQO",
+	"6oInjnq7QZmiOC+9KHzvkopW5IYdUUJxmnOQCTOzjLJENWBo6BeGnIoCZ/lpA6qiXOmRb79xD3lhWEMe",
+	"854fmIw50M9nMuy+sVMirfBc5rPiJzA87DheThqcvZC77U+vn1Jm3NZnwyDOOy7GkcSX8zI6L2+TYf6z",
+	"h8UrZnBeQvQroUrxW3DFjQ4RUIi9l+8oNzoDMO3XvZkTsiBepK4oOyt5w7GkiwRpeKL0j6sn2o8LbY51",
+	"Am9Obsm6UfxA1XG9ImuXZ2P/pGXJhEGEi91earM+KWMdu4ZQAuByG1regL8DZ7seYwF/tbpoqDFM2Qb+",
+	"z3+/vvwf9PKvxQf3x1eX/0fx4f//n6JnI3WuwxiCCNLr7/dffZV1zCeJnliZteCiaPkC2o8UWtYMcms6",
+	"BkWMlAmon3yGikpQl7bSY67nxtUAyzpF/JkYpPSCGAQ9JJ1stnEutAFwW0s19rzWcoduZMeR9BW5fvOK",
+	"lLTGCDeyRk4rb5hYpzuF5ymwEm89mNy/9iDBdugr1HZaUTPd20muScVqfgsKgNkr2e5wO5bTuGIlC2Oe",
+	"R59lalfWrWviqCcz5EImvKtlC+5ggb776qqnx2FZQzDHi4zqOGnT5RtqpWMZN1uelhEW96au7dFC/6/l",
+	"Tr7pOAWAzJzIJ+GGKVr7pcm8+VHm7my46cT4nqmWGsu9GdxUgCplR4XQMzfsiGj5IOfrJDbIsme5xLQu",
+	"51tbh1Jdlp3jdtm/sOa6XTj71yWU5syc+nh7PisVTsv61upYuJkF6kppbetvC5mfF99gQ+CXqjAz1nH/",
+	"BQUMIrdGRvJEKIjnid1SfjhV1gzNfZEzQc58ZRzbfuHhg85XygThvjUk5z3VvtYwqwCgwJ7gUNf2sxEp",
+	"56J0h3pZN0EAo8tUzVhNG82qhKDyDiN8CTdW2rnJAjCbAzo0Z+YRbrmAiq4Ly8ANQoCeKTnN8r9OT0nB",
+	"qsyx0CH1pa1yyD6T9wOMxF4S8XxurPt6ul2qlLW9U1jlS8dmZTqmDN9eTunmHDYlYjxnTaKJAxVHPJDk",
+	"zsoz4bTmlcab0SYWryBAHClmofEcLCMXEN02WztvFhXupNsirGgRENW+XBajy+L7qEH77HviIK2gJ4UV",
+	"g+0NAQ50S5W/wVsi5LVgJlLO7XBvFD2Robx0Ra7t8l3qhpV8y0sfOJzFWB7GhwHoJMmFD0TIuy4tFDnK",
+	"CoEuIV9LyQP56vnpZsxPwuHPZ2qPyHvsEfjCdkZs5x06TB+R82zYjot/MGH0N8luzpO5wgpZViGyha7z",
+	"0jy+cWkbPlYdMKYCZlvQevLALb5wQBcd8YUJIhP8TsrmEXR0UkvZdNq51/mCcq5k67JNf4MMEeb2RTH/",
+	"7BTzQHOfm05uB/ZEP6pCDnM9XxfH80cUFf+4Grhdwi/Kd+wCeJje3eP9cLnqAIsLVPdF2f7tKduwcaBt",
+	"w45ysXsMNftj8+tGsQIOOTLeGRiaRrFbLlsnl4QMyCtieSXAqgS44FFh4V9VioXJfVHhh8zrwdp7j3/9",
+	"pvX208XUfyCV3Ylkn0xb79Anbc8PV9A/Nu/8tbnaF7V8wNhOTmdzOjxYMx8Pc+fvFGznUaB1PIB8dSa6",
+	"zjkJb6fs8uNi7ATEwLs9rzssTbGbBq/ZFfDRa4k4uYVCTeExBjlyo0nNaGWFz0rGCdIO/txKSQu1m16/",
+	"ev0tVHpJhDzVQEzZuKaXMBjFSqmqRIsHaRL1lwDdXfEd5Jv/+PY7CIjCDxDacYVgP3dcsy67cRnl7Nxa",
+	"UUZRobdMFQdm9rJK2y+wdpYme1ZX5Om6m+N6Rda1LGlddCFxgIUI/3z2/KPDuzS1pBX0lrGHAFVfA6I6",
+	"fuhKHT4ickxGBOAXWKp/WFiq04F//msHe5wGoVoNEahgewLLd7U8o9eXB6SKgg0lL42V5ae8hBxsKggc",
+	"z+mWz4FTXdd39Kj7KFTPoTqiw9z1v0Yvui+oVCehUiXk+CktnIwS9VhC62ePF4UJGx8VLeoRsKFglJ1Y",
+	"ew5G1PeyYi+dX+kBFpmpI9EZBhDg5zdonOnM49mZl3lexND4Y/gSQ2PneRS70hnniQ4vUWjoGU86e1AI",
+	"f4B8oVY73ESpTZZxZVa5CdPuFxv4OIihmU7XMKJfz/WacA+8cfDsKK9x3W9IePSFRFX6M2133uyVb7vr",
+	"wj2WS6cMQ19Oqp8Clquc4izOdndS44tpPSB4+EWHFKPPyAXuBniKC7xRrGIl01qqIjOnSVFBfsYaZPZC",
+	"P2l9XQTpGXAQr4RhCio6GwYYUHEG8mCf/5ABfE4mW3jZs7IvNttO9rEK4/EBgg/eu7jzPFyE0orxVhN1",
+	"htIvMtBUBnIrR41hh+bhkVXve3j+wGrqDl9c2U3+lQSi4TQfR/QZLd1nJQSNxvZFHPoiDv3WxKEf8KNQ",
+	"4nlA0Rlr8HchIUUnnzVp4LZF4vj9BOgb8AoeP64zI5XmoP/8RWVY8Gu5Pu6oJhUr+ecqk8EovwhknUD2",
+	"8OigfmDjP6IV6u8nsvHLXf13eld7rJW6PqADOfgAL53bkNbrVMjop7xRf+3r4UuU1eCCWK5mgTcBql/g",
+	"SCKGCV8874rwnZCKRYGQP2ZtiWldiRnMfl/XMorT/7PkAJWrgRHeMh/FZCTZMdQ47/ayjjhnH6kChSvo",
+	"mF1/Iq84BDTN9eOWhegKQcD4r0isEkRNtSEu+OnjVIF48NF7aCzdeWdtUN1hHvzfeRmDtxajBzywM9dk",
+	"J6Mi2MNrPUzLOvRLXqFVriJbrtDr9DGqPJgQgLl8C5hhKsC5FR9+qxQ1qPqQJKmZWgVIaFNCyq38gOUe",
+	"QrWHjrfp08o+nJSVFGgjR3g/rZ7Er0wI2fvtYmbPLIiQudsuwihdIiJf7XJklzZenrZzyQjez3n3fnL9",
+	"PTg6ZBSGGbAt7d2wp7pb5d+gfm7n8PiJ5r7lx4oQsW2dGyBSMmhNF2Ckm8lYDmEo4AABFLE9FVWdiyG2",
+	"6PWws/isXB12QB/DvwFC0yO791UrHjnBPczeK/O6LUvGKlYBXCqQG0CoGtk0rEI9v6HKcFpfdu/OZKQn",
+	"cuS/lxXzpqBsgLrcFPe85gIvTm1hB+DLFORFeEtElqUgS0IMY/ji1o9fXG+o3dAHXVvAcmwzGpG1A9S2",
+	"kYCPDz8CrCxaDL/cYr1bzLaKIamDZre1hJjXxUvtQb67EMmORj9Xf9QVFV322wHpgIFxxuOk+yquJQcr",
+	"3lBzGlY32g/0/OWN4zn/0ht3OudLg20z1DCrP6sDhPyvcQAPZtY9enhEnn1Sq1nlunC6I+/CSWah0A02",
+	"9Wl580P57ilc9qH+ujntALP7CWTM6fbA9D8Ifz1DMDzX34Vy4QnurlTmxJoLbkW7NZaMIVvF9B7r3q1h",
+	"9+DFtctLoB0zTssV2cIVIowmT+uDpKsvHpjVxbt2t2PasOq/t0yDNviW6UYKHbn9wyv2Cm4kAL53Vp5W",
+	"M/XEAfuaVom0TThW0M2NgvzF93HqVaujtT58ahooJVqvl6nItTSzZO/p7k9cVFzs3jIYbmROFMzUhBpD",
+	"Syj9QXu5kBsaK4Bu6K7gVeLmNoMG59fmwMUrfPj7iLGbqh0zyfM3HGScI40N327c/bYTy/aj2GQuXMVg",
+	"4SBoaLx0V2THbxlZu47XUH0TTMh1xZT/fZ1aYey0UaykcLnF2Oc10Vzsalj3bjhXrgd7wlfE4B2BtfUp",
+	"kYJdspod7O0XhpbniM7ZeBzBCRu/6PX4CIQwu/3s3kAtoRdYkyWmXBgrZmt0leIGXNZcOD8M1P6JMJVU",
+	"mZ/3vqgMaRQk+mMlJpeS6dpa3JxBm39bfn/PYzV3+1WwoG+rVtywBvxr4Bjhu73xo9tLYIXLRZN6vtg9",
+	"x0tuOdiEblgCzKCkDaZ37eWdcIxcDtdrSnP0vqhdCbGJF0BqY2VDRUvDlCa0LFmTbdeBZMg9nLisialk",
+	"ET2/+tTRwwEjRoCNiLhr2zsfE4eDHVGw7VUcw6Z3EvxNRpI1Cl4ZNw7uSK/PnOPzk6JNw6LVo3NPjn12",
+	"CaNcSpifnN2Y89M1lRr8e3ndVlwmOT/iwUmiG0ZvAotn966kVSfxRBj7UFgbr4dHWrjbSx3QB7gmurF6",
+	"5pVlD1umFKuIvIX7AzoFDWYjzR4wVDQzZ9Rwttq4VYrioS3uNIBQbRedGr7hNTdHcGJiOEuVd/oTLmx3",
+	"gmFJs7idleFSYWgo4ZEDvfE1yRXuZVbLt5KXUd8wPCByu4WicRs0jNCmeaK9q65R8pZXTF31Hvnabe5r",
+	"D7OSl8o9pU8p61elFAgYFhmlIOwgf+aElzIi125oebMD9MKYn9o/I6WsZausyEzJnt2ny6/PFh2EgWSa",
+	"Ln5sKmrYtRDSgHaQFrtgN4HjggDjpXCgRHdi7K1sf/CNRZy3ARZgMiXf4LKyE96cSZ33M/uGGqqZmZ2W",
+	"9lKFkfYuEjt2RegGjBSumuANY40lLa46pMmxjDEQAkZmMHZnNWJ2Cby292xUYPOPX32V45U7bFhlReQC",
+	"YsUi3dEu/CC8jIFleW6/YQeFP12REF335EG93RumBK2LIE8WtOHpYFf3ek/8hPKWUggGVVLtLrZZ5zza",
+	"d560ixGxLogsDEnz6sR+Q7xrai/fMarKfUeiYJmErEJt7GGLLIfXHRdKUZZSscLsFdNWgpr2/J28Y9oQ",
+	"eI9QgkovBNHt6S3LckyP+iiYsK/PiF/r0Rdry8trznTmHSeb4iYhZOL4sTAoM6gnZWBYTwO+RcXu7dkw",
+	"rNwL/pdYncz1nu/2xV9aaq/qNXnaHQu7N9UzEFdYKYU82Mc37HgnVeUe9oFx+u3Yn/ETy+6Wg7qj6GqW",
+	"E7mCjAFgbcCAQEUMBX9zso7Qp1sc7CRVUfMUl8UXNKF1Le9QzwIBat0w5Up4rq3MtR62iOJxApjOihtx",
+	"ka6EgAUHBWYvJdcrNvpIwF3dyGMkLeGwtBqtwNPz6TdZivpYHJi9zeq6MIwe/NQvxsurs7Y+wlTyAH7e",
+	"+g9fw3dT/BlLPnrIkSKgy2k54xtZtlZ6+NPxJa/ZS6kOCVppa8Pt1LFoMKLmWdkDfGykcs080YicJNVg",
+	"ODkmxWvEjYYL2XIaL7AKdueLVQEEkWt2RfSeNt6Us/bzsLPwNok1ecqNtkrdmEEAWTthneyZYs+SmIjL",
+	"cpd964pQQw6yC13uQha5oOp4iujXbYnVBWblpAaSqsD0goKM+7STmyKrL0uo7D+ww2B8KxLnmMQg6JjU",
+	"9ChbAwij/P9j7+2X47iRfNFXQTBOhMiN4oc89sYd8y9aljw6K9taid45sWOfbnQX2A2zGqgpoEj1KBRx",
+	"HuI+w32w8yQ3kJlAoapR3dUkm6Qk7h87Mruq8JXI7/ylagaCoAvpTa1cWf+tuRSVI085DdSf7f2T0z+H",
+	"XB434YKrWR0SVf2kX6pZIc18ZcZv6GmvBJFuPqz0pp9L+zW7R06ZgnwZ4JgiMkGdjTp0LF8fWtXFFqBf",
+	"b/Gtd+6lNEOYOvELF9NZMO744puTBGXfHYfq6ks+d3iTetRrIYPuXheFP9ZTALrFci5fZ1iJQ3/rb2he",
+	"4l38Dz/Jc97v/z4DHuWogmJtlieS6/vBVf3bGauBO3mX4rWuLk3Jp12d4LsVnaDHPd3rnXb8oRI9eK7J",
+	"UMEe3Yx+u+5nAmh45Qy04XvlcR36HF6bt+20s21twsoCZ/7mu+8ix+bmhW9Y73sxW0ApUe9KkQO7vdaK",
+	"wDRX12fwM5u8eTQaDr0yVf+R5GzTCf6Qr4GV3iZjZSU9amXBrVDTpeOdbtrADtiUFwXE/eskdopHIRzB",
+	"d1oB1VxM5YIXaZdJ+71RraS9wctNSsqqQzp6zH19ywnWVeX2IukdoX1anzUM++bThpshde2YUcI+Kyu9",
+	"KLecZfzOVltIL67bPnpk+63DZKEbvNI/mySXNqI6m6Z9PL/CpQNf46S2FsqWg8OShy7+HbcgPDkydplS",
+	"/dwn9QUbl5Vc8Go5ztiYtBH3Tz6dCkWu79lcG5vOz+rjyzRJuTUwAr0IIYmhTkYjKggOOI3/tRWL9Foh",
+	"OkAav2PP3zvDDb+CyOLiA5/aYgmc4lKABev19imGHai+GP34GG/BcSYePMfzfa3EAH2jL6byKdugNfGK",
+	"Q6H0lu+9h3q3LV/6BS70li+9mIvp5UR/2PI1Z/Hc4JU30my7qv9ptPoVDn/LF1+SS+xHbvm51kX39ZTY",
+	"+ruYnJWlN+X681t8+juGGKIobOkMgELry1SW2pzb0VQXuhrZuehTMCBDDgMAGUYAXrx/7yMCPf2NUlKk",
+	"M9hIqiuRztELIWeo4kR1JpqFMy7yil8HuAX4khH0czoqOtXlspKz+bBI87Q2Vi9GuTTTgsvFwDAuMcGO",
+	"mbZqrc7EM8P8QxBLicCahTr87X2aZW4b0JfT3s4IC/2nDMknES69B6MPUNqDBhltF0aaiLlUOQ5NUalh",
+	"w6QxHMawGhQ4CHXN9seFVJdghkIPkFIbIycFOjiGjbUBGds9g7vUwcemlHz4xT1kEoDZm2fgWPuok0bQ",
+	"ufFSWbwhdAt8rHiiP2TowXTiCAzxoXa4vOLT5ajUhUxpdG+kuvRZFfQsw2eHNYeY6+tRlMCYTMyOs02A",
+	"dbm3TGijR16eOB03fd2DnpCKE4/ggLkZYZRulL4nIfUCHsKOLJheAjK/4baehruz6FqQMKUkk6fl/FDo",
+	"6SWkmPWx+fOmBwEk5k3ojZUdSbsa10mnbmGlk1Kd9NCUEW0uI/YRgHAG4dgPynnH5OKM1QYK6sPWu78j",
+	"EhBzK+UDR12x6m9QO+536qVf7cbEEDfZiGrdIlYPaW2l4ZyrPEKOdN8DQAGZEzsKqdKDGlKg0isL8evw",
+	"ZiAbUrlX5VGjyXaP/uOKyfdx9Q5/XNn5jzdeXHsxf3Rl6d5/OTWmccr5k3pm0JMWAB1M5vR7tJ0CyAO4",
+	"cfaJH7CSV3whIGmskAawTxYHR8zNp/kMNBhgHJ+ghg1kUcQumTi/HVkC+CUTItAzAsxzd4wfwgjEK6hd",
+	"pXAmyDjk9eCzRlRXojqErALI1janEVsBMbKQllLfvG+7yQ3K9vzDg7zYm7N00LeeC2XlhcSdXkLuSVme",
+	"NsSvcmjnBHcGOPOVBAHPtCqWeE2kwawfSO2/5lU+wNlFRE7zXHf5W2wy3V+ptlO9EGmJdV81G/7Lk+V2",
+	"RRh/n2sP8ObHPcXyGKmoXIaoBXZ8UI3GzarMt6/Qe9xl5zfcxpuWpG8a7isoV9+oiDyC8vVWieP3G6vW",
+	"s1TNehYKIpmuMnfkFXQR5FAoPK5qpRzXf2Sl7YxPK20g/QLLV++j1n07LbGtIMJ/0Tm2qvbWiYs3epb2",
+	"L56xQs+YULZaBtEN5WktTdfUiwWvMLv2OmLNKcS4rVCAYOCtZcmIT3sY4Dm6PI0uBKOHcONXhEnT7pGr",
+	"JkW3hxV3MPEWlOra41TeeOF9NG2AizhatFD5yOsvw6LCL1X+mxHVezy9RFS4lZ48YJ/8lia3qT3bShei",
+	"xyLxbcKmvChEFRFTxsZ+kehOofHGa4GLLiq9WOcqcQR8zY0fJwBziOpKTsUhL2WfuwuAXrdjyy8/2Ioz",
+	"qZAGIA+46QLkiH0rpOz+Nsr+zg4UMbF5OdQSf1erQDkpjjSc9axxHP+qyNGiL9pVzoVel7Q0yBDrMr9E",
+	"8eOcm9FCV2vqjgpuRQVTdCJIGpt2+BRyIW2/w5UZ+S8RoFQSEb617lpWCVtXqu9lkHVrlEFHKVIYtuCW",
+	"Km4uZAEWor4SFS+K1Gc7Jw4T9Mv0Q0b7N8Bf8a6mKoH11NCigtA4Fy2jzCs71DWrVj6J4HFCVc05mtrq",
+	"kVkSN9GPgyiAFrgW1qa0fTi1ufEIrS/gZ0ZUkheSiq55k+GYRUVo00I6QwVOTLOSVwNT5e9GeT8l+FXc",
+	"XeW0MKc78ysuYXi2FPZOFXyvjWc30/UJtgq1/X2P8tLB/Tn4koBRPg89P5LZfSRwWIgrUfjOxj7B6KEc",
+	"RE9OmbwQOcvrKpQG1mqoH+aWTJx4wMNx8AdgVp8lsJ6t5GwmqjW2zqrl9j0b87I8rGrlNuVaTOZaX8JW",
+	"Tecir32P+rKoZ1Klt4U4Wg8+ALE7yHfy5nzgIlsB+23P5iLEpbOZUPaNnqWYh0IoOsGncwjfggk7g+Rx",
+	"gFfnl8IMxd/evnsQRt8ocryBn0Re6vWMCr51M0411JgcintwxsxcV7ZJI/bzO7q7LvxoTl/wqY27x/lB",
+	"Nm4mwOw33ev6diCiiVYIebuOIM1XQi/1VFWYUHZQx5LZYH/BMIbqNg0DivbGsP6wxFGhZ585/HqCj0C/",
+	"9uTGhWBgZdiUVxVFBbGPBkyjE2OjEnyKd4B+wMal9313gXU2pzecQrGcREACq8tYTbjLLIdhGuuQzfyb",
+	"MwJCZusrAJDpYdDUngreYK+bTFdniE0EuB3NNeQLcxWEG6S1SlUPZ998upYDTOfaCEU5vP3Xl77S3/ag",
+	"+52+bOABzYVQhuprRQm6lCjd012oLy+Z200tedy1UjloF2vRE+BUIOGryT/C8H4ACEp+3dQTDODfoAEf",
+	"ApzR+5jsGadAUIeNVibEALkwiNWBHTvCRDi39BGu8stjfO27ei4XQtd2y8sqPpRueqxW/rY2uRKgZYEP",
+	"z+K32aTiajon7cXdc6rWHHKPYSTE60ubjJ2+q9HsBlqkj+Zi3oxMaZO/ZDp91wtX9ZI4RZOcNu5AzhI6",
+	"UdMyzwn0K2EYtx3CVr4nyjWHVB9dIYiLo+/tpI5ZVzBCzg0xlSU4IKdzrY0wgN+3psL/MVTIEGDthE8v",
+	"IXUcVzvu1El+c+LUXmtF5T7wv/9xdvjf/PBfoz/oHyeHfx398W//45bFNtF4z09OBl2lbiiI4B9GUo1q",
+	"uT4z2EeYm+RgFI5ap4NDWzAtBIJt3NIRAzM3dNQAW9hGtDcuzZAvuF7Ewwh95AIfDxDxkhLUCz3DIA6l",
+	"jZtThKvhRQGeETZGbqYvRY93ovm9r6zS26Qr4ipk7Bryh9WqECY6SWlYLgp5BXqnnVe6nuFxbAYWHBaf",
+	"IPwkq2FnaV97rnovTKMvuvGIXtI4ykTHbh5H7i3EwqE5nRoCgdPbXOwtt3OfBLxCJdvBzvbUUrirZbnn",
+	"Tv7TPf4ppw/2+DSgp2jht2agdEV9sumy1l/1HHVY49ZxbwFCJKAZnoLCcymWTDqFCXRYAERJ+x97e4OG",
+	"VAms1fK5C6UvowOHHhwX+EOld+u5fx0WMs3ah3DDR2WeGF1cOfuB6pvQDliXCr6+dGnvR/wQNFbMMe+J",
+	"uP8G4wKSgx2jTCRJd9QfzxO37G8a63Phc1+cLvfad/x9gYXhG7wDqtMiGIwGgu0Aba/AHAHHfIaqZsND",
+	"Ws3Ydx/YAqfODmJa0t44nOWdpTdz2L6isGKU9RRUbV9jCEKbDe068jCduwcG16TdSfJwsj/4FgkR23lY",
+	"AoFv2eIbHh3ZqlaEB94LX0eAvpiGN9eVFe1kpqGdcdtsoN9PN7Tj9t12E5vqwklikW+Vkk3PDtpHenbQ",
+	"Rm7qVNbsZaDgRDwhGRINEW3guBjJDux4YEjzxi3Et8n0kAqcANIORDW8XW/ypuf9NIi1L1d0/5J0gq+T",
+	"2gvtdGREInXyGmDSHQndrcz2PVMpSDhEVj+IiLlr5p+LD71cc8GUvqaOMOGmZphBCZlblV6wk6PtHaL3",
+	"wpFvzizu8E6rdpfqL+0693asWnejsRXVo1G5v4hr/AXocDczHTA53DRmgttEMHYcSw/G3bCkjyd+ta5F",
+	"12fNst5oXQ7zG7BC67LxGHibLjgMABVmB+wLhn1yFjw5C75AZ4Gj7UfvJwj3/rG5CGj3Pgf/AOzhzV0D",
+	"yFt9DvDX6RBwW/gl+wKcJN7oBoiEMMFCcwVdh5BEnmz/ndr+CHznjH/YfKlmd2H175q/lpUYweVBhtaH",
+	"bAVAcOJK6pp0uQh2xPEgKPTrgYh8WDUdFvdlehQcUxjiTIj4wq7cCNvr4V+xB+GxKHa3cx40poRbz+39",
+	"BbvmdA/Ng75YL8EvOhceJG09H1r1D9Cdc7KSul9f1EWxZLryFe93y6ca5WhwlvLwullM1tlV4WyoaX3k",
+	"3gMCjEi33OycW9RvYHMH6h6E/cH727VdbtJ7bSMiG5yS140eBewayrZH5A1JatBvtYHdQbtCmvjDKi7D",
+	"SszvhmLYy5qHFsONI3lzsWLbqb5VxSIIoSHlkCSGt/r4xiRGbFdJRwkJlY/IV0QTfAy+orISuXByUFej",
+	"gZmhFVfsT+wWfqGr7c7Nd+TaXia8VlZUC5FLbgWDhkYr7C9rBZiwtQp2C0NM600dWpvdjqc5aMvjF+7E",
+	"R9dw0YBqlsBHwLaaHqdi/Nj0UHjYi44vUxF9J2y1XK+F4lnhicqg1Gg2EcxCyTE0t/3MdE9aFLdWLMod",
+	"RK/O5wFQBblOEYGUC4KWfABFtL3ugTGkDTpcZy8flTbXmduTXvek1z3pdSlK+JXgCylO0b43W0GDPql6",
+	"K6peclMfiSYH0mjUw47+DuWe8AiyI2kGRmnWAb54yW5FqAKkMdx8czGVfbHdh1YGYZZfpiY4KDISB0uD",
+	"L/JxqH5fbrT0SSd40gm20Am8wV0UCzSwpzrvqVO+Z5H60Nz7iw0pdXvv9DBxrabCc3IPAk3gm5ibArhg",
+	"jtqdzQh4D9LebdO0lYMJC/9y/Sz+T28B52WdgA09atyThhomeoAKqwHwpYtlfMomywC0cJNjfFyAuoCu",
+	"GmCQt/fH3Mr48a4LYm7UbHFoii/i+AAjXaP4NpjB0jCPT83tdhgVleAmCd8TwwbjfG7uhukOOggUN2PK",
+	"nVlRLO8M2fYxgW2vwyrE5Q7EPxyEodWBiPpyWeMg44MYjlTGqTWVMPVCmIfna3faMOAmSP1baOnINxLo",
+	"NlJJK3mBnQ85u6iEmWO7pTFsNAZo8CQI4hL4FkgX3jDJfpIbDFOPtaCDb9EGnPoNuM39V+5LUBYd0xbT",
+	"upJ2+d4pZngVzsryPwQEfSaCV6J65afDy/Lw//6f/2+vS2pnChp4XorlKZMIqwzQiPBXrnKmS8dVocOk",
+	"+1ODYuWOEFRCsOtgtGa9c2tLt0P/ofR1IfKZSM/Krc0Im54Zu/Qvh+lFk2l+bKaUMSGxfTG2VwPEqLku",
+	"kBJNyafCsRe8B4WEfvFGAJJu87kJN2LI4j7B5b7Qq6TPy/Jygj1GcQ5/Oz9/C0hjYGb9KC+Wh06v5ha6",
+	"d2ITEMNMKfgl2/997z02iXJv/L538P3vajrnNmOU0w/4gSpvIf9Cgbs7NSOdBdtZjG8nDwnwR7+rlwAi",
+	"HLYNIn+1nQtlJdj3CMjGGa7bbf4RO2udPbVyVb8rIh62X1biQn5A/PfxQZY8H8bbZ9q85QlhfODmV1W6",
+	"MowX13xpGPQTDXB/H3/fczbv73sZ+32PYNzwP1CF+X3v0/jod7UXLFI6jf/7f/5ft4bCrdDvYCBO9gM3",
+	"sN17Ef783vOjk6MT0DtLoXgp977f+8vRydFf9gBacA737ZiX5fGFELmbIPxlJmyqi7ixhrldUDNEWQwd",
+	"0BCQDv7kEf7oz4W8FBmcKrRjAqxIJ8kcbYY9fZ3vfb/3k7Av5tyeleWrMBWA/aamvNCzbZU9Pz905JHj",
+	"562mhk+gVLpH/lmLarnnG8f5ZkxoBbYg4p5newup5MJx2eep5LENUB4cZzDXBdZFpkb3PaASw39zAlCM",
+	"NP7Jptn80TQWhgP75uQElIgGq5A3dHL8J8nUZtx1pnF8AqHhFHCK/gZknnqOHKl9e/K8b4ww6ePflLuu",
+	"upL/EjnijAWsvvUvwsVqiQ6gDC80/vGH2xzjW7nsvQW6ICBCXhRhqmwmr6DVftQQ3kMqgqbAZ47m9vxe",
+	"7P3hxnR3xRxzpbSFvT2sRFksjz8igucn0Ot0qqP4e6rgAS4ww5qLP/UEuakjWcNyWYmpZc3Hmfu4RN6n",
+	"K6YvLgIyo5dsSO7IoeFzmpW6KI7YWVG4ZQvBJjpfethEaCs6F9PLtg2Js3c8tND6EkJAmbM/7Fws4R0F",
+	"mTEw+jiX0NF97FjZtcAeaO2r/BqVtbOwkHduk94LC6xj060OeKEa9mXtfoSb5phZc9FwPXuxnoIKZ3MD",
+	"vD4lFCikgGIK/1rVp/C2Qaf4H3S+vLOLtn6bfG/6T219iypwdnb7N02qnx+cexJ0FB21jXx8POH9tbTT",
+	"+VrCihhAsxVmEA84RiF+/PFPPRnJ/FOvQH0nSu14wlxfO0ufcdg+341msiSk+NYkl8zg5OfcsJm2R+wV",
+	"VG+AtvPtyQkbS3XFC5mP4I6RRaQ0pu6570MrRpOUv+vP/r1vNbNRJhu+CDzFM6aIIGCy93Nzs489RCqx",
+	"IwJtZtwlMjEpPMi1k9pkMv3xYFcWj23AxW1anMB9Pdl87X7geeBSj03s66JA1PHO9flTT7a52/3q8Fto",
+	"bBpDHKMOEb2bMV2is6RYosFn59qAOWcEg42TyHGoH4QjBy7RxhDLa13lR+yMjUFvHDM+0VeCPT85cYLa",
+	"ot/ACeHnJyfJ69wszqnuj1qZfus7vZ5SrwposAprdepHJdDtbbVf7E3U661mdC4+UANsd7TxWUX9Oxa1",
+	"sf7Q+mZFB9ma131yhzYVDFXoIyp+fPLbLSSeYe+FznqVcQ1pp0yJ6+ZsnT5NB1tyWTWn75TtKfccBEQt",
+	"6uruv9D3C4eOfYKhZ8fqhXwBF7aZ395ulMruMFupkc93QHXYQDotdYw7hzw6ysdHa2d53pYjW0mP44/N",
+	"f3hdMBeFsCKlDiLMY1tqWT1Dcyg0dK7EVFeAbT6X1nQUwG/ZWGk7unD25bgJ2kYflIbV6lLpa7VKoz/C",
+	"1Fo0ulFmtObKcHF9yl28F3esTn3b01qutfAZoPjflMS+xUHWv/SLtq/c5u+SJvGYBpJltpfEgXA6Ip92",
+	"ye2ZSbHDO6Wx38qc347GpnOuZvdEY3fPoLvrfyA7fxiDjjYeQ2nQxIX2/7O/Ry9gIduw9zqX+tDqQ9/H",
+	"Lq1evKvJI0f9DEshpnP/GpbJoX7rnqnLQvPcSUH38RWnHvRMWDHyeVmOahWanEMzCxhlZDU02RuRURxf",
+	"0AvBbY3tTPTFRQa52FcyF9XIXWdTl6Wu7Kj9nXH3MQrEyn+J1k//rLXlI/GhKaGDZY6wJNwWy3gMn/bn",
+	"Q0EjumcjKFYan7Jvn/+FjWE/RlbrUcGrmfD2z19O2M8/uEe+Y+Na0RdFPqLHl6XwQeKfX//8krk/oCYH",
+	"XVws49OpKK3IT9l36C6xolK8GEGoq6IprLKtM/f5c+3MgrWa26IurCx5ZY8dfzn0wf6Bl7IZ5KHYQjyD",
+	"9S4DW3GFf7tXj8G3z/+y+aW3fOlu1bnWbxzt4HvfDRksENTPIpf83MmET9ned0MW95pIibjQ7vjWOe38",
+	"BHkX8A3UCinbPXAw9xPxrumc20Mf4OjnXW+1sRg8r43jUHWlsLr3xZzbibYZg77R7ga7v/jgbYhae7As",
+	"Mq6mWl2JynBvPEe5GRDNVdgeBtyd4/jhkczHR+zvjuON/UaNHE8Zs/Gk0NNLqWZjZGs1uHrIgbIQJgRa",
+	"3dcByQrzDU6RgY4xARHel7ZpY2fYe2ABh5DTA+k/hlw1ENr9fsxKJCuMo1DsXSo2/nBojDiERAgzZvs8",
+	"lFZG3ekp7VE6BR4pzA3JFRsjy6GGuNhgPgTc0Zfs/mdp2DcnJwdHtP8UMC+W9OHvGY83hhiUjxfRuH9i",
+	"k4VGjkx47pnveFXKOJbtyGbEyzKSI5di+cyAUexZqlMJLJLBimiKFER8YyFN02wrW3FYI+9e8MLxT5H7",
+	"lWTtyfqugrWqQc5F7Qol1m37vQB5y0CfpUbTNE/oyOyWWNaTAlJ7ndhq0WBAIIxW0aJoaTCPNX8AMQlb",
+	"gMpEWelJIRbmlH178pdoKygPIGrk7T7Pi0JfhzWVUim8ryuZTnS8paiwO+TpivIfTgGU/ZXb7r94yr79",
+	"5q9s7GT5gqulX4jBFVbcihE47/zKYGLwF7xqc2m3FNfvhcodf/oZGd6unC1z/lCC2g39IpBGJKuzPae3",
+	"HQM3OUTe0P5qN4Gxy/NOse2/53mFVJTW0PBT6t0NXDWZVRczRFhnaH/+/V6UXgms7I2e7WX0BMmn9lOQ",
+	"FuJ+bg4Tn7ZzXc/mtufpc/o11MB3n0Kpm/U2LG69kGzMnfV3kV3zsu8UnKV7lvW8GXq3Zsl2Ka23El3C",
+	"sm5DhvQLv6B+uwqGnn7c58VmXcTW1uNt3PEswnBceYzGbyGsrTzUjNpLLw2p0CMjofLex16q6GPu+Pu/",
+	"+EoW8VcrdKP0Pk5uFl8OFIpIWs+3ENeyuJJz5THEw8ja9UIrTzUbVLoLuTK5t+6vPttWqtloOq/V5epz",
+	"7/wDL+B3ZC19DzubITxnTf9dPremOZ7oyfQRNU/jKa0W5LReWSk1ylay1JPPU/FLtppgm3zc73Cv38Sp",
+	"o04ni/RPpyq2tJIMQ3/ETr2CqFhQUOGp+7WuTgZYV690NZF5LtSNvDnffvPXzS+ca/0zV0tajnl8NtiZ",
+	"uYz0Xmb0Qtg56FHgwIG2puSuL4tlbJQ5omY/e0MsYZwdf6RU6k/Hxuqy31Y7M5ehWgd0OJiOe9mZbELl",
+	"TPCqWEIM2VlzY5bLiwvhNE1M1vQmGPhHfHYGeJ3cNxbQfx50Xu5MLKb0oS79w7IoyJIxHutxsAXRYzvo",
+	"Kp2+QpNH28GQjdvR96wuI7b7k1D06xD3MqxW5mzqbMEm9Qav4TOD99P0OJybtPd+V/MdupbbVSNuY/qq",
+	"gjE111mwK0e7uYIVPpxI2L9XHfe9dDrDO2HcBe4PIZbB2r12FjX5976INBZH1oxHAgEvCzo7vFcT7yKW",
+	"pcyQ8KlefQPHOW5syzUeoTcCkOeX7NdSqLPXlOpP0KCYiGoIwBT6GXogOHaOvgJWyull8IefkskL11lM",
+	"59rdN/DXqJzlWiBXwM7MblRgqkfsla4YVhCQDa9y+O+meACQi7mxSPXESyFTBvM3qmUG//Rc1ue/ggsI",
+	"PS5zaayulmxfaeTlsLkQokZz8xB6IFDP8xV3FUQY5ZVQBzA9szRWLBxTy8WVKNy1bQZ3Q/I8b0C3MFQg",
+	"lbFVPcW8C/YiKpZwS5wJ27dM4KuyYmNY6Rhrrtg+en9kxS5kZSwL3a8hjwWaCLrnDk47hRhU648vNc8R",
+	"TowkLx9BDURpE8D48Ql4yyMwsrEVC+DXdQUOEavLUQnuD/6BiiHHMFv4Q+TyoN9wR8fuso8Z6dxx3jZ6",
+	"QQKfD90M+AL9i96T6H1ljnON40yeyAs4dnR11MzhCPRd8s9hpYNQOUk5tJLZP3789ZeXf4xPWeP6a+Jl",
+	"pNhBzV48EA829oWbOBjZqEEEnyCZ2IyqSdydw1v4zDAz56WAYhJ4+Pe979nHTjmJ4974L6w3+fRp3JeY",
+	"gp9texV25DVJDfVAXpTkqu/Ah/L9Wh9KalSwnNwVyELRIlGSu2H0CpDBwWnDBODD0nTIMCXe15opblJd",
+	"svfEB2rZdeL2dA0XfdF7dfBL3lcKvv7OhIfK6mgfBgvrlXe+3f6dITZL553vbrCewXpE673BcSNeXHp5",
+	"0zjxfQprYCygY0SqAcNMiVijIFXgBRUAysINTYpFeHFAtAki5Zw5nb4QhxBsmgXVvbFRsFSH6ogHBYUq",
+	"UBoh1D0kCCRN0LIcHfcGggYFgDInHxwjx5Ei7wbKuG7MJ0uGe9wHMOAzIPjfsZr2AWFHabKcDh4miN/j",
+	"8m9ZgXOAmtfU+cpRg1TsopCz+bYefxRjDUPdsef/oSXX5+P79973ZsaRP8374JPOwgFO3IEO3C2ctyuO",
+	"W3KhJqdPjtS2uzP55Aan54Z33Pp6ZHiw+EDl/hxdjl+EP5A8Tpiw5YvP3b8PI4HGy7Jllzf2Xdc6XxWi",
+	"N/cKRhNY8Q06i4Xca9hazs65Cn6iZ4bpa0WOQGcoMyMLRzjgCdwsmW7r0fOb+uTEe3LifUFOPGAR8a1s",
+	"OfLo2g5lFI0PaptatdZ7TuV18t2TWxZDtnmfDltoYyGy4TRBVkMac44+otumDh0auywEBgEAFqQ30Xzs",
+	"zF5wtiHKi9KtpaRhJeK1Di2Fi6+e6e5Xo/33VX3B1VvHPVYKzl7UldEV2vYyD5DMUvGik1ej2v0bSz4T",
+	"R+yN4BBwYroOWV/B6xdly3dr5nA7t5tqgL5o70ooGGTcArXcHgdj67K997qyCHbgJFshOBhi48MxMxCp",
+	"ApNSiWvHaKxmushF/zzdK6PJMj3TvUO6AiMA/vNVyRGeU7Z32Pqv1vPx23/cb73wyn0YWhTYOu57Dks/",
+	"kpIBKD1sM92YTcd/TzDo44+dmMGwgrA2i4O4SiUgjjsFzmQrDqq+kZi7620AQP7YL7UxclIs2fjjp/HB",
+	"KUMsIV4YTWLWjUBqGL5C0FJWVLxgY1UXxRjYsoVax6lFRu8YjVceNwkAyBPEKA3HeItj/jHrV3l/ZVE3",
+	"5XJD/Vp8DJtY/evAaVuDACtzu9+jL3aO8b70xvXt9wbqkfqaSku6gnMDPvKnpCLZAcYEoWwHDXnKFnzJ",
+	"JoKJRWmXmSc0RykTIxRWFQyr8usSSFTn95XxJ18a2NqS27GoY6T5XmAjCA+3xntmWC5NWfAlaGmhNoBc",
+	"z+jNHbuf4LidHFaxIwOEtLQNHhPpfry2euQfGyMKQi1uy3uyftwUDvPHMv9JPMMJtStqEd6cgz4aJr0U",
+	"NrsjxvZOuIncBWNzezBzRwZ9DMQ1hkcfFZcbqrvgpjyY/7WZiFMK1lVRtk4g1HE3m/81Mio8vLtlVFe8",
+	"kk6AbWMIh3fYpSjRcnLMKP52C8ZF8arS15i34auXdsiBGns3GMx+xqHdRnuud8NwOmbzf4WdHWA6t8kd",
+	"zOdmlxOm890xnezmys/ujfjm3FIG/E7s82bbH4Nt/qsqln4W8dXzLiZH4bEw6szMPz6C/45nuOAf3gg1",
+	"s/O977/57juYlv/v5w9nWoc7cxPzujm6r9jObvNnfbEjaXH8MZAWWeTrETNwWkUtvN80eXCnQcPCZzHS",
+	"zS5ke13PoKFYwSsnUpblXcmSVq1kYP8wk2cGi+JDsuWF3EpPJd9iuL2bwT4w02n1ZmwtTFrjTkSh1cxt",
+	"6h1Iko2Q56m5halsAiWJ6OsxQpKkzgZP7hEo135C6xTscBA9ICVfGfP0uCZpxrSBbRKK+TY6dBeqnSI9",
+	"gJlmhEjrz5OlN68JIQ9Y0GTJ3ORWOYkTCD/6qW1EEJbTeQfEsNsW8vl9QoR3N+huwcJvpoh154SKOhxI",
+	"gKEEnQwQaG4BbpglAJ4VeG5WQf6jtDrvYq7EjFc+TV5W4LM2hhmEN+2bmFTTos7FiBdFeg8veGHEaku/",
+	"gZs15VW1JGQHI4BkT1klSkGIgYE8QV5DTpXlM2q3Ij6Uhc6DmzU1fctnI5mb1tSHd18CRWDvexAnezvV",
+	"d+lGQlB1g3a70pziocL07XYeScWzM9eIY7bbLazDmPwZkmYQBaX9PdTtlGa5ntYLyC6Vikl7Gv2hqQ8B",
+	"kXbNq7wTwIfI4uFkiaBSuor+ciGLuGPFMIxoFJraCMXEYiJyCJxCH6OKq5A/Vjim7pTGCQDE5BkiTlz4",
+	"itDoY027Eqf6QuupugTPV7MdPucDMk+9EvrX0EoDTL1RXiN5xlgiwKekYbyoBM+X0MtD9SWFEpXuFHGT",
+	"xngghcmvsEc/6tBfQGin8PSjrzAekCD4QquLQmLTpN1yCDxvSKJclLYrG9byili/Oi5lKQqpxLG7rocI",
+	"A7eufwRA1jpzE643dGeAdir+O9DQC2FqLzDYIi3bd/dtLPMxmzlzTyqr2TgEj8doVI8LPeUFpM2OmdF1",
+	"NRUHR+xMLXGopgpOfJiK0mJGKfynFco4FnPqbibEeNx4wJHcTCaCQd9jQB0yc31tWn0kne1LHM8NAu2F",
+	"RZ6ygGFuIw+V16Daw/xKXmH6FOTSwxvu78A7nDWLiPctbBmS0dbHbOA7GKuC90PauvvB56wvsF0GV80p",
+	"rI46Cpsyom3ykEYru8b2y0rPKr7AojI8bXOQIfwdfCxCv2tg/NzAmKSPqraR/xKIluOOExgstNkFbtqF",
+	"ycPPAkpeeyfICwHbEZDzUha9O4O3RHOUUH0LOLx2CBszt1O2NqyaPtxqvDaRioPqtD4XEr58s1zIu0NF",
+	"jrcNN3JjXmQFOXaF+PIx9nbLtXG7GUdCwhsZc84k3/bn1WXd+GR/5g5G4Z3257R+KJAtCriZEwmlQeaU",
+	"0nhnM5Gn7OeFEcWVwEogzPgB+8EQWp5s5fgMw+d1Hwg+P+CJfQk0YQPO+WxHStPqQFtpTj15ILRHnxnM",
+	"83rCDRkdXSUOzsbT7Ln7X2eM9HSaQUBZAU3zVj/kA1VBZc/QZgWCmvd5McAITmLd/yRsfLRm75aqbzB9",
+	"15FUi2pXrOJVBntWFImt+JwMU5hvighKbqfzVTL4SRK+PNx+cF9wD9SZjmMnk2IUVoo0c4GvkCEGYQ6n",
+	"mGJ4f11UYQhDQjf0PTCk1YEeyJRrk3FaL6gEigHLZ1+2h3v9lQg5JMNYY9qwQnPOe2ocTTrlYFbpunQ3",
+	"pOu2GnZFOpcD2Gu4E3RT+hpx4YTugeRXB3rEJE+H81kVBA3zIwyi3hX185g0yTW4PVJRISAmXLq3EMq5",
+	"PeBpgG9FFzU6H+VMOdtjmGrZWcEmpv6DVLlb17nerWfunM9+wF26I+WS/LLW8un8No0NHxkfPYMF9RLI",
+	"EGqs1UZ6/FHAthkcB4Jw3ZGyCAycQiCI5Yy1nLrIRUVgEf6B8U4o9DdYzjmfvar0YudE+pvfvDsl01x8",
+	"YWSKBLSGfDYQ6kcfVRhYd5Ogm3Y3JjSnGhcmBnEwJ7OJkqjcmaNtKk2ETM7evvaxTWzQ4RNtWjES8DiW",
+	"4HJM6dYdPO727PvM/Zi+h1BYZ0/uwODeOebog5joG8KGay11rUQyaghVEToXRcaM4NV07gPh6EOGHAdR",
+	"mW3JDfugijz0mJZ2QyGuuwUCk5Kxt+wmWvtJ+PwNd49lsfdYwmFfMeH+JOy2VNtJvElNqnnEH8TrHNIQ",
+	"etwSmK5kfIdU0ZB0WQlDnNX9HYoTHVkWgnsGXTnWyItVFru2pCe/gxj3QzBs9FLsViFpjfFZxLMfOOvv",
+	"M2cCeN7b8YFeverYa0PH7XQUMAtuwzrSUDe5s1YbDQy0Quhd5JuqQbRn/+2PrzJ2/r/OM/bjry/+F0Zb",
+	"5UIWvCKoVssrSwFowH1tWA6fXs4qdxCnrNRFQRcc24Wz8cRxNLzFEMvtAcHuhK+zlQBzti5kvQa9LQWw",
+	"sy8+IObRinHli7zHfqEjK6ZzJf9Z05fKSjt+NqrqQowPVvnefsTziOFxVhacmrWwSoDFcXAnvI7yauhs",
+	"nSF2+2jzgDweGu+HpRvtFWTQ3TPvoxngfDZEiJW4bsifavQZUCWhykBOBXYkfmKKN3DOtXkLho8j1ugP",
+	"a2umGDpI7pwpBgAbS3k2kUtQfLB3wgADSJD/wiEhWYYrvVE724dM2Q98URYCoCuTTEqtyKlnhmBu/IIR",
+	"4o5NeM7GuZ5CW57xgedvaTa6r7RX/SqRC+V+MJsZYLbCAbVqkjgzdiWmVlcMsyBBz0T4ul0zyo1dKm+d",
+	"7Ri45AP2qnxilI+XUVqkwJuxyW1qT5qUaUhl7Ko8UeXJhSysqNZVnnjQCuRdN3HZ3cFthkKXsBEPVumy",
+	"RXVLlLUe1bWckilfXYmKKeH+v+9r3CRSPj85uWH9y8Aql2Zu91ff0h04VDd36KsPdQx+bQ3pwcX+WYsa",
+	"EWe9cAQCoc5VgrB0A/7mXrbn20C7P1fTubwS+X3DjXliHlIkEnbtK3bKQaJPHnGAFBO9jSNuAAM+zvW1",
+	"ctbq4b9kuRs19Yda5QU58YK5jsnnoGSHJh6oqkZMBr3j/5IlPHeKfsPmdxDnU3fPgf21XAGG/bPmhbxY",
+	"rmXuK1oeevLIjacrp55CU1RjIkDGjlMKgERgprSOMMODpJjYTwsI6B/T1mwbzd6jsKn2Kg8SkR46z0BD",
+	"/y3LXaV2Joa6Mw2RyDFRMt2bB55UB//79VtGDPFrDlzRUTHj5DMvVm/Zf79+e3M17nghLPdOmLvnIIA8",
+	"5odAbANAP+woJRJv4ZQXRUAiQ+R3pyJBnqt/+JkJn6kyat9Q8spZgyPE6xxnbCGqGdjICmtSF0MDD3Gt",
+	"i7/soBtiPmVYCTqxVwCBAzYR8pPF5rCEj0c4BR3NU3zYWTkbEB+2zehxhhQFDmiVP/uz3xWXaQ/zoHgF",
+	"QzCuibCgRRrWdTwZmtvwqvfCpi77CueK2FUgwWHcChXv448c+q99uhXTShS9c0AcznXjLAtDf8/GQjWI",
+	"+aS0j7Fz/wU4jmwlxRUvMjYmsTUmJuBeqNWo9dceGBJc2FoEEm9p4HQaA6KxH/ayvWa4HluiJ9B75i4Y",
+	"FTGSf5B4ndWUTEPF/42nxjKtpmtiu7imFSsb/wytq9rM9xnU1NiIpUE7fKiVhMQHZSxXU0FdgeLeilSf",
+	"eDA0Hnwnzr0EZ33vDcRd8NXe8R4paz0rii7REJNF0nristu58+g+zsMN1Rdreey2KuFH8Ll+Ou4ECno9",
+	"fu+wxXDWAGkE3gAOP/hcxq7BERbiF8ZCV0ys7yVnO9zGUMxElbLQoI7yJbUSp9Td1GCso1ZWFsSZhLLV",
+	"EnrthS73yK2pIdUdeQv7NDDS5WC5Ud00Tn0djKM/oNe0NxH32NGVbY/U5/Z5S/FydxKriZRhrV95dlag",
+	"6DLaLqL6u3cNJVHOMEgic483gDFMR5BoEjUxvhAX7NE//Ky3QBEexFL8P4cD6rciQbwoOuwAKoC0zlcv",
+	"tXeijpoxF4vaoroW7m5s6fk3dplFtjowfWRLM47ygekjgxOC4+U+pQKLVjis95JuTP+N2eFFXRQYUBl7",
+	"G2gcgUzlYipzhEkPIBxdWwmKehAVK89YIS6gVUyGYWkK52/Io2yG7iix0aRgtDWoQJdiCbj/jgorwfMV",
+	"sh2mRq8VdSHBeG3sbMyLYgzeZV8YDX1jMjYmv+o4/rPHPoGUgrBcnNtYq2I5Zn/WxgLWSoZPIcoGPNB6",
+	"qS/ws2g8Jql+Mwhl5g00/C838F62RxN+qMgO7XeP48Mf7ikpabCd0ARKcEe6JXTT1jEVPens22dxb2Q4",
+	"t9EKNj3sdcy1ed4BQLdljfvEJGqZqMQ1dBeL8ze5yo91BSkcPjU8w2Y0TdYG4zMu1fAkzfO5ND4ZqgRA",
+	"pErk7JovmdVesUlnf63yx10mc8ZZUdF8fMs4x0YBDASdGhT7AuQlajC16q7Iusy0B3FoA35Qb3Z6rD7s",
+	"JFOzPc5nkqnpG+atS0KqxOGXm4f0RYIK5TvIEu1YNCEW3+sj+Rt3EnTCp5fQoXWmnIZn5UIcQtRH5KyQ",
+	"KnR+15WcQUMC5K1ROJkbtuA5xs3XB8iTAfAmTJ3IkmybM2DLbIiDN58bEPKm0HgEmIU3as7RJPG57wNC",
+	"43v3oTHRmL9Va9Qmis26szt60m6i3SD4rkej8Wx/pY2YbZPo2FaYwEexBlS7k9UYO0VX0xpP1ugjwWhr",
+	"iuUwSRp8UHM5mx9COs0KCKbXTGqIHd0uXrLGIRr7HXr7SL+Rxr73273BJHx+6D6dYzqaqhcTUd0DTLg7",
+	"awBxPA22+kRfCfb85ASsdovqBePmFvmS203pP4QoMa+KPGLokjWiTU3CsH0o/uUtt3jWJO+7f6Pie7AG",
+	"IJsCDAPBsRMJkjfFxt68cEwbRUTTVtooDnGbxNFdmuZE8UNyLnGhTyb31jmaWHAKVAIMMSGPXsDP921+",
+	"95cFQfpQhQnYzpym6QPoS8sw8WZIOr/pPiRGbxoVzBnxguHnTtyes//8vT45+ebfz5oV4StedxxzZa5F",
+	"hTVBVmvqZd1EAk2UebBRePnsUF1hHdBNU6zS8iyjDj1KmrnIA/cFddfndvdVBEVSb3eVQH6Qh+oU05nE",
+	"OgvcEzugn0OGwGcCf/64wKLyPMk2Ulzv5orx8Uf61xZNsuGSA/PypYwQtJeiN6C3phVCl4G1+FOctukN",
+	"26gZAcyVuoPgtAblaiIfuSH/yFpBlMAje9ViDFTRxRkc6QvffYAOy5/5vUFC9XSa1hEGgPdiMArEKQGh",
+	"wfduTtiPwJbblnZ/Et6i2z2UUHugdZLl6Tps69aBtPz+23BPGvPmp4kG1qrXHsSoqViiOCe2rWxkUydi",
+	"dRfK9VDd2cYcvJXT6u4dFiiCRunTR1CINghjkEIA3318Ag198bFA2xU0Eo3xUAmxgxnSEy7SXaTCrhHY",
+	"d6TeHk/nsshHqFRvUfoOr0UeCA1OnSoYvJtdxDtOWm1f4Xhqm8T7C7c02ucnn+32PtuIMD5TB2ZDAcN8",
+	"mM2Kj57ckiusgX85elYLrj9aJ5PKyFxEChj8+ZQtBFdQ+diuCUV2dIhf2B/PpaggVXfKixGoVeMDUK/u",
+	"W0HzmEFWV4JV4k8xtSa0EocihPtySd6QfeMJNfd3V+7HMMAL/NxDeSDDPNarZB1yfdLFtnU68nj77ksd",
+	"O/4Y/dc2vsiGL0FKkLTG36DtfJFtX+YygqatYLSc8JY6nOP+eUTW5hBgs0XMeaMrssMwhnkjWwM8+SRv",
+	"4ZNce7Mep46w+eGGpgZnJkc78cw0AImb3TZby3O0yT+ni4rujyfJvoYNPblc7qj6GLuaX+xC6mMm9p0g",
+	"U98iN6OsxJTbpgiya8yXqClgzxuqSj5lEzEH6PtCXuI+vT07f/G3bgau0xpEceHLokH1pLpmM9e1205o",
+	"SKqMFTy/z4KGhypGwCKBp5KEp5KEr7kkge0jO3EEfnBn9QkNP701qPUd5br5YFwrbxrbu6NcgUowp11B",
+	"JivFt06xySA2r6+pEXNUcqWd1eUDZqAFslrlokqWm23Gu4aBTKuogebYBa/u4v75Ki/fo4SusdLX62Gu",
+	"E8x3a4SaOE9tM9PdIRB1aqjPAYg6yXRlDL4e4148KY634Xo3QqGeS3toBfRH3g1uIXT25wvhO3hxw8Zv",
+	"f31/znomROBf7v42/Kbkds5+lBdLxgujEWcZzFOtENFfL0RQ+py2d8Tc9XM33lyLCp4BBQ7D+haiRL5P",
+	"bYPav3LD/ybtuWhVVOzicr+jJT/QhW6GX3eTIWIWdKY4u3TBsZval6cxfTdkKa8VNqChq7x7ZEC8Rl1J",
+	"tR9Q8/x9hltzcMPORjGY6dpEvVXny7MIjoPSggIIIIasW+DXrDYemhQltMf1mNSysIcy5BZBsnpo3ad2",
+	"jUG1CT7mjTQBj/MVzHCXmXmtkfqCxO6edrb+a48Pd7YjjZeZ7UDu/SgupGpCt7WxetGZDbLPVk+HBB1O",
+	"uWJTXlXL4V5YwP2Xhll+KVTGCq1mIEi5Yt989x2bznnFp24l4A8tuJkL4yEp2rfuMcHuosLZugg7LfZo",
+	"jbSVbH6+m2u/LtgKp/WkRm8fZm1fyW3xdP3bx/7aDJKXXfEIAJRLY8WCXciigIyNyZL8mmx/HBwQ7mKP",
+	"MzYmNICq+feI8LrHBTeW4LvD37DRwPjgoUXmT8L+4Pbptbo/wZkesOcmdVSOr114hu3YuRTd4obtCLI6",
+	"YFKTiom3squDapVFiNXxowt3W3YARd2DOZ22tQOH6Tu5VN8ohtDRbvrb8Id1gv9Ouca5ns0KkbrHew+M",
+	"co/nD1AyMFCorvwqIetxM/opz1PZjWXsR/+vTalJmGMDCQ5pvVvP0MQMdimlNTe6+Nw9h73hH+ZW7NOX",
+	"YMYHA8FMN9yOnswi3JQnONMAZzpEJ7xr4OEOico+WOHoDqwVKKFVUF3Dk8MbF/wkr9bcHbRn3WS+dHt0",
+	"yxuIXvn7ME8TIz2Q63iQeVpBLkX+ZKLeJGURrs5trdRSlqKQSuDPYAwelkU9k8oMsldhZOpWp3QuelxV",
+	"zwzzI2WNaMWB2ETMpcrJzYvllmVtUSwaQiEP0YWmLbH7fcGXrDbiyClZl5MWiHHnylofbKJjCfNh+9Ea",
+	"KC4uPtgKNfMM4xkQjlwSSCoEzFlVF8LDpRfcilbn5WZwiGYe0JqvdcO0olENLE/peHWnbNwcyajQU15A",
+	"ms+Y7Y+j/8qonV9Ifg7LgjwH9AAcEPhy871rMRmVfAZfuxYTI60YTSt+XYwzKp+bCXYh0KE+WbLf3r05",
+	"ZWUlryC6qHJWaF0i0GKeV8IYAtauxEVtRD7AncCZmepS5C0g7JoOqpuyedfO+R/DTrwlWt9QXPfOI3SX",
+	"9aRACJqGfhwrPfDSJa/4hWX7F7ww2H8wVVQmzSh8KF32hjKbJPNE60JwdQeVZgEfbG0Yv7M7q/BhPUiN",
+	"XV7wxNFvVLTWy1M9ySUDd2/9j7tytyRExTFM7/ij+x8M0dfqbn0vKbqCFs+1yhg3vuUR8eb4SZJi7Rh+",
+	"QmumuW/XjqPPzfKuVqZBJFmZeOccMUHBVoIvDFbG+OYm7ocKHAxukdg8+hBypMQVtAVmbmOuxYTKfWFX",
+	"+KUwTtN2wvOorgpMFvVwhFGoFd7ZJ9/vyD2ZsbGVFuTJmJjJ+OCUdNwiOQBghQs1dTKki0L7zDBJUicx",
+	"PD2RQzK5OWVhjzr5XNAWAUDxsQNlJL+SvYZWzYxOBheeQeVMB50vfYyNxMWFtGAH7AKjc5NMelerhun+",
+	"onOxq2aRrUHe1epWxoFTlY6BHg+RiNsTWYGg/HBojDhEAoar05xnwMx0tnb480v36IvwU7bXpYDVp19S",
+	"7+/oySbDcfXxt81v2V6ZfqSne+7Z6rWku+yvuSO3Z82lfpKGW9k3Nbar7fLQTbJvgPy6rZBaz/3dyV/P",
+	"dRGxeX1FyWrUwjvS/E+Jt/ndgpLrMRsjJUk1g0aWPllNgnDpITvfqHdS6OklvBkE0f98/+svTE/+FFME",
+	"c0Q/SK2Aux6xl3w693s8EVO9EO3OOxn7Zy1qQV5Pn54JpRfQQs7OReWFheIF07UFA64IGk3TpQ3tOFm1",
+	"2lEEjJ2mEV4kt9lrRfbd2Fhe2RGJ7DF4j0zcWzxlXZEO5RvUSCVC06oxO27+VkHb0GCRNdZMr3w5Ymfr",
+	"RNcFCCfO/IHAjvfnQYMwgUqO/hzk2J7jdO6Q8iS8U8wNKnI2vtbV5UWhr0ceM9N9qygC9InyeMRIQ8M9",
+	"dh3RNucG2sAHWqf+fE7ANtikw8XqzUQqiuPvAJWAZjKqakV6QvMRdwJwLEkZ/LbRr3chff3nbyt372gG",
+	"FL7Kbi3HvSj2X28JYrirnga7Dzkt5JX/jZ6FK55+9D39FER164m3KMVXCL/73N/pgWjg8E7P4P4VP4E+",
+	"d2atnhnS0Nl+YOHgG3DqPXJH0uv3PVs4eMqNvR91os1FhhrT/QqFz0ffoTLBfXL1jEtl7GqAHg3Fxh87",
+	"EcYeQtq1Ezge+ogsL1kxM9WV0zooT36i7dwJq6LprO0/Sf9FGcNH7O+Oh47DD4QN4/h200Mv6fh1cosy",
+	"/BsEvbIsElmLfnfb9TogBbCTiUiAciZaU2dDAWoQlsY/xwo+vTSxF7b7IShBH4kPUyFyEUunuQY/RGhS",
+	"CXpDXdL7MMxoWleVULZYwnyoKC4S8aFMDqdF75JpJLUakVBakWq4CihlBeGW9RrDE56jd314tIxgfXui",
+	"ZlvVTEVSWtL1H6E2u7IkIhjKc5tUgl+mZDbdwKcqjKcqjEdehXHDYgt8Z0Agzj3IuLXY4ttqsAk6TfUf",
+	"OMfzPx2Fkug7d+vaZSliGGZdRUSzX3z2hJfnqSiRCBhRL5zc7WMMQuWHtXG/fBQqH7l/+tytjbRO3c0q",
+	"MdUVYoCDJ8MJ3Spj4mh2hA3eFOaXENYnuZ3H1O1gNFl2HcjfsnGYS4LeK8IAZ9Dqxw+YzGV+qfLfjKhe",
+	"zLndFFp0dOi/BX7znjhFtEu3ze7Z2a2jZa+HiWk27ub37Z5vz1lZpu+N1pesLoHS/LIgPR8O0d+Ylypn",
+	"bls8p4eI/TG6csB2SOr/7x2Ro3MLQjDeT4Y+xDBabABA9XTu0U4Kbpu2DFGGAGRBwLtTrlgI40D5LVUM",
+	"gBdK5okAi9L4ow/30O1QGidZ8go6QBjwGnbxU/BZaLoDGV5ubc3D/dAqjcSB75PLCQNTABSAbjPxwQpl",
+	"nKIMprVo1NHwS3DpQY7INdzpfXDQ8wW6CPEIDAvtvI7EBwiLHU24hf8tzfPxQZZqUovt+IJQhcmdpmFc",
+	"GkVX/ivSq+EIL6XK2b5c8JnImLM7dMZ4nUuN+Afe40r9HsO58rJ8ZnyxSMNyDtwWe4vldB12TGebczEt",
+	"eAUinf38+ueXzD10xM5a44NLejoVpTNbrufcCu/rxukgnTSGn+FL9BS7RZqsORnKgQlFoJjWQh9ivCj0",
+	"NTplp3PhzraZbJhGpPxwthDGAChuxapapXLy3MQcg749IA7Pc4kA028rN4qVjrUiYy6jv3zc80BLqUzb",
+	"Qvge0BDZDs57NyieiHfxesJ3qwrsfiIVhxyTFX+du+vpQQMXuZ5rdu3MaGe0+U2FyOycO1Hrk6boYaGC",
+	"0e/moOqigIqEdtpKEDmxuPoH7kFTu4BhifuunnOHjiTwjoboE1ew29fckNZxvybU54jL0ycscbs9/bpL",
+	"ChfW/QtFFV1ZQ3fWxDLUnVdbfn4kIfXpuKzElRTXg1TH9jXrpiQ46g+sDrg/Ie8dus0Z+2AdNyOcO8aQ",
+	"jLBMWrKYRIVo502r1oTZ5WaOdtYoF0q2PEkww4kotGOXbpeov5Jjg7pi17q6NCWfxllx3aARfUuCn81H",
+	"pSrBwaGyygrf4v5FvHCjwirzBuiHcm+I029Kt6FTu5UKu5Il9F6Q2wNbOTtZwpoTYhWHHQSdA0OYEKrK",
+	"pSkLvuxL0mudcjpLD7L8Eml62Vpmu+CXvikWCZ1TPDJQ7TLErrdd9hwSbMI6F3yJgUZpMxTJhs2E7aWx",
+	"voWCfLgdvv2/Hf9bm/duFEufshb31lMr0uGnzV9Kx2L49VaXfd/pc30zoiuF/RA71HXwRfsN+pi5b9yN",
+	"QYelFeQ2wKxjAy0aAwsC2A/k7b08XVeL43m94GoE/unjj+4vI6svhdrsFHCKJ+Os5DAyhuH+5j7GXruP",
+	"kQpVCXeA5ntQsiuhcuDVVnygyIUvuQbTomBSZRQ0qYTRxVWjBpkGILC21umuVrPpXGvje8b/6q6wG9Ww",
+	"XBTyCkeKepZciwkx56paMs5goavuiH7POrxAqCjw+PNv2DjaQEBMG5l6spDWOgHj6Hvld/GhdCw4Fj9u",
+	"q6Rh00Ib0qUh98T09Cfh9qLQ17DZsNcA9jhAgrhxnhnvbaTVQBWQB+przdYLi7HPscKshR4ZE0hn26zO",
+	"W3lGEoi4+CrdjVIo6IXQpUy3iraZAMcCw4ysXCQsht+U/MDcT+6aGTHVKjeEuYvGfzhKpX1RFZppJj7P",
+	"wFulsv/+bb8mH7qt4CujaEvSJ4tlFECYPrbOrngl3beb/pDumgGnOEqZLZhnuqYu0ZAIncpSAtQZASQA",
+	"VfhE9/bGcsyAGbX9BYlBXjZ26T4soxAcDi/X9iC2eIViYyyHG2PrSxigNYWVlfXscujN3Zql+zExwVcg",
+	"27gVMw2dPcOUwNc5xlIRd+fdvw4LaezYl1lFU/O15eBs2Mv2oiam4HHYy/bAAbGX7eEiE0XnW66HXEwL",
+	"Yec6Tyzsb/ra17SAx0saKi906s5EMGe0YD11Yh1NZQzc/IW2kN98o1lHonN1hpyNHYubVbyc08ZCSjOa",
+	"yY5/anUhZ3Ul8lPsuYLKJpS4jL1AGdELIywyHjdIxL/UzhivGJ8gMmbHBa1Eyu5u07oRBUCup1poWTC7",
+	"QBB1r2eGadIyZxeywjDO8K7y+N8rAApTDV2p7ZjtOxbPxrDeMSukFRUviiXidfopjNl+QZ7VsV/F+CDJ",
+	"JOBDaR5BHw+H4ljSUVIR7Xgi3MYuJqIagVuuhwMttLFEp3z1kmGu/NEgjorNyUaYSLg62N/h1LnfiYbY",
+	"pnMtp8JR2gLVjlO0HLTqPGvuilb8+bC5LvKmry9M447pxO2lib/vBB2RzWlMKaWWkFdqMR9SqhmcQ5ir",
+	"m5fnDv5vjpvRSEnOsIao/GzsXCyMKK62W3iK1jBZduTnNkIdJjX2ylX1yNRTAXWPDa98ZhC24BRBMcGp",
+	"LJZuCzkDldAYstB7JpwaHtzS+gKUmkoXFGiL2GAW6C5LC6CBt69LLD3cst/zmjiHFQQ2YAmE7UDaSMOl",
+	"M7ddKEvHqfMZZ4wX13xpnDXY4SvNOiBah2WkPUwkmA8tPcYJOlTcQYNao87g+yNjlym3spNTjZHCHEs1",
+	"mc+WHpeVdLacOyvaV/dPp0a4++cObjbX6UPL9mS+bkFM5qfOWM6xhNd91T3jrWi0SaizxoJ/eCPUzM6x",
+	"1V/JrRWV+9z//sfZ4X/zw3+N/qB/nBz+dfTHv/2PJNFK2+dX94vnE1F0xnt+cnIDevyU9Fyn1eB7DHF+",
+	"+/ybAa7iCkwFuDKvIFF8lz4CKJrtN3siT0D0E6YWpCOiUAvWuivPvHLom0+q3LFoI5Q/eIzJkWegO4VT",
+	"rIYIurNPEXdWuRSI6eRhqS/qCryIlN475apJ9PchuCgBmOzUI3ZGBhEUz2kVajmcrF6Nr0547tP8Eka5",
+	"0jZq48fZtZgc8rKMeEcclQRTLeeWx114PJpNqHnz38+28Dg8gLPhPXz8y/M33CxbsWPVIohYkv+NpTuO",
+	"i1gQtKUNXJcNBvi6AGd7yP9C+griE4IOXidJy9Lv0VlwAYj9jU0F9TptPTZrsiGomAmvASkbhEIDpTGg",
+	"A1IYmR428dNdizgpvDcETZFWpZpBvFZCzvCFxHUvdQ0hm7TKE4dDaZezBgoOhr5ZgPQ2DqsXxPQgtcKb",
+	"DYNEHXE0ADsjVnraqgLiiolFaZd0Evechvr5S9IzwqrfXpZ+yvaOpbrQvS70n8h08Kk00a8ZpANmkF6O",
+	"1wo21nMTJ3ggk0Mso3hlr5v4rCxfu4nsMP2MhtgU0ceIxIQbOY2Xe3NlbWdBFpjcRPjtjk75rNkkH0Lx",
+	"IZZBcXAlroWxbAwujnEUeodOY1pdicpwJAJNYHhj8AdB3SVlVxr2Z20sm4gLSumy/kOZB2bQRS7AUVIZ",
+	"tGakChAEp2w852a00JUYM+OsKY/vjt15wqQqsUi2GnS6ynTO7YiXJakrZUlJ77wSoOK43w/BQIqDJX0Z",
+	"zfHKfQVEtG6fVCSN14rS5B595W/SWA1hy40qSmtwq0G37IvZxs9ui16RbUwF0tdEJvEwNw4fr4z3oq6M",
+	"pophmXt+QqTi99gHCczcbTN7I/iVgL4eNbQgmglUXQl6KY4vpibpz3C7iToLesHVsiFFOBZ3jZgjdm3s",
+	"TVva8w/U0v5kU4P7nXaXX6XUddwzbjXf7PhjFuY7y/z1GfP9nDNu0hj9ucuujz/SvyCX6UKIfMKnl2ZN",
+	"YjBHEMZxIS/JxZZLg/+BsSr0KPOCTfUCUhRI86WBTt3Lqi6KMXN8S82ohTJlSNEMwgWErJRh9eFjxwvG",
+	"Ue9U4qEhcz58HO6RG3RQ6y2aeCJ1SRtQLn7GB17R54dwW89nsHCw4lb042r687l94v3dF6d1lv5ANWpD",
+	"MJHD4TtDAYs37juf8rGwj3eIo0eWU9Cx8opfg7HEq0KKiq5nK2fGU/g6JmLq2UwYqGPvUQXfVjqvsdHz",
+	"hbhmsKvSe6KbRDU5mwMGI1OQJDPhBsAmojoEfzM36GZBwXJGAzmyOOhmPq+xx/Plfp1zQ9gVh3XJaHEw",
+	"26bnz8XF6UAmcrquADWpzr332/mffpu24S+Q5B/NGVeyW1azbf7hBtXu/lJo1rKYlWPYZOiFe9AQ+ONm",
+	"Nw9Tz7pWx2kuXsMkykqX4LDFjKPAx45afam5ZT97k9RzqzVdw8ARkbFSVMxqXfg2pc5EmKI95CwBuNQC",
+	"08Z1EVgEdkIqinXeh5/d6Lv1PrghhnkfYPZuYfdLkTsN9TRr2uCo0Lko+t0U6OyCgP+vpVBnr58ZQjgo",
+	"kCAd7ztiZwAKBd4nSG0XhokPfGohAwK2OWMG8xbgPSdFsE7PVktn5RowPqWJqpWwbm8VLxbn8TPOe4ck",
+	"FI2zrmz5UiyfYW4/FBrA5gz3XuEg23OP1ntb20mtOfvqXDxW/HBo0glgwFTd5KmIHnmhFyW3ciILN25M",
+	"Tccf4X/7U4XPKPsxPmyPy4N1ek1hHQTJfCgK1ArQa6Y6Fx7Lo1EzkiwnOsghukI8Ib/0lHZA33sc8jhe",
+	"430Q6iBpeq/E3fLPptc6iIRj+ljrpqc8d7wpTAmRk0cqtMPlZYn57boUCpp6W25F6K+c0Ih8uXBwGlwI",
+	"butKrHTVjLDZMXDrg3I+GZ4qgDBrbtUi4GU5qhW/4rLA1K2UUVBDayO2D2L+A3dGJZOh5LdB3/bplUC4",
+	"B+RDcIPMoBmatg3AdjAE4DcYDCbV+t6VqEyyz2+jP7xtTmm3WkQz0DBdAsnh8IJPsbWrf/sL0iwaHtmQ",
+	"nztzotVQX7xe8TASWwJtCIRBNlEGmkzGprrQdWWwMQAmmBRczWrygjYzIwQoj8m8GWwlNm+VZm5yXiCF",
+	"Ij8InlbTubwSeS9t/l1MzsryfbMFOyPO9kibqNPXuPjDeeToQzun4IhCkGQKrS/XU6wjukOrDzEZv9cl",
+	"jN3dxu7pcebjVj7P6CL2UzeAKOPG1zBm+ygDriUUUwmFwHBOAICb5yBjUlmNKATUlbmhfD9JUwoRgbxt",
+	"lgBZ2otM38FkkQAMGrmRLYDbOYuwFPwSlCbNrrSk++K/n/UjwGX9mG7ZBrg2Xa3BZNvSuXQuPthzfeZ2",
+	"laBiduEhjka5nXfYfeF4UYrZnVRomqWyc2HchUXCulf+8LhcLe/DXnjqx5xC8QFS+ihDjXCPVp0tcLbE",
+	"MnyW+PHHgGpa1Qr8wg1ka1ICOg2VAJbWIJsDnIrENvJVrRCaMmOxwoZuIWl92qX7DZLrSHwTg9KVnEkM",
+	"UyklIPuJ5ZUuS5EfsTP4OITynYD0wSin6easbNzXBJKRwjvGmXvtlFYAqYbmiL28og7zUWugEpEUjDdR",
+	"6RWYBCHDhhRR0FCnlI4IeQeORWkTtAJIPAjRQfzUQdpPHua+6isn5cA/MSSHwc2uSVDA2g2CAuC9mFXv",
+	"YX4e5xY3Z4jlCpDWsGzKi7V6vYe7Q5S7c3OfsgUmpwRvw/Vcd4/xzhzfWaJsRzF4i5JfKgH1X0hXiHDe",
+	"tAkwntKvmsQHaHFi3WccD5aqFqyQV6K3p5CaFjXiJ1sxMoqXZq5vi1sQreJSiDK+Fc7ADCXNzfXDKz/2",
+	"5EAFbVA3UmhQHDjlHMOuUCVbT4oLrHqkFX51u7X8sfP+FWhrFnrmNiogRLsPwf05cz+/0bO9LCBkR796",
+	"fOyVLGksik1/sp32/AqfTHzDyoXQtR3ykXN6tP2VhvDXf+Gdfw5KVKhkOW7mkXj7tX8w7uzRvK3EB7vh",
+	"xV/cI/E7DWz3utca+PBC63LTNN9oXcYzhHf6J+cep3nBk2un5B5uZkNCok0fFDppfh4JlScfeanyBM56",
+	"YtQU2nolLCggPY+/g59XkNl7nl7BZ49+J3T2SnCjlVSzESDUtp955398Ab8hMn3qQafRhmesGSV38Nya",
+	"ZhOjp1Y3snkS9zIFIZ9Y8jogeWSD6997i88k4efXvLYGhP4s0tNWm0ZlGDgDlO3vxwwwcHwlp5OP0CWE",
+	"6hy+yqQM0SBS8UQtT6Rw+7Ng7+pgq/tTNMeFXgPa+xbzCAMWSIBIKbmxTY1nVSuT+TRdkJWneHwYv8JZ",
+	"S0M1RaCRolqRMSsXUJQAFSkmY8aK0qCPNFaBJGHi6NqCDnJYiCtRUFuuYflegPdisTFNrdB3mxHEkrEc",
+	"aqsU49Oprh0VLrgsYkhqp9pOdL7MGAcwC2P5ouy2Uil5ZUSO0IfgWcsILlFXQZGqrZG5QFwXrlKJYj+J",
+	"cH/e6NlG1RbwW9wRkHJb6NkMvc4Wama0slwqKrn1BaApJeZSLK91tWXaaTM67AXaPB5PB/S7vuFwQ1qj",
+	"+eJnU0/Rw7GX7WGTGPeYBXMrUQWdVq4h+TPkwGYMDtbxD7BQn/dNq0QmnNDenkepsH91/7chGbY/Rdfd",
+	"C0nXAabpWJvZfXrumtMjpOEmQV4a9vr9r+z/+feT53RDegnHoxRzOxrh+3tJ0yjnVhwCSEy2DWH5qaGp",
+	"fuOZwet3OjHPnSZdCDRE7wK4WKheZzJn+5Cfj0mnELQ92DTpyXIUgJTpQ1tnhfdOdqqV0YUIDK+ZM7I+",
+	"6pU7YI70hb2Hiu3GvHJoQriTQU7yfRFhJ8hbiIUxLG2wBuBbzCW99S8/iGltKdgUxiAlIEQkww8Btw4z",
+	"Lqn9Jvt7sm9c0/xtH6AfsCfMnF9JXRNyK0JVevzWg05/OerihnMA/54BxdBjX0aN6fBDfK3OGSSYb+K5",
+	"6qfLEt4DXfn2ZOjxcgILY9LEr4IbYs4Nm4iZm2hVyStE7Yw7mznNJBdBV/jm5GSAE241MrEPaBc8JLYT",
+	"18HYw+qpHWRrogQbQgxr4hawMX2Ri1P27Td/jUC3PfQ3vlVxKxDR5maxCqJaT/c7ilUEDySMJvVDdUrz",
+	"8/iB7lPEBLMnx9GT4+hROI6efD5PPh+CQ4wEdtNY0KeTtEJ4UV/C+3XzfPPXzS+da/0zV0sayzy+QK3v",
+	"I7gq8bfRDVdjswP73nArMtIAs9BmF9us124LqAyRgqKOGiDIFHxMQancb/ROgMyJ4pg7D1L6DjrQgBj6",
+	"fDRQjwSZ0eu8eVcr6i4zMDgpc0DnCGjlrTApwvqjDQdOK7guMeKLuYMw5kMYbmGfNiVpQRD0K/X2UuPk",
+	"yMobfIktN5fm+KP7Hyy5s7rst/jOzKUzlMJI7rXGD6tYYMmItWE1c987YueNewONPyVEzsgxui6sfesb",
+	"nOhuk67wTaUS6NJv3jk3lz8JRT8PubOwNTInCK7gWkFv/JCbSUfyMEhMQ1CDDFTf+XZO7qBvhR90b2hB",
+	"ty3/dSsN7URjrKAvwmH0N17Y7hUfzE0adQD6Cq9zHrkPGey9X9VK+UzMVX0kY5PaMhH7mlbS3SkbNGCy",
+	"2PmpP6HM+4SgbADvHa+aZKmh0HVYYrXghbMvRahwgQYpFb+w2RDvy8M4U07+EnmmaMdGwjsm4GuEbB23",
+	"ziq4ajphwu/YGgBSX/zGn/amb7WbDPrhd+vaeVer4O9Yvs6HsOmEn9LTlNWe6jbpTvfHpZ9cTk8upyeX",
+	"05PL6cnl9FW5nHbfX+nL8GpRbAcgWQA8uSvUB2iyUK9mjkkL82XZ8D+H0MOESrShoUm/v+uNNJZgILxq",
+	"hoWn+EGfNE2KgDN5lyVhD/pwKlbOTblyBlfSm3TmS4R2X9IPI7yllfQV9fvfQ2MpWdF6Hw6UcmDH8OZY",
+	"tBJwGBGt0PYmuoV308zldB4aDCAqgNWA23Da6URu0AcCtW6HYjEReQ7BaIALrkTF1eV4Xfn8iKbYr3b6",
+	"hKn2CPCK+7oTmsUCef1etoflOt9YFKduCPJ1JFKq/th0IUFNxw2qq2Lv+73jq+d77hfa0BUgxQhXjheh",
+	"xk98mM65mgmCLSCUJWwDglvRRmdJ53o1Be0wr6Z/WUDlgC83hhlSLxEE5gHFYyYL4FeHxjah4CIJXYCw",
+	"P2htoN1VqKmB1tfUJ5TGwJZy6wtDPEAowMYUBda5L3gOGOHRt5q23avfe8exnbHPbqAPz+SV6KCY+4l5",
+	"3K4EGmYM+1kg+5sjFmPmbWWVN+2z4mNs4Qom+mJiLZnVWEkGzMX9A0snxXQefQtryFK9Nal1s3s7/HTl",
+	"jgLP2E2bTwCW03drTmAC+1HiGtckMiiP0QkQdhgdESWXlWGhoCyXlZhiWY1sbcqZUtr2jvAKmvLBuVF1",
+	"Wivlll1zaRkCAdD3YkDlBCWQEyY4c6gjO/cNcmTlTzP6ZluIJjYdAjiHADQKJzYLTtSVqxzu37oL/aIS",
+	"QLJZQE4Af4TKmRFQYK5mXUYbjRFkAfvB/ZL4/o/UOMy3ScZeM+0vRh8Mj/fcVVDGDds3YgaPHUA/XXwH",
+	"WsaXhbRQk5xFInM6l0VO77aYnftDYqSfheU5t9y3k4PYWXvO0depdYJWYSbxIP5bqQVxzylmla7LNfvs",
+	"nkzNE1lqKGyOe3eBshPPA0Xu6keaMyxlKbABrls79p1KctPmlbf0yt6nPz79/wEAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -74,7 +75,6 @@ func speechRegistry(t *testing.T, f *fakeSpeech) *llm.Registry {
 func TestAudioToText(t *testing.T) {
 	fake := newFakeSpeech(t)
 	s := newMediaServer(t, speechRegistry(t, fake))
-	builtin := newMediaServer(t, nil)
 	mp3 := []byte("ID3 not really an mp3")
 
 	tests := []struct {
@@ -90,7 +90,6 @@ func TestAudioToText(t *testing.T) {
 		{"speech to text switched off → 400", s, func(s *mediaServer) string { return s.appKey }, []formPart{fileField("note.mp3", "audio/mpeg", mp3)}, 400, "speech_to_text_disabled"},
 		{"not audio → 415", s, nil, []formPart{fileField("cat.png", "image/png", mp3)}, 415, "unsupported_audio_type"},
 		{"empty recording → 400", s, nil, []formPart{fileField("note.mp3", "audio/mpeg", nil)}, 400, "no_audio_uploaded"},
-		{"the builtin provider cannot transcribe → 400", builtin, nil, []formPart{fileField("note.mp3", "audio/mpeg", mp3)}, 400, "model_currently_not_support"},
 		{"no file part → 400", s, nil, []formPart{userField("alice")}, 400, "no_audio_uploaded"},
 	}
 	for _, tc := range tests {
@@ -125,7 +124,6 @@ func TestAudioToText(t *testing.T) {
 func TestTextToAudio(t *testing.T) {
 	fake := newFakeSpeech(t)
 	s := newMediaServer(t, speechRegistry(t, fake))
-	builtin := newMediaServer(t, nil)
 
 	// A stored answer of alice's.
 	ctx := context.Background()
@@ -158,7 +156,6 @@ func TestTextToAudio(t *testing.T) {
 		{"another user's message → 400", s, nil, `{"message_id":"` + msg.ID + `","user":"bob"}`, 400, "invalid_param", "", ""},
 		{"an unknown message → 400", s, nil, `{"message_id":"3f8c1c9e-0000-4000-8000-000000000000"}`, 400, "invalid_param", "", ""},
 		{"nothing to speak → 400", s, nil, `{"text":"  "}`, 400, "invalid_param", "", ""},
-		{"the builtin provider cannot speak → 400", builtin, nil, `{"text":"Read me."}`, 400, "model_currently_not_support", "", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -200,4 +197,41 @@ func TestTextToAudio(t *testing.T) {
 			t.Errorf("%d %s", rec.Code, rec.Body)
 		}
 	})
+}
+
+// TestBuiltinSpeechAPI reads a sentence aloud with the builtin provider and
+// sends the MP3 back to be transcribed.
+func TestBuiltinSpeechAPI(t *testing.T) {
+	for _, p := range []string{"espeak-ng", "ffmpeg", "pocketsphinx_continuous"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("%s is not installed (Debian packages espeak-ng, ffmpeg, pocketsphinx, pocketsphinx-en-us)", p)
+		}
+	}
+	s := newMediaServer(t, nil)
+	rec := s.do(t, request{method: "POST", path: "/v1/text-to-audio", key: s.mediaKey, body: `{"text":"the weather is nice today","user":"alice"}`})
+	expectStatus(t, rec, 200, "")
+	mp3 := rec.Body.Bytes()
+	if rec.Header().Get("Content-Type") != "audio/mpeg" || len(mp3) < 500 {
+		t.Fatalf("answer %s of %d bytes", rec.Header().Get("Content-Type"), len(mp3))
+	}
+
+	tests := []struct {
+		name, file, contentType string
+		data                    []byte
+		wantStatus              int
+		wantCode, wantText      string
+	}{
+		{"the spoken MP3 is transcribed", "weather.mp3", "audio/mpeg", mp3, 200, "", "the weather is nice today"},
+		{"a recording that is not audio → 400", "noise.mp3", "audio/mpeg", []byte("ID3 not really"), 400, "completion_request_error", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			body, ct := multipartForm(t, fileField(tc.file, tc.contentType, tc.data), userField("alice"))
+			rec := s.do(t, request{method: "POST", path: "/v1/audio-to-text", key: s.mediaKey, body: body, contentType: ct})
+			expectStatus(t, rec, tc.wantStatus, tc.wantCode)
+			if tc.wantText != "" && !strings.Contains(rec.Body.String(), `"text":"`+tc.wantText+`"`) {
+				t.Errorf("transcript %s", rec.Body)
+			}
+		})
+	}
 }

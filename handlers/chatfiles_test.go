@@ -84,3 +84,30 @@ func TestChatMessageRemoteFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestUploadTakesAnyKindAttachChecks checks where the app's file settings
+// apply: an upload of a kind the app does not take is stored, and refused
+// only when a message attaches it.
+func TestUploadTakesAnyKindAttachChecks(t *testing.T) {
+	s := newMediaServer(t, nil)
+	song := s.upload(t, s.mediaKey, "alice", "song.mp3", "audio/mpeg", []byte("ID3 fake"))
+	notes := s.upload(t, s.mediaKey, "alice", "notes.txt", "text/plain", []byte("plain words"))
+	tests := []struct {
+		name, files string
+		wantStatus  int
+		wantCode    string
+	}{
+		{"audio the app does not take → 400", `[{"type":"audio","transfer_method":"local_file","upload_file_id":"` + song.ID + `"}]`, 400, "invalid_param"},
+		{"the same file passed off as custom → 400", `[{"type":"custom","transfer_method":"local_file","upload_file_id":"` + song.ID + `"}]`, 400, "invalid_param"},
+		{"more files than the app's limit → 400", `[` + strings.Repeat(`{"type":"document","transfer_method":"local_file","upload_file_id":"`+notes.ID+`"},`, 3) +
+			`{"type":"document","transfer_method":"local_file","upload_file_id":"` + notes.ID + `"}]`, 400, "invalid_param"},
+		{"a document the app takes", `[{"type":"document","transfer_method":"local_file","upload_file_id":"` + notes.ID + `"}]`, 200, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			body := `{"query":"read this","inputs":{},"user":"alice","response_mode":"blocking","files":` + tc.files + `}`
+			rec := s.do(t, request{method: "POST", path: "/v1/chat-messages", key: s.mediaKey, body: body})
+			expectStatus(t, rec, tc.wantStatus, tc.wantCode)
+		})
+	}
+}

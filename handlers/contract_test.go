@@ -165,9 +165,11 @@ func checkResponse(t *testing.T, r request, rec *httptest.ResponseRecorder) {
 	if err := openapi3filter.ValidateResponse(context.Background(), input); err != nil {
 		t.Errorf("%s %s → %d does not match openapi.yaml: %v\nbody: %s", r.method, r.path, rec.Code, err, truncate(rec.Body.String()))
 	}
-	if strings.HasPrefix(rec.Header().Get("Content-Type"), "text/event-stream") {
+	stream := strings.HasPrefix(rec.Header().Get("Content-Type"), "text/event-stream")
+	if stream {
 		checkEventStream(t, doc, route, rec.Code, rec.Body.Bytes())
 	}
+	checkReference(t, r, rec, route, stream)
 }
 
 func checkErrorBody(t *testing.T, doc *openapi3.T, rec *httptest.ResponseRecorder) {

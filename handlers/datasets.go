@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"net/http"
 
 	"appkb/apperr"
 	"appkb/gen"
@@ -46,7 +45,7 @@ func (s *Server) CreateDataset(ctx context.Context, req gen.CreateDatasetRequest
 	if err != nil {
 		return nil, err
 	}
-	return kbJSON{ds}, nil
+	return toWire[gen.CreateDataset200JSONResponse](ds)
 }
 
 // ListDatasets serves GET /datasets: one page of the knowledge bases the key
@@ -66,7 +65,7 @@ func (s *Server) ListDatasets(ctx context.Context, req gen.ListDatasetsRequestOb
 	if err != nil {
 		return nil, err
 	}
-	return kbJSON{page}, nil
+	return toWire[gen.ListDatasets200JSONResponse](page)
 }
 
 // GetDatasetDetail serves GET /datasets/{dataset_id}.
@@ -79,7 +78,7 @@ func (s *Server) GetDatasetDetail(ctx context.Context, req gen.GetDatasetDetailR
 	if err != nil {
 		return nil, err
 	}
-	return kbJSON{ds}, nil
+	return toWire[gen.GetDatasetDetail200JSONResponse](ds)
 }
 
 // UpdateDataset serves PATCH /datasets/{dataset_id}: only the settings in
@@ -121,7 +120,7 @@ func (s *Server) UpdateDataset(ctx context.Context, req gen.UpdateDatasetRequest
 	if err != nil {
 		return nil, err
 	}
-	return kbJSON{ds}, nil
+	return toWire[gen.UpdateDataset200JSONResponse](ds)
 }
 
 // DeleteDataset serves DELETE /datasets/{dataset_id}.
@@ -140,27 +139,45 @@ func (s *Server) DeleteDataset(ctx context.Context, req gen.DeleteDatasetRequest
 // The knowledge base's stored search settings apply unless the request
 // gives its own.
 func (s *Server) RetrieveSegments(ctx context.Context, req gen.RetrieveSegmentsRequestObject) (gen.RetrieveSegmentsResponseObject, error) {
+	out, err := s.searchDataset(ctx, req.DatasetId, req.Body)
+	if err != nil {
+		return nil, err
+	}
+	return toWire[gen.RetrieveSegments200JSONResponse](out)
+}
+
+// HitTestSegments serves POST /datasets/{dataset_id}/hit-testing, the other
+// path Dify serves the same search on.
+func (s *Server) HitTestSegments(ctx context.Context, req gen.HitTestSegmentsRequestObject) (gen.HitTestSegmentsResponseObject, error) {
+	out, err := s.searchDataset(ctx, req.DatasetId, req.Body)
+	if err != nil {
+		return nil, err
+	}
+	return toWire[gen.HitTestSegments200JSONResponse](out)
+}
+
+func (s *Server) searchDataset(ctx context.Context, datasetID string, body *gen.RetrieveRequest) (retrieveJSON, error) {
 	store, actor, err := s.knowledgeFor(ctx)
 	if err != nil {
-		return nil, err
+		return retrieveJSON{}, err
 	}
-	if req.Body == nil {
-		return nil, apperr.InvalidParam("request body is required")
+	if body == nil {
+		return retrieveJSON{}, apperr.InvalidParam("request body is required")
 	}
-	ds, err := store.FindDataset(ctx, actor, req.DatasetId)
+	ds, err := store.FindDataset(ctx, actor, datasetID)
 	if err != nil {
-		return nil, err
+		return retrieveJSON{}, err
 	}
 	rm, err := knowledge.EffectiveRetrievalModel(ds)
 	if err != nil {
-		return nil, err
+		return retrieveJSON{}, err
 	}
-	if req.Body.RetrievalModel != nil {
-		if rm, err = toWire[knowledge.RetrievalModel](req.Body.RetrievalModel); err != nil {
-			return nil, err
+	if body.RetrievalModel != nil {
+		if rm, err = toWire[knowledge.RetrievalModel](body.RetrievalModel); err != nil {
+			return retrieveJSON{}, err
 		}
 	}
-	return s.retrieve(ctx, ds.ID, req.Body.Query, rm)
+	return s.retrieve(ctx, ds.ID, body.Query, rm)
 }
 
 // knowledgeFor returns the knowledge store and the actor that the request's
@@ -172,8 +189,3 @@ func (s *Server) knowledgeFor(ctx context.Context) (*knowledge.Store, knowledge.
 	}
 	return knowledge.NewStore(s.db, s.models), knowledge.Actor{KeyID: p.KeyID, Datasets: p.Datasets}, nil
 }
-
-func (r kbJSON) VisitCreateDatasetResponse(w http.ResponseWriter) error    { return r.write(w) }
-func (r kbJSON) VisitListDatasetsResponse(w http.ResponseWriter) error     { return r.write(w) }
-func (r kbJSON) VisitGetDatasetDetailResponse(w http.ResponseWriter) error { return r.write(w) }
-func (r kbJSON) VisitUpdateDatasetResponse(w http.ResponseWriter) error    { return r.write(w) }

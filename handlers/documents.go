@@ -35,11 +35,14 @@ func (s *Server) documentsFor(ctx context.Context) (*indexing.Service, knowledge
 	return s.docs, actor, nil
 }
 
-// kbJSON answers 200 with a value of the knowledge or indexing packages
-// encoded as is. The generated types leave out every field that is null,
-// while Dify always sends each key (null when unset) and clients read them by
-// name; openapi.yaml still checks these answers in the tests.
+// kbJSON answers 200 with a value encoded as is: human input forms, and the
+// document detail, whose keys depend on its metadata parameter.
+// Knowledge operations answer with the generated types instead, filled by
+// toWire: openapi.yaml lists every key they always send as required, so
+// the generated types write each of them, null when unset, as Dify does.
 type kbJSON struct{ v any }
+
+func (r kbJSON) VisitGetDocumentDetailResponse(w http.ResponseWriter) error { return r.write(w) }
 
 func (r kbJSON) write(w http.ResponseWriter) error {
 	body, err := json.Marshal(r.v)
@@ -51,24 +54,6 @@ func (r kbJSON) write(w http.ResponseWriter) error {
 	_, err = w.Write(append(body, '\n'))
 	return err
 }
-
-func (r kbJSON) VisitCreateDocumentFromTextResponse(w http.ResponseWriter) error { return r.write(w) }
-func (r kbJSON) VisitCreateDocumentFromFileResponse(w http.ResponseWriter) error { return r.write(w) }
-func (r kbJSON) VisitListDocumentsResponse(w http.ResponseWriter) error          { return r.write(w) }
-func (r kbJSON) VisitGetDocumentDetailResponse(w http.ResponseWriter) error      { return r.write(w) }
-func (r kbJSON) VisitUpdateDocumentResponse(w http.ResponseWriter) error         { return r.write(w) }
-func (r kbJSON) VisitUpdateDocumentByTextResponse(w http.ResponseWriter) error   { return r.write(w) }
-func (r kbJSON) VisitUpdateDocumentByFileResponse(w http.ResponseWriter) error   { return r.write(w) }
-func (r kbJSON) VisitGetDocumentIndexingStatusResponse(w http.ResponseWriter) error {
-	return r.write(w)
-}
-func (r kbJSON) VisitCreateSegmentsResponse(w http.ResponseWriter) error   { return r.write(w) }
-func (r kbJSON) VisitListSegmentsResponse(w http.ResponseWriter) error     { return r.write(w) }
-func (r kbJSON) VisitGetSegmentDetailResponse(w http.ResponseWriter) error { return r.write(w) }
-func (r kbJSON) VisitUpdateSegmentResponse(w http.ResponseWriter) error    { return r.write(w) }
-func (r kbJSON) VisitCreateChildChunkResponse(w http.ResponseWriter) error { return r.write(w) }
-func (r kbJSON) VisitGetChildChunksResponse(w http.ResponseWriter) error   { return r.write(w) }
-func (r kbJSON) VisitUpdateChildChunkResponse(w http.ResponseWriter) error { return r.write(w) }
 
 // settingsFrom converts the generated request fields shared by the text
 // operations.
@@ -110,7 +95,7 @@ func (s *Server) CreateDocumentFromText(ctx context.Context, req gen.CreateDocum
 	if err != nil {
 		return nil, err
 	}
-	return kbJSON{out}, nil
+	return toWire[gen.CreateDocumentFromText200JSONResponse](out)
 }
 
 // documentForm is a read multipart form of the file operations.
@@ -224,7 +209,7 @@ func (s *Server) CreateDocumentFromFile(ctx context.Context, req gen.CreateDocum
 	if err != nil {
 		return nil, err
 	}
-	return kbJSON{out}, nil
+	return toWire[gen.CreateDocumentFromFile200JSONResponse](out)
 }
 
 // ListDocuments serves GET /datasets/{dataset_id}/documents.
@@ -255,7 +240,7 @@ func (s *Server) ListDocuments(ctx context.Context, req gen.ListDocumentsRequest
 	if err != nil {
 		return nil, err
 	}
-	return kbJSON{page}, nil
+	return toWire[gen.ListDocuments200JSONResponse](page)
 }
 
 // GetDocumentDetail serves GET /datasets/{dataset_id}/documents/{document_id}.
@@ -272,6 +257,9 @@ func (s *Server) GetDocumentDetail(ctx context.Context, req gen.GetDocumentDetai
 	if err != nil {
 		return nil, err
 	}
+	// Which keys this answer has depends on the metadata parameter (only
+	// the metadata, or the whole document), so it is written as the
+	// indexing package shaped it rather than through one generated type.
 	return kbJSON{out}, nil
 }
 
@@ -288,21 +276,17 @@ func (s *Server) DeleteDocument(ctx context.Context, req gen.DeleteDocumentReque
 }
 
 // updateByForm is the PATCH and the older update-by-file operation.
-func (s *Server) updateByForm(ctx context.Context, datasetID, documentID string, body *multipart.Reader) (kbJSON, error) {
+func (s *Server) updateByForm(ctx context.Context, datasetID, documentID string, body *multipart.Reader) (*indexing.Created, error) {
 	svc, actor, err := s.documentsFor(ctx)
 	if err != nil {
-		return kbJSON{}, err
+		return nil, err
 	}
 	form, err := readDocumentForm(body, false, s.uploadSpool())
 	if err != nil {
-		return kbJSON{}, err
+		return nil, err
 	}
 	defer form.close()
-	out, err := svc.UpdateDocument(ctx, actor, datasetID, documentID, indexing.UpdateParams{File: form.file, Settings: form.settings})
-	if err != nil {
-		return kbJSON{}, err
-	}
-	return kbJSON{out}, nil
+	return svc.UpdateDocument(ctx, actor, datasetID, documentID, indexing.UpdateParams{File: form.file, Settings: form.settings})
 }
 
 // UpdateDocument serves PATCH /datasets/{dataset_id}/documents/{document_id}.
@@ -311,7 +295,7 @@ func (s *Server) UpdateDocument(ctx context.Context, req gen.UpdateDocumentReque
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	return toWire[gen.UpdateDocument200JSONResponse](out)
 }
 
 // UpdateDocumentByFile serves POST /datasets/{dataset_id}/documents/{document_id}/update-by-file.
@@ -320,7 +304,7 @@ func (s *Server) UpdateDocumentByFile(ctx context.Context, req gen.UpdateDocumen
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	return toWire[gen.UpdateDocumentByFile200JSONResponse](out)
 }
 
 // UpdateDocumentByText serves POST /datasets/{dataset_id}/documents/{document_id}/update-by-text.
@@ -341,7 +325,7 @@ func (s *Server) UpdateDocumentByText(ctx context.Context, req gen.UpdateDocumen
 	if err != nil {
 		return nil, err
 	}
-	return kbJSON{out}, nil
+	return toWire[gen.UpdateDocumentByText200JSONResponse](out)
 }
 
 // GetDocumentIndexingStatus serves GET /datasets/{dataset_id}/documents/{batch}/indexing-status.
@@ -354,7 +338,7 @@ func (s *Server) GetDocumentIndexingStatus(ctx context.Context, req gen.GetDocum
 	if err != nil {
 		return nil, err
 	}
-	return kbJSON{map[string]any{"data": data}}, nil
+	return toWire[gen.GetDocumentIndexingStatus200JSONResponse](map[string]any{"data": data})
 }
 
 // BatchUpdateDocumentStatus serves PATCH /datasets/{dataset_id}/documents/status/{action}.

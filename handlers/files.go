@@ -22,14 +22,16 @@ import (
 // maxFormFieldSize bounds the plain (non-file) fields of a multipart form.
 const maxFormFieldSize = 4 << 10
 
-// UploadChatFile serves POST /files/upload: one file, checked against the
-// app's upload settings and stored for the end user named by `user`.
+// UploadChatFile serves POST /files/upload: one file stored for the end
+// user named by `user`. Only blocked extensions and the size limit of the
+// file's kind are checked here; the app's file settings apply when the file
+// is attached to a message or run.
 func (s *Server) UploadChatFile(ctx context.Context, req gen.UploadChatFileRequestObject) (gen.UploadChatFileResponseObject, error) {
-	app, def, err := s.currentDefinition(ctx)
+	app, _, err := s.currentDefinition(ctx)
 	if err != nil {
 		return nil, err
 	}
-	form, err := readUploadForm(req.Body, s.uploads, files.RulesFor(def, apps.DefaultSystemParameters))
+	form, err := readUploadForm(req.Body, s.uploads, files.Rules{Limits: apps.DefaultSystemParameters})
 	if err != nil {
 		return nil, err
 	}

@@ -40,6 +40,19 @@ model_config:
     number_limits: 3
 `
 
+// imagesOnlyApp is a chat app whose upload settings take images only.
+const imagesOnlyApp = `version: 0.3.0
+kind: app
+app: {name: images only, mode: chat}
+model_config:
+  model: {provider: langgenius/speechy/speechy, name: chatty, mode: chat}
+  file_upload:
+    enabled: true
+    allowed_file_types: [image]
+    allowed_file_upload_methods: [local_file]
+    number_limits: 1
+`
+
 // mediaServer is the real server with a data directory, the demo apps and
 // the media app, each with its key.
 type mediaServer struct {
@@ -157,6 +170,14 @@ func TestFileUpload(t *testing.T) {
 	// The image limit is 10 MB (the default system parameters); the exact
 	// boundaries are tested in package files.
 	tenMB := bytes.Repeat([]byte("x"), 10<<20)
+	imagesOnly, err := apps.NewStore(s.db).Import(context.Background(), []byte(imagesOnlyApp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	imagesOnlyKey, err := apikeys.NewStore(s.db).CreateAppKey(context.Background(), imagesOnly.ID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	tests := []struct {
 		name       string
@@ -182,13 +203,16 @@ func TestFileUpload(t *testing.T) {
 		}},
 		{"custom extension the app lists", "", []formPart{userField("alice"), fileField("blob.DAT", "application/octet-stream", []byte("??"))}, 201, "", nil},
 		{"image over the image limit → 413", "", []formPart{userField("alice"), fileField("big.png", "image/png", append(tenMB, 'x'))}, 413, "file_too_large", nil},
-		{"kind the app does not take → 415", "", []formPart{userField("alice"), fileField("song.mp3", "audio/mpeg", []byte("ID3"))}, 415, "unsupported_file_type", nil},
-		{"extension the app does not list → 415", "", []formPart{userField("alice"), fileField("tool.exe", "application/octet-stream", []byte("MZ"))}, 415, "unsupported_file_type", nil},
+		{"kind the app does not take is still stored", "", []formPart{userField("alice"), fileField("song.mp3", "audio/mpeg", []byte("ID3"))}, 201, "", nil},
+		{"text file for an app that takes images only is stored", imagesOnlyKey, []formPart{userField("alice"), fileField("notes.txt", "text/plain", []byte("hi"))}, 201, "", nil},
+		{"extension the app does not list is stored", "", []formPart{userField("alice"), fileField("data.xyz", "application/octet-stream", []byte("??"))}, 201, "", nil},
+		{"blocked extension → 400", "", []formPart{userField("alice"), fileField("tool.exe", "application/octet-stream", []byte("MZ"))}, 400, "file_extension_blocked", nil},
+		{"blocked extension in upper case → 400", "", []formPart{userField("alice"), fileField("RUN.BAT", "application/octet-stream", []byte("@echo"))}, 400, "file_extension_blocked", nil},
 		{"file part without a Content-Type → 415", "", []formPart{userField("alice"), fileField("cat.png", "", png)}, 415, "unsupported_file_type", nil},
 		{"empty file name → 400", "", []formPart{userField("alice"), fileField("", "image/png", png)}, 400, "filename_not_exists_error", nil},
 		{"file field without a file name → 400", "", []formPart{userField("alice"), {field: "file", noFilename: true, data: png}}, 400, "filename_not_exists_error", nil},
 		{"two files → 400", "", []formPart{userField("alice"), fileField("a.png", "image/png", png), fileField("b.png", "image/png", png)}, 400, "too_many_files", nil},
-		{"two files where the first is refused → 400", "", []formPart{fileField("song.mp3", "audio/mpeg", []byte("ID3")), fileField("b.png", "image/png", png)}, 400, "too_many_files", nil},
+		{"two files where the first is refused → 400", "", []formPart{fileField("tool.exe", "application/octet-stream", []byte("MZ")), fileField("b.png", "image/png", png)}, 400, "too_many_files", nil},
 		{"file name with a path → 400", "", []formPart{userField("alice"), fileField("../../etc/passwd.png", "image/png", png)}, 400, "invalid_param", nil},
 		{"no user: the default user owns it", "", []formPart{fileField("cat.png", "image/png", png)}, 201, "", nil},
 		{"an app without upload settings takes any kind", s.appKey, []formPart{userField("alice"), fileField("song.mp3", "audio/mpeg", []byte("ID3"))}, 201, "", nil},

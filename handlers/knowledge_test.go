@@ -97,7 +97,8 @@ func TestDatasetsAPI(t *testing.T) {
 					ds.RetrievalModelDict.SearchMethod != "semantic_search" || ds.RetrievalModelDict.TopK != 3 || ds.IndexingTechnique != nil {
 					t.Errorf("defaults %+v", ds)
 				}
-				for _, key := range []string{`"data_source_type":null`, `"doc_form":null`, `"tags":[]`, `"doc_metadata":[]`, `"score_threshold":null`} {
+				for _, key := range []string{`"data_source_type":"upload_file"`, `"doc_form":"text_model"`, `"tags":[]`, `"doc_metadata":[]`,
+					`"score_threshold":0`, `"author_name":"demo"`, `"indexing_technique":null`} {
 					if !strings.Contains(rec.Body.String(), key) {
 						t.Errorf("answer lacks %s", key)
 					}

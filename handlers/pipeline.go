@@ -2,27 +2,162 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 
 	"appkb/apperr"
+	"appkb/apps"
+	"appkb/files"
 	"appkb/gen"
+	"appkb/knowledge"
+	"appkb/netguard"
+	"appkb/pipeline"
 )
+
+// pipelineFor returns the pipeline service and the actor of the request's
+// knowledge key.
+func (s *Server) pipelineFor(ctx context.Context) (*pipeline.Service, knowledge.Actor, error) {
+	_, actor, err := s.knowledgeFor(ctx)
+	if err != nil {
+		return nil, knowledge.Actor{}, err
+	}
+	guard := &netguard.Guard{Allow: s.fetchAllow}
+	return pipeline.NewService(s.db, s.models, s.dataDir, guard), actor, nil
+}
 
 // UploadPipelineFile serves POST /datasets/pipeline/file-upload.
 func (s *Server) UploadPipelineFile(ctx context.Context, req gen.UploadPipelineFileRequestObject) (gen.UploadPipelineFileResponseObject, error) {
-	return nil, apperr.NotImplemented("POST /datasets/pipeline/file-upload")
+	svc, actor, err := s.pipelineFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	form, err := readUploadForm(req.Body, files.NewStore(s.db, s.dataDir), files.Rules{Limits: apps.DefaultSystemParameters})
+	if err != nil {
+		return nil, err
+	}
+	defer form.staged.Discard()
+	f, err := svc.Upload(ctx, actor, form.staged)
+	if err != nil {
+		return nil, err
+	}
+	out, err := toWire[gen.PipelineFileUploadResult](f)
+	if err != nil {
+		return nil, err
+	}
+	return gen.UploadPipelineFile201JSONResponse(out), nil
 }
 
 // ListDatasourcePlugins serves GET /datasets/{dataset_id}/pipeline/datasource-plugins.
 func (s *Server) ListDatasourcePlugins(ctx context.Context, req gen.ListDatasourcePluginsRequestObject) (gen.ListDatasourcePluginsResponseObject, error) {
-	return nil, apperr.NotImplemented("GET /datasets/{dataset_id}/pipeline/datasource-plugins")
+	svc, actor, err := s.pipelineFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	list, err := svc.Datasources(ctx, actor, req.DatasetId)
+	if err != nil {
+		return nil, err
+	}
+	out, err := toWire[[]gen.DatasourcePlugin](list)
+	if err != nil {
+		return nil, err
+	}
+	return gen.ListDatasourcePlugins200JSONResponse(out), nil
 }
 
-// RunDatasourceNode serves POST /datasets/{dataset_id}/pipeline/datasource/nodes/{node_id}/run.
+// RunDatasourceNode serves POST /datasets/{dataset_id}/pipeline/datasource/nodes/{node_id}/run:
+// the node's progress and result as an event stream. Problems found before
+// the node starts (unknown knowledge base or node) are plain error answers.
 func (s *Server) RunDatasourceNode(ctx context.Context, req gen.RunDatasourceNodeRequestObject) (gen.RunDatasourceNodeResponseObject, error) {
-	return nil, apperr.NotImplemented("POST /datasets/{dataset_id}/pipeline/datasource/nodes/{node_id}/run")
+	svc, actor, err := s.pipelineFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if req.Body == nil {
+		return nil, apperr.InvalidParam("request body is required")
+	}
+	if _, err := svc.Datasources(ctx, actor, req.DatasetId); err != nil {
+		return nil, err
+	}
+	body := *req.Body
+	if _, err := pipeline.Node(req.NodeId, string(body.DatasourceType)); err != nil {
+		return nil, err
+	}
+	return pipelineStream(func(emit func(pipeline.Event) error) error {
+		return svc.RunDatasource(ctx, actor, req.DatasetId, req.NodeId, string(body.DatasourceType), body.Inputs, emit)
+	}), nil
 }
 
-// RunPipeline serves POST /datasets/{dataset_id}/pipeline/run.
+// RunPipeline serves POST /datasets/{dataset_id}/pipeline/run, blocking or
+// streamed as response_mode says.
 func (s *Server) RunPipeline(ctx context.Context, req gen.RunPipelineRequestObject) (gen.RunPipelineResponseObject, error) {
-	return nil, apperr.NotImplemented("POST /datasets/{dataset_id}/pipeline/run")
+	svc, actor, err := s.pipelineFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if req.Body == nil {
+		return nil, apperr.InvalidParam("request body is required")
+	}
+	sources, err := toWire[[]map[string]any](req.Body.DatasourceInfoList)
+	if err != nil {
+		return nil, apperr.InvalidParam("datasource_info_list: %v", err)
+	}
+	run := pipeline.RunRequest{DatasourceType: string(req.Body.DatasourceType), Sources: sources,
+		StartNodeID: req.Body.StartNodeId, Inputs: req.Body.Inputs}
+	if req.Body.ResponseMode == gen.PipelineRunRequestResponseModeBlocking {
+		res, err := svc.Run(ctx, actor, req.DatasetId, run, nil)
+		if err != nil {
+			return nil, err
+		}
+		out, err := toWire[gen.PipelineRunResult](res)
+		if err != nil {
+			return nil, err
+		}
+		return gen.RunPipeline200JSONResponse(out), nil
+	}
+	if _, err := svc.Datasources(ctx, actor, req.DatasetId); err != nil {
+		return nil, err
+	}
+	if _, err := pipeline.Check(run); err != nil {
+		return nil, err
+	}
+	return pipelineStream(func(emit func(pipeline.Event) error) error {
+		_, err := svc.Run(ctx, actor, req.DatasetId, run, emit)
+		if err != nil && !apperr.Is(err, apperr.CodeInternal) {
+			// Failures of the run itself were reported by workflow_finished;
+			// the error event carries the reason for clients that stop at it.
+			ae := apperr.From(err)
+			return emit(pipeline.Event{"event": "error", "status": ae.Status, "code": ae.Code, "message": ae.Message})
+		}
+		return err
+	}), nil
 }
+
+// pipelineStream writes the events of a run as they come, one data: frame
+// each.
+type pipelineStream func(emit func(pipeline.Event) error) error
+
+func (p pipelineStream) write(w http.ResponseWriter) error {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	return p(func(ev pipeline.Event) error {
+		b, err := json.Marshal(ev)
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(append(append([]byte("data: "), b...), '\n', '\n')); err != nil {
+			return err
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return nil
+	})
+}
+
+func (p pipelineStream) VisitRunDatasourceNodeResponse(w http.ResponseWriter) error {
+	return p.write(w)
+}
+func (p pipelineStream) VisitRunPipelineResponse(w http.ResponseWriter) error { return p.write(w) }

@@ -3,7 +3,6 @@ package handlers
 import (
 	"appkb/indexing"
 	"context"
-	"net/http"
 	"strings"
 
 	"appkb/apperr"
@@ -42,17 +41,13 @@ type retrievedChild struct {
 	Score    float64 `json:"score"`
 }
 
-// retrieveJSON answers 200 with the query and its records. Like
-// kbJSON it writes every key, null when unset, as Dify does.
+// retrieveJSON is the query and its records, before they are checked
+// into the generated answer type.
 type retrieveJSON struct {
 	Query struct {
 		Content string `json:"content"`
 	} `json:"query"`
 	Records []retrieveRecord `json:"records"`
-}
-
-func (r retrieveJSON) VisitRetrieveSegmentsResponse(w http.ResponseWriter) error {
-	return kbJSON{r}.write(w)
 }
 
 // retrieve runs a search of one knowledge base and shapes the answer.
@@ -80,11 +75,10 @@ func (s *Server) retrieve(ctx context.Context, datasetID, query string, rm knowl
 			Document: retrievedDocInfo{ID: h.Document.ID, DataSourceType: h.Document.DataSourceType, Name: h.Document.Name,
 				DocMetadata: h.Document.Metadata},
 		}}
-		if h.ChildChunks != nil {
-			rec.ChildChunks = make([]retrievedChild, len(h.ChildChunks))
-			for i, c := range h.ChildChunks {
-				rec.ChildChunks[i] = retrievedChild{ID: c.ID, Content: c.Content, Position: c.Position, Score: c.Score}
-			}
+		// Dify lists no child chunks as an empty list, never null.
+		rec.ChildChunks = make([]retrievedChild, len(h.ChildChunks))
+		for i, c := range h.ChildChunks {
+			rec.ChildChunks[i] = retrievedChild{ID: c.ID, Content: c.Content, Position: c.Position, Score: c.Score}
 		}
 		out.Records = append(out.Records, rec)
 	}

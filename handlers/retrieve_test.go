@@ -81,6 +81,23 @@ func TestRetrieveAPI(t *testing.T) {
 					t.Fatalf("answer %s", body)
 				}
 			}},
+		{name: "child_chunks is an empty list for plain documents", body: `{"query":"office"}`, wantStatus: 200,
+			check: func(t *testing.T, body []byte) {
+				if !strings.Contains(string(body), `"child_chunks":[]`) {
+					t.Fatalf("answer %s", body)
+				}
+			}},
+		{name: "hit-testing path answers the same search", path: "/v1/datasets/" + ds + "/hit-testing",
+			body:       `{"query":"office nine","retrieval_model":{"search_method":"full_text_search","reranking_enable":false,"top_k":1,"score_threshold_enabled":false}}`,
+			wantStatus: 200, check: func(t *testing.T, body []byte) {
+				if strings.Count(string(body), `"segment"`) != 1 || !strings.Contains(string(body), "The office opens") {
+					t.Fatalf("answer %s", body)
+				}
+			}},
+		{name: "hit-testing without a query → 400 invalid_param", path: "/v1/datasets/" + ds + "/hit-testing", body: `{}`,
+			wantStatus: 400, wantCode: "invalid_param"},
+		{name: "hit-testing with an app key → 401", path: "/v1/datasets/" + ds + "/hit-testing", key: s.appKey,
+			body: `{"query":"refunds"}`, wantStatus: 401, wantCode: "unauthorized"},
 		{name: "missing query → 400 invalid_param", body: `{}`, wantStatus: 400, wantCode: "invalid_param"},
 		{name: "scoped key on another knowledge base → 403 forbidden", key: scoped, body: `{"query":"refunds"}`, wantStatus: 403, wantCode: "forbidden"},
 		{name: "unknown knowledge base → 404 not_found", path: "/v1/datasets/00000000-0000-0000-0000-000000000000/retrieve",

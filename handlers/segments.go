@@ -29,7 +29,7 @@ func (s *Server) CreateSegments(ctx context.Context, req gen.CreateSegmentsReque
 	if err != nil {
 		return nil, err
 	}
-	return kbJSON{map[string]any{"data": out.Data, "doc_form": out.DocForm}}, nil
+	return toWire[gen.CreateSegments200JSONResponse](map[string]any{"data": out.Data, "doc_form": out.DocForm})
 }
 
 // ListSegments serves GET /datasets/{dataset_id}/documents/{document_id}/segments.
@@ -56,7 +56,7 @@ func (s *Server) ListSegments(ctx context.Context, req gen.ListSegmentsRequestOb
 	if err != nil {
 		return nil, err
 	}
-	return kbJSON{out}, nil
+	return toWire[gen.ListSegments200JSONResponse](out)
 }
 
 // GetSegmentDetail serves GET /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}.
@@ -69,7 +69,7 @@ func (s *Server) GetSegmentDetail(ctx context.Context, req gen.GetSegmentDetailR
 	if err != nil {
 		return nil, err
 	}
-	return kbJSON{out}, nil
+	return toWire[gen.GetSegmentDetail200JSONResponse](out)
 }
 
 // UpdateSegment serves POST /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}.
@@ -90,7 +90,7 @@ func (s *Server) UpdateSegment(ctx context.Context, req gen.UpdateSegmentRequest
 	if err != nil {
 		return nil, err
 	}
-	return kbJSON{out}, nil
+	return toWire[gen.UpdateSegment200JSONResponse](out)
 }
 
 // DeleteSegment serves DELETE /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}.
@@ -118,7 +118,7 @@ func (s *Server) CreateChildChunk(ctx context.Context, req gen.CreateChildChunkR
 	if err != nil {
 		return nil, err
 	}
-	return kbJSON{map[string]any{"data": c}}, nil
+	return toWire[gen.CreateChildChunk200JSONResponse](map[string]any{"data": c})
 }
 
 // GetChildChunks serves GET /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks.
@@ -142,7 +142,7 @@ func (s *Server) GetChildChunks(ctx context.Context, req gen.GetChildChunksReque
 	if err != nil {
 		return nil, err
 	}
-	return kbJSON{out}, nil
+	return toWire[gen.GetChildChunks200JSONResponse](out)
 }
 
 // UpdateChildChunk serves PATCH /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks/{child_chunk_id}.
@@ -158,7 +158,7 @@ func (s *Server) UpdateChildChunk(ctx context.Context, req gen.UpdateChildChunkR
 	if err != nil {
 		return nil, err
 	}
-	return kbJSON{map[string]any{"data": c}}, nil
+	return toWire[gen.UpdateChildChunk200JSONResponse](map[string]any{"data": c})
 }
 
 // DeleteChildChunk serves DELETE /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks/{child_chunk_id}.

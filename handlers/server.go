@@ -104,6 +104,9 @@ type Server struct {
 	docs    *indexing.Service
 	// links signs the download links of document files.
 	links *indexing.LinkSigner
+	// fetchAllow lists address ranges that the network guard lets
+	// knowledge pipelines fetch web pages from (Deps.FetchAllow).
+	fetchAllow []netip.Prefix
 }
 
 // Services are the long-lived domain services the routes call, built
@@ -199,7 +202,7 @@ func NewServer(d Deps) (*echo.Echo, error) {
 		svc = NewServices(d)
 	}
 	srv := &Server{db: d.DB, dataDir: d.DataDir, apps: apps.NewStore(d.DB), models: d.Models, log: log,
-		pingInterval: d.PingInterval, chat: svc.Chat, search: svc.Search, flows: svc.Flows,
+		pingInterval: d.PingInterval, fetchAllow: d.FetchAllow, chat: svc.Chat, search: svc.Search, flows: svc.Flows,
 		annotations: svc.Annotations, speech: svc.Speech, uploads: svc.Uploads,
 		convs: conversations.NewStore(d.DB), users: endusers.NewStore(d.DB),
 		docs: indexing.NewService(d.DB, d.Models, d.DataDir)}

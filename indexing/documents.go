@@ -40,7 +40,7 @@ type Document struct {
 	DataSourceType       string          `json:"data_source_type"`
 	DataSourceInfo       map[string]any  `json:"data_source_info"`
 	DataSourceDetailDict map[string]any  `json:"data_source_detail_dict"`
-	DatasetProcessRuleID *string         `json:"dataset_process_rule_id"`
+	DatasetProcessRuleID string          `json:"dataset_process_rule_id"`
 	Name                 string          `json:"name"`
 	CreatedFrom          string          `json:"created_from"`
 	CreatedBy            string          `json:"created_by"`
@@ -211,6 +211,7 @@ func view(d *models.Document, fields []models.DatasetMetadataField) Document {
 		DataSourceType:       d.DataSourceType,
 		DataSourceInfo:       map[string]any{"upload_file_id": d.FileID},
 		DataSourceDetailDict: map[string]any{"upload_file": uploadFileInfo(d)},
+		DatasetProcessRuleID: d.ProcessRuleID,
 		Name:                 d.Name,
 		CreatedFrom:          "api",
 		CreatedBy:            d.CreatedBy,
@@ -360,6 +361,7 @@ func (s *Service) create(ctx context.Context, actor knowledge.Actor, datasetID, 
 	ruleJSON, _ := json.Marshal(res.rule)
 	doc.DataSourceType = "upload_file"
 	doc.ProcessRule = string(ruleJSON)
+	doc.ProcessRuleID = uuid.NewString()
 	doc.DocForm = res.docForm
 	doc.DocLanguage = res.language
 	doc.IndexingStatus = StatusWaiting
@@ -510,7 +512,7 @@ type DocumentDetail struct {
 	Position             int              `json:"position"`
 	DataSourceType       string           `json:"data_source_type"`
 	DataSourceInfo       map[string]any   `json:"data_source_info"`
-	DatasetProcessRuleID *string          `json:"dataset_process_rule_id"`
+	DatasetProcessRuleID string           `json:"dataset_process_rule_id"`
 	DatasetProcessRule   map[string]any   `json:"dataset_process_rule"`
 	DocumentProcessRule  map[string]any   `json:"document_process_rule"`
 	Name                 string           `json:"name"`
@@ -582,6 +584,7 @@ func (s *Service) GetDocument(ctx context.Context, actor knowledge.Actor, datase
 		Position:             d.Position,
 		DataSourceType:       d.DataSourceType,
 		DataSourceInfo:       map[string]any{"upload_file": uploadFileInfo(d)},
+		DatasetProcessRuleID: d.ProcessRuleID,
 		DatasetProcessRule:   rule,
 		DocumentProcessRule:  rule,
 		Name:                 d.Name,
@@ -689,6 +692,9 @@ func (s *Service) UpdateDocument(ctx context.Context, actor knowledge.Actor, dat
 	}
 	ruleJSON, _ := json.Marshal(res.rule)
 	reindex := up != nil || string(ruleJSON) != d.ProcessRule || res.docForm != d.DocForm
+	if string(ruleJSON) != d.ProcessRule || d.ProcessRuleID == "" {
+		d.ProcessRuleID = uuid.NewString()
+	}
 	d.ProcessRule, d.DocForm, d.DocLanguage = string(ruleJSON), res.docForm, res.language
 	if reindex {
 		d.Batch = newBatch()

@@ -1,6 +1,7 @@
 package indexing
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -104,7 +105,7 @@ func segmentView(s *models.Segment, children []models.ChildChunk) Segment {
 		Answer: s.Answer, WordCount: s.WordCount, Tokens: s.Tokens, Keywords: kw, IndexNodeID: s.IndexNodeID,
 		IndexNodeHash: s.IndexNodeHash, HitCount: s.HitCount, Enabled: s.Enabled, DisabledAt: unixPtr(s.DisabledAt),
 		DisabledBy: s.DisabledBy, Status: s.Status, CreatedBy: s.CreatedBy, CreatedAt: s.CreatedAt.Unix(),
-		UpdatedAt: s.UpdatedAt.Unix(), UpdatedBy: s.UpdatedBy, IndexingAt: unixPtr(s.IndexingAt),
+		UpdatedAt: s.UpdatedAt.Unix(), UpdatedBy: cmp.Or(s.UpdatedBy, &s.CreatedBy), IndexingAt: unixPtr(s.IndexingAt),
 		CompletedAt: unixPtr(s.CompletedAt), Error: s.Error, ChildChunks: []ChildChunk{}, Attachments: []any{},
 	}
 	for i := range children {

@@ -67,13 +67,13 @@ type Dataset struct {
 	Description             string               `json:"description"`
 	Provider                string               `json:"provider"`
 	Permission              string               `json:"permission"`
-	DataSourceType          *string              `json:"data_source_type"`
+	DataSourceType          string               `json:"data_source_type"`
 	IndexingTechnique       *string              `json:"indexing_technique"`
 	AppCount                int                  `json:"app_count"`
 	DocumentCount           int                  `json:"document_count"`
 	WordCount               int                  `json:"word_count"`
 	CreatedBy               string               `json:"created_by"`
-	AuthorName              *string              `json:"author_name"`
+	AuthorName              string               `json:"author_name"`
 	CreatedAt               int64                `json:"created_at"`
 	UpdatedBy               string               `json:"updated_by"`
 	UpdatedAt               int64                `json:"updated_at"`
@@ -83,7 +83,7 @@ type Dataset struct {
 	RetrievalModelDict      RetrievalModel       `json:"retrieval_model_dict"`
 	SummaryIndexSetting     *SummaryIndexSetting `json:"summary_index_setting"`
 	Tags                    []DatasetTag         `json:"tags"`
-	DocForm                 *string              `json:"doc_form"`
+	DocForm                 string               `json:"doc_form"`
 	ExternalKnowledgeInfo   *struct{}            `json:"external_knowledge_info"`
 	ExternalRetrievalModel  *struct{}            `json:"external_retrieval_model"`
 	DocMetadata             []MetadataField      `json:"doc_metadata"`
@@ -588,11 +588,21 @@ func (s *Store) views(ctx context.Context, rows []models.Dataset) ([]Dataset, er
 		return nil, err
 	}
 
+	creators := make([]string, 0, len(rows))
+	for i := range rows {
+		creators = append(creators, rows[i].CreatedBy)
+	}
+	authors, err := authorNames(db, creators)
+	if err != nil {
+		return nil, err
+	}
+
 	for i := range rows {
 		v, err := s.view(&rows[i], tags[rows[i].ID], fields[rows[i].ID], stats[rows[i].ID])
 		if err != nil {
 			return nil, err
 		}
+		v.AuthorName = authorName(authors, rows[i].CreatedBy)
 		out = append(out, v)
 	}
 	return out, nil
@@ -603,6 +613,12 @@ func (s *Store) view(row *models.Dataset, tags []DatasetTag, fields []MetadataFi
 	rm, err := EffectiveRetrievalModel(row)
 	if err != nil {
 		return Dataset{}, err
+	}
+	if rm.ScoreThreshold == nil {
+		// Shown as 0 rather than null for typed clients; it only counts
+		// when score_threshold_enabled is true, and then it is set.
+		zero := 0.0
+		rm.ScoreThreshold = &zero
 	}
 	var summary *SummaryIndexSetting
 	if row.SummaryIndexSetting != nil && *row.SummaryIndexSetting != "" {
@@ -623,7 +639,7 @@ func (s *Store) view(row *models.Dataset, tags []DatasetTag, fields []MetadataFi
 		Description:             row.Description,
 		Provider:                row.Provider,
 		Permission:              row.Permission,
-		DataSourceType:          row.DataSourceType,
+		DataSourceType:          valueOr(row.DataSourceType, DefaultDataSourceType),
 		IndexingTechnique:       row.IndexingTechnique,
 		AppCount:                st.Apps,
 		DocumentCount:           st.Documents,
@@ -638,7 +654,7 @@ func (s *Store) view(row *models.Dataset, tags []DatasetTag, fields []MetadataFi
 		RetrievalModelDict:      rm,
 		SummaryIndexSetting:     summary,
 		Tags:                    nonNilTags(tags),
-		DocForm:                 row.DocForm,
+		DocForm:                 valueOr(row.DocForm, DefaultDocForm),
 		DocMetadata:             docMetadata,
 		BuiltInFieldEnabled:     row.BuiltInFieldEnabled,
 		TotalDocuments:          st.Documents,
@@ -663,3 +679,47 @@ func nonNilTags(t []DatasetTag) []DatasetTag {
 }
 
 func unix(t time.Time) int64 { return t.Unix() }
+
+// What an empty knowledge base shows as its data source and document form:
+// the source every API document has, and the form a first document takes
+// unless it asks for another. The stored values stay unset until then, so
+// the first document may still choose its form.
+const (
+	DefaultDataSourceType = "upload_file"
+	DefaultDocForm        = "text_model"
+)
+
+// WorkspaceAuthor is the author name of a knowledge base whose creating key
+// has no label (or is gone): the workspace's own name.
+const WorkspaceAuthor = "appkb"
+
+func valueOr(p *string, def string) string {
+	if p == nil || *p == "" {
+		return def
+	}
+	return *p
+}
+
+// authorNames maps key ids to their labels. Knowledge bases are created
+// through API keys, so a key's label plays the part of Dify's account name.
+func authorNames(db *gorm.DB, keyIDs []string) (map[string]string, error) {
+	out := map[string]string{}
+	if len(keyIDs) == 0 {
+		return out, nil
+	}
+	var keys []models.APIKey
+	if err := db.Select("id", "label").Where("id IN ?", keyIDs).Find(&keys).Error; err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		out[k.ID] = k.Label
+	}
+	return out, nil
+}
+
+func authorName(labels map[string]string, keyID string) string {
+	if l := labels[keyID]; l != "" {
+		return l
+	}
+	return WorkspaceAuthor
+}

@@ -271,17 +271,17 @@ func TestBuiltinModeration(t *testing.T) {
 	}
 }
 
-func TestBuiltinHasNoSpeech(t *testing.T) {
+func TestBuiltinHasOfflineSpeech(t *testing.T) {
 	r := (*Registry)(nil)
-	if _, err := r.SpeechToText("appkb", ""); err != nil {
-		wantModelError(t, err, apperr.CodeModelNotSupported)
-	} else {
-		t.Error("speech to text lookup succeeded")
+	if m, err := r.SpeechToText("appkb", ""); err != nil {
+		t.Errorf("speech to text: %v", err)
+	} else if _, ok := m.(builtinTranscriber); !ok {
+		t.Errorf("speech to text is %T", m)
 	}
-	if _, err := r.TextToSpeech("appkb", ""); err != nil {
-		wantModelError(t, err, apperr.CodeModelNotSupported)
-	} else {
-		t.Error("text to speech lookup succeeded")
+	if m, err := r.TextToSpeech("appkb", ""); err != nil {
+		t.Errorf("text to speech: %v", err)
+	} else if _, ok := m.(builtinSpeaker); !ok {
+		t.Errorf("text to speech is %T", m)
 	}
 }
 

@@ -45,8 +45,11 @@
 //     embeddings (when positive).
 //   - Moderation flags texts containing one of the entry's keywords, and
 //     nothing when there are none.
-//   - Speech to text and text to speech are not offered: their lookups fail
-//     with model_currently_not_support.
+//   - Speech runs offline with Debian's programs found on PATH (speech.go):
+//     espeak-ng and ffmpeg (or lame) give MP3 speech; ffmpeg and
+//     pocketsphinx with its US English model transcribe recordings. A
+//     missing program fails with model_currently_not_support naming its
+//     package.
 //
 // Token counts of both backends (whenever a server reports none) come from
 // CountTokens and CountMessages, which use the cl100k_base vocabulary shipped

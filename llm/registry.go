@@ -238,27 +238,28 @@ func (r *Registry) Rerank(providerName, model string) (Reranker, error) {
 	return observedReranker{&remoteReranker{p: p, model: name}, p.name}, nil
 }
 
-// SpeechToText returns a transcription model. The builtin backend has none.
+// SpeechToText returns a transcription model. The builtin backend's runs
+// ffmpeg and pocketsphinx (see speech.go).
 func (r *Registry) SpeechToText(providerName, model string) (Transcriber, error) {
 	p, name, _, err := r.model(providerName, TypeSpeechToText, model)
 	if err != nil {
 		return nil, err
 	}
 	if p.remote == nil {
-		return nil, modelError(apperr.CodeModelNotSupported, nil, "The builtin model provider cannot transcribe speech; configure a provider for speech-to-text.")
+		return builtinTranscriber{}, nil
 	}
 	return &remoteTranscriber{p: p, model: name}, nil
 }
 
-// TextToSpeech returns a speech synthesis model. The builtin backend has
-// none.
+// TextToSpeech returns a speech synthesis model. The builtin backend's runs
+// espeak-ng and an MP3 encoder (see speech.go).
 func (r *Registry) TextToSpeech(providerName, model string) (Speaker, error) {
 	p, name, _, err := r.model(providerName, TypeTextToSpeech, model)
 	if err != nil {
 		return nil, err
 	}
 	if p.remote == nil {
-		return nil, modelError(apperr.CodeModelNotSupported, nil, "The builtin model provider cannot synthesise speech; configure a provider for text-to-speech.")
+		return builtinSpeaker{}, nil
 	}
 	return &remoteSpeaker{p: p, model: name}, nil
 }

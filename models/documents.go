@@ -21,6 +21,7 @@ type Document struct {
 	FileMimeType         string
 	Content              *string // extracted text; nil until parsed
 	ProcessRule          string  // JSON
+	ProcessRuleID        string  // changes whenever ProcessRule does
 	DocForm              string
 	DocLanguage          string
 	IndexingStatus       string

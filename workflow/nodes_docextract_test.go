@@ -85,7 +85,7 @@ func TestDocumentExtractor(t *testing.T) {
 	md := fx.upload(t, "Guide.MD", "text/markdown", "# Guide\n\nSome *markdown*.")
 	csv := fx.upload(t, "people.csv", "text/csv", "name,age\nAnn,7\nBob,9\n")
 	yml := fx.upload(t, "conf.yaml", "application/yaml", "a: 1\n")
-	exe := fx.upload(t, "tool.exe", "application/octet-stream", "MZ")
+	exe := fx.upload(t, "tool.xyz", "application/octet-stream", "MZ")
 	foreign, err := fx.store.Save(context.Background(), files.Rules{}, fx.other, fx.otherUser, "x.txt", "text/plain", strings.NewReader("theirs"))
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +142,7 @@ func TestDocumentExtractor(t *testing.T) {
 		{name: "without a file store uploads cannot be read", engine: &Engine{}, sel: "[start, f]", inputs: map[string]any{"f": txt},
 			wantStatus: RunFailed, wantErr: `The file "notes.txt" cannot be read: this server keeps no uploaded files for workflows.`},
 		{name: "an unsupported extension names the file and its type", engine: withStore, sel: "[start, f]", inputs: map[string]any{"f": exe},
-			wantStatus: RunFailed, wantErr: `The file "tool.exe" is of type .exe, which the document extractor cannot read (it reads csv, docx`},
+			wantStatus: RunFailed, wantErr: `The file "tool.xyz" is of type .xyz, which the document extractor cannot read (it reads csv, docx`},
 		{name: "an unknown upload", engine: withStore, sel: "[start, f]",
 			inputs:     map[string]any{"f": File{Identity: FileIdentity, TransferMethod: "local_file", RelatedID: "0b7c2c6e-0000-4000-8000-000000000000", Filename: "gone.txt"}},
 			wantStatus: RunFailed, wantErr: `The file "gone.txt" does not exist.`},

@@ -1,0 +1,227 @@
+package handlers_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"appkb/apikeys"
+	"appkb/apps"
+	"appkb/db"
+	"appkb/demo"
+	"appkb/handlers"
+	"appkb/indexing"
+)
+
+// newPipelineServer is newTestServer whose network guard lets pipelines
+// fetch from 127.0.0.1 (where the test's web server listens).
+func newPipelineServer(t *testing.T) *testServer {
+	t.Helper()
+	_, _, specYAML := loadContract(t)
+	gdb := db.OpenTemp(t)
+	keys, err := demo.Ensure(context.Background(), apps.NewStore(gdb), apikeys.NewStore(gdb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	dataDir := t.TempDir()
+	e, err := handlers.NewServer(handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, DataDir: dataDir,
+		FetchAllow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := indexing.Start(context.Background(), indexing.Config{DB: gdb, DataDir: dataDir, Poll: 20 * time.Millisecond, Logger: log})
+	t.Cleanup(stop)
+	return &testServer{e: e, db: gdb, appID: keys.AppID, appKey: keys.AppKey, knowledgeKey: keys.KnowledgeKey}
+}
+
+// streamEvents returns the data: payloads of an event stream.
+func streamEvents(t *testing.T, body string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, line := range strings.Split(body, "\n") {
+		payload, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(payload), &ev); err != nil {
+			t.Fatalf("frame %q: %v", payload, err)
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+func eventNames(evs []map[string]any) string {
+	names := make([]string, len(evs))
+	for i, ev := range evs {
+		names[i], _ = ev["event"].(string)
+	}
+	return strings.Join(names, " ")
+}
+
+func TestKnowledgePipelineAPI(t *testing.T) {
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/guide":
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			io.WriteString(w, `<html><head><title>Parking guide</title></head><body><p>Visitors park on level three of the east garage.</p></body></html>`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer web.Close()
+
+	s := newPipelineServer(t)
+	ds := kbCreate(t, s, `{"name":"pipeline"}`).ID
+	base := "/v1/datasets/" + ds + "/pipeline"
+
+	t.Run("data source nodes", func(t *testing.T) {
+		rec := s.do(t, request{method: "GET", path: base + "/datasource-plugins", key: s.knowledgeKey})
+		expectStatus(t, rec, 200, "")
+		for _, want := range []string{`"node_id":"datasource_local_file"`, `"datasource_type":"local_file"`, `"node_id":"datasource_web_page"`, `"datasource_type":"website_crawl"`} {
+			if !strings.Contains(rec.Body.String(), want) {
+				t.Errorf("list lacks %s: %s", want, rec.Body)
+			}
+		}
+	})
+
+	var fileID string
+	t.Run("upload a file", func(t *testing.T) {
+		body, ct := multipartForm(t, fileField("lunch.txt", "text/plain", []byte("The canteen serves lunch from noon until two.")))
+		rec := s.do(t, request{method: "POST", path: "/v1/datasets/pipeline/file-upload", key: s.knowledgeKey, body: body, contentType: ct})
+		expectStatus(t, rec, 201, "")
+		var f struct{ ID, Name string }
+		kbDecode(t, rec, &f)
+		if f.ID == "" || f.Name != "lunch.txt" {
+			t.Fatalf("upload %s", rec.Body)
+		}
+		fileID = f.ID
+	})
+
+	search := func(t *testing.T, query, want string) {
+		t.Helper()
+		rec := s.do(t, request{method: "POST", path: "/v1/datasets/" + ds + "/retrieve", key: s.knowledgeKey,
+			body: `{"query":"` + query + `","retrieval_model":{"search_method":"keyword_search","reranking_enable":false,"top_k":3,"score_threshold_enabled":false}}`})
+		expectStatus(t, rec, 200, "")
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("search for %q does not find %q: %s", query, want, truncate(rec.Body.String()))
+		}
+	}
+
+	t.Run("blocking run over an uploaded file indexes a document", func(t *testing.T) {
+		rec := s.do(t, request{method: "POST", path: base + "/run", key: s.knowledgeKey, body: `{"inputs":{},"datasource_type":"local_file",
+			"datasource_info_list":[{"reference":"` + fileID + `"}],"start_node_id":"datasource_local_file","is_published":true,"response_mode":"blocking"}`})
+		expectStatus(t, rec, 200, "")
+		var res struct {
+			WorkflowRunID string `json:"workflow_run_id"`
+			Data          struct {
+				Status  string `json:"status"`
+				Outputs struct {
+					Batch     string `json:"batch"`
+					Documents []struct {
+						ID, Name string
+					} `json:"documents"`
+				} `json:"outputs"`
+			} `json:"data"`
+		}
+		kbDecode(t, rec, &res)
+		if res.WorkflowRunID == "" || res.Data.Status != "succeeded" || len(res.Data.Outputs.Documents) != 1 || res.Data.Outputs.Documents[0].Name != "lunch.txt" {
+			t.Fatalf("result %s", rec.Body)
+		}
+		docWait(t, s, ds, res.Data.Outputs.Batch)
+		search(t, "canteen lunch", "The canteen serves lunch")
+	})
+
+	t.Run("streamed run over a web page", func(t *testing.T) {
+		rec := s.do(t, request{method: "POST", path: base + "/run", key: s.knowledgeKey, body: `{"inputs":{},"datasource_type":"website_crawl",
+			"datasource_info_list":[{"url":"` + web.URL + `/guide"}],"start_node_id":"datasource_web_page","is_published":true,"response_mode":"streaming"}`})
+		expectStatus(t, rec, 200, "")
+		evs := streamEvents(t, rec.Body.String())
+		want := "workflow_started node_started node_finished node_started node_finished node_started node_finished node_started node_finished workflow_finished"
+		if got := eventNames(evs); got != want {
+			t.Fatalf("events %s, want %s", got, want)
+		}
+		last := evs[len(evs)-1]["data"].(map[string]any)
+		outputs, _ := last["outputs"].(map[string]any)
+		if last["status"] != "succeeded" || outputs == nil {
+			t.Fatalf("finished %v", last)
+		}
+		docs := outputs["documents"].([]any)
+		if docs[0].(map[string]any)["name"] != "Parking guide.html" {
+			t.Errorf("documents %v", docs)
+		}
+		docWait(t, s, ds, outputs["batch"].(string))
+		search(t, "visitors park garage", "east garage")
+	})
+
+	t.Run("data source node fetches a page", func(t *testing.T) {
+		rec := s.do(t, request{method: "POST", path: base + "/datasource/nodes/datasource_web_page/run", key: s.knowledgeKey,
+			body: `{"inputs":{"url":"` + web.URL + `/guide"},"datasource_type":"website_crawl","is_published":true}`})
+		expectStatus(t, rec, 200, "")
+		evs := streamEvents(t, rec.Body.String())
+		if got := eventNames(evs); got != "datasource_processing datasource_completed" {
+			t.Fatalf("events %s", got)
+		}
+		if !strings.Contains(rec.Body.String(), "level three of the east garage") {
+			t.Errorf("completed without the page: %s", rec.Body)
+		}
+	})
+
+	t.Run("data source node reports a missing page", func(t *testing.T) {
+		rec := s.do(t, request{method: "POST", path: base + "/datasource/nodes/datasource_web_page/run", key: s.knowledgeKey,
+			body: `{"inputs":{"url":"` + web.URL + `/missing"},"datasource_type":"website_crawl","is_published":true}`})
+		expectStatus(t, rec, 200, "")
+		if got := eventNames(streamEvents(t, rec.Body.String())); got != "datasource_processing datasource_error" {
+			t.Fatalf("events %s", got)
+		}
+	})
+
+	errs := []struct {
+		name, method, path, body string
+		key                      string
+		wantStatus               int
+		wantCode                 string
+	}{
+		{"unknown start node → 400", "POST", base + "/run", `{"inputs":{},"datasource_type":"local_file","datasource_info_list":[{"reference":"x"}],"start_node_id":"nope","is_published":true,"response_mode":"streaming"}`, "", 400, "invalid_param"},
+		{"online documents need a plugin → 400", "POST", base + "/run", `{"inputs":{},"datasource_type":"online_document","datasource_info_list":[{"workspace_id":"w","page":{"page_id":"p","type":"page"}}],"start_node_id":"datasource_local_file","is_published":true,"response_mode":"blocking"}`, "", 400, "invalid_param"},
+		{"unknown uploaded file → 404", "POST", base + "/run", `{"inputs":{},"datasource_type":"local_file","datasource_info_list":[{"reference":"3f8c1c9e-0000-4000-8000-000000000000"}],"start_node_id":"datasource_local_file","is_published":true,"response_mode":"blocking"}`, "", 404, "file_not_found"},
+		{"page that is not there → 400", "POST", base + "/run", `{"inputs":{},"datasource_type":"website_crawl","datasource_info_list":[{"url":"` + web.URL + `/missing"}],"start_node_id":"datasource_web_page","is_published":true,"response_mode":"blocking"}`, "", 400, "invalid_param"},
+		{"unknown data source node → 400", "POST", base + "/datasource/nodes/nope/run", `{"inputs":{},"datasource_type":"website_crawl","is_published":true}`, "", 400, "invalid_param"},
+		{"unknown knowledge base → 404", "GET", "/v1/datasets/3f8c1c9e-0000-4000-8000-000000000000/pipeline/datasource-plugins", "", "", 404, "not_found"},
+		{"app key → 401", "GET", base + "/datasource-plugins", "", s.appKey, 401, "unauthorized"},
+	}
+	for _, tc := range errs {
+		t.Run(tc.name, func(t *testing.T) {
+			key := tc.key
+			if key == "" {
+				key = s.knowledgeKey
+			}
+			rec := s.do(t, request{method: tc.method, path: tc.path, key: key, body: tc.body})
+			expectStatus(t, rec, tc.wantStatus, tc.wantCode)
+		})
+	}
+}
+
+// TestPipelineRefusesPrivateAddresses checks that web pages are fetched
+// through the network guard: without an allowance, loopback is refused.
+func TestPipelineRefusesPrivateAddresses(t *testing.T) {
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "secret") }))
+	defer web.Close()
+	s := newTestServer(t)
+	ds := kbCreate(t, s, `{"name":"guarded"}`).ID
+	rec := s.do(t, request{method: "POST", path: "/v1/datasets/" + ds + "/pipeline/run", key: s.knowledgeKey, body: `{"inputs":{},"datasource_type":"website_crawl",
+		"datasource_info_list":[{"url":"` + web.URL + `"}],"start_node_id":"datasource_web_page","is_published":true,"response_mode":"blocking"}`})
+	expectStatus(t, rec, 400, "invalid_param")
+	if !strings.Contains(rec.Body.String(), "not allowed") {
+		t.Errorf("body %s", rec.Body)
+	}
+}
