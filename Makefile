@@ -5,12 +5,19 @@ TAGS    := sqlite_fts5
 BIN     := bin/appkb
 export CGO_ENABLED := 1
 
+# What `appkb version` prints; override on the command line for releases
+# (make build VERSION=1.2.0).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
+
 .PHONY: all build run test generate check-generated lint fmt clean fuzz reliability
 
 all: build
 
 build:
-	$(GO) build -tags $(TAGS) -o $(BIN) .
+	$(GO) build -tags $(TAGS) -ldflags "$(LDFLAGS)" -o $(BIN) .
 
 ## run: start the server on 127.0.0.1:5001 with a demo app, printing its keys
 run: build

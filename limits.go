@@ -54,17 +54,14 @@ func (f *limitFlags) handlerLimits() handlers.Limits {
 	}
 }
 
-// server builds the http.Server. Body and write deadlines are set per
-// request by the handlers (see handlers.Limits), not here, so that streams
-// are not cut off by a deadline meant for uploads.
-func (f *limitFlags) server(addr string, h http.Handler) *http.Server {
-	return &http.Server{
-		Addr:              addr,
-		Handler:           h,
-		ReadHeaderTimeout: *f.headerTime,
-		IdleTimeout:       *f.idleTime,
-		MaxHeaderBytes:    64 << 10,
-	}
+// configure sets the server's header, idle and header-size limits. Body
+// and write deadlines are set per request by the handlers (see
+// handlers.Limits), not here, so that streams are not cut off by a deadline
+// meant for uploads.
+func (f *limitFlags) configure(s *http.Server) {
+	s.ReadHeaderTimeout = *f.headerTime
+	s.IdleTimeout = *f.idleTime
+	s.MaxHeaderBytes = 64 << 10
 }
 
 // listen opens addr with at most --max-conns connections accepted at once;

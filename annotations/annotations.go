@@ -6,7 +6,8 @@
 // Switching the feature on or off runs as a background job (embedding every
 // question can take a while with a remote model). Jobs and their state are
 // kept in the database: a job that a stopped process left unfinished is
-// started again the first time the package is used in the next process.
+// started again when the next process starts the Service's worker (Start),
+// or at its first use without one. Stop cancels the runners and waits.
 package annotations
 
 import (
@@ -18,6 +19,7 @@ import (
 	"gorm.io/gorm"
 
 	"appkb/apperr"
+	"appkb/db"
 	"appkb/llm"
 	"appkb/models"
 )
@@ -33,13 +35,14 @@ type Service struct {
 	db     *gorm.DB
 	models *llm.Registry
 	// Log receives failures of background jobs; slog.Default() unless set.
-	Log *slog.Logger
+	Log  *slog.Logger
+	jobs *jobRunner
 }
 
 // NewService returns a service over db that embeds with the models of
 // registry (nil: the builtin models only).
 func NewService(db *gorm.DB, registry *llm.Registry) *Service {
-	return &Service{db: db, models: registry, Log: slog.Default()}
+	return &Service{db: db, models: registry, Log: slog.Default(), jobs: &jobRunner{}}
 }
 
 // Page is one page of a list of annotations.
@@ -67,7 +70,7 @@ func (s *Service) List(ctx context.Context, appID string, page, limit int, keywo
 	}
 	q := s.db.WithContext(ctx).Model(&models.Annotation{}).Where("app_id = ?", appID)
 	if kw := strings.TrimSpace(keyword); kw != "" {
-		pattern := "%" + escapeLike(kw) + "%"
+		pattern := "%" + db.EscapeLike(kw) + "%"
 		q = q.Where(`(question LIKE ? ESCAPE '\' OR answer LIKE ? ESCAPE '\')`, pattern, pattern)
 	}
 	out := &Page{Page: page, Limit: limit, Items: []models.Annotation{}}
@@ -85,9 +88,6 @@ func (s *Service) List(ctx context.Context, appID string, page, limit int, keywo
 
 // escapeLike makes a text match itself literally in a LIKE pattern that
 // uses \ as its escape character.
-func escapeLike(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
-}
 
 // Create stores a new annotation for appID. When annotation reply is on,
 // its question is embedded right away; should that fail, it is embedded

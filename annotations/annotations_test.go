@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,7 +30,6 @@ model_config:
 func newTestService(t *testing.T, registry *llm.Registry) (*Service, string, string) {
 	t.Helper()
 	gdb := db.OpenTemp(t)
-	t.Cleanup(jobs.wg.Wait) // runners must be done before the database closes
 	store := apps.NewStore(gdb)
 	var ids []string
 	for _, name := range []string{"one", "two"} {
@@ -43,6 +41,7 @@ func newTestService(t *testing.T, registry *llm.Registry) (*Service, string, str
 	}
 	s := NewService(gdb, registry)
 	s.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	t.Cleanup(s.Stop) // runners must be done before the database closes
 	return s, ids[0], ids[1]
 }
 
@@ -148,7 +147,7 @@ func TestCreateUpdateDelete(t *testing.T) {
 func waitJob(t *testing.T, s *Service, appID, action, id string) *models.AnnotationReplyJob {
 	t.Helper()
 	s.resumeOnce()
-	jobs.wg.Wait()
+	s.jobs.wg.Wait()
 	job, err := s.Job(context.Background(), appID, action, id)
 	if err != nil {
 		t.Fatal(err)
@@ -214,15 +213,15 @@ func TestJobLifecycle(t *testing.T) {
 	})
 
 	t.Run("an unfinished job is returned again instead of a second one", func(t *testing.T) {
-		mu, _ := jobs.locks.LoadOrStore(otherID, &sync.Mutex{})
-		mu.(*sync.Mutex).Lock() // hold the runner back
+		mu := s.jobs.lock(otherID)
+		mu.Lock() // hold the runner back
 		first, err := s.StartJob(ctx, otherID, ActionEnable, builtin)
 		if err != nil {
-			mu.(*sync.Mutex).Unlock()
+			mu.Unlock()
 			t.Fatal(err)
 		}
 		second, err := s.StartJob(ctx, otherID, ActionEnable, builtin)
-		mu.(*sync.Mutex).Unlock()
+		mu.Unlock()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -283,7 +282,6 @@ func TestJobLifecycle(t *testing.T) {
 
 func TestUnfinishedJobsAreResumed(t *testing.T) {
 	gdb := db.OpenTemp(t)
-	t.Cleanup(jobs.wg.Wait)
 	ctx := context.Background()
 	app, err := apps.NewStore(gdb).Import(ctx, []byte(fmt.Sprintf(appYAML, "resume")))
 	if err != nil {
@@ -307,6 +305,7 @@ func TestUnfinishedJobsAreResumed(t *testing.T) {
 	}
 	s := NewService(gdb, nil)
 	s.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	t.Cleanup(s.Stop)
 	want := []string{models.JobCompleted, models.JobError, models.JobCompleted}
 	for i, r := range rows {
 		job := waitJob(t, s, app.ID, r.Action, r.ID) // the first use resumes

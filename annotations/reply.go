@@ -109,19 +109,73 @@ func (s *Service) Job(ctx context.Context, appID, action, jobID string) (*models
 	return &job, nil
 }
 
-// jobs tracks the background runners of this process.
-var jobs struct {
-	wg sync.WaitGroup
-	// locks holds one *sync.Mutex per app id: one runner per app at a time.
-	locks sync.Map
-	// resumed holds the databases (*gorm.DB) whose unfinished jobs were
-	// started again by this process.
-	resumed sync.Map
+// jobRunner runs the annotation reply jobs of one Service in the
+// background: one runner per app at a time, all of them on the context
+// Start gave (or, before Start, on one nobody cancels) and awaited by Stop.
+type jobRunner struct {
+	mu     sync.Mutex
+	locks  map[string]*sync.Mutex // one per app id
+	base   context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	// resumed makes the first use resume the jobs a stopped process left.
+	resumed sync.Once
 }
 
-// Resume starts a runner for every app that has unfinished jobs. The first
-// use of a Service over a database does this by itself; a program can call
-// it at startup to do it sooner.
+// lock is the mutex that keeps appID to one runner.
+func (j *jobRunner) lock(appID string) *sync.Mutex {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.locks == nil {
+		j.locks = map[string]*sync.Mutex{}
+	}
+	mu, ok := j.locks[appID]
+	if !ok {
+		mu = &sync.Mutex{}
+		j.locks[appID] = mu
+	}
+	return mu
+}
+
+// context is what runners run on.
+func (j *jobRunner) context() context.Context {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.base == nil {
+		return context.Background()
+	}
+	return j.base
+}
+
+// Start runs background jobs on ctx from now on and starts again the
+// jobs a stopped process left unfinished.
+func (s *Service) Start(ctx context.Context) {
+	j := s.jobs
+	j.mu.Lock()
+	if j.cancel != nil {
+		j.mu.Unlock()
+		return
+	}
+	j.base, j.cancel = context.WithCancel(ctx)
+	j.mu.Unlock()
+	s.resumeOnce()
+}
+
+// Stop cancels the running jobs and waits for their runners. A job cut
+// short stays unfinished and runs again after the next start.
+func (s *Service) Stop() {
+	j := s.jobs
+	j.mu.Lock()
+	cancel := j.cancel
+	j.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	j.wg.Wait()
+}
+
+// Resume starts a runner for every app that has unfinished jobs. Start
+// (or, without it, the first use of the Service) does this by itself.
 func (s *Service) Resume(ctx context.Context) error {
 	var appIDs []string
 	err := s.db.WithContext(ctx).Model(&models.AnnotationReplyJob{}).
@@ -136,11 +190,10 @@ func (s *Service) Resume(ctx context.Context) error {
 	return nil
 }
 
-// resumeOnce runs Resume the first time this process uses the database.
+// resumeOnce runs Resume the first time this Service is used.
 func (s *Service) resumeOnce() {
-	once, _ := jobs.resumed.LoadOrStore(s.db, &sync.Once{})
-	once.(*sync.Once).Do(func() {
-		if err := s.Resume(context.Background()); err != nil {
+	s.jobs.resumed.Do(func() {
+		if err := s.Resume(s.jobs.context()); err != nil {
 			s.Log.Error("annotation reply: resuming unfinished jobs failed", "error", err)
 		}
 	})
@@ -148,19 +201,22 @@ func (s *Service) resumeOnce() {
 
 // kick starts a runner that works through appID's unfinished jobs.
 func (s *Service) kick(appID string) {
-	jobs.wg.Add(1)
+	ctx := s.jobs.context()
+	if ctx.Err() != nil {
+		return // stopping: the job runs after the next start
+	}
+	s.jobs.wg.Add(1)
 	go func() {
-		defer jobs.wg.Done()
+		defer s.jobs.wg.Done()
 		defer func() {
 			if r := recover(); r != nil {
 				s.Log.Error("annotation reply: job runner panicked", "app_id", appID, "panic", r)
 			}
 		}()
-		mu, _ := jobs.locks.LoadOrStore(appID, &sync.Mutex{})
-		mu.(*sync.Mutex).Lock()
-		defer mu.(*sync.Mutex).Unlock()
-		ctx := context.Background()
-		for {
+		mu := s.jobs.lock(appID)
+		mu.Lock()
+		defer mu.Unlock()
+		for ctx.Err() == nil {
 			var job models.AnnotationReplyJob
 			err := s.db.WithContext(ctx).
 				Where("app_id = ? AND status IN ?", appID, []string{models.JobWaiting, models.JobProcessing}).

@@ -30,6 +30,17 @@ const (
 	// A knowledge base with that name exists already (409 on creation).
 	CodeDatasetNameDuplicate = "dataset_name_duplicate"
 
+	// Knowledge documents: an archived document cannot change (403); a
+	// batch status action or a metadata value that is not understood (400).
+	CodeArchivedImmutable = "archived_document_immutable"
+	CodeInvalidAction     = "invalid_action"
+	CodeInvalidMetadata   = "invalid_metadata"
+
+	// A conversation that can take no more messages.
+	CodeConversationCompleted = "conversation_completed"
+	// The end user asked for by id does not exist in the app (404).
+	CodeEndUserNotFound = "end_user_not_found"
+
 	// Model call failures, all answered with status 400.
 	CodeProviderNotInitialize  = "provider_not_initialize"     // not configured, bad credentials, unreachable
 	CodeProviderQuotaExceeded  = "provider_quota_exceeded"     // the provider keeps refusing with 429

@@ -5,8 +5,8 @@ import (
 	"strings"
 )
 
-// Node kinds (the `type` inside a node's data) that this package treats
-// specially. The graph engine knows the full list.
+// Node kinds: the `type` inside a node's data. This is the one list; the
+// graph engine registers an executor for each (workflow/execute.go).
 const (
 	NodeStart              = "start"
 	NodeEnd                = "end"
@@ -20,6 +20,19 @@ const (
 	NodeQuestionClassifier = "question-classifier"
 	NodeVariableAggregator = "variable-aggregator"
 	NodeHTTPRequest        = "http-request"
+	NodeParameterExtractor = "parameter-extractor"
+	NodeTemplateTransform  = "template-transform"
+	NodeAssigner           = "assigner"
+	NodeListOperator       = "list-operator"
+	NodeDocumentExtractor  = "document-extractor"
+	NodeHumanInput         = "human-input"
+	NodeIteration          = "iteration"
+	NodeLoop               = "loop"
+	// Markers inside iterations and loops: where the inner graph begins,
+	// and (loop-end) where a round stops the loop.
+	NodeIterationStart = "iteration-start"
+	NodeLoopStart      = "loop-start"
+	NodeLoopEnd        = "loop-end"
 )
 
 // legacyNodeKinds maps old type names to the current ones.

@@ -162,6 +162,16 @@ type Request struct {
 	AutoGenerateName bool
 	// Streaming selects Server-Sent Events over one JSON answer.
 	Streaming bool
+	// History, for a request that names no conversation, is the
+	// conversation so far as the caller keeps it, oldest first (stateless
+	// callers such as the OpenAI-compatible endpoint). It is sent to the
+	// model like stored history but not stored itself.
+	History []Turn
+	// Instructions are added to the app's system prompt.
+	Instructions string
+	// Params replace the app's model parameters of the same names
+	// (temperature, top_p, max_tokens, stop…).
+	Params map[string]any
 }
 
 // Statuses of a stored message.
@@ -177,12 +187,6 @@ const DefaultConversationName = "New conversation"
 // maxHistoryMessages bounds how many earlier messages are read to build the
 // history; the context window usually admits far fewer.
 const maxHistoryMessages = 200
-
-// Error codes this package adds to those of apperr.
-const (
-	CodeBadRequest            = "bad_request"
-	CodeConversationCompleted = "conversation_completed"
-)
 
 // appConfig is what the runtime reads from an app definition.
 type appConfig struct {
@@ -346,7 +350,7 @@ func (s *Service) prepare(ctx context.Context, req Request, chatOp bool) (*Gener
 		return nil, apperr.New(http.StatusBadRequest, apperr.CodeAppUnavailable, "The app has no model configuration.")
 	}
 	if isAgentMode(ac.mode) && !req.Streaming {
-		return nil, apperr.New(http.StatusBadRequest, CodeBadRequest, "Agent apps only answer in streaming mode; send response_mode \"streaming\".")
+		return nil, apperr.New(http.StatusBadRequest, apperr.CodeBadRequest, "Agent apps only answer in streaming mode; send response_mode \"streaming\".")
 	}
 	user, err := s.users.Resolve(ctx, req.AppID, req.User)
 	if err != nil {
@@ -373,6 +377,7 @@ func (s *Service) prepare(ctx context.Context, req Request, chatOp bool) (*Gener
 	if chatOp && req.ConversationID != "" {
 		history, err = g.continueConversation(ctx, req.ConversationID, ac.form)
 	} else {
+		history = req.History
 		g.inputs, err = ValidateInputs(ac.form, req.Inputs)
 		if chatOp {
 			g.newConv = true
@@ -390,7 +395,7 @@ func (s *Service) prepare(ctx context.Context, req Request, chatOp bool) (*Gener
 	}
 	backend, _ := s.cfg.Models.Backend(spec.Provider)
 	g.builtin = backend == llm.BackendBuiltin
-	g.params = spec.CompletionParams
+	g.params = overrideParams(spec.CompletionParams, req.Params)
 
 	if len(req.Files) > 0 && s.cfg.ResolveFiles != nil {
 		if g.files, err = s.cfg.ResolveFiles(ctx, req.AppID, user.ID, req.Files); err != nil {
@@ -414,9 +419,41 @@ func (s *Service) prepare(ctx context.Context, req Request, chatOp bool) (*Gener
 		Context:       strings.Join(g.knowledge, "\n"),
 		History:       history,
 		ContextWindow: window,
-		ReserveTokens: answerReserve(spec.CompletionParams, window),
+		ReserveTokens: answerReserve(g.params, window),
 	})
+	g.prompt.Messages = withInstructions(g.prompt.Messages, req.Instructions)
 	return g, nil
+}
+
+// overrideParams is the app's model parameters with those of override
+// put in their place; the app's map is left as it is.
+func overrideParams(app, override map[string]any) map[string]any {
+	if len(override) == 0 {
+		return app
+	}
+	out := make(map[string]any, len(app)+len(override))
+	for k, v := range app {
+		out[k] = v
+	}
+	for k, v := range override {
+		out[k] = v
+	}
+	return out
+}
+
+// withInstructions adds a caller's instructions to a prompt: after the
+// app's own system message, or as a system message of their own before
+// everything else.
+func withInstructions(msgs []llm.Message, instructions string) []llm.Message {
+	if strings.TrimSpace(instructions) == "" {
+		return msgs
+	}
+	if len(msgs) > 0 && msgs[0].Role == llm.RoleSystem {
+		out := append([]llm.Message{}, msgs...)
+		out[0].Content = strings.TrimRight(out[0].Content, "\n") + "\n\n" + instructions
+		return out
+	}
+	return append([]llm.Message{{Role: llm.RoleSystem, Content: instructions}}, msgs...)
 }
 
 // continueConversation loads the caller's conversation, its inputs (which,
@@ -432,7 +469,7 @@ func (g *Generation) continueConversation(ctx context.Context, id string, form [
 		return nil, err
 	}
 	if conv.Status != "" && conv.Status != StatusNormal {
-		return nil, apperr.New(http.StatusBadRequest, CodeConversationCompleted, "The conversation has ended.")
+		return nil, apperr.New(http.StatusBadRequest, apperr.CodeConversationCompleted, "The conversation has ended.")
 	}
 	g.ConversationID = conv.ID
 	stored := map[string]any{}
@@ -494,6 +531,9 @@ type Result struct {
 	// Stopped is set when a stop request ended the answer early; Answer
 	// then holds what was generated until then.
 	Stopped bool
+	// FinishReason is why the model ended the answer as it reported it
+	// ("stop", "length"…), or empty when no model call ended it.
+	FinishReason string
 }
 
 // BlockingResponse is the JSON answer of a blocking call for res.
@@ -549,7 +589,8 @@ type outcome struct {
 	usage      Usage
 	annotation *AnnotationReply
 	stopped    bool
-	err        error // the failure, if the run failed
+	finish     string // the model's finish reason
+	err        error  // the failure, if the run failed
 }
 
 // Run produces the answer. With a nil emit the call is blocking: the answer
@@ -623,9 +664,10 @@ func (g *Generation) run(ctx context.Context, emit func(Event) error) (*Result, 
 	}
 
 	res := &Result{
-		Answer:   out.answer,
-		Stopped:  out.stopped,
-		Metadata: Metadata{Usage: out.usage, RetrieverResources: g.citations(&out), AnnotationReply: out.annotation},
+		Answer:       out.answer,
+		Stopped:      out.stopped,
+		FinishReason: out.finish,
+		Metadata:     Metadata{Usage: out.usage, RetrieverResources: g.citations(&out), AnnotationReply: out.annotation},
 	}
 	if isAgentMode(g.Mode) {
 		if err := emit(g.thoughtEvent(out.answer)); err != nil {
@@ -702,6 +744,7 @@ func (g *Generation) callModel(ctx context.Context, streaming bool, emit func(Ev
 			latency = resp.Usage.Latency
 		}
 		out.usage = wireUsage(resp.Usage, latency)
+		out.finish = resp.FinishReason
 	} else {
 		// The call did not finish, so no usage was reported; count what
 		// was sent and what came back.

@@ -46,7 +46,7 @@ func (s *Service) SuggestedQuestions(ctx context.Context, appID, user, messageID
 		return nil, apperr.New(http.StatusBadRequest, apperr.CodeNotChatApp, "App mode %s does not hold conversations; this operation is for chat apps.", ac.mode)
 	}
 	if !ac.features.SuggestedQuestionsAfterAnswer.On() {
-		return nil, apperr.New(http.StatusBadRequest, CodeBadRequest, "Suggested questions after an answer are switched off for this app.")
+		return nil, apperr.New(http.StatusBadRequest, apperr.CodeBadRequest, "Suggested questions after an answer are switched off for this app.")
 	}
 	msg, err := s.findMessage(ctx, appID, user, messageID)
 	if err != nil {

@@ -20,22 +20,22 @@ import (
 	"appkb/models"
 )
 
-// Value types of conversation variables, as app definitions declare them.
+// Value types of conversation variables (declared once, in package apps).
 const (
-	TypeString       = "string"
-	TypeSecret       = "secret"
-	TypeNumber       = "number"
-	TypeInteger      = "integer"
-	TypeFloat        = "float"
-	TypeBoolean      = "boolean"
-	TypeObject       = "object"
-	TypeFile         = "file"
-	TypeArrayString  = "array[string]"
-	TypeArrayNumber  = "array[number]"
-	TypeArrayBoolean = "array[boolean]"
-	TypeArrayObject  = "array[object]"
-	TypeArrayFile    = "array[file]"
-	TypeArrayAny     = "array[any]"
+	TypeString       = apps.TypeString
+	TypeSecret       = apps.TypeSecret
+	TypeNumber       = apps.TypeNumber
+	TypeInteger      = apps.TypeInteger
+	TypeFloat        = apps.TypeFloat
+	TypeBoolean      = apps.TypeBoolean
+	TypeObject       = apps.TypeObject
+	TypeFile         = apps.TypeFile
+	TypeArrayString  = apps.TypeArrayString
+	TypeArrayNumber  = apps.TypeArrayNumber
+	TypeArrayBoolean = apps.TypeArrayBoolean
+	TypeArrayObject  = apps.TypeArrayObject
+	TypeArrayFile    = apps.TypeArrayFile
+	TypeArrayAny     = apps.TypeArrayAny
 )
 
 // VariableQuery selects one page of a conversation's variables.

@@ -5,6 +5,7 @@ package endusers
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 
 	"github.com/google/uuid"
@@ -69,7 +70,7 @@ func (s *Store) Get(ctx context.Context, appID, id string) (*models.EndUser, err
 	var eu models.EndUser
 	err := s.db.WithContext(ctx).Where("app_id = ? AND id = ?", appID, id).Take(&eu).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, apperr.New(404, "end_user_not_found", "End user not found.")
+		return nil, apperr.New(http.StatusNotFound, apperr.CodeEndUserNotFound, "End user not found.")
 	}
 	if err != nil {
 		return nil, err

@@ -9,15 +9,8 @@ import (
 	"appkb/models"
 )
 
-// annotationService builds the annotation service over the server's
-// database and models, with the server's logger for its background jobs.
-func (s *Server) annotationService() *annotations.Service {
-	svc := annotations.NewService(s.db, s.models)
-	if s.log != nil {
-		svc.Log = s.log
-	}
-	return svc
-}
+// annotationService is the server's annotation service.
+func (s *Server) annotationService() *annotations.Service { return s.annotations }
 
 // CreateAnnotation serves POST /apps/annotations.
 func (s *Server) CreateAnnotation(ctx context.Context, req gen.CreateAnnotationRequestObject) (gen.CreateAnnotationResponseObject, error) {

@@ -21,7 +21,7 @@ func (s *Server) AudioToText(ctx context.Context, req gen.AudioToTextRequestObje
 	if req.Body == nil {
 		return nil, apperr.New(http.StatusBadRequest, apperr.CodeNoAudioUploaded, "No audio file was uploaded.")
 	}
-	svc := audio.NewService(s.db, s.models)
+	svc := s.speech
 	for {
 		part, err := req.Body.NextPart()
 		if errors.Is(err, io.EOF) {
@@ -57,7 +57,7 @@ func (s *Server) TextToAudioChat(ctx context.Context, req gen.TextToAudioChatReq
 		return nil, apperr.InvalidParam("request body is required")
 	}
 	b := req.Body
-	speech, err := audio.NewService(s.db, s.models).Speak(ctx, p.AppID, audio.SpeakRequest{
+	speech, err := s.speech.Speak(ctx, p.AppID, audio.SpeakRequest{
 		MessageID: strOrEmpty(b.MessageId),
 		Text:      strOrEmpty(b.Text),
 		Voice:     strOrEmpty(b.Voice),

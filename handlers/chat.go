@@ -8,14 +8,14 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"appkb/apperr"
-	"appkb/apps"
 	"appkb/chat"
+	"appkb/flows"
 	"appkb/gen"
 )
 
-// sendChatMessage serves POST /chat-messages. `response_mode` alone picks
-// the answer's form (streaming, or blocking when absent); the Accept header
-// plays no part.
+// sendChatMessage serves POST /chat-messages for chat, agent and chatflow
+// apps. `response_mode` alone picks the answer's form (streaming, or
+// blocking when absent); the Accept header plays no part.
 func (s *Server) sendChatMessage(c echo.Context) error {
 	ctx := c.Request().Context()
 	p, err := principalFrom(ctx)
@@ -26,23 +26,22 @@ func (s *Server) sendChatMessage(c echo.Context) error {
 	if err := decodeBody(c, &body); err != nil {
 		return err
 	}
-	if app, err := s.apps.Get(ctx, p.AppID); err == nil && app.Mode == apps.ModeAdvancedChat {
-		return s.sendChatflowMessage(c, app, &body)
-	}
-	g, err := s.chat.PrepareChat(ctx, chat.Request{
+	streaming := body.ResponseMode != nil && *body.ResponseMode == gen.ChatRequestResponseModeStreaming
+	run, err := s.flows.Chat(ctx, flows.Request{
 		AppID:            p.AppID,
 		User:             body.User,
 		Query:            body.Query,
 		Inputs:           body.Inputs,
 		ConversationID:   valueOf(body.ConversationId),
+		WorkflowID:       valueOf(body.WorkflowId),
 		Files:            fileRefs(body.Files),
 		AutoGenerateName: body.AutoGenerateName == nil || *body.AutoGenerateName,
-		Streaming:        body.ResponseMode != nil && *body.ResponseMode == gen.ChatRequestResponseModeStreaming,
+		Streaming:        streaming,
 	})
 	if err != nil {
 		return err
 	}
-	return s.answer(c, g)
+	return s.answer(c, run, streaming)
 }
 
 // SendChatMessage is the strict form of POST /chat-messages. The operation
@@ -62,7 +61,7 @@ func (s *Server) StopChatMessageGeneration(ctx context.Context, req gen.StopChat
 	if req.Body != nil {
 		user = req.Body.User
 	}
-	if err := s.chat.StopChat(ctx, p.AppID, user, req.TaskId); err != nil {
+	if err := s.flows.StopChat(ctx, p.AppID, user, req.TaskId); err != nil {
 		return nil, err
 	}
 	return gen.StopChatMessageGeneration200JSONResponse{Result: "success"}, nil

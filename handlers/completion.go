@@ -7,7 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"appkb/apperr"
-	"appkb/chat"
+	"appkb/flows"
 	"appkb/gen"
 )
 
@@ -24,18 +24,19 @@ func (s *Server) createCompletionMessage(c echo.Context) error {
 	if err := decodeBody(c, &body); err != nil {
 		return err
 	}
-	g, err := s.chat.PrepareCompletion(ctx, chat.Request{
+	streaming := body.ResponseMode != nil && *body.ResponseMode == gen.CompletionRequestResponseModeStreaming
+	run, err := s.flows.Completion(ctx, flows.Request{
 		AppID:     p.AppID,
 		User:      body.User,
 		Query:     valueOf(body.Query),
 		Inputs:    body.Inputs,
 		Files:     fileRefs(body.Files),
-		Streaming: body.ResponseMode != nil && *body.ResponseMode == gen.CompletionRequestResponseModeStreaming,
+		Streaming: streaming,
 	})
 	if err != nil {
 		return err
 	}
-	return s.answer(c, g)
+	return s.answer(c, run, streaming)
 }
 
 // CreateCompletionMessage is the strict form of POST /completion-messages;
@@ -54,7 +55,7 @@ func (s *Server) StopGenerate(ctx context.Context, req gen.StopGenerateRequestOb
 	if req.Body != nil {
 		user = req.Body.User
 	}
-	if err := s.chat.StopCompletion(ctx, p.AppID, user, req.TaskId); err != nil {
+	if err := s.flows.StopCompletion(ctx, p.AppID, user, req.TaskId); err != nil {
 		return nil, err
 	}
 	return gen.StopGenerate200JSONResponse{Result: "success"}, nil

@@ -21,7 +21,7 @@ func (s *Server) GetConversationsList(ctx context.Context, req gen.GetConversati
 	if p.SortBy != nil {
 		query.SortBy = string(*p.SortBy)
 	}
-	page, err := conversations.NewStore(s.db).List(ctx, app, valueOf(p.User), query)
+	page, err := s.convs.List(ctx, app, valueOf(p.User), query)
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +40,7 @@ func (s *Server) GetConversationHistory(ctx context.Context, req gen.GetConversa
 		return nil, err
 	}
 	p := req.Params
-	page, err := conversations.NewStore(s.db).History(ctx, app, valueOf(p.User), p.ConversationId,
+	page, err := s.convs.History(ctx, app, valueOf(p.User), p.ConversationId,
 		conversations.HistoryQuery{FirstID: valueOf(p.FirstId), Limit: valueOf(p.Limit)})
 	if err != nil {
 		return nil, err
@@ -61,7 +61,7 @@ func (s *Server) GetConversationVariables(ctx context.Context, req gen.GetConver
 		return nil, err
 	}
 	p := req.Params
-	page, err := conversations.NewStore(s.db).Variables(ctx, app, def, valueOf(p.User), req.ConversationId,
+	page, err := s.convs.Variables(ctx, app, def, valueOf(p.User), req.ConversationId,
 		conversations.VariableQuery{LastID: valueOf(p.LastId), Limit: valueOf(p.Limit), Name: valueOf(p.VariableName)})
 	if err != nil {
 		return nil, err
@@ -83,7 +83,7 @@ func (s *Server) RenameConversation(ctx context.Context, req gen.RenameConversat
 	if req.Body != nil {
 		body = *req.Body
 	}
-	conv, err := conversations.NewStore(s.db).RenameConversation(ctx, app, valueOf(body.User), req.ConversationId,
+	conv, err := s.convs.RenameConversation(ctx, app, valueOf(body.User), req.ConversationId,
 		conversations.Rename{Name: valueOf(body.Name), AutoGenerate: valueOf(body.AutoGenerate)})
 	if err != nil {
 		return nil, err
@@ -101,7 +101,7 @@ func (s *Server) UpdateChatConversationVariable(ctx context.Context, req gen.Upd
 	if req.Body != nil {
 		body = *req.Body
 	}
-	v, err := conversations.NewStore(s.db).UpdateVariable(ctx, app, def, valueOf(body.User), req.ConversationId, req.VariableId, body.Value)
+	v, err := s.convs.UpdateVariable(ctx, app, def, valueOf(body.User), req.ConversationId, req.VariableId, body.Value)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +118,7 @@ func (s *Server) DeleteConversation(ctx context.Context, req gen.DeleteConversat
 	if req.Body != nil {
 		user = valueOf(req.Body.User)
 	}
-	if err := conversations.NewStore(s.db).Delete(ctx, app, user, req.ConversationId); err != nil {
+	if err := s.convs.Delete(ctx, app, user, req.ConversationId); err != nil {
 		return nil, err
 	}
 	return gen.DeleteConversation204Response{}, nil

@@ -1,13 +1,7 @@
 package handlers
 
 import (
-	"archive/zip"
-	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,7 +12,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -39,7 +32,7 @@ func (s *Server) documentsFor(ctx context.Context) (*indexing.Service, knowledge
 	if err != nil {
 		return nil, knowledge.Actor{}, err
 	}
-	return indexing.NewService(s.db, s.models, s.dataDir), actor, nil
+	return s.docs, actor, nil
 }
 
 // kbJSON answers 200 with a value of the knowledge or indexing packages
@@ -389,7 +382,7 @@ func (s *Server) DownloadDocument(ctx context.Context, req gen.DownloadDocumentR
 	if _, err := svc.File(ctx, actor, req.DatasetId, req.DocumentId); err != nil {
 		return nil, err
 	}
-	return gen.DownloadDocument200JSONResponse{Url: signedDocumentURL(req.DatasetId, req.DocumentId, time.Now().Add(downloadLinkTTL))}, nil
+	return gen.DownloadDocument200JSONResponse{Url: s.links.URL("/files/datasets/", req.DatasetId, req.DocumentId, time.Now().Add(downloadLinkTTL))}, nil
 }
 
 // DownloadDocumentsZip serves POST /datasets/{dataset_id}/documents/download-zip.
@@ -405,32 +398,11 @@ func (s *Server) DownloadDocumentsZip(ctx context.Context, req gen.DownloadDocum
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	used := map[string]int{}
-	for _, f := range files {
-		name := f.Name
-		if n := used[name]; n > 0 {
-			ext := path.Ext(name)
-			name = fmt.Sprintf("%s (%d)%s", strings.TrimSuffix(name, ext), n, ext)
-		}
-		used[f.Name]++
-		w, err := zw.Create(name)
-		if err != nil {
-			return nil, err
-		}
-		data, err := os.ReadFile(f.Path)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := w.Write(data); err != nil {
-			return nil, err
-		}
-	}
-	if err := zw.Close(); err != nil {
+	archive, err := indexing.OpenArchive(ctx, files, s.log)
+	if err != nil {
 		return nil, err
 	}
-	return gen.DownloadDocumentsZip200ApplicationzipResponse{Body: &buf, ContentLength: int64(buf.Len())}, nil
+	return gen.DownloadDocumentsZip200ApplicationzipResponse{Body: archive}, nil
 }
 
 // downloadLinkTTL is how long a document download link works.
@@ -440,37 +412,13 @@ const downloadLinkTTL = time.Hour
 // links; it lies outside /v1 because the link itself is the credential.
 const documentFilePath = "/files/datasets/:dataset_id/documents/:document_id"
 
-// linkKey signs download links; links do not survive a restart.
-var linkKey = func() []byte {
-	k := make([]byte, 32)
-	if _, err := rand.Read(k); err != nil {
-		panic(err)
-	}
-	return k
-}()
-
-func linkSignature(datasetID, documentID string, expires int64) string {
-	m := hmac.New(sha256.New, linkKey)
-	fmt.Fprintf(m, "%s/%s/%d", datasetID, documentID, expires)
-	return hex.EncodeToString(m.Sum(nil))
-}
-
-func signedDocumentURL(datasetID, documentID string, until time.Time) string {
-	exp := until.Unix()
-	q := url.Values{"expires": {strconv.FormatInt(exp, 10)}, "sign": {linkSignature(datasetID, documentID, exp)}}
-	return "/files/datasets/" + url.PathEscape(datasetID) + "/documents/" + url.PathEscape(documentID) + "?" + q.Encode()
-}
-
 // serveDocumentFile answers a signed download link with the file's bytes.
 func (s *Server) serveDocumentFile(c echo.Context) error {
 	ds, doc := c.Param("dataset_id"), c.Param("document_id")
-	exp, err := strconv.ParseInt(c.QueryParam("expires"), 10, 64)
-	if err != nil || time.Now().Unix() > exp ||
-		!hmac.Equal([]byte(c.QueryParam("sign")), []byte(linkSignature(ds, doc, exp))) {
+	if !s.links.Valid(ds, doc, c.QueryParam("expires"), c.QueryParam("sign"), time.Now()) {
 		return apperr.Forbidden("The download link is invalid or has expired.")
 	}
-	svc := indexing.NewService(s.db, s.models, s.dataDir)
-	f, err := svc.File(c.Request().Context(), knowledge.Actor{}, ds, doc)
+	f, err := s.docs.File(c.Request().Context(), knowledge.Actor{}, ds, doc)
 	if err != nil {
 		return err
 	}

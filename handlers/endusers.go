@@ -3,7 +3,6 @@ package handlers
 import (
 	"context"
 
-	"appkb/endusers"
 	"appkb/gen"
 	"appkb/models"
 )
@@ -15,7 +14,7 @@ func (s *Server) GetEndUserChat(ctx context.Context, req gen.GetEndUserChatReque
 	if err != nil {
 		return nil, err
 	}
-	eu, err := endusers.NewStore(s.db).Get(ctx, app.ID, req.EndUserId)
+	eu, err := s.users.Get(ctx, app.ID, req.EndUserId)
 	if err != nil {
 		return nil, err
 	}

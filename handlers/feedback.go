@@ -3,7 +3,6 @@ package handlers
 import (
 	"context"
 
-	"appkb/conversations"
 	"appkb/gen"
 )
 
@@ -22,7 +21,7 @@ func (s *Server) PostChatMessageFeedback(ctx context.Context, req gen.PostChatMe
 	if body.Rating != nil {
 		rating = string(*body.Rating)
 	}
-	err = conversations.NewStore(s.db).SetFeedback(ctx, app, body.User, req.MessageId, rating, body.Content)
+	err = s.convs.SetFeedback(ctx, app, body.User, req.MessageId, rating, body.Content)
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +35,7 @@ func (s *Server) GetChatAppFeedbacks(ctx context.Context, req gen.GetChatAppFeed
 	if err != nil {
 		return nil, err
 	}
-	items, err := conversations.NewStore(s.db).FeedbackPage(ctx, app, valueOf(req.Params.Page), valueOf(req.Params.Limit))
+	items, err := s.convs.FeedbackPage(ctx, app, valueOf(req.Params.Page), valueOf(req.Params.Limit))
 	if err != nil {
 		return nil, err
 	}

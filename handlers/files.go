@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"appkb/chat"
 	"context"
 	"errors"
 	"fmt"
@@ -15,11 +14,9 @@ import (
 
 	"appkb/apperr"
 	"appkb/apps"
-	"appkb/endusers"
 	"appkb/files"
 	"appkb/gen"
 	"appkb/models"
-	"appkb/workflow"
 )
 
 // maxFormFieldSize bounds the plain (non-file) fields of a multipart form.
@@ -32,12 +29,12 @@ func (s *Server) UploadChatFile(ctx context.Context, req gen.UploadChatFileReque
 	if err != nil {
 		return nil, err
 	}
-	form, err := readUploadForm(req.Body, files.NewStore(s.db, s.dataDir), files.RulesFor(def, apps.DefaultSystemParameters))
+	form, err := readUploadForm(req.Body, s.uploads, files.RulesFor(def, apps.DefaultSystemParameters))
 	if err != nil {
 		return nil, err
 	}
 	defer form.staged.Discard()
-	eu, err := endusers.NewStore(s.db).Resolve(ctx, app.ID, form.userOrDefault())
+	eu, err := s.users.Resolve(ctx, app.ID, form.userOrDefault())
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +180,7 @@ func (s *Server) PreviewChatFile(ctx context.Context, req gen.PreviewChatFileReq
 	if req.Params.User != nil {
 		user = *req.Params.User
 	}
-	meta, content, err := files.NewStore(s.db, s.dataDir).OpenForApp(ctx, p.AppID, user, req.FileId)
+	meta, content, err := s.uploads.OpenForApp(ctx, p.AppID, user, req.FileId)
 	if err != nil {
 		return nil, err
 	}
@@ -232,57 +229,4 @@ func (r filePreview) VisitPreviewChatFileResponse(w http.ResponseWriter) error {
 	w.WriteHeader(http.StatusOK)
 	_, err := io.Copy(w, r.body)
 	return err
-}
-
-// attachedFiles adapts the upload store to the chat runtime's files hook:
-// it checks the files a message attaches and describes them as the message
-// stores them.
-func attachedFiles(store *files.Store) func(ctx context.Context, appID, endUserID string, refs []chat.FileRef) ([]chat.ResolvedFile, error) {
-	return func(ctx context.Context, appID, endUserID string, refs []chat.FileRef) ([]chat.ResolvedFile, error) {
-		in := make([]files.Ref, len(refs))
-		for i, r := range refs {
-			in[i] = files.Ref{Type: r.Type, TransferMethod: r.TransferMethod, URL: r.URL, UploadFileID: r.UploadFileID}
-		}
-		resolved, err := store.Resolve(ctx, appID, endUserID, in)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]chat.ResolvedFile, 0, len(resolved))
-		for _, r := range resolved {
-			out = append(out, chat.ResolvedFile{
-				ID:             r.File.ID,
-				Filename:       r.File.Name,
-				Type:           r.Type,
-				URL:            r.RemoteURL,
-				MimeType:       r.File.MimeType,
-				Size:           r.File.Size,
-				TransferMethod: r.TransferMethod,
-				BelongsTo:      "user",
-				UploadFileID:   r.File.ID,
-			})
-		}
-		return out, nil
-	}
-}
-
-// workflowFiles describes attached files as workflow file values, the
-// elements of sys.files.
-func workflowFiles(in []chat.ResolvedFile) []workflow.File {
-	out := make([]workflow.File, 0, len(in))
-	for _, f := range in {
-		out = append(out, workflow.File{
-			Identity: workflow.FileIdentity, ID: f.ID, Type: f.Type, TransferMethod: f.TransferMethod,
-			RemoteURL: f.URL, RelatedID: f.UploadFileID, Filename: f.Filename,
-			Extension: dotted(files.Extension(f.Filename)), MimeType: f.MimeType, Size: f.Size,
-		})
-	}
-	return out
-}
-
-// dotted gives an extension with its leading dot, as file values carry it.
-func dotted(ext string) string {
-	if ext == "" {
-		return ""
-	}
-	return "." + ext
 }

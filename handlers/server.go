@@ -5,7 +5,6 @@
 package handlers
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -15,12 +14,19 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 	"gorm.io/gorm"
 
+	"appkb/annotations"
 	"appkb/apikeys"
 	"appkb/apps"
+	"appkb/audio"
 	"appkb/chat"
+	"appkb/conversations"
+	"appkb/endusers"
 	"appkb/files"
+	"appkb/flows"
 	"appkb/gen"
+	"appkb/indexing"
 	"appkb/llm"
+	"appkb/ratelimit"
 	"appkb/retrieval"
 	"appkb/workflow"
 )
@@ -50,12 +56,17 @@ type Deps struct {
 	// ChatModels, when set, replaces Models as the source of chat models
 	// for chat and completion apps (tests put slow or failing fakes here).
 	ChatModels chat.Models
-	// Background, when set, bounds the server's background work: timing
-	// out the overdue forms of paused workflow runs, once a minute.
-	Background context.Context
+	// Services are the domain services behind the routes. main builds
+	// them (NewServices) and owns their background workers; when nil,
+	// NewServer builds its own, whose workers are not started (paused
+	// runs still resume when their forms are answered).
+	Services *Services
 	// Python runs the python3 code nodes of workflows; when nil those
 	// nodes fail with an error saying the sandbox is missing.
 	Python workflow.CodeRunner
+	// Ops holds the operator settings: CORS, rate limits, metrics token,
+	// readiness checks.
+	Ops Ops
 	// Limits protect against overload and slow or oversized requests.
 	Limits Limits
 }
@@ -76,8 +87,64 @@ type Server struct {
 	pingInterval time.Duration
 	// search runs knowledge retrieval.
 	search *retrieval.Service
-	// flows runs workflow apps and keeps their run history.
-	flows *flows
+	// flows starts, follows, stops and resumes the runs of every app mode.
+	flows *flows.Service
+	// annotations keeps annotations and runs annotation reply jobs.
+	annotations *annotations.Service
+	// speech is speech to text and text to speech.
+	speech *audio.Service
+	// Stores and services without background work, built once.
+	convs   *conversations.Store
+	users   *endusers.Store
+	uploads *files.Store
+	docs    *indexing.Service
+	// links signs the download links of document files.
+	links *indexing.LinkSigner
+}
+
+// Services are the long-lived domain services the routes call, built
+// once per process. Flows and Annotations have background workers
+// (Start/Stop) that the caller owns.
+type Services struct {
+	Chat        *chat.Service
+	Flows       *flows.Service
+	Annotations *annotations.Service
+	Search      *retrieval.Service
+	Speech      *audio.Service
+	// Uploads keeps uploaded files and fetches remote ones.
+	Uploads *files.Store
+}
+
+// NewServices builds the domain services over d.
+func NewServices(d Deps) *Services {
+	log := d.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	ann := annotations.NewService(d.DB, d.Models)
+	ann.Log = log
+	uploads := remoteFiles(d)
+	chatCfg := chat.Config{
+		DB:              d.DB,
+		Models:          d.ChatModels,
+		Logger:          log,
+		MatchAnnotation: ann.Match,
+		ResolveFiles:    flows.AttachedFiles(uploads),
+	}
+	if chatCfg.Models == nil && d.Models != nil {
+		chatCfg.Models = d.Models
+	}
+	// One retrieval service serves the retrieve operation, chat apps and the
+	// knowledge-retrieval nodes of workflows.
+	search := retrieval.New(d.DB, d.Models)
+	chatCfg.Retrieve = search.ForApp
+	chatSvc := chat.New(chatCfg)
+	fl := flows.New(flows.Config{
+		DB: d.DB, Chat: chatSvc, Models: chatCfg.Models, Speech: d.Models,
+		Retriever: retrieval.WorkflowRetriever{Service: search}, Files: uploads,
+		HTTPGuard: &files.Guard{Allow: d.FetchAllow}, Python: d.Python, Logger: log,
+	})
+	return &Services{Chat: chatSvc, Flows: fl, Annotations: ann, Search: search, Speech: audio.NewService(d.DB, d.Models), Uploads: uploads}
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -104,38 +171,34 @@ func NewServer(d Deps) (*echo.Echo, error) {
 	e.HidePort = true
 	e.HTTPErrorHandler = errorHandler(log)
 	e.Use(middleware.RequestID())
-	e.Use(requestLogger(log))
+	e.Use(observe(log))
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: recoverLog(log)}))
 	e.Use(guard(d.Limits))
 	e.Use(middleware.BodyLimit(MaxBodySize))
+	e.Use(cors(d.Ops.CORSOrigins))
 	e.Use(validator.middleware)
+	e.Use(rateLimit(ratelimit.New(d.Ops.RateLimit, d.Ops.RateBurst)))
+	mountOps(e, d)
 
 	e.GET("/openapi.yaml", func(c echo.Context) error {
 		return c.Blob(http.StatusOK, "application/yaml", d.SpecYAML)
 	})
 
+	svc := d.Services
+	if svc == nil {
+		svc = NewServices(d)
+	}
 	srv := &Server{db: d.DB, dataDir: d.DataDir, apps: apps.NewStore(d.DB), models: d.Models, log: log,
-		pingInterval: d.PingInterval}
+		pingInterval: d.PingInterval, chat: svc.Chat, search: svc.Search, flows: svc.Flows,
+		annotations: svc.Annotations, speech: svc.Speech, uploads: svc.Uploads,
+		convs: conversations.NewStore(d.DB), users: endusers.NewStore(d.DB),
+		docs: indexing.NewService(d.DB, d.Models, d.DataDir)}
 	if srv.pingInterval <= 0 {
 		srv.pingInterval = DefaultPingInterval
 	}
-	chatCfg := chat.Config{
-		DB:              d.DB,
-		Models:          d.ChatModels,
-		Logger:          log,
-		MatchAnnotation: srv.annotationService().Match,
-		ResolveFiles:    attachedFiles(remoteFiles(d)),
+	if srv.links, err = indexing.NewLinkSigner(); err != nil {
+		return nil, err
 	}
-	if chatCfg.Models == nil && d.Models != nil {
-		chatCfg.Models = d.Models
-	}
-	// One retrieval service serves the retrieve operation, chat apps and the
-	// knowledge-retrieval nodes of workflows.
-	search := retrieval.New(d.DB, d.Models)
-	srv.search = search
-	chatCfg.Retrieve = search.ForApp
-	srv.chat = chat.New(chatCfg)
-	srv.flows = newFlows(d, chatCfg.Models, retrieval.WorkflowRetriever{Service: search}, srv.chat, log)
 
 	// Signed download links of knowledge documents (outside /v1: the link
 	// itself is the credential).
@@ -180,21 +243,4 @@ func (a api) RunWorkflowById(c echo.Context, workflowID string) error {
 // StreamWorkflowEvents serves GET /workflow/{workflow_run_id}/events.
 func (a api) StreamWorkflowEvents(c echo.Context, runID string, params gen.StreamWorkflowEventsParams) error {
 	return a.srv.streamRunEvents(c, runID, params)
-}
-
-// requestLogger logs one line per request with log/slog.
-func requestLogger(log *slog.Logger) echo.MiddlewareFunc {
-	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
-		LogStatus:    true,
-		LogMethod:    true,
-		LogURIPath:   true,
-		LogLatency:   true,
-		LogRequestID: true,
-		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
-			log.Info("request",
-				"id", v.RequestID, "method", v.Method, "path", v.URIPath,
-				"status", v.Status, "latency_ms", v.Latency.Milliseconds())
-			return nil
-		},
-	})
 }

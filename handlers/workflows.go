@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net/http"
 	"strings"
 	"time"
 
@@ -14,112 +12,12 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"appkb/apperr"
-	"appkb/apps"
 	"appkb/chat"
-	"appkb/endusers"
-	"appkb/files"
+	"appkb/flows"
 	"appkb/gen"
 	"appkb/models"
-	"appkb/resumer"
-	"appkb/workflow"
 	"appkb/workflowruns"
 )
-
-// flows holds what workflow runs need besides the Server's own fields.
-type flows struct {
-	runs   *workflowruns.Store
-	users  *endusers.Store
-	models workflow.ModelSource
-	// retriever answers knowledge-retrieval nodes.
-	retriever workflow.Retriever
-	// guard protects http-request nodes from reaching private addresses.
-	guard *files.Guard
-	// tasks is the chat runtime's registry, so that one task id space
-	// covers every kind of generation.
-	tasks *chat.Tasks
-	// forms keeps the forms of human-input nodes; hub carries the events
-	// of runs in progress to other requests; resumer continues paused
-	// runs.
-	forms   *workflowruns.Forms
-	hub     *resumer.Hub
-	resumer *resumer.Resumer
-	python  workflow.CodeRunner
-	// chat stores the answers of chatflow turns that resumed.
-	chat *chat.Service
-	// files holds the uploads that file variables point at.
-	files *files.Store
-	log   *slog.Logger
-}
-
-func newFlows(d Deps, models workflow.ModelSource, retriever workflow.Retriever, chatSvc *chat.Service, log *slog.Logger) *flows {
-	runs := workflowruns.New(d.DB)
-	tasks := chatSvc.Tasks()
-	f := &flows{runs: runs, users: endusers.NewStore(d.DB), models: models, retriever: retriever,
-		guard: &files.Guard{Allow: d.FetchAllow}, tasks: tasks, forms: runs.Forms(), hub: resumer.NewHub(),
-		python: d.Python, files: remoteFiles(d), chat: chatSvc, log: log}
-	f.resumer = &resumer.Resumer{Runs: runs, Forms: f.forms, Engine: f.engine, Hub: f.hub, Log: log,
-		Track: func(taskID, appID, user string, cancel context.CancelCauseFunc) func() {
-			return tasks.Track(taskID, appID, user, cancel)
-		}}
-	f.resumer.Finished = f.finishChatflow
-	if d.Background != nil {
-		go f.resumer.ExpireLoop(d.Background, time.Minute)
-	}
-	return f
-}
-
-// finishChatflow stores the answer of a chatflow turn whose run paused
-// and has now ended, and gives the event that ends the resumed stream.
-func (f *flows) finishChatflow(ctx context.Context, def *apps.Definition, p *workflowruns.Paused, res *workflow.Result) []workflow.Event {
-	if f.chat == nil || p.Run.MessageID == nil || p.Run.ConversationID == nil {
-		return nil
-	}
-	out := chatflowOutcome(res, runFailure(res))
-	ev, err := f.chat.FinishResumed(ctx, def, p.Run.TaskID, *p.Run.ConversationID, *p.Run.MessageID, out)
-	if err != nil {
-		f.log.Error("chatflow: storing a resumed answer failed", "run", res.RunID, "err", err)
-		return nil
-	}
-	return []workflow.Event{chatEvent{ev}}
-}
-
-// chatEvent carries a chat stream event among a run's workflow events.
-type chatEvent struct{ ev chat.Event }
-
-func (c chatEvent) Name() string { return c.ev.EventName() }
-
-func (c chatEvent) MarshalJSON() ([]byte, error) { return json.Marshal(c.ev) }
-
-// run runs a graph for a request, publishing its events on the hub as
-// well as to emit, and lets the resumer take up a run that paused.
-func (f *flows) run(ctx context.Context, engine *workflow.Engine, in workflow.RunInput, emit func(workflow.Event)) (*workflow.Result, error) {
-	seg := f.hub.Begin(in.RunID)
-	defer seg.End()
-	res, err := engine.Run(ctx, in, func(ev workflow.Event) {
-		seg.Publish(ev)
-		if emit != nil {
-			emit(ev)
-		}
-	})
-	if err == nil && res.Status == workflow.RunPaused {
-		f.resumer.Paused(context.WithoutCancel(ctx), res)
-	}
-	return res, err
-}
-
-// engine is a workflow engine for one run, recording it for meta's end user.
-func (f *flows) engine(meta workflowruns.RunMeta) *workflow.Engine {
-	return &workflow.Engine{
-		Models:    f.models,
-		Retriever: f.retriever,
-		Store:     f.runs.Recorder(meta),
-		HTTPGuard: f.guard,
-		Forms:     f.forms,
-		Python:    f.python,
-		Files:     f.files,
-		Logger:    f.log,
-	}
-}
 
 // workflowRequest is the body of the two run operations. It is decoded
 // into plain values rather than gen.WorkflowExecutionRequest, whose inputs
@@ -134,27 +32,6 @@ type workflowRequest struct {
 		URL            string `json:"url"`
 		UploadFileID   string `json:"upload_file_id"`
 	} `json:"files"`
-}
-
-// workflowBlocking is the answer of a blocking run (WorkflowBlockingResponse).
-type workflowBlocking struct {
-	TaskID        string                        `json:"task_id"`
-	WorkflowRunID string                        `json:"workflow_run_id"`
-	Data          workflow.WorkflowFinishedData `json:"data"`
-}
-
-// workflowError is the error event of a workflow stream (StreamEventError).
-type workflowError struct {
-	Event         string `json:"event"`
-	TaskID        string `json:"task_id"`
-	WorkflowRunID string `json:"workflow_run_id"`
-	Status        int    `json:"status"`
-	Code          string `json:"code"`
-	Message       string `json:"message"`
-}
-
-func notWorkflowApp() error {
-	return apperr.New(http.StatusBadRequest, apperr.CodeNotWorkflowApp, "Please check if your app mode matches the right API route.")
 }
 
 // ExecuteWorkflow serves POST /workflows/run (the app's current
@@ -183,134 +60,19 @@ func (s *Server) runWorkflow(c echo.Context, versionID string) error {
 	if err := decodeBody(c, &body); err != nil {
 		return err
 	}
-	app, err := s.apps.Get(ctx, p.AppID)
-	if err != nil {
-		return err
-	}
-	if app.Mode != apps.ModeWorkflow {
-		return notWorkflowApp()
-	}
-	var version *workflowruns.Version
-	if versionID == "" {
-		version, err = s.flows.runs.Current(ctx, app)
-	} else if _, perr := uuid.Parse(versionID); perr != nil {
-		return apperr.New(http.StatusBadRequest, apperr.CodeBadRequest, "Invalid workflow ID format.")
-	} else {
-		version, err = s.flows.runs.ByID(ctx, app.ID, versionID)
-	}
-	if err != nil {
-		return err
-	}
-	user, err := s.flows.users.Resolve(ctx, app.ID, body.User)
-	if err != nil {
-		return err
-	}
 	refs := make([]chat.FileRef, len(body.Files))
 	for i, f := range body.Files {
 		refs[i] = chat.FileRef{Type: f.Type, TransferMethod: f.TransferMethod, URL: f.URL, UploadFileID: f.UploadFileID}
 	}
-	attached, err := attachedFiles(s.flows.files)(ctx, app.ID, user.ID, refs)
-	if err != nil {
-		return err
-	}
-	graph, err := workflow.Compile(version.Def.Workflow)
-	if err != nil {
-		return err
-	}
-	in := workflow.RunInput{
-		Graph: graph, Mode: workflow.ModeWorkflow, Inputs: body.Inputs, Files: workflowFiles(attached),
-		UserID: body.User, AppID: app.ID, WorkflowID: version.ID,
-		TaskID: uuid.NewString(), RunID: uuid.NewString(),
-	}
-	engine := s.flows.engine(workflowruns.RunMeta{EndUserID: user.ID})
-	runCtx, stop := context.WithCancelCause(ctx)
-	defer stop(nil)
-	defer s.flows.tasks.Track(in.TaskID, app.ID, body.User, stop)()
-
-	if body.ResponseMode == nil || *body.ResponseMode != string(gen.WorkflowExecutionRequestResponseModeStreaming) {
-		var end *workflow.WorkflowFinished
-		res, err := s.flows.run(runCtx, engine, in, func(ev workflow.Event) {
-			if f, ok := ev.(*workflow.WorkflowFinished); ok {
-				end = f
-			}
-		})
-		if err != nil {
-			return err
-		}
-		if res.Status == workflow.RunPaused {
-			// A paused run answers with what it has so far.
-			return c.JSON(http.StatusOK, workflowBlocking{TaskID: in.TaskID, WorkflowRunID: in.RunID, Data: workflow.WorkflowFinishedData{
-				ID: in.RunID, WorkflowID: in.WorkflowID, Status: res.Status, Outputs: map[string]any{},
-				ElapsedTime: res.ElapsedTime, TotalTokens: res.TotalTokens, TotalSteps: res.TotalSteps,
-				CreatedAt: res.Snapshot.CreatedAt, Files: []any{},
-			}})
-		}
-		if end == nil {
-			return apperr.Internal(errors.New("workflow run ended without workflow_finished"))
-		}
-		return c.JSON(http.StatusOK, workflowBlocking{TaskID: in.TaskID, WorkflowRunID: in.RunID, Data: end.Data})
-	}
-	return s.streamWorkflow(c, runCtx, stop, engine, in)
-}
-
-// streamWorkflow runs the engine in its own goroutine and writes each
-// event as one frame, with a ping whenever the stream was quiet for
-// pingInterval. The headers go out with the first event, so that a run
-// refused before it starts (bad inputs) still gets a plain JSON error.
-// Events are always drained, even after the client went away (which
-// cancels the run), so the engine never blocks on a dead stream.
-//
-// When the app auto-plays, the output of a run that went through is
-// spoken after workflow_finished (which the engine sends itself): its
-// tts_message pieces, then tts_message_end. The spoken text is what the
-// text_chunk events carried or, when there were none, the run's outputs
-// (see spokenOutputs).
-func (s *Server) streamWorkflow(c echo.Context, ctx context.Context, cancel context.CancelCauseFunc, engine *workflow.Engine, in workflow.RunInput) error {
-	events := make(chan any, 32)
-	var runErr error
-	go func() {
-		defer close(events)
-		defer func() {
-			if p := recover(); p != nil {
-				s.log.Error("workflow: run panicked", "run", in.RunID, "panic", p)
-				runErr = apperr.Internal(fmt.Errorf("workflow run panicked: %v", p))
-			}
-		}()
-		var text strings.Builder
-		res, err := s.flows.run(ctx, engine, in, func(ev workflow.Event) {
-			if tc, ok := ev.(*workflow.TextChunk); ok {
-				text.WriteString(tc.Data.Text)
-			}
-			events <- ev
-		})
-		if err != nil {
-			runErr = err
-			return
-		}
-		if !spoken(res.Status) {
-			return
-		}
-		said := text.String()
-		if strings.TrimSpace(said) == "" {
-			said = spokenOutputs(res.Outputs)
-		}
-		pieces := s.autoPlay(ctx, in.AppID, said)
-		if len(pieces) == 0 {
-			return
-		}
-		for _, piece := range pieces {
-			events <- workflowTTS{Event: eventTTSMessage, TaskID: in.TaskID, WorkflowRunID: in.RunID,
-				CreatedAt: time.Now().Unix(), Audio: piece}
-		}
-		events <- workflowTTS{Event: eventTTSMessageEnd, TaskID: in.TaskID, WorkflowRunID: in.RunID,
-			CreatedAt: time.Now().Unix()}
-	}()
-
-	return pumpFrames(c, s.pingInterval, cancel, events, func() error { return runErr }, func(err error) any {
-		e := apperr.From(err)
-		return workflowError{Event: "error", TaskID: in.TaskID, WorkflowRunID: in.RunID,
-			Status: e.Status, Code: e.Code, Message: e.Message}
+	streaming := body.ResponseMode != nil && *body.ResponseMode == string(gen.WorkflowExecutionRequestResponseModeStreaming)
+	run, err := s.flows.Workflow(ctx, flows.Request{
+		AppID: p.AppID, User: body.User, Inputs: body.Inputs, Files: refs,
+		WorkflowID: versionID, Streaming: streaming,
 	})
+	if err != nil {
+		return err
+	}
+	return s.answer(c, run, streaming)
 }
 
 // StopWorkflowTaskGeneration serves POST /workflows/tasks/{task_id}/stop.
@@ -321,17 +83,13 @@ func (s *Server) StopWorkflowTaskGeneration(ctx context.Context, req gen.StopWor
 	if err != nil {
 		return nil, err
 	}
-	if req.Body == nil || strings.TrimSpace(req.Body.User) == "" {
-		return nil, apperr.InvalidParam("user is required")
+	user := ""
+	if req.Body != nil {
+		user = strings.TrimSpace(req.Body.User)
 	}
-	app, err := s.apps.Get(ctx, p.AppID)
-	if err != nil {
+	if err := s.flows.StopWorkflow(ctx, p.AppID, user, req.TaskId); err != nil {
 		return nil, err
 	}
-	if app.Mode != apps.ModeWorkflow {
-		return nil, notWorkflowApp()
-	}
-	s.flows.tasks.StopAnyUser(app.ID, req.TaskId)
 	return gen.StopWorkflowTaskGeneration200JSONResponse{Result: "success"}, nil
 }
 
@@ -341,7 +99,7 @@ func (s *Server) GetWorkflowRunDetail(ctx context.Context, req gen.GetWorkflowRu
 	if err != nil {
 		return nil, err
 	}
-	run, err := s.flows.runs.Run(ctx, app.ID, req.WorkflowRunId)
+	run, err := s.flows.Runs().Run(ctx, app.ID, req.WorkflowRunId)
 	if err != nil {
 		return nil, err
 	}
@@ -382,7 +140,7 @@ func (s *Server) GetWorkflowLogs(ctx context.Context, req gen.GetWorkflowLogsReq
 	if q.Limit != nil {
 		f.Limit = *q.Limit
 	}
-	entries, total, err := s.flows.runs.Logs(ctx, p.AppID, f)
+	entries, total, err := s.flows.Runs().Logs(ctx, p.AppID, f)
 	if err != nil {
 		return nil, err
 	}

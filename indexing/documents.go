@@ -551,7 +551,7 @@ type MetadataOnly struct {
 // field, "without" leaves out doc_metadata, "only" returns a *MetadataOnly.
 func (s *Service) GetDocument(ctx context.Context, actor knowledge.Actor, datasetID, documentID, metadata string) (any, error) {
 	if !slices.Contains([]string{"", "all", "only", "without"}, metadata) {
-		return nil, apperr.New(http.StatusBadRequest, CodeInvalidMetadata, "metadata must be all, only or without.")
+		return nil, apperr.New(http.StatusBadRequest, apperr.CodeInvalidMetadata, "metadata must be all, only or without.")
 	}
 	_, d, err := s.findDocument(ctx, actor, datasetID, documentID)
 	if err != nil {
@@ -738,7 +738,7 @@ func (s *Service) SetStatus(ctx context.Context, actor knowledge.Actor, datasetI
 		return err
 	}
 	if !slices.Contains([]string{ActionEnable, ActionDisable, ActionArchive, ActionUnarchive}, action) {
-		return apperr.New(http.StatusBadRequest, CodeInvalidAction, "Unknown action %q.", action)
+		return apperr.New(http.StatusBadRequest, apperr.CodeInvalidAction, "Unknown action %q.", action)
 	}
 	ids = cleanIDs(ids)
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -762,7 +762,7 @@ func (s *Service) SetStatus(ctx context.Context, actor knowledge.Actor, datasetI
 					return errArchived()
 				}
 				if action == ActionDisable && d.IndexingStatus != StatusCompleted {
-					return apperr.New(http.StatusBadRequest, CodeInvalidAction, "Document %s is not indexed yet and cannot be disabled.", d.ID)
+					return apperr.New(http.StatusBadRequest, apperr.CodeInvalidAction, "Document %s is not indexed yet and cannot be disabled.", d.ID)
 				}
 				d.Enabled = action == ActionEnable
 				if d.Enabled {
@@ -773,7 +773,7 @@ func (s *Service) SetStatus(ctx context.Context, actor knowledge.Actor, datasetI
 				}
 			case ActionArchive:
 				if d.IndexingStatus != StatusCompleted && d.IndexingStatus != StatusError {
-					return apperr.New(http.StatusBadRequest, CodeInvalidAction, "Document %s is being indexed and cannot be archived.", d.ID)
+					return apperr.New(http.StatusBadRequest, apperr.CodeInvalidAction, "Document %s is being indexed and cannot be archived.", d.ID)
 				}
 				if !d.Archived {
 					d.Archived, d.ArchivedAt = true, &now

@@ -48,24 +48,17 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 	"unicode/utf8"
 
 	"gorm.io/gorm"
 
 	"appkb/apperr"
+	appdb "appkb/db"
 	"appkb/knowledge"
 	"appkb/llm"
 	"appkb/models"
 	"appkb/textsplit"
-)
-
-// Error codes this package answers with besides the common ones.
-const (
-	CodeArchivedImmutable = "archived_document_immutable"
-	CodeInvalidAction     = "invalid_action"
-	CodeInvalidMetadata   = "invalid_metadata"
 )
 
 // Document forms (chunk layouts).
@@ -119,7 +112,7 @@ func filePath(dataDir, datasetID, documentID string) string {
 func errDocumentNotFound(id string) error { return apperr.NotFound("Document %s not found.", id) }
 
 func errArchived() error {
-	return apperr.New(http.StatusForbidden, CodeArchivedImmutable, "The document is archived and cannot be changed.")
+	return apperr.New(http.StatusForbidden, apperr.CodeArchivedImmutable, "The document is archived and cannot be changed.")
 }
 
 // findDocument loads a document of a knowledge base the actor may use.
@@ -190,8 +183,6 @@ func ruleOf(doc *models.Document) (textsplit.Config, error) {
 	return r.Resolve()
 }
 
-func unix(t time.Time) int64 { return t.Unix() }
-
 func unixPtr(t *time.Time) *int64 {
 	if t == nil {
 		return nil
@@ -212,18 +203,11 @@ func keywordsJSON(kw []string) string {
 // wasted space, since no row points at it any more.
 func removeFile(path string) { _ = os.Remove(path) }
 
-func cleanIDs(ids []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, id := range ids {
-		id = strings.TrimSpace(id)
-		if id != "" && !seen[id] {
-			seen[id] = true
-			out = append(out, id)
-		}
-	}
-	return out
-}
+// The shared helpers, under the names this package's files use.
+var (
+	escapeLike = appdb.EscapeLike
+	cleanIDs   = knowledge.CleanIDs
+)
 
 func pageArgs(page, limit, defLimit int) (int, int, error) {
 	if page == 0 {
@@ -242,8 +226,4 @@ func pageArgs(page, limit, defLimit int) (int, int, error) {
 		limit = MaxPageSize
 	}
 	return page, limit, nil
-}
-
-func escapeLike(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }

@@ -243,11 +243,11 @@ func TestDeleteCascadesAndArchive(t *testing.T) {
 		"delete":  f.svc.DeleteDocument(ctx, f.actor, f.dataset, id),
 		"disable": f.svc.SetStatus(ctx, f.actor, f.dataset, indexing.ActionDisable, []string{id}),
 	} {
-		if !apperr.Is(err, indexing.CodeArchivedImmutable) {
+		if !apperr.Is(err, apperr.CodeArchivedImmutable) {
 			t.Fatalf("%s archived: err = %v", name, err)
 		}
 	}
-	if _, err := f.svc.UpdateDocument(ctx, f.actor, f.dataset, id, indexing.UpdateParams{}); !apperr.Is(err, indexing.CodeArchivedImmutable) {
+	if _, err := f.svc.UpdateDocument(ctx, f.actor, f.dataset, id, indexing.UpdateParams{}); !apperr.Is(err, apperr.CodeArchivedImmutable) {
 		t.Fatalf("update archived: err = %v", err)
 	}
 	if err := f.svc.SetStatus(ctx, f.actor, f.dataset, indexing.ActionUnarchive, []string{id}); err != nil {

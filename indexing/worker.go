@@ -18,6 +18,7 @@ import (
 	"appkb/apperr"
 	"appkb/docparse"
 	"appkb/llm"
+	"appkb/metrics"
 	"appkb/models"
 	"appkb/textsplit"
 )
@@ -178,6 +179,9 @@ func (w *worker) runOne(ctx context.Context) (bool, error) {
 	jctx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
 	err = w.safeIndex(jctx, j)
+	if err == nil {
+		metrics.DocumentIndexed(true)
+	}
 	switch {
 	case err == nil, errors.Is(err, errStale):
 		return true, nil
@@ -192,6 +196,7 @@ func (w *worker) runOne(ctx context.Context) (bool, error) {
 		err = fmt.Errorf("indexing took longer than %s; giving up", w.timeout)
 	}
 	w.log.Warn("indexing: document failed", "document", j.DocumentID, "err", err)
+	metrics.DocumentIndexed(false)
 	return true, w.fail(j, err)
 }
 
@@ -361,6 +366,7 @@ func (w *worker) index(ctx context.Context, j job) error {
 		}
 		words += b.words
 		tokens += b.tokens
+		metrics.ChunksIndexed(len(part))
 	}
 	return w.current(ctx, j, func(tx *gorm.DB) error {
 		if err := tx.Model(&models.Document{}).Where("id = ?", doc.ID).Updates(map[string]any{

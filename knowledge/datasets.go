@@ -14,6 +14,7 @@ import (
 	"gorm.io/gorm"
 
 	"appkb/apperr"
+	"appkb/db"
 	"appkb/llm"
 	"appkb/models"
 )
@@ -306,9 +307,9 @@ func (s *Store) ListDatasets(ctx context.Context, actor Actor, p ListParams) (*P
 			q = q.Where("id IN ?", actor.Datasets)
 		}
 		if kw := strings.TrimSpace(p.Keyword); kw != "" {
-			q = q.Where(`name LIKE ? ESCAPE '\'`, "%"+escapeLike(kw)+"%")
+			q = q.Where(`name LIKE ? ESCAPE '\'`, "%"+db.EscapeLike(kw)+"%")
 		}
-		if tags := cleanIDs(p.TagIDs); len(tags) > 0 {
+		if tags := CleanIDs(p.TagIDs); len(tags) > 0 {
 			q = q.Where("id IN (SELECT dataset_id FROM dataset_tag_bindings WHERE tag_id IN ?)", tags)
 		}
 		return q
@@ -413,7 +414,7 @@ func (s *Store) apply(tx *gorm.DB, row *models.Dataset, p UpdateParams) error {
 	case row.Permission != PermissionPartialMembers:
 		row.PartialMembers = "[]"
 	case p.PartialMemberList != nil:
-		b, err := json.Marshal(nonNil(cleanIDs(*p.PartialMemberList)))
+		b, err := json.Marshal(nonNil(CleanIDs(*p.PartialMemberList)))
 		if err != nil {
 			return err
 		}

@@ -92,13 +92,8 @@ func checkName(field, name string, max int) (string, error) {
 // isDuplicate reports a unique-constraint failure.
 func isDuplicate(err error) bool { return errors.Is(err, gorm.ErrDuplicatedKey) }
 
-// escapeLike quotes the wildcards of a LIKE pattern; use with ESCAPE '\'.
-func escapeLike(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
-}
-
-// cleanIDs drops blank and repeated ids, keeping the order.
-func cleanIDs(ids []string) []string {
+// CleanIDs drops blank and repeated ids, keeping the order.
+func CleanIDs(ids []string) []string {
 	var out []string
 	for _, id := range ids {
 		if id = strings.TrimSpace(id); id != "" && !slices.Contains(out, id) {

@@ -162,7 +162,7 @@ func (s *Store) BindTags(ctx context.Context, actor Actor, datasetID string, tag
 	if _, err := s.FindDataset(ctx, actor, datasetID); err != nil {
 		return err
 	}
-	tagIDs = cleanIDs(tagIDs)
+	tagIDs = CleanIDs(tagIDs)
 	if len(tagIDs) == 0 {
 		return apperr.InvalidParam("tag_ids must name at least one tag.")
 	}
@@ -193,7 +193,7 @@ func (s *Store) UnbindTags(ctx context.Context, actor Actor, datasetID string, t
 	if _, err := s.FindDataset(ctx, actor, datasetID); err != nil {
 		return err
 	}
-	tagIDs = cleanIDs(tagIDs)
+	tagIDs = CleanIDs(tagIDs)
 	if len(tagIDs) == 0 {
 		return apperr.InvalidParam("tag_ids (or tag_id) must name at least one tag.")
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
+	"sync"
 	"time"
 
 	"appkb/apps"
@@ -32,6 +34,58 @@ type Resumer struct {
 	// events it returns close the segment.
 	Finished func(ctx context.Context, def *apps.Definition, run *workflowruns.Paused, res *workflow.Result) []workflow.Event
 	Log      *slog.Logger
+	// ExpireEvery is how often Start's loop times out overdue forms
+	// (default a minute).
+	ExpireEvery time.Duration
+
+	mu     sync.Mutex
+	base   context.Context // resumed runs run on it; set by Start
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// Start makes resumed runs run on ctx and times out overdue forms every
+// ExpireEvery until Stop. Before Start, runs resume on a context nobody
+// cancels (tests that build a server without its workers).
+func (r *Resumer) Start(ctx context.Context) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cancel != nil {
+		return
+	}
+	r.base, r.cancel = context.WithCancel(ctx)
+	every := r.ExpireEvery
+	if every <= 0 {
+		every = time.Minute
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.expireLoop(r.base, every)
+	}()
+}
+
+// Stop cancels resumed runs and the expiry loop and waits for them to
+// return. The runs it cancels are recorded as failed by the engine; a
+// run that paused stays paused and resumes after the next start.
+func (r *Resumer) Stop() {
+	r.mu.Lock()
+	cancel := r.cancel
+	r.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	r.wg.Wait()
+}
+
+// context is the context resumed runs run on.
+func (r *Resumer) context() context.Context {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.base == nil {
+		return context.Background()
+	}
+	return r.base
 }
 
 // Submit answers the form with the given token and resumes its run.
@@ -49,7 +103,10 @@ func (r *Resumer) Submit(ctx context.Context, appID, token, user, action string,
 // background. A run still finishing other branches picks its answered
 // forms up when it pauses (see Paused).
 func (r *Resumer) Kick(runID string) {
-	ctx := context.Background()
+	ctx := r.context()
+	if ctx.Err() != nil {
+		return // stopping: the run stays paused for the next start
+	}
 	p, ok, err := r.Forms.Claim(ctx, runID)
 	if err != nil {
 		r.Log.Error("workflow: claiming a paused run failed", "run", runID, "err", err)
@@ -61,11 +118,18 @@ func (r *Resumer) Kick(runID string) {
 	// The segment is open before Kick returns, so that a client who
 	// follows the run from now on sees all of it.
 	seg := r.Hub.Begin(runID)
+	r.wg.Add(1)
 	go func() {
+		defer r.wg.Done()
 		defer seg.End()
+		defer func() {
+			if p := recover(); p != nil {
+				r.Log.Error("workflow: a resumed run panicked", "run", runID, "panic", p, "stack", string(debug.Stack()))
+			}
+		}()
 		if err := r.resume(ctx, p, seg); err != nil {
 			r.Log.Error("workflow: resuming a run failed", "run", runID, "err", err)
-			if ferr := r.Runs.Fail(ctx, runID, "The run could not be resumed: "+err.Error()); ferr != nil {
+			if ferr := r.Runs.Fail(context.WithoutCancel(ctx), runID, "The run could not be resumed: "+err.Error()); ferr != nil {
 				r.Log.Error("workflow: recording a failed resumption failed", "run", runID, "err", ferr)
 			}
 		}
@@ -118,7 +182,7 @@ func (r *Resumer) resume(ctx context.Context, p *workflowruns.Paused, seg *Segme
 		TaskID: run.TaskID, RunID: run.ID,
 		Resume: &workflow.Resume{Snapshot: p.Snapshot, Forms: p.Forms},
 	}
-	runCtx, cancel := context.WithCancelCause(context.Background())
+	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	if r.Track != nil {
 		defer r.Track(run.TaskID, run.AppID, user, cancel)()
@@ -137,9 +201,9 @@ func (r *Resumer) resume(ctx context.Context, p *workflowruns.Paused, seg *Segme
 	return nil
 }
 
-// ExpireLoop times out overdue forms every interval until ctx ends, and
+// expireLoop times out overdue forms every interval until ctx ends, and
 // lets their runs go on along their timeout branches.
-func (r *Resumer) ExpireLoop(ctx context.Context, interval time.Duration) {
+func (r *Resumer) expireLoop(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {

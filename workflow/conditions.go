@@ -5,14 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"appkb/apps"
 )
-
-func init() {
-	executors[apps.NodeIfElse] = runIfElse
-	executors["list-operator"] = runListOperator
-}
 
 // compare applies one comparison operator of the DSL to an actual value
 // and the expected value of a condition.
@@ -174,12 +167,9 @@ func (x *nodeRun) evalFiles(v any, sub map[string]any) (bool, error) {
 // case id is followed, or "false" when none holds.
 func runIfElse(x *nodeRun) (*outcome, error) {
 	var trace []any
-	for _, cs := range asList2(x.d["cases"]) {
-		id := asString(cs["case_id"])
-		if id == "" {
-			id = asString(cs["id"])
-		}
-		ok, res, err := x.evalConditions(asString(cs["logical_operator"]), asList2(cs["conditions"]), func(c map[string]any) any {
+	for _, cs := range x.n.cfg.(*ifElseConfig).cases {
+		id := cs.id
+		ok, res, err := x.evalConditions(cs.logical, cs.conditions, func(c map[string]any) any {
 			return x.get(selectorOf(c["variable_selector"]))
 		})
 		trace = append(trace, map[string]any{"case_id": id, "conditions": res, "result": ok})

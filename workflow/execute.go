@@ -1,12 +1,15 @@
 package workflow
 
 import (
+	"appkb/apps"
 	"context"
 	"fmt"
 	"runtime/debug"
 	"time"
 
 	"github.com/google/uuid"
+
+	"appkb/metrics"
 )
 
 // nodeRun is one attempt at executing a node.
@@ -30,9 +33,60 @@ func (x *nodeRun) get(sel []string) any {
 // executor runs one kind of node.
 type executor func(x *nodeRun) (*outcome, error)
 
-// executors holds the node kinds the engine can run. It is filled in
-// init functions to avoid an initialisation cycle.
-var executors = map[string]executor{}
+// executorFor is the executor of a node kind: the one registry of the
+// node kinds the engine can run. A function rather than a map variable,
+// since executors of containers run inner nodes through it.
+func executorFor(kind string) (executor, bool) {
+	switch kind {
+	case apps.NodeStart:
+		return runStart, true
+	case apps.NodeEnd:
+		return runEnd, true
+	case apps.NodeAnswer:
+		return runAnswer, true
+	case apps.NodeLLM:
+		return runLLM, true
+	case apps.NodeIfElse:
+		return runIfElse, true
+	case apps.NodeCode:
+		return runCode, true
+	case apps.NodeTemplateTransform:
+		return runTemplate, true
+	case apps.NodeHTTPRequest:
+		return runHTTPRequest, true
+	case apps.NodeTool:
+		return runTool, true
+	case apps.NodeAgent:
+		return runAgent, true
+	case apps.NodeKnowledgeRetrieval:
+		return runKnowledge, true
+	case apps.NodeQuestionClassifier:
+		return runClassifier, true
+	case apps.NodeParameterExtractor:
+		return runExtractor, true
+	case apps.NodeVariableAggregator:
+		return runAggregator, true
+	case apps.NodeAssigner:
+		return runAssigner, true
+	case apps.NodeListOperator:
+		return runListOperator, true
+	case apps.NodeDocumentExtractor:
+		return runDocExtractor, true
+	case apps.NodeHumanInput:
+		return runHumanInput, true
+	case apps.NodeIteration:
+		return runIteration, true
+	case apps.NodeLoop:
+		return runLoop, true
+	case apps.NodeIterationStart, apps.NodeLoopStart, apps.NodeLoopEnd:
+		return runMarker, true
+	}
+	return nil, false
+}
+
+// runMarker runs the markers inside containers, which only say where the
+// inner graph begins or (loop-end) where a round stops the loop.
+func runMarker(*nodeRun) (*outcome, error) { return &outcome{}, nil }
 
 func runExecutor(x *nodeRun) (out *outcome, err error) {
 	defer func() {
@@ -41,7 +95,7 @@ func runExecutor(x *nodeRun) (out *outcome, err error) {
 			out, err = nil, nodeErr("InternalError", "The %s node %q crashed: %v", x.n.kind, x.n.title, p)
 		}
 	}()
-	ex, ok := executors[x.n.kind]
+	ex, ok := executorFor(x.n.kind)
 	if !ok {
 		return nil, nodeErr("NotSupported", "The node type %q (node %q) is not supported yet.", x.n.kind, x.n.title)
 	}
@@ -79,7 +133,7 @@ func (r *run) execute(ctx context.Context, n *gnode, index int, pred *string) fi
 	if n.container != "" {
 		id := n.container
 		round := r.round(id)
-		if n.containerKind == "loop" {
+		if n.containerKind == apps.NodeLoop {
 			base.LoopID = &id
 			containerMeta = map[string]any{"loop_id": id, "loop_index": round}
 		} else {
@@ -179,6 +233,7 @@ func (r *run) execute(ctx context.Context, n *gnode, index int, pred *string) fi
 		meta[k] = v
 	}
 	fd.ExecutionMetadata = meta
+	metrics.NodeExecution(fd.NodeType, fd.Status)
 	r.emit(&NodeFinished{Envelope: r.envelope(EventNodeFinished), Data: fd})
 	if r.e.Store != nil {
 		if serr := r.e.Store.NodeFinished(context.WithoutCancel(ctx), &fd, r.in.RunID); serr != nil && status != NodeFailed {

@@ -30,6 +30,8 @@ type gnode struct {
 	container, containerKind string
 	// sub is the inner graph of an iteration or loop node.
 	sub *Graph
+	// cfg holds the typed settings of kinds that have them (config.go).
+	cfg any
 }
 
 type gedge struct {
@@ -105,10 +107,13 @@ func build(w *apps.Workflow, parent, parentKind, rootID string, depth int) (*Gra
 			continue
 		}
 		kind := n.Kind()
-		if parent == "" && (kind == "iteration-start" || kind == "loop-start" || kind == "loop-end") {
+		if parent == "" && (kind == apps.NodeIterationStart || kind == apps.NodeLoopStart || kind == apps.NodeLoopEnd) {
 			continue
 		}
 		gn := &gnode{id: n.ID, kind: kind, title: n.Title(), data: n.NormalizedData(), order: i, container: parent, containerKind: parentKind}
+		if err := compileConfig(gn); err != nil {
+			return nil, err
+		}
 		all[n.ID] = gn
 		order = append(order, gn)
 	}
@@ -158,7 +163,7 @@ func build(w *apps.Workflow, parent, parentKind, rootID string, depth int) (*Gra
 	}
 	g.root = g.byID[rootID]
 	for _, n := range g.nodes {
-		if n.kind != "iteration" && n.kind != "loop" {
+		if n.kind != apps.NodeIteration && n.kind != apps.NodeLoop {
 			continue
 		}
 		root := innerRoot(w, n)
@@ -185,7 +190,7 @@ func innerRoot(w *apps.Workflow, c *gnode) string {
 			continue
 		}
 		ids[n.ID] = n.Kind()
-		if k := n.Kind(); first == "" && (k == "iteration-start" || k == "loop-start") {
+		if k := n.Kind(); first == "" && (k == apps.NodeIterationStart || k == apps.NodeLoopStart) {
 			first = n.ID
 		}
 	}

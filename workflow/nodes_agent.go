@@ -13,10 +13,6 @@ import (
 	"github.com/google/uuid"
 )
 
-func init() {
-	executors["agent"] = runAgent
-}
-
 // Bounds of maximum_iterations.
 const (
 	agentDefaultIterations = 3

@@ -12,15 +12,6 @@ import (
 	"appkb/jsonnum"
 )
 
-func init() {
-	executors[apps.NodeStart] = runStart
-	executors[apps.NodeEnd] = runEnd
-	executors[apps.NodeAnswer] = runAnswer
-	executors[apps.NodeVariableAggregator] = runAggregator
-	executors["assigner"] = runAssigner
-	executors[apps.NodeKnowledgeRetrieval] = runKnowledge
-}
-
 // validateInputs checks the run's inputs against the start node's form
 // and returns the values the run uses: declared variables only, defaults
 // filled in, numbers and booleans converted.
@@ -145,12 +136,8 @@ func runStart(x *nodeRun) (*outcome, error) {
 
 func runEnd(x *nodeRun) (*outcome, error) {
 	outputs := map[string]any{}
-	for _, o := range asList2(x.d["outputs"]) {
-		name := asString(o["variable"])
-		if name == "" {
-			continue
-		}
-		outputs[name] = x.get(selectorOf(o["value_selector"]))
+	for _, o := range x.n.cfg.(*endConfig).outputs {
+		outputs[o.name] = x.get(o.selector)
 	}
 	return &outcome{inputs: outputs, outputs: outputs}, nil
 }
@@ -158,7 +145,7 @@ func runEnd(x *nodeRun) (*outcome, error) {
 // runAnswer renders the answer template and streams it piece by piece. A
 // leading llm text that already streamed is not sent again.
 func runAnswer(x *nodeRun) (*outcome, error) {
-	segs := parseTemplate(asString(x.d["answer"]))
+	segs := x.n.cfg.(*answerConfig).segments
 	skip := -1
 	for id, plan := range x.r.g.streams {
 		if plan.answerID != x.n.id {

@@ -8,14 +8,8 @@ import (
 	"strings"
 	"unicode"
 
-	"appkb/apps"
 	"appkb/llm"
 )
-
-func init() {
-	executors[apps.NodeQuestionClassifier] = runClassifier
-	executors["parameter-extractor"] = runExtractor
-}
 
 // Both nodes ask the model first. When the reply cannot be used — always
 // the case with the builtin model, which only quotes — they fall back to a

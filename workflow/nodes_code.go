@@ -11,14 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"appkb/apps"
-
 	"github.com/dop251/goja"
 )
-
-func init() {
-	executors[apps.NodeCode] = runCode
-}
 
 // Budgets of code nodes. JavaScript runs inside the server process, so
 // besides its time limit it gets a memory budget (the growth of the

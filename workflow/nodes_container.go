@@ -9,16 +9,6 @@ import (
 	"time"
 )
 
-func init() {
-	executors["iteration"] = runIteration
-	executors["loop"] = runLoop
-	// The markers inside containers only mark where the inner graph
-	// begins or (loop-end) where a round stops the loop.
-	for _, k := range []string{"iteration-start", "loop-start", "loop-end"} {
-		executors[k] = func(*nodeRun) (*outcome, error) { return &outcome{}, nil }
-	}
-}
-
 // Error handling modes (error_handle_mode) of an iteration or a loop.
 const (
 	iterTerminated    = "terminated"

@@ -13,10 +13,6 @@ import (
 	"appkb/files"
 )
 
-func init() {
-	executors["document-extractor"] = runDocExtractor
-}
-
 // plainTextExts are extensions of text formats docparse has no parser of
 // its own for; their files are read as plain text.
 var plainTextExts = map[string]bool{

@@ -20,10 +20,6 @@ import (
 	"appkb/netguard"
 )
 
-func init() {
-	executors["http-request"] = runHTTPRequest
-}
-
 // Limits of the http-request node. The node data's timeouts are seconds;
 // missing or non-positive values take the defaults, larger ones the caps.
 const (

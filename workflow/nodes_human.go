@@ -12,10 +12,6 @@ import (
 	"github.com/google/uuid"
 )
 
-func init() {
-	executors["human-input"] = runHumanInput
-}
-
 // formField matches the place of a field in a form's text:
 // {{#$outputs.name#}} (and the singular spelling some files use).
 var formField = regexp.MustCompile(`\{\{#\$outputs?\.([a-zA-Z_][a-zA-Z0-9_]{0,29})#\}\}`)

@@ -5,13 +5,8 @@ import (
 	"strings"
 	"unicode"
 
-	"appkb/apps"
 	"appkb/llm"
 )
-
-func init() {
-	executors[apps.NodeLLM] = runLLM
-}
 
 // chatModel looks up the model an llm-like node names.
 func (x *nodeRun) chatModel() (llm.ChatModel, map[string]any, error) {

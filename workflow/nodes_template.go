@@ -12,10 +12,6 @@ import (
 	"github.com/nikolalohinski/gonja/v2/loaders"
 )
 
-func init() {
-	executors["template-transform"] = runTemplate
-}
-
 // maxTemplateOutput bounds the text a template may produce.
 const maxTemplateOutput = 400_000
 

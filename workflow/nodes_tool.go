@@ -4,10 +4,6 @@ import (
 	"strings"
 )
 
-func init() {
-	executors["tool"] = runTool
-}
-
 // toolInput resolves one entry of tool_parameters (or of a version 2
 // tool_configurations): a selector for variable, a {{#…#}} template for
 // mixed, the literal for constant.

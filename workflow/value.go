@@ -7,24 +7,24 @@ import (
 	"strconv"
 	"strings"
 
+	"appkb/apps"
 	"appkb/jsonnum"
 )
 
-// Value types of the DSL, as written in start variables, code outputs,
-// conversation variables and default values.
+// Value types of the DSL (declared once, in package apps).
 const (
-	TypeString       = "string"
-	TypeNumber       = "number"
-	TypeBoolean      = "boolean"
-	TypeObject       = "object"
-	TypeFile         = "file"
-	TypeArrayString  = "array[string]"
-	TypeArrayNumber  = "array[number]"
-	TypeArrayBoolean = "array[boolean]"
-	TypeArrayObject  = "array[object]"
-	TypeArrayFile    = "array[file]"
-	TypeArrayAny     = "array[any]"
-	TypeNone         = "none"
+	TypeString       = apps.TypeString
+	TypeNumber       = apps.TypeNumber
+	TypeBoolean      = apps.TypeBoolean
+	TypeObject       = apps.TypeObject
+	TypeFile         = apps.TypeFile
+	TypeArrayString  = apps.TypeArrayString
+	TypeArrayNumber  = apps.TypeArrayNumber
+	TypeArrayBoolean = apps.TypeArrayBoolean
+	TypeArrayObject  = apps.TypeArrayObject
+	TypeArrayFile    = apps.TypeArrayFile
+	TypeArrayAny     = apps.TypeArrayAny
+	TypeNone         = apps.TypeNone
 )
 
 // File is a file value in the pool (sys.files, file inputs, node outputs).

@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"appkb/apperr"
+	"appkb/db"
 	"appkb/models"
 )
 
@@ -76,7 +77,7 @@ func (s *Store) Logs(ctx context.Context, appID string, f LogFilter) ([]LogEntry
 		q = q.Where("end_user_id IN (SELECT id FROM end_users WHERE app_id = ? AND session_id = ?)", appID, f.SessionID)
 	}
 	if kw := strings.TrimSpace(f.Keyword); kw != "" {
-		like := "%" + escapeLike(kw) + "%"
+		like := "%" + db.EscapeLike(kw) + "%"
 		q = q.Where(`(inputs LIKE ? ESCAPE '\' OR outputs LIKE ? ESCAPE '\' OR error LIKE ? ESCAPE '\'
 			OR end_user_id IN (SELECT id FROM end_users WHERE app_id = ? AND session_id LIKE ? ESCAPE '\'))`,
 			like, like, like, appID, like)
@@ -118,9 +119,4 @@ func (s *Store) Logs(ctx context.Context, appID string, f LogFilter) ([]LogEntry
 		out = append(out, e)
 	}
 	return out, int(total), nil
-}
-
-// escapeLike protects LIKE wildcards in user text (ESCAPE '\').
-func escapeLike(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }

@@ -16,8 +16,13 @@ const (
 	CreatedFromService  = "service-api"
 )
 
-// Run statuses besides the final ones of package workflow.
-const StatusRunning = "running"
+// Run statuses besides the final ones of package workflow: a run is
+// running until it ends or pauses, and a paused run waits for human input
+// until the resumer claims it (back to running).
+const (
+	StatusRunning = "running"
+	StatusPaused  = workflow.RunPaused
+)
 
 // RunMeta is what a run's records hold beyond what the engine reports.
 type RunMeta struct {

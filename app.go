@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"appkb/handlers"
+	"appkb/indexing"
+)
+
+// worker is a piece of background work the application owns.
+type worker interface {
+	// Start begins the work; it runs until Stop (or ctx ends).
+	Start(ctx context.Context)
+	// Stop ends the work and waits for it to return.
+	Stop()
+}
+
+// application is one serving process: the HTTP server and every
+// background worker over one database. run starts the workers, then
+// serves; when ctx ends it drains HTTP first (requests in flight finish,
+// streams included, within shutdownGrace), then stops the workers in the
+// reverse order of their start, and only then may the caller close the
+// database.
+type application struct {
+	log     *slog.Logger
+	http    *http.Server
+	workers []namedWorker
+	// started runs once the workers run and the listener serves; stopping
+	// runs when a shutdown begins. Either may be nil.
+	started, stopping func()
+}
+
+type namedWorker struct {
+	name string
+	worker
+}
+
+// shutdownGrace bounds how long a stop waits for requests in flight.
+const shutdownGrace = 15 * time.Second
+
+// newApplication builds the server and its workers over gdb: the indexing
+// queue, annotation reply jobs, and the resumer of paused workflow runs
+// (which also times out their forms).
+func newApplication(deps handlers.Deps, idx indexing.Config) (*application, error) {
+	svc := handlers.NewServices(deps)
+	deps.Services = svc
+	e, err := handlers.NewServer(deps)
+	if err != nil {
+		return nil, err
+	}
+	log := deps.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &application{
+		log:  log,
+		http: &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second},
+		workers: []namedWorker{
+			{"indexing", &indexingWorker{cfg: idx}},
+			{"annotation jobs", svc.Annotations},
+			{"workflow resumer", svc.Flows},
+		},
+	}, nil
+}
+
+// run serves on ln until ctx ends or the listener fails, then shuts down
+// in order: HTTP, then the workers.
+func (a *application) run(ctx context.Context, ln net.Listener) error {
+	// Workers run on their own context: they are stopped explicitly, after
+	// HTTP has drained, not as soon as the signal arrives.
+	workCtx := context.WithoutCancel(ctx)
+	for _, w := range a.workers {
+		w.Start(workCtx)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- a.http.Serve(ln) }()
+	if a.started != nil {
+		a.started()
+	}
+
+	var serveErr error
+	select {
+	case serveErr = <-errc:
+	case <-ctx.Done():
+		a.log.Info("shutting down")
+		if a.stopping != nil {
+			a.stopping()
+		}
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		if err := a.http.Shutdown(shutdownCtx); err != nil {
+			a.log.Warn("requests still running at shutdown were cut", "err", err)
+			_ = a.http.Close()
+		}
+		cancel()
+		if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+			serveErr = err
+		}
+	}
+	for i := len(a.workers) - 1; i >= 0; i-- {
+		w := a.workers[i]
+		w.Stop()
+		a.log.Info("stopped", "worker", w.name)
+	}
+	return serveErr
+}
+
+// indexingWorker gives the indexing queue the Start/Stop shape.
+type indexingWorker struct {
+	cfg  indexing.Config
+	stop func()
+}
+
+func (w *indexingWorker) Start(ctx context.Context) { w.stop = indexing.Start(ctx, w.cfg) }
+
+func (w *indexingWorker) Stop() {
+	if w.stop != nil {
+		w.stop()
+	}
+}

@@ -1,0 +1,208 @@
+package flows
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"appkb/apperr"
+	"appkb/apps"
+	"appkb/chat"
+	"appkb/models"
+	"appkb/workflow"
+	"appkb/workflowruns"
+)
+
+// FollowRequest names a run to follow.
+type FollowRequest struct {
+	AppID, RunID string
+	// User must be the end user who started the run.
+	User string
+	// ContinueOnPause keeps the stream open past a pause, for what comes
+	// after the form is answered.
+	ContinueOnPause bool
+	// IncludeSnapshot first sends a node_finished event for every node
+	// execution stored so far.
+	IncludeSnapshot bool
+}
+
+// Follow streams the events of a run of a workflow app or chatflow. A run
+// in progress is followed live from the start of its current segment; a
+// paused run shows the forms it waits on and workflow_paused (and, with
+// ContinueOnPause, what comes after the answer); a finished run gives its
+// workflow_finished alone. Someone else's run is not found.
+func (s *Service) Follow(ctx context.Context, req FollowRequest) (*Run, error) {
+	app, err := s.FlowApp(ctx, req.AppID)
+	if err != nil {
+		return nil, err
+	}
+	run, err := s.runs.Run(ctx, app.ID, req.RunID)
+	if err != nil {
+		return nil, err
+	}
+	user, err := s.users.Find(ctx, app.ID, req.User)
+	if err != nil || run.EndUserID == nil || *run.EndUserID != user.ID {
+		return nil, apperr.NotFound("Workflow run not found.")
+	}
+	chatflow := app.Mode == apps.ModeAdvancedChat
+	return s.launch(ctx, run.TaskID, workflowError(run.TaskID, run.ID), func(ctx context.Context, r *Run) (*Result, error) {
+		send := func(ev workflow.Event) error { return r.emit(clientEvent(ev, chatflow)) }
+		if req.IncludeSnapshot {
+			if err := s.replayNodes(ctx, run, send); err != nil {
+				return nil, quiet(err)
+			}
+		}
+		return nil, quiet(s.followRun(ctx, run, req.ContinueOnPause, send))
+	}), nil
+}
+
+// quiet drops the error of a follower whose client went away.
+func quiet(err error) error {
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// followRun sends the events of run until it ends, or pauses when keepOpen
+// is false. Each segment of the run (its start, each resumption) is
+// followed from the hub while the hub has it, otherwise the stored record
+// tells where the run is.
+func (s *Service) followRun(ctx context.Context, run *models.WorkflowRun, keepOpen bool, send func(workflow.Event) error) error {
+	var after int64
+	for {
+		var last workflow.Event
+		seq, found, err := s.hub.Follow(ctx, run.ID, after, func(ev workflow.Event) error {
+			last = ev
+			return send(ev)
+		})
+		if err != nil {
+			return err
+		}
+		if found {
+			after = seq
+			if _, paused := last.(*workflow.WorkflowPaused); !paused || !keepOpen {
+				return nil
+			}
+		} else {
+			stored, err := s.runs.Run(ctx, run.AppID, run.ID)
+			if err != nil {
+				return err
+			}
+			switch stored.Status {
+			case workflowruns.StatusRunning:
+				// Between segments: wait for the next one.
+			case workflowruns.StatusPaused:
+				if err := s.sendPaused(ctx, stored, send); err != nil {
+					return err
+				}
+				if !keepOpen {
+					return nil
+				}
+			default:
+				return send(finishedEvent(stored))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.hub.Next(run.ID, after):
+		case <-time.After(time.Second):
+			// Look at the stored record again.
+		}
+	}
+}
+
+// sendPaused sends the forms a stored paused run waits on, then
+// workflow_paused.
+func (s *Service) sendPaused(ctx context.Context, run *models.WorkflowRun, send func(workflow.Event) error) error {
+	forms, err := s.forms.Waiting(ctx, run.ID)
+	if err != nil {
+		return err
+	}
+	env := workflow.Envelope{TaskID: run.TaskID, WorkflowRunID: run.ID}
+	for _, f := range forms {
+		if err := send(f.RequiredEvent(env)); err != nil {
+			return err
+		}
+	}
+	res := &workflow.Result{RunID: run.ID, Status: run.Status, ElapsedTime: run.ElapsedTime,
+		TotalTokens: run.TotalTokens, TotalSteps: run.TotalSteps, Forms: forms}
+	if run.PauseState != nil {
+		if snap, err := workflow.UnmarshalSnapshot(*run.PauseState); err == nil {
+			res.Snapshot = snap
+		}
+	}
+	if run.Outputs != nil {
+		_ = json.Unmarshal([]byte(*run.Outputs), &res.Outputs)
+	}
+	return send(res.PausedEvent(env, run.CreatedAt.Unix()))
+}
+
+// finishedEvent is the workflow_finished event of a stored, ended run.
+func finishedEvent(run *models.WorkflowRun) *workflow.WorkflowFinished {
+	outputs := map[string]any{}
+	if run.Outputs != nil {
+		_ = json.Unmarshal([]byte(*run.Outputs), &outputs)
+	}
+	var finished int64
+	if run.FinishedAt != nil {
+		finished = run.FinishedAt.Unix()
+	}
+	return &workflow.WorkflowFinished{
+		Envelope: workflow.Envelope{Event: workflow.EventWorkflowFinished, TaskID: run.TaskID, WorkflowRunID: run.ID},
+		Data: workflow.WorkflowFinishedData{
+			ID: run.ID, WorkflowID: run.WorkflowID, Status: run.Status, Outputs: outputs, Error: run.Error,
+			ElapsedTime: run.ElapsedTime, TotalTokens: run.TotalTokens, TotalSteps: run.TotalSteps,
+			CreatedAt: run.CreatedAt.Unix(), FinishedAt: finished, ExceptionsCount: run.ExceptionsCount, Files: []any{},
+		},
+	}
+}
+
+// replayNodes sends a node_finished event for every node execution stored
+// so far.
+func (s *Service) replayNodes(ctx context.Context, run *models.WorkflowRun, send func(workflow.Event) error) error {
+	execs, err := s.runs.NodeExecutions(ctx, run.ID)
+	if err != nil {
+		return err
+	}
+	for _, x := range execs {
+		d := workflow.NodeFinishedData{
+			ID: x.ID, NodeID: x.NodeID, NodeType: x.NodeType, Title: x.Title, Index: x.NodeIndex,
+			PredecessorNodeID: x.PredecessorNodeID, Status: x.Status, Error: x.Error, ElapsedTime: x.ElapsedTime,
+			CreatedAt: x.CreatedAt.Unix(), Files: []any{}, Inputs: map[string]any{},
+		}
+		if x.FinishedAt != nil {
+			d.FinishedAt = x.FinishedAt.Unix()
+		}
+		for _, part := range []struct {
+			text *string
+			into *map[string]any
+		}{{&x.Inputs, &d.Inputs}, {x.ProcessData, &d.ProcessData}, {x.Outputs, &d.Outputs}, {&x.ExecutionMetadata, &d.ExecutionMetadata}} {
+			if part.text != nil {
+				if err := json.Unmarshal([]byte(*part.text), part.into); err != nil {
+					return fmt.Errorf("node execution %s: %w", x.ID, err)
+				}
+			}
+		}
+		ev := &workflow.NodeFinished{Envelope: workflow.Envelope{Event: workflow.EventNodeFinished, TaskID: run.TaskID, WorkflowRunID: run.ID}, Data: d}
+		if err := send(ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// clientEvent is what a client of the app's kind sees of an engine event:
+// a chatflow's answer text travels as message events.
+func clientEvent(ev workflow.Event, chatflow bool) Event {
+	tc, ok := ev.(*workflow.TextChunk)
+	if !ok || !chatflow {
+		return workflowEv(ev)
+	}
+	return chatEv(chat.MessageEvent{Event: chat.EventMessage, ID: tc.MessageID, Answer: tc.Data.Text, StreamBase: chat.StreamBase{
+		TaskID: tc.TaskID, MessageID: tc.MessageID, ConversationID: tc.ConversationID, CreatedAt: tc.CreatedAt,
+	}})
+}

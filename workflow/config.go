@@ -1,0 +1,107 @@
+package workflow
+
+import (
+	"appkb/apperr"
+	"appkb/apps"
+)
+
+// Typed node settings. Compile decodes the settings of these node kinds
+// once, into the structs below, and refuses a graph whose settings cannot
+// work with a 400 naming the node, before anything runs. Executors read
+// the struct (gnode.cfg) instead of looking keys up in the node's data at
+// every run. Kinds without a struct here still read their data map.
+
+// endConfig is an end node: the run's outputs, each read from a variable.
+type endConfig struct {
+	outputs []namedSelector
+}
+
+// namedSelector is an output name and the variable it takes its value from.
+type namedSelector struct {
+	name     string
+	selector []string
+}
+
+// answerConfig is an answer node: its template, split once.
+type answerConfig struct {
+	segments []segment
+}
+
+// ifElseConfig is an if-else node: its cases in order.
+type ifElseConfig struct {
+	cases []ifCase
+}
+
+// ifCase is one case of an if-else node; the edge with its id is taken
+// when its conditions hold.
+type ifCase struct {
+	id         string
+	logical    string
+	conditions []map[string]any
+}
+
+// comparisonOperators are the operators compare knows.
+var comparisonOperators = map[string]bool{
+	"empty": true, "not empty": true, "null": true, "not exists": true, "not null": true, "exists": true,
+	"contains": true, "not contains": true, "start with": true, "end with": true, "is": true, "is not": true,
+	"in": true, "not in": true, "all of": true,
+	"=": true, "≠": true, ">": true, "<": true, "≥": true, "≤": true, "==": true, "!=": true, ">=": true, "<=": true,
+}
+
+// configError is the error of a node whose settings cannot work.
+func configError(n *gnode, format string, args ...any) error {
+	return apperr.InvalidParam("The %s node %q (%s): "+format, append([]any{n.kind, n.title, n.id}, args...)...)
+}
+
+// compileConfig decodes the typed settings of n, if its kind has them.
+func compileConfig(n *gnode) error {
+	switch n.kind {
+	case apps.NodeEnd:
+		c := &endConfig{}
+		for _, o := range asList2(n.data["outputs"]) {
+			name := asString(o["variable"])
+			if name == "" {
+				continue
+			}
+			c.outputs = append(c.outputs, namedSelector{name: name, selector: selectorOf(o["value_selector"])})
+		}
+		n.cfg = c
+	case apps.NodeAnswer:
+		n.cfg = &answerConfig{segments: parseTemplate(asString(n.data["answer"]))}
+	case apps.NodeIfElse:
+		c := &ifElseConfig{}
+		for i, cs := range asList2(n.data["cases"]) {
+			id := asString(cs["case_id"])
+			if id == "" {
+				id = asString(cs["id"])
+			}
+			if id == "" {
+				return configError(n, "case %d has no case_id.", i+1)
+			}
+			conds := asList2(cs["conditions"])
+			if err := checkConditions(n, conds); err != nil {
+				return err
+			}
+			c.cases = append(c.cases, ifCase{id: id, logical: asString(cs["logical_operator"]), conditions: conds})
+		}
+		n.cfg = c
+	}
+	return nil
+}
+
+// checkConditions refuses a condition whose operator compare does not
+// know, including those on file attributes.
+func checkConditions(n *gnode, conds []map[string]any) error {
+	for _, c := range conds {
+		if sub := asMap(c["sub_variable_condition"]); sub != nil && len(asList2(sub["conditions"])) > 0 {
+			if err := checkConditions(n, asList2(sub["conditions"])); err != nil {
+				return err
+			}
+			continue
+		}
+		if op := asString(c["comparison_operator"]); !comparisonOperators[op] {
+			return configError(n, "unknown comparison operator %q.", op)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,51 @@
+package workflow
+
+import (
+	"strings"
+	"testing"
+
+	"appkb/apperr"
+)
+
+// TestCompileChecksNodeSettings checks that settings that cannot work are
+// refused by Compile, as invalid_param naming the node, before any run.
+func TestCompileChecksNodeSettings(t *testing.T) {
+	tests := []struct {
+		name     string
+		node     string
+		wantNode string // empty: the graph compiles
+	}{
+		{"known operators compile", `
+  - id: cond
+    data: {type: if-else, title: Cond, cases: [{case_id: 'true', logical_operator: and, conditions: [
+      {variable_selector: [start, q], comparison_operator: contains, value: x},
+      {variable_selector: [start, q], comparison_operator: '≥', value: '1'}]}]}`, ""},
+		{"an unknown operator", `
+  - id: cond
+    data: {type: if-else, title: Pick one, cases: [{case_id: 'true', logical_operator: and, conditions: [
+      {variable_selector: [start, q], comparison_operator: 'looks like', value: x}]}]}`, `"Pick one"`},
+		{"an unknown operator on a file attribute", `
+  - id: cond
+    data: {type: if-else, title: Files, cases: [{case_id: 'true', logical_operator: and, conditions: [
+      {variable_selector: [start, f], comparison_operator: contains,
+       sub_variable_condition: {logical_operator: and, conditions: [{key: type, comparison_operator: 'resembles', value: image}]}}]}]}`, `"Files"`},
+		{"a case without an id", `
+  - id: cond
+    data: {type: if-else, title: No id, cases: [{logical_operator: and, conditions: []}]}`, `"No id"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := graphYAML(t, graph(tc.node, "\n  - {source: start, target: cond}"))
+			g, err := Compile(w)
+			if tc.wantNode == "" {
+				if err != nil || g == nil {
+					t.Fatalf("Compile: %v", err)
+				}
+				return
+			}
+			if !apperr.Is(err, apperr.CodeInvalidParam) || !strings.Contains(err.Error(), tc.wantNode) {
+				t.Fatalf("Compile error %v, want invalid_param naming %s", err, tc.wantNode)
+			}
+		})
+	}
+}
