@@ -27,9 +27,10 @@ run: build
 test:
 	$(GO) test -tags $(TAGS) -race -count=1 ./...
 
-## fuzz: run every fuzz test for FUZZTIME each (parsers, DSL loader, …)
+## fuzz: run the fuzz tests of the parsers and the DSL loader for FUZZTIME each
+## (FUZZ_PKGS="./textsplit ./llm ./handlers" fuzzes the others)
 FUZZTIME  ?= 3s
-FUZZ_PKGS ?= ./docparse ./apps ./textsplit ./llm ./handlers
+FUZZ_PKGS ?= ./docparse ./apps
 fuzz:
 	@for pkg in $(FUZZ_PKGS); do \
 	  for fn in $$($(GO) test -tags $(TAGS) -list '^Fuzz' $$pkg | grep '^Fuzz'); do \

@@ -23,6 +23,7 @@ import (
 
 	"appkb/apikeys"
 	"appkb/apps"
+	"appkb/chat"
 	"appkb/db"
 	"appkb/demo"
 	"appkb/handlers"
@@ -448,6 +449,12 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 		return err
 	} else if n > 0 {
 		log.Warn("closed workflow runs interrupted by the last stop", "runs", n)
+	}
+	// So can answers a previous process was still streaming.
+	if n, err := chat.CloseInterrupted(ctx, gdb); err != nil {
+		return err
+	} else if n > 0 {
+		log.Warn("closed messages interrupted by the last stop", "messages", n)
 	}
 
 	deps := handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, Models: cfg.models, DataDir: dataDir, FetchAllow: cfg.fetchAllow, Ops: cfg.ops, Tools: cfg.tools,

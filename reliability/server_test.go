@@ -33,10 +33,15 @@ var (
 	buildErr  error
 )
 
-// binary builds appkb once per test run.
+// binary builds appkb once per test run (APPKB_BIN names a binary to use
+// instead, e.g. an older build to compare with).
 func binary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
+		if p := os.Getenv("APPKB_BIN"); p != "" {
+			binPath = p
+			return
+		}
 		dir, err := os.MkdirTemp("", "appkb-reliability-")
 		if err != nil {
 			buildErr = err
