@@ -105,3 +105,14 @@ func checkConditions(n *gnode, conds []map[string]any) error {
 	}
 	return nil
 }
+
+// Check compiles the workflow of a definition that has one, so that
+// settings that cannot work are refused when the app is imported rather
+// than when it first runs. Definitions without a workflow pass.
+func Check(def *apps.Definition) error {
+	if def == nil || !apps.UsesWorkflow(def.App.Mode) {
+		return nil
+	}
+	_, err := Compile(def.Workflow)
+	return err
+}
