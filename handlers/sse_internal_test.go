@@ -89,4 +89,3 @@ func TestPump(t *testing.T) {
 		})
 	}
 }
-
