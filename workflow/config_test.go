@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"appkb/apperr"
+	"appkb/apps"
 )
 
 // TestCompileChecksNodeSettings checks that settings that cannot work are
@@ -45,6 +46,38 @@ func TestCompileChecksNodeSettings(t *testing.T) {
 			}
 			if !apperr.Is(err, apperr.CodeInvalidParam) || !strings.Contains(err.Error(), tc.wantNode) {
 				t.Fatalf("Compile error %v, want invalid_param naming %s", err, tc.wantNode)
+			}
+		})
+	}
+}
+
+// TestCheck checks the import-time entry: a workflow app with broken node
+// settings is refused; apps without a workflow pass.
+func TestCheck(t *testing.T) {
+	broken := graph(`
+  - id: cond
+    data: {type: if-else, title: Broken, cases: [{case_id: 'true', logical_operator: and, conditions: [
+      {variable_selector: [start, q], comparison_operator: 'sounds like', value: x}]}]}`, "\n  - {source: start, target: cond}")
+	tests := []struct {
+		name    string
+		file    string
+		wantErr bool
+	}{
+		{"a chat app", "app: {mode: chat, name: C}\nkind: app\nversion: 0.3.0\nmodel_config:\n  model: {provider: appkb, name: builtin, mode: chat}\n", false},
+		{"a workflow with a broken node", "app: {mode: workflow, name: W}\nkind: app\nversion: 0.3.0\nworkflow:\n  " + strings.ReplaceAll(broken, "\n", "\n  ") + "\n", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			def, err := apps.Parse([]byte(tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = Check(def)
+			if tc.wantErr != (err != nil) {
+				t.Fatalf("Check = %v, want error %v", err, tc.wantErr)
+			}
+			if tc.wantErr && !strings.Contains(err.Error(), `"Broken"`) {
+				t.Errorf("error %v does not name the node", err)
 			}
 		})
 	}
