@@ -40,6 +40,32 @@ type ifCase struct {
 	conditions []map[string]any
 }
 
+// classifierConfig is a question-classifier node.
+type classifierConfig struct {
+	query       []string
+	classes     []classOption
+	instruction string
+}
+
+// classOption is one class; the edge with its id is taken when the class
+// is chosen.
+type classOption struct {
+	id, name, label string
+}
+
+// extractorConfig is a parameter-extractor node.
+type extractorConfig struct {
+	query       []string
+	params      []map[string]any
+	instruction string
+}
+
+// docExtractConfig is a document-extractor node: the variable holding the
+// file or files.
+type docExtractConfig struct {
+	selector []string
+}
+
 // comparisonOperators are the operators compare knows.
 var comparisonOperators = map[string]bool{
 	"empty": true, "not empty": true, "null": true, "not exists": true, "not null": true, "exists": true,
@@ -85,6 +111,30 @@ func compileConfig(n *gnode) error {
 			c.cases = append(c.cases, ifCase{id: id, logical: asString(cs["logical_operator"]), conditions: conds})
 		}
 		n.cfg = c
+	case apps.NodeQuestionClassifier:
+		c := &classifierConfig{query: selectorOf(n.data["query_variable_selector"]), instruction: asString(n.data["instruction"])}
+		for _, cl := range asList2(n.data["classes"]) {
+			c.classes = append(c.classes, classOption{id: Text(cl["id"]), name: Text(cl["name"]), label: Text(cl["label"])})
+		}
+		if len(c.classes) == 0 {
+			return configError(n, "the classifier has no classes.")
+		}
+		n.cfg = c
+	case apps.NodeParameterExtractor:
+		c := &extractorConfig{query: selectorOf(n.data["query"]), params: asList2(n.data["parameters"]),
+			instruction: asString(n.data["instruction"])}
+		for i, p := range c.params {
+			if asString(p["name"]) == "" {
+				return configError(n, "parameter %d has no name.", i+1)
+			}
+		}
+		n.cfg = c
+	case apps.NodeDocumentExtractor:
+		sel := selectorOf(n.data["variable_selector"])
+		if len(sel) < 2 {
+			return configError(n, "it names no variable to read files from.")
+		}
+		n.cfg = &docExtractConfig{selector: sel}
 	}
 	return nil
 }

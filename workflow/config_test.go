@@ -30,6 +30,18 @@ func TestCompileChecksNodeSettings(t *testing.T) {
     data: {type: if-else, title: Files, cases: [{case_id: 'true', logical_operator: and, conditions: [
       {variable_selector: [start, f], comparison_operator: contains,
        sub_variable_condition: {logical_operator: and, conditions: [{key: type, comparison_operator: 'resembles', value: image}]}}]}]}`, `"Files"`},
+		{"a classifier without classes", `
+  - id: cond
+    data: {type: question-classifier, title: Sort, query_variable_selector: [start, q], classes: []}`, `"Sort"`},
+		{"an extractor parameter without a name", `
+  - id: cond
+    data: {type: parameter-extractor, title: Pull, query: [start, q], parameters: [{type: string}]}`, `"Pull"`},
+		{"a document extractor without a variable", `
+  - id: cond
+    data: {type: document-extractor, title: Read}`, `"Read"`},
+		{"a classifier with classes compiles", `
+  - id: cond
+    data: {type: question-classifier, title: Sort, query_variable_selector: [start, q], classes: [{id: '1', name: refunds}]}`, ""},
 		{"a case without an id", `
   - id: cond
     data: {type: if-else, title: No id, cases: [{logical_operator: and, conditions: []}]}`, `"No id"`},
