@@ -3,6 +3,7 @@ package workflow
 import (
 	"appkb/apperr"
 	"appkb/apps"
+	"time"
 )
 
 // Typed node settings. Compile decodes the settings of these node kinds
@@ -66,6 +67,15 @@ type docExtractConfig struct {
 	selector []string
 }
 
+// humanConfig is a human-input node: its form, minus what depends on the
+// run (content and defaults are rendered when the node runs).
+type humanConfig struct {
+	content string
+	inputs  []map[string]any
+	actions []map[string]any
+	timeout time.Duration
+}
+
 // comparisonOperators are the operators compare knows.
 var comparisonOperators = map[string]bool{
 	"empty": true, "not empty": true, "null": true, "not exists": true, "not null": true, "exists": true,
@@ -127,6 +137,26 @@ func compileConfig(n *gnode) error {
 			if asString(p["name"]) == "" {
 				return configError(n, "parameter %d has no name.", i+1)
 			}
+		}
+		n.cfg = c
+	case apps.NodeHumanInput:
+		c := &humanConfig{content: asString(n.data["form_content"]), timeout: formTimeout(n.data)}
+		for _, in := range asList2(n.data["inputs"]) {
+			if asString(in["output_variable_name"]) != "" {
+				c.inputs = append(c.inputs, in)
+			}
+		}
+		seen := map[string]bool{}
+		for i, a := range asList2(n.data["user_actions"]) {
+			id := asString(a["id"])
+			switch {
+			case id == "":
+				return configError(n, "action %d has no id.", i+1)
+			case seen[id]:
+				return configError(n, "two actions have the id %q.", id)
+			}
+			seen[id] = true
+			c.actions = append(c.actions, a)
 		}
 		n.cfg = c
 	case apps.NodeDocumentExtractor:

@@ -42,6 +42,12 @@ func TestCompileChecksNodeSettings(t *testing.T) {
 		{"a classifier with classes compiles", `
   - id: cond
     data: {type: question-classifier, title: Sort, query_variable_selector: [start, q], classes: [{id: '1', name: refunds}]}`, ""},
+		{"a form action without an id", `
+  - id: cond
+    data: {type: human-input, title: Ask, form_content: 'ok?', user_actions: [{id: yes, title: Yes}, {title: No}]}`, `"Ask"`},
+		{"two form actions with one id", `
+  - id: cond
+    data: {type: human-input, title: Ask twice, form_content: 'ok?', user_actions: [{id: yes}, {id: yes}]}`, `"Ask twice"`},
 		{"a case without an id", `
   - id: cond
     data: {type: if-else, title: No id, cases: [{logical_operator: and, conditions: []}]}`, `"No id"`},
