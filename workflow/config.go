@@ -3,6 +3,7 @@ package workflow
 import (
 	"appkb/apperr"
 	"appkb/apps"
+	"appkb/llm"
 	"time"
 )
 
@@ -43,6 +44,7 @@ type ifCase struct {
 
 // classifierConfig is a question-classifier node.
 type classifierConfig struct {
+	model       modelRef
 	query       []string
 	classes     []classOption
 	instruction string
@@ -56,6 +58,7 @@ type classOption struct {
 
 // extractorConfig is a parameter-extractor node.
 type extractorConfig struct {
+	model       modelRef
 	query       []string
 	params      []map[string]any
 	instruction string
@@ -75,6 +78,50 @@ type humanConfig struct {
 	actions []map[string]any
 	timeout time.Duration
 }
+
+// modelRef is the model an llm-like node names.
+type modelRef struct {
+	provider, name, mode string
+	params               map[string]any
+}
+
+func modelRefOf(d map[string]any) modelRef {
+	m := asMap(d["model"])
+	return modelRef{provider: asString(m["provider"]), name: asString(m["name"]), mode: asString(m["mode"]),
+		params: asMap(m["completion_params"])}
+}
+
+// modelNamer is a typed config that names a model.
+type modelNamer interface{ modelRef() modelRef }
+
+// llmConfig is an llm node.
+type llmConfig struct {
+	model modelRef
+	// context, when on, is the variable whose text fills {{#context#}}.
+	contextOn  bool
+	contextSel []string
+	prompts    []promptMessage
+	jinjaVars  []map[string]any
+	// memory is on for chatflows when the node declares it;
+	// queryTemplate is the user turn added after the history.
+	memory        bool
+	queryTemplate string
+	separated     bool
+	schema        map[string]any
+	structured    bool
+}
+
+// promptMessage is one message of an llm node's prompt.
+type promptMessage struct {
+	role      string
+	text      string
+	jinja     bool
+	jinjaText string
+}
+
+func (c *llmConfig) modelRef() modelRef        { return c.model }
+func (c *classifierConfig) modelRef() modelRef { return c.model }
+func (c *extractorConfig) modelRef() modelRef  { return c.model }
 
 // comparisonOperators are the operators compare knows.
 var comparisonOperators = map[string]bool{
@@ -122,7 +169,7 @@ func compileConfig(n *gnode) error {
 		}
 		n.cfg = c
 	case apps.NodeQuestionClassifier:
-		c := &classifierConfig{query: selectorOf(n.data["query_variable_selector"]), instruction: asString(n.data["instruction"])}
+		c := &classifierConfig{model: modelRefOf(n.data), query: selectorOf(n.data["query_variable_selector"]), instruction: asString(n.data["instruction"])}
 		for _, cl := range asList2(n.data["classes"]) {
 			c.classes = append(c.classes, classOption{id: Text(cl["id"]), name: Text(cl["name"]), label: Text(cl["label"])})
 		}
@@ -131,13 +178,46 @@ func compileConfig(n *gnode) error {
 		}
 		n.cfg = c
 	case apps.NodeParameterExtractor:
-		c := &extractorConfig{query: selectorOf(n.data["query"]), params: asList2(n.data["parameters"]),
+		c := &extractorConfig{model: modelRefOf(n.data), query: selectorOf(n.data["query"]), params: asList2(n.data["parameters"]),
 			instruction: asString(n.data["instruction"])}
 		for i, p := range c.params {
 			if asString(p["name"]) == "" {
 				return configError(n, "parameter %d has no name.", i+1)
 			}
 		}
+		n.cfg = c
+	case apps.NodeLLM:
+		c := &llmConfig{model: modelRefOf(n.data), jinjaVars: asList2(asMap(n.data["prompt_config"])["jinja2_variables"]),
+			separated: asString(n.data["reasoning_format"]) == "separated"}
+		if ctx := asMap(n.data["context"]); ctx != nil && asBool(ctx["enabled"]) {
+			c.contextOn, c.contextSel = true, selectorOf(ctx["variable_selector"])
+		}
+		message := func(m map[string]any, role string) promptMessage {
+			if r := asString(m["role"]); r != "" {
+				role = r
+			}
+			return promptMessage{role: role, text: asString(m["text"]),
+				jinja: asString(m["edition_type"]) == "jinja2", jinjaText: asString(m["jinja2_text"])}
+		}
+		switch pt := n.data["prompt_template"].(type) {
+		case []any:
+			for _, m := range asList2(pt) {
+				c.prompts = append(c.prompts, message(m, llm.RoleUser))
+			}
+		case map[string]any:
+			// The completion-model form: one text, always the user's.
+			pm := message(pt, llm.RoleUser)
+			pm.role = llm.RoleUser
+			c.prompts = append(c.prompts, pm)
+		}
+		if mem := asMap(n.data["memory"]); mem != nil {
+			c.memory = true
+			c.queryTemplate = asString(mem["query_prompt_template"])
+			if c.queryTemplate == "" {
+				c.queryTemplate = "{{#sys.query#}}"
+			}
+		}
+		c.schema, c.structured = structuredSchema(n.data)
 		n.cfg = c
 	case apps.NodeHumanInput:
 		c := &humanConfig{content: asString(n.data["form_content"]), timeout: formTimeout(n.data)}
