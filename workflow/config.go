@@ -123,6 +123,24 @@ func (c *llmConfig) modelRef() modelRef        { return c.model }
 func (c *classifierConfig) modelRef() modelRef { return c.model }
 func (c *extractorConfig) modelRef() modelRef  { return c.model }
 
+// iterationConfig is an iteration node.
+type iterationConfig struct {
+	iterator, output []string
+	mode             string // error_handle_mode
+	parallel         bool
+	parallelNums     int // 0: the default
+	flatten          bool
+}
+
+// loopConfig is a loop node.
+type loopConfig struct {
+	count      int
+	vars       []map[string]any // loop variables that have a label
+	mode       string
+	conditions []map[string]any // break conditions
+	logical    string
+}
+
 // comparisonOperators are the operators compare knows.
 var comparisonOperators = map[string]bool{
 	"empty": true, "not empty": true, "null": true, "not exists": true, "not null": true, "exists": true,
@@ -218,6 +236,29 @@ func compileConfig(n *gnode) error {
 			}
 		}
 		c.schema, c.structured = structuredSchema(n.data)
+		n.cfg = c
+	case apps.NodeIteration:
+		c := &iterationConfig{iterator: selectorOf(n.data["iterator_selector"]), output: selectorOf(n.data["output_selector"]),
+			mode: errorHandleMode(n.data), parallel: asBool(n.data["is_parallel"]), flatten: flattenOutput(n.data)}
+		if f, ok := parseNumber(n.data["parallel_nums"]); ok {
+			c.parallelNums = int(f)
+		}
+		n.cfg = c
+	case apps.NodeLoop:
+		c := &loopConfig{count: 1, mode: errorHandleMode(n.data), conditions: asList2(n.data["break_conditions"]),
+			logical: asString(n.data["logical_operator"])}
+		if f, ok := parseNumber(n.data["loop_count"]); ok && f >= 1 {
+			c.count = int(f)
+		}
+		c.count = min(c.count, maxLoopCount)
+		for _, lv := range asList2(n.data["loop_variables"]) {
+			if asString(lv["label"]) != "" {
+				c.vars = append(c.vars, lv)
+			}
+		}
+		if err := checkConditions(n, c.conditions); err != nil {
+			return err
+		}
 		n.cfg = c
 	case apps.NodeHumanInput:
 		c := &humanConfig{content: asString(n.data["form_content"]), timeout: formTimeout(n.data)}

@@ -48,6 +48,10 @@ func TestCompileChecksNodeSettings(t *testing.T) {
 		{"two form actions with one id", `
   - id: cond
     data: {type: human-input, title: Ask twice, form_content: 'ok?', user_actions: [{id: yes}, {id: yes}]}`, `"Ask twice"`},
+		{"a loop break condition with an unknown operator", `
+  - id: cond
+    data: {type: loop, title: Spin, loop_count: 3, logical_operator: and, break_conditions: [
+      {variable_selector: [start, q], comparison_operator: 'almost', value: x}]}`, `"Spin"`},
 		{"a case without an id", `
   - id: cond
     data: {type: if-else, title: No id, cases: [{logical_operator: and, conditions: []}]}`, `"No id"`},
