@@ -141,6 +141,21 @@ type loopConfig struct {
 	logical    string
 }
 
+// startConfig is a start node: its input form.
+type startConfig struct {
+	vars []startVar
+}
+
+// startVar is one field of the input form.
+type startVar struct {
+	name, kind string
+	required   bool
+	def        any
+	// maxLength bounds text (characters) or file lists (files); 0: none.
+	maxLength int
+	options   []string
+}
+
 // comparisonOperators are the operators compare knows.
 var comparisonOperators = map[string]bool{
 	"empty": true, "not empty": true, "null": true, "not exists": true, "not null": true, "exists": true,
@@ -157,6 +172,28 @@ func configError(n *gnode, format string, args ...any) error {
 // compileConfig decodes the typed settings of n, if its kind has them.
 func compileConfig(n *gnode) error {
 	switch n.kind {
+	case apps.NodeStart:
+		c := &startConfig{}
+		seen := map[string]bool{}
+		for _, v := range asList2(n.data["variables"]) {
+			name := asString(v["variable"])
+			if name == "" {
+				continue
+			}
+			if seen[name] {
+				return configError(n, "two input fields are named %q.", name)
+			}
+			seen[name] = true
+			sv := startVar{name: name, kind: asString(v["type"]), required: asBool(v["required"]), def: v["default"]}
+			if ml, ok := parseNumber(v["max_length"]); ok && ml > 0 {
+				sv.maxLength = int(ml)
+			}
+			for _, o := range asAnyList(v["options"]) {
+				sv.options = append(sv.options, Text(o))
+			}
+			c.vars = append(c.vars, sv)
+		}
+		n.cfg = c
 	case apps.NodeEnd:
 		c := &endConfig{}
 		for _, o := range asList2(n.data["outputs"]) {

@@ -104,3 +104,16 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestCompileChecksStartForm checks the start node's form: two fields with
+// one name are refused.
+func TestCompileChecksStartForm(t *testing.T) {
+	w := graphYAML(t, `graph:
+ nodes:
+  - id: start
+    data: {type: start, title: Begin, variables: [{variable: q, type: text-input}, {variable: q, type: number}]}
+ edges: []`)
+	if _, err := Compile(w); !apperr.Is(err, apperr.CodeInvalidParam) || !strings.Contains(err.Error(), `"Begin"`) {
+		t.Fatalf("Compile error %v, want invalid_param naming the start node", err)
+	}
+}

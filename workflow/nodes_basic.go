@@ -17,18 +17,14 @@ import (
 // filled in, numbers and booleans converted.
 func validateInputs(start *gnode, given map[string]any) (map[string]any, error) {
 	out := map[string]any{}
-	for _, v := range asList2(start.data["variables"]) {
-		name := asString(v["variable"])
-		if name == "" {
-			continue
-		}
-		kind := asString(v["type"])
+	for _, v := range start.cfg.(*startConfig).vars {
+		name, kind := v.name, v.kind
 		val, ok := given[name]
 		if !ok || isEmpty(val) {
-			val = v["default"]
+			val = v.def
 		}
 		if isEmpty(val) {
-			if asBool(v["required"]) {
+			if v.required {
 				return nil, apperr.InvalidParam("%s is required in input form", name)
 			}
 			if kind == apps.FieldCheckbox {
@@ -45,14 +41,11 @@ func validateInputs(start *gnode, given map[string]any) (map[string]any, error) 
 				}
 				s = Text(val)
 			}
-			if ml, ok := parseNumber(v["max_length"]); ok && ml > 0 && kind != apps.FieldSelect && utf8.RuneCountInString(s) > int(ml) {
-				return nil, apperr.InvalidParam("%s in input form must be less than %d characters", name, int(ml))
+			if ml := v.maxLength; ml > 0 && kind != apps.FieldSelect && utf8.RuneCountInString(s) > ml {
+				return nil, apperr.InvalidParam("%s in input form must be less than %d characters", name, ml)
 			}
 			if kind == apps.FieldSelect {
-				var opts []string
-				for _, o := range asAnyList(v["options"]) {
-					opts = append(opts, Text(o))
-				}
+				opts := v.options
 				if len(opts) > 0 && !slices.Contains(opts, s) {
 					return nil, apperr.InvalidParam("%s in input form must be one of the following: %s", name, strings.Join(opts, ", "))
 				}
@@ -101,8 +94,8 @@ func validateInputs(start *gnode, given map[string]any) (map[string]any, error) 
 				f.Identity = FileIdentity
 				files = append(files, f)
 			}
-			if ml, ok := parseNumber(v["max_length"]); ok && ml > 0 && len(files) > int(ml) {
-				return nil, apperr.InvalidParam("%s in input form may hold at most %d files", name, int(ml))
+			if ml := v.maxLength; ml > 0 && len(files) > ml {
+				return nil, apperr.InvalidParam("%s in input form may hold at most %d files", name, ml)
 			}
 			val = files
 		case apps.FieldJSONObject:
