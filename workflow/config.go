@@ -156,6 +156,19 @@ type startVar struct {
 	options   []string
 }
 
+// listOperatorConfig is a list-operator node; each step is off when its
+// field is nil.
+type listOperatorConfig struct {
+	variable []string
+	filter   []map[string]any // conditions, all of which must hold
+	filterOn bool
+	extract  any // serial, a template
+	orderOn  bool
+	orderKey string
+	desc     bool
+	limit    int // -1: no limit
+}
+
 // comparisonOperators are the operators compare knows.
 var comparisonOperators = map[string]bool{
 	"empty": true, "not empty": true, "null": true, "not exists": true, "not null": true, "exists": true,
@@ -295,6 +308,29 @@ func compileConfig(n *gnode) error {
 		}
 		if err := checkConditions(n, c.conditions); err != nil {
 			return err
+		}
+		n.cfg = c
+	case apps.NodeListOperator:
+		c := &listOperatorConfig{variable: selectorOf(n.data["variable"]), limit: -1}
+		if f := asMap(n.data["filter_by"]); f != nil && asBool(f["enabled"]) {
+			c.filterOn, c.filter = true, asList2(f["conditions"])
+			if err := checkConditions(n, c.filter); err != nil {
+				return err
+			}
+		}
+		if e := asMap(n.data["extract_by"]); e != nil && asBool(e["enabled"]) {
+			c.extract = e["serial"]
+			if c.extract == nil {
+				c.extract = ""
+			}
+		}
+		if o := asMap(n.data["order_by"]); o != nil && asBool(o["enabled"]) {
+			c.orderOn, c.orderKey, c.desc = true, asString(o["key"]), asString(o["value"]) == "desc"
+		}
+		if l := asMap(n.data["limit"]); l != nil && asBool(l["enabled"]) {
+			if f, ok := parseNumber(l["size"]); ok && f >= 0 {
+				c.limit = int(f)
+			}
 		}
 		n.cfg = c
 	case apps.NodeHumanInput:

@@ -52,6 +52,10 @@ func TestCompileChecksNodeSettings(t *testing.T) {
   - id: cond
     data: {type: loop, title: Spin, loop_count: 3, logical_operator: and, break_conditions: [
       {variable_selector: [start, q], comparison_operator: 'almost', value: x}]}`, `"Spin"`},
+		{"a list filter with an unknown operator", `
+  - id: cond
+    data: {type: list-operator, title: Keep some, variable: [start, q], filter_by: {enabled: true, conditions: [
+      {key: '', comparison_operator: 'kind of', value: x}]}}`, `"Keep some"`},
 		{"a case without an id", `
   - id: cond
     data: {type: if-else, title: No id, cases: [{logical_operator: and, conditions: []}]}`, `"No id"`},
