@@ -169,6 +169,33 @@ type listOperatorConfig struct {
 	limit    int // -1: no limit
 }
 
+// aggregatorConfig is a variable-aggregator node: the candidate
+// variables, in order, or named groups of them.
+type aggregatorConfig struct {
+	variables [][]string
+	groups    []aggregatorGroup // set when groups are on
+}
+
+type aggregatorGroup struct {
+	name      string
+	variables [][]string
+}
+
+// assignerConfig is an assigner node: its writes in order.
+type assignerConfig struct {
+	ops []assignOp
+}
+
+// assignOp writes one variable: with a constant, the value of another
+// variable (source), or no value (operations such as clear).
+type assignOp struct {
+	target   []string
+	kind     string
+	constant any
+	isConst  bool
+	source   []string
+}
+
 // comparisonOperators are the operators compare knows.
 var comparisonOperators = map[string]bool{
 	"empty": true, "not empty": true, "null": true, "not exists": true, "not null": true, "exists": true,
@@ -330,6 +357,47 @@ func compileConfig(n *gnode) error {
 		if l := asMap(n.data["limit"]); l != nil && asBool(l["enabled"]) {
 			if f, ok := parseNumber(l["size"]); ok && f >= 0 {
 				c.limit = int(f)
+			}
+		}
+		n.cfg = c
+	case apps.NodeVariableAggregator:
+		selectors := func(list any) [][]string {
+			var out [][]string
+			for _, s := range asAnyList(list) {
+				out = append(out, selectorOf(s))
+			}
+			return out
+		}
+		c := &aggregatorConfig{variables: selectors(n.data["variables"])}
+		if adv := asMap(n.data["advanced_settings"]); adv != nil && asBool(adv["group_enabled"]) {
+			c.groups = []aggregatorGroup{}
+			for _, grp := range asList2(adv["groups"]) {
+				c.groups = append(c.groups, aggregatorGroup{name: asString(grp["group_name"]), variables: selectors(grp["variables"])})
+			}
+		}
+		n.cfg = c
+	case apps.NodeAssigner:
+		c := &assignerConfig{}
+		if asString(n.data["version"]) == "2" {
+			for _, it := range asList2(n.data["items"]) {
+				o := assignOp{target: selectorOf(it["variable_selector"]), kind: asString(it["operation"])}
+				if it["input_type"] == "constant" {
+					o.constant, o.isConst = it["value"], true
+				} else if sel := selectorOf(it["value"]); len(sel) >= 2 {
+					o.source = sel
+				}
+				c.ops = append(c.ops, o)
+			}
+		} else {
+			o := assignOp{target: selectorOf(n.data["assigned_variable_selector"]), kind: asString(n.data["write_mode"])}
+			if sel := selectorOf(n.data["input_variable_selector"]); len(sel) >= 2 {
+				o.source = sel
+			}
+			c.ops = append(c.ops, o)
+		}
+		for i, o := range c.ops {
+			if len(o.target) < 2 {
+				return configError(n, "write %d names no variable to write.", i+1)
 			}
 		}
 		n.cfg = c

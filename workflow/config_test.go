@@ -56,6 +56,9 @@ func TestCompileChecksNodeSettings(t *testing.T) {
   - id: cond
     data: {type: list-operator, title: Keep some, variable: [start, q], filter_by: {enabled: true, conditions: [
       {key: '', comparison_operator: 'kind of', value: x}]}}`, `"Keep some"`},
+		{"an assigner without a target", `
+  - id: cond
+    data: {type: assigner, title: Keep, version: '2', items: [{operation: set, input_type: constant, value: 1}]}`, `"Keep"`},
 		{"a case without an id", `
   - id: cond
     data: {type: if-else, title: No id, cases: [{logical_operator: and, conditions: []}]}`, `"No id"`},

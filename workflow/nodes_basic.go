@@ -176,24 +176,23 @@ func runAnswer(x *nodeRun) (*outcome, error) {
 // runAggregator gives the first input that has a value, per group when
 // groups are on.
 func runAggregator(x *nodeRun) (*outcome, error) {
-	first := func(list any) any {
-		for _, s := range asAnyList(list) {
-			if v, ok := x.pool.Get(selectorOf(s)); ok && v != nil {
+	first := func(list [][]string) any {
+		for _, s := range list {
+			if v, ok := x.pool.Get(s); ok && v != nil {
 				return v
 			}
 		}
 		return nil
 	}
-	adv := asMap(x.d["advanced_settings"])
-	if adv != nil && asBool(adv["group_enabled"]) {
+	cfg := x.n.cfg.(*aggregatorConfig)
+	if cfg.groups != nil {
 		outputs := map[string]any{}
-		for _, grp := range asList2(adv["groups"]) {
-			name := asString(grp["group_name"])
-			outputs[name] = map[string]any{"output": first(grp["variables"])}
+		for _, grp := range cfg.groups {
+			outputs[grp.name] = map[string]any{"output": first(grp.variables)}
 		}
 		return &outcome{outputs: outputs}, nil
 	}
-	return &outcome{outputs: map[string]any{"output": first(x.d["variables"])}}, nil
+	return &outcome{outputs: map[string]any{"output": first(cfg.variables)}}, nil
 }
 
 // zeroOf is what "clear" leaves in a variable of a type.
@@ -226,20 +225,13 @@ func runAssigner(x *nodeRun) (*outcome, error) {
 		hasVal bool
 	}
 	var ops []op
-	if asString(x.d["version"]) == "2" {
-		for _, it := range asList2(x.d["items"]) {
-			o := op{target: selectorOf(it["variable_selector"]), kind: asString(it["operation"])}
-			if it["input_type"] == "constant" {
-				o.value, o.hasVal = it["value"], true
-			} else if sel := selectorOf(it["value"]); len(sel) >= 2 {
-				o.value, o.hasVal = x.get(sel), true
-			}
-			ops = append(ops, o)
-		}
-	} else {
-		o := op{target: selectorOf(x.d["assigned_variable_selector"]), kind: asString(x.d["write_mode"])}
-		if sel := selectorOf(x.d["input_variable_selector"]); len(sel) >= 2 {
-			o.value, o.hasVal = x.get(sel), true
+	for _, c := range x.n.cfg.(*assignerConfig).ops {
+		o := op{target: c.target, kind: c.kind}
+		switch {
+		case c.isConst:
+			o.value, o.hasVal = c.constant, true
+		case c.source != nil:
+			o.value, o.hasVal = x.get(c.source), true
 		}
 		ops = append(ops, o)
 	}
