@@ -5,12 +5,19 @@ TAGS    := sqlite_fts5
 BIN     := bin/appkb
 export CGO_ENABLED := 1
 
-.PHONY: all build run test generate check-generated lint fmt clean
+# What `appkb version` prints; override on the command line for releases
+# (make build VERSION=1.2.0).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
+
+.PHONY: all build run test generate check-generated lint fmt clean fuzz reliability
 
 all: build
 
 build:
-	$(GO) build -tags $(TAGS) -o $(BIN) .
+	$(GO) build -tags $(TAGS) -ldflags "$(LDFLAGS)" -o $(BIN) .
 
 ## run: start the server on 127.0.0.1:5001 with a demo app, printing its keys
 run: build
@@ -19,6 +26,21 @@ run: build
 ## test: every test, with the race detector
 test:
 	$(GO) test -tags $(TAGS) -race -count=1 ./...
+
+## fuzz: run every fuzz test for FUZZTIME each (parsers, DSL loader, …)
+FUZZTIME  ?= 3s
+FUZZ_PKGS ?= ./docparse ./apps ./textsplit ./llm ./handlers
+fuzz:
+	@for pkg in $(FUZZ_PKGS); do \
+	  for fn in $$($(GO) test -tags $(TAGS) -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "== $$pkg $$fn"; \
+	    $(GO) test -tags $(TAGS) -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+## reliability: kill, overload and exhaust a real server (slow; see reliability/)
+reliability:
+	$(GO) test -tags "$(TAGS) reliability" -count=1 -timeout 20m -v ./reliability/
 
 ## generate: regenerate gen/ from openapi.yaml
 generate:

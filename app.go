@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"time"
 
@@ -29,6 +30,9 @@ type application struct {
 	log     *slog.Logger
 	http    *http.Server
 	workers []namedWorker
+	// started runs once the workers run and the listener serves; stopping
+	// runs when a shutdown begins. Either may be nil.
+	started, stopping func()
 }
 
 type namedWorker struct {
@@ -42,7 +46,7 @@ const shutdownGrace = 15 * time.Second
 // newApplication builds the server and its workers over gdb: the indexing
 // queue, annotation reply jobs, and the resumer of paused workflow runs
 // (which also times out their forms).
-func newApplication(deps handlers.Deps, idx indexing.Config, addr string) (*application, error) {
+func newApplication(deps handlers.Deps, idx indexing.Config) (*application, error) {
 	svc := handlers.NewServices(deps)
 	deps.Services = svc
 	e, err := handlers.NewServer(deps)
@@ -55,7 +59,7 @@ func newApplication(deps handlers.Deps, idx indexing.Config, addr string) (*appl
 	}
 	return &application{
 		log:  log,
-		http: &http.Server{Addr: addr, Handler: e, ReadHeaderTimeout: 10 * time.Second},
+		http: &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second},
 		workers: []namedWorker{
 			{"indexing", &indexingWorker{cfg: idx}},
 			{"annotation jobs", svc.Annotations},
@@ -64,9 +68,9 @@ func newApplication(deps handlers.Deps, idx indexing.Config, addr string) (*appl
 	}, nil
 }
 
-// run serves until ctx ends or the listener fails, then shuts down in
-// order: HTTP, then the workers.
-func (a *application) run(ctx context.Context) error {
+// run serves on ln until ctx ends or the listener fails, then shuts down
+// in order: HTTP, then the workers.
+func (a *application) run(ctx context.Context, ln net.Listener) error {
 	// Workers run on their own context: they are stopped explicitly, after
 	// HTTP has drained, not as soon as the signal arrives.
 	workCtx := context.WithoutCancel(ctx)
@@ -74,13 +78,19 @@ func (a *application) run(ctx context.Context) error {
 		w.Start(workCtx)
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- a.http.ListenAndServe() }()
+	go func() { errc <- a.http.Serve(ln) }()
+	if a.started != nil {
+		a.started()
+	}
 
 	var serveErr error
 	select {
 	case serveErr = <-errc:
 	case <-ctx.Done():
 		a.log.Info("shutting down")
+		if a.stopping != nil {
+			a.stopping()
+		}
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 		if err := a.http.Shutdown(shutdownCtx); err != nil {
 			a.log.Warn("requests still running at shutdown were cut", "err", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"slices"
 	"sync"
@@ -52,7 +53,11 @@ func TestApplicationShutdownOrder(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // stop at once: run still starts, serves and shuts down in order
-	if err := app.run(ctx); err != nil {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := app.run(ctx, ln); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"start a", "start b", "stop b", "stop a"}

@@ -14,6 +14,8 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -33,142 +35,354 @@ import (
 //go:embed openapi.yaml
 var specYAML []byte
 
-const usage = `appkb serves the Application and Knowledge Base API (Dify's Service API).
-
-Usage:
-  appkb serve [--addr HOST:PORT] [--data-dir DIR] [--demo] [--providers FILE] [--strict-providers]
-        Run the HTTP server; the API lives under /v1 and its description at /openapi.yaml.
-        --demo installs demo apps (first start only) and prints fresh keys for them.
-        --providers maps the model providers that apps name to model servers (see
-        llm/providers.example.yaml); names it does not cover use the built-in offline
-        model, unless --strict-providers makes such requests fail.
-        --fetch-allow lets remote files come from listed private/loopback ranges.
-  appkb app import [--data-dir DIR] FILE.yml|FILE.ifpkg
-        Import an app definition (Dify DSL export) and print {"app_id","api_key"}.
-  appkb app import [--data-dir DIR] --replace APP_ID FILE.yml
-        Update an app in place from a new definition; its keys and conversations stay.
-  appkb app export [--data-dir DIR] APP_ID
-        Print the app's definition (YAML) as it was imported.
-  appkb app list [--data-dir DIR]
-        List imported apps as JSON lines.
-  appkb key create [--data-dir DIR] --app APP_ID [--label TEXT]
-        Make an app key; prints {"api_key":"app-…"}.
-  appkb key create [--data-dir DIR] --knowledge [--dataset ID]... [--label TEXT]
-        Make a knowledge key; without --dataset it opens every knowledge base.
-  appkb key list [--data-dir DIR]
-        List keys (never their secrets) as JSON lines.
-  appkb key revoke [--data-dir DIR] KEY_PREFIX
-        Revoke the one active key that starts with KEY_PREFIX.
-
-Environment:
-  APPKB_ADDR      default for --addr (127.0.0.1:5001)
-  APPKB_DATA_DIR  default for --data-dir (./data); the database and uploads live there
-  APPKB_PROVIDERS default for --providers
-  APPKB_FETCH_ALLOW default for --fetch-allow
-  OPENAI_BASE_URL, OPENAI_API_KEY
-                  an OpenAI-compatible server used for the "openai" provider when the
-                  providers file does not configure one
-`
+// Set by `make build` through -ldflags "-X main.version=… -X main.commit=… -X main.date=…".
+var (
+	version = "dev"
+	commit  = "unknown"
+	date    = "unknown"
+)
 
 func main() {
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if err := run(context.Background(), os.Args[1:], os.Stdout, log); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
-		}
+	log := newLogger(os.Stderr, envOr("APPKB_LOG_LEVEL", "info"), envOr("APPKB_LOG_FORMAT", "text"))
+	if log == nil {
+		fmt.Fprintln(os.Stderr, "appkb: APPKB_LOG_LEVEL must be debug, info, warn or error and APPKB_LOG_FORMAT text or json")
+		os.Exit(2)
+	}
+	slog.SetDefault(log)
+	err := run(context.Background(), os.Args[1:], os.Stdout, log)
+	var ue *usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+	case errors.As(err, &ue):
+		fmt.Fprintln(os.Stderr, "appkb:", ue.msg)
+		ue.printUsage(os.Stderr)
+		os.Exit(2)
+	default:
 		fmt.Fprintln(os.Stderr, "appkb:", err)
 		os.Exit(1)
 	}
 }
 
-// run executes one command line; tests call it directly.
+// run executes one command line; tests call it directly. Usage mistakes
+// come back as *usageError (exit status 2), --help as flag.ErrHelp.
 func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(out, usage)
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help" {
+		if len(args) > 1 && args[0] == "help" {
+			return run(ctx, append(args[1:], "--help"), out, log)
+		}
+		printUsage(out)
 		return nil
 	}
-	cmd := args[0]
-	if (cmd == "app" || cmd == "key") && len(args) > 1 {
-		cmd += " " + args[1]
-		args = args[1:]
+	if args[0] == "--version" || args[0] == "-version" {
+		args = []string{"version"}
 	}
-	fs := flag.NewFlagSet("appkb "+cmd, flag.ContinueOnError)
-	fs.SetOutput(out)
-	fs.Usage = func() { fmt.Fprint(out, usage) }
-	dataDir := fs.String("data-dir", envOr("APPKB_DATA_DIR", "./data"), "data directory")
-
-	switch cmd {
-	case "serve":
-		addr := fs.String("addr", envOr("APPKB_ADDR", "127.0.0.1:5001"), "listen address")
-		withDemo := fs.Bool("demo", false, "install the demo apps and print fresh keys")
-		providers := fs.String("providers", os.Getenv("APPKB_PROVIDERS"), "model providers file (YAML)")
-		strict := fs.Bool("strict-providers", false, "fail requests whose model provider is not configured")
-		fetchAllow := fs.String("fetch-allow", os.Getenv("APPKB_FETCH_ALLOW"),
-			"comma-separated address ranges (CIDR or IP) that remote files may come from although they are private or loopback")
-		if err := parse(fs, args[1:], 0); err != nil {
+	cmd, rest := findCommand(args)
+	if cmd == nil {
+		group := func(w io.Writer) { printGroupUsage(w, args[0]) }
+		if len(args) == 1 || strings.TrimLeft(args[1], "-") == "help" || strings.TrimLeft(args[1], "-") == "h" {
+			if printGroupUsage(io.Discard, args[0]) {
+				if len(args) > 1 {
+					group(out)
+					return flag.ErrHelp
+				}
+				return &usageError{msg: fmt.Sprintf("%s needs a command", args[0]), printUsage: group}
+			}
+		}
+		if printGroupUsage(io.Discard, args[0]) {
+			return &usageError{msg: fmt.Sprintf("unknown command %q", strings.Join(args[:min(len(args), 2)], " ")), printUsage: group}
+		}
+		return &usageError{msg: fmt.Sprintf("unknown command %q", args[0]), printUsage: printUsage}
+	}
+	fs := flag.NewFlagSet("appkb "+cmd.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	env := &cmdEnv{out: out, log: log}
+	if !cmd.noDataDir {
+		fs.StringVar(&env.dataDir, "data-dir", envOr("APPKB_DATA_DIR", "./data"), "data directory (env APPKB_DATA_DIR)")
+	}
+	logLevel := fs.String("log-level", envOr("APPKB_LOG_LEVEL", "info"), "log level: debug, info, warn or error (env APPKB_LOG_LEVEL)")
+	logFormat := fs.String("log-format", envOr("APPKB_LOG_FORMAT", "text"), "log format: text or json (env APPKB_LOG_FORMAT)")
+	runCmd := cmd.setup(fs, env)
+	cmdUsage := func(w io.Writer) { printCommandUsage(w, cmd, fs) }
+	if err := fs.Parse(rest); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			cmdUsage(out)
 			return err
 		}
-		registry, err := llm.Load(*providers, os.Getenv, *strict)
+		return &usageError{msg: err.Error(), printUsage: cmdUsage}
+	}
+	env.args = fs.Args()
+	if len(env.args) < cmd.minArgs || (cmd.maxArgs >= 0 && len(env.args) > cmd.maxArgs) {
+		return &usageError{msg: fmt.Sprintf("%s: wrong number of arguments (%d)", fs.Name(), len(env.args)), printUsage: cmdUsage}
+	}
+	setFlags := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { setFlags[f.Name] = true })
+	if setFlags["log-level"] || setFlags["log-format"] {
+		l := newLogger(os.Stderr, *logLevel, *logFormat)
+		if l == nil {
+			return &usageError{msg: "--log-level must be debug, info, warn or error and --log-format text or json", printUsage: cmdUsage}
+		}
+		env.log = l
+		slog.SetDefault(l)
+	}
+	if !cmd.noDataDir && !cmd.createsDataDir {
+		if st, err := os.Stat(env.dataDir); err != nil || !st.IsDir() {
+			return fmt.Errorf("data directory %s does not exist (give --data-dir, or start `appkb serve` once to create it)", env.dataDir)
+		}
+	}
+	err := runCmd(ctx)
+	var ue *usageError
+	if errors.As(err, &ue) && ue.printUsage == nil {
+		ue.printUsage = cmdUsage
+	}
+	return err
+}
+
+// usageError is a command line that cannot be run as given.
+type usageError struct {
+	msg        string
+	printUsage func(io.Writer)
+}
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{msg: fmt.Sprintf(format, args...)} }
+
+// cmdEnv is what a command's runner gets besides its flags.
+type cmdEnv struct {
+	out     io.Writer
+	log     *slog.Logger
+	dataDir string
+	args    []string
+}
+
+// command is one subcommand: its flags are defined by setup, which returns
+// the function that runs it.
+type command struct {
+	name     string // "serve", "key create"
+	synopsis string // arguments after the flags
+	summary  string
+	minArgs  int
+	maxArgs  int // -1: no limit
+	// noDataDir: the command has no --data-dir; createsDataDir: a missing
+	// data directory is created rather than refused.
+	noDataDir, createsDataDir bool
+	setup                     func(fs *flag.FlagSet, env *cmdEnv) func(ctx context.Context) error
+}
+
+func findCommand(args []string) (*command, []string) {
+	for i := range commands {
+		c := &commands[i]
+		words := strings.Fields(c.name)
+		if len(args) >= len(words) && slices.Equal(args[:len(words)], words) {
+			return c, args[len(words):]
+		}
+	}
+	return nil, nil
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, "appkb serves the Application and Knowledge Base API (Dify's Service API) from one binary.\n\nUsage:\n")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %s\n        %s\n", strings.TrimSpace("appkb "+c.name+" "+c.synopsis), c.summary)
+	}
+	fmt.Fprint(w, `
+Run "appkb COMMAND --help" for the flags of a command. Every flag of serve
+has an environment variable (APPKB_ADDR, APPKB_DATA_DIR, APPKB_LOG_LEVEL…),
+listed in its help.
+`)
+}
+
+// printGroupUsage lists the commands that start with word ("key", "app",
+// "kb") and reports whether there are any.
+func printGroupUsage(w io.Writer, word string) bool {
+	found := false
+	for _, c := range commands {
+		if first, _, ok := strings.Cut(c.name, " "); ok && first == word {
+			if !found {
+				fmt.Fprintf(w, "Usage:\n")
+			}
+			found = true
+			fmt.Fprintf(w, "  %s\n        %s\n", strings.TrimSpace("appkb "+c.name+" "+c.synopsis), c.summary)
+		}
+	}
+	if found {
+		fmt.Fprintf(w, "\nRun \"appkb %s COMMAND --help\" for the flags of a command.\n", word)
+	}
+	return found
+}
+
+func printCommandUsage(w io.Writer, c *command, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "Usage: %s\n\n%s\n\nFlags:\n", strings.TrimSpace("appkb "+c.name+" [flags] "+c.synopsis),
+		strings.ReplaceAll(c.summary, "\n        ", "\n"))
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}
+
+// newLogger returns a slog logger with the given level and format, or nil
+// when either is not known.
+func newLogger(w io.Writer, level, format string) *slog.Logger {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch strings.ToLower(format) {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts))
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return nil
+}
+
+var commands = []command{
+	{name: "serve", synopsis: "[flags]", createsDataDir: true, maxArgs: 0,
+		summary: "Run the HTTP server: the API under /v1, its description at /openapi.yaml and /docs,\n        probes at /healthz and /readyz, metrics at /metrics.",
+		setup:   setupServe},
+	{name: "version", synopsis: "", summary: "Print the version, commit and build date.", noDataDir: true, maxArgs: 0,
+		setup: func(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
+			return func(context.Context) error {
+				fmt.Fprintf(env.out, "appkb %s (commit %s, built %s, %s)\n", version, commit, date, runtime.Version())
+				return nil
+			}
+		}},
+	{name: "app import", synopsis: "[--replace APP_ID] FILE.yml|FILE.ifpkg", minArgs: 1, maxArgs: 1,
+		summary: "Import an app definition (Dify DSL export) and print {\"app_id\",\"api_key\"};\n        with --replace, update that app in place (its keys and conversations stay).",
+		setup: func(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
+			replace := fs.String("replace", "", "update this app in place instead of creating one")
+			return func(ctx context.Context) error {
+				return withDB(env.dataDir, func(gdb *gorm.DB) error { return importApp(ctx, gdb, env.args[0], *replace, env.out) })
+			}
+		}},
+	{name: "app export", synopsis: "APP_ID", minArgs: 1, maxArgs: 1,
+		summary: "Print the app's definition (YAML) as it was imported.",
+		setup: func(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
+			return func(ctx context.Context) error {
+				return withDB(env.dataDir, func(gdb *gorm.DB) error {
+					data, err := apps.NewStore(gdb).Export(ctx, env.args[0])
+					if err != nil {
+						return err
+					}
+					_, err = env.out.Write(data)
+					return err
+				})
+			}
+		}},
+	{name: "app list", summary: "List imported apps as JSON lines.", maxArgs: 0,
+		setup: func(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
+			return func(ctx context.Context) error {
+				return withDB(env.dataDir, func(gdb *gorm.DB) error {
+					list, err := apps.NewStore(gdb).List(ctx)
+					if err != nil {
+						return err
+					}
+					for _, a := range list {
+						printJSON(env.out, map[string]any{"app_id": a.ID, "name": a.Name, "mode": a.Mode, "created_at": a.CreatedAt})
+					}
+					return nil
+				})
+			}
+		}},
+	{name: "key create", synopsis: "--app APP_ID | --knowledge [--dataset ID]... [--label TEXT]", maxArgs: 0,
+		summary: "Make an app key or a knowledge key and print {\"api_key\":…}; a knowledge key\n        without --dataset opens every knowledge base.",
+		setup:   setupKeyCreate},
+	{name: "key list", summary: "List keys (never their secrets) as JSON lines.", maxArgs: 0,
+		setup: func(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
+			return func(ctx context.Context) error {
+				return withDB(env.dataDir, func(gdb *gorm.DB) error {
+					list, err := apikeys.NewStore(gdb).List(ctx)
+					if err != nil {
+						return err
+					}
+					for _, k := range list {
+						printJSON(env.out, k)
+					}
+					return nil
+				})
+			}
+		}},
+	{name: "key revoke", synopsis: "KEY_PREFIX", minArgs: 1, maxArgs: 1,
+		summary: "Revoke the one active key that starts with KEY_PREFIX.",
+		setup: func(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
+			return func(ctx context.Context) error {
+				return withDB(env.dataDir, func(gdb *gorm.DB) error {
+					id, err := apikeys.NewStore(gdb).Revoke(ctx, env.args[0])
+					if err != nil {
+						return err
+					}
+					printJSON(env.out, map[string]string{"revoked": id})
+					return nil
+				})
+			}
+		}},
+	{name: "kb ingest", synopsis: "--dataset ID PATH...", minArgs: 1, maxArgs: -1,
+		summary: "Add files (directories recursively) to a knowledge base, one document each, and\n        wait until they are indexed; exits non-zero when any file failed.",
+		setup:   setupIngest},
+	{name: "backup", synopsis: "FILE.tar.gz", minArgs: 1, maxArgs: 1,
+		summary: "Write a consistent copy of the data directory (database and files) to one\n        archive; safe while the server runs. \"-\" writes to standard output.",
+		setup:   setupBackup},
+	{name: "restore", synopsis: "FILE.tar.gz", minArgs: 1, maxArgs: 1, createsDataDir: true,
+		summary: "Unpack a backup into --data-dir, which must be missing or empty (stop the server first).",
+		setup:   setupRestore},
+}
+
+func setupServe(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
+	addr := fs.String("addr", envOr("APPKB_ADDR", "127.0.0.1:5001"), "listen address (env APPKB_ADDR)")
+	withDemo := fs.Bool("demo", false, "install the demo apps (first start only) and print fresh keys for them")
+	providers := fs.String("providers", os.Getenv("APPKB_PROVIDERS"), "model providers file, YAML; see llm/providers.example.yaml (env APPKB_PROVIDERS)")
+	fallback := fs.Bool("fallback-builtin", envBool("APPKB_FALLBACK_BUILTIN"),
+		"answer with the built-in offline model when an app's provider is not configured,\ninstead of failing with provider_not_initialize (env APPKB_FALLBACK_BUILTIN=1)")
+	fs.Bool("strict-providers", true, "obsolete: unconfigured providers fail unless --fallback-builtin")
+	fetchAllow := fs.String("fetch-allow", os.Getenv("APPKB_FETCH_ALLOW"),
+		"comma-separated address ranges (CIDR or IP) that remote files may come from although they are\nprivate or loopback (env APPKB_FETCH_ALLOW)")
+	corsOrigins := fs.String("cors-origins", os.Getenv("APPKB_CORS_ORIGINS"),
+		"comma-separated browser origins allowed to call /v1, or * for any (env APPKB_CORS_ORIGINS)")
+	rateLimit := fs.Float64("rate-limit", envFloat("APPKB_RATE_LIMIT"), "requests per second each API key may send; 0 means no limit (env APPKB_RATE_LIMIT)")
+	rateBurst := fs.Int("rate-burst", int(envFloat("APPKB_RATE_BURST")), "requests a key may send at once above --rate-limit; 0 means the rate rounded up (env APPKB_RATE_BURST)")
+	metricsToken := fs.String("metrics-token", os.Getenv("APPKB_METRICS_TOKEN"), "bearer token GET /metrics requires; empty leaves it open (env APPKB_METRICS_TOKEN)")
+	limits := addLimitFlags(fs)
+	return func(ctx context.Context) error {
+		registry, err := llm.Load(*providers, os.Getenv, !*fallback)
 		if err != nil {
 			return fmt.Errorf("providers: %w", err)
 		}
 		allow, err := parsePrefixes(*fetchAllow)
 		if err != nil {
-			return fmt.Errorf("--fetch-allow: %w", err)
+			return usagef("--fetch-allow: %v", err)
 		}
-		return serve(ctx, serveConfig{dataDir: *dataDir, addr: *addr, demo: *withDemo, models: registry, fetchAllow: allow}, out, log)
-	case "app import":
-		replace := fs.String("replace", "", "update this app in place instead of creating one")
-		if err := parse(fs, args[1:], 1); err != nil {
-			return err
+		if *rateLimit < 0 || *rateBurst < 0 {
+			return usagef("--rate-limit and --rate-burst must not be negative")
 		}
-		return withDB(*dataDir, func(gdb *gorm.DB) error { return importApp(ctx, gdb, fs.Arg(0), *replace, out) })
-	case "app export":
-		if err := parse(fs, args[1:], 1); err != nil {
-			return err
-		}
-		return withDB(*dataDir, func(gdb *gorm.DB) error {
-			data, err := apps.NewStore(gdb).Export(ctx, fs.Arg(0))
-			if err != nil {
-				return err
-			}
-			_, err = out.Write(data)
-			return err
-		})
-	case "app list":
-		if err := parse(fs, args[1:], 0); err != nil {
-			return err
-		}
-		return withDB(*dataDir, func(gdb *gorm.DB) error {
-			list, err := apps.NewStore(gdb).List(ctx)
-			if err != nil {
-				return err
-			}
-			for _, a := range list {
-				printJSON(out, map[string]any{"app_id": a.ID, "name": a.Name, "mode": a.Mode, "created_at": a.CreatedAt})
-			}
-			return nil
-		})
-	case "key create":
-		appID := fs.String("app", "", "app id for an app key")
-		knowledge := fs.Bool("knowledge", false, "make a knowledge key")
-		label := fs.String("label", "", "a note to tell keys apart")
-		var datasets stringList
-		fs.Var(&datasets, "dataset", "limit a knowledge key to this knowledge base (repeatable)")
-		if err := parse(fs, args[1:], 0); err != nil {
-			return err
-		}
+		cfg := serveConfig{dataDir: env.dataDir, addr: *addr, demo: *withDemo, models: registry, fetchAllow: allow,
+			fallback: *fallback, ready: &readiness{}, limits: limits}
+		cfg.ops = handlers.Ops{CORSOrigins: splitList(*corsOrigins), RateLimit: *rateLimit, RateBurst: *rateBurst,
+			MetricsToken: *metricsToken, Ready: cfg.ready.checks()}
+		return serve(ctx, cfg, env.out, env.log)
+	}
+}
+
+func setupKeyCreate(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
+	appID := fs.String("app", "", "app id for an app key")
+	knowledge := fs.Bool("knowledge", false, "make a knowledge key")
+	label := fs.String("label", "", "a note to tell keys apart")
+	var datasets stringList
+	fs.Var(&datasets, "dataset", "limit a knowledge key to this knowledge base (repeatable)")
+	return func(ctx context.Context) error {
 		if (*appID == "") == !*knowledge {
-			return errors.New("key create: give exactly one of --app APP_ID or --knowledge")
+			return usagef("key create: give exactly one of --app APP_ID or --knowledge")
 		}
 		if *appID != "" && len(datasets) > 0 {
-			return errors.New("key create: --dataset only applies to --knowledge keys")
+			return usagef("key create: --dataset only applies to --knowledge keys")
 		}
-		return withDB(*dataDir, func(gdb *gorm.DB) error {
+		return withDB(env.dataDir, func(gdb *gorm.DB) error {
 			store := apikeys.NewStore(gdb)
 			var key string
 			var err error
 			if *knowledge {
+				if err := datasetsExist(ctx, gdb, datasets); err != nil {
+					return err
+				}
 				key, err = store.CreateKnowledgeKey(ctx, datasets, *label)
 			} else {
 				key, err = store.CreateAppKey(ctx, *appID, *label)
@@ -176,49 +390,10 @@ func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) er
 			if err != nil {
 				return err
 			}
-			printJSON(out, map[string]string{"api_key": key})
-			return nil
-		})
-	case "key list":
-		if err := parse(fs, args[1:], 0); err != nil {
-			return err
-		}
-		return withDB(*dataDir, func(gdb *gorm.DB) error {
-			list, err := apikeys.NewStore(gdb).List(ctx)
-			if err != nil {
-				return err
-			}
-			for _, k := range list {
-				printJSON(out, k)
-			}
-			return nil
-		})
-	case "key revoke":
-		if err := parse(fs, args[1:], 1); err != nil {
-			return err
-		}
-		return withDB(*dataDir, func(gdb *gorm.DB) error {
-			id, err := apikeys.NewStore(gdb).Revoke(ctx, fs.Arg(0))
-			if err != nil {
-				return err
-			}
-			printJSON(out, map[string]string{"revoked": id})
+			printJSON(env.out, map[string]string{"api_key": key})
 			return nil
 		})
 	}
-	fmt.Fprint(out, usage)
-	return fmt.Errorf("unknown command %q", strings.Join(args[:min(len(args), 1)], " "))
-}
-
-// parse reads flags and checks the number of positional arguments.
-func parse(fs *flag.FlagSet, args []string, positional int) error {
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() != positional {
-		return fmt.Errorf("%s: expected %d argument(s), got %d", fs.Name(), positional, fs.NArg())
-	}
-	return nil
 }
 
 type serveConfig struct {
@@ -226,15 +401,29 @@ type serveConfig struct {
 	demo          bool
 	models        *llm.Registry
 	fetchAllow    []netip.Prefix
+	fallback      bool         // unconfigured providers use the builtin model
+	ops           handlers.Ops // probes, metrics, CORS, rate limits
+	ready         *readiness
+	limits        *limitFlags // connections, timeouts, admission, text sizes
 }
 
 func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger) error {
 	dataDir, addr := cfg.dataDir, cfg.addr
+	// Bind first: a busy port must fail before demo keys are replaced.
+	if cfg.limits == nil {
+		cfg.limits = addLimitFlags(flag.NewFlagSet("", flag.ContinueOnError))
+	}
+	ln, maxConns, err := cfg.limits.listen(addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 	gdb, err := db.Open(dataDir)
 	if err != nil {
 		return err
 	}
 	defer db.Close(gdb)
+	startupChecks(ctx, gdb, cfg, log)
 
 	if cfg.demo {
 		keys, err := demo.Ensure(ctx, apps.NewStore(gdb), apikeys.NewStore(gdb))
@@ -251,7 +440,8 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 		log.Warn("closed workflow runs interrupted by the last stop", "runs", n)
 	}
 
-	deps := handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, Models: cfg.models, DataDir: dataDir, FetchAllow: cfg.fetchAllow}
+	deps := handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, Models: cfg.models, DataDir: dataDir, FetchAllow: cfg.fetchAllow, Ops: cfg.ops,
+		Limits: cfg.limits.handlerLimits()}
 	// python3 code nodes run in a bubblewrap sandbox; without one they fail
 	// with an error saying so, never unsandboxed.
 	if py, err := sandbox.NewPython(sandbox.Config{}); err != nil {
@@ -261,16 +451,21 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 	}
 	// Documents are indexed in the background; jobs a previous run left
 	// unfinished are picked up again when the worker starts.
-	app, err := newApplication(deps, indexing.Config{DB: gdb, Models: cfg.models, DataDir: dataDir, Logger: log}, addr)
+	app, err := newApplication(deps, indexing.Config{DB: gdb, Models: cfg.models, DataDir: dataDir, Logger: log})
 	if err != nil {
 		return err
 	}
+	cfg.limits.configure(app.http)
+	app.started = func() {
+		cfg.ready.workersStarted()
+		log.Info("appkb listening", "addr", ln.Addr().String(), "data_dir", dataDir, "api", "http://"+ln.Addr().String()+"/v1", "version", version, "max_conns", maxConns)
+	}
+	app.stopping = cfg.ready.stopping
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	log.Info("appkb listening", "addr", addr, "data_dir", dataDir, "api", "http://"+addr+"/v1")
 	// run returns once HTTP has drained and the workers have stopped; the
 	// database closes after that (deferred above).
-	return app.run(ctx)
+	return app.run(ctx, ln)
 }
 
 func importApp(ctx context.Context, gdb *gorm.DB, path, replaceID string, out io.Writer) error {

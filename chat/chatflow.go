@@ -89,6 +89,11 @@ func (s *Service) PrepareChatflow(ctx context.Context, req Request, def *apps.De
 			g.inputs = map[string]any{}
 		}
 		g.intro = RenderTemplate(def.FeatureSwitches().OpeningStatement, textVars(g.inputs))
+		for _, tr := range req.History {
+			t.History = append(t.History,
+				llm.Message{Role: llm.RoleUser, Content: tr.Query},
+				llm.Message{Role: llm.RoleAssistant, Content: tr.Answer})
+		}
 	} else {
 		turns, err := g.continueConversation(ctx, req.ConversationID, def.InputForm())
 		if err != nil {

@@ -35,6 +35,12 @@ func (g *Generation) startNaming(ctx context.Context) func() string {
 	}
 	ch := make(chan string, 1)
 	go func() {
+		defer func() {
+			if v := recover(); v != nil { // a broken model must not end the process
+				g.svc.log.Error("chat: panic while naming a conversation", "panic", v)
+				ch <- fallback
+			}
+		}()
 		ctx, cancel := context.WithTimeout(ctx, nameTimeout)
 		defer cancel()
 		resp, err := g.model.Chat(ctx, llm.ChatRequest{

@@ -162,6 +162,16 @@ type Request struct {
 	AutoGenerateName bool
 	// Streaming selects Server-Sent Events over one JSON answer.
 	Streaming bool
+	// History, for a request that names no conversation, is the
+	// conversation so far as the caller keeps it, oldest first (stateless
+	// callers such as the OpenAI-compatible endpoint). It is sent to the
+	// model like stored history but not stored itself.
+	History []Turn
+	// Instructions are added to the app's system prompt.
+	Instructions string
+	// Params replace the app's model parameters of the same names
+	// (temperature, top_p, max_tokens, stop…).
+	Params map[string]any
 }
 
 // Statuses of a stored message.
@@ -367,6 +377,7 @@ func (s *Service) prepare(ctx context.Context, req Request, chatOp bool) (*Gener
 	if chatOp && req.ConversationID != "" {
 		history, err = g.continueConversation(ctx, req.ConversationID, ac.form)
 	} else {
+		history = req.History
 		g.inputs, err = ValidateInputs(ac.form, req.Inputs)
 		if chatOp {
 			g.newConv = true
@@ -384,7 +395,7 @@ func (s *Service) prepare(ctx context.Context, req Request, chatOp bool) (*Gener
 	}
 	backend, _ := s.cfg.Models.Backend(spec.Provider)
 	g.builtin = backend == llm.BackendBuiltin
-	g.params = spec.CompletionParams
+	g.params = overrideParams(spec.CompletionParams, req.Params)
 
 	if len(req.Files) > 0 && s.cfg.ResolveFiles != nil {
 		if g.files, err = s.cfg.ResolveFiles(ctx, req.AppID, user.ID, req.Files); err != nil {
@@ -408,9 +419,41 @@ func (s *Service) prepare(ctx context.Context, req Request, chatOp bool) (*Gener
 		Context:       strings.Join(g.knowledge, "\n"),
 		History:       history,
 		ContextWindow: window,
-		ReserveTokens: answerReserve(spec.CompletionParams, window),
+		ReserveTokens: answerReserve(g.params, window),
 	})
+	g.prompt.Messages = withInstructions(g.prompt.Messages, req.Instructions)
 	return g, nil
+}
+
+// overrideParams is the app's model parameters with those of override
+// put in their place; the app's map is left as it is.
+func overrideParams(app, override map[string]any) map[string]any {
+	if len(override) == 0 {
+		return app
+	}
+	out := make(map[string]any, len(app)+len(override))
+	for k, v := range app {
+		out[k] = v
+	}
+	for k, v := range override {
+		out[k] = v
+	}
+	return out
+}
+
+// withInstructions adds a caller's instructions to a prompt: after the
+// app's own system message, or as a system message of their own before
+// everything else.
+func withInstructions(msgs []llm.Message, instructions string) []llm.Message {
+	if strings.TrimSpace(instructions) == "" {
+		return msgs
+	}
+	if len(msgs) > 0 && msgs[0].Role == llm.RoleSystem {
+		out := append([]llm.Message{}, msgs...)
+		out[0].Content = strings.TrimRight(out[0].Content, "\n") + "\n\n" + instructions
+		return out
+	}
+	return append([]llm.Message{{Role: llm.RoleSystem, Content: instructions}}, msgs...)
 }
 
 // continueConversation loads the caller's conversation, its inputs (which,
@@ -488,6 +531,9 @@ type Result struct {
 	// Stopped is set when a stop request ended the answer early; Answer
 	// then holds what was generated until then.
 	Stopped bool
+	// FinishReason is why the model ended the answer as it reported it
+	// ("stop", "length"…), or empty when no model call ended it.
+	FinishReason string
 }
 
 // BlockingResponse is the JSON answer of a blocking call for res.
@@ -543,7 +589,8 @@ type outcome struct {
 	usage      Usage
 	annotation *AnnotationReply
 	stopped    bool
-	err        error // the failure, if the run failed
+	finish     string // the model's finish reason
+	err        error  // the failure, if the run failed
 }
 
 // Run produces the answer. With a nil emit the call is blocking: the answer
@@ -557,7 +604,17 @@ type outcome struct {
 // the message (status "error") and returned; in streaming mode the caller
 // reports it with ErrorEvent. The message and its conversation are stored
 // with a context that outlives ctx, so a disconnect does not lose them.
-func (g *Generation) Run(ctx context.Context, emit func(Event) error) (*Result, error) {
+func (g *Generation) Run(ctx context.Context, emit func(Event) error) (res *Result, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = g.recovered(v)
+			res = nil
+		}
+	}()
+	return g.run(ctx, emit)
+}
+
+func (g *Generation) run(ctx context.Context, emit func(Event) error) (*Result, error) {
 	streaming := emit != nil
 	if !streaming {
 		emit = func(Event) error { return nil }
@@ -607,9 +664,10 @@ func (g *Generation) Run(ctx context.Context, emit func(Event) error) (*Result, 
 	}
 
 	res := &Result{
-		Answer:   out.answer,
-		Stopped:  out.stopped,
-		Metadata: Metadata{Usage: out.usage, RetrieverResources: g.citations(&out), AnnotationReply: out.annotation},
+		Answer:       out.answer,
+		Stopped:      out.stopped,
+		FinishReason: out.finish,
+		Metadata:     Metadata{Usage: out.usage, RetrieverResources: g.citations(&out), AnnotationReply: out.annotation},
 	}
 	if isAgentMode(g.Mode) {
 		if err := emit(g.thoughtEvent(out.answer)); err != nil {
@@ -686,6 +744,7 @@ func (g *Generation) callModel(ctx context.Context, streaming bool, emit func(Ev
 			latency = resp.Usage.Latency
 		}
 		out.usage = wireUsage(resp.Usage, latency)
+		out.finish = resp.FinishReason
 	} else {
 		// The call did not finish, so no usage was reported; count what
 		// was sent and what came back.
@@ -730,7 +789,9 @@ func (g *Generation) thoughtID() string {
 
 // startRecord is the message as stored when a stream begins.
 func (g *Generation) startRecord() *models.Message {
-	return g.record("", StatusNormal, nil, Usage{}, nil)
+	m := g.record("", StatusNormal, nil, Usage{}, nil)
+	m.Generating = true // until save; see CloseInterrupted
+	return m
 }
 
 // finalRecord is the message as stored when the run is over.
@@ -843,6 +904,7 @@ func (g *Generation) save(ctx context.Context, m *models.Message, name string, i
 				"status":                    m.Status,
 				"error":                     m.Error,
 				"agent_thoughts":            m.AgentThoughts,
+				"generating":                false,
 				"updated_at":                now,
 			}).Error
 			if err != nil {

@@ -25,25 +25,53 @@ const FileName = "appkb.db"
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
+// Readers is the number of read-only connections Open keeps.
+var Readers = 8
+
 // Open opens (creating if needed) the database under dataDir and applies any
-// pending migrations. The connection uses WAL, a busy timeout, foreign keys
-// and immediate write transactions, so concurrent writers wait instead of
-// failing with "database is locked".
+// pending migrations. The database uses WAL, foreign keys and immediate
+// write transactions. Writes go through one connection and reads through a
+// pool of read-only ones (see pool), so writers queue in Go rather than
+// wait on SQLite's lock and fail with "database is locked".
 func Open(dataDir string) (*gorm.DB, error) {
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
-	dsn := "file:" + filepath.Join(dataDir, FileName) +
+	base := "file:" + filepath.Join(dataDir, FileName) +
 		"?_journal_mode=WAL&_busy_timeout=10000&_foreign_keys=on&_synchronous=NORMAL&_txlock=immediate"
-	gdb, err := gorm.Open(sqlite.Open(dsn), &gorm.Config{
+	writer, err := sql.Open("sqlite3", base)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	writer.SetMaxOpenConns(1)
+	writer.SetMaxIdleConns(1)
+	writer.SetConnMaxLifetime(0)
+	writer.SetConnMaxIdleTime(0)
+	// The writer creates the file and switches it to WAL before any reader
+	// opens it.
+	if err := writer.Ping(); err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	readers, err := sql.Open("sqlite3", base+"&_query_only=true")
+	if err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	readers.SetMaxOpenConns(Readers)
+	readers.SetMaxIdleConns(Readers)
+	p := &pool{writer: writer, readers: readers}
+	gdb, err := gorm.Open(sqlite.New(sqlite.Config{DriverName: "sqlite3", DSN: base, Conn: p}), &gorm.Config{
 		Logger:         logger.Default.LogMode(logger.Silent),
 		NowFunc:        func() time.Time { return time.Now().UTC() },
 		TranslateError: true,
 	})
 	if err != nil {
+		p.Close()
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	if err := Migrate(gdb); err != nil {
+		p.Close()
 		return nil, err
 	}
 	return gdb, nil
@@ -61,8 +89,11 @@ func OpenTemp(tb testing.TB) *gorm.DB {
 	return gdb
 }
 
-// Close releases the underlying connection pool.
+// Close releases the underlying connections.
 func Close(gdb *gorm.DB) error {
+	if p, ok := gdb.ConnPool.(*pool); ok {
+		return p.Close()
+	}
 	sqlDB, err := gdb.DB()
 	if err != nil {
 		return err

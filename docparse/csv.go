@@ -20,7 +20,7 @@ func parseCSV(data []byte, lim Limits) (*Document, error) {
 	r.LazyQuotes = true
 	r.FieldsPerRecord = -1
 	r.ReuseRecord = true
-	out := newTextBuf(lim.MaxTextSize)
+	out := lim.buf(lim.MaxTextSize)
 	err = writeTable(out, func() ([]string, bool, error) {
 		rec, err := r.Read()
 		if errors.Is(err, io.EOF) {

@@ -5,8 +5,9 @@
 // cheaply, a title. It touches no database and no network.
 //
 // Every entry point enforces Limits: the input size, the bytes a compressed
-// format (docx and xlsx zip parts, pdf streams) may expand to, and the size of
-// the extracted text. Errors are *Error values that match one of
+// format (docx and xlsx zip parts, pdf streams) may expand to, the size of
+// the extracted text, how deeply elements nest, the cells of a workbook and
+// the time spent on one document. Errors are *Error values that match one of
 // ErrUnsupported, ErrCorrupt or ErrTooLarge with errors.Is, so that the HTTP
 // layer can answer 415 unsupported_file_type, 400 or 413 file_too_large.
 //
@@ -56,6 +57,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -141,6 +143,19 @@ type Limits struct {
 	// xlsx (where a header is repeated on every row) and for inputs that
 	// unpack to far more text than their size.
 	MaxTextSize int64
+	// MaxDepth bounds how deeply the elements of a docx or xlsx part, or the
+	// values of a JSON document, may nest.
+	MaxDepth int
+	// MaxCells bounds the cells of all sheets of an xlsx file together,
+	// counting the empty cells before the last cell of each row (a row with
+	// one cell in column XFD counts 16,384).
+	MaxCells int64
+	// MaxDuration bounds the time one document may take to read. Parsers
+	// check the clock as they go; a document that takes longer is refused
+	// with ErrTooLarge.
+	MaxDuration time.Duration
+
+	deadline time.Time // set by Parse from MaxDuration
 }
 
 // DefaultLimits are the limits Parse uses. MaxFileSize is 15 MiB, the upload
@@ -150,6 +165,9 @@ var DefaultLimits = Limits{
 	MaxUnpackedSize: 100 << 20,
 	MaxZipEntries:   10000,
 	MaxTextSize:     20 << 20,
+	MaxDepth:        256,
+	MaxCells:        4_000_000,
+	MaxDuration:     60 * time.Second,
 }
 
 func (l Limits) withDefaults() Limits {
@@ -164,6 +182,15 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxTextSize <= 0 {
 		l.MaxTextSize = DefaultLimits.MaxTextSize
+	}
+	if l.MaxDepth <= 0 {
+		l.MaxDepth = DefaultLimits.MaxDepth
+	}
+	if l.MaxCells <= 0 {
+		l.MaxCells = DefaultLimits.MaxCells
+	}
+	if l.MaxDuration <= 0 {
+		l.MaxDuration = DefaultLimits.MaxDuration
 	}
 	return l
 }
@@ -238,7 +265,21 @@ func (l Limits) Parse(filename string, r io.Reader, size int64) (*Document, erro
 	if int64(len(data)) > lim.MaxFileSize {
 		return nil, tooLarge(ext, fmt.Sprintf("the limit is %s", humanBytes(lim.MaxFileSize)))
 	}
+	lim.deadline = time.Now().Add(lim.MaxDuration)
 	return parseBytes(p, ext, data, lim)
+}
+
+// late reports whether the time for the document is up.
+func (l Limits) late() bool {
+	return !l.deadline.IsZero() && time.Now().After(l.deadline)
+}
+
+func tooSlow(format string, lim Limits) *Error {
+	return tooLarge(format, "reading it takes longer than "+lim.MaxDuration.String())
+}
+
+func tooDeep(format string, lim Limits) *Error {
+	return tooLarge(format, fmt.Sprintf("it nests more than %d levels deep", lim.MaxDepth))
 }
 
 // recoverPanics is switched off by fuzz tests of the parsers written here,
@@ -304,16 +345,29 @@ func humanBytes(n int64) string {
 // textBuf builds extracted text up to a size limit. Once the limit is passed
 // further writes are dropped and over is set; parsers check it and fail with
 // ErrTooLarge. It tracks trailing newlines so that block breaks never pile up.
+// Every few hundred writes it also looks at the clock, and stops (setting
+// over and late) once the document's time is up.
 type textBuf struct {
-	b    bytes.Buffer
-	max  int64
-	over bool
+	b      bytes.Buffer
+	max    int64
+	over   bool
+	late   bool
+	lim    Limits
+	writes int
 }
 
 func newTextBuf(max int64) *textBuf { return &textBuf{max: max} }
 
+// buf returns a text buffer of at most max bytes that keeps the deadline of l.
+func (l Limits) buf(max int64) *textBuf { return &textBuf{max: max, lim: l} }
+
 func (t *textBuf) WriteString(s string) {
 	if t.over || s == "" {
+		return
+	}
+	t.writes++
+	if t.writes&255 == 0 && t.lim.late() {
+		t.over, t.late = true, true
 		return
 	}
 	if int64(t.b.Len()+len(s)) > t.max {
@@ -383,6 +437,9 @@ func (t *textBuf) space() {
 }
 
 func (t *textBuf) check(format string, lim Limits) error {
+	if t.late {
+		return tooSlow(format, lim)
+	}
 	if t.over {
 		return tooLarge(format, "its text exceeds "+humanBytes(lim.MaxTextSize))
 	}

@@ -138,8 +138,11 @@ func parseDOCX(data []byte, lim Limits) (*Document, error) {
 		return nil, corrupt("docx", "", err)
 	}
 	defer rc.Close()
-	w := &docxWriter{out: newTextBuf(lim.MaxTextSize)}
+	w := &docxWriter{out: lim.buf(lim.MaxTextSize), lim: lim}
 	if err := w.read(io.LimitReader(rc, lim.MaxUnpackedSize)); err != nil {
+		if w.out.late {
+			return nil, tooSlow("docx", lim)
+		}
 		return nil, err
 	}
 	if err := w.out.check("docx", lim); err != nil {
@@ -163,9 +166,12 @@ func parseDOCX(data []byte, lim Limits) (*Document, error) {
 // by " | ". Text boxes nest paragraphs inside paragraphs, which this handles
 // the same way.
 type docxWriter struct {
-	out   *textBuf
-	stack []*docxBlock
-	rows  [][]string // the cells of the open table rows, innermost last
+	out    *textBuf
+	lim    Limits
+	depth  int // elements open around the current token
+	tokens int // start elements read
+	stack  []*docxBlock
+	rows   [][]string // the cells of the open table rows, innermost last
 
 	styledTitle, heading string
 }
@@ -202,11 +208,21 @@ func (w *docxWriter) read(r io.Reader) error {
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
+			// Nesting is bounded, so that moving text from a paragraph to
+			// the one around it stays linear in the size of the text.
+			if w.depth++; w.depth > w.lim.MaxDepth {
+				return tooDeep("docx", w.lim)
+			}
+			if w.tokens++; w.tokens&1023 == 0 && w.lim.late() {
+				w.out.late = true
+				return tooSlow("docx", w.lim)
+			}
 			switch t.Name.Local {
 			case "Fallback": // mc:Fallback repeats what mc:Choice holds
 				if err := dec.Skip(); err != nil {
 					return corrupt("docx", "its document part is not valid XML", err)
 				}
+				w.depth--
 			case "p":
 				w.stack = append(w.stack, &docxBlock{})
 			case "pStyle":
@@ -227,6 +243,7 @@ func (w *docxWriter) read(r io.Reader) error {
 				w.write("-")
 			}
 		case xml.EndElement:
+			w.depth--
 			switch t.Name.Local {
 			case "p":
 				w.endParagraph()

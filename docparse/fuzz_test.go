@@ -11,7 +11,7 @@ import (
 )
 
 // fuzzLimits keep each fuzz input cheap.
-var fuzzLimits = Limits{MaxFileSize: 1 << 20, MaxUnpackedSize: 4 << 20, MaxZipEntries: 200, MaxTextSize: 1 << 20}
+var fuzzLimits = Limits{MaxFileSize: 1 << 20, MaxUnpackedSize: 4 << 20, MaxZipEntries: 200, MaxTextSize: 1 << 20, MaxCells: 100_000}
 
 // fuzzParse feeds data to the parser for ext and checks what any input must
 // give: either a document with normalised text within the limit, or an
@@ -70,7 +70,7 @@ func fuzzParse(f *testing.F, ext string, ownCode bool, seeds ...[]byte) {
 }
 
 func FuzzParseTXT(f *testing.F) {
-	fuzzParse(f, "txt", true, []byte("\xff\xfeA\x00"), []byte("\xfe\xff\x00A\xd8\x00"), []byte("\x93\x94\x00"))
+	fuzzParse(f, "txt", true, bytes.Repeat([]byte("a"), 1<<20), []byte("\xff\xfeA\x00"), []byte("\xfe\xff\x00A\xd8\x00"), []byte("\x93\x94\x00"))
 }
 
 func FuzzParseMarkdown(f *testing.F) {
@@ -79,7 +79,8 @@ func FuzzParseMarkdown(f *testing.F) {
 
 func FuzzParseHTML(f *testing.F) {
 	fuzzParse(f, "html", true, []byte("<table><tr><td>a<td>b<tr><td>c</table>"),
-		[]byte("<meta charset=\"windows-1252\"><p>caf\xe9</p>"), []byte("<pre>  x\n  y</pre><li>z"))
+		[]byte("<meta charset=\"windows-1252\"><p>caf\xe9</p>"), []byte("<pre>  x\n  y</pre><li>z"),
+		[]byte(strings.Repeat("<div><table><tr><td>", 20_000)))
 }
 
 func FuzzParseCSV(f *testing.F) {
@@ -87,14 +88,16 @@ func FuzzParseCSV(f *testing.F) {
 }
 
 func FuzzParseJSON(f *testing.F) {
-	fuzzParse(f, "json", true, []byte(`[[[[]]],{"":{"":[{}]}}]`), []byte("{\"a\":1}\n{\"b\":[true,null]}"), []byte(`"x"`))
+	fuzzParse(f, "json", true, []byte(`[[[[]]],{"":{"":[{}]}}]`), []byte("{\"a\":1}\n{\"b\":[true,null]}"), []byte(`"x"`),
+		[]byte(strings.Repeat("[{\"a\":", 20_000)))
 }
 
 func FuzzParseDOCX(f *testing.F) {
 	fuzzParse(f, "docx", true,
 		buildDOCX(f, `<w:p><w:p><w:r><w:t>nested</w:t></w:r></w:p></w:p><w:tc>stray cell</w:tc></w:tr>`, false),
 		buildZip(f, [2]string{"_rels/.rels", `<Relationships><Relationship Type="x/officeDocument" Target="../../doc.xml"/></Relationships>`},
-			[2]string{"doc.xml", `<d><p><t>relocated</t></p></d>`}))
+			[2]string{"doc.xml", `<d><p><t>relocated</t></p></d>`}),
+		docxNestedBomb(f, 100_000))
 }
 
 func FuzzParsePDF(f *testing.F) {
@@ -104,5 +107,5 @@ func FuzzParsePDF(f *testing.F) {
 }
 
 func FuzzParseXLSX(f *testing.F) {
-	fuzzParse(f, "xlsx", false)
+	fuzzParse(f, "xlsx", false, xlsxSparseBomb(f, 2000))
 }

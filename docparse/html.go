@@ -48,7 +48,7 @@ func parseHTML(data []byte, lim Limits) (*Document, error) {
 	if err != nil {
 		return nil, corrupt("html", "", err)
 	}
-	w := &htmlWriter{out: newTextBuf(lim.MaxTextSize)}
+	w := &htmlWriter{out: lim.buf(lim.MaxTextSize)}
 	w.walk(root)
 	if err := w.out.check("html", lim); err != nil {
 		return nil, err

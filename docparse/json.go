@@ -40,7 +40,7 @@ func parseJSON(data []byte, lim Limits) (*Document, error) {
 	}
 	dec := json.NewDecoder(strings.NewReader(s))
 	dec.UseNumber()
-	w := &jsonWriter{out: newTextBuf(lim.MaxTextSize), dec: dec}
+	w := &jsonWriter{out: lim.buf(lim.MaxTextSize), dec: dec}
 	values := 0
 	for {
 		tok, err := dec.Token()

@@ -55,10 +55,13 @@ func parsePDF(data []byte, lim Limits) (*Document, error) {
 		}
 	}
 
-	out := newTextBuf(lim.MaxTextSize)
+	out := lim.buf(lim.MaxTextSize)
 	failed := 0
 	var firstErr error
 	for i, p := range pages {
+		if !out.over && lim.late() {
+			out.over, out.late = true, true
+		}
 		if out.over {
 			break
 		}
@@ -191,7 +194,7 @@ func extractPDFPage(p pdfPage, out *textBuf) (err error) {
 	}
 	// Text goes to a page buffer first so that a page that fails half way
 	// leaves nothing behind.
-	page := newTextBuf(out.max - int64(out.Len()))
+	page := out.lim.buf(out.max - int64(out.Len()))
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("page content: %v", v)

@@ -2,6 +2,8 @@ package docparse
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/xuri/excelize/v2"
@@ -21,24 +23,36 @@ func parseXLSX(data []byte, lim Limits) (*Document, error) {
 	}
 	defer f.Close()
 
-	out := newTextBuf(lim.MaxTextSize)
+	out := lim.buf(lim.MaxTextSize)
 	var sheets []string
 	var texts []string
-	var total int64
+	var total, cells int64
 	for _, name := range f.GetSheetList() {
-		sheet := newTextBuf(lim.MaxTextSize - total)
+		sheet := lim.buf(lim.MaxTextSize - total)
 		rows, err := f.Rows(name)
 		if err != nil {
 			return nil, corrupt("xlsx", "sheet "+name+" cannot be read", err)
 		}
 		err = writeTable(sheet, func() ([]string, bool, error) {
+			if lim.late() {
+				return nil, false, tooSlow("xlsx", lim)
+			}
 			if !rows.Next() {
 				return nil, false, rows.Error()
 			}
 			cols, err := rows.Columns()
+			// A row is as long as its last cell is far to the right, so a
+			// sheet of rows with one cell in its last column is a bomb.
+			if cells += int64(len(cols)) + 1; cells > lim.MaxCells {
+				return nil, false, tooLarge("xlsx", fmt.Sprintf("it has more than %d cells", lim.MaxCells))
+			}
 			return cols, true, err
 		})
 		rows.Close()
+		var de *Error
+		if errors.As(err, &de) {
+			return nil, err
+		}
 		if err != nil {
 			return nil, corrupt("xlsx", "sheet "+name+" cannot be read", err)
 		}

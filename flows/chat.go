@@ -45,6 +45,9 @@ func chatRequest(req Request) chat.Request {
 		Files:            req.Files,
 		AutoGenerateName: req.AutoGenerateName,
 		Streaming:        req.Streaming,
+		History:          req.History,
+		Instructions:     req.Instructions,
+		Params:           req.Params,
 	}
 }
 
@@ -62,6 +65,8 @@ func (s *Service) generate(ctx context.Context, appID string, g *chat.Generation
 		result := func(res *chat.Result) *Result {
 			return &Result{TaskID: g.TaskID, MessageID: g.MessageID, ConversationID: g.ConversationID, Mode: g.Mode,
 				Answer: res.Answer, Stopped: res.Stopped, TotalTokens: res.Metadata.Usage.TotalTokens,
+				PromptTokens: res.Metadata.Usage.PromptTokens, CompletionTokens: res.Metadata.Usage.CompletionTokens,
+				FinishReason: res.FinishReason, Citations: res.Metadata.RetrieverResources,
 				Body: g.BlockingResponse(res)}
 		}
 		if !g.Streaming {

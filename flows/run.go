@@ -49,6 +49,14 @@ type Request struct {
 	// Streaming asks for events as they happen; otherwise the run
 	// produces no events and Wait gives the whole answer.
 	Streaming bool
+	// History, Instructions and Params come from clients that keep the
+	// conversation themselves (the OpenAI-compatible endpoint): earlier
+	// turns given with the request, extra system instructions, and model
+	// parameter overrides. Chat and completion apps honour all three;
+	// chatflows use History when no stored conversation is continued.
+	History      []chat.Turn
+	Instructions string
+	Params       map[string]any
 }
 
 // Event is one frame of a run's stream.
@@ -101,6 +109,17 @@ type Result struct {
 	// Stopped is set when a stop request ended a chat answer early.
 	Stopped     bool
 	TotalTokens int
+	// PromptTokens and CompletionTokens split TotalTokens for chat and
+	// completion answers; runs of graphs count the total only.
+	PromptTokens, CompletionTokens int
+	// FinishReason is why the model ended a chat or completion answer
+	// ("stop", "length"…), when it said.
+	FinishReason string
+	// Citations are the knowledge chunks a chat answer cites.
+	Citations []chat.RetrieverResource
+	// Failure is the error of a chatflow or workflow run that failed (its
+	// blocking answer or stream already reports it in the API's shape).
+	Failure error
 	// Body is the JSON body of the blocking answer of the Service API.
 	Body any
 }

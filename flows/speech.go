@@ -79,10 +79,10 @@ func spoken(status string) bool {
 	return status == workflow.RunSucceeded || status == workflow.RunPartialSucceeded
 }
 
-// spokenOutputs is the text read aloud for a run that streamed none: its
-// text outputs, ordered by name and separated by blank lines. Outputs that
-// are not text are not spoken.
-func spokenOutputs(outputs map[string]any) string {
+// TextOutputs is a run's text outputs, ordered by name and separated by
+// blank lines: what is read aloud for a run that streamed no text, and the
+// answer of a workflow run for clients that expect one text.
+func TextOutputs(outputs map[string]any) string {
 	var parts []string
 	for _, name := range slices.Sorted(maps.Keys(outputs)) {
 		if t, ok := outputs[name].(string); ok && strings.TrimSpace(t) != "" {

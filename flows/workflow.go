@@ -127,10 +127,10 @@ func (s *Service) Workflow(ctx context.Context, req Request) (*Run, error) {
 		}
 		said := text.String()
 		if strings.TrimSpace(said) == "" {
-			said = spokenOutputs(res.Outputs)
+			said = TextOutputs(res.Outputs)
 		}
 		out := &Result{TaskID: in.TaskID, WorkflowRunID: in.RunID, Mode: app.Mode, Status: res.Status,
-			Answer: said, Outputs: res.Outputs, TotalTokens: res.TotalTokens}
+			Answer: said, Outputs: res.Outputs, TotalTokens: res.TotalTokens, Failure: runFailure(res)}
 		switch {
 		case res.Status == workflow.RunPaused:
 			// A paused run answers with what it has so far.
@@ -204,7 +204,7 @@ func (s *Service) chatflow(ctx context.Context, app *models.App, req Request) (*
 		md, err := turn.Finish(ctx, chatflowOutcome(res, failure))
 		out := &Result{TaskID: turn.TaskID, MessageID: turn.MessageID, ConversationID: turn.ConversationID,
 			WorkflowRunID: in.RunID, Mode: app.Mode, Status: res.Status, Answer: res.Answer,
-			Outputs: res.Outputs, TotalTokens: res.TotalTokens}
+			Outputs: res.Outputs, TotalTokens: res.TotalTokens, Failure: failure}
 		if !turn.Streaming {
 			if failure != nil {
 				return nil, failure

@@ -508,6 +508,168 @@ func (e MetadataFilteringConditionsLogicalOperator) Valid() bool {
 	}
 }
 
+// Defines values for OpenAIChatCompletionObject.
+const (
+	ChatCompletion OpenAIChatCompletionObject = "chat.completion"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIChatCompletionObject enum.
+func (e OpenAIChatCompletionObject) Valid() bool {
+	switch e {
+	case ChatCompletion:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIChatCompletionChunkObject.
+const (
+	ChatCompletionChunk OpenAIChatCompletionChunkObject = "chat.completion.chunk"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIChatCompletionChunkObject enum.
+func (e OpenAIChatCompletionChunkObject) Valid() bool {
+	switch e {
+	case ChatCompletionChunk:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIChatMessageRole.
+const (
+	OpenAIChatMessageRoleAssistant OpenAIChatMessageRole = "assistant"
+	OpenAIChatMessageRoleDeveloper OpenAIChatMessageRole = "developer"
+	OpenAIChatMessageRoleFunction  OpenAIChatMessageRole = "function"
+	OpenAIChatMessageRoleSystem    OpenAIChatMessageRole = "system"
+	OpenAIChatMessageRoleTool      OpenAIChatMessageRole = "tool"
+	OpenAIChatMessageRoleUser      OpenAIChatMessageRole = "user"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIChatMessageRole enum.
+func (e OpenAIChatMessageRole) Valid() bool {
+	switch e {
+	case OpenAIChatMessageRoleAssistant:
+		return true
+	case OpenAIChatMessageRoleDeveloper:
+		return true
+	case OpenAIChatMessageRoleFunction:
+		return true
+	case OpenAIChatMessageRoleSystem:
+		return true
+	case OpenAIChatMessageRoleTool:
+		return true
+	case OpenAIChatMessageRoleUser:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIChoiceFinishReason.
+const (
+	OpenAIChoiceFinishReasonContentFilter OpenAIChoiceFinishReason = "content_filter"
+	OpenAIChoiceFinishReasonLength        OpenAIChoiceFinishReason = "length"
+	OpenAIChoiceFinishReasonStop          OpenAIChoiceFinishReason = "stop"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIChoiceFinishReason enum.
+func (e OpenAIChoiceFinishReason) Valid() bool {
+	switch e {
+	case OpenAIChoiceFinishReasonContentFilter:
+		return true
+	case OpenAIChoiceFinishReasonLength:
+		return true
+	case OpenAIChoiceFinishReasonStop:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIChoiceMessageRole.
+const (
+	OpenAIChoiceMessageRoleAssistant OpenAIChoiceMessageRole = "assistant"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIChoiceMessageRole enum.
+func (e OpenAIChoiceMessageRole) Valid() bool {
+	switch e {
+	case OpenAIChoiceMessageRoleAssistant:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIChunkChoiceDeltaRole.
+const (
+	OpenAIChunkChoiceDeltaRoleAssistant OpenAIChunkChoiceDeltaRole = "assistant"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIChunkChoiceDeltaRole enum.
+func (e OpenAIChunkChoiceDeltaRole) Valid() bool {
+	switch e {
+	case OpenAIChunkChoiceDeltaRoleAssistant:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIChunkChoiceFinishReason.
+const (
+	OpenAIChunkChoiceFinishReasonContentFilter OpenAIChunkChoiceFinishReason = "content_filter"
+	OpenAIChunkChoiceFinishReasonLength        OpenAIChunkChoiceFinishReason = "length"
+	OpenAIChunkChoiceFinishReasonStop          OpenAIChunkChoiceFinishReason = "stop"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIChunkChoiceFinishReason enum.
+func (e OpenAIChunkChoiceFinishReason) Valid() bool {
+	switch e {
+	case OpenAIChunkChoiceFinishReasonContentFilter:
+		return true
+	case OpenAIChunkChoiceFinishReasonLength:
+		return true
+	case OpenAIChunkChoiceFinishReasonStop:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIModelObject.
+const (
+	Model OpenAIModelObject = "model"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIModelObject enum.
+func (e OpenAIModelObject) Valid() bool {
+	switch e {
+	case Model:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIModelListObject.
+const (
+	List OpenAIModelListObject = "list"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIModelListObject enum.
+func (e OpenAIModelListObject) Valid() bool {
+	switch e {
+	case List:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PipelineEventErrorEvent.
 const (
 	PipelineEventErrorEventError PipelineEventErrorEvent = "error"
@@ -1158,13 +1320,13 @@ func (e StreamEventMessageEndEvent) Valid() bool {
 
 // Defines values for StreamEventMessageFileBelongsTo.
 const (
-	Assistant StreamEventMessageFileBelongsTo = "assistant"
+	StreamEventMessageFileBelongsToAssistant StreamEventMessageFileBelongsTo = "assistant"
 )
 
 // Valid indicates whether the value is a known member of the StreamEventMessageFileBelongsTo enum.
 func (e StreamEventMessageFileBelongsTo) Valid() bool {
 	switch e {
-	case Assistant:
+	case StreamEventMessageFileBelongsToAssistant:
 		return true
 	default:
 		return false
@@ -4088,6 +4250,294 @@ type NumberControl struct {
 type NumberControlWrapper struct {
 	// Number Settings of a numeric field.
 	Number NumberControl `json:"number"`
+}
+
+// OpenAIChatCompletion A whole answer in OpenAI's `chat.completion` format.
+type OpenAIChatCompletion struct {
+	// Choices Exactly one choice.
+	Choices []OpenAIChoice `json:"choices"`
+
+	// ConversationId appkb extension: the conversation the answer was stored in, when the app keeps conversations.
+	ConversationId *string `json:"conversation_id,omitempty"`
+
+	// Created When the answer was started, in Unix seconds.
+	Created int64 `json:"created"`
+
+	// Id The completion's id (`chatcmpl-` and the stored message's id).
+	Id string `json:"id"`
+
+	// Model The `model` of the request.
+	Model string `json:"model"`
+
+	// Object Always `chat.completion`.
+	Object OpenAIChatCompletionObject `json:"object"`
+
+	// RetrieverResources appkb extension: the knowledge chunks the answer cites, when the app shows them.
+	RetrieverResources *[]map[string]interface{} `json:"retriever_resources,omitempty"`
+
+	// SystemFingerprint Always null.
+	SystemFingerprint *string `json:"system_fingerprint,omitempty"`
+
+	// Usage Token counts of the answer.
+	Usage OpenAIUsage `json:"usage"`
+}
+
+// OpenAIChatCompletionObject Always `chat.completion`.
+type OpenAIChatCompletionObject string
+
+// OpenAIChatCompletionChunk One event of a streamed answer in OpenAI's `chat.completion.chunk` format.
+type OpenAIChatCompletionChunk struct {
+	// Choices One choice, or none in the usage chunk.
+	Choices []OpenAIChunkChoice `json:"choices"`
+
+	// ConversationId appkb extension, in the finishing chunk: the conversation the answer was stored in.
+	ConversationId *string `json:"conversation_id,omitempty"`
+
+	// Created When the answer was started, in Unix seconds.
+	Created int64 `json:"created"`
+
+	// Id The same id in every chunk of one answer.
+	Id string `json:"id"`
+
+	// Model The `model` of the request.
+	Model string `json:"model"`
+
+	// Object Always `chat.completion.chunk`.
+	Object OpenAIChatCompletionChunkObject `json:"object"`
+
+	// RetrieverResources appkb extension, in the finishing chunk: the knowledge chunks the answer cites.
+	RetrieverResources *[]map[string]interface{} `json:"retriever_resources,omitempty"`
+
+	// SystemFingerprint Always null.
+	SystemFingerprint *string `json:"system_fingerprint,omitempty"`
+
+	// Usage Null except in the last chunk when `stream_options.include_usage` is set.
+	Usage *OpenAIUsage `json:"usage,omitempty"`
+}
+
+// OpenAIChatCompletionChunkObject Always `chat.completion.chunk`.
+type OpenAIChatCompletionChunkObject string
+
+// OpenAIChatCompletionRequest A chat completion request in OpenAI's format. Fields appkb does not use (tools, logprobs, penalties, response_format…) are accepted and ignored.
+type OpenAIChatCompletionRequest struct {
+	// ConversationId appkb extension: continue this stored conversation of a chat app instead of using the request's earlier messages as history. The answer is stored in it.
+	ConversationId *string `json:"conversation_id,omitempty"`
+
+	// Inputs appkb extension: values for the app's input form (start node variables for workflow apps).
+	Inputs *map[string]interface{} `json:"inputs,omitempty"`
+
+	// MaxCompletionTokens The newer name of `max_tokens`; wins when both are given.
+	MaxCompletionTokens *int `json:"max_completion_tokens,omitempty"`
+
+	// MaxTokens Replaces the app's max_tokens.
+	MaxTokens *int `json:"max_tokens,omitempty"`
+
+	// Messages The conversation so far, oldest first; the last user message is the query.
+	Messages []OpenAIChatMessage `json:"messages"`
+
+	// Model Echoed in the answer; the key, not this name, picks the app.
+	Model string `json:"model"`
+
+	// N Only one choice is produced.
+	N *int `json:"n,omitempty"`
+
+	// Stop A stop sequence or a list of up to four; replaces the app's.
+	Stop *OpenAIChatCompletionRequest_Stop `json:"stop,omitempty"`
+
+	// Stream Send the answer as `chat.completion.chunk` events.
+	Stream *bool `json:"stream,omitempty"`
+
+	// StreamOptions Options of a streamed answer.
+	StreamOptions *struct {
+		// IncludeUsage Send one more chunk before `[DONE]` with empty `choices` and the token counts.
+		IncludeUsage *bool `json:"include_usage,omitempty"`
+	} `json:"stream_options,omitempty"`
+
+	// Temperature Replaces the app's temperature.
+	Temperature *float64 `json:"temperature,omitempty"`
+
+	// TopP Replaces the app's top_p.
+	TopP *float64 `json:"top_p,omitempty"`
+
+	// User The end user the call is made for; a fixed name is used when it is missing.
+	User *string `json:"user,omitempty"`
+}
+
+// OpenAIChatCompletionRequestStop0 defines model for OpenAIChatCompletionRequest.Stop.0.
+type OpenAIChatCompletionRequestStop0 = string
+
+// OpenAIChatCompletionRequestStop1 defines model for OpenAIChatCompletionRequest.Stop.1.
+type OpenAIChatCompletionRequestStop1 = []string
+
+// OpenAIChatCompletionRequest_Stop A stop sequence or a list of up to four; replaces the app's.
+type OpenAIChatCompletionRequest_Stop struct {
+	union json.RawMessage
+}
+
+// OpenAIChatMessage One message of the conversation.
+type OpenAIChatMessage struct {
+	// Content The text, or a list of content parts of which the `text` parts are read.
+	Content *OpenAIChatMessage_Content `json:"content,omitempty"`
+
+	// Name An optional name of the author; ignored.
+	Name *string `json:"name,omitempty"`
+
+	// Role Who wrote the message.
+	Role OpenAIChatMessageRole `json:"role"`
+}
+
+// OpenAIChatMessageContent0 defines model for OpenAIChatMessage.Content.0.
+type OpenAIChatMessageContent0 = string
+
+// OpenAIChatMessageContent1 defines model for OpenAIChatMessage.Content.1.
+type OpenAIChatMessageContent1 = []OpenAIContentPart
+
+// OpenAIChatMessage_Content The text, or a list of content parts of which the `text` parts are read.
+type OpenAIChatMessage_Content struct {
+	union json.RawMessage
+}
+
+// OpenAIChatMessageRole Who wrote the message.
+type OpenAIChatMessageRole string
+
+// OpenAIChoice The one choice of a blocking answer.
+type OpenAIChoice struct {
+	// FinishReason Why the answer ended.
+	FinishReason OpenAIChoiceFinishReason `json:"finish_reason"`
+
+	// Index Always 0.
+	Index int `json:"index"`
+
+	// Logprobs Always null.
+	Logprobs *map[string]interface{} `json:"logprobs,omitempty"`
+
+	// Message The app's answer.
+	Message struct {
+		// Content The answer text.
+		Content string `json:"content"`
+
+		// Refusal Always null.
+		Refusal *string `json:"refusal,omitempty"`
+
+		// Role Always `assistant`.
+		Role OpenAIChoiceMessageRole `json:"role"`
+	} `json:"message"`
+}
+
+// OpenAIChoiceFinishReason Why the answer ended.
+type OpenAIChoiceFinishReason string
+
+// OpenAIChoiceMessageRole Always `assistant`.
+type OpenAIChoiceMessageRole string
+
+// OpenAIChunkChoice The change a chunk brings to the one choice.
+type OpenAIChunkChoice struct {
+	// Delta The role (first chunk) or the next piece of text.
+	Delta struct {
+		// Content The next piece of the answer.
+		Content *string `json:"content,omitempty"`
+
+		// Role Set in the first chunk only.
+		Role *OpenAIChunkChoiceDeltaRole `json:"role,omitempty"`
+	} `json:"delta"`
+
+	// FinishReason Set in the finishing chunk only.
+	FinishReason *OpenAIChunkChoiceFinishReason `json:"finish_reason,omitempty"`
+
+	// Index Always 0.
+	Index int `json:"index"`
+
+	// Logprobs Always null.
+	Logprobs *map[string]interface{} `json:"logprobs,omitempty"`
+}
+
+// OpenAIChunkChoiceDeltaRole Set in the first chunk only.
+type OpenAIChunkChoiceDeltaRole string
+
+// OpenAIChunkChoiceFinishReason Set in the finishing chunk only.
+type OpenAIChunkChoiceFinishReason string
+
+// OpenAIContentPart One part of a message's content. Text parts are joined; image parts with an http(s) URL are attached to the query as remote images.
+type OpenAIContentPart struct {
+	// ImageUrl The image of an `image_url` part.
+	ImageUrl *struct {
+		// Detail Ignored.
+		Detail *string `json:"detail,omitempty"`
+
+		// Url Where the image is.
+		Url *string `json:"url,omitempty"`
+	} `json:"image_url,omitempty"`
+
+	// Text The text of a `text` part.
+	Text *string `json:"text,omitempty"`
+
+	// Type The kind of part (`text`, `image_url`…).
+	Type string `json:"type"`
+}
+
+// OpenAIError The error body of the OpenAI-compatible operations.
+type OpenAIError struct {
+	Error struct {
+		// Code A stable code (`invalid_api_key`, `model_not_found`, or appkb's own codes such as `invalid_param`).
+		Code *string `json:"code"`
+
+		// Message A human-readable explanation.
+		Message string `json:"message"`
+
+		// Param The request field at fault, when known.
+		Param *string `json:"param,omitempty"`
+
+		// Type The error's class (`invalid_request_error`, `authentication_error`, `rate_limit_error`, `server_error`…).
+		Type string `json:"type"`
+	} `json:"error"`
+}
+
+// OpenAIModel An app presented as a model.
+type OpenAIModel struct {
+	// Created When the app was created, in Unix seconds.
+	Created int64 `json:"created"`
+
+	// Id The app's id.
+	Id string `json:"id"`
+
+	// Mode appkb extension: the app's mode (chat, agent-chat, advanced-chat, completion, workflow).
+	Mode *string `json:"mode,omitempty"`
+
+	// Name appkb extension: the app's name.
+	Name *string `json:"name,omitempty"`
+
+	// Object Always `model`.
+	Object OpenAIModelObject `json:"object"`
+
+	// OwnedBy Always `appkb`.
+	OwnedBy string `json:"owned_by"`
+}
+
+// OpenAIModelObject Always `model`.
+type OpenAIModelObject string
+
+// OpenAIModelList The models a key may name, in OpenAI's list format.
+type OpenAIModelList struct {
+	// Data The key's app.
+	Data []OpenAIModel `json:"data"`
+
+	// Object Always `list`.
+	Object OpenAIModelListObject `json:"object"`
+}
+
+// OpenAIModelListObject Always `list`.
+type OpenAIModelListObject string
+
+// OpenAIUsage Token counts of the answer.
+type OpenAIUsage struct {
+	// CompletionTokens Tokens of the answer.
+	CompletionTokens int `json:"completion_tokens"`
+
+	// PromptTokens Tokens sent to the model(s).
+	PromptTokens int `json:"prompt_tokens"`
+
+	// TotalTokens The sum of both.
+	TotalTokens int `json:"total_tokens"`
 }
 
 // ParagraphControl Settings of a multi-line text field.
@@ -7581,6 +8031,9 @@ type SendChatMessageJSONRequestBody = ChatRequest
 // StopChatMessageGenerationJSONRequestBody defines body for StopChatMessageGeneration for application/json ContentType.
 type StopChatMessageGenerationJSONRequestBody StopChatMessageGenerationJSONBody
 
+// CreateOpenAIChatCompletionJSONRequestBody defines body for CreateOpenAIChatCompletion for application/json ContentType.
+type CreateOpenAIChatCompletionJSONRequestBody = OpenAIChatCompletionRequest
+
 // CreateCompletionMessageJSONRequestBody defines body for CreateCompletionMessage for application/json ContentType.
 type CreateCompletionMessageJSONRequestBody = CompletionRequest
 
@@ -8521,6 +8974,130 @@ func (t *MetadataFilteringConditions_Conditions_Value) UnmarshalJSON(b []byte) e
 	return err
 }
 
+// AsOpenAIChatCompletionRequestStop0 returns the union data inside the OpenAIChatCompletionRequest_Stop as a OpenAIChatCompletionRequestStop0
+func (t OpenAIChatCompletionRequest_Stop) AsOpenAIChatCompletionRequestStop0() (OpenAIChatCompletionRequestStop0, error) {
+	var body OpenAIChatCompletionRequestStop0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOpenAIChatCompletionRequestStop0 overwrites any union data inside the OpenAIChatCompletionRequest_Stop as the provided OpenAIChatCompletionRequestStop0
+func (t *OpenAIChatCompletionRequest_Stop) FromOpenAIChatCompletionRequestStop0(v OpenAIChatCompletionRequestStop0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOpenAIChatCompletionRequestStop0 performs a merge with any union data inside the OpenAIChatCompletionRequest_Stop, using the provided OpenAIChatCompletionRequestStop0
+func (t *OpenAIChatCompletionRequest_Stop) MergeOpenAIChatCompletionRequestStop0(v OpenAIChatCompletionRequestStop0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsOpenAIChatCompletionRequestStop1 returns the union data inside the OpenAIChatCompletionRequest_Stop as a OpenAIChatCompletionRequestStop1
+func (t OpenAIChatCompletionRequest_Stop) AsOpenAIChatCompletionRequestStop1() (OpenAIChatCompletionRequestStop1, error) {
+	var body OpenAIChatCompletionRequestStop1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOpenAIChatCompletionRequestStop1 overwrites any union data inside the OpenAIChatCompletionRequest_Stop as the provided OpenAIChatCompletionRequestStop1
+func (t *OpenAIChatCompletionRequest_Stop) FromOpenAIChatCompletionRequestStop1(v OpenAIChatCompletionRequestStop1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOpenAIChatCompletionRequestStop1 performs a merge with any union data inside the OpenAIChatCompletionRequest_Stop, using the provided OpenAIChatCompletionRequestStop1
+func (t *OpenAIChatCompletionRequest_Stop) MergeOpenAIChatCompletionRequestStop1(v OpenAIChatCompletionRequestStop1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t OpenAIChatCompletionRequest_Stop) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *OpenAIChatCompletionRequest_Stop) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsOpenAIChatMessageContent0 returns the union data inside the OpenAIChatMessage_Content as a OpenAIChatMessageContent0
+func (t OpenAIChatMessage_Content) AsOpenAIChatMessageContent0() (OpenAIChatMessageContent0, error) {
+	var body OpenAIChatMessageContent0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOpenAIChatMessageContent0 overwrites any union data inside the OpenAIChatMessage_Content as the provided OpenAIChatMessageContent0
+func (t *OpenAIChatMessage_Content) FromOpenAIChatMessageContent0(v OpenAIChatMessageContent0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOpenAIChatMessageContent0 performs a merge with any union data inside the OpenAIChatMessage_Content, using the provided OpenAIChatMessageContent0
+func (t *OpenAIChatMessage_Content) MergeOpenAIChatMessageContent0(v OpenAIChatMessageContent0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsOpenAIChatMessageContent1 returns the union data inside the OpenAIChatMessage_Content as a OpenAIChatMessageContent1
+func (t OpenAIChatMessage_Content) AsOpenAIChatMessageContent1() (OpenAIChatMessageContent1, error) {
+	var body OpenAIChatMessageContent1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOpenAIChatMessageContent1 overwrites any union data inside the OpenAIChatMessage_Content as the provided OpenAIChatMessageContent1
+func (t *OpenAIChatMessage_Content) FromOpenAIChatMessageContent1(v OpenAIChatMessageContent1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOpenAIChatMessageContent1 performs a merge with any union data inside the OpenAIChatMessage_Content, using the provided OpenAIChatMessageContent1
+func (t *OpenAIChatMessage_Content) MergeOpenAIChatMessageContent1(v OpenAIChatMessageContent1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t OpenAIChatMessage_Content) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *OpenAIChatMessage_Content) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsPipelineLocalFileSource returns the union data inside the PipelineRunRequest_DatasourceInfoList_Item as a PipelineLocalFileSource
 func (t PipelineRunRequest_DatasourceInfoList_Item) AsPipelineLocalFileSource() (PipelineLocalFileSource, error) {
 	var body PipelineLocalFileSource
@@ -9051,6 +9628,9 @@ type ServerInterface interface {
 	// StopChatMessageGeneration Stop a streaming chat answer that is still being generated.
 	// (POST /chat-messages/{task_id}/stop)
 	StopChatMessageGeneration(ctx echo.Context, taskId string) error
+	// CreateOpenAIChatCompletion Talk to the key's app through OpenAI's chat completions format.
+	// (POST /chat/completions)
+	CreateOpenAIChatCompletion(ctx echo.Context) error
 	// CreateCompletionMessage Generate text with a text-generation app.
 	// (POST /completion-messages)
 	CreateCompletionMessage(ctx echo.Context) error
@@ -9239,6 +9819,12 @@ type ServerInterface interface {
 	// GetChatAppMeta Read tool icons
 	// (GET /meta)
 	GetChatAppMeta(ctx echo.Context) error
+	// ListOpenAIModels List the key's app as the one model OpenAI clients may name.
+	// (GET /models)
+	ListOpenAIModels(ctx echo.Context) error
+	// GetOpenAIModel Describe the key's app as a model.
+	// (GET /models/{model})
+	GetOpenAIModel(ctx echo.Context, model string) error
 	// GetChatAppParameters Read the app's input form and feature settings
 	// (GET /parameters)
 	GetChatAppParameters(ctx echo.Context) error
@@ -9445,6 +10031,15 @@ func (w *ServerInterfaceWrapper) StopChatMessageGeneration(ctx echo.Context) err
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.StopChatMessageGeneration(ctx, taskId)
+	return err
+}
+
+// CreateOpenAIChatCompletion converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateOpenAIChatCompletion(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateOpenAIChatCompletion(ctx)
 	return err
 }
 
@@ -10836,6 +11431,31 @@ func (w *ServerInterfaceWrapper) GetChatAppMeta(ctx echo.Context) error {
 	return err
 }
 
+// ListOpenAIModels converts echo context to params.
+func (w *ServerInterfaceWrapper) ListOpenAIModels(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListOpenAIModels(ctx)
+	return err
+}
+
+// GetOpenAIModel converts echo context to params.
+func (w *ServerInterfaceWrapper) GetOpenAIModel(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "model" -------------
+	var model string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "model", ctx.Param("model"), &model, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter model: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetOpenAIModel(ctx, model)
+	return err
+}
+
 // GetChatAppParameters converts echo context to params.
 func (w *ServerInterfaceWrapper) GetChatAppParameters(ctx echo.Context) error {
 	var err error
@@ -11089,6 +11709,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 		Handler: si,
 	}
 
+	router.POST(options.BaseURL+"/chat/completions", wrapper.CreateOpenAIChatCompletion, options.OperationMiddlewares["createOpenAIChatCompletion"]...)
+	router.GET(options.BaseURL+"/models", wrapper.ListOpenAIModels, options.OperationMiddlewares["listOpenAIModels"]...)
+	router.GET(options.BaseURL+"/models/:model", wrapper.GetOpenAIModel, options.OperationMiddlewares["getOpenAIModel"]...)
 	router.POST(options.BaseURL+"/chat-messages", wrapper.SendChatMessage, options.OperationMiddlewares["sendChatMessage"]...)
 	router.POST(options.BaseURL+"/chat-messages/:task_id/stop", wrapper.StopChatMessageGeneration, options.OperationMiddlewares["stopChatMessageGeneration"]...)
 	router.GET(options.BaseURL+"/messages/:message_id/suggested", wrapper.GetSuggestedQuestions, options.OperationMiddlewares["getSuggestedQuestions"]...)
@@ -11185,6 +11808,8 @@ type ForbiddenJSONResponse Error
 type InternalErrorJSONResponse Error
 
 type NotFoundJSONResponse Error
+
+type OpenAIErrorJSONResponse OpenAIError
 
 type PayloadTooLargeJSONResponse Error
 
@@ -11940,6 +12565,158 @@ type StopChatMessageGenerationdefaultJSONResponse struct {
 }
 
 func (response StopChatMessageGenerationdefaultJSONResponse) VisitStopChatMessageGenerationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOpenAIChatCompletionRequestObject struct {
+	Body *CreateOpenAIChatCompletionJSONRequestBody
+}
+
+type CreateOpenAIChatCompletionResponseObject interface {
+	VisitCreateOpenAIChatCompletionResponse(w http.ResponseWriter) error
+}
+
+type CreateOpenAIChatCompletion200JSONResponse OpenAIChatCompletion
+
+func (response CreateOpenAIChatCompletion200JSONResponse) VisitCreateOpenAIChatCompletionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOpenAIChatCompletion200TexteventStreamResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response CreateOpenAIChatCompletion200TexteventStreamResponse) VisitCreateOpenAIChatCompletionResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type CreateOpenAIChatCompletion400JSONResponse struct{ OpenAIErrorJSONResponse }
+
+func (response CreateOpenAIChatCompletion400JSONResponse) VisitCreateOpenAIChatCompletionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOpenAIChatCompletion401JSONResponse OpenAIError
+
+func (response CreateOpenAIChatCompletion401JSONResponse) VisitCreateOpenAIChatCompletionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOpenAIChatCompletion404JSONResponse OpenAIError
+
+func (response CreateOpenAIChatCompletion404JSONResponse) VisitCreateOpenAIChatCompletionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOpenAIChatCompletion429JSONResponse OpenAIError
+
+func (response CreateOpenAIChatCompletion429JSONResponse) VisitCreateOpenAIChatCompletionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOpenAIChatCompletion500JSONResponse OpenAIError
+
+func (response CreateOpenAIChatCompletion500JSONResponse) VisitCreateOpenAIChatCompletionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOpenAIChatCompletiondefaultJSONResponse struct {
+	Body       OpenAIError
+	StatusCode int
+}
+
+func (response CreateOpenAIChatCompletiondefaultJSONResponse) VisitCreateOpenAIChatCompletionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -17509,6 +18286,125 @@ func (response GetChatAppMetadefaultJSONResponse) VisitGetChatAppMetaResponse(w 
 	return err
 }
 
+type ListOpenAIModelsRequestObject struct {
+}
+
+type ListOpenAIModelsResponseObject interface {
+	VisitListOpenAIModelsResponse(w http.ResponseWriter) error
+}
+
+type ListOpenAIModels200JSONResponse OpenAIModelList
+
+func (response ListOpenAIModels200JSONResponse) VisitListOpenAIModelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOpenAIModels401JSONResponse struct{ OpenAIErrorJSONResponse }
+
+func (response ListOpenAIModels401JSONResponse) VisitListOpenAIModelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOpenAIModelsdefaultJSONResponse struct {
+	Body       OpenAIError
+	StatusCode int
+}
+
+func (response ListOpenAIModelsdefaultJSONResponse) VisitListOpenAIModelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOpenAIModelRequestObject struct {
+	Model string `json:"model"`
+}
+
+type GetOpenAIModelResponseObject interface {
+	VisitGetOpenAIModelResponse(w http.ResponseWriter) error
+}
+
+type GetOpenAIModel200JSONResponse OpenAIModel
+
+func (response GetOpenAIModel200JSONResponse) VisitGetOpenAIModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOpenAIModel401JSONResponse struct{ OpenAIErrorJSONResponse }
+
+func (response GetOpenAIModel401JSONResponse) VisitGetOpenAIModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOpenAIModel404JSONResponse OpenAIError
+
+func (response GetOpenAIModel404JSONResponse) VisitGetOpenAIModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOpenAIModeldefaultJSONResponse struct {
+	Body       OpenAIError
+	StatusCode int
+}
+
+func (response GetOpenAIModeldefaultJSONResponse) VisitGetOpenAIModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetChatAppParametersRequestObject struct {
 }
 
@@ -18459,6 +19355,9 @@ type StrictServerInterface interface {
 	// StopChatMessageGeneration Stop a streaming chat answer that is still being generated.
 	// (POST /chat-messages/{task_id}/stop)
 	StopChatMessageGeneration(ctx context.Context, request StopChatMessageGenerationRequestObject) (StopChatMessageGenerationResponseObject, error)
+	// CreateOpenAIChatCompletion Talk to the key's app through OpenAI's chat completions format.
+	// (POST /chat/completions)
+	CreateOpenAIChatCompletion(ctx context.Context, request CreateOpenAIChatCompletionRequestObject) (CreateOpenAIChatCompletionResponseObject, error)
 	// CreateCompletionMessage Generate text with a text-generation app.
 	// (POST /completion-messages)
 	CreateCompletionMessage(ctx context.Context, request CreateCompletionMessageRequestObject) (CreateCompletionMessageResponseObject, error)
@@ -18647,6 +19546,12 @@ type StrictServerInterface interface {
 	// GetChatAppMeta Read tool icons
 	// (GET /meta)
 	GetChatAppMeta(ctx context.Context, request GetChatAppMetaRequestObject) (GetChatAppMetaResponseObject, error)
+	// ListOpenAIModels List the key's app as the one model OpenAI clients may name.
+	// (GET /models)
+	ListOpenAIModels(ctx context.Context, request ListOpenAIModelsRequestObject) (ListOpenAIModelsResponseObject, error)
+	// GetOpenAIModel Describe the key's app as a model.
+	// (GET /models/{model})
+	GetOpenAIModel(ctx context.Context, request GetOpenAIModelRequestObject) (GetOpenAIModelResponseObject, error)
 	// GetChatAppParameters Read the app's input form and feature settings
 	// (GET /parameters)
 	GetChatAppParameters(ctx context.Context, request GetChatAppParametersRequestObject) (GetChatAppParametersResponseObject, error)
@@ -19051,6 +19956,52 @@ func (sh *strictHandler) StopChatMessageGeneration(ctx echo.Context, taskId stri
 		return err
 	} else if validResponse, ok := response.(StopChatMessageGenerationResponseObject); ok {
 		return validResponse.VisitStopChatMessageGenerationResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateOpenAIChatCompletion operation middleware
+func (sh *strictHandler) CreateOpenAIChatCompletion(ctx echo.Context) error {
+	var request CreateOpenAIChatCompletionRequestObject
+
+	var body CreateOpenAIChatCompletionJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateOpenAIChatCompletion(ctx.Request().Context(), request.(CreateOpenAIChatCompletionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateOpenAIChatCompletion")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateOpenAIChatCompletionResponseObject); ok {
+		return validResponse.VisitCreateOpenAIChatCompletionResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -21299,6 +22250,54 @@ func (sh *strictHandler) GetChatAppMeta(ctx echo.Context) error {
 	return nil
 }
 
+// ListOpenAIModels operation middleware
+func (sh *strictHandler) ListOpenAIModels(ctx echo.Context) error {
+	var request ListOpenAIModelsRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListOpenAIModels(ctx.Request().Context(), request.(ListOpenAIModelsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListOpenAIModels")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListOpenAIModelsResponseObject); ok {
+		return validResponse.VisitListOpenAIModelsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetOpenAIModel operation middleware
+func (sh *strictHandler) GetOpenAIModel(ctx echo.Context, model string) error {
+	var request GetOpenAIModelRequestObject
+
+	request.Model = model
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetOpenAIModel(ctx.Request().Context(), request.(GetOpenAIModelRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetOpenAIModel")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetOpenAIModelResponseObject); ok {
+		return validResponse.VisitGetOpenAIModelResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetChatAppParameters operation middleware
 func (sh *strictHandler) GetChatAppParameters(ctx echo.Context) error {
 	var request GetChatAppParametersRequestObject
@@ -21639,742 +22638,787 @@ func (sh *strictHandler) GetAvailableModels(ctx echo.Context, modelType string) 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3dkhw3sib4KrDaMSO5lsVW9+k+NquyuShR4jSnRYmHpFpmc4YbiYxAZkIVCUQDiCqmZHqAfYu92H2x",
-	"fZI1uAOIPyACmVWkqG7eSMWMCPw6HP77+S8XpTw0UjBh9MWXv1w0VNEDM0zBv57teV0927fi5kVl/10x",
-	"XSreGC7FxZcXb/eMlPYNUtpXCK+eXqwuuH3UULO/WF0IemAXX17ASwW8VPDqYnWh2D9arlh18aVRLVtd",
-	"6HLPDtT2sJXqQM3FlxdtC2+aY2Nb0EZxsbv49dfVxdfUUM1MakA3Qt7VrNoxsqGapcdUYTMPMB5Ztgcm",
-	"kgOq3POZobg37j+WN2w3N5SFbdL49X2H8av9WDdSaAZE9BWtXrN/tEwb+69SCsME/EmbpuYltQP8w0/a",
-	"jvKXXjf/RbHtxZcX/9sfOgL9Az7Vf/hGKamwq+ksFXZG7qgmiv3ESsOqK7IuZcXWRNOjJnf7I3m85uKW",
-	"1rwqgOTXZCsVoeFjs6eGbBSjN5qYPddhG588vfh1dfFMim3Ny488o9L1qskdN3vC3nNtuNgRS8swLGzl",
-	"g4/pWhBmn60IF8RYwpKHg3Q/Er2nDYPhPJdqw6uKiY+zTDfsSA70SIQ0hJaGSIFbp5iWrSpxTC+EYUrQ",
-	"+uMtVSvY+waokGwpr1vFrkjFDOW1JlQxUsvdjlUrGLZiplWCVTDU76R5LltRfSwiw1UilWQaBgP0tSJS",
-	"EY4/3HLNNzUjRuLC2gWnoiKtZgpG/Ioea0mrt1J+S9WOfZyBt43t046xtp0qe3YFoXUt79xCvlKslKLi",
-	"9qPnlNfsYy+pWz8uCCXaUMOQv8AYtSdSOOMw3rdSvqTi6Lim/giDlZIcqDj6UWi76aUUZauUvbpUKzQw",
-	"SBgqbRoY5g+CtmYvFf/5Yy3ohlHFFNAd1+TAteZityKtsLe+WBHFbuUNq+zo5RY4052SYkduuKjI43Xb",
-	"G/D6iZuDbptGKsOql6zi9C1cZh+PbC1T4PZIHZtAJrQsWWOAdn/1Fy8QwfWOCfN2L9vd3rww7DC95b8X",
-	"luqolsLeC3bDpKwvS1rX9t/asIbYs2HbsY9uyN3e9k6FvmP2+raSQaNkw5TheHuXe8qFFQm+/OVCtHVN",
-	"NzXzMsHo5l9dlIpRw6qCmunQfhD8PdFwEO0NzPDmgCHhTV1KVTGQTYKEwYX59z93IgYXhu2Ysj3ZRdPT",
-	"Tl5U2u48PCWNklVbsopQg4RrOwPZx7ADfDyZQGKGVCl6tM9xHRYkoNXFgWlNd6zIfF1uNFO3FOcwntKP",
-	"exg+g63UvRtitbwfjdQ83upbt/aPNGlqalmU2w/LAETJVpZPKZAuqCF/fBrdBIOkGG/9ICtWP9I9chxv",
-	"w+Lw7YynjX9HD0z7842LYgncXqGaWWHO3rSbI1lfrbN7Kbho2sRE7HNC1Q7EP70iVJP/8eb774hh701+",
-	"BzXdsBqIjlZ4E9H6Ve+k4bfD3r/muqnpkeC3gymv7AxhZFZ4nxmG3FgJ+AKlci/S/+cFEGKPTHu08m7y",
-	"7eriWghpgEDjfOealC0uPNwfXAoQDJCvkIZyNeUs+DC+5oo19ZHs+C0THa8ITR+oKfdMZy3+6SyJhrkC",
-	"Y3INRPlSovfeEdlzU5SyFZHe/yrviNyaaa97qsmGMWHlqsqSG8X1eJrVYybP8YsZX/9uF+2fCq9bWPWK",
-	"0B3lQueQ/pTm5mnrW67Na6c6xu+2hu6YPQfdaukpYVl1yP4/sPm5O3pE2b9Oef6e6uIgFYuxZmb2TJFt",
-	"q+D/dnQaxeYew9xIWTMqbFM1P/AEl4GZaf6zEw0t5YHggZQ33Wb7/kxLoj1smBrcFhH+LQ2t44QJ0mBv",
-	"lXH3QYKt61hro72GPeitnZ+779RNIEoPTfOcsWpDyxudRw1b9zqBHU8TxHSthl8GjdE2PBAU5ijIDzZO",
-	"P7F1Scz6hdjK9IRB/qWal6T3O54FlMgn/BVk3QKNO1PSlZ6zIftp8q7kQSsZEqGVAuJzoU0DUu+XZG0X",
-	"tWb22XpF1uWeGvt/kFIvw7+qWypKVuEP5LH937aWd09WZH0n1Y39ew3KKn64fhrjen4xpnc03eklUYPu",
-	"NKHGUOCCoAOHdUtLlLPUAMNxi5QgipfM0DRReAnBkpVT0LxMhGRh75DIiUCZp5RiRiL55UIK9v324sv/",
-	"7F8nqo6s6/wBeStl/aKU4mswelz8+m6iD9mnpGGqk2iuCOPAU6kg/GDP+Q+vv7W7SwVhB/kTJ3A5lbKW",
-	"rbLyHi1vdkq2os/qerJPbGlfBVt3eoG/uWXqaPYgvpKy5lZxEoxV2hJAo5i2P+BSf0lkw0DQtZLhiug7",
-	"DhfmpRRky6hpFdMr2CAQNu12HdB8ggYMYJD6Kbn2bxMcLdi0Noys7WFb9+SUpgFRQUiimQFR3VIANyur",
-	"1ZV7cmBUaHjVN8gtMW9jophn9AVIGumrDq4BWI3e3UAVCzeNlVcqruy4bVM8LqYNu2fCPqt65yfcmbGt",
-	"s9pdgYuWUJdQ/7MzZ848BYuIh9fuHCVO9n1Kvq8rS2ZNY9l/fSQlVeoI366B8NZkU8vy5ooIZmVZKZgm",
-	"tNYSpFN4b8cEU7QmW87qKmO6zjRVwDzYe8OE5u4kjqRqZwgg3UvkMZh+DTgWzJNw5tdlq408rElJDdtJ",
-	"dbyfnjsYon04NzrXJbfkvVXy4BduRdbeag4cvK24tH/c8orBH27MDzhUpIriwMxeVpExrxU7SMOKVtV2",
-	"ALUsaQ1f4tWxkWZ/v9H0SDkhK4K9BQgR9Ek4PN7iQ9AoOHMT94RJWOT43Yocs+vFM4gM4kTLdLzZW25p",
-	"0BmvSc1uWb0i6z3f7ddw8dorOEuKmDnw9msruhbIDmekU5ikPbTMH2Y45HB+E/KuokJvmfqA9DG57ifc",
-	"K3d6yMOSs1tSBGNdW0m8qPkNK6yUm6ZRe696iQyuGbndMmXZHvhOjGV8yPSCBvagDN7dowWYyg8spjy/",
-	"Ze9NuAV3ijEz4veWTWbRomJGcXbLVOHN9TMLAyYLTUpukPV33mbwrcIYjqC3P/iiaHsD2KUv7qSqCnor",
-	"eWUl4vRoUcywEoZsDfyp0CynvEFjfoClFFu+O81k9cYxGi80u+7AagOHLsNUtcAfjDPRx02Og85WRLfl",
-	"3ook6xt2tOum7bG29EV50b2O7Is2fJ1n1ZhuTsNYuS+MLKzsl96SW8lLL/9xTegt5dDVw1NLu9sxbVhV",
-	"eFNO5Lz/h3+EB7zTasIp2rCtVEjqW660CWLTvS7JyOAKujVMFSmbYLg9pb3tL9smWKjwArVrJcFaZpsh",
-	"zIp52NbDr+xRG3YohoEy40Ogbpm6vOMVGwn3ESW94hJlF81/ZkXCQgTuVG0IvA5XA/jeX371NOkdyWqv",
-	"E10XWoTLNn+c8PpsgyAE5jcIry8P01sCBtJgoumXUpveLes/JaoVcNUaesMSlq4JUdhTb08/8oGMC4QK",
-	"q9IpRitCa9lWK+DTe3mXoT60Rr6qaURJWztSXoNyWluNx/VnvzlQw0ta10crl3PdvXlHuQmKBAv+/PvK",
-	"cTUVuzYpovqndgC6YfQmq0PgnwnhFFirkXb0Z3JxO2/0BBVWOU/I1p3yjgofEGTlDDFSVbh2WabDHzRT",
-	"L2x7z6U6ZNkPx0OM8aOoJckyjrfSik29YKxJrAryF/TFgiVDEhCaS8U3bMq97OlJWPdsQyurzxzsMfu3",
-	"L8jLr1YgFBwb5nTBPxyafwuK4R8Of6bdP+7obfcPelDugnZf7eh64I7ZcEHVMWbvs8sVH2DPMHADM+3i",
-	"rE73bMA6LC77nGVXMd3WBsy5YcXhecR2F5UwsJFS7gT/2V7kzjk5P25oKjpuL5i8lBWr49Z3cPASau9e",
-	"y52V0xIi5nfWKFZamTPOKLxxLGJ9e28UJXTDa24b6wuV9f1EkC0z5b7YKhk55etGsYptuWDVJXSF1IfW",
-	"Cv6zbdb9HrUx76kufGwh3D8bWlNRWoUGJWqd4pcbXOo5jgH78eKP/1VYkoKvhj3McuRDfDODtx4sr46F",
-	"WqbmrQadFM0OG1ZZzlDMLAA8KkaXVrYGATMk3dehcww0FJZmwVEWMfT6vudVhBrigcCRT/UNqywzj07E",
-	"6p9tzEpAS6uI9Wyx2Ky71b36N3/2cDNih+8rasr9D01FDfPBxW9gJEnO3Y8z1i7GrNWk3FOxY86PqImR",
-	"kbPZxR6nw2nMoHkjXcP3cHwMuo2uQctr80K8ZIZW1NDn9qaNhR3AFYyRK3APWoGu1pZ4N0fCjWZ1xNwd",
-	"d4mBPxCas897qmMYrP0deYGTLO0Wxc9AnALX+AK2Yfgh+nHcRwQv5a6UTrgP7auXHLRjii6jYLIeX+y+",
-	"lSw5JrpbWdawZ3tqngVj0/wd6YxSPlwNL8sSAimbBra8liVc5vZsnRZwsm3r2rebuDtXF6UUt0xpdJTw",
-	"VJB97yX0Jnv73YbV0nJTPIeLERpzkSs/Bsbj2u5FqoA82g9tyQypY7dRS9t1fUePmqxdT3FyTy0Gr5B/",
-	"cN1Tx08Mn4swcTdpXq1IC4oMqC/BmW9VKWdj8PbJjD6Rdk+7rH6AcWz5Dp17JTesmhoFwQQH+p+P+3ZM",
-	"tVuTIaVObZJ6Kdulsz96Mq4UuyMoQGYd4te+09feDhoJhmm10+jm1Rr7UsIEPRcPYJ+Sx7EIAJT/BzEA",
-	"T+KMl+qbJOF0Rmti33ukXTLMcmZNnyPjQem6WkWi6casws185ZnQ4Hi/SzDG5H1vxW9QXkyrrJgG0bw9",
-	"ZhgNBpGFmz7rxYRsaVubOG133gDDTQ3OY99A5bJlBLsb8Lt41NMZbFOCpMdFy64IOzTmCK7/DcwUAlO1",
-	"610KlmU4SMQLPwfzzzCog2tY1uxzgwo8r9n3PR/PQhix/eREuRi6IbdUcWB4t7RuGaRgYLRreODjQScU",
-	"BYF8M/HFQSPWlFfRs+XTuor4KbbSDaMHEHAsfTgz6Bu7ad/cYvDs2t/R+IoUDINpHc96DKImUiVK1zXb",
-	"GiJb8+QpgfB39NSjwxQd9r1u7aiZaA/2lIZfL1YXvlN70hZJZdlmAHyDCcO3nKkVKfdSMxA4QUWhdc3U",
-	"FeGG6FI2TA9IGy8DoMboEgcDZuycPJeKPHNxT7AOK6t+t5uaa0u9wYJpe3PHSLWCcKENo5W/dGpqzjJy",
-	"IP0E4nULFeddrLzZyPfPpDAqFsLd9xJRcmT6D0KiLBqzHjgelbKp2jlt5HvPFwwvb2bD43uc6dRotj2v",
-	"2PxAUIGA3KgG6NZOUfPd3vgI+73UloHesc1C0F1vnHuOktniAIMNIcJgKUYM6r28E0SA/1T6xUscd7/5",
-	"S0t/aLWxmi+e4oH225uFZ1EJUYYdSSsqplz0ErYNH5OdZFanM5Kskfoy9CZcil6vGZT6o6JNEzv91wtE",
-	"Wrp2lu6K8ckYDzq0Ex+sz8aODVAfgPGQhrMSY6RJQyF7C0TDFUaTW6bbKFZyzbpYLi7cq5eYzh1Xn3op",
-	"UfN54Gn9aUajeWafAdPiB0Ye9/WXvqCH0RNzKsc0I/2EtJg/Xm6oXSbMibnjZu9ObX8p466nXvZ0Iiw7",
-	"2sKiySC4bpy5KWQ1bY5ENzUHTrrqzJOsci/eKW4wu0DJdocH6vrVi2jfLVib4jvzLdXGm5JyNwdCFBJ5",
-	"D98ysTP7EFU7JJZUPDmI0IMEdU+Ove3MEKr9CXqGX89a1MDS6IwMgaYe/lyMWYBrbn78XyfCtK6J5mJX",
-	"s/khe0V3nlUFbpOw3Pjn3/KUjuID9HuDuW++Rn9YU8E6K8FiZJ/9OEkV3+G3ctux3f6qEHlrVa26xiSS",
-	"maYLeGGuA0xD8dl2Yd65vuy+OS5xOr6S1dGdjC5Q7DGcF6ciSvUEJOG4zzBTExt45P5ZdTEn3V5crCZ8",
-	"ckfLI3IhGKQPQQYNyNAbiMvhaK8MXL4vIGXEvv2WCt0no6wtM+UMnedUI/bA48vem8ueceqB7NmdueYs",
-	"kex3aGTGRf0YRubPRuXfk1F5NUgy+5QNx6eaicOs3gALBbb8FY1xH/QMEr2nCq8pMPoBG49zIWTKEYH3",
-	"I/OMpZPKg2mr87RZruk1payjevL2B65gJNFGNoSbPIrI28OATzTxeCOGEKYJM1Fph6Nhv7yCv//69u0r",
-	"HwLgFgYf2x+Pmvzpiy9iWkzsDF2TA7XCKrtUjFYwXQR5Kt2N9JEvlOX093DBeNECxts7O5MbIDbrfXug",
-	"ojfn901NxdjFcd5dAkIQBJwmwAUc4SyKPqnolLcjEgCzpCOaO9nWFdnTW0b2NKXAzJ0E+7CbBsDunDH4",
-	"BF90M1ohMXYblM34XtnWI9t5w1hzSWt+y57aK+FmsyI1v2Hka749roiGU8QNQi1sqGJkDUP6kjQg2NZc",
-	"oDGICEnW9kL/En+8coAmcEW5vOyNyzxsEAsLz6kGyVk702YloU8Xdmx3xMWsjgLTx6TcOKk4ZzWz1+yt",
-	"0S+7g0Dr2qX8zirhyVvn19UvsQj3iApJNfv3P5OXr/4NkpevglijrL5gCaACEecnyQWrLHMIobVd3OfR",
-	"sNhxnCycMbqYElP2LT307M5dyO9WU2AUsP3ILdFHYfZMQ3gmxomv0HULR4m2Rl5CCDHXIGAt79c3CA33",
-	"0bbsB93Suj6iQ/bpqQtfMFF95MV/SdVNlxbmr8LJNnhEx+Ck+yvXRqpjJhTJwL/3KIT73NvQ1WvVbfj5",
-	"CCUSkpz9yBCihGzYUYpqiHjxATFLxv4ZhwfSgwhJgmP01+Jbrk0ShKgfREC183UB7F7tQFnyRdk4OtCg",
-	"iw3bUZEpxWbi8pxjjgKFX6qDN0RNxml3BtyjrIJ7bBW1Ui2m5XFhQKRO4wb1ERDc6rvoAujen8FxzMii",
-	"rJOO2PSJFyNTW56YNFgkyDa9Imtht6j2gLBWaEjFuOT5TwZ0NPDB9+JoFwko5g9xoaGd2NRR82BIS0eq",
-	"z16ivI69d/4fLkb8DgEtnJ0NoaICQAFtmkc6aY6A4K7CQcjpVEJDwI6zjErKGsDjtIe98QEh2eaICYJi",
-	"DsBAMieRdinIiHURdzdiA4WRNyyWhfkWfvfhAd1yTVlIJJDqXlGkcQ4XUc4yWRzChZaRIKNn7onduLVz",
-	"YyhesvXKOzV5yVD4CzrFcvZZXEX+cX/sK+xbAHx1/azxrKytkLWG7zMBC94bRQvnmot5LxwCmHuDGN75",
-	"MNx6dgHloFz28si0i9yD2J2Ggp9+ZGKL6qf9VDTktVWrQi5TCxB8KyJF2QVm2GVwN7VuNwdu3OaOXDRS",
-	"HQrIgJlBj0T4GtCbbHMOCycnr5yWIR85THD4xqY1RopCm2Mdh2viVTzngJvoB9GUzdExdxdJwUXR8nj+",
-	"DHvfcKSqwvDYhQQHCn3k3j3enStYMGiCofVWGxlC2ZDHQbJmIqXX7knS1Wwl3cpSAFy8birusg+dR5kT",
-	"tJtYTngGbCsr+KgTXRLb2gvlmqcQzWpWGjzcuRkmyQAKL+dArqt3m6GohHA1FA6Lfw1MxUIbKgzKAFv+",
-	"fs6DAg1l0hziMBS+qyINRxafSkMV3Sna7NcrssZFsn8BQAlESNu/Lq2omwiQWjwFQlYsRQ7wLHXEwJko",
-	"61tWFW6bC5RGl0TZZdzSKQCUpUvgX1rbwxjH9/txwumufAhxKwyvu0MZshPyuVdqjdxTn6MZX8Nz11dU",
-	"doh9LpADTeFnvxC4aBciII/OB/Kl0+sAaFtu/T14RdZwU2HGsjtO9sabj31VbWJ943g6S5me6LBb9BJb",
-	"zi52Qy/aivBtMNYCHO0ygWA7kdNb8xt3TCuu4R+Zh/Qjqo5okMJbo0tdytIOvaEmBHhkSeRO93jOa5Yr",
-	"kPuO8gTqRslDY1LxPsoqIbnme1gSSw0IQ6JRHdooKjCgx+wVoxXQDBXHs4z6Ppm6CKEZVlWMytRvnODe",
-	"5Z+GTGwj5dBBXcnW9hqJ1MvOCoBU2USccIZj+W9jpzK6tSdaz/le5UXUmVQ2r1f4ewjQ4OtGsRZ9iCuv",
-	"LuBbE/0i7lLuFJ2ISiS16SC9LcXO6ELdRrKSHwA/NwN23PaeOiSv4Fj0UbrxTWLkDm6F3KDMaabTosu6",
-	"++A1syJQMs4MqVBCmM7E8DCs1yPRq0Uxhz1EvixkQg2k0i2t9YRB/nf3pm8ZJMaxDatn9e1nW7TacoU1",
-	"pA3nBfqn7VyC3TlgVMFYxSrSipppTdaD+YBiC43bk4XephLqYAHeFN8JqTJrB2RAZ9ztJZF3Qp9j0/t1",
-	"gTL+7mTklKk3WC+xkkqnQN8w1ugAZ1PzLVjpLdcej/C+puAwhNMtJacmnmRKAEl94sPbJ3uKUMTO6urI",
-	"wCtXRBvVlgZwe53YYZkdov2fXF0BWphBfKhYWUPEiwObdin4K7LGSxAA4YAEUakqFeuUqhVZu9OJAJBU",
-	"ELhPnNHFIwTAb/+JLb+DzFX4ATvo/YD99H6wnfT+6frq/ULF8V1GskvfHNxbkHeZhwzBJmaD4S3/cTqz",
-	"VCNeHE7C9FR9YC6SpLprcUQ6ciTHDSYp6ZabweF9pMm6WzEQz3uBxwRiCrdxQMfxJuBQctdcn+le9AN/",
-	"SP/igNme5WC0T7uhOQH59+Za1KcUoOirjoMMzwfcl+DrPH9Phsmnv6N9gfu0q86RRi0D1tTBkc/FSc9W",
-	"QVnMftUuyci1lx61K1GaHHJIfw1Z9CuX5T6sXhpLhh3IDTPZA88VcxlMdCNbg3Z/My2QupcOAOZA32Nm",
-	"1sWXf/7iixyfyBALKl49wQsU4WVUVQF8qebadJGoAQsVsbU0sfPOvwdGoym8LhzVfDxeWXxoqA/WRytC",
-	"r6XaUcF/xvJvTd3uuPiDb3sdzOo5DiQoO1mE5S9ow5MWB/96b7euX72wh1mw0kMktJo5r1Y3IPBruY/X",
-	"546MZ9XWhShYLJnSG7DmVR4iAxcVe2/3y7ByL/g/Yrc4YIsX/2hpzc1xTeAT5qqfQiGIwc5dkbWVYuWh",
-	"9+rmSDzyL6AF9JNO+o3bn/HbrLSTuJ72dS8W4Yq0MKl+EumdVDe6oSWbnLfVxYEL/88/xuxCTDlr9/Dc",
-	"2zkVIPZN67scKEBRR059fxW6FmhdF4bRQ3GwC6s0FOlRhtM6/PLuBBPWcKC3TFRSTca5xt99tMWIOUES",
-	"/Z4ptupRdcgzgqBK4B+WFqInpj/RMAL/atZsnHHLroHncnkBd6/9hwihOI1O+ytcxNOK1ZpoRlW5Z9WV",
-	"ixv1CVR41x5dwCC4MiJS6epCt4cDVccCDkHhUPzmQGkBedZFKuLH3CtlIYXIvoWnKhvbPMJFWiW06+JI",
-	"PAsgszx+DGCYqGiEuIEolShuXBhUmE0WTxpeHYmOhvcHIJw6OMrlkG23MWiTThrlIAIA6suA8ZFQv2Jn",
-	"2VVieHIzsosDu/vq+JzX7HkSBvfQ1oZb9uCgcKVCEwhWyglFz52D1eq5uXW5rjsDAEgnPqKhUbJkUPE1",
-	"AFOusNh0hdHcaz92O3IvY8WTfdLAtViNVSKyEkBOdLO5Iuw9LU199LBDiwi0uTix47Wfx+kFiTcscbCb",
-	"NDXlwhUfgiuSGx1btSgKZA/x2LNsALVGrjfmXZCATWp6lK350nXs7PqP19136ycrj3tg2ccg4fnxes+Z",
-	"soyOl567rp9Y/TtVQtJ+8w/q3+yz9sFIp81erC78d1k83y7HEL3aL8k3YldzvZ/m6no06y7A0TBhVuEo",
-	"m1b0KfgckfYkAfvjyswPJvC9dEAySNMxmeCRdpUIukNZU2PvyABQuqV1DQXBfATWpIUwgg8rDvoTmoxN",
-	"lYrvuJW9e3ioUVzurtS/bzP4IrmHQvOoT3L7NNPTaImxUG19QubHK/zqtf1oKtI8sxe1D9eEcz7mOxNZ",
-	"5cPJV29AiupAjL1LYCoKTwaVhtiGvGof5TeCxs3Hck3BbuM1EFylb+lu4RIwdHcKvK2hOwdu65STBcXk",
-	"L0uKyWmyxQAfdmFmQ4ja8zB8r0bTHO58h07/p7/8hZR7qmhphvF3SwFZ/ZAXNI53GGDBsNLDOECAA+d8",
-	"X11AEOFiSgw8XS2t7RvExpnHiPb53JLQqiID2Wa6wg5tJz+U4zt250YBsjSHirq6TzZxMOjQUc7sdBQL",
-	"rj850ACYYnaOMQfwSdbY3oQmAaMDoSk6Gn9BjjnFUEhakU6sgXpqU7EoM1DIGR6jKZBDLTPIh4E9AsuW",
-	"rTBRDH/aNHN1rLFccNPoGYPD1GM4W6G2b0wJqhYtYRBZFxygXRdcFHAei8XKfGYGIZs8rvqX+cqV9XHK",
-	"s5ZEiiegLycxUC05FMHxGQkHQeXbv+BxSuKXVj/E6F4V0Ieoa5EM7Em8kG9tc4xWhLS7g1vlqwvzvN2y",
-	"i11gME/Cmfvj3h5qS7OdqFdKF5JxRWwP5G5v1TchsWJrF87oOcGp9Y3nbeo50kRCvYgzjr5aZWl+MNkv",
-	"yYhpRBgFRBcGZjJYlJC1mTW+PnJJLCBueDpctQxvDJ6uSSIgPCbtvhy0nYLwS9iAht8m5e44gf0db/Bj",
-	"E/h1kD0eIA41iPhLbLSjbm46KSKCdBC0t+A6mWduI6WtX66CKIAoFfH6U5FMiCXV9JtRXwF80muBH1RB",
-	"9Ua5K5f4OiRIDZZxvZd3hNr/KbOUAjmueFXQhs+v9ei6xSQPjU4cWtc6fkvEfDFiK2PBg8ER5NB/rhAM",
-	"2S5xxBQO084w28a9VExUjeRR3KaqUkzrsOqdg+qhvWI/Qixbwi+24QJojetk7c3cvuOM5bu+EHL/ScYm",
-	"+OJsX1qMG4VOI/r1vJpMd5QLbaYjcbeJpbDxeQp+mmUS06VUrDB7xbTlbRF4UHnHNGBnWxHew6TZE7un",
-	"t3PL0ckooz6WRb/16Iu1r5mTyH+QTXGTKCiI4wUdC2pM5aIu8lKKxGGH6viY4Jdrwxivum090TCvrNAA",
-	"NfXzzHh2oF25/Riyh3/myvPnNxu/l//mNGz7Sn5brapn+RUliJgLzWLByjPPWuw0/23k1ItLMWf4wK2A",
-	"573c7kRiNhMqDHnrowtw3xxkFYMqDfFD4Z1g8eLBoZDKDeK6CIj0J12Rtmn/YbzpA+XCUC5i9/9YW7zb",
-	"S3bLFKmlvNGuKiw3oDdpZu6BOdDvaLXk458aXQf+9KKOIud6NYpXmrjq9hjNDaEeIRAAgz1GHvr1VYCn",
-	"JZsjwbhfjdVFN0coOKo7SQGus67F+5XUG4cojKZkj527ZL4kaxd1AIGuo7ADpPHxvOLLyRtWcxG/ULsj",
-	"6F8L8LIn6c9poTMELyAYVjRYAR5lRiosBR8UFS/NA1rI+6HZeigGxG31ltMcUmixVoHpFaFTrGMVhBrI",
-	"sbVfn+QoX4hgeDMOJPDDD5ovE0QAI8DSi626T/SC516T+AUH2fQ5ZOGBQhZWF4buYpl9dDfFiL6XteEt",
-	"3Z1mYnjrXCineAnoDrwEV2QdxroO4vIDmBYw0ytYAYI3UWdZGexJ7QHcBp5DHju5uR/682QOmXym3w6d",
-	"PLwUb2kuU+Ut7/zdda8qQcRuuagj+H6W7ZjQR0W4gT6zDs1c+YMfMRbRw70PTHxPTwH+eZd2ACwj8kdM",
-	"AzmxOdMoUE18mUMfT57lV/GeipMC29+q1kW8bh3eStPBmZ0Uyv7qHsUA3FQfaVcP4KQyAC89+P9kFRfx",
-	"/8clVO0GDWLpfXg9du0mMEMlb+kuTijOVax94txiVPopHrWu89dsG4XxWCqg0F0AdKdz9ethtxEHmaG7",
-	"wdVCF6edxkg99U7pueZPyfVK7i24UZ4pBrj3NFompAxPCQUEToJfESErBqbh9pQ595rj1QouknX3W8Gr",
-	"BKS7LjLqe3ENaa0YAwiCzCMdigp0vcQ5wIkYK6PJhErR3sXhshUwEyBrs+Z3CXA4HTgnSyzuZHu2XICe",
-	"fEVKqiBWF9I7uEGb05zXO5Hmj83ix+Qx8KAVlqkjENlJ72pv2noSoi7dWvSHZ9crqjtMoEGrsARFGaYf",
-	"g2kGlaOUQreHuBLQw0GAaXj0gwUZIBs2d7RZCWTu+EYBOMDVGKc7gvWbwjKDYAZhFQSZ6zSZWekUGPa5",
-	"a7EMuBxwk50J6SPAHI/HGKIuo9rLrjMIjrcvhpKePKjd/QTXYDhMWpItnbOBzoGX97auCx6Nn5KlWxNH",
-	"5c3SYwDvpbGdsfjfyYq9btOJe5D/gBUqrZCRsfj9+2SRc2OC1NXg2hhWokllUCSiE0bBCb38GS46ncvK",
-	"YbKkNcDgXKwu7thGc8MKYKEXq/C64rcsupHnoPj8HbPonWpkV++RduiAg3Thqel61lr7unUQOqHEKDC1",
-	"x3YIT3ymdKXo1pDHAJ7xJHYFp0rpjNd0NJp54noF92+M9Ux4sFuVm4k5cI7C9Gny7FjgyokHmJLUGC8q",
-	"0BFgFAzprP+TpSW0mg6oLS5y9RDIIln+dsG8AKdaIXzyBa6kArQDgPItXDtrV2rSm1hVG0fIRYEpXR0R",
-	"HpMN23OApO54QBoiKS1Md0BIXdOK7bhOx3d62LXEmsDzOPSvZgrxzQKuXwxux6/P6FT2qlBBuJKRRLeQ",
-	"5IX2ea7DQgRqnOMLJ9qOxvG7jjaiZ4/Ziy8rNtnrM0aSCr6anjRDd8Wc/jT4dCE+FpuKjtkz5Rif8AF9",
-	"AOI1CQ3G9GQMiwTjbJePrJ2LxYW2jQIlVbnnt3O+L4Ti8e8lwgV/FzF7vt2tkod0vN6wysuaNjzwqjiH",
-	"6ocCYnRL5/jIvhLf4A3ga2Ox9w0VFXOcjb2nVo5D7GqM5MSi3I80ehAhqtPVTFwEvuuP13vwzx4oILVL",
-	"ZZUGg1WRre7ZYLkQLD7SD5NcnzzC+GXjk1G9o9eqlbd2udjT3VOyxkUqOqBRIRHv69BIZdLbqJkp+okm",
-	"af7fpanZ9/qgEsvCGQfr9UzNIUeE/sVhXCQaubOMxqGnTRQyT4YeCDcndjKYDgARp/Dqrn1hH0vJ7uUV",
-	"KeVhwwVWc/bOMEN3SMrekA8Q9/HNyopJPT0ENdnZfICpZ84ArOZiOhEq6p8wmnQGOovr/lLAa2c61JbE",
-	"0azw+C77jN4wTSD9F0Qr5zJKRDWmcdoDrXpDSee25YZU3GoceXfRns9G1sqtYb2BgqwFhXjDbZeq2JHI",
-	"6VuK6Emd3heD0/klWd9RbhwgWUOVdn+WLpMOMMl8lW/7D9/BuitpyKp1B0+JsROtZgmL67mpioKxqnA+",
-	"3RkogeAb14bXtRdpNyNEximNpEuyv4JS7OMEmmhG1yMdyrxE6rMPQwoS2/PGckio1jTy8fdJcwiRIKTJ",
-	"jzrNw6ztcltbASYaF+M1g78wnfCyE3LU2xl2oAW5G5O3qlTW1nU/ndWhSf3U6k4Olcq7X1cdlP3GHlv8",
-	"wKO8xARxeC0WnWi/5hisQLX2UQR+ny994cQ++lDsBguKxaxxwL838d515iIc6NwyLhZ7D8sYS/t3kuVT",
-	"8qN9uPb36X+Toj6ucb3XHFiIvZcRBc8KDev+Nb12AT1Q5OEK++masv+UrVmPv+E6lHv+UJoSvWWK7ljh",
-	"kgiL2uWqTi9z6iAKCL5CALIgkvTZ05s8f01Llr117pwywCk2bCtdmc4s2fKzyvdAKtQVCMaosaB95W4v",
-	"a4fsoVgpldXtjCatqJga6jbLsWG9t+Oi60CfHF5apQcQXu5mFo22wcKS87TQr8uTSwxh7JnUwN4bJuIR",
-	"n89B7fHP88KSq0QzCVnrwA8pdfbli5ffgOx9j0jf7x04A25kur4Y/zny8Rv+M2zO5mhYZozCr5+y4n56",
-	"VYGJaDZS8bMNF59tCJ9tCDkYPRl4PA+U/vrZOvGxrRNeMp3RXO3jQbmW3DyPkJh7P3435j6wrL0VyuJ3",
-	"n60wD2uFWSyeEqZupLwZ5FNxEyT6LL5+ouUHXExSdKB1n801Q3ON0+cS1NTFtSDsy2ebz7nR826SfOsT",
-	"ZdDgcnoA3YIt6Gt5J6ws+kM0L5PUXNxgfTDmIqRp/3KRfWE8UmYg1ugbvhOsIrSfo45qINQDwPKLd1IB",
-	"TA+mCFKUtZadzrbDudn2ISjjQgSAXOKHLoozVENao/UEgTXhdu+N/dIenao7Wp1b+il54e8ECDW02maX",
-	"1u0UcihZBDVsAk6kbI0rUoN2H/tkfdWZmrvs1DWmDh6oMUy5Sige9fOBUSV/D/COn1Ec4ynL4aYL74Sq",
-	"RVmQjg+EyvgZXfFTRFf8dYZresJ5k7iprQy5paoHHI3iftg3K8DsZKzQv1u7IsOm6989Tf7LaLiTs89r",
-	"uI/IF+Gc2ssKvZjjSIzxqXqAKzRm5eFQ6u4sW969fafPfK7yQ7pOEVEBnaePaa1l8J8+SaXw60xCcq+e",
-	"tt3YeQYRQXlCeHm4UfhbXl9BZy0gqDPT07FhOyrykFj8+ucsV3j5tAWzclyTvWLu7eGSuR+zusNU18Wj",
-	"aCT2C+GFdZ2b2Tk+A3My5nKW5yCxNDe/s8sMPi+zM7g8/1VTO3sL+DGTOl2v3i64UNMtmA9R38MLXFsN",
-	"kNZzdBPUjeKkrE/f3ff+83hZq9FyjDqLTxvVSj99/T95MxuY3O0ORACUN4jyb8UI52mOajJegIwZdrq6",
-	"iYPGuSjrdhS7vVjC8UDfe9jcL744BUV3MMbYSn0jqh80U8lggq6imT34d3upGdmwPa23hDYNwtaB8eNA",
-	"Y9k5tGmSnhn7/aCY8IbV0kqNRp5VJXnOO/qjL8/ZFRikXsHQjI3K6VLDLgGGeQ64DUP8E3Nb26frAP9M",
-	"jQvnh1raVRfG74dztvg0KlfOq9jSxTJsqZDieJAxiapju5MV84EB3kJABzOdz7WdhPn0QJPyUEcYVvaP",
-	"KmzEPSUc0m22nKle0S5mlUV7/Nbj/YtbWA0TNKEavu3jOZ1CwGfAh/uWr8haM3XLS3YJYRMQy6AtOfkN",
-	"MXsl250r0J5CDpozBIYT4oIhesbAKvd0xGSXbiVXF11GV0d9g20dHOLBeGd415uUQfsrxdmWbGlptMPm",
-	"7RVozM9i/0jHy2qpQmLypSNihOadnqi5g2BH3B0BLKLXNBDVxirI1IIDeyKevSUEAbBEvRFD5IojPB9a",
-	"0CfTsxPhZ5KpN7I6wsm4ZepIQEPr1Ykf5+VWLOHl3tT2xrKSGbtUjFbwA7Zmv+qK+HJxS2teFQ1V9BCC",
-	"JYqtbEWCdbia37GO9+2Bil5/75uainQ8YUrjtevw17dvX3l3vR3xiijWuKAtJCy7UhnCJSxSN+rQa3Rf",
-	"HO/8mhr6Vsr6mRRGyXqmliWkAfZuwT7SGQiaRsoak9t4DHAGAbpO97vaZh9pYo9S2hQ272pdxjve82oB",
-	"XNl58B0WqsPv1oCq7HZpL6Hc5R3b2GOah7Nc003MZAznlDZozHeGt1z3e58mcqaecXX5bbZbsepVxXaM",
-	"IaOGM2ZDJrphRxeqh/XsYbVdcj3S205C3X1752N2cQY/Cn2eQP0/Kto0McP6tS+N7YaFVc+iB0BRRzJU",
-	"QMhCQNFI31ZBjoFoMNvKkraVOr2TNP5py3PLEYzCac/W2CwMuHDhBpxCfvYXyRVV+6fAD+Y6I/zsdEhh",
-	"TDzNDNSf7ONzxqoNLW9A944ajhQW8MPyW1IQStxtcZ6+5z4+VVp27rV427LBu4GU8nDIdcL1q2CnwSP6",
-	"Je3jw+9hYLuHqPqz98aHTEilV45TWYJz0CfD8uAfRuHduu0F9Q22MF/XtRyrcNVV5hZIy5r5Kix4z+/s",
-	"JLlxmE+0OnCxDkM5a7IwFiaqeb27U1b3cjQI1FPvPwYMvI0gM2AHwNbwqIx1slVYid5LTg5wqxh3gSQm",
-	"6+eSr5g48kwuHxZ17Z3uxRaRN8RwKviNCy6uuIZ/nK+SBhp+KKXUsakpCxgsUZjdcOdPU1Kf85plysmY",
-	"t3MJkeUgOV51MhzRLmLKCzPE+aLhbewuwo4RKBoivYsQd6/jUMyN3fvuJfI4JFdV0jwJIuUaEdLXpKSG",
-	"7SSCuZ4PED0Yon04NzrXJQccMitOrQGi3aUpBQgU2lZc2j9uecXgDzfmBxyqi6E/MLOXMfvvWrGDNKxo",
-	"FcQzD2BbpCIbafb3G00SIu8aaSKwF1rdUlHOlIeaVjjKCOn8bVSfvSs4sjjADB0JiycIe0u7dL90tHNf",
-	"O0pFTcKqH/q1SuPWmzMUG9jPM/QZXIXVvF7T41Azugzup6E3WJqbJWLufArUnCLSZ4nZxZDtR99ybTJ5",
-	"KZQpOIGVUog6td/2GKr+zFE/c1SXb6Y/M9SHZKgH+j6dlWv1W4QZpY5O8wKdM7i0ITWzQmQQnT4Yw9Zk",
-	"Jz8Yv+5xwlye7d34MLY44770pUeWuHefEcc4ODaUGjymqr5mupFCJ1bVeaEsLxfD7NmokfgMPR52n2ti",
-	"OEA790/zg2riC4m5oS8uzL//+eRMXXT3hNjdvvo7yts9eVIzebxv/foBLtZpCb3A629YZC7fufwJtKfc",
-	"yyXuYLt4tXKpK23wfnW5r977u6w2p3OKbWcPkVcMRqy83OIQwRzNb7AN/fD6247E/ev1sUs1P7HUDbvl",
-	"7C5RO6vL0XDveXBIf1YzPA9bppiI2VSu7X3rDMHhtZ65zefzH2jFkqXmHio5e3Xhcq4TC6ExsySsR+WC",
-	"kMYLcp9gA+qKfw4aPPlkJ01o0xN4YttJVHq36gNWGb0fpDq8sNdl3BQdEl8o+Wt7oILAu5AUEwnQ6uS5",
-	"vPj20PnX7stphLvPrIeB9ADnue4VExrlSqJnP+bHsKe5NX2U0Bn8UksH21reBZzQnkrDPUAg4eLMUvUl",
-	"3ufekd9QRXeKNnuImGY1K0ER6DADwj2/zixYM1ndBFII7eU49VYYJ1rKA9MBLmNcm96OMhY58IpavUuG",
-	"WmyDZVx5gFuMB5vXISZ1KeIovaUU2lBh1uRxqxlZw+DXAI+89v2uyeNayhvSNn6BpUqElyeTrRmpucHo",
-	"TFymzL2AwwOb8SzlVgGU+eExwyoQlk74pjW+IoZqxQrPhN02KqoVkaJkLiyDVfgwFaRhPyqgjkLIHc07",
-	"rN0ULGF93bUQL2mGg9MerWh4SF0snoGcVyoqDHylojfqycGFget248rbhcjXc0b/JjTztW0lPgMcyyAd",
-	"Oaw6OE1xuaODhXEas5REDm11BdJ7LeaGAFzXd/SoyRpCXRABOW7498ewUG1aaFcOaxzGNfQXnkTkIwqJ",
-	"qUq2B5MgeavYxmxBUO43EaCzaY2RQhO53fo1zIqJ/kEzdV0iIUdMFA7Cg4ui5Rl7ae8F0MqHbiZipEwV",
-	"m264i64Gd8pUnbH6CygzmBzbU3pth/B9Sn6CIzPrx8VtYO8NefySqhsrQlme2dSUizhrhDaTagCsAbDi",
-	"MokYBC1AOnYiG9tVQENJjorKHYwg10l1GGaOVKzmt3bXey5AlmGXieH9x3QbKK9vpBUAa3fhZ9FWJ1xF",
-	"SGsWAn5yJAYwYX4V0tDySSR1anxlgjSYumJa1res8lWBCoRVOS0qzAkdGjbyOIS4uWFHDLlBYawTsEY6",
-	"2Bwo0yxDj8dDABV5X7HMEmmR5cwEfoZkZCj867hQdFVdU/awJSQLumF1fntn0M8d1bFL5mFpR1S2+Vy2",
-	"Eyz04cZ0ID5w2FLydYwghmmr8bSskBPd9ErOMFruR0D0gAaZm65l9SSUZRqmBunTJ6VqjdJul7Jykrk4",
-	"L+ylS+trIaSBi+U1a+qj99bMZuWMUtGB9x4c0KcLqkLDDkprvgOiWCKcdJwVn1a2xl0DvZpWCd3vCMYO",
-	"rh0w9N6CDB+vJdF1fVJZ1slIeqGUsmGC8rh4tRgR9+ZA6xpi4viB11RxcyT2SMJ1DpJvmCXE9QBYBMXl",
-	"HxgGtrWEOIiFQlqJ6a/iezKdwDmkNWdg7orVk5/kxol+GIbs9JUBOR2JvuPRQ/iT3ETZ3gtEk5U1ium2",
-	"E8tcsgyOts1U9HdIcEZU55CAuyYKnEEolvkuwTAASbzL3gc3k0H3py878ov5xdceXGdIaLjQP8lNohRa",
-	"cdC7eJK6n24orXZozNGLY+tuPlgeHRO7swSxbncfZtNWgy1L5Zw/5F5ZiYTX7Hv8KRUtsodCGCCGCHsO",
-	"VoRxUCU2RzAnP+57X8GO4SKUeeV4Y0A57cBnuqrzj/vu2ieRyi+KCr1lynl/+6W0un6HVbTezVi5/Lfg",
-	"y75Y9YGVwZN9sboAR/bF6gL92NHWhq6COYlr7KMaIJv0p55Fc1H7MtrGfKW2HmhRv6feHg35DCzeabZb",
-	"l6w13pkYkf0PLQXSV2Z0hnNMAt0ANBHtIx/NWnIjbhOES2oUhM7VXQYM9AKxAdxo7MDKeP8a/vqftBQF",
-	"ynSxQw+r8QYew1jcIuq9bOuKaGq43h5XTjkBMd2/gvW+5lfzN4i+QvPwB/Hmu4l/sACsyfHJdekvnBog",
-	"ARn4/pzQPz3Bkwun11hsEv0aYKlKyhgarmTb6OVa4xsuKsQISSJHQs36cc3skiqFV5OhuxWU6TKOhknF",
-	"Sn6gNcHdupeH+aHrOc+5aOxnN1xUV2QdZrv24WOajUten1Ui+iXGPftskKRedu3TQWz3UrB0LkhS474W",
-	"Xb7GVjF2CZr3KZkbJ0SdX2E2UVPzkhu00j2WitSM3gKmMbDmJyCaV4re6Q73q58q4AUK2+QFmGHhr3eZ",
-	"ztaMZAXFSsZvnTGtt6YLiIO28bnt5DWLJ/Zceyh6anqW9bncHvdWYeR88sMgEMWldlaQh7GmWnPnFwuv",
-	"QnayklVb5kPM26EnS3hniuuDoI6HihlYjlGLSLq5YY5A10bKnix5AhOB7fYRpj0rAsZ7JpIzlgVgJ/OD",
-	"B811EYJMxtJvF3t2esjCjEzcTU7Yu/+Ws7tResg58m8iN91j1jy3F3G0hj4oFB0GeC9kYQqDl4dAcAYQ",
-	"ePfZiffNGl+wpIemHEd2/MDWp9wx7s3FJYwbRt8CE+yvoM5bwk3La1NwUcBHRRZ0NnxzyYXviCrmrD2s",
-	"IjIhRo4B4U8CPIKZ/wAJ9zG76vyK/ZCCFxiRHBUV2XspqcMgajWLlkZaxFTumgAjuRe5fRT7WHxfQOv+",
-	"2HTdD3XxgAS+KQipenDirg34CJ9JgT6qGCxceEak6Gz+YSOdQxpgPR/p3gtWzTmwOJb9RArrdZ8oQ2BJ",
-	"lSoOIn6D+ap9M4qV5CgX2nYmDen9E2yLQA8gJFX+T67hP0RIAybeBnBa7cf+by7cD/DHf7tYXfx//9f/",
-	"fbG6+F/tF1/8G/N/lPD7/wv//X8uVhdYP+lidQFWzqnVZnXx/tKO+vKWKrtT2g7/WTfe76Tp/euNHf2P",
-	"OOJvROX+eqHhP9/B0L9xw/1OGv/nC4H/hv9/848WENjsc/fnfwevqHq7p/aFb5nW7k/34Hvl37TPun99",
-	"5ed2jXPrnYHcgKBrp9msCHVgdWD+6JJb8LFeueqxmMuDSq7b9xhFScFcSMt4IL9M8uR/yQ6eejcpNI1H",
-	"K0aM784oD1HLHcBB9ym6Q3WmourJ9fgv7OiMShVxILv5W825FY0kmhm7C33M2lm0uXkIO9sipsgm4Gmw",
-	"/8LH+p+H1AelQmJhBA1VhtO6wLTYwZpvaa0nfvm/MdYMUPIeaSLhanYLxIU2jALfVqypaeniLg4jBM1w",
-	"N6ch8C7G03+Xs5d/T501d41IDL3sKcT9azhfyjvco+5L5Pvk/TgTTDic0RWhcX4SD88/0d4gK1a/+ON/",
-	"FW+jAQjX6I6XCrwPXBCHwg5SzRt+aGq+tWrlsz0XLCYIMlH88CbKhX7eF3+leB2ec9TtuF8l0dSvnb/Y",
-	"ezlhvNxo/DlAQio0r1h13+UNjGiklKLQB1qfgM49XNFf30Xssl2zRUXVzYO2HWy+J7SzusBlyeZD17eU",
-	"Q7cOgTzCf5Jb4+rx4LZYuuwpwTUVux0TvNV/QK/6H2ad6ykvHy0Nv2U940bob0+hFhKvSKkYwLPRWt8f",
-	"ejC0H7B10EqTDJLsH9CwVO+W6DyupPmnOkTNcNWjc8sL49R9ms40OHBZ6tJ37O4NQjHHo2Ow4qeRhFYR",
-	"/owRSbMxW5Y3DTxv/2Gl1T/9+zV53FUoezJEzF00cVBjaLlfRJQdOBrRZgcf3i/3dTY8yq2X8/YcuPjW",
-	"ZW7+MTKNG3a8kyo2gb+5J7Bi7jWiARvqPoOfANrhTGJEjcpsppNStAemeJm6xmd9kniRJlySV2PpHP/R",
-	"d1X86/gpH9hVaAVEZvV5PMEnwd79Bq5Ft/MfzLU4IPgZt+ICrTvtboFTD0/XRLvDNmKjfOVzjU4Cd6i5",
-	"vWAsVZxzQuHDxAHNqxD4+STeL8O/q7N9Ypr/7+yMnw9HmXXEx4dn5pRnnpuQ+rd04CfndiJhhpaiI+cN",
-	"s4P55pYJM4P527j3IB0oRPgJlwWrjWL0cDL6bwf221MDfE+QlJQMxVtdsFsnK3n7EdbPeTcPB3wywO9l",
-	"zW+YR/n11d4or1vFEkUoqL5xmsPiqYgkYJ3mIMNFWNzY72TFnrvSLbH9CLsLeQFMVKyCHSmZ1tu2ro9g",
-	"cYiVb/JqxFyR9Ax4BVbTRrMqke/ka4LCbQ2ZC1LeZAGGhppKGUgLrGwhG6PvUZrLbVkEMvbFclLLsMxl",
-	"UwoobpMf8WzZppnJ9zsKuU73mnEv/ySRR+L8QlNABcj6uf8IGqvZW7KVquiNJrss3INsfLKeqedxcLSs",
-	"4grp3MBNXejxe3sJcykSkQU+DecMo9mEX8LyeBqNh/J+oqzsDUbTL3OyUA/rgzCtf53Tee6penh6dYkU",
-	"vxtyfRWNkbsmN4w1l7TmtwwNdwhGbKJup8lKNLbRdw80wh/dSqTlg4n890kLCJCv/vDywYe7zO2AEzzi",
-	"oW7F8y8kV4AvcR1hxT3DGp3HyPCDruz28hfhnOae0WU+Epr83d19/qgm77/JSf1tLsAZin6gq+xDksXv",
-	"6IoZIPnNARE7YCKACOvRR6zaSz6M3os335P/+u9f/PHpKfB8MQC9H/tIebMwXefh4Z0EWecB61rNgDUG",
-	"zLM1Gj4HwbSIRvb0DMC6A6s4Bd/cqnNVukBeO4MqVXXjpCC9OQy7MyHYToow8IT6rV0zKL2fQO53dNo5",
-	"1lxEo6fWiD08Ou1QyhhEzyuybgX8VTmHMN3o7ASHNCaeyzoMqZUuDzMcrd5cli2MXT/vgsR8AQtG7Ipd",
-	"zCzr98L+18/5VSImFYrOcgH5Y/BBF6fU1NTEUS6arkZBpNLyLgWS9nWvoOC9Vj99cmA6N1xUfaMh3fmc",
-	"E2rohuqcQOkm1BhIRpLGFzpNxDA2X2Qotdhh2N9JX3dswoNdeEIaSjW84njV1TAWwSO2nbrsvgDvrMk5",
-	"TX3u2oPgiIzwCRf3GAoN9clxfu8GvfSK77rjg0MjX3c5x0tbq/jtEnOSimzB4zE6TCpamnbTljfMpHLv",
-	"pYL6NfDOykF3+kgOhJikt/65PiFJLvN2eO5vhg9wRq9dEQ1YNOddd+uGtWsdrLRiUIHZ0Bv083hBbItM",
-	"Dz9ZVnOHB3i0/3Zr5jb/dSvmsuxa4U3+Xc5D+kayrMfBk3KxlSG6M7L/8BYWOkbD44roPW1YBSV8FOKV",
-	"SuRmrkk7hyHUexcSnHNax1fwr6tzTvmJH//INpob9kzRu/q8fnvn8td3MTS24QrNJx1AaCa+fQWJqJVD",
-	"GoHFt2+sY5u4JrDmgyTEDgRhdYGMoOghHNzhvIvSTrz3BtDju7P1ouHM/o7BuY5Cg/ABTQX8LH1F1r/8",
-	"2oXD2VOnWMBCnZwMroum3dQJU9BrBwYYXum6fWyHCKgUEEms6NaQxxBu/CTuxVUOngRCteJJUIweAFUF",
-	"S6CrW6YuoXAEaEZ6RdabWpY34RUpGGZjuxAxB4nBRNXfutDuxerCfx/dE1AEi1lMrR5Bec8UYr0EeNQF",
-	"5oXbPiXjVZybjAc12q/xor5bYn1eaTytsueWIxg0FPADpciv40C7vCLbVoFv/4YdNVT6o03DqEobJPLH",
-	"YSkRzVorBxmnV1Yz9fiAYGSyglFWzdEPrtcntyHCISM30R3boGxpJAGeEoFviUO0BYXo3re9S/9cSIZW",
-	"df8edrMjzxwfnC4DXn+v29jY/yrvCO0nJUDEBNektDyEYXqdbmpuMKoDYiQjNo0Eg6GtkQdqeLm2dKKH",
-	"eYiqrZnuaqzgG2v4db2Cjtd7zhRV5Z6XtF7Dl5UmDVV2te0L5Z7XlRsUedxQrgh36HbrSpaFlXS/JP1W",
-	"fNRqn12FUXZAOauL/kdR3gUDTagOdvH8MYHVM1ibAsO7rhDObXPs5j6d7XLOG65Dgrc/t5racPnsi19a",
-	"mgSG4VbRrZ29sEIYiyZla2B4GuOLIUFk7S+eu72shzk8wWsSAmFWF9u2ri8rWWahBzSKFR1gVJFY2md2",
-	"WS/bhoA93BcZJZgt163zQIIbp0tkJMra1oPpbnqp8ujnvNzjtvvx9ddFsYO8ZYU2ssGg4ZX/ib03ihag",
-	"ZvV+bVWtC3agvNZx6fzkLLH+Ri4qnx3DeNP/DAGWgWCKB2nv1xjkaJ/VpW/YRJOp3HnP1NoBGwu5wzVV",
-	"O8g0OMIVusmoxYvLIG+ZqmkzCMP8YhVD19VWAFZ46gXju/1GtoCt23HUZVfNgb7vuXbGluOGKVLzAweB",
-	"AV+zarT0qQB5fWhmT/EkkfB/iYsp1iz0hlJgFwjoFxvO49OLszINQ7VlTIBJXFvTksoYZs8i0X4hI27r",
-	"M5aLYc5wXkL7NNsZSFZRYWUzl4jfu8MHwrh/y3Psjj30n9Sg3PDd3rCqAHzILBY6biQiMw1XZPRBkczC",
-	"7V6cYHpmbGUEovM+Rain64p7HoHUc7kXBb5gBXt2oMLwsvvFXlKADdz9tD9uFA8fRT1Uvl51xJcK+6aX",
-	"F78bm/EYP/EXsMVebz3k0claIzJrutEUMOwpMK7TREvs9KSB4svFGMgwbBCUqLgIWTbh3ygu8Z+jvsPF",
-	"62RIKZFz6/c2TYHv0syKvYZiXvFcLOya7KOQFFaILfAeSHiyqCn3eFl08q6zaYIYd4kPBplYWWlnfuzV",
-	"M9vAM9twjjgB9sVUBUFM1EKYTbPvXT5ZI3L3+XVIE8sSb4BNTm0prGZQxNBbcPbcXJE931lRj2uyYcYw",
-	"lVcXv8u0y1pPn5kHQtPhQFWiqpl7CLdmz02556aDGCI0vAYhbXmWYy1Y0Ujd1RvJVvxfua96q4YA3X+6",
-	"/JqYyzfffUOaWvrh2lVo57MakucR12j+UCVtx+5MWRkMhJwl0JyzMw9dR1atXBEK8GC8YkHYuV9KovfM",
-	"FMrLPN0FPkdp37jvgqjkk4dso/9oWYrgjEtrcZPaIhbGgb732Y5/+ssXUfFiMrq8nOqRKDct+vIGBxJS",
-	"e9EvzTWBSVyNfAN2ax9pIu9E94VVBI/zxpYx6eECzROeTmOxtqaUB+bqmYfUziG5zewBPCJUg7GCaqts",
-	"ngAs2LXgqS9DDMNKk/kp6KNLLSshOXaZxKDDuksMHXFwvbm4FJjY7GLkuuX6vC+i5mTdGFZn7EabcVHM",
-	"LksyW/varcYWgNo3x0BVKw9C5fm/3ALMQhpApUvrXo4X8pjcLhJp8Q6c24RhUNP000Fs0jTLkGuQr3JH",
-	"Et7H9pazGL3fKE/4CK44d3P3WkgFbMyqKPkxsHtuOijYVDhgPNAdPRZ7qvdZPfW+ybTKc1cqI3eT+iny",
-	"59+PC8eY70QxR5ddXG7kEQTe5k6nM7xEY2ir9L7F3OlDvJ65bH7PPtRrphPei+8H0k+Ps9rLxdeEhT7e",
-	"m2nNt3xOe3L4KlhcRr7j6eGkhmpmcgsQ+NeTCunoqC436N9Ptph1Khf7iZzSVB5l7tD7h2NIEn+8tJJS",
-	"RayG27vLLGXQA0CnQKBIyYc1M2I35FINlKAc5Y7av75wtDu1KcdhOH/+Jqdq8S4G2c6TBhZ3bAU3eK64",
-	"Rk3MOciUv+HvAbMiRX3sAFY6FEqIUsoNVO1UnE9JO182cPTtGle+BhWsyAPYOE4zbYylook/QRB/EWKW",
-	"DnncL3b+JMuakIlDQx47kVhjmpuIEEi8XuBcjPkz+wzqw/MDi4x+QXibBpb3C+QFclqS8SLrGr6He8u/",
-	"f876juTD6ZBD44MxZ8uRGfCEYS6zBT1XeS5JRxJQRKShCswxQSNPlLiMIw38uD929ItpSFAmnRtS8TxI",
-	"kMFtOPXLyK0Z7GUotDrgkvmpLtjKXIrn8E4djYjqvbdjeZYdhx3KkZEnta9C3UCErsWCdA7GBA3jJ5js",
-	"RgL2HOeBrKNzTkYGbpUPTng47KocQQXgTgbraddxrOwuawCz/BS06V4FezDvobPDG/xOgsILlQ2h1Fcv",
-	"Wr5XCMvv2SllsMbKyRwpWF7p3j6HIGat056u3UvO4jsyR1tpyNJMnlk64b7GErTAVjwRjKxbvT1H1NX4",
-	"4nxLEXRH7Fj2BefbS15w0FzvsiA11XksZCiZjoYKFtf+dC3Jd4BBf4DzmJshNNQow4HrhI2BVPAuLRP3",
-	"hLtUnH5fiKTd/TnyNn6UTLIHyQyzyrP4FFPBVhdOez6hMgSUTsuphJio/eCNYMxQXs8kHzhtUvTOha/f",
-	"uWyn9OGoGcqGr0Ng9coZNtXvu4+0nGkgT5j+4lvN7jpJz5VTQNAwZ64Nok7qbMQMI1NRqj8NLCNs76mn",
-	"CSNGNqxOWmx9pCfI3ZvjCGl5MdLXDiV99joJGY4fRwRVuMSYuVetqq6Y8KmY0lU/gve+5yaOIvu9cGl1",
-	"cpsMoj0JMLZ3OCYJGw96WFYXe6qLQ9RdEpDlhHRBpTtGtrKu5V0iehJCxmayDi2fDNJEBBQvmoAZvnZA",
-	"kz5rNAEfJg2t50qA9MItIEwQPMy0rqGP1H2cIocfegjxccm0q3SPcsaV/6VmWwRIvHHo8dzBxeebmb5j",
-	"d30z02oI4/tBkHv9daR74pIruAhF6z4Qgq+d6RDBdxmQLKV6fwMPCBbPhz9zzAQ9Kk9rWXaYXrGqub5n",
-	"8IBiOyaYooYVUyPbXD2C1wyC6d28ekH0EG8CKHDsbiyB94PuUtejnZ/XDnyG+anBK/HTVOcXXi33kpfs",
-	"LMBULNlnW9CgZBFagT/4Cq4puSVrfEOvP8OnPgB8qlvMub2we7plCrl5btWVLDhUX6AxAKLirj8UIqqj",
-	"IdfHB0NGHZyMGVhUdyjQ+7Pl71nlF3h6RDS0uSyC1DOlVF0b0SHzQ1MnI2yuBaFlcGeCXAYXh6uIQoB3",
-	"rh001no6eBXaZe+p7cguML6dgRQB30YHDUmNgBJ0vbNyntzFDELAfqjZ1vLukYY/HXbrikBipWWKjJZ7",
-	"TDOhgtAdSJ6Q2khvYjViSylumdJgtM/1sZ3lqp1GDJ+uTvzoy6TD/OZtyj2soLS1OrR1nrU6pS3UcufN",
-	"tXHWlOB015a/KVQVuhvOJfwk6xCdtobfvDeKki0tjSZ0Y3l8v5M8FMIObTW1Aj3CCy/HFae5/NyulUc6",
-	"tZQuUy3VBBNlLbU93mFTYJepOGZt8RzAsF20Rxrts5mWgAluFUyxqOVuDvo492D28mAX3o1iVXUNDHpe",
-	"TZiEO9ELnOwrqqPYFc6k4TOWIMcbMsK9gBXYWha7iggLvZf6xYBH7rIT+VzCqejbvqPaOytXVlrqW4YH",
-	"vaXZ5HC3o5hFTgfqJgRZ2672b9akejQy7cFJ/LBuVN/AqVuR1ukpUNSqcaUvlwlsjjae7SnedC87cO+8",
-	"mN8xgf26+uWEsAiQHBvO0B3U017zQMrxtHpA8ncPfqx6FLfy85ieskmY83V/Ssg1H+lhCAi8gLm4pRQl",
-	"NUyAX50LIlXF1NPUBr3dy9Yl3zzUBiWW1bie3p1w0zoWzPNo369+IsXEGRnQwBAKagOL4jpckUFNWD5q",
-	"I7VBbjRTt8lsUifbGClrHTMz5YRm9dZk6Py842bPRaI0et+A1W13xLchK1Y/soOjWgpfwn6wOhGnnEzo",
-	"dDjRVgMYLWaGusz1q3WyqQIUnHSDhKod2p1WhGrEE0mHsj/cYY3abScH9XvBeotn107K+rLVTgrtnd/Y",
-	"eUwUeLj2FQ0wfmxU1gGTHP769u2rURkEfGx/PGrypy++yK//cKDlngt2qRitRpUg4gFDJ1/a9tYZOs9O",
-	"Lnf+YS/v5Vzn8wpcjJd63x6o6C30+6amgial6SUJws83rK/3j7jJn7XSSzU4PN31am+QO7DZQvzhnlaL",
-	"pTgiZ53qm/uTSYIFuBmt8AR0G/RuWaj5fckzaUlmdbFMQ4TuKBfAZ7/m2yOhtZZEA//JlRF/Y2nJjCNl",
-	"zxGT3JZ/I6oPKiT5xWAiDm58Ut4sTtrH3Iih42TOmHAyOsgyGWWKbucYO6DQP9nyXauYXmFE+jibAaE6",
-	"0MdYQVyCHpJGzAro0iYK5fImEuxv0lWP4CrF7gjy8ZOy5rpcjYiI2eoMBFBYlYyc9o8hEfVi1bkmPobt",
-	"CqyynFnx0O4g4DHB5rnlnjmHgLr7gAfRGQ0KIxPits/XhTiZzsSwImuqNdeGCrMme6bYSTwZ0QnfnRi0",
-	"lK8LLcMtIgBoCDvkB7pjccH8vACiboiq/iSkcxeAZrwmFravZ2FJkt1rqKz+0S5+TLWGkULkNsA6+jBX",
-	"yyWOZo/Bo7aXgGR1GgkqN6coRBmoMWmzujvUkIKMzVRPzxbIPrRI4DZvwJ+1JFuqVoQ93T0ldGuYckiF",
-	"oAYrJ4RP6WG5ZsxTQpvmZrMiUJzOik6rIDbZo0bJxgoga5j9l6QBhEyAZfTFZgDn9Ev88cop4EBWBHvd",
-	"eIqgR8T8B5sqQHBq50WsUFRDDQCk8TZaBP6hq9eMVuu114ZDSvdDnZ6404nrAvAvI6dKtQHSGgVEWLWy",
-	"loguyLX3RAQNPu7NnVPC3tAD1CVAQ09zWbNbVpN198k6i3nPek2+/fYlel6Qa3nX5mDUGZBP7u0cvaMz",
-	"aWBmEQKdEXZozNEvKaKOwidPznWWhH4wFuVDG2ATTo5Z8yt55hy0YRse6Z51K8zgPFXjLXtvPtJB2Sp5",
-	"KHxwQIEO92R5UdqFmnt81QBh3AWgl/LAdIDWPT8yyTaWQ5YnQFhMSA2Auz5VKoPVZAdunMG0R3UCjHAR",
-	"yjH6Q5gm2opHxGL79r//mbx89W8AsXzVRwKtWCkrl9v6k+RiQPE91rc5GpYlrBijP45HJmuPQoKvPgqz",
-	"Z5r/bJWWhjHEwxko3xCzgRp4a+QlVN7gmsTFim4DH9jQkNjDH3RL6/qITPzpqTuRsFJ83N14SZVTuZkI",
-	"rtPpvoxXe9HMXiG65tjG7gzqTmBAiTGKyRY1q0Owwrwd/TcxKedbd7l2EzjRuHuywTkC4R2tYgbVK2xr",
-	"eMi4scMhQhriioT95hbjv9q9eCGa1jyX6vAcctPPCfxyqXPQHIH2CJSqCfmxyHIc2/V1FkspDBftJxYW",
-	"Rst5PxFGPm5aY6RIhwW5VtKiwrgdCMk6PUQJY+vshsg74Xwc8RI4vkprHOj9rW3CiYvwSrQFxURlt3E+",
-	"KRW2vstJ7em0Dv2AJ456u0GZojgv0yd87/J7VuSGHVFCcZpzkAkzE36yRDVgaOgXhtSUAmf5cQOqolzp",
-	"gW+/cQ95YVhDHvOWH5iMOdDPZzLsfWOnRFrhucwnxU9geNhxvPwsOHshndefXj+lzLitT4ZBnHdcjCOJ",
-	"z+dldF5eJ8P8Zw+LV8zgvHSFxKlS/BZccaNDBBRi7+U7yo3OwND6bW/mhCyIF6kr4sxK3nAsASFBGp4o",
-	"/eNqa/bjQptjnYAgk1uybhQ/UHVcr8ja5dnYP2lZMmEQ9GC3l9qsT0r1xq4hlAC43IaWN+DvwNmuxwim",
-	"X6wuGmoMU7aB//M/ry//J738uXjn/vji8v8o3v3v/2W2+n9yDEEE6fX3xy++yDrmkzxNrORYcFG0fAEA",
-	"Rgotawa5NR2DIkbKBPpLPkNFJahLW+kx13PjaoBlnSL+TAxSekEMgh6STjbbOBfaAJCnpRp7Xmu5Qzey",
-	"40j6ily/ekFKWmOEG1kjp5U3TKzTncLzFH6Ftx5M7l97kGA79BVqO62ome7tJNekYjW/BQXA7JVsd7gd",
-	"y2lcsRJnMc+jzzK1K+vWNXHUkxlyISnd1b4Ed7BA33111dPjsAwamONFRjWNtOnyFbXSsYybLU/LCIt7",
-	"U9f2aKH/13In33ScAkBmTuSTcMMUrf3SZN78KHN3Ntx0jnrPVEuN5d4MbioAGrKjugLAhRt2RKhukPN1",
-	"ElRj2bNcYlqX862tQ2kfy85xu6CQPdRotgtn/7qEUn6ZUx9vzyelwmlZ31odCzezQF0prW39spD5efE1",
-	"NgR+qQozYx33X1DAIHJrZCRPhIJ4ntgt5btTZc3Q3Gc5E+TMF8ax7WceuOl8pUwQ7ltDct5T7WuTsgrw",
-	"BewJDnUwPxmRcrZe/UAv6yYI+GSZqhmraaNZlRBU3mCEL+HGSjs3WZhWc9h35sw8wi0XUAFyYRm4QVTI",
-	"MyWnWf7X6SkphJM5FjqkvrRVDtln8n6AkdhLIp7PjXUiT7dLlbK2dwqrfKnJrEzHlOHbyyndnMOmRIzn",
-	"rEk0caDiiAeS3Fl5JpzWvFJaM9rE4hUEICXFLFqaQ+rjAqLbZmttzQKHnXRbhBUtApbd58tidFl8FzVo",
-	"n31PHKQV9KSwYrC9IcCBbqnyd3hLhLwWzETKuR3eG0VPZCjPXVFcu3yXumEl3/LSBw5nMZb78WEAOkly",
-	"4QMR8q5LC0WOskLsQ8jXUvJAvnh6uhnzo3D485naA/IeewQ+s50R23mDDtMH5DwbtuPiX0wY/V2ym/Nk",
-	"rrBCllWIbKHrvDSPr13aho9VB4ypALkWtJ48cIvPHNBFR3xmgsgEv5WyeQAdndRSNp127nW+oJwr2bps",
-	"098hQ4S5fVbMPznFPNDcp6aT24E90g+qkMNcz9fF8fwRRcW/rgZul/Cz8h27AO6nd/d4P1yuOqDaAtV9",
-	"VrZ/f8o2bBxo27CjXOweQs3+0Py6UayAQ46MdwaGplHslsvWySUhA/KKWF4JsCoBLnhUDvU3lWJhcp9V",
-	"+CHzurf23uNfv2u9/XQx9V9IZXci2UfT1jv0Sdvz/RX0D807f2uu9lktHzC2k9PZnA4P1syHw9z5JwXb",
-	"eRBoHQ8gX52JrnNOwtspu/ywGDsBMfBuz+sOS1PspsFrdgV89FoiTm6hwlF4jEGO3GhSM1pZ4bOScYK0",
-	"gz+3xNBC0aOXL15+A0VXEiFPNRBTNq7pJQwGy8onWjxIkyhcBOjuiu8g3/yH199CQBR+gNCOKwT7ueOa",
-	"ddmNyyhn5xZZMooKvWWqODCzl1XafoFFpzTZs7oij9fdHNcrsq5lSeuiC4kDLET455OnHxzepaklraC3",
-	"jD0EqPoaENXxQ1f97gGRYzIiAD/DUv3LwlKdDvzz3zvY4zQI1WqIQAXbE1i+K+8Yvb48IFUUbCh5aaws",
-	"P+Ul5GBTQeB4Trd8Dpzqur6jR91HobLfB8xd/2v0ovuMSnUSKlWqateEFk5GiXooofWTx4vChI0Pihb1",
-	"ANhQMMpOrD0HI+o7WbHnzq90D4vM1JHoDAMI8PM7NM505vHszMs8L2Jo/CF8iaGx8zyKXemM80SH5yg0",
-	"9IwnnT0ohD9AvlCrHW6inC0n23GrWeUmTLtfbODDIIZmOl3DiH4712vCPfDKwbOjvMZ1vyHh0RcShcrP",
-	"tN15s1e+7a4L91gunTIMfTmpfgpYrnKKszjb3UmNL6b1gODhFx1SjD4hF7gb4Cku8EaxipVMa6mKzJwm",
-	"RQX5CWuQ2Qv9pPV1EaRnwEG8EIYpKIVsGGBAxRnIvX3+QwbwKZls4WXPyj7bbDvZxyqMx3sIPnjv4s7z",
-	"cBFKK8ZbTdQZSj/LQFMZyK0cNYYdmvtHVr3t4fkDq6k7fHFlN/k3EoiG03wY0We0dJ+UEDQa22dx6LM4",
-	"9HsTh77Hj0KJ5wFFZ6zBP4WEFJ181qSB2xaJ4/cjoG/AK3j8uM6MVJqD/vMXlWHBr+X6uKOaVKzkn6pM",
-	"BqP8LJB1Atn9o4P6gY3/ilaof57Ixs939T/pXe2xVur6gA7k4AO8dG5DWq9TIaMf80b9ra+Hz1FWgwti",
-	"uZoF3gSofoEjiRgmfPG8K8J3QioWBUL+kLUlpnUlZjD7fV3LKE7/T5IDVK4GRnjLfBSTkWTHUOO828s6",
-	"4px9oAoUrqBjdv2JvOIQ0DTXD1sWoisEAeO/IrFKEDXVhrjgpw9TBeLeR+++sXTnnbVBdYd58H/nZQze",
-	"Wowe8MDOXJOdjIpg96/1MC3r0C95hVa5imy5Qq/Th6jyYEIA5vItYIapAOdWfPi9UtSg6kOSpGZqFSCh",
-	"TQkpt/IDlnsI1R463qZPK/twUlZSoI0c4f20ehK/MSFk77eLmT2zIELmbrsIo3SJiHy1y5Fd2nh52s4l",
-	"I3g/5d370fV37+iQURhmwLa0d8Oe6m6Vf4f6uZ3Dwyea+5YfKkLEtnVugEjJoDVdgJFuJmM5hKGAAwRQ",
-	"xPZUVHUuhtii18PO4pNyddgBfQj/BghND+zeV6144AT3MHuvzOu2LBmrWAVwqUBuAKFqZNOwCvX8hirD",
-	"aX3ZvTuTkZ7Ikf9OVsybgrIB6nJT3POaC7w4tYUdgC9TkBfhLRFZloIsCTGM4bNbP35xvaJ2Q+91bQHL",
-	"sc1oRNYOUNtGAj4+/Aiwsmgx/HyL9W4x2yqGpA6a3dYSYl4XL7V7+e5CJDsa/Vz9UVdUdNlvB6QDBsYZ",
-	"j5Puq7iWHKx4Q81pWN1oP9DzlzeO5/xLb9zpnC8Nts1Qw6z+rA4Q8r/GAdybWffo4QF59kmtZpXrwumO",
-	"vAsnmYVCN9jUx+XN9+W7p3DZ+/rr5rQDzO4nkDGn2wPT/yL89QzB8Fx/F8qFJ7i7UpkTay64Fe3WWDKG",
-	"bBXTe6x7t4bdgxfXLi+Bdsw4LVdkC1eIMJo8rfeSrj57YFYXb9rdjmnDqv9omQZt8DXTjRQ6cvuHV+wV",
-	"3EgAfO+sPK1m6pED9jWtEmmbcKygmxsF+Yfv49SrVkdrffjUNFBKtF4vU5FraWbJ3tLdV1xUXOxeMxhu",
-	"ZE4UzNSEGkNLKP1Be7mQGxorgG7oruBV4uY2gwbn1+bAxQt8+MeIsZuqHTPJ8zccZJwjjQ3fbtz9thPL",
-	"9oPYZC5cxWDhIGhovHRXZMdvGVm7jtdQfRNMyHXFlP99nVph7LRRrKRwucXY5zXRXOxqWPduOFeuB3vC",
-	"V8TgHYG19SmRgl2ymh3s7ReGlueIztl4HMEJG7/o9fgAhDC7/ey9gVpCz7AmS0y5MFbM1ugqxQ24rLlw",
-	"fhio/RNhKqkyP299URnSKEj0x0pMLiXTtbW4OYM2f1l+f89jNXf7VbCgb6tW3LAG/GvgGOG7vfGj20tg",
-	"hctFk3q+2D3HS2452IRuWALMoKQNpnft5Z1wjFwO12tKc/R9UbsSYhMvgNTGyoaKloYpTWhZsibbrgPJ",
-	"kHs4cVkTU8kien71qaOHA0aMABsRcde2dz4mDgc7omDbqziGTe8k+JuMJGsUvDJuHNyRXp85x+dHRZuG",
-	"RatH554c++wSRrmUMD85uzHnp2sqNfi38rqtuExyfsSDk0Q3jN4EFs/eu5JWncQTYexDYW28Hh5p4W4v",
-	"dUAf4JroxuqZV5Y9bJlSrCLyFu4P6BQ0mI00e8BQ0cycUcPZauNWKYqHtrjTAEK1XXRq+IbX3BzBiYnh",
-	"LFXe6U+4sN0JhiXN4nZWhkuFoaGERw70xtckV7iXWS3fSl5GfcPwgMjtForGbdAwQpvmkfauukbJW14x",
-	"ddV75Gu3ua89zEpeKveUPqWsX5RSIGBYZJSCsIP8iRNeyohcu6HlzQ7QC2N+av+MlLKWrbIiMyV79j5d",
-	"fn226CAMJNN08UNTUcOuhZAGtIO02AW7CRwXBBgvhQMluhNjb2X7g28s4rwNsACTKfkGl5Wd8OZM6ryf",
-	"2dfUUM3M7LS0lyqMtHeR2LErQjdgpHDVBG8YayxpcdUhTY5ljIEQMDKDsTurEbNL4LW9Z6MCm3/+4osc",
-	"r9xhwyorIhcQKxbpjnbhB+FlDCzLc/sNOyj86YqE6Lon9+rtvWFK0LoI8mRBG54OdnWv98RPKG8phWBQ",
-	"JdXuYpt1zqN950m7GBHrgsjCkDSvTuw3xLum9vINo6rcdyQKlknIKtTGHrbIcnjdcaEUZSkVK8xeMW0l",
-	"qGnP38o7pg2B9wglqPRCEN2e3rIsx/Soj4IJ+/qM+LUefbG2vLzmTGfecbIpbhJCJo4fC4Myg3pSBob1",
-	"NOBbVOy9PRuGlXvB/xGrk7ne892++EdL7VW9Jo+7Y2H3pnoC4gorpZAH+/iGHe+kqtzDPjBOvx37M35i",
-	"2d1yUHcUXc1yIleQMQCsDRgQqIih4G9O1hH6dIuDnaQqap7isviCJrSu5R3qWSBArRumXAnPtZW51sMW",
-	"UTxOANNZcSMu0pUQsOCgwOyl5HrFRh8IuKsbeYykJRyWVqMVeHo+/SZLUR+LA7O3WV0XhtGDn/rFeHl1",
-	"1tZHmEoewM9r/+FL+G6KP2PJRw85UgR0OS1nfC3L1koPXx2f85o9l+qQoJW2NtxOHYsGI2qelT3Ax0Yq",
-	"18wjjchJUg2Gk2NSvEbcaLiQLafxAqtgd75YFUAQuWZXRO9p4005az8POwtvk1iTx9xoq9SNGQSQtRPW",
-	"yZ4p9iSJibgsd9m3rgg15CC70OUuZJELqo6niH7dllhdYFZOaiCpCkwvKMi4Tzu5KbL6soTK/gM7DMa3",
-	"InGOSQyCjklNj7I1gDDKRdcROF2c3DSIlfVt7TlTljx5Gah/dfEP6v7MOTx2wDUVuzYEqvpBfyN2Ndf7",
-	"yYi/dW97IcjJ5nmpN2ku7edsX7kiAuJlgGOyngpqddTcvnx+qGrrE0C/XuFXr+1HcYZQ2usXDqbVYOz2",
-	"9U9OFJT9w3GosbzkY4eXxKOkhgyye1vXfluvAOgW07l8nqFil/7Un6le4ln8mx/kW5q2f18Dj7JU4Xxt",
-	"hkaC69Pgqv7rFWmBO3mT4p1UN7qh5Vgm+MtEJkiYp5PWacsfFEvguUZdBRfuZKT1upcOoOG5VdDy18rj",
-	"OqQMXsvLdjVatiFhrQJn/tNf/tIzbC5PfGG+b9juAKlEyZkiB7ZrLYUD05zOT2MzS9Y81xt2PRmqbyQ6",
-	"2niAP8RrYKa3XpFGcY9aWVPDRHm0vNMOG9gBKWldg9+/jWKneBTCAtoZOFQrVvIDreMmk+F3RSu4OePj",
-	"LiRlapDuvWZbP3GArVJ2LaLWEbdO81HDsG4+bLjrUraWGUX0s0bJQ3PiKPvfnLSE7sO55XOvnL50GCx0",
-	"xifp0US5tGbquozbeL6HQwe2xk1rDKQtB4MlDVX8R2ZBeLPQ5hgT/WyTckvWjeIHqo7rFVk7acT+ScuS",
-	"CWf63u2lNvH4rBRfdoPkJwMjuA/BJZFrZNRMgXPASvwvDDvE5wreASfxW/b8pVXcsBVEFmfvaWnqI3CK",
-	"GwYarJfbS3Q7uPxitOOjvwX72XjwHM/3pWAZ8kbKp/LrakFqoopCovSJ372BfLcTP/oODvSJHz3bs/Jm",
-	"I9+f+JnVeM745FuuT53V/9BSfA+bf+KH3ziT2NfU0LdS1uPPY9fWj2xz3TRelUvHt/jwd3Qx9LywjVUA",
-	"ailvYlFqe2qKUtZSFWbPUgIGRMihA2CFHoBnb954j0CivlHsFhl1VnBxy+IxesHlDFmcKM70RmGVi0rR",
-	"uwC3AC1p5h7HvaKlbI6K7/Z5nuay1UYeiorrsqb8kOnGdUxwpKZNtdUde6SJfwl8KT2wZiYuf3gTZ5mn",
-	"OvR5mayMcJA/8RB80sOl92D0AUo7q5PiNDfShu25qLBr55XK6yaO4bCG2eCFg1DX5PG65uIG1FCoAdJI",
-	"rfmmRgNHXl8LyNj2HVylET62C8mHJ/YlHQHMXh6BZe3FKIxgdOK5MHhC3CnwvuKNfL9CC6a9jkARz9XD",
-	"+S0tj0Ujax6T6L7l4sZHVbh3Cb6bVxxiL++KXgBjNDC7H20CrMt+pUMZPWfl6Yfjxo97kBNifuICNpjq",
-	"Ar10RfychNALeAkrsmB4Cdz5Hbf1NDwexViDhCFFmbybzle1LG8gxCzF5t92NQggMG/jvpisSNzUOHc7",
-	"jRMr7S01Cg+NKdH6psc+AhBOFo59Vsw7BhevSKshoT4svf0dkYCInSnN7HWi1Z+RO+5X6hs/28XAEDvY",
-	"HtXaSUw3aTbTcE9F1UOOtO0BoACvHDsKodJZBSlQ6OU1+z6/GMhCKPf0Puok2fHW/zJR+X6ZnuFfJiv/",
-	"y9mTG07m3fguvfi7FWM6o5zfqUcaLWkB0EGvrHyPulMAeQAzzmPHD0hDFT0wCBqruQbsk8OTp8SOp2sG",
-	"CgwQim+4gg1Oo+ibZPrx7cgSwC4ZuQI9I8A4d8v4wY3geIUrV8msCrIOcT34rmbqlqlLiCqAaG191WMr",
-	"cI0cuHGhb9623cUGrS78y1lW7OUoHbStV0wYvuW40keIPWmaq474RQXlnODMAGe+5XDBEynqIx4TrjHq",
-	"B0L776iqMoxdjsjdOOcO/4BNxusrtaaUBxa/sT5WzoZveXM8LQnjx730AG++3ytMj+HCpcs4aoEVz8rR",
-	"OC/L/PQMvU877fzMZTw3JX2pu3+BdPVFQeQTSF8fpDh+uZi1vorlrK9CQiSRamW3XEEVQQqJwmvVCmG5",
-	"/ieW2k5oqaSG8AtMX/0Yue6nSYlDARH+5fZxkLU3d118K3dx++I1qeWOMGHUMVzdkJ42kHR1ezhQhdG1",
-	"dz3WHEOMOwkFCDo++S4paJlggG/R5KllzYh7CRd+cpl05R6p6EJ0E6x4hIl3cKGuCaPy4oH33rQME3Fv",
-	"0kxUhZdf8rzC34jqB83UG9y9iFd4EJ6csU5+SaPLNBytkjVLaCS+TFhJ65qpHjGtyNpPEs0prr/1LHDR",
-	"VsnDnKnEEvAd1b6fAMzB1C0v2SVteMrcBUCvp7Hlb94bRQkXSAMQB9xVAbLEfhJSdrqMsj+zmVdMX73M",
-	"1cRftyJQTowj5bOeGcPx98IZWuR2mOVcy7mgpSxFbMz8IsmPe6qLg1QzeUc1NUzBEO0VxLWJG3xqfuAm",
-	"bXAlmv/MApRKxMM3a64liplWidTHcNfNCIOWUjjT5ECNy7jZ8ho0RHnLFK3rWLOjHYcB+mn6Lnvrl2Gv",
-	"eN26LIF5ahhQQSici5rRygs7rmpWK3wQwacJVbWnqGqLT0yTOEc+DlcBlMA1MDchzW8nNncWofkEfqKZ",
-	"4rTmLumadhGOq14SWllzq6jAjknSUJUZKv8wwvuVg1/F1RVWCrOyM72lHLonR2YeVMD30vjqPFnfwVah",
-	"tP/Yo7yMcH+e/DMBo/w+5PzenZ0igcua3bLaVzb2AUa/lYHos1GmqllFqlaF1MBW5Nph7snEHQ/47Tj4",
-	"b8CsfpfAekbx3Y6pGV1nqrl9Sda0aS5VK+yi3LHNXsobWKpyz6rW16hv6nbHRXxZHEdL4AM4dgfxTl6d",
-	"D1zkJGC/09lcD3HpeseE+VbuYsxDIBQdo+Ue3Legwu4geBzg1en/z97bLrdtZPnDt9Kl+ldZmoJe7CRb",
-	"T6JPihMnfjbOeG3NztZMsmSTaJIdgd0YdEMy43LVXsRzDc+F7ZX8q8853WiAAAhKoiTL2g87jgig306f",
-	"9/M7F8IMxd/evnsQRt8ocryBn0Re6n5GBd+6HqcaakwOxT04Y2ahC1ulEfv5Hd1eF340p2d8auPucX6Q",
-	"jZsJMPtV97quHYhoohZC3q4jSPWV0Eu9rSpMKDuoY8l8sL9gGEN1m4YBRXttWH9Y4ijT888cfr2Fj0C/",
-	"9taNC8HAwrApLwqKCmIfDZhGI8ZGJfgU7wD9gI1z7/tuAutsTm84hWI5iYAEVuexmnCbWQ7DNNYhm/mz",
-	"MwJCZusrAJDpYNDUngreYK+rTFdniE0EuB3NFeQLcxWEG6S1SlUOZ9982ssBpgtthKIc3u7rS1/pbnvQ",
-	"/E5XNvCA5kIoQ/WVogRdSpTu6C7UlZfM7aaWPO5aqRS0i170BDgVSPiq8o8wvB8Aglq/bsoJBvCv0YAP",
-	"Ac7ofUz2jFMgqMNGLRNigFwYxOrAjh1hIpxb+ghX+fgYX/2unsul0KXd8rKKD7mbHiuVv61VrgRoWeDD",
-	"s/htNim4mi5Ie3H3nKo1h9xjGAnx+tpNxkbf1Wh2Ay3SB3Mxr0emtMmPmU7fdcJV/UicokpOGzcgZwmd",
-	"qGqZ5wT6pTCM2wZhK98T5YpDqo8uEMTF0fd2Usf0FYyQc0NMZQ4OyOlCayMM4Pf1VPg/hAoZAqyd8OkF",
-	"pI7jaseNOskXJ07ttVYU7gP//c+zw3/wwz9Hv9M/Tg6/Hf3+l/9zw2KbaLznJyeDrlIzFETwDyOpRqXs",
-	"zwz2EeYqORiFo9btwaEtmBYCwVZu6YiBmWs6aoAtbCPaK5dmyBfsF/EwQhe5wMcDRLykBPVMzzGIQ2nj",
-	"5hThaniWgWeEjZGb6QvR4Z2ofu8qq/Q26Zq4Chm7hvxhpcqEiU5SGpaKTF6C3mkXhS7neBybgQWHxScI",
-	"P8lq2Fna146r3gnT6ItuPKKXNI4y0bGbxpF7C7FwaE6nhkDgdDYXe8vtwicBr1HJdrCzHbUU7mpZ7rmT",
-	"/3SHf8rpgx0+DegpmvmtGShdUZ+suqx1Vz1HHda4ddxbgBAJaIanoPBciBWTTmECHRYAUdr9j529QUOq",
-	"BNZq+dyF3JfRgUMPjgv8odK79dy/DjPZztqHcMMHZZ4YnV06+4Hqm9AO6EsF7y9d2vsBPwSNFVPMeyLu",
-	"v8G4gORgxyhbkqQb6o/niVv2N431ufC5R6fLvfYdf19iYfgG74BqtAgGo4FgO0DbyzBHwDGfoarZ8JBW",
-	"NfbtB7bAqbODmJa01w5neWfp9Ry2ryisGGU9BVXb1xiC0GZDu47cT+fugcE1aXeSPNzaH3yLhIjtPCyB",
-	"wLds8Q2PjmxRKsID74SvI0BfTMNb6MKKejLT0M64dTbQ7acb2nH7druJTXXmJLFIt0rJpmcH7SM9O2gj",
-	"N3Uqq/YyUHBLPKE1JBoi2sBxMZId2PHAkOa1W4hvk+khFTgBpB2Ianiz3uRVz/tpEGuPV3T/2uoE75Pa",
-	"S+10ZEQidfIaYNIdCd2uzPY9UylIOERW34uIuW3mn4oPnVxzyZS+oo4w4aYmmEEJmVuFXrKTo+0donfC",
-	"ka/PLG7xTqt6l+rHdp07O1b13WhsRfVgVO5HcY0fgQ53PdMBk8NNZSa4TQRjx7H0YNwNS/p44ld9Lbo+",
-	"a5b1i9b5ML8By7TOK4+Bt+mCwwBQYXbAvmDYJ2fBk7PgEToLHG0/eD9BuPcPzUVAu/c5+AdgD6/vGkDe",
-	"6nOAv0yHgNvCx+wLcJJ4oxsgEsIEC80VdB1CEnmy/Xdq+yPwnTP+YfOlmt+G1b9r/poXYgSXBxlaF7IV",
-	"AMGJS6lL0uUi2BHHg6DQrwMi8n7VdFjc4/QoOKYwxJkQ8YVduRG218O/YA/CQ1HsbuY8qEwJt56b+wt2",
-	"zenumwc9Wi/BrzoVHiStnw+t+wfozjlZSd2vZ2WWrZgufMX77fKpSjkanKU8vG4Wk3V2VTgbalofuPeA",
-	"ACPaW242zi3qN7C5A3UHwv7g/W3aLtfpvbYRkQ1OyetGDwJ2DWXbA/KGtGrQb7WB3UG7Qpr4wyouw2qZ",
-	"3zXFsJc19y2GK0fy5mLFulN9q4pFEEJDyiFJDG/18Y1JjNiuko4SEiofkK+IJvgQfEV5IVLh5KAuRgMz",
-	"Qwuu2B/YLXymi+3OzXfk2l4mvFZWFEuRSm4Fg4ZGa+wvqQWYsLUKdgtDTOtNHVqr3Y6nOWjL4xduxUdX",
-	"cdGAataCj4BtNT1Oxfih6aHwsBcdj1MRfSdsserXQvGs8ERlUGo0mwhmoeQYmtt+ZronLYpbK5b5DqJX",
-	"54sAqIJcJ4tAygVBS96DIlpf98AY0gYdrrGXD0qba8ztSa970uue9Lo2SvgrwRdSnKJ+b7aCBn1S9dZU",
-	"vdZNfSCaHEijUQc7+juUe8IjyI6kGRil6QN88ZLdilAFSGO4+aZiKrtiu/etDMIsH6cmOCgyEgdLgy/y",
-	"Yah+jzda+qQTPOkEW+gE3uDOsiUa2FOddtQp37FIvW/u/WhDSs3eOx1MXKup8Jzcg0AT+CbmpgAumKN2",
-	"ZzMC3oO0t9s0be1gwsIfr5/F/+kt4Lz0CdjQo8Y9aahhogeosBoAX5pYxqdssgpAC9c5xocFqAvoqgEG",
-	"eXt/zI2MH++6IOZGzRaHpvgijg8w0h7Ft8IMloZ5fGput8OoKAQ3rfA9MWwwzuf6bpjmoINAcROm3Jll",
-	"2erWkG0fEth2H1YhLncg/uEgDK0GRNTjZY2DjA9iOFIZp9YUwpRLYe6fr91qw4DrIPVvoaUj32hBt5FK",
-	"Wskz7HzI2awQZoHtlsaw0RigwZMgiEvgWyBdeMUku0luMEw91oIOvkUbcOo34DZ3X7nHoCw6pi2mZSHt",
-	"6r1TzPAqnOX5vwsI+kwEL0Txyk+H5/nh//7P/7/XJLUzBQ08L8TqlEmEVQZoRPgrVynTueOq0GHS/alC",
-	"sXJHCCoh2HUwWrXehbW526F/V/oqE+lctM/Krc0I2z4zduFfDtOLJlP9WE0pYUJi+2JsrwaIUQudISWa",
-	"nE+FYy94DzIJ/eKNACTd6nMTbsSQxX2Cyz3T66TP8/xigj1GcQ4/n5+/BaQxMLN+kLPVodOruYXundgE",
-	"xDCTC37B9n/be49Notwbv+0dfPebmi64TRjl9AN+oEpryL9Q4O5OzUhnwTYW49vJQwL80W/qRwARDtsG",
-	"kb/SLoSyEux7BGTjDNftNv+IndXOnlq5qt8UEQ/bzwsxkx8Q/318kLSeD+P1M63e8oQwPnDzKwpdGMaz",
-	"K74yDPqJBri/j7/tOZv3t72E/bZHMG74H6jC/Lb3aXz0m9oLFimdxv/+z//n1pC5FfodDMTJvucGtnsv",
-	"wp/fe350cnQCemcuFM/l3nd7Xx2dHH21B9CCC7hvxzzPj2dCpG6C8Je5sG1dxI01zO2CmiPKYuiAhoB0",
-	"8CeP8Ed/zuSFSOBUoR0TYEU6SeZoM+zp63Tvu72fhH254PYsz1+FqQDsNzXlhZ5t6+z5+aEjjxQ/bzU1",
-	"fAKl0j3yr1IUqz3fOM43Y0IrsAYR9zzZW0oll47LPm9LHtsA5cFxBgudYV1k2+i+B1TL8C9OAIqRxj/Z",
-	"NJvfq8bCcGAvTk5AiaiwCnlFJ8d/kEytxu0zjeMTCA2ngFN0NyDz1HPkSO3rk+ddY4RJH/9NueuqC/mn",
-	"SBFnLGD19b8IF6smOoAyvND45+9uc4xv5bL3FuiCgAh5loWpsrm8hFb7UUN4D6kImgKfO5rb83ux97sb",
-	"090Vc8yV0hb29rAQebY6/ogInp9Ar9NtHcXfUwUPcIE51lz8oSfITR3JGpbKQkwtqz7O3Mcl8j5dMD2b",
-	"BWRGL9mQ3JFDw+c0y3WWHbGzLHPLFoJNdLrysInQVnQhphd1GxJn73hopvUFhIASZ3/YhVjBOwoyY2D0",
-	"cSqho/vYsbIrgT3Q6lf5NSprZ2Eh79wmvRcWWMemWx3wQjXsS+9+hJvmmFl10XA9e7GeggpndQO8PiUU",
-	"KKSAYgr/Wten8LZBp/jvdbq6tYvWv02+N/2nur5FFTg7u/2bJtXND849CTqKjtpGPjye8P5K2umil7Ai",
-	"BlBthRnEA45RiB9//ENPRjL91ClQ34lcO56w0FfO0mccts93o5msCCm+NskVMzj5BTdsru0RewXVG6Dt",
-	"fH1ywsZSXfJMpiO4Y2QRKY2pe+770IrRtMrf/rN/71vNbJTJhi8DT/GMKSIImOzd3NzkYweRSuyIQJsZ",
-	"d4lsmRQeZO+kNplMv9/blcVjG3BxqxYncF9PNl+773kauNRDE/s6yxB1vHF9/tCTbe52tzr8FhqbxhDH",
-	"qENE7yZM5+gsyVZo8NmFNmDOGcFg4yRyHOoH4ciBS7QxxOpKF+kRO2Nj0BvHjE/0pWDPT06coLboN3BC",
-	"+PnJSet1rhbnVPcHrUy/9Z1eT6lXBTRYhbU69aMQ6Pa22i/2Our1VjM6Fx+oAbY72visov4dy9JYf2hd",
-	"s6KDrM3rLrlDnQqGKvQRFT88+e0WEs+w80Inncq4hrRTpsRVdbZOn6aDzbksqtN3yvaUew4CohZ1dfdf",
-	"6PuFQ8c+wdCzY/1CvoQLW81vbzdKZXOYrdTI5zugOmwg3S51jDuHNDrKh0drZ2lalyNbSY/jj9V/eF0w",
-	"FZmwok0dRJjHutSyeo7mUGjoXIipLgDbfCGtaSiAX7Ox0nY0c/bluAraRh+UhpXqQukrtU6jP8DUajS6",
-	"UWbU5spwcV3KXbwXt6xOfd3RWq628Dmg+F+XxL7GQfpf+lXbV27zd0mTeEwDyTLZa8WBcDoinzbJ7Zlp",
-	"Y4e3SmN/y1N+MxqbLria3xGN3T6Dbq7/nuz8YQw62ngMpUETF9r/z/4evYSFbMPey1TqQ6sPfR+7dvXi",
-	"XUkeOepnmAsxXfjXsEwO9Vv3TJlnmqdOCrqPrzn1oGfCmpHP83xUqtDkHJpZwCgjq6HJ3oiM4viCzgS3",
-	"JbYz0bNZArnYlzIVxchdZ1PmuS7sqP6dcfMxCsTKP0Xtp3+V2vKR+FCV0MEyR1gSbrNVPIZP+/OhoBHd",
-	"sxEUK41P2dfPv2Jj2I+R1XqU8WIuvP3z1Ql787175Bs2LhV9UaQjenyVCx8kfvP6zY/M/QE1OejiYhmf",
-	"TkVuRXrKvkF3iRWF4tkIQl0FTWGdbZ25z59rZxb0am7LMrMy54U9dvzl0Af7B17KapD7YgvxDPpdBrbg",
-	"Cv92px6Dr59/tfmlt3zlbtW51r842sH3vhkyWCCoNyKV/NzJhE/J3jdDFveaSIm40O741jnt/AR5F/AN",
-	"1Aop2z1wMPcT8a7pgttDH+Do5l1vtbEYPC+N41BlobC69+WC24m2CYO+0e4Gu7/44G2IWnuwLDKuplpd",
-	"isJwbzxHuRkQzVXYHgbcneP44ZFMx0fs747jjf1GjRxPGbPxJNPTC6nmY2RrJbh6yIGyFCYEWt3XAckK",
-	"8w1OkYGOMQER3pe2amNn2HtgAYeQ0wPpP4ZcNRDa/W7MciQrjKNQ7F0qNv5waIw4hEQIM2b7PJRWRt3p",
-	"Ke1ROgUeKcwNyRUbI8uhhrjYYD4E3NGX7P5nZdiLk5ODI9p/CphnK/rwd4zHG0MMyseLaNw/sMlCJUcm",
-	"PPXMd7wuZRzLdmQz4nkeyZELsXpmwCj2LNWpBBbJYE00RQoivrGUpmq2law5rJF3L3nm+KdI/UqS+mR9",
-	"V8FSlSDnonaFEuu2/V6AvGWgz1KjaZondGR2S8zLSQapvU5s1WgwIBBGq6hRtDSYx5reg5iELUBlIi/0",
-	"JBNLc8q+Pvkq2grKA4gaebvP8yzTV2FNuVQK7+taphMdby4K7A55uqb8h1MAZX/ttvsvnrKvX3zLxk6W",
-	"L7la+YUYXGHBrRiB886vDCYGf8GrtpB2S3H9XqjU8ac3yPB25WxZ8PsS1G7ol4E0Ilmd7Dm97Ri4ySHy",
-	"hvpXmwmMTZ53im3/Pc/LpKK0hoqfUu9u4KqtWXUxQ4R1hvbn3+1F6ZXAyn7R872EniD5VH8K0kLcz9Vh",
-	"4tN2ocv5wnY8fU6/hhr45lModZPOhsW1F1obcyfdXWR7XvadgpP2nmUdb4berUlru5TaWy1dwpJmQ4b2",
-	"F35F/XYdDL39cZ8XmzQRW2uP13HHkwjDce0xGr+GsLb2UDVqJ71UpEKPjIRKOx/7UUUfc8ff/cVXMou/",
-	"WqAbpfNxcrP4cqBQRFJ7voa4lsSVnGuPIR5GUq8XWnuq2qDcXci1yb11f/XZtlLNR9NFqS7Wn3vnH3gJ",
-	"vyNr6XrY2QzhOWu67/K5NdXxRE+2H1H1NJ7SekFO7ZW1UqNkLUu99XkqfknWE2xbH/c73Ok3ceqo08ki",
-	"/dOpijWtJMHQH7FTryAqFhRUeOpurauTAdbVK11MZJoKdS1vztcvvt38wrnWb7ha0XLMw7PBzsxFpPcy",
-	"o5fCLkCPAgcOtDUld32erWKjzBE1e+MNsRbj7PgjpVJ/OjZW59222pm5CNU6oMPBdNzLzmQTKmWCF9kK",
-	"YsjOmhuzVM5mwmmamKzpTTDwj/jsDPA6uW8sof886LzcmVhM6UOd+4dllpElYzzW42ALosN20EV7+gpN",
-	"Hm0HQzZuQ9+zOo/Y7k9C0a9D3MuwWpmyqbMFq9QbvIbPDN5P0+FwrtLeu13Nt+harleNuI3pqgrG1Fxn",
-	"wa4d7eYKVvhwS8L+neq476XTGd4J4y5wdwgxD9bulbOoyb/3KNJYHFkzHgkEvCzo7PBeTbyLWJYyR8Kn",
-	"evU+jhNshwFOIXBoc+auXiYOwSc0DzesYiWYUUvlPoN8NwWcLXikh/hqpAmbwfSs218zyE+TuDvi9gxH",
-	"ipSQMdtHwVxzzSStXhn3AfTLDPDRN5jbPhTCK00M7uB+fO0dlnmNWS8AEVZTgwpHDVKxWSbni20Nc8xP",
-	"qCzXHRvokYV8P2b6Z2OieyO5mnGk9npTuVWnH2BrDbSztrCx1uwrsnRap0/2Tt0qaX1yg22y4R23vg45",
-	"FRgzRPQ+R8vgUajtpBhiXNXXiLl/H0YCjed5TXxWNWubhej1lfdoAmsq/CnjXgvGDjB2wVVQ554Zpq8U",
-	"6evSgqTOHOGAwr5ZMt1U8fab+qRrP+naj0jXBhYR38qavk3XdiijqAIj26SU195zKq+T757ckhhZBW63",
-	"e2WpjQUHhNMEWQnZRimbycLYm0b4Do1dZQJtdaje7cwHG2fcWIjEYTG20rWltFd/xmsdmrEeXz3T3K9K",
-	"++9Kzoar18c91vLCX5aF0QUCEsk0ICdKxbNG+EvV2yzlfC6O2C+Cg1+I6TIEZ/Fw8IGu1Hbczu2mGipU",
-	"67sS8voZt0AtNy9X3Tq7/r0uLNYkOsmWCQ6G2PhwzAw4lMCkVOLKMRqrmc5S0T1P98posmqf6d4hXYER",
-	"4PP44qEIdiHZO6z9V+35+O3f77asZ+0+DM3drx33HXuPH0hmH1QI1JluzKbjv7cw6OOPjUyUYXnbdRbH",
-	"AABFgLt1CpzJFhxUfSMxxcbbAFCgu59rY+QkW7Hxx0/jg1OGJf88M5rErBuB1DB8hRAgrCh4xsaqzLIx",
-	"sGULJQlTi4zeMRqvPG4SABDOz3ODog4Kf7WtsX6VdicANzMjNqSZx8ewidW/Dpy2NgiwMrf7Hfpi4xjv",
-	"Sm/s75IzUI/UV5QB2hScG2AMP7Uqkg38KhDKdtCQp2zJV2wimFjmdpV4QnOUMjFCYfLfsGT8JoFE6fhf",
-	"GH/yGfy1LbkZizpGmu/EHxC2yaKeGZZKk2d8BVpaSOGjNgDozR27n+C4nRxWsSMDhLS0FWwC6X68tHrk",
-	"HxtjsWIpbsp7ku7yZg7zx2q8STzDCXUVqBHegoM+Gia9Eja5Jcb2TriJ3AZjc3swd0cGcMPiClb4sLjc",
-	"UN0FN+Xe/K/VRJxS0FfsUDuBUG5Vbf6XyKjw8G6XUV3yQjoBto0hHN5hFyJHy8kxo/jbtWprxYtCX2HJ",
-	"sE8y3iEHquzdYDD7GQdU7Ppcb4fhNMzm/ww7O8B0rpM7mM/VLreYzrfHdJLrKz+7N+Krc2sz4Hdin1fb",
-	"/hBs87+qbOVnEV8972JyFB4Lo8bM/OMj+O94hkv+4Reh5nax992Lb76Bafn/fn5/pnW4M9cxr6uj+4Lt",
-	"7Dp/1rMdSYvjj4G0yCLvL2zFaWWl8H7T1oM7DRoWPouRbjaT9XU9g74fGS+cSFnltyVLaiUNgf3DTJ4Z",
-	"rF1LtUCRMpNb6ankWwy3d3NNLqaUr9+MrYVJbdyJyLSau029BUmyEZm0bW5hKptqhyP6eoiVw21ngyf3",
-	"AJRrP6E+BTscREct8RfGPH35cTtj2sA2CWx0Gx26iahKkR6ANjFCtOvPk5U3rwnIBljQZMXc5NY5iRMI",
-	"P/ipbQT6k9NFA2uo2b3p+V0ieTY36HYxPa+niDXnhIo6HEhAiwKdDArFb4BBlLTgMCrw3Kxj8UZpdd7F",
-	"XIg5L3wLSVmAz9oYZhCFrGtiUk2zMhUjnmXtezjjmRHrnXcGbtaUF8WKCjCNAJI9ZYXIBQH7BPIEeQ05",
-	"VZbPCRVdfMgznQY3a9v0LZ+PZGpqUx/eJAEUgb3vQJzs7VTfpRsJQdUN2u0ahvR9henrqNutimdjrhHH",
-	"rKMi90FBvYGkGSxWrn8PdTulWaqn5RKyS6Vi0p5Gf3AXgaeA3uBE2hUv0kYAHyKLh5MVYj/oIvrLTGYx",
-	"sPQwKEcUmtoIxcRyIlIInEK7gYKrkD+WOabulMYJ1HGnCRaGznzhRvSxClXcqb7QIaLMwfNVbYfP+YDM",
-	"U6+EfhsQr8HUG6Ulkmdc8gt8ShrGs0LwdAWQ26orKZSodKfAWDTGPSlMfoUd+lGD/gKQKoWnH3wh0IAE",
-	"wZdazTKJvQ12yyHwvCGJcpnbpmzo5RWxfnWcy1xkUoljd10PEa2lD+YZkOWcuQnXG0CUAfXcfwf6biCa",
-	"3AyDLdKyfXffxjIds7kz96Symo1D8HiMRvU401OeQdrsmBldFlNx0GaHwhMjjytTQcDChHJeYBITZLTD",
-	"G+7vcIOdTYnwsLVCbJKU1kdO4DsYMYL3Q/I4dGKml5aILc1VtRfVqM+/wlFjdJcKpsY9i9ntqKMa+afA",
-	"anBiPU3oF/xUhPwCn+hEfmmzf91evaUTovTjG2C81AO+mOfc2oHbzZM+XOsmMpGKg6LRnzkIX75e5uDt",
-	"Qf3F24YbuTGLsICMtEw8fuCY3fI43G5P8Ej7MZ9p5XL+vJqMDp/sznPBmLXTlZyODOhwWQaKwkRCIY05",
-	"paTX+Vykbdbm0ojsUmDdDObHgLZtCAJG1jJihoHOuQ8EDxnwrq50k7AB53y+IxVjfaCt9IyOrAnao88M",
-	"u7CfcEP+Q1PlgbPxNHvu/tep7h3w6YiSJqATzPqHfFgnKLgJWnhAUIsumx9MxlYA15+EjY/W7N1QUQyG",
-	"Yh9J1ah2zYZcZ7BnWdayFZ+TGQfzbSOCnNvpYp0MfpIEmgq3H4x97tGn2qO+rSkkCusqqrnAV8hsgaCA",
-	"0yQwGN7ngx/CkNBpewcMaX2gezJ86mTcrhcUAsWA5fPH7Q/uvxIh42IYa2w3Q9D48X4NR5NOOZgXuszd",
-	"DWk6eYZdkcblAPYa7gTdlK7uEjihOyD59YEeMMnT4XxW5TPDrO5B1Lumfh6TJtltX/8iFZXNYXqiewvx",
-	"CesDngZMMnTooqtOzpWzPYaplo0VbGLq30uVunWd6936sc75/HvcpVtSLsmLaS2fLm7SreeB8dEzWFAn",
-	"gQyhxlJtpMcfBGybwXEgZNUcKYkQLilggACFWPmos1QUBK3gHxjvhEL/Bss55/NXhV7unEj/5jfvVsk0",
-	"FY+MTJGAeshnA6F+9D74gVUqLXRTbzGA5pQPcfiQB2YwVjEFlTpztE6lLQGGs7evfSQQUad9WkotogCe",
-	"wRxcg226dQNksj77LnM/pu8hFNbYk1swuHcOpHUvJvqGIFuvpa6VaI2xQQ2BTkWWMCN4MV34sDH2FYWM",
-	"AFGYbckNm3uJNDROlHZD2aq7BQLdxdgwbROt/SR8toO7xzLbeyjBoy+YcH8SdluqbaSptE2qesQfxOsU",
-	"gvYdbglM7jG+7ZeoSDovhCHO6v4OpXyOLDPBPYMuHGvk2TqL7S2ASW8hInwfDBu9FLtVSGpjfBbR33vO",
-	"kfvMmQCe93Z8oFOvOvba0HE9eQPMgpuwjnZgmNRZq5UGBlohAPL7TiEQ7dl/+8OrhJ3/13nCfvjry/+C",
-	"i2jkUma8OMD/wI7DUqXig+MCsmI5oQXxKXQLpguOPTDZeOI4Gt7ivNDzogPZsRFmTtYCwUlfaLkH66wN",
-	"jmZffECEoDXjypdEj/1CR1ZMF0r+q6Qv5YV2/GxUlJkYH6zzvf2I5xHD4yzPOCGQs0KAxXFwK7yOslDo",
-	"bJ0hdvNo84CsFxrv+5Ub7RXkm90x76MZ4Hw2RIiVuKrInyraGVAlxfPdSVObvSemeA3nXJ23YPg4Yo3+",
-	"sLZmiqEt0s6ZYoB7saBK1VyC4oO9FQYYIHX8Fw4J9zFc6Y3a2T7klX7gyzwTAPTYyqTUmpx6ZggUxi8Y",
-	"AeHYhKdsnOopYM2PDzx/a2ej+0p71a8QqVDuB7OZASZrHFCrKuUxYZdianXBMGcQ9EwEe9s1o9zYeunG",
-	"uYGBS95jA6YnRvlwGaVFCrwem9ymUqNKMIbEv6bKE9VpzGRmRdFXp+EhHpB3Xcdldwu3GcpCwkbcW13I",
-	"FrUgUY53VAVySqZ8cSkKpoT7/75ZX5XweP0W1QNrQqq53V01SHPgUAvcoK8ujC74da+tj/+/SlEiPqsX",
-	"jkAg1I5BEPJsQKusGv67n3kxXchLkd41OJcn5iElFWHXvmCnHCT6pBEHaGOiN3HEDWDAx6m+Us5aPfxT",
-	"5rtRU78vVZqREy+Y65iqDUq28UlpqKpGTAa943/KHJ47Rb9h9TuI86m758D+aq4Aw/5V8kzOVr3MfU3L",
-	"Q08eufF04dRT6PRlTARf2HBKAewGzJTWEWZ40Com9tsFhPtOQ7OtNHuPWabqqzxoifTQeQYa+ofMd5Xa",
-	"2TLUrWmIRI4tBcadeeCt6uA/Xr9lxBC/5MAVHRUzTj7zbP2W/eP12+urccdLYbl3wtw+BwGcLj8EIgEA",
-	"VmBDKZF4C6c8ywJuF+KkOxUJ8lz9w89M+EyRULODnBfOGhwhuuU4YUtRzMFGVljBuRwaeKgCxQFfALHL",
-	"MZ8yrASd2GvwuQHJB/nJcnNYwscjnIKO5ik+7KycDfgI22b0OEOKAge0yjf+7HfFZerD3Gt1/xBEaCKs",
-	"K1H4uo4nQ3MbXvVe2LbLvsa5InYVSHAYt0LF+/gjn7pj+3QjptVSIs4BnzfVlbMsDP0dGwtV4cuT0j7G",
-	"drQzcBzZQopLniVsTGJrTEzAvVCqUe2vXQ3/pwQy043X4S0NnE5lQFT2w16yVw3XYUt0BHrP3AWjkj/y",
-	"DxKvs5qSaahUvvLUWKbVtCe2i2tas7Lxz9BYtc58n0FNjY1YGvR4hcpCSHxQxnI1FdRDJ24YhC6i9GBo",
-	"PPhWnHstnPW9NxB3wVc7x3ugrPUsy5pEQ0wWSeuJy27nzqP7uAg3VM96eey2KuFH8Ll+Om4ECjo9fu+w",
-	"b15SwU4E3gAOP/hcwq7AERbiF8byOVzhBQ/OdriNoZhJzyCXChp0Ur6kVuKUTTMJJASxjlJZmRFnEsoW",
-	"K3ezx1Gra8d8qX3TLXkLuzQw0uVguc9MA1ehD/TQH9Br2puIe+zoytZH6nL7vKV4uTuJ9UTKsNYvPDsr",
-	"UHQebRdR/e27hloxwTBIIlNfnY8xTEeQaBJVMb4QF+zQP/yst8DcHcRS/D+Hw8/XIkE8yxrsACqAtE7X",
-	"L7V3oo6qMZfL0jba98eWnn9jl1lk6wPTR7Y04ygfmD4yOCE4Xu5TKrCohcM6L+nG9N+YHc7KLMOAytjb",
-	"QOMIkikVU5kiqDi4EmSLYwSKehBDKk1YJmbQWCXBsDSF8zfkUVZDN5TYaFIwWg+GzoVYAUq+o8JC8HSN",
-	"bIep0b2iLiQY98bOxjzLxuBd9oXR0GUlYWPyq47jPwPMRm4xpSAsF+c21ipbjdkfpbGATJLgUwizAQ/U",
-	"XuoK/Cwrj0lbdxYE/vIGGv6XG3gv2aMJ31dkh/a7w/HhD/eUlDTYTmiZJLgj3Vwo6MYYUdGTzr59FvdG",
-	"hnMTrWDTw17H7M3zDnCzNWvcJyZRg0ElrqAXV5y/yVV6rAtI4fCp4Qm2bqmyNhifc6mGJ2meL6TxyVA5",
-	"wAcVImVXfMWs9opNe/bXOn/cZTJnnBUVzScG6wEwEHRqUOxLQeo6tmNad1ckTWbaATO0AUCoMzs9Vh92",
-	"kqlZH+czydT07eX6kpAKcfh485AeJahQuoMs0YZFE2LxnT6Sn7mToBM+vYB+pnPlNDwrl+IQoj4iZZlU",
-	"F75ZjS7kHOD7kbdG4WRu2JKnGDfvD5C3BsCrMHVLlmTdnAFbZkMcvPrcgJA3hcYjwCy8UQuOJonPfR8Q",
-	"Gt+7C42Jxvxb0aM2UWzWnd3Rk3YT7QbBdz0YjWf7K23EfJtEx7rCBD6KHgjqRlZj7BRdT2s86dFHgtFW",
-	"FcthkjT4oBZyvjiEdJo1yEivmZQQO7pZvKTHIRr7HTq7Lv8ijX3vt3uDSfj80H06xXQ0VS4norgDUG13",
-	"1oDceBps9Ym+FOz5yQlY7RbVC8bNDfIlt5vSvwuRY14VecTQJWtEnZqEYftQ/MtrbvGkSt53/0bF96AH",
-	"TpoCDAOhpFsSJK+LJL154Zg2CoUS9bRRHOImiaO7NM2J4ofkXOJCn0zurXM0seAUqAQYYos8egk/37X5",
-	"3V0WBOlDBSZgO3Oapg+gLzXDxJsh7flNdyExOtOoYM7uefq5Ebfn7D9+K09OXvzbWbUifMXrjmOuzJUo",
-	"sCbIak2dn6tIoIkyDzYKL58dqgusA7puilW7PEuon42SZiHSwH1B3fW53V0VQZHU210lkB/kvvqqNCbR",
-	"Z4F7YgescMgQ+EzAwh8WWFSatrKNNq53fcX4+CP9a4uW0nDJgXn5UkYI2kvRGdDraRzQZGA1/hSnbXrD",
-	"NoLuh7lSLw2c1qBcTeQj1+QfSS2IEnhkp1qMgSq6OIMjfeG799CP+DO/N0ionk7bdYQB4L0YjAJxSkBo",
-	"8L3rE/YDsOW2pd2fhLfodg8lVB+oT7I8XYdt3TqQlt99G+5IY978NNFAr3rtQYyqiiWKc2KTx0o2NSJW",
-	"t6FcD9WdbczBazmt7t5hgSJolD59BIVohTAGKQTw3Ycn0NAXHwu0XUEj0Rj3lRA7mCE94SLdRipsj8C+",
-	"JfX2eLqQWTpCpXqL0nd4LfJAaHDqFMHg3ewi3nHSav0Kx1PbJN5fuqXRPj/5bLf32UaE8Zk6MCsKGObD",
-	"rFZ89OSWXGMN/PHoWTW4/midTCojUxEpYPDnU7YUXEHlY70mFNnRIX5hf7yQooBU3SnPRqBWjQ9Avbpr",
-	"Bc1jBlldCFaIP8TUmtB4G4oQ7soleU32jSdU3d9duR/DAC/xc/flgQzz6FfJGuT6pItt63Tk8fbdlTp2",
-	"/DH6r218kRVfgpQgaY2/Qdv5Iuu+zFUETVvAaCnhLTU4x93ziKTOIcBmi5jzRldkg2EM80bWBnjySd7A",
-	"J9l7sx6mjrD54YqmBmcmRzvxzFQAiZvdNlvLc7TJP6eLiu6PJ8new4aeXC63VH2MPcBnu5D6mIl9K8jU",
-	"N8jNyAsx5bYqgmwa8zlqCtjzhqqST9lELAD6PpMXuE9vz85f/tzMwHVag8hmviwaVE+qazYLXbrthIak",
-	"yljB07ssaLivYgQsEngqSXgqSfiSSxLYPrITR+AHt1afUPHTG4Na31Kumw/G1fKmsQ07yhWoBHPaFWSy",
-	"UnzrFJsMgqeUl9SIOSq50s7q8gEz0AJZqVJRtJabbca7hoFMraiB5tgEr27i/vkqL9+jhK6x0lf9MNct",
-	"zHdrhJo4T20z090hEHXbUJ8DEHUr05Ux+HqMe/GkON6E610LhToGLexNyFk3sp5FZfcU/g9gXxiaqoHc",
-	"stJ4CEK8ib5+f1LKzB7KkEMASamhRZfaNdbMJpiIX6QJuHuvYIa7zMCpjdQVDHI3q7H1X3ocqLEd7bh4",
-	"yQ5wOX8QM6mqEE1prF42ZoMirIbd3kKHU66wyfxwbwvge0vDLL8QKmGZVnMQ0FyxF99844zygk/dSsDv",
-	"kXGzEMaXntdv3UOC10TBUrsIO03qro20lVB9vptr3xdUgdN6Epfbh1PqV3Jb3Ez/9rG/NoPkZVM8AtDc",
-	"ylixdAZKBpHZyYr8F2x/HAwNd7HHCRtT1W9R/XtEuLzjjBtLML3hbwgoPj64b5H5k7Dfu316re5OcLYP",
-	"2HGTGirHly48w3bsXIpuccN2BE0bsGdJxcRb2dRBtUoiZNr40aW7LTuAnO3Alm3VOc4Dh+k6ubb+MAwh",
-	"Yt30t+EPfYL/VrnGuZ7PM9F2j/fuGc0azx8gI2Cgm7UZ/9yhqXEzuinPU9m1ZexH/69NKQgYS4dAZrve",
-	"XWtgbitc8koXX7jnsAf0/dyKffoSzPhgIGjhhtvRkUGAm/IEWxhgC4fohLcNMNogUdkFHxrdgV6BElqC",
-	"lCU8ORyg/Cd52XN30J51k3ns9uiWNxC9b3dhnraMdE8+30HmaSGw2fiTiXqN1CS4Oje1UnOZi0wqgT+D",
-	"MXiYZ+VcKjPIXoWRqSuV0qnocFU9M8yPlFSiFQdiE7GQKiU3L5ZV5aVFsWgIbdhHXqP2o+73JV+x0mzB",
-	"bxoXecENNKsKc9sFEs8Qd/EPYfvf0u5vKOt457Fh83KSIfiBXwXbd5f7wPO7tOAzy/ZnPDPY+aqtnEGa",
-	"UfhQe8EFShGSFROtM8HVLdQ4BGSaje3uo91ZB67pwAhrUucTj7lWuUTnLfck19oM/63/cVcOgBbmdQzT",
-	"O/7o/geeKUp1u96ANrqC5qKlShg3vtnGZLW2c8RXo57P7XoczX07IPguw/9dqUxVC7828cY5UrPrQvCl",
-	"wZxsD6vvfijA5HWLxLalhxCdF5fQkPKWWHBo5KDTVQRicz+c+V2pKtbzq07Frpp11QZ5V6obKW1WfLDH",
-	"cCqHeJT1iaxBgH04NEYc4jECAYXZjAJmmbOBwp9/dI++DD8l8RvYZHXt6R+p92r0ZJVhsv742+q3ZC9v",
-	"f6Sje+HZOnESRXtid4T/rCLtJ5mwld5ZYrvAJifZJAEGcPGbsup+HuhO/mqhs4jZ6UtKTqIWqtWSzCl1",
-	"N/S7BSVvYzZGSpJqDo3EGCJlAbZNJ9n5RomTTE8v4M3Ajv/f93/9lenJH2KKYFpon5aKCZU+HI56PW6K",
-	"nPgbKAikmYyKUlFWbPURt9yZW2gr+31bKRi7YLz+8zdlubc0A/IoJzdm4Z4L+6/XeDDoFx4yrfmQE0Cv",
-	"/G/0rLG8sO2PvqefApeuPfEWGfiVLi5mmb7qHPTv9EA0cHinY3D/ip9Al4ehVM8MqShsP9xeMI6cfjMD",
-	"pGdSbPb9FT14bDLhmyFLea2sKBTPSC7chSSpc5Gh1kS3LKE+kGKHcoQzMJ0xwdXY9ZgZasqVi2QijD1c",
-	"cjtdSDUPqAPkA5EFM1NdOIED8sOwibYLVgigSmpq6T9J/2WFsVLNj9jfHQ8dhx+oLNvx7ap9TasvRl8p",
-	"ZgQvposIvCbPs5ZEIr+79VRZkAIIIi5a8LBaukImQ2vDsSLcP8cyPr0wsdun+SGo/hqJD1MhUhFLp4UG",
-	"Qyz0hyqNSFmZ0/swzGhaFoVQNlvBfCgfPcrwDRnqOC16l7RiqdWIhNKaVMNVQBUJCLf2onY3zoSn6PAa",
-	"7sAmRL0OR/ZW6cqRlJZ0/UeoyKwtiQiGUk8mheAXbTKbbuCOwTX9MPcktavh+4LAxCi86zKC1wR2INJH",
-	"WDLyECXNe6TcJqduFTPfc0cufTIG3xngG3cPMm4tdte0GuymRj/be067+g9HoST6zt26dlkFEIbpS1Ku",
-	"9ovPn6BqPBW15OZE1Asnd3Mnq1DpYWncLx+FSkfunz6dYiOtU2ORQkx1gfCbYMQ6oVskTBzNj7C3isKQ",
-	"L8FszWTm1JExAQ2PJqtmXdDXbBzm0kLvBcFvMkDZ9wO2phf+qNK/GVG8XHC7Kbbi6NB/65npDrhHu3TT",
-	"gPvObh0tu79Cu9q469+3O749Z3nefm+0vmBlDpTmlwUZs3CI/sb8qFLmtsVzeqjjPcZ8WbAdWvX/947I",
-	"ESQeqgVnOnYfhdFiAwAKl1JfaJxxWyEimwqZxPClwHenXDHotiYAq92EJF4o5ZVpS92c0vij7/dDt0Np",
-	"nGTOC+zUDtAGzdJlfBbw7iHpwq2teri7qrmSOPB9cjnBgFij19KrDbvSBAGHuR/Qvs0KZaRWp+2lzZUG",
-	"Kv+MFF7Y2wupUrYfNpLn+TPjE6arO37g1uRNhNO+OunGulIxzXgBMpS9ef3mR+Ye8no4z/OoS/4U2l/C",
-	"rqKjmVuYXVs6iDsox4huXnPN01QihuHbwo1ipWMhyIDy6C8f93wtf1uSVyZ8m0EIYQX/pBsUN4JSbsIB",
-	"u1UFtjaRikMwec0v5Wi6fdBwW64Wml05c9EZJ5amc+rmsOBOpBCj8A8LFYxbNwdVZhkkw9bj04G1xmz5",
-	"n7gHVdosel7vunDDHTqSwDsaoostw25fcUPS9W5Nhc+x9LtLKOB2e/q1mrRM9y9kyUthDOCH6oIVpTKx",
-	"rHDnVZcTH4kZfzrOC3EpxdUgFal+zUISDOlAjvorDuMYP4G7HLrNGft4BDcjnLszrsfMCMukJctAFAio",
-	"WXUDazEv3MzRnhilQsmaxwRmOBGZVnNsXkAQ/o7R6YJd6eLC5HwqoiArfG9dMZPgT/I12IXg4DhYZ4Vv",
-	"cf8iXrhRMZNpVUtOQXaUfBvj6nRqN1LV1tIB3gsy77FboHGKb3VCrOCwgyBbsQ0LhGRSafKMr7qycWqn",
-	"3J6OA+k8Lfk4SS+zXfIL33eBhM4pHhmoMAnCo9omew6dBMM6l3yF3amlTRgQiWFzYTtprGuhIB9uBqH6",
-	"l+O/1HnvRrH0Kalxbz21oj3MsvlL7TEHfrXVZd93ulLXjOhKYcudBnUdPGr7uIuZ+96Q6FxfWUHmMWw5",
-	"OHllxYKg4hx5eydP18XyeFEuuRqBH/b4o/vLyOoLoTYbv1dOz+Ms5zAyhpt+dh9jr93HSIUqhDtA8x3o",
-	"rIVQKfBqKz6Qh95X+4EKnTGpEgoOFMLo7LJSg0yFQVNaqxW8M11obXxb0r+6K+xGNSwVmbzEkSJY7Csx",
-	"IeZcFM4Ih4Wum93dHmR4gQry4fHnL9g42kAA5RiZcrKU1joB4+h77XfxIXcsOBY/bqukYdNMG3SYYXjd",
-	"dEBgczvL9BVsNuw14AkNkCBunGfGe9VoNZCA7rFgarP1wmLs00ggmtglYwLpbJu+dSMPQAvoGr5KdyMX",
-	"CuB2m5TpVlE3E+BYYJiRlcsWi+FvSn6A5rnumhkx1So1BOuGRm44SqV9Pj8aRyY+z8BbpbL/9nW3Jh8A",
-	"vfGVUbQl7SeLADVAmD6GzC55Id23qxZE7poBpzhqM1swAbmnJMaQCJ3KXAKaBtXmAlX4jNb6xvIs01fe",
-	"1gwmb8sgP4bf2D4sIxMcDi/V9oC2UqR4bcZYiTHG7kowQG0Kayvr2OXQ/rE2S/djywRfgWzjVsw1NI8K",
-	"UwKfHoh/vPPuX4eZNHbsM/yjqfmyRrlE1PmoTxYvU6n3kr1LmQr3v7jIlnrHLddDrpSlsAudtizsZ31F",
-	"Bjx6dqShyhan7kwEc0YLlvK1rCPTU56NZt6iX2orRmWRXWvWkehcnyFnY8fi5gXPF7Sxz0wwkx3/1Gom",
-	"52Uh0lOE9UZl08lGSGgCgTKiF0ZY3zauwO5+LZ0xXjA+QfClhqtViTa7u07rRmSA6tnWpcEufKPtteuZ",
-	"YE6qTNlMFhiuGN64FP97rXZ3qqHxoR2zfcfi2RjWO2aZtKLgWbZCSCg/hTHbz8iDOParGB+0Mgn4UDuP",
-	"oI+HQ3Es6ahVEW14ItzGLieiGIGXq4MDLbXxjia+fslAkpmjQRwV+1+MMOdtfbC/w6lzvxMVsU0XWk6F",
-	"o7Qlqh2naDlo1XjW3Bat+PNhC52lVes4mMYt04nbSxN/3wk6IpvTmFJyLZ2ABf0Px4NzCHOFdr3EHfzf",
-	"HDejkVo5Qw9R+dnYhVgakV1ut/A2WtOldQqOn9sIdZi2sdeuqgc/nAooCax45TODFbOnjGdGo49WrNwW",
-	"cgYqIbTEb71Q7Sfjhgcvr56BUlPojAJKERtMAt0l7QJo4O1rEksHt+z2vLacwxr4D7AEKismbaTi0onb",
-	"LpSl47bzGSeMZ1d8ZZw12OAr1TogKoXYAh1MJJgPNT3GCTpU3EGD6lFn8P0RtYtuk1OVkcIcSzUJdted",
-	"sXFeSGfLubOifXX/dGqEu3/u4OYL3X5oyZ5M+xbEZHrqjOUUq8fcV90z3opGm4TAm5f8wy9Cze0Cu8nk",
-	"3FpRuM/99z/PDv/BD/8c/U7/ODn8dvT7X/5PK9FK2+VX94vnE5E1xnt+cnINevzU6rluV4PvMJT39fMX",
-	"A1zFBZgKcGWcqSl26iOA6rhusyfyBEQ/YQi9PfInVFPnf+aVQ9/fSKWORRuh/MFjvIs8A80pnGLCd9Cd",
-	"fSq0s8qlQDgRj3w4KwvwIlIa65Qr7G/Ao+YGUaIr2alH7IwMIqcQwOWjdHUnq9fjiBOe+nS2FqNcaRt1",
-	"iuHsSkwOeZ5HvCOO+IGplnLLY6B3D6RALZtt+H6yhcfhHpwN7+Hjj8/fcL2svIZVi/g1rfxvLN1xzGJB",
-	"UJc2cF02GOB9Ac76kP+J9BXEJwQdvE7SLku/Q2fBDEBhK5vK0VlDj02qqD/Va+A1IGWDABCUYzqgA+pZ",
-	"/LCJn25axK3Ce0PQFGkVGp1zwyTkxs4krnulSwjZtKs8cTiUdjmpUIhg6OsFSG/isHpJTA9SCLzZMEjU",
-	"EUcDnB1ipae1aheumFjmdkUnccfplp+/JD3DDb6GLP2U7B1LNdOdLvSfyHTwKSPRrwmkvSWQRo3XCjbW",
-	"cxMneCDbUayieGWnm/gsz1+7iewwzYqG2BTRx4jEhBs5jZd7fWVtZ0EWmNxE+O2OTvms2iQfQvEhlkFx",
-	"cCWuhLFsDC6OcRR6h2YWWl2KwnAkAk04TGPwB42cPKEsQsP+KI1lEzGj1CXrP5T4CmydpQIcJYVBa0b6",
-	"xJ65OGXjBTejpS7EmBlnTXloYQSAD5MqxLK1m43TVaYLbkc8z0ldyXNK7uaFABXH/X4IBlIcLOnK3I1X",
-	"7jOMonXTjKCQAbWidnKPvvKzNFZD2HKjilIb3GrQLbtitvGz25apJxtTgfQVkUk8zLXDx2vjvSwLowsU",
-	"ETL1/IRIxe+xDxKYhdtm9ovgl8LZk7oElPu5QNU14zZ6y3RN0p/hdhN1FvSSq1VFinAs7hoxR+za2Ot2",
-	"TeUfqGvqyaYeqjttYLpOqX3cM+5mWu34QxbmO8tw9Znh3Zwz7gMU/bnJro8/0r8gl2kmRDrhU2yx3GEG",
-	"c8T/GmfyglxsqTT4Hxir8h2V2VQvIUWBNF8a6NS9rMosGzPHt9ScuvRRhhTNIFxAyEoZVgc9drxgHLXn",
-	"Ih4aMsTDx+EeuUEHdXegibekLmkDysUbfOAVfX4It/V8BgvkCm5FN6SbP5+bJ5jffhFWY+n31fB9ABxn",
-	"OHxnKGCRwl3nUz4U9vEOGkEospyCjpUW/AqMJV5kUhR0PWs5M57C+5iIKedzYaBeu6tPe6HTEnsJzsQV",
-	"g12V3hNdJarJ+QLgv5iCJBnsYU4eBMy39zdzg24WFCxnNJAji4Nu5vMaOzxf7tcFd6Z7lumrwzJntDiY",
-	"bdVuYjY7HchETvsKLVvVufd+O//Db9M2/AVy5qM540p2y2q2zT/coNrdXQpNL4tZO4ZNhl64BxWBP2x2",
-	"cz91m706TnXxKiaRFzoHhy1mHAU+dlRrfcgte+NNUs+tehrWgCMiYbkomNU6852wnIkwRXvIWQJwqQWm",
-	"jesssAhswpFlfd6HN2703Xof3BDDvA8we7ewu6XInYZ6qjX1Oypi1tnrlaK0TuwKyZQQKRlgoaEZz3NM",
-	"59S5UNAmzXIrQseqFgbgq8CCjjwT3JaFWOtfFKFgYpzC+6B97iclvGOSyLoA5Hk+KhW/5DLDTIU2GYjN",
-	"9tk+UPUH7nQoZ+N68KCAKumziWAfD0hldoPMoe2EthVwZJB78BsMBpOqfc9ZI2TSd12Xt9Up7fbSVAMN",
-	"uzpIDoczPnUHXhHTI7pIYa0R+bkzJ1oNeCH998xIBF/f4PeF4HkCFzdhU53psjDYghDjqRlX85KM/mpm",
-	"BOxxJSbgEdhcQx9rc0ozNzmP/xNqWiBWUEwX8lKknbT5dzE5y/P31RbsjDjrI22iTp/S7Q/ngYNK7JyC",
-	"IwpBksm0vuinWEd0h1YfYu5ppwcE+2iM3dPYdjJCgSMi9dp3qHMfV6r1mO2jDLiSUDsgFOL9OAEAVs1B",
-	"wqSymsE0qP9dRfl+kiYXIsLu2SwBknanCX0HY6MB7y3ymljALHIKUC449EJXml1qSffFfz/p66nZCdWT",
-	"bEDhcaZZJ9TOlrbUufhgz/WZ21VCANiFQyQa5WbOEPeF42Uu5rdSkGRWyi6EcRcWCetO+cPDsizeh73w",
-	"1B86YTqCo4QMgrNYty3gbIll+KTI448BrK4oFbhBKiS+Vgn411x43IwerFKuELYFnISlQsSxhMUKG1pB",
-	"0vosI/cb5JKQ+CYGpQs5l+iVVUpAsJ+lhc5zkR6xM/g4RK6cgPS+V6fpps7e8t4aqgkfr6H5jWnmXjul",
-	"FUBmjTliP15SL09RYR3kWDiMSYzVKzAJAvwLGVGgoU4p+wbCbI5FaRO0AoizBWc4fuqg3S0U5r7uGiLl",
-	"wD8xJGTnZlfF4zBVmSpfeScUyXuYn4cvxM0Z4tRxg13BsikNzOp+h06DKHfn1TllS4zFBoiXq4VuHuOt",
-	"+XmSlix1xeAtivUWAsodkK64LU0M/Gs8pV9WcT6A7rbuM44HS1UKlslL0YmVr6ZZibCYVoyM4rlZ6JuW",
-	"6UaruBAij2+FMzBDBV91/fDKjz05UP0GpElnGhQHTil2sCtUuNER0YVVj7TCr263lt93jkiNtmam526j",
-	"AvCn+xDcnzP38y96vpcE4NPoVw97upYUiDVg7Z+sZ/m9widbvmHlUujSDvnIOT1a/0pF+P1feOefg4xs",
-	"qtCL4blb3n7tH4yxuqu3FXSj733xV2wQXb1TobH2vVahwmZa55um+YvWeTxDeKd7cu5xmhc82Tsl93A1",
-	"GxISdfogT2H180iotPWRH1XaAp/bMmobiG4hLCggHY+/g5/XAHc7nl6D3Y1+J9DdQnCjlVTzEQAP1p95",
-	"5398Cb8h4HDbg06jDc9YM2rdwXNrqk2MnlrfyOpJ3Ms2ZOCWJffhAyMb7H/vLT7Tiirc81oPtvBZpKet",
-	"N0NI0E8M4KnfjRlAPvjCJScfAfeb0nq/yBikqABYeEvqeqRw+7Ng78pgq/tTNMeZ7sFifItpM6H0PSAC",
-	"5NzYqqSpKJVJfFYayMpTPD6hbLFiOGtpKIUeNFJUKxJm5RJycCEB2yTMWJGbA2pVX6lAkiAgdGlBBznM",
-	"xKXIWAqYbMPSGwDewCLUfKnQd5sQooixHEoJFOPTqS4dFS65zGKkUafaTnS6ShiH2m1j+TLHBwijZQKI",
-	"V0ak4NXg4FlLCGxLF0GRKq2RqUAYA67a8iJ+EuH+/KLnG1VbgCtwR0DKbabnc/Q6W0gR18pyqajCzNc7",
-	"tSkxF2J1pYsts6yq0WEv0Obx8BGg33UNhxuy19ao1ZRT9HDsJXszTNBN9owFc6utaWurcg25TiHlK2Fw",
-	"sI5/gIX6vGtaOTLhFu3teZT59a37vw25X90Zae5eSLoOME3H2szus9F6To8AJKt8UGnY6/d/Zf/Pv508",
-	"pxvSSTgefJLb0Qjf32s1jVJuxSFgIiTbEJafGprq154ZvH6rE/PcadJE/EGwGkABhGJNJlO2D+momGMF",
-	"hTwHmyY9WY0CPiZ9aOskyM7JTrUyOhOB4VVzRtbH0xRbu2ycI31h775SC2JeOTT/0ckgJ/keRdgJQv2x",
-	"MIalDdYAfNOYVm/9jx/EtLQUbApjkBIQIpLhhwDThAlGWB5zxP7e2gmmaueyD5XOCPW/4JdSlwRUiMhs",
-	"Hq7woNExBk1zVGjRv2dAMfRQb1GrGfwQ79U5gwQjVaLFT5e0eA90wcboNEePlxNYGJMmfhXcEAtu2ETM",
-	"3USLQl4iSB2hgdIUSoiOk67w4uRkgBNuPTKxD8XdPORxEtfB2MP6qR0kPVGCDSGGnrgFbExX5OKUff3i",
-	"2whL1SO64lsFtwIBHK4XqyCq9XS/o1hF8EDCaFLfVwMcP4/v6T5FTDB5chw9OY4ehOPoyefz5PMh9K9I",
-	"YFf9onw6SS2EF7Wbuls3z4tvN790rvUbrlY0lnl4gVrfHmpd4m+jG67HZge2M+BWJKQBJpQgQRgPzlyA",
-	"hvSzKijqqAGCTMHHFJTK/UrvBISIKI658yClb4wALQUBvr1CNqMK8U7nzbtSUdOAgcFJmUIxegDnrYVJ",
-	"EcUabThwWsF1iQEOzC2EMe/DcAv7tClJC4KgX6i3N8WwcGTlDb7ElpsLc/zR/Q9WmFidd1t8Z+bCGUph",
-	"JPda5YdVLLBkLC23mrnvHbHzyr2Bxp8SImXkGO0La9/4Brc0SmgvaGtLJdC537xzbi5+Eop+HnJnYWtk",
-	"SogzwbWC3vghN5OO5H6AR4aAZBgoNvFdOtxB3wgu487AMW5a7eZWGrrExdAYj8Jh9DPPbPOKD+YmlToQ",
-	"N4dvZSXuQ4Zl8gLuhPKZmOv6SMImpWUi9jWtpbtTNmiAILCLU39CifcJVb3XIR/UJ0sNRWqSKTALnjn7",
-	"EsWsGxT6ARR8ZpMh3pf7caacfBV5pmjHRsI7JuBrBOQaN2jJuIr6r7jfEQkbUl/8xp92pm/Ve0f54Xfr",
-	"2nlXquDvWL1Oh7DpFj+lpymrPdVt0p3ujks/uZyeXE5PLqcnl9OTy+mLcjntvp3I4/BqUWwHEAgAK7Qp",
-	"1AdoslCvZo5JCzsGnczg/xwCZP/xR9TT3H90+7t+kcZS1bNXzZKqd3VImiZFwJm8q5ygtnw4FSvnplw5",
-	"g6vVm3TmS4TewEd3WTIHI7yllXS1mPW/hz4qsqD13h8G28BGsNWxaCXgMCJaoe1taQLbTDOX00XA08Yu",
-	"5VYDZNppo8GsQR8I1LodiuVEpCkEowEdsxAFVxfjLiyJQH69aqdPmKqPAK+4rzuhmS2R1+8le1iu88Ki",
-	"OHVDkK+jJaXq900XEtR03KCyyPa+2zu+fA6d/2lD13DDIhglnoUaP/FhuuBqLtA486AiiHqPW1EHI1hP",
-	"ccHWdOCnCJ0nsCddaaDFSihsgbai1JuOPo5tjPqrMzwoHUAVZBkWmy95Cri00beqlqjr33sHYDBVigF9",
-	"eC4vRQM510/MY8W0ILDFUHMZ8qAF4n8l3mBVadWyJd7LGpZVSy82LOiyGsu54Ia7f2D9opguom9hIVdb",
-	"PzesqYS3w0+X7igw4cpNm08ACo5cerwFh9KPEheatqLR8RgiAKEu0RuQc1kYFqq6UlmIKda2yNqmnCml",
-	"becIr6ARFJwblYjV8l7ZFZeWYTU+fS8G8WyhBPKEBI8KdbvlvimDLPxpRt+sS7KWTYcoyiGA28GJzYMn",
-	"c+0+Be9E3616WQgg2STAF4BTQKXMQC94918NbheN0ewGv/79H6hZjW/Nif0NGr3dqw+GxzvuKmjEhu0b",
-	"MYfHDqCHI74D7XjzTFooDE4iuTVdyCyld2scx/2hZaQ3wvKUW+5bGLU0FY++TnDdWoWZxIP4b7UtiHtO",
-	"MS90mffsM/Qtb5knCrpQXRz3iwGNI54Hyr31j1RnmMtcYNNFt3bsddLKTatX3tIre59+//R/AwAA//8=",
+	"7P3dkhw3sieIvwqs/mNG8m9ZbHWf7mOzKpuLEiVOc1qUOCR1ZDZnuJHICGQmVJFANICoYkoms7ndt9iL",
+	"3Xmw8yRrcAcQX0AEMqtIUd28kYoZEfh0OPzz579clPLQSMGE0Rdf/nLRUEUPzDAF/3q253X1bN+KmxeV",
+	"/XfFdKl4Y7gUF19evN0zUto3SGlfIbx6erG64PZRQ83+YnUh6IFdfHkBLxXwUsGri9WFYn9vuWLVxZdG",
+	"tWx1ocs9O1Dbw1aqAzUXX160Lbxpjo1tQRvFxe7i119XF19TQzUzqQHdCHlXs2rHyIZqlh5Thc08wHhk",
+	"2R6YSA6ocs9nhuLeuP9Y3rDd3FAWtknj1/cdxq/2Y91IoRkQ0Ve0es3+3jJt7L9KKQwT8CdtmpqX1A7w",
+	"Dz9pO8pfet38J8W2F19e/P/+0BHoH/Cp/sM3SkmFXU1nqbAzckc1UewnVhpWXZF1KSu2JpoeNbnbH8nj",
+	"NRe3tOZVASS/JlupCA0fmz01ZKMYvdHE7LkO2/jk6cWvq4tnUmxrXn7kGZWuV03uuNkT9p5rw8WOWFqG",
+	"YWErH3xM14Iw+2xFuCDGEpY8HKT7keg9bRgM57lUG15VTHycZbphR3KgRyKkIbQ0RArcOsW0bFWJY3oh",
+	"DFOC1h9vqVrB3jdAhWRLed0qdkUqZiivNaGKkVrudqxawbAVM60SrIKhfifNc9mK6mMRGa4SqSTTMBig",
+	"rxWRinD84ZZrvqkZMRIX1i44FRVpNVMw4u8bJq5fPOzS9tucoUUit0CK+PqlbYgaGK1smIKONdArvvBI",
+	"9+j0FT3WklZvpfyWqh37OOvdNrZPu7S17VRZliMIrWt55/b/lWKlFBW3Hz2nvGYfmxLctnNBKNGGGoZs",
+	"Ecao/dkC1gTjfSvlSyqOjtnrjzBYKcmBiqMfhba0WkpRtkrZG1e1QgNfh6HSpoFh/iBoa/ZS8Z8/1oJu",
+	"GFVMwXHhmhy41lzsVqQVVlgRK6LYrbxhFemo+E5JsSM3XFTk8brtDXj9xM1Bt00jlWHVS1Zx+hbu4I9H",
+	"tpaXccsJjk0gE1qWrDFAu796eQGI4HrHhHm7l+1ub14YdpgKJ98LS3VUS2GvM7thUtaXJa1r+29tWEPs",
+	"2bDt2Ec35G5ve6dC3zErdViBplH2oBuOQke5p1xYSebLXy5EW9d0UzMvyowEltVFqRg1rCqomQ7tB8Hf",
+	"Ew0H0QoODC88GBIKGKVUFQORKghGXJh//XMnGXFh2I4p25NdND3t5EWl7c7DU9IoWbUlqwg1SLi2MxDZ",
+	"DDvAx5MJJGZIlaJH+xzXYUFwW10cmNZ0x4rM1+VGM3VLcQ7jKf24h+Ez2Erdu9hWy/vRSM3jrb51a/9I",
+	"k6amlkW5/bAMQJRsZfmUAqGIGvLHp9FNMEiK8dYPsmL1I90jx/E2LA7fznja+Hf0wLQ/37golsDtza+Z",
+	"lUGtgLA5kvXVOruXgoumTUzEPidU7UBq1StCNflvb77/jhj23uR3UNMNq4HoaIU3Ea1f9U4afjvs/Wuu",
+	"m5oeCX47mPLKzhBGZnWOmWHIjRXcL1CZ8JrIv18AIfbItEcr7ybfri6uhZAGCDTOd65J2eLCw/3BpQB5",
+	"BvkKaShXU86CD+NrrlhTH8mO3zLR8YrQ9IGacs901uKfzpJomCswJtdAlC8leu8dkT03RSlbEen9r/KO",
+	"yK2Z9rqnmmwYE1YcrCy5UVyPp1k9ZvIcv5jx9e920f6p8LqFVa8I3VEudA7pT2lunra+5dq8dhpv/G5r",
+	"6I7Zc9Ctlp4SltXi7P8Dm5+7o0eU/euU5++pLg5SsRhrZmbPFNm2Cv5vR6dR2u8xzI2UNaPCNlXzA09w",
+	"GZiZ5j870dBSHggeSHnTbbbvz7Qk2sOGqcFtEeHf0tA6TpggDfZWGXcfJNi6jrU22mvYg97a+bn7Tt0E",
+	"ovTQNM8Zqza0vNF51LB1rxPY8TRBTNdq+GVQdG3DA0FhjoL8YOP0E1uXxKxfiK1MTxjkX6p5SXq/41lA",
+	"iXzCX0HWLdAmNSVd6Tkbsp8m70oetJIhEVopID4X2jQg9X5J1nZRa2afrVdkXe6psf8HKfUy/Ku6paJk",
+	"Ff5AHtv/bWt592RF1ndS3di/16Bj44frpzGu5xdjekfTnV4SNehOE2oMBS4IqntYt7REOUsNMBy3SAmi",
+	"eMkMTROFlxAsWTkFzctESBb2DomcCJR5SilmJJJfLqRg328vvvz3/nWi6si6zh+Qt1LWL0opvgZbzcWv",
+	"7yb6kH1KGqY6ieaKMA48lQrCD/ac//D6W7u7VBB2kD9xApdTKWvZKivv0fJmp2Qr+qyuJ/vElvZVMNGn",
+	"F/ibW6aOZg/iKylrbhUnwVilLQE0imn7Ay71l0Q2DARdKxmuiL7jcGFeSkG2jJpWMb2CDQJh027XAa0+",
+	"aMAABqmfkmv/NsHRgiluw8jaHrZ1T05pGhAVhCSaGRDVLQVws7JaXbknB0aFhld9g9wS8zYminlGX4Ck",
+	"kb7q4BqA1ejdDVSxcNNYeaXiyo7bNsXjYtqweybss6p3fsKdGds6q90VuGgJdQn1Pztz5qxqsIh4eO3O",
+	"UeJk36fk+7qyZNY0lv3XR1JSpY7w7RoIb002tSxvrohgVpaVgmlCay1BOoX3dkwwRWuy5ayuMqbrTFMF",
+	"zIO9N0xo7k7iSKp2hgDSvUQeg8XagD/EPAlnfl222sjDmpTUsJ1Ux/vpuYMh2odzo3NdckveWyUPfuFW",
+	"ZO2N/cDB24pL+8ctrxj84cb8gENFqigOzOxlFRnzWrGDNKxoVW0HUMuS1vAlXh0bafb3G02PlBOyIthb",
+	"gBBBn4TD4y0+BI2CMzdxT5iERY7frcgxu148g8ggTjSox5u95ZYGnc2d1OyW1Suy3vPdfg0Xr72Cs6SI",
+	"mQNvv7aia4HscEY6hUnaQ8v8YYZDDuc3Ie8qKvSWqQ9IH5PrfsK9cqeHPCw5uyVFMNa1lcSLmt+wwkq5",
+	"aRq196qXyOCakdstU5btgcvHWMaHTC9oYA/K4N09WoCp/MBiyvNb9t6EW3CnGDMjfm/ZZBYtKmYUZ7dM",
+	"Fd5cP7MwYLLQpOQGWX/nJAeXMIzhCHr7gy+KtjeAXfriTqqqoLeSV1YiTo8WxQwrYcjWwJ8KzXLKGzTm",
+	"B1hKseW700xWbxyj8UKz6w6sNnDoMkxVC/zBOBN93OQ46GxFdFvurUiyvmFHu27aHmtLX5QX3evIvmjD",
+	"13lWjenmNIyV+8LIwsp+6S25lbz08h/XhN5SDl09PLW0ux3ThlWFN+VEzvt/94/wgHdaTThFG7aVCkl9",
+	"y5U2QWy61yUZGVxBt4apImUTDLentLf9ZdsECxVeoHatJFjLbDOEWTEP23r4lT1qww7FML5nfAjULVOX",
+	"d7xiI+E+oqRXXKLsovnPrEhYiMCdqg2B1+FqABfsy6+eJr0jWe11outCi3DZ5o8TXp9tEITA/Abh9eVh",
+	"ekvAQBpMNP1SatO7Zf2nRLUCrlpDb1jC0jUhCnvq7elHPpBxgVBhVTrFaEVoLdtqBXx6L+8y1IfWyFc1",
+	"jShpa0fKa1BOa6vxuP7sNwdqeEnr+mjlcq67N+8oN0GRYCEM4b5yXE3Frk2KqP6pHYBuGL3J6hD4Z0I4",
+	"BdZqpB39mVzczhs9QYVVzhOydae8o8IHBFk5Q4xUFa5dlunwB83UC9vec6kOWfbD8RBj/ChqSbKM4620",
+	"YlMvhmwSAYL8BX2xYMmQBITmUvENm3Ive3oS1j3b0MrqMwd7zP7lC/LyqxUIBceGOV3wD4fmX4Ji+IfD",
+	"n2n3jzt62/2DHpS7oN1XO7oeuGM2XFB1jNn77HLFB9gzDNzATLvwsNM9G7AOi8s+Z9lVTLe1AXNuWHF4",
+	"HrHdRSUMbKSUO8F/the5c07Ojxuaio7bCyYvZcXquPUdHLyE2rvXcmfltISI+Z01ipVW5owzCm8ci1jf",
+	"3htFCd3wmtvG+kJlfT8RZMtMuS+2SkZO+bpRrGJbLlh1CV0h9aG1gv9sm3W/R23Me6oLHxIJ98+G1lSU",
+	"VqFBiVqn+OUGl3qOY8B+vPjjfxaWpOCrYQ+zHPkQ38zgrQfLq2Ohlql5q0EnRbPDhlWWMxQzCwCPitGl",
+	"la1BwAxJ93XoHOMjhaVZcJRFDL2+73kVoYZ4IHDkU33DKsvMoxOx+mcbsxLQ0ipiPVssNutuda/+zZ89",
+	"3IzY4fuKmnL/Q1NRw3xM9BsYSZJz98OjtYsxazUp91TsmPMjamJk5Gx2IdPpcBozaN5I1/A9HB+DbqNr",
+	"0PLavBAvmaEVNfS5vWljYQdwBWPkCtyDVqCrtSXezZFwo1kdMXfHXWLgD4Tm7POe6hgGa39HXuAkS7tF",
+	"8TMQp8A1voBtGH6Ifhz3EcFLuSulE+5D++olB+2YossomKzHF7tvJUuOie5WljXs2Z6aZ8HYNH9HOqOU",
+	"D1fDy7KEQMqmgS2vZQmXuT1bpwWcbNu69u0m7s7VRSnFLVMaHSU8lRvQewm9yd5+t2G1tNwUz+FihMZc",
+	"5MqPgfG4tnuRKiCP9kNbMkPq2G3U0nZd39GjJmvXU5zcU4vBK+QfXPfU8RPD5yJM3E2aVyvSgiID6ktw",
+	"5ltVytkYvH0yo0+k3dMuqx9gHFu+Q+deyQ2rpkZBMMGB/ufD1R1T7dZkSKlTm6ReStLp7I+ejCvF7ggK",
+	"kFmH+LXv9LW3g0aCYVrtNLp5tca+lDBBz8UD2KfkcSwCAOX/QQzAkzjjpfomSTid0ZrY9x5pl8OznBDU",
+	"58h4ULquVpFoujGrcDNfeSY0ON7vEowxed9b8RuUF9MqK6ZBNG+PGUaDQWThps96MSFb2tYmTtudN8Bw",
+	"U4Pz2DdQuSQfwe4G/C4e9XQG25Qg6XHRsivCDo05gut/AzOFwFTtepeCZRkOEvHCz8H8Mwzq4BqWNfvc",
+	"oALPa/Z9z8ezEEZsPzlRLoZuyC1VHBjeLa1bBpkjGO0aHvh40AlFQSDfTHxx0Ig15VX0bPlstCJ+iq10",
+	"w+gBBBxLH84M+sZu2je3GDy79nc0viIFw2Bax7Meg6iJVInSdc22hsjWPHlKIPwdPfXoMEWHfa9bO2om",
+	"2oM9peHXi9WF79SetEVSWbYZAN9gwvAtZ2pFyr3UDAROUFFoXTN1RbghupQN0wPSxssAqDG6xMGAGTsn",
+	"z6Uiz1zcE6zDyqrf7abm2lJvsGDa3twxUq0gXGjDaOUvnZqas4wcSD+BeN1CxXkXK2828v0zKYyKhXD3",
+	"vUSUHJn+g5Aoi8asB45HpWyqdk4b+d7zBcPLm9nw+B5nOjWabc8rNj8QVCAgpasBurVT1Hy3Nz7Cfi+1",
+	"ZaB3bLMQdNcb556jZLY4wGBDiDBYihGDei/vBBHgP5V+8RLH3W/+0tIfWm2s5ouneKD99mbhWVRClGFH",
+	"0oqKKRe9hG3Dx2QnmdXpjCRrpL4MvQmXotdrBqX+qGjTxE7/9QKRlq6dpbtifDLGgw7txAfrk8hjA9QH",
+	"YDyk4azEGGnSUMjeAtFwhdHkluk2ipVcsy6Wiwv36iVmocfVp15K1Hz6elp/mtFontlnwLT4gZHHff2l",
+	"L+hh9MScyjFNpD8hLeaPlxtqlwlzYu642btT21/KuOupl/SdCMuOtrBoMgiuG2duCllNmyPRTc2Bk646",
+	"8ySr3It3ihvMLlCy3eGBun71Itp3C9am+M58S7XxpqTczYEQhUTew7dM7Mw+RNUOiSUVTw4i9CCv3pNj",
+	"bzszhGp/gp7h17MWNbA0OiNDoKmHPxdjFuCamx//14kwrWuiudjVbH7IXtGdZ1WB2yQsN/75tzylo/gA",
+	"/d5g7puv0R/WVLDOSrAY2Wc/TlLFd/it3HZst78qRN5aVauuMYlkpukCXpjrANNQfLZdmHeuL7tvjkuc",
+	"jq9kdXQnowsUewznxamIUj0BSTjuM8zUxAYeuX9UXcxJtxcXqwmf3NHyiFwIBulDkEEDMvQG4nI42isD",
+	"l+8LSBmxb7+lQvfJKGvLTDlD5znViD3w+LL35rJnnHoge3ZnrjlLJPsdGplxUT+GkfmzUfn3ZFReDZLM",
+	"PmXD8alm4jCrN8BCgS1/RWPcBz2DRO+pwmsKjH7AxuNcCJlyROD9yDxj6aTyYNrqPG2Wa3pNKeuonrz9",
+	"gSsYSbSRDeEmjyLy9jBg/0w83gh9hGnCTFTa4WjYL6/g77++ffvKhwC4hcHH9sejJn/64ouYFhM7Q9fk",
+	"QK2wyi4VoxVMF0GCSncjfeQLZTn9PVwwXrSA8fbOzuQGiM163x6o6M35fVNTMXZxnHeXgBAEAacJcAFH",
+	"OIuiTyo65e2IBMAs6YjmTrZ1Rfb0lpE9TSkwcyfBPuymAbA7Zww+wRfdjFZIjN0GZTO+V7b1yHbeMNZc",
+	"0prfsqf2SrjZrEjNbxj5mm+PK6LhFHGDUAsbqhhZw5C+JA0ItjUXaAwiQpK1vdC/xB+vHKAJXFEuL3vj",
+	"Mg8bxMLCc6pBctbOtFlJ6NOFHdsdcTGro8D0MSk3TirOWc3sNXtr9MvuINC6dim/s0p48tb5dfVLLMI9",
+	"okJSzf71z+Tlq3+B5OWrINYoqy9YAqhAxPlJcsEqyxxCaG0X93k0LHYcJwtnjC6mxJR9Sw89u3MX8rvV",
+	"FBgFbD9yS/RRmD3TEJ6JceIrdN3CUaKtkZcQQsw1CFjL+/UNItp9tC37Qbe0ro/okH166sIXTFQfefFf",
+	"UnXTpYX5q3CyDR6IMjjp/sq1keqYCUUy8O89CuE+9zZ09Vp1G34+QomEJGc/MoQoIRt2lKIaIl58QMyS",
+	"sX/G4YH0IEKS4Bj9tfiWa5MEIeoHEVDtfF0Au1c7UJZ8UTaODjToYsN2VGRKsZm4POeYo0Dhl+rgDVGT",
+	"cdqdAfcoq+AeW0WtVItpeVwYEKnTuEF9BAS3+i66ALr3Z3AcM7Io66QjNn3ixcjUlicmDRYJsk2vyFrY",
+	"Lao9jq0VGlIxLnn+kwEdDXzwvTjaRQKK+UNcaGgnNnXUPBjS0pHqs5cor2Pvnf+HixG/Q0ALZ2dDqKgA",
+	"UECb5pFOmiMguKtwEHI6ldAQsOMso5KyBvA47WFvfEBItjligqCYAzCQzEmkXQoyYl3E3Y3YQGHkDYtl",
+	"Yb6F3314QLdcUxYSCaS6VxRpnMNFlLNMFodwoWUkyOiZe2I3bu3cGIqXbL3yTk1eMhT+gk6xnH0WV5F/",
+	"3B/7CvsWAF9dP2s8K2srZK3h+0zAgvdG0cK55mLeC4cA5t4ghnc+DLeeXUA5KJe9PDLtIvcgdqeh4Kcf",
+	"mdii+mk/FQ15bdWqkMvUAgTfikhRdoEZdhncTa3bzYEbt7kjF41UhwIyYGbQIxG+BvQm25zDwsnJK6dl",
+	"yEcOExy+sWmNkaLQ5ljH4Zp4Fc854Cb6QTRlc3TM3UVScFG0PJ4/w943HKmqMDx2IcGBQh+5d4935woW",
+	"DJpgaL3VRoZQNuRxkKyZSOm1e5J0NVtJt7IUABevm4q77EPnUeYE7SaWE54B28oKPupEl8S29kK55ilE",
+	"s5qVBg93boZJMoDCyzmQ6+rdZigqIVwNhcPiXwNTsdCGCoMywJa/n/OgQEOZNIc4DIXvqkjDkcWn0lBF",
+	"d4o2+/WKrHGR7F8AUAIR0vavSyvqJgKkFk+BkBVLkQM8Sx0xcCbK+pZVhdvmAqXRJVF2Gbd0CgBl6RL4",
+	"l9b2MMbx/X6ccLorH0LcCsPr7lCG7IR87pVaI/fU52jG1/Dc9RWVHWKfC+RAU/jZLwQu2oUIyKPzgXzp",
+	"9DoA2pZbfw9ekTXcVJix7I6TvfHmY19Vm1jfOJ7OUqYnOuwWvcSWs4vd0Iu2InwbjLUAR7tMINhO5PTW",
+	"/MYd04pr+EfmIf2IqiMapPDW6FKXsrRDb6gJAR5ZErnTPZ7zmuUK5L6jPIG6UfLQmFS8j7JKSK75HpbE",
+	"UgPCkGhUhzaKCgzoMXvFaAU0Q8XxLKO+T6YuQmiGVRWjMvUbJ7h3+achE9tIOXRQV7K1vUYi9bKzAiBV",
+	"NhEnnOFY/tvYqYxu7YnWc75XeRF1JpXN6xX+HgI0+LpRrEUf4sqrC/jWRL+Iu5Q7RSeiEkltOkhvS7Ez",
+	"ulC3kazkB8DPzYAdt72nDskrOBZ9lG58kxi5g1shNyhzmum06LLuPnjNrAiUjDNDKpQQpjMxPAzLDEn0",
+	"alHMYQ+RLwuZUAOpdEtrPWGQ/9W96VsGiXFsw+pZffvZFq22XGENacN5gf5pO5dgdw4YVTBWsYq0omZa",
+	"k/VgPqDYQuP2ZKG3qYTyXYA3xXdCqszaARnQGXd7SeSd0OfY9H5doIx/czJyytQbrJdYSaVToG8Ya3SA",
+	"s6n5Fqz0lmuPR3hfU3AYwumWklMTTzIlgKQ+8eHtkz1FKGJndXVk4JUroo1qSwO4vU7ssMwO0f5Prq4A",
+	"LcwgPlSsrCHixYFNuxT8FVnjJQiAcECCqFSVinVK1Yqs3elEAEgqCNwnzujiEQLgt3/Hlt9B5ir8gB30",
+	"fsB+ej/YTnr/dH31fqHi+C4j2aVvDu4tyLvMQ4ZgE7PB8Jb/OJ1ZqhEvDidheqo+MBdJUt21OCIdOZLj",
+	"BpOUdMvN4PA+0mTdrRiI573AYwIxhds4oON4E3AouWuuz3Qv+oE/pH9xwGzPcjDap93QnID8e3Mt6lMK",
+	"UPRVx0GG5wPuS/B1nr8nw+TT39G+wH3aVedIo5YBa+rgyOfipGeroCxmv2qXZOTaS4/aVVZNDjmkv4Ys",
+	"+pXLch8WXY0lww7khpnsgeeKuQwmupGtQbu/mdZ13UsHAHOg7zEz6+LLP3/xRY5PZIgFFa+e4AWK8DKq",
+	"qgC+VHNtukjUgIWK2Fq6KzeY56EZjqbwunBU8/F4ZfGhoT5YH60IvZZqRwX/Gcu/NXW74+IPvu11MKvn",
+	"OJCgWmYRlr+gDU9aHPzrvd26fvXCHmbBSg+R0GrmvFrdgMCv5T5enzsynlUSGKJgsWRKb8CaV3mIDFxU",
+	"7L3dL8PKveB/j93igC1e/L2lNTfHNYFPmCvaCoUgBjt3RdZWipWH3qubI/HIv4AW0E866Tduf8Zvs9JO",
+	"4nra171YhCvSwqT6SaR3Ut3ohpZsct5WFwcu/D//GLMLMeWs3cNzb+dUgNg3re9yoABFHTn1/VXoWqB1",
+	"XRhGD8XBLqzSUKRHGU7r8Mu7E0xYw4HeMlFJNRnnGn/30RYj5gRJ9Hum2KpH1SHPCIIqgX9YWoiemP5E",
+	"wwj8q1mzccYtuwaey+UF3L32HyKE4jQ67a9wEU8LbWuiGVXlnlVXLm7UJ1DhXXt0AYPgyohIpasL3R4O",
+	"VB0LOASFQ/GbA6UF5FkXqYgfc6+UhRQi+xaeqmxs8wgXaZXQrosj8SyAzPL4MYBhoqIR4gaiVKK4cWFQ",
+	"YTZZPGl4dSQ6Gt4fgHDq4CiXQ7bdxqBNOmmUgwgAqC8DxkdC/YqdZVeJ4cnNyC4O7O6r43Nes+dJGNxD",
+	"Wxtu2YODwpUKTSBYKSfUancOVqvn5tbluu4MACCd+IiGRsmSQcXXAEy5wtrDFUZzr/3Y7ci9jBVP9kkD",
+	"12I1VonISgA50c3mirD3tDT10cMOLSLQ5uLEjtd+HqcXJN6wxMFu0tSUC1d8CK5IbnRs1aIokD3EY8+y",
+	"AdQaud6Yd0ECNqnpUbbmS9exs+s/XnffrZ+sPO6BZR+DhOfH6z1nyjI6Xnruun5i9e9UCUn7zd+pf7PP",
+	"2gcjnTZ7sbrw32XxfLscQ/RqvyTfiF3N9X6aq+vRrLsAR8OEWYWjbFrRp+BzRNqTBOyPKzM/mMD30gHJ",
+	"IE3HZIJH2lUi6A5lTY29IwNA6ZbWNRQE8xFYkxbCCD6sOOhPaDI2VSq+41b27uGhRnG5IWDbLnc49cEX",
+	"yT0Umkd9ktunmZ5GS4yFausTMj9e4Vev7UdTkeaZvah9uCac8zHfmcgqH06+egNSVAdi7F0CU1F4Mqg0",
+	"xDbkVfsovxE0bj6Wawp2G6+B4Cp9S3cLl4Chu1PgbQ3dOXBbp5wsKCZ/WVJMTpMtBviwCzMbQtSeh+F7",
+	"NZrmcOc7dPo//eUvpNxTRUszjL9bCsjqh7ygcbzDAAuGlR7GAQIcOOf76gKCCBdTYuDpamlt3yA2zjxG",
+	"tM/nloRWFRnINtMVdmg7+aEc37E7NwqQpTlU1NV9somDQYeOcmano1hw/cmBBsAUs3OMOYBPssb2JjQJ",
+	"GB0ITdHR+AtyzCmGQtKKdGIN1FObikWZgULO8BhNgRxqmUE+DOwRWLZshYli+NOmmatjjeWCm0bPGBym",
+	"HsPZCrV9Y0pQtWgJg8i64ADtuuCigPNYLFbmMzMI2eRx1b/MV66sj1OetSRSPAF9OYmBasmhCI7PSDgI",
+	"Kt/+BY9TEr+0+iFG96qAPkRdi2RgT+KFfGubY7QipN0d3CpfXZjn7ZZd7AKDeRLO3B/39lBbmu1EvVK6",
+	"kIwrYnsgd3urvgmJFVu7cEbPCU6tbzxvU8+RJhLqRZxx9NUqS/ODyX5JRkwjwiggujAwk8GihKzNrPH1",
+	"kUtiAXHD0+GqZXhj8HRNEgHhMWn35aDtFIRfwgY0/DYpd8cJ7N/wBj82gV8H2eMB4lCDiL/ERjvq5qaT",
+	"IiJIB0F7C66TeeY2Utr65SqIAohSEa8/FcmEWFJNvxn1FcAnvRb4QRVUb5S7comvQ4LUYBnXe3lHqP2f",
+	"MkspkOOKVwVt+Pxaj65bTPLQ6MShda3jt0TMFyO2MhY8GBxBDv3nCsGQ7RJHTOEw7QyzbdxLxUTVSB7F",
+	"baoqxbQOq945qB7aK/YjxLIl/GIbLoDWuE7W3sztO85YvusLIfefZGyCL872pcW4Ueg0ol/Pq8l0R7nQ",
+	"ZjoSd5tYChufp+CnWSYxXUrFCrNXTFveFoEHlXdMA3a2FeE9TJo9sXt6O7ccnYwy6mNZ9FuPvlj7mjmJ",
+	"/AfZFDeJgoI4XtCxoMZULuoiL6VIHHaojo8Jfrk2jPGq29YTDfPKCg1QUz/PjGcH2pXbjyF7+GeuPH9+",
+	"s/F7+W9Ow7av5LfVqnqWX1GCiLnQLBasPPOsxU7z30ZOvbgUc4YP3Ap43svtTiRmM6HCkLc+ugD3zUFW",
+	"MajSED8U3gkWLx4cCqncIK6LgEh/0hVpm/Yfxps+UC4M5SJ2/4+1xbu9ZLdMkVrKG+2qwnIDepNm5h6Y",
+	"A/2OVks+/qnRdeBPL+oocq5Xo3iliatuj9HcEOoRAgEw2GPkoV9fBXhasjkSjPvVWF10c4SCo7qTFOA6",
+	"61q8X0m9cYjCaEr22LlL5kuydlEHEOg6CjtAGh/PK76cvGE1F/ELtTuC/rUAL3uS/pwWOkPwAoJhRYMV",
+	"4FFmpMJS8EFR8dI8oIW8H5qth2JA3FZvOc0hhRZrFZheETrFOlZBqIEcW/v1SY7yhQiGN+NAAj/8oPky",
+	"QQQwAiy92Kr7RC947jWJX3CQTZ9DFh4oZGF1YegultlHd1OM6HtZG97S3WkmhrfOhXKKl4DuwEtwRdZh",
+	"rOsgLj+AaQEzvYIVIHgTdZaVwZ7UHsBt4DnksZOb+6E/T+aQyWf67dDJw0vxluYyVd7yzt9d96oSROyW",
+	"izqC72fZjgl9VIQb6DPr0MyVP/gRYxE93PvAxPf0FOCfd2kHwDIif8Q0kBObM40C1cSXOfTx5Fl+Fe+p",
+	"OCmw/a1qXcTr1uGtNB2c2Umh7K/uUQzATfWRdvUATioD8NKD/09WcRH/f1xC1W7QIJbeh9dj124CM1Ty",
+	"lu7ihOJcxdonzi1GpZ/iUes6f822URiPpQIK3QVAdzpXvx52G3GQGbobXC10cdppjNRT75Sea/6UXK/k",
+	"3oIb5ZligHtPo2VCyvCUUEDgJPgVEbJiYBpuT5lzrzlereAiWXe/FbxKQLrrIqO+F9eQ1ooxgCDIPNKh",
+	"qEDXS5wDnIixMppMqBTtXRwuWwEzAbI2a36XAIfTgXOyxOJOtmfLBejJV6SkCmJ1Ib2DG7Q5zXm9E2n+",
+	"2Cx+TB4DD1phmToCkZ30rvamrSch6tKtRX94dr2iusMEGrQKS1CUYfoxmGZQOUopdHuIKwE9HASYhkc/",
+	"WJABsmFzR5uVQOaObxSAA1yNcbojWL8pLDMIZhBWQZC5TpOZlU6BYZ+7FsuAywE32ZmQPgLM8XiMIeoy",
+	"qr3sOoPgePtiKOnJg9rdT3ANhsOkJdnSORvoHHh5b+u64NH4KVm6NXFU3iw9BvBeGtsZi/+drNjrNp24",
+	"B/kPWKHSChkZi9+/TxY5NyZIXQ2ujWElmlQGRSI6YRSc0Muf4aLTuawcJktaAwzOxerijm00N6wAFnqx",
+	"Cq8rfsuiG3kOis+/YRa9U43s6j3SDh1wkC48NV3PWmtftw5CJ5QYBab22A7hic+UrhTdGvIYwDOexK7g",
+	"VCmd8ZqORjNPXK/g/o2xngkPdqtyMzEHzlGYPk2eHQtcOfEAU5Ia40UFOgKMgiGd9X+ytIRW0wG1xUWu",
+	"HgJZJMvfLpgX4FQrhE++wJVUgHYAUL6Fa2ftSk16E6tq4wi5KDClqyPCY7Jhew6Q1B0PSEMkpYXpDgip",
+	"a1qxHdfp+E4Pu5ZYE3geh/7VTCG+WcD1i8Ht+PUZncpeFSoIVzKS6BaSvNA+z3VYiECNc3zhRNvROH7X",
+	"0Ub07DF78WXFJnt9xkhSwVfTk2borpjTnwafLsTHYlPRMXumHOMTPqAPQLwmocGYnoxhkWCc7fKRtXOx",
+	"uNC2UaCkKvf8ds73hVA8/r1EuODvImbPt7tV8pCO1xtWeVnThgdeFedQ/VBAjG7pHB/ZV+IbvAF8bSz2",
+	"vqGiYo6zsffUynGIXY2RnFiU+5FGDyJEdbqaiYvAd/3xeg/+2QMFpHaprNJgsCqy1T0bLBeCxUf6YZLr",
+	"k0cYv2x8Mqp39Fq18tYuF3u6e0rWuEhFBzQqJOJ9HRqpTHobNTNFP9Ekzf+7NDX7Xh9UYlk442C9nqk5",
+	"5IjQvziMi0Qjd5bROPS0iULmydAD4ebETgbTASDiFF7dtS/sYynZvbwipTxsuMBqzt4ZZugOSdkb8gHi",
+	"Pr5ZWTGpp4egJjubDzD1zBmA1VxMJ0JF/QNGk85AZ3HdXwp47UyH2pI4mhUe32Wf0RumCaT/gmjlXEaJ",
+	"qMY0TnugVW8o6dy23JCKW40j7y7a89nIWrk1rDdQkLWgEG+47VIVOxI5fUsRPanT+2JwOr8k6zvKjQMk",
+	"a6jS7s/SZdIBJpmv8m3/4TtYdyUNWbXu4CkxdqLVLGFxPTdVUTBWFc6nOwMlEHzj2vC69iLtZoTIOKWR",
+	"dEn2V1CKfZxAE83oeqRDmZdIffZhSEFie95YDgnVmkY+/j5pDiEShDT5Uad5mLVdbmsrwETjYrxm8Bem",
+	"E152Qo56O8MOtCB3Y/JWlcrauu6nszo0qZ9a3cmhUnn366qDst/YY4sfeJSXmCAOr8WiE+3XHIMVqNY+",
+	"isDv86UvnNhHH4rdYEGxmDUO+Pcm3rvOXIQDnVvGxWLvYRljaf9OsnxKfrQP1/4+/S9S1Mc1rveaAwux",
+	"9zKi4FmhYd2/ptcuoAeKPFxhP11T9p+yNevxN1yHcs8fSlOit0zRHStcEmFRu1zV6WVOHUQBwVcIQBZE",
+	"kj57epPnr2nJsrfOnVMGOMWGbaUr05klW35W+R5IhboCwRg1FrSv3O1l7ZA9FCulsrqd0aQVFVND3WY5",
+	"Nqz3dlx0HeiTw0ur9ADCy93MotE2WFhynhb6dXlyiSGMPZMa2HvDRDzi8zmoPf55XlhylWgmIWsd+CGl",
+	"zr588fIbkL3vEen7vQNnwI1M1xfjP0c+fsN/hs3ZHA3LjFH49VNW3E+vKjARzUYqfrbh4rMN4bMNIQej",
+	"JwOP54HSXz9bJz62dcJLpjOaq308KNeSm+cREnPvx+/G3AeWtbdCWfzusxXmYa0wi8VTwtSNlDeDfCpu",
+	"gkSfxddPtPyAi0mKDrTus7lmaK5x+lyCmrq4FoR9+WzzOTd63k2Sb32iDBpcTg+gW7AFfS3vhJVFf4jm",
+	"ZZKaixusD8ZchDTtXy6yL4xHygzEGn3Dd4JVhPZz1FENhHoAWH7xTiqA6cEUQYqy1rLT2XY4N9s+BGVc",
+	"iACQS/zQRXGGakhrtJ4gsCbc7r2xX9qjU3VHq3NLPyUv/J0AoYZW2+zSup1CDiWLoIZNwImUrXFFatDu",
+	"Y5+srzpTc5edusbUwQM1hilXCcWjfj4wquTvAd7xM4pjPGU53HThnVC1KAvS8YFQGT+jK36K6Iq/znBN",
+	"TzhvEje1lSG3VPWAo1HcD/tmBZidjBX6d2tXZNh0/bunyX8ZDXdy9nkN9xH5IpxTe1mhF3MciTE+VQ9w",
+	"hcasPBxK3Z1ly7u37/SZz1V+SNcpIiqg8/QxrbUM/tMnqRR+nUlI7tXTths7zyAiKE8ILw83Cn/L6yvo",
+	"rAUEdWZ6OjZsR0UeEotf/5zlCi+ftmBWjmuyV8y9PVwy92NWd5jqungUjcR+IbywrnMzO8dnYE7GXM7y",
+	"HCSW5uZ3dpnB52V2BpfnP2tqZ28BP2ZSp+vV2wUXaroF8yHqe3iBa6sB0nqOboK6UZyU9em7+95/Hi9r",
+	"NVqOUWfxaaNa6aev/wdvZgOTu92BCIDyBlH+rRjhPM1RTcYLkDHDTlc3cdA4F2XdjmK3F0s4Huh7D5v7",
+	"xRenoOgOxhhbqW9E9YNmKhlM0FU0swf/bi81Ixu2p/WW0KZB2DowfhxoLDuHNk3SM2O/HxQT3rBaWqnR",
+	"yLOqJM95R3/05Tm7AoPUKxiasVE5XWrYJcAwzwG3YYh/Ym5r+3Qd4J+pceH8UEu76sL4/XDOFp9G5cp5",
+	"FVu6WIYtFVIcDzImUXVsd7JiPjDAWwjoYKbzubaTMJ8eaFIe6gjDyv5RhY24p4RDus2WM9Ur2sWssmiP",
+	"33q8f3ELq2GCJlTDt308p1MI+Az4cN/yFVlrpm55yS4hbAJiGbQlJ78hZq9ku3MF2lPIQXOGwHBCXDBE",
+	"zxhY5Z6OmOzSreTqosvo6qhvsK2DQzwY7wzvepMyaH+lONuSLS2Ndti8vQKN+VnsH+l4WS1VSEy+dESM",
+	"0LzTEzV3EOyIuyOARfSaBqLaWAWZWnBgT8Szt4QgAJaoN2KIXHGE50ML+mR6diL8TDL1RlZHOBm3TB0J",
+	"aGi9OvHjvNyKJbzcm9reWFYyY5eK0Qp+wNbsV10RXy5uac2roqGKHkKwRLGVrUiwDlfzO9bxvj1Q0evv",
+	"fVNTkY4nTGm8dh3++vbtK++utyNeEcUaF7SFhGVXKkO4hEXqRh16je6L451fU0PfSlk/k8IoWc/UsoQ0",
+	"wN4t2Ec6A0HTSFljchuPAc4gQNfpflfb7CNN7FFKm8LmXa3LeMd7Xi2AKzsPvsNCdfjdGlCV3S7tJZS7",
+	"vGMbe0zzcJZruomZjOGc0gaN+c7wlut+79NEztQzri6/zXYrVr2q2I4xZNRwxmzIRDfs6EL1sJ49rLZL",
+	"rkd620mou2/vfMwuzuBHoc8TqP9HRZsmZli/9qWx3bCw6ln0ACjqSIYKCFkIKBrp2yrIMRANZltZ0rZS",
+	"p3eSxj9teW45glE47dkam4UBFy7cgFPIz/4iuaJq/xD4wVxnhJ+dDimMiaeZgfqTfXzOWLWh5Q3o3lHD",
+	"kcICflh+SwpCibstztP33MenSsvOvRZvWzZ4N5BSHg65Trh+Few0eES/pH18+D0MbPcQVX/23viQCan0",
+	"ynEqS3AO+mRYHvzDKLxbt72gvsEW5uu6lmMVrrrK3AJpWTNfhQXv+Z2dJDcO84lWBy7WYShnTRbGwkQ1",
+	"r3d3yupejgaBeur9x4CBtxFkBuwA2BoelbFOtgor0XvJyQFuFeMukMRk/VzyFRNHnsnlw6KuvdO92CLy",
+	"hhhOBb9xwcUV1/CP81XSQMMPpZQ6NjVlAYMlCrMb7vxpSupzXrNMORnzdi4hshwkx6tOhiPaRUx5YYY4",
+	"XzS8jd1F2DECRUOkdxHi7nUcirmxe9+9RB6H5KpKmidBpFwjQvqalNSwnUQw1/MBogdDtA/nRue65IBD",
+	"ZsWpNUC0uzSlAIFC24pL+8ctrxj84cb8gEN1MfQHZvYyZv9dK3aQhhWtgnjmAWyLVGQjzf5+o0lC5F0j",
+	"TQT2QqtbKsqZ8lDTCkcZIZ2/jeqzdwVHFgeYoSNh8QRhb2mX7peOdu5rR6moSVj1Q79Wadx6c4ZiA/t5",
+	"hj6Dq7Ca12t6HGpGl8H9NPQGS3OzRMydT4GaU0T6LDG7GLL96FuuTSYvhTIFJ7BSClGn9tseQ9WfOepn",
+	"juryzfRnhvqQDPVA36ezcq1+izCj1NFpXqBzBpc2pGZWiAyi0wdj2Jrs5Afj1z1OmMuzvRsfxhZn3Je+",
+	"9MgS9+4z4hgHx4ZSg8dU1ddMN1LoxKo6L5Tl5WKYPRs1Ep+hx8Puc00MB2jn/ml+UE18ITE39MWF+dc/",
+	"n5ypi+6eELvbV39HebsnT2omj/etXz/AxTotoRd4/Q2LzOU7lz+B9pR7ucQdbBevVi51pQ3ery731Xt/",
+	"l9XmdE6x7ewh8orBiJWXWxwimKP5DbahH15/25G4f70+dqnmJ5a6Ybec3SVqZ3U5Gu49Dw7pz2qG52HL",
+	"FBMxm8q1vW+dITi81jO3+Xz+A61YstTcQyVnry5cznViITRmloT1qFwQ0nhB7hNsQF3xz0GDJ5/spAlt",
+	"egJPbDuJSu9WfcAqo/eDVIcX9rqMm6JD4gslf20PVBB4F5JiIgFanTyXF98eOv/afTmNcPeZ9TCQHuA8",
+	"171iQqNcSfTsx/wY9jS3po8SOoNfaulgW8u7gBPaU2m4BwgkXJxZqr7E+9w78huq6E7RZg8R06xmJSgC",
+	"HWZAuOfXmQVrJqubQAqhvRyn3grjREt5YDrAZYxr09tRxiIHXlGrd8lQi22wjCsPcIvxYPM6xKQuRRyl",
+	"t5RCGyrMmjxuNSNrGPwa4JHXvt81eVxLeUPaxi+wVInw8mSyNSM1NxidicuUuRdweGAznqXcKoAyPzxm",
+	"WAXC0gnftMZXxFCtWOGZsNtGRbUiUpTMhWWwCh+mgjTsRwXUUQi5o3mHtZuCJayvuxbiJc1wcNqjFQ0P",
+	"qYvFM5DzSkWFga9U9EY9ObgwcN1uXHm7EPl6zujfhGa+tq3EZ4BjGaQjh1UHpykud3SwME5jlpLIoa2u",
+	"QHqvxdwQgOv6jh41WUOoCyIgxw3//hgWqk0L7cphjcO4hv7Ck4h8RCExVcn2YBIkbxXbmC0Iyv0mAnQ2",
+	"rTFSaCK3W7+GWTHRP2imrksk5IiJwkF4cFG0PGMv7b0AWvnQzUSMlKli0w130dXgTpmqM1Z/AWUGk2N7",
+	"Sq/tEL5PyU9wZGb9uLgN7L0hj19SdWNFKMszm5pyEWeN0GZSDYA1AFZcJhGDoAVIx05kY7sKaCjJUVG5",
+	"gxHkOqkOw8yRitX81u56zwXIMuwyMbz/mG4D5fWNtAJg7S78LNrqhKsIac1CwE+OxAAmzK9CGlo+iaRO",
+	"ja9MkAZTV0zL+pZVvipQgbAqp0WFOaFDw0YehxA3N+yIITcojHUC1kgHmwNlmmXo8XgIoCLvK5ZZIi2y",
+	"nJnAz5CMDIV/HReKrqpryh62hGRBN6zOb+8M+rmjOnbJPCztiMo2n8t2goU+3JgOxAcOW0q+jhHEMG01",
+	"npYVcqKbXskZRsv9CIge0CBz07WsnoSyTMPUIH36pFStUdrtUlZOMhfnhb10aX0thDRwsbxmTX303prZ",
+	"rJxRKjrw3oMD+nRBVWjYQWnNd0AUS4STjrPi08rWuGugV9MqofsdwdjBtQOG3luQ4eO1JLquTyrLOhlJ",
+	"L5RSNkxQHhevFiPi3hxoXUNMHD/wmipujsQeSbjOQfINs4S4HgCLoLj8A8PAtpYQB7FQSCsx/VV8T6YT",
+	"OIe05gzMXbF68pPcONEPw5CdvjIgpyPRdzx6CH+Smyjbe4FosrJGMd12YplLlsHRtpmK/g4JzojqHBJw",
+	"10SBMwjFMt8lGAYgiXfZ++BmMuj+9GVHfjG/+NqD6wwJDRf6J7lJlEIrDnoXT1L30w2l1Q6NOXpxbN3N",
+	"B8ujY2J3liDW7e7DbNpqsGWpnPOH3CsrkfCafY8/paJF9lAIA8QQYc/BijAOqsTmCObkx33vK9gxXIQy",
+	"rxxvDCinHfhMV3X+cd9d+yRS+UVRobdMOe9vv5RW1++wita7GSuX/xZ82RerPrAyeLIvVhfgyL5YXaAf",
+	"O9ra0FUwJ3GNfVQDZJP+1LNoLmpfRtuYr9TWAy3q99TboyGfgcU7zXbrkrXGOxMjsv+mpUD6yozOcI5J",
+	"oBuAJqJ95KNZS27EbYJwSY2C0Lm6y4CBXiA2gBuNHVgZ75/DX/+TlqJAmS526GE13sBjGItbRL2XbV0R",
+	"TQ3X2+PKKScgpvtXsN7X/Gr+BtFXaB7+IN58N/EPFoA1OT65Lv2FUwMkIAPfnxP6pyd4cuH0GotNol8D",
+	"LFVJGUPDlWwbvVxrfMNFhRghSeRIqFk/rpldUqXwajJ0t4IyXcbRMKlYyQ+0Jrhb9/IwP3Q95zkXjf3s",
+	"hovqiqzDbNc+fEyzccnrs0pEv8S4Z58NktTLrn06iO1eCpbOBUlq3Neiy9fYKsYuQfM+JXPjhKjzK8wm",
+	"ampecoNWusdSkZrRW8A0Btb8BETzStE73eF+9VMFvEBhm7wAMyz89S7T2ZqRrKBYyfitM6b11nQBcdA2",
+	"PredvGbxxJ5rD0VPTc+yPpfb494qjJxPfhgEorjUzgryMNZUa+78YuFVyE5WsmrLfIh5O/RkCe9McX0Q",
+	"1PFQMQPLMWoRSTc3zBHo2kjZkyVPYCKw3T7CtGdFwHjPRHLGsgDsZH7woLkuQpDJWPrtYs9OD1mYkYm7",
+	"yQl7999ydjdKDzlH/k3kpnvMmuf2Io7W0AeFosMA74UsTGHw8hAIzgAC7z478b5Z4wuW9NCU48iOH9j6",
+	"lDvGvbm4hHHD6Ftggv0V1HlLuGl5bQouCvioyILOhm8uufAdUcWctYdVRCbEyDEg/EmARzDzHyDhPmZX",
+	"nV+xH1LwAiOSo6Iiey8ldRhErWbR0kiLmMpdE2Ak9yK3j2Ifi+8LaN0fm677oS4ekMA3BSFVD07ctQEf",
+	"4TMp0EcVg4ULz4gUnc0/bKRzSAOs5yPde8GqOQcWx7KfSGG97hNlCCypUsVBxG8wX7VvRrGSHOVC286k",
+	"Ib1/gm0R6AGEpMr/yTX8hwhpwMTbAE6r/dj/zYX7Af74Lxeri//4v/7vi9XF/2y/+OJfmP+jhN//X/jv",
+	"/3OxusD6SRerC7ByTq02q4v3l3bUl7dU2Z3SdvjPuvF+J03vX2/s6H/EEX8jKvfXCw3/+Q6G/o0b7nfS",
+	"+D9fCPw3/P+bv7eAwGafuz//K3hF1ds9tS98y7R2f7oH3yv/pn3W/esrP7drnFvvDOQGBF07zWZFqAOr",
+	"A/NHl9yCj/XKVY/FXB5Uct2+xyhKCuZCWsYD+WWSJ/9LdvDUu0mhaTxaMWJ8d0Z5iFruAA66T9EdqjMV",
+	"VU+ux39hR2dUqogD2c3fas6taCTRzNhd6GPWzqLNzUPY2RYxRTYBT4P9Fz7W/zykPigVEgsjaKgynNYF",
+	"psUO1nxLaz3xy/+NsWaAkvdIEwlXs1sgLrRhFPi2Yk1NSxd3cRghaIa7OQ2BdzGe/rucvfy31Flz14jE",
+	"0MueQty/hvOlvMM96r5Evk/ejzPBhMMZXREa5yfx8PwT7Q2yYvWLP/5n8TYagHCN7nipwPvABXEo7CDV",
+	"vOGHpuZbq1Y+23PBYoIgE8UPb6Jc6Od98VeK1+E5R92O+1USTf3a+Yu9lxPGy43GnwMkpELzilX3Xd7A",
+	"iEZKKQp9oPUJ6NzDFf31XcQu2zVbVFTdPGjbweZ7QjurC1yWbD50fUs5dOsQyCP8J7k1rh4Pbouly54S",
+	"XFOx2zHBW/0H9Kr/Yda5nvLy0dLwW9YzboT+9hRqIfGKlIoBPBut9f2hB0P7AVsHrTTJIMn+AQ1L9W6J",
+	"zuNKmn+qQ9QMVz06t7wwTt2n6UyDA5elLn3H7t4gFHM8OgYrfhpJaBXhzxiRNBuzZXnTwPP23620+qd/",
+	"vSaPuwplT4aIuYsmDmoMLfeLiLIDRyPa7ODD++W+zoZHufVy3p4DF9+6zM0/RqZxw453UsUm8Df3BFbM",
+	"vUY0YEPdZ/ATQDucSYyoUZnNdFKK9sAUL1PX+KxPEi/ShEvyaiyd4z/6rop/Hj/lA7sKrYDIrD6PJ/gk",
+	"2LvfwLXodv6DuRYHBD/jVlygdafdLXDq4emaaHfYRmyU3zdMXL94tqfmGUbDJIL0sWSv48FcEPzukSbr",
+	"ck/N0zJ8jGWSaMzKtZe8jCEifPOelqY+wq2FL2VHTPrh249iIslifjJtmptNl0b7pQ/VHyYsu3m7egWY",
+	"67Ua+lFuGGv0FFksla88A7k06Azix1ZnZi+nE7L9bkGiLnkMm1gemvoSS05BFC5O1Pmk4MV4GkCijBJg",
+	"cfvyoQPRO55amwqSclktYzLruwZHz6IRRa7yDlOFYphMqjOpobN7l66URLdJJTdMjygBUlZATR6Q8Vy8",
+	"/ORYjulYH7Vhh2LLxY6pRnGRXqnsBO7WG7OXD5izl8e0TDfmjrA9QazCgfdd5fIfqNiRCK6+hRJrW1SP",
+	"GT2wKocpPYWdO4M1fR9YEmrfUIIKtxrmhCRxMrtqxc3D8axVJ+EIrqHiBYzqBF72yXIqqJnHQYZD2GmU",
+	"h52K06UIfhpMyZHZDGvCNx6MQc1v/SLj+p3wpzw7yYBTTbI4v2vrmrD3pRW03Zo5RENLT8C/18hRCgyQ",
+	"0U9duZACxgHRy9EKxudyxVxuOBMOVEImWHjTk/KAFTqWR547BysQUGWFXlczlTw2UtZ6RWq5a5Tc6BVp",
+	"mKC1AWAq5YLJC2znP/7X/34CTlqPDoRGtp2QLo/oRHiYyYVrVUguwEXYJdYPeBgw/9LlDPRN1K32aYFu",
+	"HR5pwqiqOeuBw1JN9tw2e3xKelaFfhJ/biRMlyiYnwo3ma/PcJKhXoCVtEIaGnmMbj5I3PLqBr4ekulp",
+	"0+gnWRDrB/q+6MilSNbBtdoRu3OmOru0a/slvr6+IndcuFqjG2n2QA5BMztwwQ+W9f0xJyKna3Y6itfg",
+	"cfApIbAu3etndOUoIAOiCKv1rYhVZQEOS2lz1bEMCK7yUMQcx/f3lo2w43LEAGpcrBgGRSUrCyWvs2/K",
+	"vewsHD5L3aDGu4ITDucITa4NL2/CcsY9HDEJaKCZ2Qn7kDHYBPo+bMJpG6KNbOJuVNkQbU+wKNnQhdo2",
+	"EIUvW3XlHFJ98jjVfZo2enU1n/489Zzakdt7ImbDcqqTYyo0LYiCHKvz7DnDaymyQ40LY4hIxctBCoNb",
+	"LjEncK1J5a2RGAlA1v/+9fffffNujSZoTPtZu9utUyPhvLo8toTLcCpdsAN4ANtYZboIX+i9P6DJP/Vo",
+	"8ousUoJN0eT1aN9M0n9OXxmxqSC+07q2Zw5glrZSXUEKx3uGTkb7pEP054CFA8nPWRHWI8HFCyiBU85L",
+	"KC9TxVa+7yKTe/WZA3s9IVoZArChLPaADbj3SUOVAbLvjHpYK9s9sReTYrQ6mzFk8HAcyiuqTCzKIlmB",
+	"qxeGLXrlpmlr9naPewLVVE+QddSsLMmdkoaNg5i9IoISOlTSvmW1Xf4LR4SrixAbDHUNpSWCbSvKhC1l",
+	"RDYwnjlSAT03nj7UXSvAvDa1LDG7IoVYA2pOoRjVMTOlT0d0/JeJCtcwrIG9clYXDvwyeF6KLQSMRbUy",
+	"qP+Z1GW+iAfdeUn6XB2oJ7GlDtnbwIrSJZhmTlXPmZZI+9m2OlZU81QlLk6tXn/ugtL729SRYx7xrWYc",
+	"T2PlDLazX3NpSFJzdNwZbZJ1unbMhwySDUR7ea/J0LQ99mbVKZwKOz3yGGslQrOQ/gneC/bekIYzPDp+",
+	"H0+ggFED+1lrSnwX3zDT2R/CEIkU9fGE7Zys98IhH/Q6sHpMel4+73nl9X+r858gXiSYGVLtXUqJcsTK",
+	"GVE7675bm6fkLRBGuEB/klyw6opAroL7HYOQBdkb0zzWTyBOCIwC4A3HXOagFVkxGPMqsI1Ivhn8nsbU",
+	"xK4x13cd3sVbPnac4vVUX8zcqQspDjgArjPhR9K4LhhYZRe+J6icGUkNm/gY21n11+U//tf/frLsw0xG",
+	"USMNzdQBxFp9vhqgXR/85BKiRw3f1KzLQ9cJPIFYIPRsyUCoDfg4FAWkDS9u2NHO3GFXhNKAKC02zc3G",
+	"laGzn+pUXcEnWdfYw1UWhF5TwMtovnM5BIZAlIPzLkFxyqyxpkkHVt6e9Zpq3VtM13GBCAiAOW/2TBhe",
+	"ouUu/K6oYQVUwO5+00zdMuX+nUd73e3rMt1h7xcvbyScNM2+jBtJroVLdHPogw5Nxb4cuTOXnR5N06/H",
+	"+9AeD2cBrJJejUyvpbOYwakp99SsCN0xYS7d34ijX7l/dgaKVbArPjkhBnZmBGks5QXfCnpp+tc5Kqgx",
+	"KV3eiQRId5A07Qhzs6gi1vvQwwL5zeRUYXQehWCUgyu+vBrY6kHBTfkoqySa2Q07PtLepneC8poM5Fza",
+	"mgA92+Xm6gxhPSxrErCq78NJAAI6RKSJzDrNqlmycsPvSeG3d1QbJQ+NWWpIuwQA4/f6sX4Sb89IQ+tZ",
+	"67tuD3Zgvq7GQh3Z4fhWkcmP+owt/SsPOnxSlZeaCyfVnBOqBx8mIvWyrrrPIXn3LPVR7qmipWHq1Hof",
+	"v7Ngv/Pr0mbF+o0Pz0y4X+a5CRjgS6x8cm4n3CG0FB05b5gdzDe3TJgZob9x7wEucID6Eg4OH70OJ5cB",
+	"76p+9/IBfE+ATpzE5FpdgAulnyo5Fg+j0vvJlb4va37DfLlvd1nY+TtfQ4S7U33jfN2LpyKCxHyazR4X",
+	"YXFjv5MVew7GEhZNnA+7C35msJvCjpRM621b10cMfpqRSqJStCvKkiENs5o2mlUJ4OM3KFmj4QsgTKW8",
+	"yaocHHTNjJIrrGzhzuynls959heNt1u34qllWOayKSUBt8mPOKUtBNtVRkdZsQyLM+4B0SYAZZ1uOpXg",
+	"Af73/iNoFKuYJVupit5oMiqtADJg8SAbn+IpbzyPg6PFKlZBXQfgpg6DECKUfHzrVLX3eLxnZM9N+CUs",
+	"j6fROKbfJ8rK3mCw4TIn27AdFR+Maf3znM5zT9XD06uLM/3dkOurKFjWNaQLXNKa3zK0pmNVchPNP5+s",
+	"RGMbffdAI/zRrURaPpjIf5+0gACFKx5ePvhwl7kdcIJHPNSteP6FpI1sGlYlriMwKmjDGp3HyMaWj+Uv",
+	"wjnNPaPLfCQ0+bu7+/xRTd5/k5P621yAMxT9QFfZhySL39EVMyjpOVeR3AU3Q63AHn3opAMkp57mizff",
+	"k//8r1/88ekpdTpjRvof+yUzZ+v1nVcY86Talb5yZasZsMZQ/HDtPLd9VD1M1Hh6RuXKA6s4hST9XvqY",
+	"Q/QTEMEZLVt3IlrXXDHLM2sxngQ14gn1W7tmllrfwIIl6bTLsHdxLp5aI4mx0Wl/HaB4rOh5RdatgL8q",
+	"hwxBNzob6TRdHNPBjweMdQfIHo5Wby7LFsaun3dBYr6ABSN2xS5mlvV7Yf/r5/wq4aFuIHpBAJA0fNAB",
+	"FjU1NfFyN/ajlLIAzxLrj4V9gOrutfrpkwPTueGi6hsNIUUHwGepoRuqcxAT/RRnIOXiC50mYhgbFHOf",
+	"Weww7O9kIiA24JSkayqHVxyvuhqCkvjSjacue5OREzpDfe7aA5SUDBwVl5JomTUUmu2T4/zeDXpxw+4d",
+	"Hxwa+borPrC0tYrfLjEnqcgWPB6jw2Q/jcFhljfMpIpwSGUpBd9ZuRq+HtIFa83SW/9cn4CWnXk7PPc3",
+	"wwc4o9dEc7GrkQu60G23bnd7qX2JdggYq2uoQiD6zuQtMj38ZFnNHR7g0f7brZnb/NftXH6dlWOdyb/L",
+	"pUzfSJb1uDrFXGxlgHmL7D/md0KVGjQ8roje04ZVhJalVFi4WCI3c03aOawHHv4uhj3ntI6v4F9X55zy",
+	"Ez/+kW00N+yZonf1ef32ziUE1E/KMg5XaD5mDjDa8O0rQKSvXFYHLD5kusU2cU1gzQcRD101lNUFMoKi",
+	"V+rkDuddlHbivTeAHt89UDLhv2HuoKPQIHxg9mBIFrwi619+7XCx7KlTLBRFnpwMroum3dQJU9BrVxU0",
+	"vNJ1+9gOMcQnV4puDXkMuINP4l7ckFoaj2py6bhQXsnyR4wzu4QwC0yfWpG1zxhYBwhAKMvgE7CMR0Qf",
+	"RgW7di9WF/776J6AIljMFtfrEZT3TGEqfKiTvMC8cNunZLyKc5PxoEb7NV7Ud0uszyuN+USHegVWhbdf",
+	"jzI3+trlFdm2Cnz7N+yoIeaJNg2jKm2QyB+HpUQ0a61c7Ui9spqpLxSKeWetZll5Fh9cr09uQ4RDxuB3",
+	"2AZlSyMJ8JRIHad4rcagEN37tndB0gtVEVTdv4fd7Mgzxweny4DX3+s2Nva/yjtC++ikEDHBNSktD3HJ",
+	"57qpucGoDoQ5mC5NgsHQ1sgDNbxcWzrRQ0By1dbMchjElHdvrOHX9Qo6Xu85U1SVe17Seg1fVpo0VNnV",
+	"ti+Ue15XHnvhcUO5ItyVuVxXsoSU+i9JvxUPXzdIn/Cj7CpmrS76H8XRJOxAE6qDXTx/TGD1oOaGhzG8",
+	"wozCzbGb+3S2y3mluA4J3v7camrD5bMvfmlpEhiGW0W3dvbCCmEsmpStgeFpBBqkCDvlLh4EquqD+Qav",
+	"SQiEWV1s27q+rGSZlQPSKFZ0leOKxNI+s8t62TYE7OGuoGHlk2XDOg8kuDFuagZivm09mO6mlyqPfs7L",
+	"PW67H19/XRQ7yFtWaCMbRA9c+Z/Ye6NoAWpW79dW1bpgB8prnZnRs4SA2N/IReWzYxhv+p9hpXUgmOJB",
+	"2vt1KRw9fcMmmkxlmHim1g7YWCgiUFO1gzwUDBvesAzkeVgGectUTZtBGOYXq0T06p4qPPWC8d1+I1sV",
+	"8qoyy6vMgTn80DRMEcgcAHkVO+XCJcY5DKUM0ABmT/EEUfx/iotp0WnoDaXALhDQLzacx7wc6cn+vkak",
+	"HlonEg7w2hqWy0D4GMvuYjgpARp760sXFMPiAXmVLaZlD4BkFRVWNnMVOXp3+EAY9295jt2xh/6TGpQb",
+	"vtsbVhVQKDaLhY4bichMwxUZfVAk4fi7FyfFfTO2MlKrd9FnPPqmX+gkAt4Aex6prelAWAt8wQr27ECF",
+	"4WX3i72koEh499P+uFE8fBT1UMmmuOmNpe9LhX3Ty4vfjc34Yl/xF7DFXm+9EsSTtcYSzelGUxWiT6nn",
+	"PEVcx05PGii+XIwrmoYNgmTXiwC3G/6N4hL/Oeo7XLxOhpQSObd+b9MU+C7NrNhrVkpVxfNBsWuyj9am",
+	"sUJsgfdAwpNFTemScDt519k0QYy7xAcDSOasNBU/9uqZbQBhATPECbAvxm2eepKjehqAn7vPrwNedJZ4",
+	"A2wyAitSM8jC8hacPTdXZM93ewSk2jBj4gguU5bUQW5nraeH6Aah6XCg6pjMQ7EPHQhHcFPuuelqjREa",
+	"XoOQtjzLsRasaKTmXjDKV/xfua96q4aV+v90+TUxl2+++4Y0tfTDtavQzmc1JM8jrtH8oUrajt2ZsjIY",
+	"CDlL1bPOhiB3HVm1ckUo1AnkFQvCzv2wyb1nplBe5uku8DlK+8Z9F0QlnzxkG4W08JmMoG5SWyyKc6Dv",
+	"Pez5n/7yRRo7sT+6PNDAkSg3xQ18gwMJGP/ol+Yac9uvRr4Bu7Uu6Th8YRXB47yxZUx6uEDzhKfTRZlb",
+	"U8qDg1TpMN6H5DazByFrnxtIdFXtqZg92EICXCR24yq4nPJrUYwutazKBLHLJIqpGC4xdMTB9ebiUgLM",
+	"W3Ixct1yfd4XUXOybgyrM3ajzbgoZpclWbbh2q0GZNdbDdFT1cpXo/P8X26h3kq6klJX32E5XsgX53eR",
+	"SIt34NwmDIOapp8OYpOmWYZcg3yVO5LwPra3nMXo/UZ5wkdwxbmbu9dCKmBjVkXJj4Hdc9PVhE6FA8YD",
+	"3dFjsad6n9VT75tMqzx8YaXlzE3q18o4/35cOMZ8J4o5uuziciOPIPA2dzqd4SUaQ1ul9y3mTh8W7por",
+	"6+HZh3rtQIvjGsYIihg5q71cwNZMHfzMe8h+J1TkgFotHPKM8FWwuIx8x9PDSQ3VzJ+sxdLG/vWkQjo6",
+	"qssN+veTLWadysV+Iqc0lUeZO/T+4RiSxB8vraRUEavh9u4ySxn0ADWUIFCk5IYl6pqGGzKMYltL2gv0",
+	"mShHuaP2ry8c7U5tynEYzp+/yalavItBtvOkscLYUcENniuuURNzDjIPLH6fektS1Meu0lJXjhailHID",
+	"VTsV51PSzpcNHH27xhVxWAWwIg9g4zjNtDGWiiIYNf4ixCwd8riPTfMky5qQWZCKPHYiscY0NxEhkCdz",
+	"lQWic3hmn0GtAn5gkdEvCG/TwHL3fEhOSzJeAvvHocVTTfz756zvSD6cDjk0PhhzthyZUad032H5gsUg",
+	"XrRuleeSdCRBb5hGVDIuSNDI425KFkca+HF/7OgX05BWhFutglQ8DxJkcBtO/TJyawZ7uaeabBgTQy55",
+	"QikdaGUuxXN4p45GRPXe27E8y47XH8uRkccGo4C+62pYM2HASIeIGGAYP8FkNxKw5zgPZB2dczIyCtj5",
+	"4ISHK2KXI6gA3MlgPbFQwFDZXdYAZvkpaNP2C1aRmkPBDknQ2eENfifVxHzh98O+0IfYuKPccLED2ED3",
+	"jv07XC4uFz2NvTFUTuZIwZWZsW+fQxCz1mlP1+4lZ/EdmaM9RHaeWXoO4gmhpzwRjKxbvT3H8svxxfkW",
+	"a44AUmzuBefbS15w0FzvsoAyBVnzHUqmo6GCxbU/XUvyHWDQH+A85mYIDTXKcOA6YWMgFbxLy8Q94S4V",
+	"p98XIml3f468jR8lk+xBMsPyoR8/cirY6sJpzwv4qdB5SQXZMLJlxsdALMb1z5DB1wmU15B84LRJ0TsX",
+	"lh8BIOKindKHo2YoG07wgmC+GTbV77tfcj3TQJ4w/cW3mt11kt4Wy/4gaJgz1wZRJ3U2YoaRqSjVnwbw",
+	"eVpVCXxdu0C5sDppsfWRnpTw3xxHJdcXI33tUNJnr5OQ4fhxrDMGlxgzJ6ThzLR8cnH5qh/Be99zE8en",
+	"RFBoBFlOBdGeVDm6dzgmCRsPelhWF3uqi0PUXRKQ5YR0QaU7RrayruVdInoSQsZmsg4tnwzSRAQULwnV",
+	"D1+7irM+a3QGHHLaCBZ4tQvSC7eAMEHwMNO6hj5S93GKHH4A2WJOMnUMxHg548r/UrMtAiTeMNa4CuRw",
+	"KvPNTN+xu76ZaTWs5/1BSnj760j3xCW9l21dkZKqUQ2nhyvlbWc6LOW9DEiWUr2/gQdWRHd2giwzQY/K",
+	"01qWHaZXrGqu7xk8oNiOCQaY0VMjmwvdhAShSW4Hg2B6N69eED3Em2D5g7uxBN4Puktdj3Z+XjvwGean",
+	"Bq/ET1PNSpOJnOoqnpwDmIpFY2wLGpQsj+N8BdeU3JK1qxK1/gyf+gDwqcmSW91e2D3dMldXIH1Upkdj",
+	"EQ7VlwgKgKi46w+FiOpoyPXxwZBRBydjBhbVHQr0/mCBK1+Hc3JENLS5LIL0z+Q0ugvaiA6ZH5o6GWFz",
+	"LQgtgzsT5DK4OHztSeCdaweNtZ4OXoV22XtqO7ILjG9nIEXAt9FBQ1IjoARd76ycJ3cxg5Arnbmt5d0j",
+	"jVU0MR1yhfjVlikyWu4xzYQKBI13qY30Jla8I1Ljc9HHdpardhoxfLo68ePe5YTC/OZtyj2soLS1OrR1",
+	"nrU6pS3UcufNtXHWlOB015a/KVQVuhvOJfxE/LnnqGTfvDeKki0tjSZ0Y3l8v5M8FMIObTVZB6EjvPBy",
+	"XHGay8/tWkkXVXCZaqkmmChrCaVlw6bALlNxzNriOYBhu2iPNNpnMy0BE9wqmGJRy90c9HHuwezlwS68",
+	"G8Wq6hoY9DytaT5TA6DHyb6iOopd4UwaPmMJcrwhI7xXHDgNSb1QkvhtrGi6r2c4dJedyOcSTkXf9gMU",
+	"FRnudhSzyOlA3YQga7tX0fUUGpn24CR+WDeqb+DUrUjr9BSJ1V0xz2CZwOZo49me4k3Xq0OZF/M7JrBf",
+	"V7+cEBYxrJu2VEcvcVo9IPm7Bz9WPYpb+XlMT9kkzPm6PyXkmqG0oAsBgRcwF7eUoqSGCfCrc0Gkqph6",
+	"mtqgt3vZuuSbh9qgxLIa19O7E25ax4J5Hu371U+kmDgjAxoY/KFCFgUVxtmwRMvyUZsUZtFM3SazSZ1s",
+	"A/XcY2amnNCs3poMnZ933Oy5GJcXjRiwuu1OFMF5ZAdHtYQk9BBQn5RSoCJpPFsAJtpqAKPFzFCXuX61",
+	"TjZVgIKTbpBQtUO704pQjXgi6VD2hzusUbvt5KB+L1hv8ezaSVlfttpJob3zGzuPiQIP176iAcaPjco6",
+	"YJLDX9++fTUqg4CP7Y9HTf70xRf59R8OtNxzwXpV00IliHjA0MmXtr11hs6z8WHLRqz8MJf3cq7zeQUu",
+	"7lmebkmCCHXv/fp6/4ib/FkrvVSDw9Ndr/YGuQObLcQf7mm1WIojctapvrk/mSRYgJuRq2zXbdC7ZaHm",
+	"9yXPpCWZ9JXb0RChO8oF8Nmv+fZIaK0l0cB/cmXE31haMuNI2XPEJLfl34jqgwpJfjGYiIMbn5Q3i5P2",
+	"MTdi6DiZMyacjA6yTEaZots5xg6oRUe2fNcqplcYkT7OZkCoDvQxYvXZxfp03gWvCuXyJhLsb9JVj+Aq",
+	"xe4I8vGTsua6XI2IiNnqDARQrNC3nNP+MSSiXqw6176SJbsCqyxnVjy0Owh4TLB5brlnziGg7j7gQXRG",
+	"g8LIhLjt83UhTqYzMaz6BdLJnil2Ek9GdMJ3JwYt5etCy3CLCADaFd490B1bn1OAORFA1A1R1Z+EdO4C",
+	"0IzXxML29SwsSbJ7zUDR+lgXP6Zaw0ghchtgHX2Yq+USR7PH4FHbS0CyOo0ElZtTFKIsUeDdm9XdoYYU",
+	"ZGymenq2QPahRQK3eQP+rCXZUrUi7OnuKaFbw5RDKgQ1WDkhfEoPyzVjnmJ96xWB4nRWdFoFsQnLG2+s",
+	"ALKG2X9JGkDIBFhGX2wGcE6/xB+vnAIOZEWw142nCHpEzH+wqQIEp3ZexApFNdQAQBpvY8AGD169ZrRa",
+	"r702HFK6H+r0xJ1OXBeAfxk5VaoNkNYoIMKqlbVEdEGuvSciaPBxb+6cEvaGHqAuARp6msua3bKarLtP",
+	"1lnMe9Zr8u23L9HzglzLuzYHo86AfHJv5+gdnUkDM4sQ6IywQ2OOfkkRdRQ+eXKusyT0g7EoH9oAm3By",
+	"zJpfyTPnoA3b8Ej3rFthBuepGm/Ze/ORDspWyUPhgwMKdLgny4vSLtTc46sGCOMuAL2UB6YDtO75kUm2",
+	"sRyyPAHCYkJqANz1qVIZrCY7cOMMpj2qE2CEi1CO0R/CNNFWPCIW27f/9c/k5at/AYjlqz4SaMVKWbnc",
+	"1p8kFwOK77G+zdGwLGHFGP1xPDJZexQSfPVRmD3T/GertDSMIR7OQPmGmA3UwFsjL6HyBtckLlZ0G/jA",
+	"hobEHv6gW1rXR2TiT0/diYSV4uPuxkuqnMrNRHCdTvdlvNqLZvYK0TXHNnZnUHcCA0qMUUy2qFkdghXm",
+	"7ei/iUk537rLtZvAicbdkw3OEQjvaBUzqF5hW8NDxo0dDhHSEFck7De3GP/V7sUL0bTmuVSH55Cbfk7g",
+	"l0udg+YItEegVE3Ij0WW49iur7NYSmG4aD+xsDBazvuJMPJx0xojRTosyLWSFhXG7UBI1ukhShhbZzdE",
+	"3gnn44iXwPFVWuNA729tE05chFeiLSgmKruN80mpsPVdTmpPp3XoBzxx1NsNyhTFeZk+4XuX37MiN+yI",
+	"EorTnINMmJnwkyWqAUNDvzCkphQ4y48bUBXlSg98+417yAvDGvKYt/zAZMyBfj6TYe8bOyXSCs9lPil+",
+	"AsPDjuPlZ8HZC+m8/vT6KWXGbX0yDOK842IcSXw+L6Pz8joZ5j97WLxiBuelKyROleK34IobHSKgEHsv",
+	"31FudAaG1m97MydkQbxIXRFnVvKGYwkICdLwROkfV1uzHxfaHOsEBJncknWj+IGq43pF1i7Pxv5Jy5IJ",
+	"g6AHu73UZn1Sqjd2DaEEwOU2tLwBfwfOdj1GMP1iddFQY5iyDfyf/359+T/o5c/FO/fHF5f/R/Hu//+f",
+	"Zqv/J8cQRJBef3/84ousYz7J08RKjgUXRcsXAGCk0LJmkFvTMShipEygv+QzVFSCurSVHnM9N64GWNYp",
+	"4s/EIKUXxCDoIelks41zoQ0AeVqqsee1ljt0IzuOpK/I9asXpKQ1RriRNXJaecPEOt0pPE/hV3jrweT+",
+	"tQcJtkNfobbTiprp3k5yTSpW81tQAMxeyXaH27GcxhUrcRbzPPosU7uybl0TRz2ZIReS0l3tS3AHC/Td",
+	"V1c9PQ7LoIE5XmRU00ibLl9RKx3LuNnytIywuDd1bY8W+n8td/JNxykAZOZEPgk3TNHaL03mzY8yd2fD",
+	"Teeo90y11FjuzeCmAqAhO6orAFy4YUeE6gY5XydBNZY9yyWmdTnf2jqU9rHsHLcLCtlDjWa7cPavSyjl",
+	"lzn18fZ8UiqclvWt1bFwMwvUldLa1i8LmZ8XX2ND4JeqMDPWcf8FBQwit0ZG8kQoiOeJ3VK+O1XWDM19",
+	"ljNBznxhHNt+5oGbzlfKBOG+NSTnPdW+NimrAF/AnuBQB/OTESln69UP9LJugoBPlqmasZo2mlUJQeUN",
+	"RvgSbqy0c5OFaTWHfWfOzCPccgEVIBeWgRtEhTxTcprlf52ekkI4mWOhQ+pLW+WQfSbvBxiJvSTi+dxY",
+	"J/J0u1Qpa3unsMqXmszKdEwZvr2c0s05bErEeM6aRBMHKo54IMmdlWfCac0rpTWjTSxeQQBSUsyipTmk",
+	"Pi4gum221tYscNhJt0VY0SJg2X2+LEaXxXdRg/bZ98RBWkFPCisG2xsCHOiWKn+Ht0TIa8FMpJzb4b1R",
+	"9ESG8twVxbXLd6kbVvItL33gcBZjuR8fBqCTJBc+ECHvurRQ5CgrxD6EfC0lD+SLp6ebMT8Khz+fqT0g",
+	"77FH4DPbGbGdN+gwfUDOs2E7Lv7JhNHfJbs5T+YKK2RZhcgWus5L8/japW34WHXAmAqQa0HryQO3+MwB",
+	"XXTEZyaITPBbKZsH0NFJLWXTaede5wvKuZKtyzb9HTJEmNtnxfyTU8wDzX1qOrkd2CP9oAo5zPV8XRzP",
+	"H1FU/PNq4HYJPyvfsQvgfnp3j/fD5aoDqi1Q3Wdl+/enbMPGgbYNO8rF7iHU7A/NrxvFCjjkyHhnYGga",
+	"xW65bJ1cEjIgr4jllQCrEuCCR+VQf1MpFib3WYUfMq97a+89/vW71ttPF1P/iVR2J5J9NG29Q5+0Pd9f",
+	"Qf/QvPO35mqf1fIBYzs5nc3p8GDNfDjMnX9QsJ0HgdbxAPLVmeg65yS8nbLLD4uxExAD7/a87rA0xW4a",
+	"vGZXwEevJeLkFiochccY5MiNJjWjlRU+KxknSDv4c0sMLRQ9evni5TdQdCUR8lQDMWXjml7CYLCsfKLF",
+	"gzSJwkWA7q74DvLNf3j9LQRE4QcI7bhCsJ87rlmX3biMcnZukSWjqNBbpooDM3tZpe0XWHRKkz2rK/J4",
+	"3c1xvSLrWpa0LrqQOMBChH8+efrB4V2aWtIKesvYQ4CqrwFRHT901e8eEDkmIwLwMyzVPy0s1enAP/+1",
+	"gz1Og1CthghUsD2B5bvyjtHrywNSRcGGkpfGyvJTXkIONhUEjud0y+fAqa7rO3rUfRQq+33A3PW/Ri+6",
+	"z6hUJ6FSpap2TWjhZJSohxJaP3m8KEzY+KBoUQ+ADQWj7MTaczCivpMVe+78SvewyEwdic4wgAA/v0Pj",
+	"TGcez868zPMihsYfwpcYGjvPo9iVzjhPdHiOQkPPeNLZg0L4A+QLtdrhJsrZcrIdt5pVbsK0+8UGPgxi",
+	"aKbTNYzot3O9JtwDrxw8O8prXPcbEh59IVGo/EzbnTd75dvuunCP5dIpw9CXk+qngOUqpziLs92d1Phi",
+	"Wg8IHn7RIcXoE3KBuwGe4gJvFKtYybSWqsjMaVJUkJ+wBpm90E9aXxdBegYcxAthmIJSyIYBBlScgdzb",
+	"5z9kAJ+SyRZe9qzss822k32swni8h+CD9y7uPA8XobRivNVEnaH0sww0lYHcylFj2KG5f2TV2x6eP7Ca",
+	"usMXV3aTfyOBaDjNhxF9Rkv3SQlBo7F9Foc+i0O/N3Hoe/wolHgeUHTGGvxDSEjRyWdNGrhtkTh+PwL6",
+	"BryCx4/rzEilOeg/f1EZFvxaro87qknFSv6pymQwys8CWSeQ3T86qB/Y+M9ohfrHiWz8fFf/g97VHmul",
+	"rg/oQA4+wEvnNqT1OhUy+jFv1N/6evgcZTW4IJarWeBNgOoXOJKIYcIXz7sifCekYlEg5A9ZW2JaV2IG",
+	"s9/XtYzi9P8kOUDlamCEt8xHMRlJdgw1zru9rCPO2QeqQOEKOmbXn8grDgFNc/2wZSG6QhAw/isSqwRR",
+	"U22IC376MFUg7n307htLd95ZG1R3mAf/d17G4K3F6AEP7Mw12cmoCHb/Wg/Tsg79kldolavIliv0On2I",
+	"Kg8mBGAu3wJmmApwbsWH3ytFDao+JElqplYBEtqUkHIrP2C5h1DtoeNt+rSyDydlJQXayBHeT6sn8RsT",
+	"QvZ+u5jZMwsiZO62izBKl4jIV7sc2aWNl6ftXDKC91PevR9df/eODhmFYQZsS3s37KnuVvl3qJ/bOTx8",
+	"orlv+aEiRGxb5waIlAxa0wUY6WYylkMYCjhAAEVsT0VV52KILXo97Cw+KVeHHdCH8G+A0PTA7n3VigdO",
+	"cA+z98q8bsuSsYpVAJcK5AYQqkY2DatQz2+oMpzWl927MxnpiRz572TFvCkoG6AuN8U9r7nAi1Nb2AH4",
+	"MgV5Ed4SkWUpyJIQwxg+u/XjF9crajf0XtcWsBzbjEZk7QC1bSTg48OPACuLFsPPt1jvFrOtYkjqoNlt",
+	"LSHmdfFSu5fvLkSyo9HP1R91RUWX/XZAOmBgnPE46b6Ka8nBijfUnIbVjfYDPX9543jOv/TGnc750mDb",
+	"DDXM6s/qACH/axzAvZl1jx4ekGef1GpWuS6c7si7cJJZKHSDTX1c3nxfvnsKl72vv25OO8DsfgIZc7o9",
+	"MP1Pwl/PEAzP9XehXHiCuyuVObHmglvRbo0lY8hWMb3Hundr2D14ce3yEmjHjNNyRbZwhQijydN6L+nq",
+	"swdmdfGm3e2YNqz67y3ToA2+ZrqRQkdu//CKvYIbCYDvnZWn1Uw9csC+plUibROOFXRzoyB/932cetXq",
+	"aK0Pn5oGSonW62Uqci3NLNlbuvuKi4qL3WsGw43MiYKZmlBjaAmlP2gvF3JDYwXQDd0VvErc3GbQ4Pza",
+	"HLh4gQ//GDF2U7VjJnn+hoOMc6Sx4duNu992Ytl+EJvMhasYLBwEDY2X7ors+C0ja9fxGqpvggm5rpjy",
+	"v69TK4ydNoqVFC63GPu8JpqLXQ3r3g3nyvVgT/iKGLwjsLY+JVKwS1azg739wtDyHNE5G48jOGHjF70e",
+	"H4AQZrefvTdQS+gZ1mSJKRfGitkaXaW4AZc1F84PA7V/IkwlVebnrS8qQxoFif5YicmlZLq2Fjdn0OYv",
+	"y+/veazmbr8KFvRt1Yob1oB/DRwjfLc3fnR7CaxwuWhSzxe753jJLQeb0A1LgBmUtMH0rr28E46Ry+F6",
+	"TWmOvi9qV0Js4gWQ2ljZUNHSMKUJLUvWZNt1IBlyDycua2IqWUTPrz519HDAiBFgIyLu2vbOx8ThYEcU",
+	"bHsVx7DpnQR/k5FkjYJXxo2DO9LrM+f4/Kho07Bo9ejck2OfXcIolxLmJ2c35vx0TaUG/1ZetxWXSc6P",
+	"eHCS6IbRm8Di2XtX0qqTeCKMfSisjdfDIy3c7aUO6ANcE91YPfPKsoctU4pVRN7C/QGdggazkWYPGCqa",
+	"mTNqOFtt3CpF8dAWdxpAqLaLTg3f8JqbIzgxMZylyjv9CRe2O8GwpFnczspwqTA0lPDIgd74muQK9zKr",
+	"5VvJy6hvGB4Qud1C0bgNGkZo0zzS3lXXKHnLK6aueo987Tb3tYdZyUvlntKnlPWLUgoEDIuMUhB2kD9x",
+	"wksZkWs3tLzZAXphzE/tn5FS1rJVVmSmZM/ep8uvzxYdhIFkmi5+aCpq2LUQ0oB2kBa7YDeB44IA46Vw",
+	"oER3YuytbH/wjUWctwEWYDIl3+CyshPenEmd9zP7mhqqmZmdlvZShZH2LhI7dkXoBowUrprgDWONJS2u",
+	"OqTJsYwxEAJGZjB2ZzVidgm8tvdsVGDzz198keOVO2xYZUXkAmLFIt3RLvwgvIyBZXluv2EHhT9dkRBd",
+	"9+Revb03TAlaF0GeLGjD08Gu7vWe+AnlLaUQDKqk2l1ss855tO88aRcjYl0QWRiS5tWJ/YZ419RevmFU",
+	"lfuORMEyCVmF2tjDFlkOrzsulKIspWKF2SumrQQ17flbece0IfAeoQSVXgii29NbluWYHvVRMGFfnxG/",
+	"1qMv1paX15zpzDtONsVNQsjE8WNhUGZQT8rAsJ4GfIuKvbdnw7ByL/jfY3Uy13u+2xd/b6m9qtfkcXcs",
+	"7N5UT0BcYaUU8mAf37DjnVSVe9gHxum3Y3/GTyy7Ww7qjqKrWU7kCjIGgLUBAwIVMRT8zck6Qp9ucbCT",
+	"VEXNU1wWX9CE1rW8Qz0LBKh1w5Qr4bm2Mtd62CKKxwlgOituxEW6EgIWHBSYvZRcr9joAwF3dSOPkbSE",
+	"w9JqtAJPz6ffZCnqY3Fg9jar68IwevBTvxgvr87a+ghTyQP4ee0/fAnfTfFnLPnoIUeKgC6n5YyvZdla",
+	"6eGr43Nes+dSHRK00taG26lj0WBEzbOyB/jYSOWaeaQROUmqwXByTIrXiBsNF7LlNF5gFezOF6sCCCLX",
+	"7IroPW28KWft52Fn4W0Sa/KYG22VujGDALJ2wjrZM8WeJDERl+Uu+9YVoYYcZBe63IUsckHV8RTRr9sS",
+	"qwvMykkNJFWB6QUFGfdpJzdFVl+WUNl/YIfB+FYkzjGJQdAxqelRtgYQRrnoOgKni5ObBrGyvq09Z8qS",
+	"Jy8D9a8u/k7dnzmHxw64pmLXhkBVP+hvxK7mej8Z8bfubS8EOdk8L/UmzaX9nO0rV0RAvAxwTNZTQa2O",
+	"mtuXzw9VbX0C6Ncr/Oq1/SjOEEp7/cLBtBqM3b7+yYmCsn84DjWWl3zs8JJ4lNSQQXZv69pv6xUA3WI6",
+	"l88zVOzSn/oz1Us8i3/zg3xL0/bva+BRliqcr83QSHB9GlzVf70iLXAnb1K8k+pGN7QcywR/mcgECfN0",
+	"0jpt+YNiCTzXqKvgwp2MtF730gE0PLcKWv5aeVyHlMFredmuRss2JKxV4Mx/+stfeobN5YkvzPcN2x0g",
+	"lSg5U+TAdq2lcGCa0/lpbGbJmud6w64nQ/WNREcbD/CHeA3M9NYr0ijuUStrapgoj5Z32mEDOyAlrWvw",
+	"+7dR7BSPQlhAOwOHasVKfqB13GQy/K5oBTdnfNyFpEwN0r3XbOsnDrBVyq5F1Dri1mk+ahjWzYcNd13K",
+	"1jKjiH7WKHloThxl/5uTltB9OLd87pXTlw6Dhc74JD2aKJfWTF2XcRvP93DowNa4aY2BtOVgsKShiv/I",
+	"LAhvFtocY6KfbVJuybpR/EDVcb0iayeN2D9pWTLhTN+7vdQmHp+V4stukPxkYAT3Ibgkco2MmilwDliJ",
+	"/4Vh/x9777scx43ki74KgnEiRG4URcpjb9wRP9Gy5NFZ2dZKnJ0TO/bpRneB3TCrgZoCilRboYjzEPcZ",
+	"7oOdJ7mBzAQKVY3qribZJEVzP+zI7KrCv0T+z18u0muF6ABp/I49v3SGG34FkcXFJz61xRI4xYUAC9br",
+	"7VMMO1B9MfrxMd6C40w8eI7n+1qJAfpGX0zlS7ZBa+IVh0LpLd/7CPVuW770M1zoLV96NRfTi4n+tOVr",
+	"zuK5xivvpNl2Vf/TaPULHP6WL74ml9gP3PIzrYvu6ymx9Q8xOS1Lb8r157f49HcMMURR2NIZAIXWF6ks",
+	"tTm3o6kudDWyc9GnYECGHAYAMowAvPr40UcEevobpaRIZ7CRVJcinaMXQs5QxYnqTDQLZ1zkFb8KcAvw",
+	"JSPo53RUdKrLZSVn82GR5mltrF6McmmmBZeLgWFcYoIdM23VWp2JZ4b5hyCWEoE1C3X4949plrltQF9O",
+	"ezsjLPTvMiSfRLj0How+QGkPGmS0XRhpIuZS5Tg0RaWGDZPGcBjDalDgINQ12x8XUl2AGQo9QEptjJwU",
+	"6OAYNtYGZGz3DO5SBx+bUvLhF/eQSQBmb56BY+2jThpB58ZLZfGG0C3wseKJ/pShB9OJIzDEh9rh8pJP",
+	"l6NSFzKl0b2T6sJnVdCzDJ8d1hxirq9GUQJjMjE7zjYB1uXeMqGNHnl54nTc9HUPekIqTjyCA+ZmhFG6",
+	"UfqehNQLeAg7smB6Ccj8htt6Gu7OomtBwpSSTJ6W832hpxeQYtbH5s+aHgSQmDehN1Z2JO1qXCeduoWV",
+	"Tkp10kNTRrS5iNhHAMIZhGM/KOcdk4szVhsoqA9b7/6OSEDMrZQPHHXFqr9G7bjfqdd+tRsTQ9xkI6p1",
+	"i1g9pLWVhnOu8gg50n0PAAVkTuwopEoPakiBSq8sxC/Dm4FsSOVelUeNJts9+s8rJt/n1Tv8eWXnP197",
+	"ce3F/NaVpXv/5dSYxinnT+qZQU9aAHQwmdPv0XYKIA/gxtknfsBKXvGFgKSxQhrAPlkcPGduPs1noMEA",
+	"4/gENWwgiyJ2ycT57cgSwC+ZEIGeEWCeu2P8EEYgXkHtKoUzQcYhrwefNaK6FNUhZBVAtrY5idgKiJGF",
+	"tJT65n3bTW5QtucfHuTF3pylg771XCgrzyXu9BJyT8rypCF+lUM7J7gzwJkvJQh4plWxxGsiDWb9QGr/",
+	"Fa/yAc4uInKa57rL32KT6f5KtZ3qhUhLrLuq2fBfniy3K8L4x1x7gDc/7gmWx0hF5TJELbDjg2o0rldl",
+	"vn2F3sMuO7/mNl63JH3TcH+CcvWNisgDKF9vlTi+3Fi1nqVq1rNQEMl0lbkjr6CLIIdC4XFVK+W4/gMr",
+	"bWd8WmkD6RdYvnoXte7baYltBRH+i86xVbW3Tly807O0f/GUFXrGhLLVMohuKE9rabqmXix4hdm1VxFr",
+	"TiHGbYUCBANvLUtGfNrDAM/Q5Wl0IRg9hBu/Ikyado9cNSm6Pay4g4m3oFTXHqfyxgvvo2kDXMTRooXK",
+	"R15/GRYVfq3yvxtRfcTTS0SFW+nJA/bJb2lym9qzrXQheiwS3yZsyotCVBExZWzsF4nuFBpvvBa46LzS",
+	"i3WuEkfAV9z4cQIwh6gu5VQc8lL2ubsA6HU7tvz6k604kwppAPKAmy5Ajti3Qsrub6Ps7+xAERObl0Mt",
+	"8Q+1CpST4kjDWc8ax/Evihwt+rxd5VzodUlLgwyxLvNLFD/OuRktdLWm7qjgVlQwRSeCpLFph08hF9L2",
+	"O1yZkX+IAKWSiPCtddeySti6Un0vg6xboww6SpHCsAW3VHFzLguwEPWlqHhRpD7bOXGYoF+mHzLavwH+",
+	"ig81VQmsp4YWFYTGuWgZZV7Zoa5ZtfJJBA8TqmrO0dRWD8ySuI5+HEQBtMC1sDal7f2pzY1HaH0BPzOi",
+	"kryQVHTNmwzHLCpCmxbSGSpwYpqVvBqYKn87yvsJwa/i7iqnhTndmV9yCcOzpbC3quB7bTy7nq5PsFWo",
+	"7e97lJcO7s/BYwJG+Tr0/Ehm95HAYSEuReE7G/sEo/tyED05ZfJC5Cyvq1AaWKuhfpgbMnHiAffHwe+B",
+	"WX2VwHq2krOZqNbYOquW20s25mV5WNXKbcqVmMy1voCtms5FXvse9WVRz6RKbwtxtB58AGJ3kO/kzfnA",
+	"RbYC9tuezUWIS6czoew7PUsxD4VQdIJP5xC+BRN2BsnjAK/OL4QZir+9ffcgjL5R5HgDP4m81OsZFXzr",
+	"epxqqDE5FPfglJm5rmyTRuzn9/z2uvCjOX3OpzbuHucH2biZALPfdK/r24GIJloh5O06gjRfCb3UU1Vh",
+	"QtlBHUtmg/0Fwxiq2zQMKNprw/rDEkeFnn3l8OsJPgL92pMbF4KBlWFTXlUUFcQ+GjCNToyNSvAp3gH6",
+	"ARuX3vfdBdbZnN5wAsVyEgEJrC5jNeE2sxyGaaxDNvNvzggIma1vAECmh0FTeyp4g71tMl2dITYR4HY0",
+	"V5AvzFUQbpDWKlU9nH3z6VoOMJ1rIxTl8PZfX/pKf9uD7nf6soEHNBdCGaqvFCXoUqJ0T3ehvrxkbje1",
+	"5HHXSuWgXaxFT4BTgYSvJv8Iw/sBICj5dVNPMIB/jQZ8CHBG72OyZ5wCQR02WpkQA+TCIFYHduwIE+Hc",
+	"0ke4ysfH+Np39UwuhK7tlpdVfCrd9Fit/G1tciVAywIfnsVvs0nF1XRO2ou751StOeQew0iI15c2GTt9",
+	"V6PZDbRIH8zFvB6Z0iY/Zjr90AtX9Zo4RZOcNu5AzhI6UdMyzwn0S2EYtx3CVr4nyhWHVB9dIYiLo+/t",
+	"pI5ZVzBCzg0xlSU4IKdzrY0wgN+3psL/IVTIEGDthE8vIHUcVzvu1El+c+zUXmtF5T7wv/95evjf/PCP",
+	"0W/0j+PDv45++7f/ccNim2i8F8fHg65SNxRE8A8jqUa1XJ8Z7CPMTXIwCket08GhLZgWAsE2bumIgZlr",
+	"OmqALWwj2huXZsgXXC/iYYQ+coGPB4h4SQnqhZ5hEIfSxs0JwtXwogDPCBsjN9MXosc70fzeV1bpbdIV",
+	"cRUydg35w2pVCBOdpDQsF4W8BL3Tzitdz/A4NgMLDotPEH6S1bCztK89V70XptEX3XhEL2kcZaJjN48j",
+	"9xZi4dCcTg2BwOltLvae27lPAl6hku1gZ3tqKdzVstxzJ//pHv+U0wd7fBrQU7TwWzNQuqI+2XRZ6696",
+	"jjqsceu4twAhEtAMT0DhuRBLJp3CBDosAKKk/Y+9vUFDqgTWavnchdKX0YFDD44L/KHSu/Xcvw4LmWbt",
+	"Q7jhgzJPjC4unf1A9U1oB6xLBV9furT3A34IGivmmPdE3H+DcQHJwY5RJpKkO+qP54lb9jeN9bnwuUen",
+	"y731HX9fYWH4Bu+A6rQIBqOBYDtA2yswR8Axn6Gq2fCQVjP27Qe2wKmzg5iWtNcOZ3ln6fUctm8orBhl",
+	"PQVV29cYgtBmQ7uO3E/n7oHBNWl3kjyc7A++RULEdh6WQOBbtviGR0e2qhXhgffC1xGgL6bhzXVlRTuZ",
+	"aWhn3DYb6PfTDe24fbvdxKa6cJJY5FulZNOzg/aRnh20kZs6lTV7GSg4EU9IhkRDRBs4LkayAzseGNK8",
+	"dgvxbTI9pAIngLQDUQ1v1pu86Xk/DWLt8Yrun5NO8HVSe6GdjoxIpE5eA0y6I6Hbldm+ZyoFCYfI6nsR",
+	"MbfN/HPxqZdrLpjSV9QRJtzUDDMoIXOr0gt2/Hx7h+idcOTrM4tbvNOq3aX6sV3n3o5V6240tqJ6MCr3",
+	"o7jGj0CHu57pgMnhpjET3CaCseNYejDuhiV9PPGrdS26vmqW9U7rcpjfgBVal43HwNt0wWEAqDA7YF8w",
+	"7JOz4MlZ8AidBY62H7yfINz7h+YioN37GvwDsIfXdw0gb/U5wH9Oh4DbwsfsC3CSeKMbIBLCBAvNFXQd",
+	"QhJ5sv13avsj8J0z/mHzpZrdhtW/a/5aVmIElwcZWh+yFQDBiUupa9LlItgRx4Og0K8HIvJ+1XRY3OP0",
+	"KDimMMSZEPGFXbkRttfD/8QehIei2N3MedCYEm49N/cX7JrT3TcPerRegp91LjxI2no+tOofoDvnZCV1",
+	"vz6vi2LJdOUr3m+XTzXK0eAs5eF1s5iss6vC2VDT+sC9BwQYkW652Tm3qN/A5g7UPQj7g/e3a7tcp/fa",
+	"RkQ2OCWvGz0I2DWUbQ/IG5LUoN9rA7uDdoU08YdVXIaVmN81xbCXNfcthhtH8uZixbZTfauKRRBCQ8oh",
+	"SQxv9fGNSYzYrpKOEhIqH5CviCb4EHxFZSVy4eSgrkYDM0Mrrtjv2C38XFfbnZvvyLW9THirrKgWIpfc",
+	"CgYNjVbYX9YKMGFrFewWhpjWmzq0NrsdT3PQlscv3IqPruGiAdUsgY+AbTU9TsX4oemh8LAXHY9TEf0g",
+	"bLVcr4XiWeGJyqDUaDYRzELJMTS3/cp0T1oUt1Ysyh1Er87mAVAFuU4RgZQLgpa8B0W0ve6BMaQNOlxn",
+	"Lx+UNteZ25Ne96TXPel1KUr4heALKU7RvjdbQYM+qXorql5yUx+IJgfSaNTDjv4B5Z7wCLIjaQZGadYB",
+	"vnjJbkWoAqQx3HxzMZV9sd37VgZhlo9TExwUGYmDpcEX+TBUv8cbLX3SCZ50gi10Am9wF8UCDeypznvq",
+	"lO9YpN439360IaVu750eJq7VVHhO7kGgCXwTc1MAF8xRu7MZAe9B2tttmrZyMGHhj9fP4v/0HnBe1gnY",
+	"0KPGPWmoYaIHqLAaAF+6WMYnbLIMQAvXOcaHBagL6KoBBnl7f8yNjB/vuiDmRs0Wh6b4Io4PMNI1im+D",
+	"GSwN8/jU3G6HUVEJbpLwPTFsMM7n+m6Y7qCDQHEzptyZFcXy1pBtHxLY9jqsQlzuQPzDQRhaHYiox8sa",
+	"BxkfxHCkMk6tqYSpF8LcP1+71YYB10Hq30JLR76RQLeRSlrJC+x8yNl5Jcwc2y2NYaMxQIMnQRCXwLdA",
+	"uvCGSfaT3GCYeqwFHXyLNuDUb8Bt7r9yj0FZdExbTOtK2uVHp5jhVTgty/8QEPSZCF6J6o2fDi/Lw//7",
+	"f/6/vS6pnSpo4HkhlidMIqwyQCPCX7nKmS4dV4UOk+5PDYqVO0JQCcGug9Ga9c6tLd0O/YfSV4XIZyI9",
+	"K7c2I2x6ZuzCvxymF02m+bGZUsaExPbF2F4NEKPmukBKNCWfCsde8B4UEvrFGwFIus3nJtyIIYv7Apf7",
+	"XK+SPi/Liwn2GMU5/O3s7D0gjYGZ9YM8Xx46vZpb6N6JTUAMM6XgF2z/172P2CTKvfHr3sHLX9V0zm3G",
+	"KKcf8ANV3kL+hQJ3d2pGOgu2sxjfTh4S4J//ql4DiHDYNoj81XYulJVg3yMgG2e4brf5z9lp6+yplav6",
+	"VRHxsP2yEufyE+K/jw+y5Pkw3j7T5i1PCOMDN7+q0pVhvLjiS8Ogn2iA+/v8656zeX/dy9ivewTjhv+B",
+	"Ksyve1/Gz39Ve8EipdP4v//n/3VrKNwK/Q4G4mTfcwPbvRfhz++9eH78/Bj0zlIoXsq9l3t/eX78/C97",
+	"AC04h/t2xMvy6FyI3E0Q/jITNtVF3FjD3C6oGaIshg5oCEgHf/IIf/TnQl6IDE4V2jEBVqSTZI42w56+",
+	"zfde7v0o7Ks5t6dl+SZMBWC/qSkv9GxbZc8vDh155Ph5q6nhEyiV7pF/1aJa7vnGcb4ZE1qBLYi4F9ne",
+	"Qiq5cFz2RSp5bAOUB8cZzHWBdZGp0X0PqMTw3xwDFCONf7xpNr81jYXhwL45PgYlosEq5A2dHP1OMrUZ",
+	"d51pHJ9AaDgFnKK/AZmnnueO1L49ftE3Rpj00d+Vu666kn+IHHHGAlbf+hfhYrVEB1CGFxr//M1tjvGt",
+	"XPbeA10QECEvijBVNpOX0Go/agjvIRVBU+AzR3N7fi/2fnNjurtijrhS2sLeHlaiLJZHnxHB8wvodTrV",
+	"UfwjVfAAF5hhzcXveoLc1JGsYbmsxNSy5uPMfVwi79MV0+fnAZnRSzYkd+TQ8DnNSl0Uz9lpUbhlC8Em",
+	"Ol962ERoKzoX04u2DYmzdzy00PoCQkCZsz/sXCzhHQWZMTD6OJfQ0X3sWNmVwB5o7av8FpW107CQD26T",
+	"PgoLrGPTrQ54oRr2Ze1+hJvmmFlz0XA9e7GeggpncwO8PiUUKKSAYgr/WtWn8LZBp/jvdb68tYu2fpt8",
+	"b/ovbX2LKnB2dvs3TaqfH5x5EnQUHbWNfHg84eOVtNP5WsKKGECzFWYQDzhCIX70+Xc9Gcn8S69A/SBK",
+	"7XjCXF85S59x2D7fjWayJKT41iSXzODk59ywmbbP2Ruo3gBt59vjYzaW6pIXMh/BHSOLSGlM3XPfh1aM",
+	"Jil/15/9R99qZqNMNnwReIpnTBFBwGTv5uZmn3uIVGJHBNrMuEtkYlJ4kGsntclk+u3eriwe24CL27Q4",
+	"gft6vPnafc/zwKUemtjXRYGo453r87uebHO3+9Xh99DYNIY4Rh0iejdjukRnSbFEg8/OtQFzzggGGyeR",
+	"41A/CEcOXKKNIZZXusqfs1M2Br1xzPhEXwr24vjYCWqLfgMnhF8cHyevc7M4p7o/aGX6ve/0ekK9KqDB",
+	"KqzVqR+VQLe31X6x11Gvt5rRmfhEDbDd0cZnFfXvWNTG+kPrmxUdZGted8kd2lQwVKGPqPjhyW+3kHiG",
+	"vRc661XGNaSdMiWumrN1+jQdbMll1Zy+U7an3HMQELWoq7v/Qt8vHDr2CYaeHasX8hVc2GZ+e7tRKrvD",
+	"bKVGvtgB1WED6bTUMe4c8ugoHx6tneZ5W45sJT2OPjf/4XXBXBTCipQ6iDCPball9QzNodDQuRJTXQG2",
+	"+Vxa01EAv2Vjpe3o3NmX4yZoG31QGlarC6Wv1CqN/gBTa9HoRpnRmivDxfUpd/Fe3LI69W1Pa7nWwmeA",
+	"4n9dEvsWB1n/0s/avnGbv0uaxGMaSJbZXhIHwumIfNolt2cmxQ5vlcb+Xub8ZjQ2nXM1uyMau30G3V3/",
+	"Pdn5wxh0tPEYSoMmLrT/X/09egUL2Ya917nUh1Yf+j52afXiQ00eOepnWAoxnfvXsEwO9Vv3TF0WmudO",
+	"CrqPrzj1oGfCipHPy3JUq9DkHJpZwCgjq6HJ3oiM4viCngtua2xnos/PM8jFvpS5qEbuOpu6LHVlR+3v",
+	"jLuPUSBW/iFaP/2r1paPxKemhA6WOcKScFss4zF82p8PBY3ono2gWGl8wr598Rc2hv0YWa1HBa9mwts/",
+	"fzlmP33vHvmOjWtFXxT5iB5flsIHiX96+9Nr5v6Amhx0cbGMT6eitCI/Yd+hu8SKSvFiBKGuiqawyrZO",
+	"3efPtDML1mpui7qwsuSVPXL85dAH+wdeymaQ+2IL8QzWuwxsxRX+7U49Bt+++Mvml97zpbtVZ1q/c7SD",
+	"7303ZLBAUD+JXPIzJxO+ZHvfDVncWyIl4kK741tntPMT5F3AN1ArpGz3wMHcT8S7pnNuD32Ao593vdfG",
+	"YvC8No5D1ZXC6t5Xc24n2mYM+ka7G+z+4oO3IWrtwbLIuJpqdSkqw73xHOVmQDRXYXsYcHeO44dHMh8/",
+	"Z/9wHG/sN2rkeMqYjSeFnl5INRsjW6vB1UMOlIUwIdDqvg5IVphvcIIMdIwJiPC+tE0bO8M+Ags4hJwe",
+	"SP8x5KqB0O7LMSuRrDCOQrF3qdj406Ex4hASIcyY7fNQWhl1p6e0R+kUeKQwNyRXbIwshxriYoP5EHBH",
+	"X7L7n6Vh3xwfHzyn/aeAebGkD79kPN4YYlA+XkTj/o5NFho5MuG5Z77jVSnjWLYjmxEvy0iOXIjlMwNG",
+	"sWepTiWwSAYroilSEPGNhTRNs61sxWGNvHvBC8c/Re5XkrUn67sK1qoGORe1K5RYt+33AuQtA32WGk3T",
+	"PKEjs1tiWU8KSO11YqtFgwGBMFpFi6KlwTzW/B7EJGwBKhNlpSeFWJgT9u3xX6KtoDyAqJG3+zwvCn0V",
+	"1lRKpfC+rmQ60fGWosLukCcryn84BVD2V267/+IJ+/abv7Kxk+ULrpZ+IQZXWHErRuC88yuDicFf8KrN",
+	"pd1SXH8UKnf86SdkeLtytsz5fQlqN/SrQBqRrM72nN52BNzkEHlD+6vdBMYuzzvBtv+e5xVSUVpDw0+p",
+	"dzdw1WRWXcwQYZ2h/fnLvSi9EljZOz3by+gJkk/tpyAtxP3cHCY+bee6ns1tz9Nn9Guoge8+hVI3621Y",
+	"3Hoh2Zg76+8iu+Zl3yk4S/cs63kz9G7Nku1SWm8luoRl3YYM6Rd+Rv12FQw9/bjPi826iK2tx9u441mE",
+	"4bjyGI3fQlhbeagZtZdeGlKhR0ZC5b2PvVbRx9zx93/xjSzir1boRul9nNwsvhwoFJG0nm8hrmVxJefK",
+	"Y4iHkbXrhVaeajaodBdyZXLv3V99tq1Us9F0XquL1ec++Adewe/IWvoedjZDeM6a/rt8Zk1zPNGT6SNq",
+	"nsZTWi3Iab2yUmqUrWSpJ5+n4pdsNcE2+bjf4V6/iVNHnU4W6Z9OVWxpJRmG/oidegVRsaCgwlN3a10d",
+	"D7Cu3uhqIvNcqGt5c7795q+bXzjT+ieulrQc8/BssFNzEem9zOiFsHPQo8CBA21NyV1fFsvYKHNEzX7y",
+	"hljCODv6TKnUX46M1WW/rXZqLkK1DuhwMB33sjPZhMqZ4FWxhBiys+bGLJfn58Jpmpis6U0w8I/47Azw",
+	"OrlvLKD/POi83JlYTOlDXfqHZVGQJWM81uNgC6LHdtBVOn2FJo+2gyEbt6PvWV1GbPdHoejXIe5lWK3M",
+	"2dTZgk3qDV7DZwbvp+lxODdp7/2u5lt0LberRtzG9FUFY2qus2BXjnZzBSt8OJGwf6c67kfpdIYPwrgL",
+	"3B9CLIO1e+UsavLvPYo0FkfWjEcCAS8LOju8VxPvIpalzJDwqV59A8c5amzLNR6hdwKQ55fsl1Ko07eU",
+	"6k/QoJiIagjAFPoZeiA4doa+AlbK6UXwh5+QyQvXWUzn2t038NeonOVaIFfAzsxuVGCqz9kbXTGsICAb",
+	"XuXw303xACAXc2OR6omXQqYM5m9Uywz+6bmsz38FFxB6XObSWF0t2b7SyMthcyFEjebmIfRAoJ7nK+4q",
+	"iDDKS6EOYHpmaaxYOKaWi0tRuGvbDO6G5HnegG5hqEAqY6t6inkX7FVULOGWOBO2b5nAV2XFxrDSMdZc",
+	"sX30/siKncvKWBa6X0MeCzQRdM8dnHQKMajWH19qniOcGElePoIaiNImgPHjE/CWR2BkYysWwK/rChwi",
+	"VpejEtwf/BMVQ45htvCHyOVBv+GOjt1lHzPSueO8bfSCBD4fuhnwBfoXvSfR+8oc5xrHmTyRF3Ds6Op5",
+	"M4fnoO+Sfw4rHYTKScqhlcz++cMvP7/+bXzCGtdfEy8jxQ5q9uKBeLCxz93EwchGDSL4BMnEZlRN4u4c",
+	"3sJnhpk5LwUUk8DDv+69ZJ875SSOe+O/sN7ky5dxX2IKfrbtVdiR1yQ11D15UZKrvgUfysu1PpTUqGA5",
+	"uSuQhaJFoiR3w+gVIIODk4YJwIel6ZBhSryvNVPcpLpk74kP1LKrxO3pGi76vPfq4Je8rxR8/Z0JD5XV",
+	"0T4MFtYr73y7/TtDbJbOO99dYz2D9YjWe4PjRry48PKmceL7FNbAWEDHiFQDhpkSsUZBqsArKgCUhRua",
+	"FIvw4oBoE0TKOXM6fSEOIdg0C6p7Y6NgqQ7VEQ8KClWgNEKoe0gQSJqgZTk67g0EDQoAZU4+OEaOI0Xe",
+	"DZRx3ZhPlgz3uA9gwGdA8L9jNe0Dwo7SZDkd3E8Qv8fl37IC5wA1r6nzlaMGqdh5IWfzbT3+KMYahrpj",
+	"z/99S66vx/fvve/NjCN/mvfBJ52FA5y4Ax24WzhvVxy35EJNTp8cqW13Z/LJDU7PDe+49fXI8GDxgcr9",
+	"NbocH4U/kDxOmLDli8/dvw8jgcbLsmWXN/Zd1zpfFaLX9wpGE1jxDTqLhdxr2FrOzrkKfqJnhukrRY5A",
+	"ZygzIwtHOOAJ3CyZburR85v65MR7cuI9IicesIj4VrYceXRthzKKxge1Ta1a6z2n8jr57sktiyHbvE+H",
+	"LbSxENlwmiCrIY05Rx/RTVOHDo1dFgKDAAAL0ptoPnZmLzjbEOVF6dZS0rAS8VqHlsLFV89096vR/vuq",
+	"vuDqreMeKwVnr+rK6Apte5kHSGapeNHJq1Ht/o0ln4nn7J3gEHBiug5ZX8HrF2XLd2vmcDu3m2qAvmjv",
+	"SigYZNwCtdwcB2Prsr2PurIIduAkWyE4GGLjwzEzEKkCk1KJK8dorGa6yEX/PN0ro8kyPdO9Q7oCIwD+",
+	"81XJEZ5TtnfY+q/W8/Hbv91tvfDKfRhaFNg67jsOSz+QkgEoPWwz3ZhNx39PMOijz52YwbCCsDaLg7hK",
+	"JSCOOwXOZCsOqr6RmLvrbQBA/tgvtTFyUizZ+POX8cEJQywhXhhNYtaNQGoYvkLQUlZUvGBjVRfFGNiy",
+	"hVrHqUVG7xiNVx43CQDIE8QoDcd4i2P+MetXeX9lUTflckP9WnwMm1j928BpW4MAK3O736Mvdo7xrvTG",
+	"9e33BuqR+opKS7qCcwM+8pekItkBxgShbAcNecIWfMkmgolFaZeZJzRHKRMjFFYVDKvy6xJIVOf3J+NP",
+	"vjSwtSU3Y1FHSPO9wEYQHm6N98ywXJqy4EvQ0kJtALme0Zs7dj/BcTs5rGJHBghpaRs8JtL9eG31yD82",
+	"RhSEWtyU92T9uCkc5o9l/pN4hhNqV9QivDkHfTRMeilsdkuM7YNwE7kNxub2YOaODPoYiCsMjz4oLjdU",
+	"d8FNuTf/azMRpxSsq6JsnUCo4242/8/IqPDwbpdRXfJKOgG2jSEc3mEXokTLyTGj+NstGBfFq0pfYd6G",
+	"r17aIQdq7N1gMPsZh3Yb7bneDsPpmM3/FXZ2gOncJncwn5tdTpjOt8d0susrP7s34ptzSxnwO7HPm21/",
+	"CLb5L6pY+lnEV8+7mByFx8KoMzP/+Aj+O57hgn96J9TMzvdefvPddzAt/98v7s+0DnfmOuZ1c3R/Yju7",
+	"zZ/1+Y6kxdHnQFpkka9HzMBpFbXwftPkwZ0EDQufxUg3O5ftdT2DhmIFr5xIWZa3JUtatZKB/cNMnhks",
+	"ig/JludyKz2VfIvh9m4G+8BMp9WbsbUwaY07EYVWM7eptyBJNkKep+YWprIJlCSir4cISZI6Gzy5B6Bc",
+	"+wmtU7DDQfSAlPzJmKfHNUkzpg1sk1DMt9Ghu1DtFOkBzDQjRFp/niy9eU0IecCCJkvmJrfKSZxA+MFP",
+	"bSOCsJzOOyCG3baQL+4SIry7QbcLFn49Raw7J1TU4UACDCXoZIBAcwNwwywB8KzAc7MK8h+l1XkXcyVm",
+	"vPJp8rICn7UxzCC8ad/EpJoWdS5GvCjSe3jOCyNWW/oN3Kwpr6olITsYASR7wipRCkIMDOQJ8hpyqiyf",
+	"UbsV8aksdB7crKnpWz4bydy0pj68+xIoAnsvQZzs7VTfpRsJQdUN2u1Kc4r7CtO323kkFc/OXCOO2W63",
+	"sA5j8idImkEUlPb3ULdTmuV6Wi8gu1QqJu1J9IemPgRE2hWv8k4AHyKLh5MlgkrpKvrLuSzijhXDMKJR",
+	"aGojFBOLicghcAp9jCquQv5Y4Zi6UxonABCTZ4g4ce4rQqOPNe1KnOoLrafqEjxfzXb4nA/IPPVK6F9D",
+	"Kw0w9UZ5jeQZY4kAn5KG8aISPF9CLw/VlxRKVLpTxE0a454UJr/CHv2oQ38BoZ3C0w++wnhAguArrc4L",
+	"iU2Tdssh8LwhiXJR2q5sWMsrYv3qqJSlKKQSR+66HiIM3Lr+EQBZ68xNuN7QnQHaqfjvQEMvhKk9x2CL",
+	"tGzf3bexzMds5sw9qaxm4xA8HqNRPS70lBeQNjtmRtfVVByk7FB4YuQB6xpseZhQyStMYoKMdnjD/R1u",
+	"sLMpEXe+hfBCktL6yAl8ByNG8H5IHnc/+MzxBTat4KrZi2bUF3/BUWPYuAb/zj2L2e2ooxr5h0CYGWI9",
+	"XUw5/FQEKQef6IWUS9m/bq/e0wlR+vENwOPaAV/Mc05ZpjBP+nCrTdlEKg6KxvrMQfjy9TIHbw9DON42",
+	"3MiNWYQVZKQV4vEj0u2Wx+F2e4JH2o/5TJLL+fPqMjp8sj/PBWPWTldyOjKUkxYFKAoTCYU05oSSXmcz",
+	"kaeszYURxaXAuhnMjwFt2xC2nGxlxAxDs3UfCB4y4F196SZhA874bEcqxupAW+kZPVkTtEdfGSjyesIN",
+	"+Q9dlQfOxtPsmftfp7r39GVB+FUBLeZWP+TDOkHBzdDCA4Ka99n8YDImkeF/FDY+WrN3Q0UxGIrrSKpF",
+	"tSs25CqDPS2KxFZ8TWYczDdFBCW30/kqGfwoCY0dbj8Y+9zDWqajvskUEoV1Fc1c4CtktkBQwGkSGAxf",
+	"54MfwpDQaXsHDGl1oHsyfNpknNYLKoFiwPLZ4/YHr78SIeNiGGtMmyFo/Hi/hqNJpxzMKl2X7oZ0nTzD",
+	"rkjncgB7DXeCbkpf2yqc0B2Q/OpAD5jk6XC+qvKZYVb3IOpdUT+PSJNcg3IjFZXNYXqiewuBj9sDngSw",
+	"U3TooqtOzpSzPYaplp0VbGLq30uVu3Wd6d36sc747HvcpVtSLsmLaS2fzm/SBvCB8dFTWFAvgQyhxlpt",
+	"pMcfBGybwXEgZNUdKYugsylggMjHWPmoi1xUBK3gHxjvhEL/Dss547M3lV7snEj/7jfvVsk0F4+MTJGA",
+	"1pDPBkL97H3wA6tUEnTT7l2E5pQPcfiQB2YwNjEFlTtztE2liQDD6fu3PhKI7Sx8WkorogCewRJcgynd",
+	"uoNe3Z59n7kf0/cQCuvsyS0Y3DtH6LwXE31DkG2tpa6VSMbYoIZA56LImBG8ms592BhhvCAjQFRmW3LD",
+	"rqEiDx2Zpd1QtupugUB3MXZi3URrPwqf7eDusSz2Hkrw6E9MuD8Kuy3VdtJUUpNqHvEH8TaHoH2PWwKT",
+	"e4zvJyoaki4rYYizur9DKZ8jy0Jwz6Arxxp5scpi1xbA5LcQEb4Pho1eit0qJK0xvoro7z3nyH3lTADP",
+	"ezs+0KtXHXlt6KidvAFmwU1YRxoYJnfWaqOBgVYInX58CzKI9uy//+FNxs7+11nGfvjl1f9CLFO5kAWv",
+	"CNjU8gpyVnLxCVBSG5bDpxezyh3ECSt1UdAFx+babDxxHA1vcVnpWdUDGd0JM2crgeBsXWh5DdZZCo5m",
+	"X3xChKAV48qXRI/9QkdWTOdK/qumL5WVdvxsVNWFGB+s8r39iOcRw+OsLDi1NmGVAIvj4FZ4HWWh0Nk6",
+	"Q+zm0eYBWS803vdLN9obyDe7Y95HM8D5bIgQK3HVkD9VtDOgSornu5Om/r1PTPEazrk2b8HwccQa/WFt",
+	"zRRDv8WdM8UA92JBlWq5BMUneysMMEDq+C8cEu5juNIbtbN9yCv9xBdlIQDoMcmk1IqcemYIFMYvGAHh",
+	"2ITnbJzrKTSxGR94/pZmo/tKe9WvErlQ7gezmQFmKxxQqyblMWOXYmp1xTBnEPRMBHvbNaPc2NPxxrmB",
+	"gUveY2fHJ0b5cBmlRQq8HpvcplKjSTCGxL+uyhPVaZzLwopqXZ2Gh3hA3nUdl90t3GYoCwkbcW91IVvU",
+	"gkQ53lEVyAmZ8tWlqJgS7v/7LsBNwuOL4+NrVosMrAlp5nZ31SDdgUMtcIe++jC64NfWkB6K61+1qBGf",
+	"1QtHIBDq8yQIeTagVe5le75psvtzNZ3LS5HfNTiXJ+YhJRVh1/7ETjlI9MkjDpBiojdxxA1gwEe5vlLO",
+	"Wj38Q5a7UVO/r1VekBMvmOuYqg1Kdmh5gapqxGTQO/6HLOG5E/QbNr+DOJ+6ew7sr+UKMOxfNS/k+XIt",
+	"c1/R8tCTR248XTn1FFqIGhPBF3acUgC7ATOldYQZHiTFxH5aQEC3lbZm22j2HrNMtVd5kIj00HkGGvpv",
+	"We4qtTMx1K1piESOiQLj3jzwpDr432/fM2KIf+bAFR0VM04+82L1lv332/fXV+OOFsJy74S5fQ4COF1+",
+	"CEQCAKzAjlIi8RZOeVEE3C7ESXcqEuS5+oefmfCZKqNmByWvnDU4QnTLccYWopqBjaywgnMxNPDQBIoD",
+	"vgBil2M+ZVgJOrFX4HMDkg/yk8XmsISPRzgFHc1TfNhZORvwEbbN6HGGFAUOaJU/+bPfFZdpD3Ov1f1D",
+	"EKGJsKChGNZ1PBma2/Cqj8KmLvsK54rYVSDBYdwKFe+jzxy6lX25EdNKlIhzwOfNdeMsC0O/ZGOhGnx5",
+	"UtrH2Of+HBxHtpLikhcZG5PYGhMTcC/UatT6aw9oBy5sLV6HtzRwOo0B0dgPe9leM1yPLdET6D11F4xK",
+	"/sg/SLzOakqmoVL5xlNjmVbTNbFdXNOKlY1/hkZPbeb7DGpqbMTSoHk8VBZC4oMylqupoB46cSdCdBHl",
+	"B0Pjwbfi3Etw1o/eQNwFX+0d74Gy1tOi6BINMVkkrScuu507j+7jPNxQfb6Wx26rEn4Gn+uXo06goNfj",
+	"9wEb8mYN7ETgDeDwg89l7AocYSF+YSz0kMQ6XHK2w20MxUz6HHKpoJ0b5UtqJU6oF6jBWEetrCyIMwll",
+	"qyV0pgs94ZFbU/umW/IW9mlgpMvBcp+ZDq7COtBDf0BvaW8i7rGjK9seqc/t857i5e4kVhMpw1r/5NlZ",
+	"gaLLaLuI6m/fNZTEBMMgicx9dT7GMB1BoknUxPhCXLBH//Cz3gJzdxBL8f8cDj/figTxouiwA6gA0jpf",
+	"vdTeiTpqxlwsaovqWri7saXn39hlFtnqwPSRLc04ygemjwxOCI6X+5QKLFrhsN5LujH9N2aH53VRYEBl",
+	"7G2gcQTJlIupzBFUHFwJMuEYgaIexJDKM1aIc2iskmFYmsL5G/Iom6E7Smw0KRhtDYbOhVgCSr6jwkrw",
+	"fIVsh6nRa0VdSDBeGzsb86IYg3fZF0ZDl5WMjcmvOo7/DDAbpcWUgrBcnNtYq2I5Zr/XxgIySYZPIcwG",
+	"PNB6qS/ws2g8JqnuLAj85Q00/C838F62RxO+r8gO7XeP48Mf7gkpabCd0DJJcEe6JfSe1jEVPens22dx",
+	"b2Q4N9EKNj3sdcy1ed4BbrZljfvEJGowqMQV9OKK8ze5yo90BSkcPjU8w9YtTdYG4zMu1fAkzbO5ND4Z",
+	"qgT4oErk7IovmdVesUlnf63yx10mc8ZZUdF8YrAeAANBpwbFvhSkrmM7plV3RdZlpj0wQxsAhHqz02P1",
+	"YSeZmu1xvpJMTd9ebl0SUiUOH28e0qMEFcp3kCXasWhCLL7XR/I37iTohE8voJ/pTDkNz8qFOISoj8hZ",
+	"IVXok64rOQP4fuStUTiZG7bgOcbN1wfIkwHwJkydyJJsmzNgy2yIgzefGxDyptB4BJiFN2rO0STxue8D",
+	"QuN7d6Ex0Zh/r9aoTRSbdWf3/Em7iXaD4LsejMaz/ZU2YrZNomNbYQIfxRoI6k5WY+wUXU1rPF6jjwSj",
+	"rSmWwyRp8EHN5Wx+COk0K5CRXjOpIXZ0s3jJGodo7Hfo7br8Thr70W/3BpPwxaH7dI7paKpeTER1B6Da",
+	"7qwBufEk2OoTfSnYi+NjsNotqheMmxvkS243pf8QosS8KvKIoUvWiDY1CcP2ofiXt9ziWZO87/6Niu/B",
+	"GjhpCjAMhJJOJEheF0l688IxbRQKJdppozjETRJHd2maE8UPybnEhT6Z3FvnaGLBKVAJMMSEPHoFP9+1",
+	"+d1fFgTpQxUmYDtzmqYPoC8tw8SbIen8pruQGL1pVDBn9zz93Inbc/afv9bHx9/8+2mzInzF645jrsyV",
+	"qLAmyGpNnZ+bSKCJMg82Ci+fHaorrAO6bopVWp5l1M9GSTMXeeC+oO763O6+iqBI6u2uEsgPcl99VTqT",
+	"WGeBe2IHrHDIEPhKwMIfFlhUnifZRorrXV8xPvpM/9qipTRccmBevpQRgvZS9Ab01jQO6DKwFn+K0za9",
+	"YRtB98NcqZcGTmtQribykWvyj6wVRAk8slctxkAVXZzBkb7w3XvoR/yV3xskVE+naR1hAHgvBqNAnBIQ",
+	"Gnzv+oT9AGy5bWn3R+Etut1DCbUHWidZnq7Dtm4dSMvvvw13pDFvfppoYK167UGMmoolinNik8dGNnUi",
+	"VrehXA/VnW3MwVs5re7eYYEiaJQ+fQSFaIMwBikE8N2HJ9DQFx8LtF1BI9EY95UQO5ghPeEi3UYq7BqB",
+	"fUvq7dF0Lot8hEr1FqXv8FrkgdDg1KmCwbvZRbzjpNX2FY6ntkm8v3JLo31+8tlu77ONCOMrdWA2FDDM",
+	"h9ms+PmTW3KFNfDHo2e14PqjdTKpjMxFpIDBn0/YQnAFlY/tmlBkR4f4hf3xXIoKUnWnvBiBWjU+APXq",
+	"rhU0jxlkdSVYJX4XU2tC420oQrgrl+Q12TeeUHN/d+V+DAO8ws/dlwcyzGO9StYh1yddbFunI4+3767U",
+	"saPP0X9t44ts+BKkBElr/A3azhfZ9mUuI2jaCkbLCW+pwznunkdkbQ4BNlvEnDe6IjsMY5g3sjXAk0/y",
+	"Bj7JtTfrYeoImx9uaGpwZnK0E89MA5C42W2ztTxHm/xruqjo/niS7GvY0JPL5Zaqj7EH+PkupD5mYt8K",
+	"MvUNcjPKSky5bYogu8Z8iZoC9ryhquQTNhFzgL4v5AXu0/vTs1d/62bgOq1BFOe+LBpUT6prNnNdu+2E",
+	"hqTKWMHzuyxouK9iBCwSeCpJeCpJ+DOXJLB9ZCeOwA9urT6h4ac3BrW+pVw3H4xr5U1jG3aUK1AJ5rQr",
+	"yGSl+NYJNhkETymvqRFzVHKlndXlA2agBbJa5aJKlpttxruGgUyrqIHm2AWv7uL++Sov36OErrHSV+th",
+	"rhPMd2uEmjhPbTPT3SEQdWqorwGIOsl0ZQy+HuNePCmON+F610KhjkEL1ybkrBpZz6Kyewr/B7AvDE21",
+	"QG5ZbTwEId5EX78/qWVhD2XIIYCk1NCiS+0aa2YTTMQ7aQLu3huY4S4zcFoj9QWD3M3qbP2fPQ7U2Y40",
+	"Ll62A1zOH8S5VE2IpjZWLzqzQRHWwm5P0OGUK2wyP9zbAvje0jDLL4TKWKHVDAQ0V+yb775zRnnFp24l",
+	"4PcouJkL40vP27fuIcFromBpXYSdJnW3RtpKqL7YzbVfF1SB03oSl9uHU9pXclvcTP/2kb82g+RlVzwC",
+	"0NzSWLFwBkoBkdnJkvwXbH8cDA13sccZG1PVb9X8e0S4vOOCG0swveFvCCg+PrhvkfmjsN+7fXqr7k5w",
+	"pgfsuUkdlePPLjzDduxcim5xw3YETRuwZ0nFxFvZ1UG1yiJk2vjRhbstO4Cc7cGWTeocZ4HD9J1cqj8M",
+	"Q4hYN/1t+MM6wX+rXONMz2aFSN3jvXtGs8bzB8gIGOhmbca/dmhq3Ix+yvNUdm0Z+9n/a1MKAsbSIZCZ",
+	"1rtbDcxtg0ve6OJz9xz2gL6fW7FPX4IZHwwELdxwO3oyCHBTnmALA2zhEJ3wtgFGOyQq++BDozuwVqCE",
+	"liB1DU8OByj/UV6uuTtoz7rJPHZ7dMsbiN63uzBPEyPdk893kHlaCWw2/mSiXiM1Ca7OTa3UUpaikErg",
+	"z2AMHpZFPZPKDLJXYWTqSqV0LnpcVc8M8yNljWjFgdhEzKXKyc2LZVVlbVEsGkIb9pHXqP2o+33Bl6w2",
+	"W/CbzkWecwPNqsLcdoHEM8Rd/EPY/ve0+xvKOj54bNiynhQIfuBXwfbd5T7w/C6v+Lll++e8MNj5KlXO",
+	"IM0ofChdcIFShGTFROtCcHULNQ4BmWZju/tod1aBa3owwrrU+cRjrlUu0XvLPcklm+G/9z/uygGQYF5H",
+	"ML2jz+5/4JmqVrfrDUjRFTQXrVXGuPHNNibLlZ0jvhr1fE7rcTT37YDg+wz/D7UyTS38ysQ750jNrivB",
+	"FwZzsj2svvuhApPXLRLblh5CdF5cQkPKW2LBoZGDzpcRiM39cOYPtWpYz886F7tq1tUa5EOtbqS0WfHJ",
+	"HsGpHOJRtieyAgH26dAYcYjHCAQUZjMKmGXOBgp/fu0efRV+yuI3sMnqytOvqfdq9GSTYbL6+Pvmt2yv",
+	"TD/S073wdJU4iaI9sTvCf9aQ9pNM2ErvrLFdYJeTbJIAA7j4TVn1eh7oTv5qrouI2elLSk6iFqrNkswJ",
+	"dTf0uwUlb2M2RkqSagaNxBgiZQG2TS/Z+UaJk0JPL+DNwI7/58dffmZ68ruYIpgW2qe1YkLlD4ejXo+b",
+	"Iif+DgoCaSajqlaUFdt8xC333C00yX7fNwrGLhiv//xNWe4tzYA8ytmNWbjnwv7rLR4M+oWHTOs+5ATQ",
+	"G/8bPWssr2z60Y/0U+DSrSfeIwO/0tXFeaGvegf9Bz0QDRze6Rncv+In0OdhqNUzQyoK2w+3F4wjp9+c",
+	"A9IzKTb7/ooePDaZ8N2QpbxVVlSKFyQX7kKStLnIUGuiX5ZQH0ixQznCGZjOmOBq7GrMDDXlxkUyEcYe",
+	"LridzqWaBdQB8oHIipmprpzAAflh2ETbOasEUCU1tfSfpP+ywlipZs/ZPxwPHYcfqCzb8e2mfU3SF6Ov",
+	"FDOCV9N5BF5TlkUikcjvbjtVFqQAgoiLBB5WoitkNrQ2HCvC/XOs4NMLE7t9uh+C6q+R+DQVIhexdJpr",
+	"MMRCf6jaiJzVJb0Pw4ymdVUJZYslzIfy0aMM35ChjtOid0krllqNSCitSDVcBVSRgHBLF7W7cSY8R4fX",
+	"cAc2Ier1OLK3SleOpLSk6z9CRWZlSUQwlHoyqQS/SMlsuoE7Btf0w9yT1G6GXxcEJkbhXZcRvCawA5E/",
+	"wpKRhyhpPiLldjl1Usx8zx25rJMx+M4A37h7kHFrsbum1WA3dfrZ3nPa1X86CiXRd+bWtcsqgDDMuiTl",
+	"Zr/47AmqxlNRIjcnol44uZs7WYXKD2vjfvksVD5y//TpFBtpnRqLVGKqK4TfBCPWCd0qY+L57Dn2VlEY",
+	"8iWYrXNZOHVkTEDDo8myWxf0LRuHuSTovSL4TQYo+37AZHrha5X/3Yjq1ZzbTbEVR4f+W89Mf8A92qWb",
+	"Btx3duto2esrtJuNu/59u+Pbc1qW6Xuj9QWrS6A0vyzImIVD9DfmtcqZ2xbP6aGO9wjzZcF2SOr/Hx2R",
+	"I0g8VAue69h9FEaLDQAoXMp9oXHBbYOIbBpkEsMXAt+dcsWg25oArHYTknihlFfmibo5pfFH3++HbofS",
+	"OMmSV9ipHaANuqXL+Czg3UPShVtb83B/VXMjceD75HKCAbFGL9GrDbvSBAGHuR/Qvs0KZaRWJ+nS5kYD",
+	"lX9ECi/s7YVUOdsPG8nL8pnxCdPNHT9wa/Imwsm6OunOunIxLXgFMpT99Pan18w95PVwXpZRl/wptL+E",
+	"XUVHM7cwu1Q6iDsox4huXnPN81wihuH7yo1ipWMhyIDK6C+f93wtfyrJqxC+zSCEsIJ/0g2KG0EpN+GA",
+	"3aoCW5tIxSGYvOKXcjSdHjTclqu5ZlfOXHTGiaXpnLg5zLkTKcQo/MNCBePWzUHVRQHJsO34dGCtMVv+",
+	"J+5BkzaLnte7Ltxwh44k8IGG6GPLsNtX3JB0vVtT4Wss/e4TCrjdnn6tJi3T/QtZ8kIYA/ihumJVrUws",
+	"K9x5teXEZ2LGX47KSlxKcTVIRWpfs5AEQzqQo/6GwzjGT+Auh25zxj4ewc0I5+6M6zEzwjJpyTIQFQJq",
+	"Nt3AEuaFmznaE6NcKNnymMAMJ6LQaobNCwjC3zE6XbErXV2Ykk9FFGSF760qZhL8Sb4GuxIcHAerrPA9",
+	"7l/ECzcqZjJvaskpyI6Sb2NcnU7tRqraSjrAR0HmPXYLNE7xbU6IVRx2EGQrtmGBkEwuTVnwZV82TuuU",
+	"0+k4kM6TyMfJ1jLbBb/wfRdI6JzgkYEKkyE8qu2y59BJMKxzwZfYnVrajAGRGDYTtpfG+hYK8uFmEKr/",
+	"dvRvbd67USx9yVrcW0+tSIdZNn8pHXPgV1td9n2nK/XNiK4UttzpUNfBo7aP+5i57w2JzvWlFWQew5aD",
+	"k1c2LAgqzpG39/J0XS2O5vWCqxH4YY8+u7+MrL4QarPxe+X0PM5KDiNjuOlv7mPsrfsYqVCVcAdoXoLO",
+	"WgmVA6+24hN56H21H6jQBZMqo+BAJYwuLhs1yDQYNLW1WsE707nWxrcl/cVdYTeqYbko5CWOFMFiX4kJ",
+	"MeeqckY4LHTV7O73IMMLVJAPj7/4ho2jDQRQjpGpJwtprRMwjr5XfhefSseCY/HjtkoaNi20QYcZhtdN",
+	"DwQ2t+eFvoLNhr0GPKEBEsSN88x4rxqtBhLQPRZMa7ZeWIx9GglEE/tkTCCdbdO3buQBSICu4at0N0qh",
+	"AG63S5luFW0zAY4FhhlZuUhYDH9X8hM0z3XXzIipVrkhWDc0csNRKu3z+dE4MvF5Bt4qlf33b/s1+QDo",
+	"ja+Moi1JnywC1ABh+hgyu+SVdN9uWhC5awac4nnKbMEE5DUlMYZE6FSWEtA0qDYXqMJntLY3lheFvvK2",
+	"ZjB5E4O8Dr+xfVhGITgcXq7tAW2lyPHajLESY4zdlWCA1hRWVtazy6H9Y2uW7sfEBN+AbONWzDQ0jwpT",
+	"Ap8eiH+88+5fh4U0duwz/KOp+bJGuUDU+ahPFq9zqfeyvUuZC/e/uMhEveOW6yFXykLYuc4TC/ubviID",
+	"Hj070lBli1N3JoI5owVL+RLrKPSUF6Nzb9EvtBWjuiquNetIdK7OkLOxY3Gzipdz2thnJpjJjn9qdS5n",
+	"dSXyE4T1RmXTyUZIaAKBMqIXRljfNm7A7n6unTFeMT5B8KWOq1WJlN3dpnUjCkD1THVpsHPfaHvlemaY",
+	"kypzdi4rDFcMb1yK/71SuzvV0PjQjtm+Y/FsDOsds0JaUfGiWCIklJ/CmO0X5EEc+1WMD5JMAj6U5hH0",
+	"8XAojiU9TyqiHU+E29jFRFQj8HL1cKCFNt7RxFcvGUgy83wQR8X+FyPMeVsd7B9w6tzvRENs07mWU+Eo",
+	"bYFqxwlaDlp1njW3RSv+fNhcF3nTOg6mcct04vbSxN93go7I5iSmlFJLJ2BB/8Px4BzCXKFdL3EH/zfH",
+	"zWikJGdYQ1R+NnYuFkYUl9stPEVrurZOwfFzG6EOkxp75ap68MOpgJLAhlc+M1gxe8J4YTT6aMXSbSFn",
+	"oBJCS/zkhUqfjBsevLz6HJSaShcUUIrYYBboLksLoIG3r0ssPdyy3/OaOIcV8B9gCVRWTNpIw6Uzt10o",
+	"S8ep8xlnjBdXfGmcNdjhK806ICqF2AI9TCSYDy09xgk6VNxBg1qjzuD7I2oXnZJTjZHCHEs1GXbXPWfj",
+	"spLOlnNnRfvq/unUCHf/3MHN5jp9aNmezNctiMn8xBnLOVaPua+6Z7wVjTYJgTcv+Kd3Qs3sHLvJlNxa",
+	"UbnP/e9/nh7+Nz/8Y/Qb/eP48K+j3/7tfySJVto+v7pfPJ+IojPei+Pja9Djl6TnOq0G32Eo79sX3wxw",
+	"FVdgKsCVcaam2KmPAKrj+s2eyBMQ/YQh9HTkT6iuzv/MK4e+v5HKHYs2QvmDx3gXeQa6UzjBhO+gO/tU",
+	"aGeVS4FwIh758LyuwItIaaxTrrC/AY+aG0SJrmSnPmenZBA5hQAuH6WrO1m9Gkec8NynsyWMcqVt1CmG",
+	"sysxOeRlGfGOOOIHplrOLY+B3j2QArVstuH72RYeh3twNnyEjz8+f8P1svI6Vi3i1yT531i64ziPBUFb",
+	"2sB12WCArwtwtof8L6SvID4h6OB1krQsfYnOgnMAhW1sKkdnHT02a6L+VK+B14CUDQJAUI7pgA6oz+OH",
+	"Tfx01yJOCu8NQVOkVWh0zg2TkBt7LnHdS11DyCat8sThUNrlrEEhgqGvFyC9icPqFTE9SCHwZsMgUUcc",
+	"DXB2iJWetKpduGJiUdolncQdp1t+/ZL0FDf4GrL0S7Z3JNW57nWh/0img08ZiX7NIO0tgzRqvFawsZ6b",
+	"OMED2Y5iGcUre93Ep2X51k1kh2lWNMSmiD5GJCbcyGm83OsrazsLssDkJsJvd3TKp80m+RCKD7EMioMr",
+	"cSWMZWNwcYyj0Ds0s9DqUlSGIxFowmEagz9o5OQJZREa9nttLJuIc0pdsv5Dma/A1kUuwFFSGbRmpE/s",
+	"mYkTNp5zM1roSoyZcdaUhxZGAPgwqUoskt1snK4ynXM74mVJ6kpZUnI3rwSoOO73QzCQ4mBJX+ZuvHKf",
+	"YRStm2YEhQyoFaXJPfrK36SxGsKWG1WU1uBWg27ZF7ONn922TD3bmAqkr4hM4mGuHT5eGe9VXRldoYiQ",
+	"uecnRCp+j32QwMzdNrN3gl8KZ0/qGlDuZwJV14Lb6C3TN0l/httN1FnQC66WDSnCsbhrxByxa2Ov2zWV",
+	"f6KuqcebeqjutIHpKqWu455xN9Nmxx+yMN9ZhqvPDO/nnHEfoOjPXXZ99Jn+BblM50LkEz7FFss9ZjBH",
+	"/K9xIS/IxZZLg/+BsSrfUZlN9QJSFEjzpYFO3MuqLooxc3xLzahLH2VI0QzCBYSslGF10GPHC8ZRey7i",
+	"oSFDPHwc7pEbdFB3B5p4InVJG1AufsIH3tDnh3Bbz2ewQK7iVvRDuvnzuXmC+e0XYXWWfl8N3wfAcYbD",
+	"d4YCFincdT7lQ2EfH6ARhCLLKehYecWvwFjiVSFFRdezlTPjKXwdEzH1bCYM1Gv39WmvdF5jL8FzccVg",
+	"V6X3RDeJanI2B/gvpiBJBnuYkwcB8+39zdygmwUFyxkN5MjioJv5vMYez5f7dc6d6V4U+uqwLhktDmbb",
+	"tJs4Pz8ZyERO1hVaJtW5j347/9Nv0zb8BXLmoznjSnbLarbNP9yg2t1dCs1aFrNyDJsMvXAPGgJ/2Ozm",
+	"fuo21+o4zcVrmERZ6RIctphxFPjY81brQ27ZT94k9dxqTcMacERkrBQVs1oXvhOWMxGmaA85SwAutcC0",
+	"cV0EFoFNOIpinffhJzf6br0Pbohh3geYvVvY3VLkTkM9zZo2OCp0Lop+NwU6uyDg/0sp1OnbZ4Yq+Qsk",
+	"SMf7nrNTBSd/IZaY2i4ME5/41EIGBGxzxgzmLcB7TopgPZqtls7KNWB8ShPVLMk8DQyJ8/gJ571DEorG",
+	"WVeeeyGWzzC3HwoNYHOGe69wkO25R+u9re2k1px9FSoeK344NP9c8GWobvJURI+80ouSWzmRhRs3pqaj",
+	"z/C//anCp5T9GB+2x59xo50wZ+djqQUEyXwoCtQK0GumOhces6JRM5IsJzrIIbpCPCG/9JR2QN97GPI4",
+	"XuNdEOogaXqnxN3yz6bXOoiEY/pY66anPHe8KUwJkZNHKnR45GWJ+e26FAr6RlpuRWjhl9CIfFlscBqc",
+	"C27rSqw0dItggTFw64NyPhmeKoAwa27VIuBlOaoVv+SywNStlFFQQ1cNtg9i/hN3RiWTobS1gdn16ZVA",
+	"uAfkQ3CDzKAPj7YNkm4wBOA3GAwm1frepah8SlSf/vC+OaXdahHNQMN0CSSHw3M+dQfeENMj0iwaHtmQ",
+	"nztzotUAoLRe8TASu1FsCIRBNlEGmkzGprrQdWWwJysmmBRczWrygjYzI6SjKzEBF+lmUJHYvFWaucl5",
+	"gRSK/CB4Wk3n8lLkvbT5DzE5LcuPzRbsjDjbI22iTl/j4g/ngaPs7JyCIwpBkim0vlhPsY7oDq0+xGT8",
+	"XpcwNhYau6exD28Ei0lE6t0RAfhj3PgaxmwfZcCVhGIqoRAAzQkAcPMcZEwqqxlMgxqCNpTvJ2lKISIw",
+	"s80SIEt7kek7mCwSADAjN7IFEDdnEZaCX4DSpNmllnRf/PezdU2Ge7HLsg2wZLpagz22pXPpTHyyZ/rU",
+	"7SpBouzCQxyNcjPvsPvC0aIUs1up0DRLZefCuAuLhHWn/OFhuVo+hr3w1B9aAzuCoww1wvdZdbbA2RLL",
+	"8FniR58DemdVK/ALN9CkSQnoNFQCEloD3swV4lhB1KRWCMGYsVhhQ7eQtD7t0v0GyXUkvolB6UrOJIap",
+	"lBKQ/cTySpelyJ+zU/g4hPKdgPTBKKfp5qxs3NcEkjFegTcd08y9dkorgFRD85y9vqTmxqIBfykRScF4",
+	"E5VegUkQAmpIEQUNdUrpiJB34FiUNkErgMSDEB3ETx2k/eRh7qu+clIO/BNDchjc7JoEBazdICgA3ovN",
+	"9BHm5/FccXOGWK5uMPSlUF6s1es93B2i3J2b+4QtMDkleBuu5rp7jLfm+M4SZTuKwVuU/FIJqP9CuuK2",
+	"NjESuvGUftkkPkAvA+s+43iwVLVghbwUvc1D1LSoESfYipFRvDRzfVPcgmgVF0KU8a1wBmYoaW6uH175",
+	"sScHKmiDupFCg+LAKecYdoUq2XpSXGDVI63wq9ut5bedQ/SjrVnomduogITsPgT359T9/E7P9rKABB39",
+	"6nGgV7KksSg2/cl22vMbfDLxDSsXQtd2yEfO6NH2VxrCX/+FD/45KFGhkuW4X0Hi7bf+wbh5QfO2Ep/s",
+	"hhd/xo75zTsNPPW61xqY7ELrctM032ldxjOEd/on5x6necGTa6fkHm5mQ0KiTR8UOml+HgmVJx95rfIE",
+	"nnhi1BSqeCUsKCA9j3+An1cQyHueXsEhj34nFPJKcKOVVLMRILG2n/ngf3wFvyECe+pBp9GGZ6wZJXfw",
+	"zJpmE6OnVjeyeRL3MgWVnljyOsB0ZIPr33uPzyRh1te8tgZs/TTS01a7w2QYOAM06ZdjBhg4vpLTyUdo",
+	"hEB1Dn/KpAzRIFLxRC1PpHD7s2Af6mCr+1M0R4VeA077HvMIAxZIgEgpubFNjWdVK5P5NF2QlSd4fBi/",
+	"wllLQzVFoJGiWpExKxdQlAAVKSZjxorSoI80VoEkYeLo2oIOcliIS1GwHEAqh+V7Ad6Lxd4btULfbUYQ",
+	"S8ZyqK1SjE+nunZUuOCyiKGXnWo70fkyYxzALIzlixIfINCqCUAAGpGDV4ODZy0j9EFdBUWqtkbmAnFd",
+	"uEoliv0owv15p2cbVVvAb3FHQMptoWcz9DpbqJnRynKpqOTWF4CmlJgLsbzS1ZZpp83osBdo83g8HdDv",
+	"+obDDdlLda429RQ9HHvZ3jlWLGR7xoK5lepinVSuIfkz5MBmDA7W8Q+wUF/0TatEJpzQ3l5EqbB/df+3",
+	"IRm2P0XX3QtJ1wGm6Vib2X167prTI0TdJkFeGvb24y/s//n34xd0Q3oJx6Pxcjsa4ft7SdMo51YcAkhM",
+	"tg1h+amhqX7tmcHrtzoxz50mXQg0RO8CWFSoXmcyZ/uQn49JpxC0Pdg06clyFACD6UNbZ4X3TnaqldGF",
+	"CAyvmTOyPp7n2Otq4xzpC3v3FduNeeXQhHAng5zkexRhJ8hbiIUxLG2wBuC7aCW99a8/iWltKdgUxiAl",
+	"IEQkww8Btw4zLrFe8Dn7R7I1VtPfah+gH7D3yZxfSl0TcitCVXr81oNOCy00zVGhRf+eAcXQY19Gvbfw",
+	"Q3ytzhkkGKkSCT9dlvAe6IqN0WmOHi8nsDAmTfwquCHm3LCJmLmJVpW8RNROgkemKdQQHSdd4Zvj4wFO",
+	"uNXIxD6gXfCQ2E5cB2MPq6d2kK2JEmwIMayJW8DG9EUuTti33/w1Apf2ENf4VsWtQESb68UqiGo93e8o",
+	"VhE8kDCa1PfVEczP43u6TxETzJ4cR0+OowfhOHry+Tz5fAgOMRLYTQM9n07SCuFF/ffu1s3zzV83v3Sm",
+	"9U9cLWks8/ACtb5f3qrE30Y3XI3NDuzvwq3ISAPMKEGCQG+cuSAqKkOkoKijBggyBR9TUCr3G70TIHOi",
+	"OObOg5S+Uwz0WIV+Fg3UI0Fm9DpvPtSKuqgMDE7KHNA5Alp5K0yKsP5ow4HTCq5LjPhibiGMeR+GW9in",
+	"TUlaEAT9k3p7cwwLR1be4EtsubkwR5/d/2DJndVlv8V3ai6coRRGcq81fljFAktGrA2rmfvec3bWuDfQ",
+	"+FNC5Iwco+vC2je+wYnOMekK31QqgS795p1xc/GjUPTzkDsLWyNzguAKrhX0xg+5mXQk94PENAQ1yED1",
+	"nW9b5A76RvhBd4YWdNPyX7fS0DYzxgp6FA6jv/HCdq/4YG7SqAPQP3ed88h9yLBCXsCdUD4Tc1Ufydik",
+	"tkzEvqaVdHfKBg2YLHZ+4k8o8z4hKBvAe8erJllqKHQdllgteOHsSxEqXKBBSsXPbTbE+3I/zpTjv0Se",
+	"KdqxkfCOCfgaIVvHHasKrqKGVO53bA0AqS9+409607fazfT88Lt17XyoVfB3LN/mQ9h0wk/pacpqT3Wb",
+	"dKe749JPLqcnl9OTy+nJ5fTkcvpTuZx231/pcXi1KLYDkCwAntwV6gM0WahXM0ekhfmybPifQ+hhQiXa",
+	"0NCk39/1ThpLMBBeNcuaZv4haZoUAWfyLkvCHvThVKycm3LlDK6kN+nUlwjtvqQfRnhPK+kr6ve/h8ZS",
+	"sqL13h8o5cDO2M2xaCXgMCJaoe1NdMXuppnL6Tw0GEBUAKsBt+Gk03HboA8Eat0OxWIi8hyC0QAXXImK",
+	"q4vxuvL5EU2xX+30CVPtEeAV93UnNIsF8vq9bA/Ldb6xKE7dEOTrSKRU/bbpQoKajhtUV8Xey72jyxd7",
+	"7hfa0BUgxQhXjhehxk98ms65mgmCLSCUJWwDglvRRmdJ53o1Be0wr6Z/WUDlgC83hhlSLxEE5gHFYyYL",
+	"4FeHxjah4CIJXYCwP2htoN1VqKmBFs/UJ5TGwJZy6wtDPEAowMYUBda5L3gOGOHRt5r21Kvf+wDAXE12",
+	"A314Ji9FB8XcT8zjdiXQMGPYzwLZ3xyxGDNvK6u8aZ8VH2MLVzDRFxNryazGSjJgLu4fWDoppvPoW1hD",
+	"luqtieWc8Hb46dIdBZ6xmzafACwneRN5AhPYjxLXuCaRQXmMToCww+iIKLmsDAsFZbmsxBTLamRrU06V",
+	"0rZ3hDfQlA/OjarTWim37IpLyxAIgL4XAyonKIGcMMGZQ53HuW+QIyt/mtE320I0sekQwDkEoFE4sVlw",
+	"oq5c5XD/1l3oV5UAks0CcgL4I1TOjIACczXrMtpojCAL2Pful8T3f6DGYb5NMvaaaX8x+mB4vOeugjJu",
+	"2L4RM3jsAPrp4jvQGr0spIWa5CwSmdO5LHJ6t8Xs3B8SI/0kLM+55b6dHMTO2nOOvk6tE7QKM4kH8d9K",
+	"LYh7TjGrdF2u2Wf3ZGqeyFJDYXPcuwuUnXgeKHJXP9KcYSlLgQ1w3dqx71SSmzavvKdX9r789uX/DwAA",
+	"//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

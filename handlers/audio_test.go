@@ -91,7 +91,7 @@ func TestAudioToText(t *testing.T) {
 		{"not audio → 415", s, nil, []formPart{fileField("cat.png", "image/png", mp3)}, 415, "unsupported_audio_type"},
 		{"empty recording → 400", s, nil, []formPart{fileField("note.mp3", "audio/mpeg", nil)}, 400, "no_audio_uploaded"},
 		{"the builtin provider cannot transcribe → 400", builtin, nil, []formPart{fileField("note.mp3", "audio/mpeg", mp3)}, 400, "model_currently_not_support"},
-		{"no file part → 400", s, nil, []formPart{userField("alice")}, 400, "invalid_param"},
+		{"no file part → 400", s, nil, []formPart{userField("alice")}, 400, "no_audio_uploaded"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,7 +9,9 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
+	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -116,12 +117,21 @@ func (s *Server) CreateDocumentFromText(ctx context.Context, req gen.CreateDocum
 type documentForm struct {
 	file     *indexing.Upload
 	settings indexing.Settings
+	spool    *os.File // where the file part was written; removed by close
 }
 
-// readDocumentForm reads the `file` and `data` parts; the file is kept in
-// memory up to the parser's size limit plus one byte (the service refuses
-// anything larger with 413).
-func readDocumentForm(body *multipart.Reader, fileRequired bool) (*documentForm, error) {
+// close removes the spooled file part.
+func (f *documentForm) close() {
+	if f != nil && f.spool != nil {
+		f.spool.Close()
+		os.Remove(f.spool.Name())
+	}
+}
+
+// readDocumentForm reads the `file` and `data` parts. The file goes to a
+// temporary file under dir as it arrives, and is cut off with 413 once it
+// passes the parser's size limit; the caller must close the form.
+func readDocumentForm(body *multipart.Reader, fileRequired bool, dir string) (_ *documentForm, err error) {
 	if body == nil {
 		if fileRequired {
 			return nil, apperr.New(http.StatusBadRequest, apperr.CodeNoFileUploaded, "No file was uploaded.")
@@ -129,6 +139,11 @@ func readDocumentForm(body *multipart.Reader, fileRequired bool) (*documentForm,
 		return &documentForm{}, nil
 	}
 	form := &documentForm{}
+	defer func() {
+		if err != nil {
+			form.close()
+		}
+	}()
 	files := 0
 	limit := docparse.DefaultLimits.MaxFileSize
 	for {
@@ -149,14 +164,23 @@ func readDocumentForm(body *multipart.Reader, fileRequired bool) (*documentForm,
 			if !hasName || strings.TrimSpace(name) == "" {
 				return nil, apperr.New(http.StatusBadRequest, apperr.CodeFilenameNotExists, "The uploaded file has no file name.")
 			}
-			data, err := io.ReadAll(io.LimitReader(part, limit+1))
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, err
+			}
+			if form.spool, err = os.CreateTemp(dir, ".document-*"); err != nil {
+				return nil, err
+			}
+			n, err := io.Copy(form.spool, io.LimitReader(part, limit+1))
 			if err != nil {
 				return nil, multipartError(err)
 			}
-			if int64(len(data)) > limit {
+			if n > limit {
 				return nil, apperr.New(http.StatusRequestEntityTooLarge, apperr.CodeFileTooLarge, "The file is larger than %d MB.", limit>>20)
 			}
-			form.file = &indexing.Upload{Name: path.Base(strings.ReplaceAll(name, `\`, "/")), MimeType: part.Header.Get("Content-Type"), Body: bytes.NewReader(data)}
+			if _, err := form.spool.Seek(0, io.SeekStart); err != nil {
+				return nil, err
+			}
+			form.file = &indexing.Upload{Name: path.Base(strings.ReplaceAll(name, `\`, "/")), MimeType: part.Header.Get("Content-Type"), Body: form.spool}
 		case part.FormName() == "data":
 			b, err := io.ReadAll(io.LimitReader(part, 1<<20))
 			if err != nil {
@@ -177,16 +201,25 @@ func readDocumentForm(body *multipart.Reader, fileRequired bool) (*documentForm,
 	return form, nil
 }
 
+// uploadSpool is where file parts wait while a request is read.
+func (s *Server) uploadSpool() string {
+	if s.dataDir == "" {
+		return os.TempDir()
+	}
+	return filepath.Join(s.dataDir, "tmp")
+}
+
 // CreateDocumentFromFile serves POST /datasets/{dataset_id}/document/create-by-file.
 func (s *Server) CreateDocumentFromFile(ctx context.Context, req gen.CreateDocumentFromFileRequestObject) (gen.CreateDocumentFromFileResponseObject, error) {
 	svc, actor, err := s.documentsFor(ctx)
 	if err != nil {
 		return nil, err
 	}
-	form, err := readDocumentForm(req.Body, true)
+	form, err := readDocumentForm(req.Body, true, s.uploadSpool())
 	if err != nil {
 		return nil, err
 	}
+	defer form.close()
 	out, err := svc.CreateFromFile(ctx, actor, req.DatasetId, *form.file, form.settings)
 	if err != nil {
 		return nil, err
@@ -203,6 +236,10 @@ func (s *Server) ListDocuments(ctx context.Context, req gen.ListDocumentsRequest
 	q := req.Params
 	p := indexing.ListParams{}
 	if q.Page != nil {
+		// As on every other paged list: pages count from 1.
+		if *q.Page < 1 {
+			return nil, apperr.InvalidParam(`query parameter "page": number must be at least 1`)
+		}
 		p.Page = *q.Page
 	}
 	if q.Limit != nil {
@@ -256,10 +293,11 @@ func (s *Server) updateByForm(ctx context.Context, datasetID, documentID string,
 	if err != nil {
 		return kbJSON{}, err
 	}
-	form, err := readDocumentForm(body, false)
+	form, err := readDocumentForm(body, false, s.uploadSpool())
 	if err != nil {
 		return kbJSON{}, err
 	}
+	defer form.close()
 	out, err := svc.UpdateDocument(ctx, actor, datasetID, documentID, indexing.UpdateParams{File: form.file, Settings: form.settings})
 	if err != nil {
 		return kbJSON{}, err

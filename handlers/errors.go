@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"appkb/apperr"
+	"appkb/oaicompat"
 )
 
 // errorHandler is Echo's central error handler: it is the one place where an
@@ -25,12 +26,18 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 			return
 		}
 		e := toAPIError(err)
+		c.Set(ctxErrorCode, e.Code)
 		if e.Status >= http.StatusInternalServerError && e.Status != http.StatusNotImplemented {
 			log.Error("request failed", requestAttrs(c), "status", e.Status, "error", err)
 		}
-		if c.Request().Method == http.MethodHead {
+		switch {
+		case c.Request().Method == http.MethodHead:
 			err = c.NoContent(e.Status)
-		} else {
+		case openAIPath(c.Request().URL.Path):
+			// The OpenAI-compatible operations answer in OpenAI's shape.
+			status, body := oaicompat.ToError(e)
+			err = c.JSON(status, body)
+		default:
 			err = c.JSON(e.Status, e)
 		}
 		if err != nil {

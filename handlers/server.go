@@ -26,6 +26,7 @@ import (
 	"appkb/gen"
 	"appkb/indexing"
 	"appkb/llm"
+	"appkb/ratelimit"
 	"appkb/retrieval"
 	"appkb/workflow"
 )
@@ -63,6 +64,11 @@ type Deps struct {
 	// Python runs the python3 code nodes of workflows; when nil those
 	// nodes fail with an error saying the sandbox is missing.
 	Python workflow.CodeRunner
+	// Ops holds the operator settings: CORS, rate limits, metrics token,
+	// readiness checks.
+	Ops Ops
+	// Limits protect against overload and slow or oversized requests.
+	Limits Limits
 }
 
 // DefaultPingInterval is the keep-alive period of message streams.
@@ -158,16 +164,21 @@ func NewServer(d Deps) (*echo.Echo, error) {
 	if err != nil {
 		return nil, err
 	}
+	validator.maxText = d.Limits.MaxText
 
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = errorHandler(log)
 	e.Use(middleware.RequestID())
-	e.Use(requestLogger(log))
+	e.Use(observe(log))
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: recoverLog(log)}))
+	e.Use(guard(d.Limits))
 	e.Use(middleware.BodyLimit(MaxBodySize))
+	e.Use(cors(d.Ops.CORSOrigins))
 	e.Use(validator.middleware)
+	e.Use(rateLimit(ratelimit.New(d.Ops.RateLimit, d.Ops.RateBurst)))
+	mountOps(e, d)
 
 	e.GET("/openapi.yaml", func(c echo.Context) error {
 		return c.Blob(http.StatusOK, "application/yaml", d.SpecYAML)
@@ -232,21 +243,4 @@ func (a api) RunWorkflowById(c echo.Context, workflowID string) error {
 // StreamWorkflowEvents serves GET /workflow/{workflow_run_id}/events.
 func (a api) StreamWorkflowEvents(c echo.Context, runID string, params gen.StreamWorkflowEventsParams) error {
 	return a.srv.streamRunEvents(c, runID, params)
-}
-
-// requestLogger logs one line per request with log/slog.
-func requestLogger(log *slog.Logger) echo.MiddlewareFunc {
-	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
-		LogStatus:    true,
-		LogMethod:    true,
-		LogURIPath:   true,
-		LogLatency:   true,
-		LogRequestID: true,
-		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
-			log.Info("request",
-				"id", v.RequestID, "method", v.Method, "path", v.URIPath,
-				"status", v.Status, "latency_ms", v.Latency.Milliseconds())
-			return nil
-		},
-	})
 }

@@ -106,7 +106,9 @@ func TestRequestValidation(t *testing.T) {
 		{"limit below its minimum", request{method: "GET", path: "/v1/conversations?user=u1&limit=0"}, 400, "invalid_param", "limit"},
 		{"limit that is not a number", request{method: "GET", path: "/v1/conversations?user=u1&limit=ten"}, 400, "invalid_param", "limit"},
 		{"multipart upload without its file", request{method: "POST", path: "/v1/files/upload",
-			body: noFile, contentType: noFileCT}, 400, "invalid_param", "file"},
+			body: noFile, contentType: noFileCT}, 400, "no_file_uploaded", ""},
+		{"form body on a JSON operation", request{method: "POST", path: "/v1/chat-messages",
+			body: noFile, contentType: noFileCT}, 415, "unsupported_media_type", "JSON"},
 		{"multipart upload sent as JSON", request{method: "POST", path: "/v1/files/upload",
 			body: `{"user":"u1"}`}, 400, "invalid_param", ""},
 		// Liberal cases: these pass validation and reach the handler; anything

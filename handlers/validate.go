@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -35,6 +36,9 @@ const (
 type requestValidator struct {
 	router routers.Router
 	keys   *apikeys.Store
+	// maxText bounds query and each input value, in characters (0: no
+	// limit).
+	maxText int
 }
 
 func newRequestValidator(spec *openapi3.T, keys *apikeys.Store) (*requestValidator, error) {
@@ -58,7 +62,12 @@ func (v *requestValidator) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			return echo.ErrNotFound
 		}
-		if err := normalizeJSONBody(req, route.Operation); err != nil {
+		if err := normalizeJSONBody(req, route.Operation, v.maxText); err != nil {
+			return err
+		}
+
+		streamed, err := checkMediaType(req, route.Operation)
+		if err != nil {
 			return err
 		}
 
@@ -68,6 +77,10 @@ func (v *requestValidator) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 			PathParams: pathParams,
 			Route:      route,
 			Options: &openapi3filter.Options{
+				// Multipart bodies are read part by part by their handlers
+				// (files go to disk as they arrive); the validator would
+				// read the whole body into memory first.
+				ExcludeRequestBody: streamed,
 				AuthenticationFunc: func(ctx context.Context, ai *openapi3filter.AuthenticationInput) error {
 					p, err := v.authenticate(ctx, ai.SecuritySchemeName, req, pathParams)
 					if err == nil {
@@ -77,13 +90,49 @@ func (v *requestValidator) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 				},
 			},
 		}
-		if err := openapi3filter.ValidateRequest(req.Context(), input); err != nil {
+		// kin-openapi reads the whole body into memory while it checks the
+		// security requirements, even with ExcludeRequestBody; a streamed
+		// body is held back until it is done.
+		if streamed {
+			body := req.Body
+			req.Body = http.NoBody
+			err = openapi3filter.ValidateRequest(req.Context(), input)
+			req.Body = body
+		} else {
+			err = openapi3filter.ValidateRequest(req.Context(), input)
+		}
+		if err != nil {
 			return validationError(err)
 		}
 		c.SetRequest(req.WithContext(withPrincipal(req.Context(), principal)))
 		return next(c)
 	}
 }
+
+// checkMediaType refuses a form body sent to an operation that takes JSON
+// with 415 (instead of a confusing message about a missing field), and
+// reports whether the body is multipart, which the handler reads itself.
+func checkMediaType(req *http.Request, op *openapi3.Operation) (streamed bool, err error) {
+	if op.RequestBody == nil || op.RequestBody.Value == nil || req.Body == nil || req.Body == http.NoBody {
+		return false, nil
+	}
+	mt, _, _ := mime.ParseMediaType(req.Header.Get(echo.HeaderContentType))
+	content := op.RequestBody.Value.Content
+	switch mt {
+	case echo.MIMEMultipartForm, echo.MIMEApplicationForm:
+		if content.Get(mt) != nil {
+			return mt == echo.MIMEMultipartForm, nil
+		}
+		if content.Get(echo.MIMEApplicationJSON) != nil {
+			return false, apperr.New(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
+				"This operation takes a JSON body (Content-Type: application/json), not %s.", mt)
+		}
+	}
+	return false, nil
+}
+
+// CodeUnsupportedMediaType is the error code of a body of the wrong media type.
+const CodeUnsupportedMediaType = "unsupported_media_type"
 
 // pathKnown reports whether some other method is served at the request's path.
 func (v *requestValidator) pathKnown(req *http.Request) bool {
@@ -201,7 +250,10 @@ func firstLine(s string) string {
 // empty or literal null body counts as no body, and a null given for an
 // optional field that the description does not mark nullable counts as
 // absent. The cleaned body replaces the original for the handler too.
-func normalizeJSONBody(req *http.Request, op *openapi3.Operation) error {
+//
+// Text fields that feed models are bounded too: query and each string input
+// value may have at most maxText characters (0: no limit).
+func normalizeJSONBody(req *http.Request, op *openapi3.Operation, maxText int) error {
 	if req.Body == nil || req.Body == http.NoBody || op.RequestBody == nil || op.RequestBody.Value == nil {
 		return nil
 	}
@@ -229,11 +281,34 @@ func normalizeJSONBody(req *http.Request, op *openapi3.Operation) error {
 	if media := op.RequestBody.Value.Content.Get(echo.MIMEApplicationJSON); media != nil && media.Schema != nil {
 		value = dropNulls(media.Schema.Value, value)
 	}
+	if err := checkTextLimits(value, maxText); err != nil {
+		return err
+	}
 	cleaned, err := json.Marshal(value)
 	if err != nil {
 		return apperr.Internal(err)
 	}
 	setBody(req, cleaned)
+	return nil
+}
+
+// checkTextLimits refuses a body whose query, or one of whose string input
+// values, is longer than max characters.
+func checkTextLimits(body any, max int) error {
+	obj, ok := body.(map[string]any)
+	if max <= 0 || !ok {
+		return nil
+	}
+	if q, ok := obj["query"].(string); ok && len(q) > max && utf8.RuneCountInString(q) > max {
+		return apperr.InvalidParam("query is too long: at most %d characters are allowed", max)
+	}
+	if inputs, ok := obj["inputs"].(map[string]any); ok {
+		for name, v := range inputs {
+			if s, ok := v.(string); ok && len(s) > max && utf8.RuneCountInString(s) > max {
+				return apperr.InvalidParam("inputs.%s is too long: at most %d characters are allowed", name, max)
+			}
+		}
+	}
 	return nil
 }
 

@@ -29,7 +29,7 @@ func FuzzNormalizeJSONBody(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body string) {
 		req := httptest.NewRequest("POST", "/v1/chat-messages", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
-		if err := normalizeJSONBody(req, op); err != nil {
+		if err := normalizeJSONBody(req, op, 0); err != nil {
 			if !apperr.Is(err, apperr.CodeInvalidParam) {
 				t.Fatalf("unexpected error: %v", err)
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -17,13 +18,24 @@ import (
 	"appkb/apperr"
 	"appkb/docparse"
 	"appkb/llm"
+	"appkb/metrics"
 	"appkb/models"
 	"appkb/textsplit"
 )
 
-// MaxAttempts is how often a job is started before its document is marked
-// as failed; it only matters for jobs that keep being interrupted.
-const MaxAttempts = 3
+// MaxAttempts is how often a job may be started. A job that fails, panics or
+// runs out of time ends at once with status error; MaxAttempts only matters
+// for a job whose run was cut short by the process dying (out of memory,
+// SIGKILL): it is quarantined (status error, with the reason kept) the next
+// time it would start, so that a document that kills the server can do so
+// at most twice and a restart never loops on it. A job interrupted by an
+// orderly stop does not use up an attempt.
+const MaxAttempts = 2
+
+// BigDocument is the file size from which a document counts as big: while
+// all but one worker are busy with big documents, the last one only takes
+// small ones, so that a few big files never hold up every small one.
+const BigDocument = 1 << 20
 
 // batchSize is how many chunks are embedded and written per transaction.
 const batchSize = 64
@@ -57,8 +69,12 @@ type Config struct {
 	// Workers is the number of documents indexed at once; 0 means 2.
 	Workers int
 	// Poll is how often idle workers look for jobs; 0 means 500ms.
-	Poll   time.Duration
-	Logger *slog.Logger
+	Poll time.Duration
+	// Timeout bounds the indexing of one document (parsing, splitting,
+	// embedding, writing); a document that takes longer ends as error. 0
+	// means 15 minutes.
+	Timeout time.Duration
+	Logger  *slog.Logger
 }
 
 // Start queues again the jobs a previous run left running and starts the
@@ -71,10 +87,14 @@ func Start(ctx context.Context, cfg Config) (stop func()) {
 	if cfg.Poll <= 0 {
 		cfg.Poll = 500 * time.Millisecond
 	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 15 * time.Minute
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	w := &worker{svc: NewService(cfg.DB, cfg.Models, cfg.DataDir), log: cfg.Logger}
+	w := &worker{svc: NewService(cfg.DB, cfg.Models, cfg.DataDir), log: cfg.Logger,
+		timeout: cfg.Timeout, maxBig: max(cfg.Workers-1, 1)}
 	if err := cfg.DB.WithContext(ctx).Exec(`UPDATE indexing_jobs SET state = 'queued' WHERE state = 'running'`).Error; err != nil {
 		cfg.Logger.Error("indexing: requeue interrupted jobs", "err", err)
 	}
@@ -97,8 +117,15 @@ func Start(ctx context.Context, cfg Config) (stop func()) {
 }
 
 type worker struct {
-	svc *Service
-	log *slog.Logger
+	svc     *Service
+	log     *slog.Logger
+	timeout time.Duration
+
+	// claim serialises claiming, so that big counts the big documents being
+	// indexed exactly; at most maxBig run at once.
+	claim  sync.Mutex
+	big    int
+	maxBig int
 }
 
 func (w *worker) loop(ctx context.Context, poll time.Duration) {
@@ -128,6 +155,7 @@ type job struct {
 	DocumentID string
 	Generation int
 	Attempts   int
+	big        bool
 }
 
 // errStale stops a worker whose document was queued again meanwhile or
@@ -137,25 +165,81 @@ var errStale = errors.New("indexing job superseded")
 // runOne claims one queued job and indexes its document; it reports
 // whether there was a job.
 func (w *worker) runOne(ctx context.Context) (bool, error) {
-	db := w.svc.db.WithContext(ctx)
-	var jobs []job
-	err := db.Raw(`UPDATE indexing_jobs SET state = 'running', attempts = attempts + 1, updated_at = ?
-		WHERE document_id = (SELECT document_id FROM indexing_jobs WHERE state = 'queued' ORDER BY created_at, document_id LIMIT 1)
-		RETURNING document_id, generation, attempts`, time.Now().UTC()).Scan(&jobs).Error
-	if err != nil || len(jobs) == 0 {
+	j, ok, err := w.claimOne(ctx)
+	if err != nil || !ok {
 		return false, err
 	}
-	j := jobs[0]
-	err = w.index(ctx, j)
+	defer func() {
+		if j.big {
+			w.claim.Lock()
+			w.big--
+			w.claim.Unlock()
+		}
+	}()
+	jctx, cancel := context.WithTimeout(ctx, w.timeout)
+	defer cancel()
+	err = w.safeIndex(jctx, j)
+	if err == nil {
+		metrics.DocumentIndexed(true)
+	}
 	switch {
 	case err == nil, errors.Is(err, errStale):
 		return true, nil
 	case ctx.Err() != nil:
-		// Stopped: the job stays 'running' and the next Start queues it again.
-		return true, nil
+		// Stopped: the job goes back to the queue without using up an
+		// attempt (a fresh context, since ctx is done).
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer rcancel()
+		return true, w.svc.db.WithContext(rctx).Exec(`UPDATE indexing_jobs SET state = 'queued', attempts = MAX(attempts - 1, 0)
+			WHERE document_id = ? AND generation = ? AND state = 'running'`, j.DocumentID, j.Generation).Error
+	case jctx.Err() != nil:
+		err = fmt.Errorf("indexing took longer than %s; giving up", w.timeout)
 	}
 	w.log.Warn("indexing: document failed", "document", j.DocumentID, "err", err)
+	metrics.DocumentIndexed(false)
 	return true, w.fail(j, err)
+}
+
+// claimOne takes the oldest queued job, or the oldest small one while big
+// documents hold all the workers they may.
+func (w *worker) claimOne(ctx context.Context) (job, bool, error) {
+	w.claim.Lock()
+	defer w.claim.Unlock()
+	sizeCap := int64(-1)
+	if w.big >= w.maxBig {
+		sizeCap = BigDocument - 1
+	}
+	var jobs []job
+	err := w.svc.db.WithContext(ctx).Raw(`UPDATE indexing_jobs SET state = 'running', attempts = attempts + 1, updated_at = ?
+		WHERE document_id = (SELECT j.document_id FROM indexing_jobs j LEFT JOIN documents d ON d.id = j.document_id
+			WHERE j.state = 'queued' AND (? < 0 OR COALESCE(d.file_size, 0) <= ?)
+			ORDER BY j.created_at, j.document_id LIMIT 1)
+		RETURNING document_id, generation, attempts`, time.Now().UTC(), sizeCap, sizeCap).Scan(&jobs).Error
+	if err != nil || len(jobs) == 0 {
+		return job{}, false, err
+	}
+	j := jobs[0]
+	var size int64
+	if err := w.svc.db.WithContext(ctx).Raw(`SELECT COALESCE(file_size, 0) FROM documents WHERE id = ?`, j.DocumentID).Scan(&size).Error; err != nil {
+		return j, true, nil // counted as small; the job itself will report the error
+	}
+	if size >= BigDocument {
+		j.big = true
+		w.big++
+	}
+	return j, true, nil
+}
+
+// safeIndex runs index, turning a panic into an error so that one bad
+// document cannot end the process.
+func (w *worker) safeIndex(ctx context.Context, j job) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			w.log.Error("indexing: panic", "document", j.DocumentID, "panic", v, "stack", string(debug.Stack()))
+			err = errors.New("indexing failed unexpectedly on this document")
+		}
+	}()
+	return w.index(ctx, j)
 }
 
 // fail records why a document could not be indexed and drops its job.
@@ -218,7 +302,7 @@ func (w *worker) index(ctx context.Context, j job) error {
 		return err
 	}
 	if j.Attempts > MaxAttempts {
-		return fmt.Errorf("indexing was interrupted %d times; giving up", j.Attempts-1)
+		return fmt.Errorf("indexing was interrupted %d times (the server stopped while working on this document); giving up", j.Attempts-1)
 	}
 	now := func() time.Time { return time.Now().UTC() }
 
@@ -282,6 +366,7 @@ func (w *worker) index(ctx context.Context, j job) error {
 		}
 		words += b.words
 		tokens += b.tokens
+		metrics.ChunksIndexed(len(part))
 	}
 	return w.current(ctx, j, func(tx *gorm.DB) error {
 		if err := tx.Model(&models.Document{}).Where("id = ?", doc.ID).Updates(map[string]any{

@@ -137,6 +137,18 @@ func (r *Registry) Backend(providerName string) (string, error) {
 	return p.backend, nil
 }
 
+// Configured reports whether the providers file or the environment
+// configures a provider name (the builtin names always are); names that are
+// not configured fail, or fall back to the builtin model when the registry
+// is not strict.
+func (r *Registry) Configured(providerName string) bool {
+	if r == nil {
+		r = defaultRegistry
+	}
+	_, ok := r.providers[NormalizeProvider(providerName)]
+	return ok
+}
+
 func (r *Registry) lookup(name string) (*provider, error) {
 	if r == nil {
 		r = defaultRegistry
@@ -196,9 +208,9 @@ func (r *Registry) Chat(providerName, model string) (ChatModel, error) {
 		return nil, err
 	}
 	if p.remote == nil {
-		return &builtinChat{model: name, price: price}, nil
+		return observedChat{&builtinChat{model: name, price: price}, p.name}, nil
 	}
-	return &remoteChat{p: p, model: name, price: price}, nil
+	return observedChat{&remoteChat{p: p, model: name, price: price}, p.name}, nil
 }
 
 // Embedding returns a text embedding model.
@@ -208,9 +220,9 @@ func (r *Registry) Embedding(providerName, model string) (Embedder, error) {
 		return nil, err
 	}
 	if p.remote == nil {
-		return &builtinEmbedder{price: price}, nil
+		return observedEmbedder{&builtinEmbedder{price: price}, p.name}, nil
 	}
-	return &remoteEmbedder{p: p, model: name, price: price}, nil
+	return observedEmbedder{&remoteEmbedder{p: p, model: name, price: price}, p.name}, nil
 }
 
 // Rerank returns a rerank model. The openai-compatible backend calls the
@@ -221,9 +233,9 @@ func (r *Registry) Rerank(providerName, model string) (Reranker, error) {
 		return nil, err
 	}
 	if p.remote == nil {
-		return builtinReranker{}, nil
+		return observedReranker{builtinReranker{}, p.name}, nil
 	}
-	return &remoteReranker{p: p, model: name}, nil
+	return observedReranker{&remoteReranker{p: p, model: name}, p.name}, nil
 }
 
 // SpeechToText returns a transcription model. The builtin backend has none.

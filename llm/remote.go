@@ -73,11 +73,11 @@ func logAttempts(provider string) option.Middleware {
 	return func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 		start := time.Now()
 		res, err := next(req)
-		attrs := []any{"provider", provider, "path", req.URL.Path,
+		attrs := []any{"provider", provider, "host", req.URL.Host, "path", req.URL.Path,
 			"attempt", req.Header.Get("X-Stainless-Retry-Count"), "elapsed", time.Since(start)}
 		switch {
 		case err != nil:
-			slog.DebugContext(req.Context(), "llm: request failed", append(attrs, "err", err)...)
+			slog.WarnContext(req.Context(), "llm: request to provider failed", append(attrs, "err", err)...)
 		case res.StatusCode >= 400:
 			slog.WarnContext(req.Context(), "llm: provider answered with an error", append(attrs, "status", res.StatusCode)...)
 		default:

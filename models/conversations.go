@@ -64,6 +64,7 @@ type Message struct {
 	Currency                *string
 	Status                  string // normal or error
 	Error                   *string
+	Generating              bool   // stored, answer still being written
 	MessageFiles            string // JSON array
 	RetrieverResources      string // JSON array
 	AgentThoughts           string // JSON array

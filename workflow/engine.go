@@ -16,6 +16,7 @@ import (
 	"appkb/apps"
 	"appkb/files"
 	"appkb/llm"
+	"appkb/metrics"
 
 	"github.com/google/uuid"
 )
@@ -325,6 +326,7 @@ func (e *Engine) Run(ctx context.Context, in RunInput, emit func(Event)) (*Resul
 			CreatedAt: createdAt, FinishedAt: time.Now().Unix(), ExceptionsCount: res.ExceptionsCount, Files: []any{},
 		}})
 	}
+	metrics.WorkflowRun(res.Status)
 	if e.Store != nil && storeErr == nil {
 		if err := e.Store.RunFinished(context.WithoutCancel(ctx), record, res); err != nil {
 			e.logger().Error("workflow: recording the end of a run failed", "run", in.RunID, "err", err)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"appkb/metrics"
 )
 
 // nodeRun is one attempt at executing a node.
@@ -231,6 +233,7 @@ func (r *run) execute(ctx context.Context, n *gnode, index int, pred *string) fi
 		meta[k] = v
 	}
 	fd.ExecutionMetadata = meta
+	metrics.NodeExecution(fd.NodeType, fd.Status)
 	r.emit(&NodeFinished{Envelope: r.envelope(EventNodeFinished), Data: fd})
 	if r.e.Store != nil {
 		if serr := r.e.Store.NodeFinished(context.WithoutCancel(ctx), &fd, r.in.RunID); serr != nil && status != NodeFailed {

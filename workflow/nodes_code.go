@@ -1,13 +1,32 @@
 package workflow
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
+	"runtime/metrics"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dop251/goja"
+)
+
+// Budgets of code nodes. JavaScript runs inside the server process, so
+// besides its time limit it gets a memory budget (the growth of the
+// process's heap while it runs, checked every few milliseconds) and a cap
+// on the depth of its calls. The output of every code node, python3
+// included, is capped in size.
+var (
+	// JSMemoryBudget is how much the heap may grow while a javascript
+	// node runs before it is stopped.
+	JSMemoryBudget uint64 = 256 << 20
+	// JSMaxCallDepth bounds the javascript call stack.
+	JSMaxCallDepth = 2000
+	// MaxCodeOutput bounds the outputs of a code node, as JSON bytes.
+	MaxCodeOutput = 1 << 20
 )
 
 // runCode runs a code node. javascript runs in-process with goja under
@@ -34,6 +53,9 @@ func runCode(x *nodeRun) (*outcome, error) {
 	if err != nil {
 		return &outcome{inputs: inputs}, err
 	}
+	if b, err := json.Marshal(result); err != nil || len(b) > MaxCodeOutput {
+		return &outcome{inputs: inputs}, nodeErr("OutputValidationError", "The code returned more than %d bytes of output.", MaxCodeOutput)
+	}
 	outputs, err := checkOutputs(asMap(x.d["outputs"]), result)
 	if err != nil {
 		return &outcome{inputs: inputs}, err
@@ -47,8 +69,12 @@ func (x *nodeRun) runJavaScript(code string, args map[string]any) (map[string]an
 		limit = DefaultCodeTimeout
 	}
 	vm := goja.New()
+	vm.SetMaxCallStackSize(JSMaxCallDepth)
 	timer := time.AfterFunc(limit, func() { vm.Interrupt(fmt.Sprintf("the code ran longer than %s", limit)) })
 	defer timer.Stop()
+	defer watchMemory(func() {
+		vm.Interrupt(fmt.Sprintf("the code used more than %d MB of memory", JSMemoryBudget>>20))
+	})()
 	stop := contextAfter(x, func() { vm.Interrupt("the run was stopped") })
 	defer stop()
 	fail := func(err error) error {
@@ -74,6 +100,52 @@ func (x *nodeRun) runJavaScript(code string, args map[string]any) (map[string]an
 		return nil, nodeErr("CodeNodeError", "main must return an object, not %s.", res.ExportType())
 	}
 	return m, nil
+}
+
+// heapBytes reads the bytes of heap objects (live and not yet swept).
+func heapBytes() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
+
+// gcMu lets one watcher at a time force a collection.
+var gcMu sync.Mutex
+
+// watchMemory calls over once the heap has grown by more than
+// JSMemoryBudget since it was called; before it does, it collects garbage
+// once, so that garbage alone does not count. The returned function stops
+// the watch.
+func watchMemory(over func()) (stop func()) {
+	start := heapBytes()
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			if heapBytes() <= start+JSMemoryBudget {
+				continue
+			}
+			gcMu.Lock()
+			if heapBytes() > start+JSMemoryBudget {
+				runtime.GC()
+			}
+			gcMu.Unlock()
+			if heapBytes() > start+JSMemoryBudget {
+				over()
+				return
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // runPython hands python3 code to Engine.Python. Without one the node
