@@ -28,7 +28,9 @@ import (
 	"appkb/handlers"
 	"appkb/indexing"
 	"appkb/llm"
+	"appkb/netguard"
 	"appkb/sandbox"
+	"appkb/tools"
 	"appkb/workflowruns"
 )
 
@@ -341,6 +343,8 @@ func setupServe(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
 	rateLimit := fs.Float64("rate-limit", envFloat("APPKB_RATE_LIMIT"), "requests per second each API key may send; 0 means no limit (env APPKB_RATE_LIMIT)")
 	rateBurst := fs.Int("rate-burst", int(envFloat("APPKB_RATE_BURST")), "requests a key may send at once above --rate-limit; 0 means the rate rounded up (env APPKB_RATE_BURST)")
 	metricsToken := fs.String("metrics-token", os.Getenv("APPKB_METRICS_TOKEN"), "bearer token GET /metrics requires; empty leaves it open (env APPKB_METRICS_TOKEN)")
+	toolsFile := fs.String("tools", os.Getenv("APPKB_TOOLS"),
+		"tools file, YAML: maps the tool providers apps name to MCP servers, OpenAPI schemas, workflow apps or built-in tools; see tools/tools.example.yaml (env APPKB_TOOLS)")
 	limits := addLimitFlags(fs)
 	return func(ctx context.Context) error {
 		registry, err := llm.Load(*providers, os.Getenv, !*fallback)
@@ -356,6 +360,11 @@ func setupServe(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
 		}
 		cfg := serveConfig{dataDir: env.dataDir, addr: *addr, demo: *withDemo, models: registry, fetchAllow: allow,
 			fallback: *fallback, ready: &readiness{}, limits: limits}
+		toolsCfg, err := tools.LoadConfig(*toolsFile, os.Getenv)
+		if err != nil {
+			return fmt.Errorf("--tools: %w", err)
+		}
+		cfg.tools = tools.NewRegistry(toolsCfg, &netguard.Guard{Allow: allow})
 		cfg.ops = handlers.Ops{CORSOrigins: splitList(*corsOrigins), RateLimit: *rateLimit, RateBurst: *rateBurst,
 			MetricsToken: *metricsToken, Ready: cfg.ready.checks()}
 		return serve(ctx, cfg, env.out, env.log)
@@ -405,6 +414,7 @@ type serveConfig struct {
 	ops           handlers.Ops // probes, metrics, CORS, rate limits
 	ready         *readiness
 	limits        *limitFlags // connections, timeouts, admission, text sizes
+	tools         *tools.Registry
 }
 
 func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger) error {
@@ -440,7 +450,7 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 		log.Warn("closed workflow runs interrupted by the last stop", "runs", n)
 	}
 
-	deps := handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, Models: cfg.models, DataDir: dataDir, FetchAllow: cfg.fetchAllow, Ops: cfg.ops,
+	deps := handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, Models: cfg.models, DataDir: dataDir, FetchAllow: cfg.fetchAllow, Ops: cfg.ops, Tools: cfg.tools,
 		Limits: cfg.limits.handlerLimits()}
 	// python3 code nodes run in a bubblewrap sandbox; without one they fail
 	// with an error saying so, never unsandboxed.

@@ -89,12 +89,13 @@ type AgentThoughtEvent struct {
 	Event string `json:"event"`
 	ID    string `json:"id"`
 	StreamBase
-	Position     int      `json:"position"`
-	Thought      string   `json:"thought"`
-	Observation  string   `json:"observation"`
-	Tool         string   `json:"tool"`
-	ToolInput    string   `json:"tool_input"`
-	MessageFiles []string `json:"message_files"`
+	Position     int            `json:"position"`
+	Thought      string         `json:"thought"`
+	Observation  string         `json:"observation"`
+	Tool         string         `json:"tool"`
+	ToolLabels   map[string]any `json:"tool_labels"`
+	ToolInput    string         `json:"tool_input"`
+	MessageFiles []string       `json:"message_files"`
 }
 
 func (AgentThoughtEvent) EventName() string { return EventAgentThought }

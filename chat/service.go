@@ -35,8 +35,10 @@ import (
 	"appkb/apperr"
 	"appkb/apps"
 	"appkb/endusers"
+	"appkb/files"
 	"appkb/llm"
 	"appkb/models"
+	"appkb/tools"
 )
 
 // Models is where the runtime finds chat models; *llm.Registry is one.
@@ -97,6 +99,11 @@ type Config struct {
 	// Without it, apps answer without knowledge.
 	Retrieve func(ctx context.Context, appID string, mc *apps.ModelConfig, query string) (contexts []string, resources []models.RetrieverResource, err error)
 	Logger   *slog.Logger
+	// Tools finds the tools of agent apps; nil knows the built-in set only.
+	Tools *tools.Registry
+	// Files keeps the files tools make; without it a tool that makes one
+	// fails.
+	Files *files.Store
 }
 
 // Service runs chat and completion apps.
@@ -314,6 +321,8 @@ type Generation struct {
 	knowledge   []string
 	resources   []RetrieverResource
 	showSources bool
+	// agentMode is the tool loop of agent apps.
+	agentMode apps.AgentMode
 }
 
 // PrepareChat checks a chat-message request and readies its generation.
@@ -371,6 +380,7 @@ func (s *Service) prepare(ctx context.Context, req Request, chatOp bool) (*Gener
 		query:     req.Query,
 		autoName:  req.AutoGenerateName,
 		filter:    ac.filter,
+		agentMode: agentModeOf(ac.mc),
 	}
 
 	var history []Turn
@@ -591,6 +601,8 @@ type outcome struct {
 	stopped    bool
 	finish     string // the model's finish reason
 	err        error  // the failure, if the run failed
+	// thoughts are the steps of an agent answer.
+	thoughts []*thought
 }
 
 // Run produces the answer. With a nil emit the call is blocking: the answer
@@ -669,7 +681,7 @@ func (g *Generation) run(ctx context.Context, emit func(Event) error) (*Result, 
 		FinishReason: out.finish,
 		Metadata:     Metadata{Usage: out.usage, RetrieverResources: g.citations(&out), AnnotationReply: out.annotation},
 	}
-	if isAgentMode(g.Mode) {
+	if isAgentMode(g.Mode) && out.thoughts == nil {
 		if err := emit(g.thoughtEvent(out.answer)); err != nil {
 			return nil, err
 		}
@@ -704,13 +716,11 @@ func (g *Generation) tryAnnotation(ctx context.Context, emit func(Event) error, 
 
 // callModel asks the app's model and fills out.
 func (g *Generation) callModel(ctx context.Context, streaming bool, emit func(Event) error, out *outcome) {
-	req := llm.ChatRequest{Messages: g.prompt.Messages, Params: g.params, Knowledge: g.knowledge}
 	if isAgentMode(g.Mode) {
-		// Tools are not run yet, so an agent answers in a single step.
-		if out.err = emit(g.thoughtEvent("")); out.err != nil {
-			return
-		}
+		g.runAgent(ctx, emit, out)
+		return
 	}
+	req := llm.ChatRequest{Messages: g.prompt.Messages, Params: g.params, Knowledge: g.knowledge}
 	var buf strings.Builder
 	withheld := ""
 	start := time.Now()
@@ -802,8 +812,11 @@ func (g *Generation) finalRecord(out *outcome) *models.Message {
 		msg := apperr.From(out.err).Message
 		errText = &msg
 	}
-	var thoughts []map[string]any
-	if isAgentMode(g.Mode) {
+	var thoughts any
+	switch {
+	case out.thoughts != nil:
+		thoughts = out.thoughts
+	case isAgentMode(g.Mode):
 		thoughts = []map[string]any{{
 			"id": g.thoughtID(), "chain_id": nil, "message_id": g.MessageID, "position": 1,
 			"thought": out.answer, "tool": "", "tool_labels": map[string]any{}, "tool_input": "",
@@ -813,7 +826,7 @@ func (g *Generation) finalRecord(out *outcome) *models.Message {
 	return g.record(out.answer, status, errText, out.usage, thoughts)
 }
 
-func (g *Generation) record(answer, status string, errText *string, u Usage, thoughts []map[string]any) *models.Message {
+func (g *Generation) record(answer, status string, errText *string, u Usage, thoughts any) *models.Message {
 	m := &models.Message{
 		ID:                      g.MessageID,
 		AppID:                   g.appID,
@@ -905,6 +918,7 @@ func (g *Generation) save(ctx context.Context, m *models.Message, name string, i
 				"error":                     m.Error,
 				"agent_thoughts":            m.AgentThoughts,
 				"generating":                false,
+				"message_files":             m.MessageFiles,
 				"updated_at":                now,
 			}).Error
 			if err != nil {

@@ -148,7 +148,7 @@ func (f *Staged) Commit(ctx context.Context, appID, endUserID string) (*models.U
 	row := &models.UploadFile{
 		ID:         f.ID,
 		AppID:      &appID,
-		EndUserID:  &endUserID,
+		EndUserID:  nilIfEmpty(endUserID),
 		Name:       f.Name,
 		Size:       f.Size,
 		Extension:  f.Extension,
@@ -161,6 +161,15 @@ func (f *Staged) Commit(ctx context.Context, appID, endUserID string) (*models.U
 		return nil, err
 	}
 	return row, nil
+}
+
+// nilIfEmpty keeps files made for no particular end user (the files
+// workflow tools make) without one.
+func nilIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // Discard removes the staged bytes. It is safe to call after Commit.

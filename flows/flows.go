@@ -40,6 +40,7 @@ import (
 	"appkb/llm"
 	"appkb/models"
 	"appkb/resumer"
+	"appkb/tools"
 	"appkb/workflow"
 	"appkb/workflowruns"
 )
@@ -64,6 +65,9 @@ type Config struct {
 	HTTPGuard *files.Guard
 	// Python runs python3 code nodes; nil makes them fail saying so.
 	Python workflow.CodeRunner
+	// Tools finds the tools of tool and agent nodes; nil knows the
+	// built-in set only.
+	Tools *tools.Registry
 	// FormExpiry is how often overdue human-input forms are timed out
 	// once Start ran (default a minute).
 	FormExpiry time.Duration
@@ -126,12 +130,16 @@ func (s *Service) engine(meta workflowruns.RunMeta) *workflow.Engine {
 		Retriever: s.cfg.Retriever,
 		Store:     s.runs.Recorder(meta),
 		HTTPGuard: s.cfg.HTTPGuard,
+		Tools:     s.cfg.Tools,
 		Forms:     s.forms,
 		Python:    s.cfg.Python,
 		Files:     s.cfg.Files,
 		Logger:    s.log,
 	}
 }
+
+// ToolEngine is the engine a workflow tool runs another workflow app on.
+func (s *Service) ToolEngine() *workflow.Engine { return s.engine(workflowruns.RunMeta{}) }
 
 // FlowApp is the app appID, which must be a workflow or a chatflow.
 func (s *Service) FlowApp(ctx context.Context, appID string) (*models.App, error) {

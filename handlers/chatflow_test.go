@@ -71,7 +71,7 @@ func checkChatflowStream(t *testing.T, frames []frame) (string, frame) {
 			}
 		case "message":
 			messages++
-		case "node_started", "node_finished", "message_end":
+		case "node_started", "node_finished", "message_end", "agent_log":
 		default:
 			t.Errorf("unexpected event %s", name)
 		}

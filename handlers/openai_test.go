@@ -404,9 +404,10 @@ func TestOpenAIFinishReasonLength(t *testing.T) {
 }
 
 func TestOpenAIAgentAppAnswersBlocking(t *testing.T) {
+	// The DSL 0.7 agent has no tools, so the model answers in one round.
 	m := newRecModel("Found ", "it.")
 	s := newOpenAIServer(t, m)
-	rec := s.oaiPost(t, appAgent, `{"model":"agent","messages":[{"role":"user","content":"Search"}]}`)
+	rec := s.oaiPost(t, appAgent07, `{"model":"agent","inputs":{"team":"design"},"messages":[{"role":"user","content":"Search"}]}`)
 	if rec.Code != 200 {
 		t.Fatalf("status %d: %s", rec.Code, rec.Body)
 	}
@@ -414,7 +415,7 @@ func TestOpenAIAgentAppAnswersBlocking(t *testing.T) {
 	if c := body["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)["content"]; c != "Found it." {
 		t.Errorf("content = %q (agent thoughts must not be part of it)", c)
 	}
-	frames, done := s.oaiStream(t, appAgent, `{"model":"agent","stream":true,"messages":[{"role":"user","content":"Search"}]}`)
+	frames, done := s.oaiStream(t, appAgent07, `{"model":"agent","stream":true,"inputs":{"team":"design"},"messages":[{"role":"user","content":"Search"}]}`)
 	if text, _, _ := chunkParts(t, frames, "agent"); text != "Found it." || !done {
 		t.Errorf("streamed %q, done %v", text, done)
 	}

@@ -28,6 +28,7 @@ import (
 	"appkb/llm"
 	"appkb/ratelimit"
 	"appkb/retrieval"
+	"appkb/tools"
 	"appkb/workflow"
 )
 
@@ -69,6 +70,9 @@ type Deps struct {
 	Ops Ops
 	// Limits protect against overload and slow or oversized requests.
 	Limits Limits
+	// Tools finds the tools of agent apps, tool nodes and agent nodes; nil
+	// knows the built-in set only.
+	Tools *tools.Registry
 }
 
 // DefaultPingInterval is the keep-alive period of message streams.
@@ -130,6 +134,8 @@ func NewServices(d Deps) *Services {
 		Logger:          log,
 		MatchAnnotation: ann.Match,
 		ResolveFiles:    flows.AttachedFiles(uploads),
+		Tools:           d.Tools,
+		Files:           uploads,
 	}
 	if chatCfg.Models == nil && d.Models != nil {
 		chatCfg.Models = d.Models
@@ -142,8 +148,12 @@ func NewServices(d Deps) *Services {
 	fl := flows.New(flows.Config{
 		DB: d.DB, Chat: chatSvc, Models: chatCfg.Models, Speech: d.Models,
 		Retriever: retrieval.WorkflowRetriever{Service: search}, Files: uploads,
-		HTTPGuard: &files.Guard{Allow: d.FetchAllow}, Python: d.Python, Logger: log,
+		HTTPGuard: &files.Guard{Allow: d.FetchAllow}, Python: d.Python, Logger: log, Tools: d.Tools,
 	})
+	if d.Tools != nil {
+		// Workflow tools run other imported workflow apps.
+		d.Tools.SetWorkflows(workflow.AppRunner(apps.NewStore(d.DB), fl.ToolEngine))
+	}
 	return &Services{Chat: chatSvc, Flows: fl, Annotations: ann, Search: search, Speech: audio.NewService(d.DB, d.Models), Uploads: uploads}
 }
 

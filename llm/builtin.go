@@ -37,8 +37,8 @@ func cancelled(ctx context.Context) error {
 	return nil
 }
 
-// builtinChat is the offline, deterministic chat model. It never calls
-// tools.
+// builtinChat is the offline, deterministic chat model. When a request
+// offers tools it calls them by the rule of builtinToolTurn.
 type builtinChat struct {
 	model string
 	price *pricing
@@ -49,13 +49,44 @@ func (m *builtinChat) Chat(ctx context.Context, req ChatRequest) (*ChatResponse,
 	if err := cancelled(ctx); err != nil {
 		return nil, err
 	}
+	if call, answer, ok := builtinToolTurn(req); ok {
+		return m.toolTurn(req, call, answer, start), nil
+	}
 	return m.respond(req, BuiltinAnswer(req), start), nil
+}
+
+// toolTurn is the response of a turn that calls a tool or answers from
+// observations.
+func (m *builtinChat) toolTurn(req ChatRequest, call *ToolCall, answer string, start time.Time) *ChatResponse {
+	if call == nil {
+		return m.respond(req, answer, start)
+	}
+	resp := m.respond(req, "", start)
+	resp.ToolCalls = []ToolCall{*call}
+	resp.FinishReason = "tool_calls"
+	resp.Usage = makeUsage(m.price, CountMessages(req.Messages), CountTokens(call.Name+call.Arguments), time.Since(start))
+	return resp
 }
 
 func (m *builtinChat) Stream(ctx context.Context, req ChatRequest, onChunk func(Chunk) error) (*ChatResponse, error) {
 	start := time.Now()
 	onChunk = orDiscard(onChunk)
-	answer := BuiltinAnswer(req)
+	answer := ""
+	call, toolAnswer, toolTurn := builtinToolTurn(req)
+	switch {
+	case toolTurn && call != nil:
+		if err := cancelled(ctx); err != nil {
+			return nil, err
+		}
+		if err := onChunk(Chunk{ToolCalls: []ToolCall{*call}}); err != nil {
+			return nil, err
+		}
+		return m.toolTurn(req, call, "", start), nil
+	case toolTurn:
+		answer = toolAnswer
+	default:
+		answer = BuiltinAnswer(req)
+	}
 	for _, piece := range wordChunks(answer) {
 		if err := cancelled(ctx); err != nil {
 			return nil, err

@@ -31,8 +31,10 @@
 //     sentence shares a word. Without knowledge it replies "I am appkb's
 //     built-in offline model: I can only quote the knowledge I am given, and
 //     this time there is none." followed by ` You said: "<last user
-//     message>"`. See BuiltinAnswer. It never calls tools, whatever
-//     ChatRequest.Tools holds. Streaming sends one word (with the white
+//     message>"`. See BuiltinAnswer. When ChatRequest.Tools is set and the
+//     last user message names a tool, it calls that tool instead, and once
+//     the turn has observations it answers with them (see builtinToolTurn).
+//     Streaming sends one word (with the white
 //     space after it) per chunk; the chunks add up to the blocking answer.
 //     Prompt tokens are CountMessages of the messages, completion tokens
 //     CountTokens of the answer.

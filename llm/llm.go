@@ -33,7 +33,9 @@ type Message struct {
 // Tool describes a function the model may ask to call. Parameters is a JSON
 // Schema object; nil means "no arguments".
 type Tool struct {
-	Name        string
+	Name string
+	// Label is the name people see; only the builtin model reads it.
+	Label       string
 	Description string
 	Parameters  map[string]any
 }

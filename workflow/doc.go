@@ -50,10 +50,13 @@
 // javascript code runs in-process with goja under Engine.CodeTimeout;
 // python3 code runs through Engine.Python, a CodeRunner that isolates it
 // in another process (package sandbox uses bubblewrap). Without one,
-// python3 nodes fail; they never run unsandboxed. tool nodes run the
-// built-in tools of tools.go (listed in docs/tools.md); any other tool or
-// plugin fails the node and names it. agent nodes run the
-// function-calling loop over those tools on the engine's models.
+// python3 nodes fail; they never run unsandboxed. tool nodes run the tools
+// Engine.Tools finds (package tools: the built-in set of docs/tools.md, and
+// the MCP, OpenAPI and workflow tools of the tools file); a tool it cannot
+// find fails the node and names it. Files tools make are kept in
+// Engine.Files. agent nodes run the loop of package agent over their tools
+// (and, for the MCP agent strategy, the tools of their MCP servers) on the
+// engine's models.
 // document-extractor nodes read uploads from Engine.Files and remote files
 // through the guard below.
 //

@@ -17,6 +17,7 @@ import (
 	"appkb/files"
 	"appkb/llm"
 	"appkb/metrics"
+	"appkb/tools"
 
 	"github.com/google/uuid"
 )
@@ -50,6 +51,8 @@ type Engine struct {
 	// when HTTPClient is nil; nil is the zero files.Guard, which refuses
 	// loopback, private and metadata addresses.
 	HTTPGuard *files.Guard
+	// Tools finds the tools of tool and agent nodes; nil knows the built-in set only.
+	Tools *tools.Registry
 	// Python runs python3 code nodes in a sandbox; when nil, python3
 	// code nodes fail with an error saying the sandbox is unavailable.
 	Python CodeRunner

@@ -6,8 +6,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"appkb/apps"
+	"appkb/tools"
 
 	"gopkg.in/yaml.v3"
 )
@@ -133,4 +135,12 @@ func checkOrder(t *testing.T, rec *recorder) {
 	if len(open) > 0 {
 		t.Errorf("nodes never finished: %v", open)
 	}
+}
+
+// fixedClock makes the time tools see at as now until the test ends.
+func fixedClock(t *testing.T, at time.Time) {
+	t.Helper()
+	old := tools.Now
+	tools.Now = func() time.Time { return at }
+	t.Cleanup(func() { tools.Now = old })
 }

@@ -196,3 +196,30 @@ func TestHTTPRequestBadConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestHTTPRequestFormDataFiles(t *testing.T) {
+	srv := echoServer(t)
+	node := `{type: http-request, title: H, method: post, url: '` + srv.URL + `/m',
+      body: {type: form-data, data: [{key: note, type: text, value: '{{#start.q#}}'}, {key: upload, type: file, file: [sys, files]}]}}`
+	remote := File{Identity: FileIdentity, Type: "image", TransferMethod: "remote_url", RemoteURL: srv.URL + "/bin", Filename: "pic.png", MimeType: "image/png"}
+	res, _ := run1(t, localEngine(), RunInput{Workflow: graphYAML(t, httpGraph(node)), Inputs: map[string]any{"q": "hi"}, Files: []File{remote}})
+	if res.Status != RunSucceeded {
+		t.Fatalf("status %s: %s", res.Status, res.Error)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(res.Outputs["body"].(string)), &got); err != nil {
+		t.Fatal(err)
+	}
+	body := got["body"].(string)
+	for _, want := range []string{"name=\"note\"\r\n\r\nhi", `name="upload"; filename="pic.png"`, "Content-Type: image/png"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("multipart body lacks %q: %q", want, body)
+		}
+	}
+	// An upload the engine cannot read fails the node, naming the file.
+	local := File{Identity: FileIdentity, Type: "document", TransferMethod: "local_file", RelatedID: "0b1c", Filename: "a.pdf"}
+	res, _ = run1(t, localEngine(), RunInput{Workflow: graphYAML(t, httpGraph(node)), Inputs: map[string]any{"q": "hi"}, Files: []File{local}})
+	if res.Status != RunFailed || !strings.Contains(res.Error, `The file "a.pdf" cannot be read: this server keeps no uploaded files for workflows.`) {
+		t.Errorf("status %s: %s", res.Status, res.Error)
+	}
+}

@@ -3,32 +3,20 @@ package workflow
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"appkb/agent"
 	"appkb/llm"
+	"appkb/tools"
 
 	"github.com/google/uuid"
 )
 
-// Bounds of maximum_iterations.
-const (
-	agentDefaultIterations = 3
-	agentMaxIterations     = 50
-)
-
-// agentTool is a built-in tool as one agent node offers it to the model.
-type agentTool struct {
-	// fn is the function name the model sees.
-	fn   string
-	tool *builtinTool
-	// fixed holds the arguments the workflow author set; the model cannot
-	// change them.
-	fixed       map[string]any
-	description string
-}
+// agentDefaultIterations is maximum_iterations when the node sets none.
+const agentDefaultIterations = 3
 
 // agentParam reads one entry of agent_parameters: a selector for variable
 // entries; strings of the others have their {{#…#}} templates rendered.
@@ -55,14 +43,11 @@ func (x *nodeRun) renderValue(v any) any {
 	return v
 }
 
-var fnNameRe = regexp.MustCompile(`[^a-zA-Z0-9_-]+`)
-
-// agentTools reads the enabled tools of the node. A tool that is not
-// built in fails the node, naming it.
-func (x *nodeRun) agentTools() ([]*agentTool, error) {
+// agentTools reads the enabled tools of the node. A tool that cannot be
+// found fails the node, naming it.
+func (x *nodeRun) agentTools() ([]*agent.Tool, error) {
 	list, _ := asList(x.agentParam("tools"))
-	var out []*agentTool
-	used := map[string]bool{}
+	var out []*agent.Tool
 	for _, it := range list {
 		m := asMap(it)
 		if m == nil {
@@ -71,22 +56,9 @@ func (x *nodeRun) agentTools() ([]*agentTool, error) {
 		if en, has := m["enabled"]; has && !asBool(en) {
 			continue
 		}
-		providerType := asString(m["type"])
-		if providerType == "" {
-			providerType = asString(m["provider_type"])
-		}
-		provider := asString(m["provider_name"])
-		if provider == "" {
-			provider = asString(m["provider_id"])
-		}
-		name := asString(m["tool_name"])
-		t := findTool(providerType, provider, name)
-		if t == nil {
-			t = findTool(providerType, asString(m["provider_id"]), name)
-		}
-		if t == nil {
-			reason := unavailableReason(providerType, provider, asString(m["plugin_unique_identifier"]), name)
-			return nil, nodeErr("AgentNodeError", "The agent node %q cannot use one of its tools: %s.", x.n.title, reason)
+		t, err := x.r.e.Tools.Find(x.ctx, toolRef(m, "type", "provider_type"))
+		if err != nil {
+			return nil, nodeErr("AgentNodeError", "The agent node %q cannot use one of its tools: %s.", x.n.title, strings.TrimSuffix(err.Error(), "."))
 		}
 		fixed := map[string]any{}
 		for k, v := range asMap(m["settings"]) {
@@ -116,19 +88,52 @@ func (x *nodeRun) agentTools() ([]*agentTool, error) {
 				fixed[k] = x.renderValue(pm["value"])
 			}
 		}
-		fn := fnNameRe.ReplaceAllString(t.Name, "_")
-		if used[fn] {
-			fn = fnNameRe.ReplaceAllString(t.Provider+"_"+t.Name, "_")
-		}
-		for i := 2; used[fn]; i++ {
-			fn = fmt.Sprintf("%s_%d", fnNameRe.ReplaceAllString(t.Name, "_"), i)
-		}
-		used[fn] = true
-		desc := t.Description
+		desc := ""
 		if d := asString(asMap(m["extra"])["description"]); strings.TrimSpace(d) != "" {
 			desc = d
 		}
-		out = append(out, &agentTool{fn: fn, tool: t, fixed: fixed, description: desc})
+		out = append(out, &agent.Tool{Tool: t, Fixed: plainMap(fixed), Description: desc, Label: asString(m["tool_label"])})
+	}
+	return out, nil
+}
+
+// mcpServers reads the mcp_servers_config parameter of the MCP agent
+// strategy: a JSON object (or an object under "mcpServers") of servers,
+// each {url, headers, timeout, transport}. Without transport, a URL ending
+// in /sse is an SSE server, any other a Streamable HTTP one.
+func (x *nodeRun) mcpServers() ([]tools.MCPServer, error) {
+	raw := x.agentParam("mcp_servers_config")
+	if raw == nil || raw == "" {
+		return nil, nil
+	}
+	m := asMap(raw)
+	if s, ok := raw.(string); ok && strings.TrimSpace(s) != "" {
+		if err := json.Unmarshal([]byte(s), &m); err != nil {
+			return nil, nodeErr("AgentNodeError", "The mcp_servers_config of agent node %q is not a JSON object: %v.", x.n.title, err)
+		}
+	}
+	if inner := asMap(m["mcpServers"]); inner != nil {
+		m = inner
+	}
+	var out []tools.MCPServer
+	for _, name := range sortedKeys(m) {
+		sm := asMap(m[name])
+		u := asString(sm["url"])
+		if u == "" {
+			return nil, nodeErr("AgentNodeError", "The MCP server %q of agent node %q has no url.", name, x.n.title)
+		}
+		s := tools.MCPServer{Name: name, URL: u, Transport: tools.TransportStreamable, Headers: map[string]string{}}
+		switch t := strings.ToLower(asString(sm["transport"])); {
+		case t == "sse" || (t == "" && strings.HasSuffix(strings.TrimRight(u, "/"), "/sse")):
+			s.Transport = tools.TransportSSE
+		}
+		for k, v := range asMap(sm["headers"]) {
+			s.Headers[k] = Text(v)
+		}
+		if f, ok := parseNumber(sm["timeout"]); ok && f > 0 {
+			s.Timeout = time.Duration(f * float64(time.Second))
+		}
+		out = append(out, s)
 	}
 	return out, nil
 }
@@ -157,18 +162,24 @@ func (x *nodeRun) agentLog(id, parent, label, status, errMsg string, data, meta 
 
 // checkStrategy refuses the agents appkb cannot run: version 2 agents and
 // strategies other than function calling and ReAct of Dify's own agent
-// plugin.
-func (x *nodeRun) checkStrategy() (string, error) {
+// plugin and the strategies of the MCP agent plugin (hjlarry/agent).
+func (x *nodeRun) checkStrategy() (string, bool, error) {
 	if asString(x.d["version"]) == "2" || x.d["agent_node_kind"] != nil {
 		kind := asString(x.d["agent_node_kind"])
 		if kind == "" {
 			kind = "version 2"
 		}
-		return "", nodeErr("NotSupported", "The agent node %q is a %s agent, which is not supported yet.", x.n.title, kind)
+		return "", false, nodeErr("NotSupported", "The agent node %q is a %s agent, which is not supported yet.", x.n.title, kind)
 	}
 	provider := asString(x.d["agent_strategy_provider_name"])
 	strategy := asString(x.d["agent_strategy_name"])
-	known := provider == "" || providerKey(provider) == "agent"
+	if strings.HasPrefix(provider, "hjlarry/agent") {
+		if strategy == "" {
+			strategy = "mcp_agent"
+		}
+		return strategy, true, nil
+	}
+	known := provider == "" || provider == "agent" || provider == "langgenius/agent/agent"
 	switch {
 	case strategy == "" || strings.EqualFold(strategy, "function_calling"):
 		strategy = "function_calling"
@@ -182,20 +193,16 @@ func (x *nodeRun) checkStrategy() (string, error) {
 		if p := asString(x.d["plugin_unique_identifier"]); p != "" {
 			where += " (plugin " + p + ")"
 		}
-		return "", nodeErr("NotSupported", "The agent node %q uses the strategy %q of %s, which appkb does not have: it runs only the function_calling and ReAct strategies of langgenius/agent/agent.",
+		return "", false, nodeErr("NotSupported", "The agent node %q uses the strategy %q of %s, which appkb does not have: it runs the function_calling and ReAct strategies of langgenius/agent/agent and the MCP strategies of hjlarry/agent.",
 			x.n.title, asString(x.d["agent_strategy_name"]), where)
 	}
-	return strategy, nil
+	return strategy, false, nil
 }
 
-// runAgent runs the function-calling loop: the model gets the node's
-// tools, the tools it asks for run and their results go back to it, until
-// it answers without asking for tools. maximum_iterations bounds the
-// rounds that offer tools; one more round without tools follows them, so
-// the model has to answer. ReAct uses the same loop with the model's
-// native tool calls.
+// runAgent runs the node's agent through the shared loop (package agent)
+// and reports every round, model call and tool call as agent_log events.
 func runAgent(x *nodeRun) (*outcome, error) {
-	strategy, err := x.checkStrategy()
+	strategy, withMCP, err := x.checkStrategy()
 	if err != nil {
 		return nil, err
 	}
@@ -212,10 +219,26 @@ func runAgent(x *nodeRun) (*outcome, error) {
 	if err != nil {
 		return nil, nodeErr("ModelError", "The model %s/%s is not available: %v", provider, modelName, err)
 	}
-	tools, err := x.agentTools()
+	list, err := x.agentTools()
 	if err != nil {
 		return nil, err
 	}
+	if withMCP {
+		servers, err := x.mcpServers()
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range servers {
+			found, err := tools.ListMCP(x.ctx, s, x.r.e.Tools.Guard())
+			if err != nil {
+				return nil, nodeErr("AgentNodeError", "The agent node %q cannot use the MCP server %q: %s.", x.n.title, s.Name, strings.TrimSuffix(err.Error(), "."))
+			}
+			for _, t := range found {
+				list = append(list, &agent.Tool{Tool: t})
+			}
+		}
+	}
+	list = agent.NewTools(list)
 	query := strings.TrimSpace(Text(x.agentParam("query")))
 	instruction := Text(x.agentParam("instruction"))
 	maxIter := agentDefaultIterations
@@ -225,16 +248,10 @@ func runAgent(x *nodeRun) (*outcome, error) {
 			break
 		}
 	}
-	maxIter = min(max(maxIter, 1), agentMaxIterations)
-
 	inputs := map[string]any{"query": query, "instruction": instruction}
-	toolNames := make([]any, len(tools))
-	offer := make([]llm.Tool, len(tools))
-	byName := map[string]*agentTool{}
-	for i, t := range tools {
-		toolNames[i] = t.tool.Provider + "/" + t.tool.Name
-		offer[i] = llm.Tool{Name: t.fn, Description: t.description, Parameters: t.tool.schema(t.fixed)}
-		byName[t.fn] = t
+	toolNames := make([]any, len(list))
+	for i, t := range list {
+		toolNames[i] = t.Tool.Key()
 	}
 	process := map[string]any{
 		"strategy": strategy, "model_provider": provider, "model_name": modelName, "tools": toolNames,
@@ -250,124 +267,107 @@ func runAgent(x *nodeRun) (*outcome, error) {
 	msgs = append(msgs, x.historyMessages()...)
 	msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: query})
 
-	params := asMap(mv["completion_params"])
-	env := &toolEnv{ctx: x.ctx, e: x.r.e, appID: x.r.in.AppID, userID: x.r.in.UserID}
-	var usage llm.Usage
-	var price float64
-	currency := ""
-	text, rounds := "", 0
-	for round := 1; round <= maxIter+1; round++ {
-		rounds = round
-		roundID, started := uuid.NewString(), time.Now()
-		label := fmt.Sprintf("ROUND %d", round)
-		x.agentLog(roundID, "", label, AgentLogStart, "", nil, map[string]any{"started_at": float64(started.Unix())})
-		req := llm.ChatRequest{Messages: msgs, Params: params}
-		if round <= maxIter && len(offer) > 0 {
-			req.Tools = offer
-		}
-		resp, err := model.Chat(x.ctx, req)
-		if err != nil {
-			x.agentLog(roundID, "", label, AgentLogError, err.Error(), nil, map[string]any{"elapsed_time": time.Since(started).Seconds()})
-			process["usage"] = usageMap(usage)
-			return &outcome{inputs: inputs, process: process, tokens: usage.TotalTokens}, nodeErr("AgentNodeError", "The model call failed: %v", err)
-		}
-		usage.PromptTokens += resp.Usage.PromptTokens
-		usage.CompletionTokens += resp.Usage.CompletionTokens
-		usage.TotalTokens += resp.Usage.TotalTokens
-		usage.Latency += resp.Usage.Latency
-		if p, err := strconv.ParseFloat(resp.Usage.TotalPrice, 64); err == nil {
-			price += p
-		}
-		if resp.Usage.Currency != "" {
-			currency = resp.Usage.Currency
-		}
-		calls := resp.ToolCalls
-		if req.Tools == nil {
-			calls = nil
-		}
-		callList := make([]any, len(calls))
-		for i, c := range calls {
-			callList[i] = map[string]any{"id": c.ID, "name": c.Name, "arguments": c.Arguments}
-		}
-		x.agentLog(uuid.NewString(), roundID, modelName+" Thought", AgentLogSuccess, "",
-			map[string]any{"output": map[string]any{"llm_response": resp.Content, "tool_calls": callList}},
-			map[string]any{"provider": provider, "elapsed_time": time.Since(started).Seconds(), "total_tokens": float64(resp.Usage.TotalTokens)})
-		if len(calls) == 0 {
-			text = resp.Content
-			x.agentLog(roundID, "", label, AgentLogSuccess, "", map[string]any{"output": map[string]any{"llm_response": resp.Content}},
-				map[string]any{"elapsed_time": time.Since(started).Seconds()})
-			break
-		}
-		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: resp.Content, ToolCalls: calls})
-		observations := map[string]any{}
-		for _, c := range calls {
-			t0 := time.Now()
-			input, obs, failure := x.callAgentTool(env, byName, c)
-			status := AgentLogSuccess
-			if failure != "" {
-				status = AgentLogError
-			}
-			x.agentLog(uuid.NewString(), roundID, "CALL "+c.Name, status, failure,
-				map[string]any{"output": map[string]any{
-					"tool_call_id": c.ID, "tool_call_name": c.Name, "tool_call_input": input, "tool_response": obs,
-				}},
-				map[string]any{"elapsed_time": time.Since(t0).Seconds()})
-			observations[c.Name] = obs
-			msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: obs})
-		}
-		x.agentLog(roundID, "", label, AgentLogSuccess, "",
-			map[string]any{"output": map[string]any{"llm_response": resp.Content, "observation": observations}},
-			map[string]any{"elapsed_time": time.Since(started).Seconds()})
-		if err := x.ctx.Err(); err != nil {
-			return &outcome{inputs: inputs, process: process, tokens: usage.TotalTokens}, err
-		}
+	roundIDs := map[int]string{}
+	label := func(r *agent.Round) string { return fmt.Sprintf("ROUND %d", r.Position) }
+	var files []any
+	res, err := agent.Run(x.ctx, agent.Config{
+		Model: model, Messages: msgs, Tools: list, MaxIterations: maxIter,
+		Params: asMap(mv["completion_params"]), Env: x.toolEnv(),
+		Hooks: agent.Hooks{
+			RoundStart: func(r *agent.Round) error {
+				roundIDs[r.Position] = uuid.NewString()
+				x.agentLog(roundIDs[r.Position], "", label(r), AgentLogStart, "", nil, map[string]any{"started_at": float64(r.Started.Unix())})
+				return nil
+			},
+			Thought: func(r *agent.Round) error {
+				callList := make([]any, len(r.Calls))
+				for i, c := range r.Calls {
+					callList[i] = map[string]any{"id": c.ID, "name": c.Fn}
+				}
+				x.agentLog(uuid.NewString(), roundIDs[r.Position], modelName+" Thought", AgentLogSuccess, "",
+					map[string]any{"output": map[string]any{"llm_response": r.Thought, "tool_calls": callList}},
+					map[string]any{"provider": provider, "elapsed_time": time.Since(r.Started).Seconds(), "total_tokens": float64(r.Usage.TotalTokens)})
+				return nil
+			},
+			CallDone: func(r *agent.Round, c *agent.Call) error {
+				status := AgentLogSuccess
+				if c.Error != "" {
+					status = AgentLogError
+				}
+				if c.Output != nil && len(c.Output.Files) > 0 {
+					saved, err := x.saveToolFiles(c.Output.Files)
+					if err != nil {
+						return err
+					}
+					files = append(files, saved...)
+				}
+				x.agentLog(uuid.NewString(), roundIDs[r.Position], "CALL "+c.Fn, status, c.Error,
+					map[string]any{"output": map[string]any{
+						"tool_call_id": c.ID, "tool_call_name": c.Fn, "tool_call_input": c.Input, "tool_response": c.Observation,
+					}},
+					map[string]any{"elapsed_time": c.Elapsed.Seconds()})
+				return nil
+			},
+			RoundEnd: func(r *agent.Round) error {
+				out := map[string]any{"llm_response": r.Thought}
+				if len(r.Calls) > 0 {
+					obs := map[string]any{}
+					for _, c := range r.Calls {
+						obs[c.Fn] = c.Observation
+					}
+					out["observation"] = obs
+				}
+				x.agentLog(roundIDs[r.Position], "", label(r), AgentLogSuccess, "", map[string]any{"output": out},
+					map[string]any{"elapsed_time": r.Elapsed.Seconds()})
+				return nil
+			},
+		},
+	})
+	if res == nil {
+		res = &agent.Result{}
 	}
-	if price > 0 {
-		usage.TotalPrice = strconv.FormatFloat(price, 'f', -1, 64)
+	if err != nil {
+		if r := lastRound(res); r != nil && len(r.Calls) == 0 && !r.Final {
+			x.agentLog(roundIDs[r.Position], "", label(r), AgentLogError, err.Error(), nil, map[string]any{"elapsed_time": time.Since(r.Started).Seconds()})
+		}
+		process["usage"] = usageMap(res.Usage)
+		if x.ctx.Err() != nil {
+			return &outcome{inputs: inputs, process: process, tokens: res.Usage.TotalTokens}, x.ctx.Err()
+		}
+		if ne, ok := err.(*NodeError); ok {
+			return &outcome{inputs: inputs, process: process, tokens: res.Usage.TotalTokens}, ne
+		}
+		return &outcome{inputs: inputs, process: process, tokens: res.Usage.TotalTokens}, nodeErr("AgentNodeError", "The model call failed: %v", err)
 	}
-	usage.Currency = currency
+	usage := res.Usage
+	if res.Price > 0 {
+		usage.TotalPrice = strconv.FormatFloat(res.Price, 'f', -1, 64)
+	}
+	usage.Currency = res.Currency
 	um := usageMap(usage)
 	process["usage"] = um
-	process["rounds"] = float64(rounds)
+	process["rounds"] = float64(len(res.Rounds))
 	return &outcome{
 		inputs:  inputs,
 		process: process,
-		outputs: map[string]any{"text": text, "files": []any{}, "json": []any{}, "usage": um},
-		tokens:  usage.TotalTokens, price: price, currency: currencyOr(currency),
+		outputs: map[string]any{"text": res.Answer, "files": orEmpty(files), "json": []any{}, "usage": um},
+		tokens:  usage.TotalTokens, price: res.Price, currency: currencyOr(res.Currency),
 	}, nil
 }
 
-// callAgentTool runs one tool call of the model. It gives the arguments
-// used, the observation handed back to the model and, when the call
-// failed, why; a failed call does not fail the node, the model is told.
-func (x *nodeRun) callAgentTool(env *toolEnv, byName map[string]*agentTool, c llm.ToolCall) (map[string]any, string, string) {
-	args := map[string]any{}
-	at := byName[c.Name]
-	if at == nil {
-		msg := fmt.Sprintf("there is no tool named %q", c.Name)
-		return args, "Error: " + msg + ".", msg
+func lastRound(res *agent.Result) *agent.Round {
+	if len(res.Rounds) == 0 {
+		return nil
 	}
-	if s := strings.TrimSpace(c.Arguments); s != "" {
-		if err := json.Unmarshal([]byte(s), &args); err != nil {
-			msg := "the arguments are not a JSON object"
-			return map[string]any{}, "Error: " + msg + ".", msg
-		}
+	return res.Rounds[len(res.Rounds)-1]
+}
+
+// sortedKeys lists the keys of m in order.
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
 	}
-	for k, v := range at.fixed {
-		args[k] = v
-	}
-	prepared, err := at.tool.prepare(args)
-	if err != nil {
-		return args, "Error: " + err.Error() + ".", err.Error()
-	}
-	out, err := at.tool.Run(env, prepared)
-	if err != nil {
-		return prepared, "Error: " + err.Error() + ".", err.Error()
-	}
-	obs := out.Text
-	if obs == "" && len(out.JSON) > 0 {
-		data, _ := json.Marshal(out.JSON)
-		obs = string(data)
-	}
-	return prepared, obs, ""
+	sort.Strings(keys)
+	return keys
 }

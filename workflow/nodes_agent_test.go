@@ -279,13 +279,13 @@ func TestAgentNode(t *testing.T) {
 			name:       "an enabled tool that is not built in fails the node naming it",
 			node:       agentNode(`[{enabled: true, provider_name: langgenius/tavily/tavily, tool_name: tavily_search, type: builtin, plugin_unique_identifier: 'langgenius/tavily:0.0.5@1'}]`, 3, ""),
 			wantStatus: RunFailed,
-			wantErr:    `The agent node "Agent" cannot use one of its tools: the tool "tavily_search" of provider "langgenius/tavily/tavily" (plugin langgenius/tavily:0.0.5@1) is not one of appkb's built-in tools.`,
+			wantErr:    `The agent node "Agent" cannot use one of its tools: the tool "tavily_search" of provider "langgenius/tavily/tavily" (plugin langgenius/tavily:0.0.5@1) is not one of appkb's built-in tools, and the tools file (--tools) does not map the provider.`,
 		},
 		{
-			name:       "an MCP agent strategy fails clearly",
-			node:       strings.Replace(agentNode(`[]`, 3, ""), "langgenius/agent/agent, agent_strategy_name: function_calling", "hjlarry/agent/mcp_agent, agent_strategy_name: mcp_sse_function_calling", 1),
+			name:       "an unknown agent strategy fails clearly",
+			node:       strings.Replace(agentNode(`[]`, 3, ""), "langgenius/agent/agent, agent_strategy_name: function_calling", "someone/planner/planner, agent_strategy_name: plan_and_execute", 1),
 			wantStatus: RunFailed,
-			wantErr:    `uses the strategy "mcp_sse_function_calling" of "hjlarry/agent/mcp_agent" (plugin langgenius/agent:0.0.9@x), which appkb does not have`,
+			wantErr:    `uses the strategy "plan_and_execute" of "someone/planner/planner" (plugin langgenius/agent:0.0.9@x), which appkb does not have`,
 		},
 		{
 			name:       "a version 2 agent fails clearly",

@@ -11,7 +11,9 @@ import (
 	"mime/multipart"
 	"net"
 	"net/http"
+	"net/textproto"
 	"net/url"
+	"os"
 	"path"
 	"strings"
 	"time"
@@ -155,11 +157,16 @@ func httpBody(x *nodeRun) (io.Reader, string, any, error) {
 		w := multipart.NewWriter(&buf)
 		shown := map[string]any{}
 		for _, it := range items {
-			if asString(it["type"]) == "file" {
-				return nil, "", nil, nodeErr("NotSupported", "Sending files in a form-data body is not supported yet.")
-			}
 			k := x.pool.Render(asString(it["key"]))
 			if k == "" {
+				continue
+			}
+			if asString(it["type"]) == "file" {
+				names, err := x.writeFormFiles(w, k, it)
+				if err != nil {
+					return nil, "", nil, err
+				}
+				shown[k] = names
 				continue
 			}
 			v := x.pool.Render(asString(it["value"]))
@@ -176,6 +183,121 @@ func httpBody(x *nodeRun) (io.Reader, string, any, error) {
 		return nil, "", nil, nodeErr("NotSupported", "A binary request body is not supported yet.")
 	}
 	return nil, "", nil, nodeErr("HttpRequestNodeError", "Unknown body type %q.", kind)
+}
+
+// quoteEscaper escapes a quoted string of a Content-Disposition header.
+var quoteEscaper = strings.NewReplacer("\\", "\\\\", `"`, "\\\"")
+
+// httpMaxFormFile bounds one file sent in a form-data body.
+const httpMaxFormFile = 15 << 20
+
+// writeFormFiles adds the files a form-data item selects (its file
+// selector, or value for older files) as parts named key. It gives their
+// names, for the node's inputs.
+func (x *nodeRun) writeFormFiles(w *multipart.Writer, key string, it map[string]any) (any, error) {
+	sel := selectorOf(it["file"])
+	if len(sel) == 0 {
+		sel = selectorOf(it["value"])
+	}
+	v := x.get(sel)
+	var list []any
+	if l, ok := asList(v); ok {
+		list = l
+	} else if v != nil {
+		list = []any{v}
+	}
+	var names []any
+	for _, e := range list {
+		f, ok := asFile(e)
+		if !ok {
+			return nil, nodeErr("HttpRequestNodeError", "The form-data field %q selects %s, which is not a file.", key, strings.Join(sel, "."))
+		}
+		name, mt, data, err := x.fileBytes(f)
+		if err != nil {
+			return nil, err
+		}
+		h := make(textproto.MIMEHeader)
+		h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="%s"; filename="%s"`, quoteEscaper.Replace(key), quoteEscaper.Replace(name)))
+		if mt == "" {
+			mt = "application/octet-stream"
+		}
+		h.Set("Content-Type", mt)
+		part, err := w.CreatePart(h)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := part.Write(data); err != nil {
+			return nil, err
+		}
+		names = append(names, name)
+	}
+	return names, nil
+}
+
+// fileBytes reads a file value: an upload kept in Engine.Files, or a
+// remote file fetched through the guard.
+func (x *nodeRun) fileBytes(f File) (name, mimeType string, data []byte, err error) {
+	label := fileLabel(f)
+	fail := func(format string, args ...any) (string, string, []byte, error) {
+		return "", "", nil, nodeErr("HttpRequestNodeError", "The file %q cannot be read: %s.", label, fmt.Sprintf(format, args...))
+	}
+	if f.TransferMethod == "remote_url" || (f.RelatedID == "" && f.ID == "" && (f.RemoteURL != "" || f.URL != "")) {
+		raw := f.RemoteURL
+		if raw == "" {
+			raw = f.URL
+		}
+		g := x.r.e.HTTPGuard
+		if g == nil {
+			g = &files.Guard{}
+		}
+		rem, err := g.Open(x.ctx, raw)
+		if err != nil {
+			return fail("%v", err)
+		}
+		defer rem.Close()
+		data, err := io.ReadAll(io.LimitReader(rem.Body, httpMaxFormFile+1))
+		if err != nil {
+			return fail("%v", err)
+		}
+		if len(data) > httpMaxFormFile {
+			return fail("it is larger than %d bytes", httpMaxFormFile)
+		}
+		name = f.Filename
+		if name == "" {
+			name = rem.Name
+		}
+		mt := f.MimeType
+		if mt == "" {
+			mt = rem.MimeType
+		}
+		return name, mt, data, nil
+	}
+	store := x.r.e.Files
+	if store == nil {
+		return fail("this server keeps no uploaded files for workflows")
+	}
+	id := f.RelatedID
+	if id == "" {
+		id = f.ID
+	}
+	row, err := store.Get(x.ctx, id)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if x.r.in.AppID != "" && row.AppID != nil && *row.AppID != x.r.in.AppID {
+		return fail("it belongs to another app")
+	}
+	if row.Size > httpMaxFormFile {
+		return fail("it is larger than %d bytes", httpMaxFormFile)
+	}
+	p, err := store.Path(row)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if data, err = os.ReadFile(p); err != nil {
+		return fail("%v", err)
+	}
+	return row.Name, row.MimeType, data, nil
 }
 
 // runHTTPRequest sends one HTTP request through the SSRF-guarded client.

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/xuri/excelize/v2"
 )
 
 // searchRecorder answers every search with two passages and remembers the
@@ -115,14 +118,14 @@ func TestToolNode(t *testing.T) {
       tool_name: tavily_search, plugin_unique_identifier: 'langgenius/tavily:0.0.5@123', tool_parameters: {}}`,
 			outs:       []string{"text"},
 			wantStatus: RunFailed,
-			wantErr:    `The "tool" node "Search" cannot run: the tool "tavily_search" of provider "langgenius/tavily/tavily" (plugin langgenius/tavily:0.0.5@123) is not one of appkb's built-in tools.`,
+			wantErr:    `The "tool" node "Search" cannot run: the tool "tavily_search" of provider "langgenius/tavily/tavily" (plugin langgenius/tavily:0.0.5@123) is not one of appkb's built-in tools, and the tools file (--tools) does not map the provider.`,
 		},
 		{
 			name:       "a custom API tool fails naming its kind",
 			node:       `{type: tool, title: Api, provider_id: 9f1c, provider_name: weather-api, provider_type: api, tool_name: current_time, tool_parameters: {}}`,
 			outs:       []string{"text"},
 			wantStatus: RunFailed,
-			wantErr:    `the tool "current_time" of provider "weather-api" is of type api, and appkb runs only its built-in tools`,
+			wantErr:    `the tool "current_time" of provider "weather-api" is of type api, which appkb can run only once the tools file (--tools) maps the provider`,
 		},
 		{
 			name: "the web scraper reads a page through the guard",
@@ -205,5 +208,77 @@ func TestToolNodeKnowledgeSearch(t *testing.T) {
 	cfg := req.Config["multiple_retrieval_config"].(map[string]any)
 	if req.Query != "refunds" || fmt.Sprint(req.DatasetIDs) != "[d1 d2]" || req.AppID != "app-1" || req.UserID != "u-1" || cfg["top_k"] != float64(2) {
 		t.Errorf("request %+v", req)
+	}
+}
+
+// TestToolNodeFiles shows a tool's file kept in the file store, then sent
+// on by an http-request node in a form-data body.
+func TestToolNodeFiles(t *testing.T) {
+	fx := newUploadFixture(t)
+	srv := echoServer(t)
+	src := graph(`
+  - id: t
+    data: {type: tool, title: Export, provider_type: plugin, provider_id: bowenliang123/md_exporter/md_exporter, provider_name: bowenliang123/md_exporter/md_exporter,
+      tool_name: md_to_html, tool_configurations: {output_filename: report}, tool_parameters: {md_text: {type: mixed, value: '# {{#start.q#}}'}}}
+  - id: h
+    data: {type: http-request, title: Send, method: post, url: '`+srv.URL+`/m', body: {type: form-data, data: [{key: doc, type: file, file: [t, files]}]}}
+  - id: end
+    data: {type: end, title: End, outputs: [{variable: files, value_selector: [t, files]}, {variable: sent, value_selector: [h, body]}]}`,
+		edge("start", "source", "t"), edge("t", "source", "h"), edge("h", "source", "end"))
+	e := localEngine()
+	e.Files = fx.store
+	res, _ := run1(t, e, RunInput{Workflow: graphYAML(t, src), Inputs: map[string]any{"q": "Hi"}, AppID: fx.appID})
+	if res.Status != RunSucceeded {
+		t.Fatalf("status %s: %s", res.Status, res.Error)
+	}
+	list, _ := res.Outputs["files"].([]any)
+	if len(list) != 1 {
+		t.Fatalf("files %v", res.Outputs["files"])
+	}
+	f, _ := asFile(list[0])
+	if f.Filename != "report.html" || f.TransferMethod != "tool_file" || f.MimeType != "text/html" || f.RelatedID == "" {
+		t.Errorf("file %+v", f)
+	}
+	if row, err := fx.store.Get(context.Background(), f.RelatedID); err != nil || row.Size != f.Size {
+		t.Errorf("stored file %+v, %v", row, err)
+	}
+	if sent := Text(res.Outputs["sent"]); !strings.Contains(sent, `filename=\"report.html\"`) || !strings.Contains(sent, `\u003ch1\u003eHi\u003c/h1\u003e`) {
+		t.Errorf("sent %s", sent)
+	}
+}
+
+func TestTableTools(t *testing.T) {
+	fx := newUploadFixture(t)
+	csvFile := fx.upload(t, "people.csv", "text/csv", "\xef\xbb\xbfname;age\nAnn;7\n\nBob;9\n")
+	book := excelize.NewFile()
+	book.SetSheetRow("Sheet1", "A1", &[]any{"city", "", "pop"})
+	book.SetSheetRow("Sheet1", "A2", &[]any{"Oslo", "x", 700})
+	var buf bytes.Buffer
+	if err := book.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	xlsx := fx.upload(t, "cities.xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", buf.String())
+	tests := []struct {
+		name, tool, config string
+		file               File
+		want               string
+	}{
+		{"csv with a delimiter and a BOM", "csv_to_json", "{delimiter: ';'}", csvFile, `[{"age":"7","name":"Ann"},{"age":"9","name":"Bob"}]`},
+		{"the first sheet of a workbook", "excel_to_json", "{}", xlsx, `[{"city":"Oslo","column_2":"x","pop":"700"}]`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			node := `{type: tool, title: T, provider_type: builtin, provider_name: table, tool_name: ` + tc.tool + `,
+      tool_configurations: ` + tc.config + `, tool_parameters: {file: {type: variable, value: [sys, files]}}}`
+			e := localEngine()
+			e.Files = fx.store
+			res, _ := run1(t, e, RunInput{Workflow: graphYAML(t, toolGraph(node, "text", "rows")), Inputs: map[string]any{"q": "x"}, AppID: fx.appID, Files: []File{tc.file}})
+			if res.Status != RunSucceeded {
+				t.Fatalf("status %s: %s", res.Status, res.Error)
+			}
+			if res.Outputs["text"] != tc.want {
+				t.Errorf("text %v, want %s", res.Outputs["text"], tc.want)
+			}
+		})
 	}
 }

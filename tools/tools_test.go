@@ -1,4 +1,4 @@
-package workflow
+package tools
 
 import (
 	"context"
@@ -11,23 +11,23 @@ import (
 // fixedClock makes the time tools see t as now until the test ends.
 func fixedClock(t *testing.T, at time.Time) {
 	t.Helper()
-	old := toolNow
-	toolNow = func() time.Time { return at }
-	t.Cleanup(func() { toolNow = old })
+	old := Now
+	Now = func() time.Time { return at }
+	t.Cleanup(func() { Now = old })
 }
 
 // callTool runs one built-in tool the way a tool node does.
-func callTool(t *testing.T, e *Engine, provider, name string, args map[string]any) (*toolOutput, error) {
+func callTool(t *testing.T, env *Env, provider, name string, args map[string]any) (*Output, error) {
 	t.Helper()
-	tool := findTool("builtin", provider, name)
-	if tool == nil {
-		t.Fatalf("no tool %s/%s", provider, name)
+	tool, err := (*Registry)(nil).Find(context.Background(), Ref{ProviderType: "builtin", Provider: provider, Name: name})
+	if err != nil {
+		t.Fatalf("no tool %s/%s: %v", provider, name, err)
 	}
-	prepared, err := tool.prepare(args)
+	prepared, err := tool.Prepare(args)
 	if err != nil {
 		return nil, err
 	}
-	return tool.Run(&toolEnv{ctx: context.Background(), e: e}, prepared)
+	return tool.Run(context.Background(), env, prepared)
 }
 
 func TestBuiltinTools(t *testing.T) {
@@ -138,7 +138,7 @@ func TestBuiltinTools(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := callTool(t, &Engine{}, tc.provider, tc.tool, tc.args)
+			out, err := callTool(t, &Env{}, tc.provider, tc.tool, tc.args)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err %v, want %q", err, tc.wantErr)
@@ -169,14 +169,15 @@ func TestFindTool(t *testing.T) {
 		{"builtin", "time", "nope", false},
 	}
 	for _, tc := range tests {
-		if got := findTool(tc.providerType, tc.provider, tc.tool) != nil; got != tc.found {
+		_, err := (*Registry)(nil).Find(context.Background(), Ref{ProviderType: tc.providerType, Provider: tc.provider, Name: tc.tool})
+		if got := err == nil; got != tc.found {
 			t.Errorf("findTool(%q, %q, %q) found %v, want %v", tc.providerType, tc.provider, tc.tool, got, tc.found)
 		}
 	}
 }
 
 func TestToolSchema(t *testing.T) {
-	s := toolJSONReplace.schema(map[string]any{"replace_pattern": "x"})
+	s := toolJSONReplace.Schema(map[string]any{"replace_pattern": "x"})
 	props := s["properties"].(map[string]any)
 	for _, name := range []string{"content", "query", "replace_value"} {
 		if props[name] == nil {
@@ -191,7 +192,7 @@ func TestToolSchema(t *testing.T) {
 	if req := s["required"].([]any); len(req) != 3 {
 		t.Errorf("required %v", req)
 	}
-	k := toolKnowledgeSearch.schema(nil)["properties"].(map[string]any)
+	k := toolKnowledgeSearch.Schema(nil)["properties"].(map[string]any)
 	if len(k) != 1 || k["query"] == nil {
 		t.Errorf("knowledge search offers %v", k)
 	}
@@ -205,7 +206,7 @@ func TestToolsDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := string(data)
-	for key, tool := range builtinTools {
+	for key, tool := range builtins {
 		i := strings.Index(doc, "#### `"+key+"`")
 		if i < 0 {
 			t.Errorf("docs/tools.md has no heading for %s", key)
