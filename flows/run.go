@@ -3,6 +3,7 @@ package flows
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"sync"
 
@@ -192,10 +193,30 @@ func (r *Run) emit(ev Event) error {
 	}
 }
 
-// launch starts body in the run's producer goroutine, which recovers a
-// panic into an internal error and closes Events when body returns.
+// launch starts body in the run's producer goroutine (see Produce).
 func (s *Service) launch(parent context.Context, taskID string, errorEvent func(error) any,
 	body func(ctx context.Context, r *Run) (*Result, error)) *Run {
+	return start(parent, s.log, taskID, errorEvent, body)
+}
+
+// Produce starts a run whose events come from produce, for producers
+// outside this package (and tests of stream writers). produce runs in the
+// run's goroutine, which recovers a panic into an internal error and
+// closes Events when produce returns; emit hands an event to the consumer
+// and fails once the consumer has gone. errorEvent builds the stream's
+// error frame.
+func Produce(ctx context.Context, log *slog.Logger, taskID string, errorEvent func(error) any,
+	produce func(ctx context.Context, emit func(Event) error) (*Result, error)) *Run {
+	return start(ctx, log, taskID, errorEvent, func(ctx context.Context, r *Run) (*Result, error) {
+		return produce(ctx, r.emit)
+	})
+}
+
+func start(parent context.Context, log *slog.Logger, taskID string, errorEvent func(error) any,
+	body func(ctx context.Context, r *Run) (*Result, error)) *Run {
+	if log == nil {
+		log = slog.Default()
+	}
 	ctx, cancel := context.WithCancelCause(parent)
 	r := &Run{TaskID: taskID, ctx: ctx, parent: parent, cancel: cancel, gone: make(chan struct{}),
 		events: make(chan Event, 32), errorEvent: errorEvent}
@@ -204,7 +225,7 @@ func (s *Service) launch(parent context.Context, taskID string, errorEvent func(
 		defer cancel(nil)
 		defer func() {
 			if p := recover(); p != nil {
-				s.log.Error("run panicked", "task_id", taskID, "panic", p, "stack", string(debug.Stack()))
+				log.Error("run panicked", "task_id", taskID, "panic", p, "stack", string(debug.Stack()))
 				r.err = apperr.Internal(fmt.Errorf("run panicked: %v", p))
 				r.errSent = false
 			}

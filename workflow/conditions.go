@@ -191,7 +191,8 @@ func runIfElse(x *nodeRun) (*outcome, error) {
 
 // runListOperator filters, sorts, limits and picks items of an array.
 func runListOperator(x *nodeRun) (*outcome, error) {
-	sel := selectorOf(x.d["variable"])
+	cfg := x.n.cfg.(*listOperatorConfig)
+	sel := cfg.variable
 	v, found := x.pool.Get(sel)
 	list, ok := asList(v)
 	if !found || v == nil {
@@ -211,10 +212,10 @@ func runListOperator(x *nodeRun) (*outcome, error) {
 		}
 		return item
 	}
-	if f := asMap(x.d["filter_by"]); f != nil && asBool(f["enabled"]) {
+	if cfg.filterOn {
 		var kept []any
 		for _, it := range items {
-			ok, _, err := x.evalConditions("and", asList2(f["conditions"]), func(c map[string]any) any {
+			ok, _, err := x.evalConditions("and", cfg.filter, func(c map[string]any) any {
 				return keyOf(it, asString(c["key"]))
 			})
 			if err != nil {
@@ -226,16 +227,15 @@ func runListOperator(x *nodeRun) (*outcome, error) {
 		}
 		items = kept
 	}
-	if e := asMap(x.d["extract_by"]); e != nil && asBool(e["enabled"]) {
-		n, ok := parseNumber(x.pool.Render(Text(e["serial"])))
+	if cfg.extract != nil {
+		n, ok := parseNumber(x.pool.Render(Text(cfg.extract)))
 		if !ok || n < 1 || int(n) > len(items) {
-			return nil, nodeErr("ListOperatorNodeError", "Cannot extract item %v of a list of %d.", e["serial"], len(items))
+			return nil, nodeErr("ListOperatorNodeError", "Cannot extract item %v of a list of %d.", cfg.extract, len(items))
 		}
 		items = []any{items[int(n)-1]}
 	}
-	if o := asMap(x.d["order_by"]); o != nil && asBool(o["enabled"]) {
-		key := asString(o["key"])
-		desc := asString(o["value"]) == "desc"
+	if cfg.orderOn {
+		key, desc := cfg.orderKey, cfg.desc
 		slices.SortStableFunc(items, func(a, b any) int {
 			ka, kb := keyOf(a, key), keyOf(b, key)
 			var c int
@@ -252,10 +252,8 @@ func runListOperator(x *nodeRun) (*outcome, error) {
 			return c
 		})
 	}
-	if l := asMap(x.d["limit"]); l != nil && asBool(l["enabled"]) {
-		if n, ok := parseNumber(l["size"]); ok && n >= 0 && int(n) < len(items) {
-			items = items[:int(n)]
-		}
+	if cfg.limit >= 0 && cfg.limit < len(items) {
+		items = items[:cfg.limit]
 	}
 	if items == nil {
 		items = []any{}

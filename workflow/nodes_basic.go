@@ -17,18 +17,14 @@ import (
 // filled in, numbers and booleans converted.
 func validateInputs(start *gnode, given map[string]any) (map[string]any, error) {
 	out := map[string]any{}
-	for _, v := range asList2(start.data["variables"]) {
-		name := asString(v["variable"])
-		if name == "" {
-			continue
-		}
-		kind := asString(v["type"])
+	for _, v := range start.cfg.(*startConfig).vars {
+		name, kind := v.name, v.kind
 		val, ok := given[name]
 		if !ok || isEmpty(val) {
-			val = v["default"]
+			val = v.def
 		}
 		if isEmpty(val) {
-			if asBool(v["required"]) {
+			if v.required {
 				return nil, apperr.InvalidParam("%s is required in input form", name)
 			}
 			if kind == apps.FieldCheckbox {
@@ -45,14 +41,11 @@ func validateInputs(start *gnode, given map[string]any) (map[string]any, error) 
 				}
 				s = Text(val)
 			}
-			if ml, ok := parseNumber(v["max_length"]); ok && ml > 0 && kind != apps.FieldSelect && utf8.RuneCountInString(s) > int(ml) {
-				return nil, apperr.InvalidParam("%s in input form must be less than %d characters", name, int(ml))
+			if ml := v.maxLength; ml > 0 && kind != apps.FieldSelect && utf8.RuneCountInString(s) > ml {
+				return nil, apperr.InvalidParam("%s in input form must be less than %d characters", name, ml)
 			}
 			if kind == apps.FieldSelect {
-				var opts []string
-				for _, o := range asAnyList(v["options"]) {
-					opts = append(opts, Text(o))
-				}
+				opts := v.options
 				if len(opts) > 0 && !slices.Contains(opts, s) {
 					return nil, apperr.InvalidParam("%s in input form must be one of the following: %s", name, strings.Join(opts, ", "))
 				}
@@ -101,8 +94,8 @@ func validateInputs(start *gnode, given map[string]any) (map[string]any, error) 
 				f.Identity = FileIdentity
 				files = append(files, f)
 			}
-			if ml, ok := parseNumber(v["max_length"]); ok && ml > 0 && len(files) > int(ml) {
-				return nil, apperr.InvalidParam("%s in input form may hold at most %d files", name, int(ml))
+			if ml := v.maxLength; ml > 0 && len(files) > ml {
+				return nil, apperr.InvalidParam("%s in input form may hold at most %d files", name, ml)
 			}
 			val = files
 		case apps.FieldJSONObject:
@@ -183,24 +176,23 @@ func runAnswer(x *nodeRun) (*outcome, error) {
 // runAggregator gives the first input that has a value, per group when
 // groups are on.
 func runAggregator(x *nodeRun) (*outcome, error) {
-	first := func(list any) any {
-		for _, s := range asAnyList(list) {
-			if v, ok := x.pool.Get(selectorOf(s)); ok && v != nil {
+	first := func(list [][]string) any {
+		for _, s := range list {
+			if v, ok := x.pool.Get(s); ok && v != nil {
 				return v
 			}
 		}
 		return nil
 	}
-	adv := asMap(x.d["advanced_settings"])
-	if adv != nil && asBool(adv["group_enabled"]) {
+	cfg := x.n.cfg.(*aggregatorConfig)
+	if cfg.groups != nil {
 		outputs := map[string]any{}
-		for _, grp := range asList2(adv["groups"]) {
-			name := asString(grp["group_name"])
-			outputs[name] = map[string]any{"output": first(grp["variables"])}
+		for _, grp := range cfg.groups {
+			outputs[grp.name] = map[string]any{"output": first(grp.variables)}
 		}
 		return &outcome{outputs: outputs}, nil
 	}
-	return &outcome{outputs: map[string]any{"output": first(x.d["variables"])}}, nil
+	return &outcome{outputs: map[string]any{"output": first(cfg.variables)}}, nil
 }
 
 // zeroOf is what "clear" leaves in a variable of a type.
@@ -233,20 +225,13 @@ func runAssigner(x *nodeRun) (*outcome, error) {
 		hasVal bool
 	}
 	var ops []op
-	if asString(x.d["version"]) == "2" {
-		for _, it := range asList2(x.d["items"]) {
-			o := op{target: selectorOf(it["variable_selector"]), kind: asString(it["operation"])}
-			if it["input_type"] == "constant" {
-				o.value, o.hasVal = it["value"], true
-			} else if sel := selectorOf(it["value"]); len(sel) >= 2 {
-				o.value, o.hasVal = x.get(sel), true
-			}
-			ops = append(ops, o)
-		}
-	} else {
-		o := op{target: selectorOf(x.d["assigned_variable_selector"]), kind: asString(x.d["write_mode"])}
-		if sel := selectorOf(x.d["input_variable_selector"]); len(sel) >= 2 {
-			o.value, o.hasVal = x.get(sel), true
+	for _, c := range x.n.cfg.(*assignerConfig).ops {
+		o := op{target: c.target, kind: c.kind}
+		switch {
+		case c.isConst:
+			o.value, o.hasVal = c.constant, true
+		case c.source != nil:
+			o.value, o.hasVal = x.get(c.source), true
 		}
 		ops = append(ops, o)
 	}

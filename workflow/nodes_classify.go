@@ -65,44 +65,42 @@ func (x *nodeRun) ask(system, query string) (*llm.ChatResponse, error) {
 }
 
 func runClassifier(x *nodeRun) (*outcome, error) {
-	query := Text(x.get(selectorOf(x.d["query_variable_selector"])))
-	classes := asList2(x.d["classes"])
-	if len(classes) == 0 {
-		return nil, nodeErr("QuestionClassifierNodeError", "The classifier has no classes.")
-	}
+	cfg := x.n.cfg.(*classifierConfig)
+	query := Text(x.get(cfg.query))
+	classes := cfg.classes
 	var list strings.Builder
 	for _, c := range classes {
-		fmt.Fprintf(&list, "- id %s: %s\n", Text(c["id"]), Text(c["name"]))
+		fmt.Fprintf(&list, "- id %s: %s\n", c.id, c.name)
 	}
 	system := "Classify the user's text into exactly one of these categories and reply with JSON " +
 		`{"category_id": "..."} only.` + "\n" + list.String()
-	if ins := x.pool.Render(asString(x.d["instruction"])); ins != "" {
+	if ins := x.pool.Render(cfg.instruction); ins != "" {
 		system += "\nInstructions: " + ins
 	}
 	resp, err := x.ask(system, query)
 	if err != nil {
 		return &outcome{inputs: map[string]any{"query": query}}, err
 	}
-	var chosen map[string]any
+	var chosen *classOption
 	if m := jsonObjectIn(resp.Content); m != nil {
-		for _, c := range classes {
-			if Text(c["id"]) == Text(m["category_id"]) {
-				chosen = c
+		for i, c := range classes {
+			if c.id == Text(m["category_id"]) {
+				chosen = &classes[i]
 			}
 		}
 	}
 	if chosen == nil {
 		qw := words(query)
 		best := -1
-		for _, c := range classes {
+		for i, c := range classes {
 			score := 0
-			for w := range words(Text(c["name"])) {
+			for w := range words(c.name) {
 				if qw[w] {
 					score++
 				}
 			}
 			if score > best {
-				best, chosen = score, c
+				best, chosen = score, &classes[i]
 			}
 		}
 	}
@@ -111,25 +109,26 @@ func runClassifier(x *nodeRun) (*outcome, error) {
 		inputs:  map[string]any{"query": query},
 		process: map[string]any{"model_reply": resp.Content, "usage": usage},
 		outputs: map[string]any{
-			"class_name": Text(chosen["name"]), "class_id": Text(chosen["id"]),
-			"class_label": Text(chosen["label"]), "usage": usage,
+			"class_name": chosen.name, "class_id": chosen.id,
+			"class_label": chosen.label, "usage": usage,
 		},
-		handle: Text(chosen["id"]), tokens: resp.Usage.TotalTokens, currency: currencyOr(resp.Usage.Currency),
+		handle: chosen.id, tokens: resp.Usage.TotalTokens, currency: currencyOr(resp.Usage.Currency),
 	}, nil
 }
 
 var numberRe = regexp.MustCompile(`-?\d+(?:\.\d+)?`)
 
 func runExtractor(x *nodeRun) (*outcome, error) {
-	query := Text(x.get(selectorOf(x.d["query"])))
-	params := asList2(x.d["parameters"])
+	cfg := x.n.cfg.(*extractorConfig)
+	query := Text(x.get(cfg.query))
+	params := cfg.params
 	schema := map[string]any{}
 	for _, p := range params {
 		schema[asString(p["name"])] = map[string]any{"type": p["type"], "description": p["description"], "options": p["options"]}
 	}
 	sb, _ := json.Marshal(schema)
 	system := "Extract these parameters from the user's text and reply with one JSON object only: " + string(sb)
-	if ins := x.pool.Render(asString(x.d["instruction"])); ins != "" {
+	if ins := x.pool.Render(cfg.instruction); ins != "" {
 		system += "\nInstructions: " + ins
 	}
 	resp, err := x.ask(system, query)

@@ -71,7 +71,8 @@ func runIteration(x *nodeRun) (*outcome, error) {
 	if n.sub == nil {
 		return nil, nodeErr("IterationNodeError", "The iteration %q has no start node inside it.", n.title)
 	}
-	v := x.get(selectorOf(x.d["iterator_selector"]))
+	cfg := n.cfg.(*iterationConfig)
+	v := x.get(cfg.iterator)
 	var items []any
 	if v != nil {
 		list, ok := asList(v)
@@ -81,19 +82,19 @@ func runIteration(x *nodeRun) (*outcome, error) {
 		items = list
 	}
 	inputs := map[string]any{"iterator_selector": items}
-	it := iteration{x: x, items: items, outSel: selectorOf(x.d["output_selector"]), mode: errorHandleMode(x.d)}
+	it := iteration{x: x, items: items, outSel: cfg.output, mode: cfg.mode}
 	x.r.emit(&IterationStarted{Envelope: x.r.envelope(EventIterationStarted), Data: ContainerStartedData{
 		ID: x.execID, NodeID: n.id, NodeType: n.kind, Title: n.title, CreatedAt: x.created.Unix(),
 		Inputs: x.pool.redactMap(plainMap(inputs)), Metadata: map[string]any{"iterator_length": len(items)}, Extras: map[string]any{},
 	}})
 	var rounds []roundResult
-	if par := parallelRounds(x); par > 1 && len(items) > 1 {
+	if par := parallelRounds(x, cfg); par > 1 && len(items) > 1 {
 		rounds = it.parallel(par)
 	} else {
 		rounds = it.inOrder()
 	}
 	outs, tokens, steps, fail := it.collect(rounds)
-	if fail == nil && flattenOutput(x.d) {
+	if fail == nil && cfg.flatten {
 		outs = flatten(outs)
 	}
 	outputs := map[string]any{"output": outs}
@@ -126,13 +127,13 @@ func errorHandleMode(d map[string]any) string {
 // unless is_parallel is set, else parallel_nums (default 10, at most 10).
 // An engine that runs one node at a time (Parallelism 1) runs rounds one
 // at a time too, which keeps such runs deterministic.
-func parallelRounds(x *nodeRun) int {
-	if !asBool(x.d["is_parallel"]) || x.r.e.Parallelism == 1 {
+func parallelRounds(x *nodeRun, cfg *iterationConfig) int {
+	if !cfg.parallel || x.r.e.Parallelism == 1 {
 		return 1
 	}
 	par := defaultParallelNums
-	if f, ok := parseNumber(x.d["parallel_nums"]); ok {
-		par = int(f)
+	if cfg.parallelNums != 0 {
+		par = cfg.parallelNums
 	}
 	return max(1, min(par, maxParallelNums))
 }
@@ -423,18 +424,12 @@ func runLoop(x *nodeRun) (*outcome, error) {
 	if n.sub == nil {
 		return nil, nodeErr("LoopNodeError", "The loop %q has no start node inside it.", n.title)
 	}
-	count := 1
-	if f, ok := parseNumber(x.d["loop_count"]); ok && f >= 1 {
-		count = int(f)
-	}
-	count = min(count, maxLoopCount)
+	cfg := n.cfg.(*loopConfig)
+	count := cfg.count
 	inputs := map[string]any{"loop_count": float64(count)}
 	var labels []string
-	for _, lv := range asList2(x.d["loop_variables"]) {
+	for _, lv := range cfg.vars {
 		label := asString(lv["label"])
-		if label == "" {
-			continue
-		}
 		var val any
 		if asString(lv["value_type"]) == "variable" {
 			val = x.get(selectorOf(lv["value"]))
@@ -450,9 +445,7 @@ func runLoop(x *nodeRun) (*outcome, error) {
 		inputs[label] = val
 		labels = append(labels, label)
 	}
-	mode := errorHandleMode(x.d)
-	conds := asList2(x.d["break_conditions"])
-	logical := asString(x.d["logical_operator"])
+	mode, conds, logical := cfg.mode, cfg.conditions, cfg.logical
 	shouldBreak := func() (bool, error) {
 		if len(conds) == 0 {
 			return false, nil

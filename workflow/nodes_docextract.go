@@ -46,7 +46,7 @@ func readableExt(ext string) string {
 // runDocExtractor turns the file, or each file of a list, into text. A
 // single file gives a string, a list an array of strings.
 func runDocExtractor(x *nodeRun) (*outcome, error) {
-	sel := selectorOf(x.d["variable_selector"])
+	sel := x.n.cfg.(*docExtractConfig).selector
 	v, ok := x.pool.Get(sel)
 	inputs := map[string]any{"variable_selector": sel}
 	if !ok || v == nil {

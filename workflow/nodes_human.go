@@ -67,16 +67,14 @@ func runHumanInput(x *nodeRun) (*outcome, error) {
 // the pool.
 func (x *nodeRun) newForm() *HumanForm {
 	now := time.Now()
+	cfg := x.n.cfg.(*humanConfig)
 	f := &HumanForm{
 		ID: uuid.NewString(), Token: newFormToken(), NodeID: x.n.id, NodeTitle: x.n.title,
-		Content: x.pool.Render(asString(x.d["form_content"])), Inputs: []map[string]any{}, Actions: []map[string]any{},
+		Content: x.pool.Render(cfg.content), Inputs: []map[string]any{}, Actions: []map[string]any{},
 		Defaults: map[string]string{}, Options: map[string][]string{}, CreatedAt: now.Unix(), Status: FormWaiting,
 	}
-	for _, in := range asList2(x.d["inputs"]) {
+	for _, in := range cfg.inputs {
 		name := asString(in["output_variable_name"])
-		if name == "" {
-			continue
-		}
 		f.Inputs = append(f.Inputs, plainMap(in))
 		def := asMap(in["default"])
 		if def == nil {
@@ -105,10 +103,10 @@ func (x *nodeRun) newForm() *HumanForm {
 			f.Options[name] = opts
 		}
 	}
-	for _, a := range asList2(x.d["user_actions"]) {
+	for _, a := range cfg.actions {
 		f.Actions = append(f.Actions, plainMap(a))
 	}
-	f.ExpiresAt = now.Add(formTimeout(x.d)).Unix()
+	f.ExpiresAt = now.Add(cfg.timeout).Unix()
 	return f
 }
 

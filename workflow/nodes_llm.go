@@ -10,27 +10,30 @@ import (
 
 // chatModel looks up the model an llm-like node names.
 func (x *nodeRun) chatModel() (llm.ChatModel, map[string]any, error) {
-	m := asMap(x.d["model"])
+	var m modelRef
+	if c, ok := x.n.cfg.(modelNamer); ok {
+		m = c.modelRef()
+	} else {
+		m = modelRefOf(x.d)
+	}
 	var src ModelSource = x.r.e.Models
 	if src == nil {
 		src = (*llm.Registry)(nil)
 	}
-	model, err := src.Chat(asString(m["provider"]), asString(m["name"]))
+	model, err := src.Chat(m.provider, m.name)
 	if err != nil {
-		return nil, nil, nodeErr("ModelError", "The model %s/%s is not available: %v", asString(m["provider"]), asString(m["name"]), err)
+		return nil, nil, nodeErr("ModelError", "The model %s/%s is not available: %v", m.provider, m.name, err)
 	}
-	params := asMap(m["completion_params"])
-	return model, params, nil
+	return model, m.params, nil
 }
 
 // contextOf reads an llm node's context: its text for {{#context#}} and
 // the snippets handed to models that answer from knowledge.
-func (x *nodeRun) contextOf() (string, []string) {
-	c := asMap(x.d["context"])
-	if c == nil || !asBool(c["enabled"]) {
+func (x *nodeRun) contextOf(c *llmConfig) (string, []string) {
+	if !c.contextOn {
 		return "", nil
 	}
-	v := x.get(selectorOf(c["variable_selector"]))
+	v := x.get(c.contextSel)
 	if list, ok := asList(v); ok {
 		var parts []string
 		for _, it := range list {
@@ -50,12 +53,11 @@ func (x *nodeRun) contextOf() (string, []string) {
 
 // promptText renders one prompt message: jinja2 or {{#…#}} text, with
 // {{#context#}} replaced by the context.
-func (x *nodeRun) promptText(msg map[string]any, ctxText string) (string, error) {
-	if asString(msg["edition_type"]) == "jinja2" {
-		vars := asList2(asMap(x.d["prompt_config"])["jinja2_variables"])
-		return x.renderJinja(asString(msg["jinja2_text"]), vars)
+func (x *nodeRun) promptText(c *llmConfig, msg promptMessage, ctxText string) (string, error) {
+	if msg.jinja {
+		return x.renderJinja(msg.jinjaText, c.jinjaVars)
 	}
-	text := strings.ReplaceAll(asString(msg["text"]), "{{#context#}}", ctxText)
+	text := strings.ReplaceAll(msg.text, "{{#context#}}", ctxText)
 	return x.pool.Render(text), nil
 }
 
@@ -80,39 +82,23 @@ func runLLM(x *nodeRun) (*outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctxText, knowledge := x.contextOf()
+	cfg := x.n.cfg.(*llmConfig)
+	ctxText, knowledge := x.contextOf(cfg)
 	var msgs []llm.Message
-	switch pt := x.d["prompt_template"].(type) {
-	case []any:
-		for _, m := range asList2(pt) {
-			text, err := x.promptText(m, ctxText)
-			if err != nil {
-				return nil, err
-			}
-			role := asString(m["role"])
-			if role == "" {
-				role = llm.RoleUser
-			}
-			msgs = append(msgs, llm.Message{Role: role, Content: text})
-		}
-	case map[string]any:
-		text, err := x.promptText(pt, ctxText)
+	for _, m := range cfg.prompts {
+		text, err := x.promptText(cfg, m, ctxText)
 		if err != nil {
 			return nil, err
 		}
-		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: text})
+		msgs = append(msgs, llm.Message{Role: m.role, Content: text})
 	}
 	msgs = append(msgs, x.historyMessages()...)
-	if mem := asMap(x.d["memory"]); mem != nil && x.r.in.Mode == ModeChatflow {
-		tmpl := asString(mem["query_prompt_template"])
-		if tmpl == "" {
-			tmpl = "{{#sys.query#}}"
-		}
-		if q := x.pool.Render(tmpl); strings.TrimSpace(q) != "" {
+	if cfg.memory && x.r.in.Mode == ModeChatflow {
+		if q := x.pool.Render(cfg.queryTemplate); strings.TrimSpace(q) != "" {
 			msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: q})
 		}
 	}
-	schema, structured := structuredSchema(x.d)
+	schema, structured := cfg.schema, cfg.structured
 	if structured {
 		msgs = withSchemaInstruction(msgs, schema)
 		params = withSchemaFormat(params, schema)
@@ -121,13 +107,12 @@ func runLLM(x *nodeRun) (*outcome, error) {
 	for _, m := range msgs {
 		prompts = append(prompts, map[string]any{"role": m.Role, "text": m.Content})
 	}
-	mdl := asMap(x.d["model"])
 	process := map[string]any{
-		"model_mode": asString(mdl["mode"]), "prompts": prompts,
-		"model_provider": asString(mdl["provider"]), "model_name": asString(mdl["name"]),
+		"model_mode": cfg.model.mode, "prompts": prompts,
+		"model_provider": cfg.model.provider, "model_name": cfg.model.name,
 	}
 	req := llm.ChatRequest{Messages: msgs, Params: params, Knowledge: knowledge}
-	separated := asString(x.d["reasoning_format"]) == "separated"
+	separated := cfg.separated
 	plan := x.r.g.streams[x.n.id]
 	if structured {
 		// The answer is checked against the schema before anything shows
