@@ -5,7 +5,7 @@ TAGS    := sqlite_fts5
 BIN     := bin/appkb
 export CGO_ENABLED := 1
 
-.PHONY: all build run test generate check-generated lint fmt clean
+.PHONY: all build run test bench generate check-generated lint fmt clean
 
 all: build
 
@@ -19,6 +19,11 @@ run: build
 ## test: every test, with the race detector
 test:
 	$(GO) test -tags $(TAGS) -race -count=1 ./...
+
+## bench: appkb against a fake model server, next to that server alone (bench/README.md)
+BENCH_FLAGS ?= -c 16 -d 10s
+bench: build
+	$(GO) run ./bench/load -appkb $(BIN) $(BENCH_FLAGS)
 
 ## generate: regenerate gen/ from openapi.yaml
 generate:
