@@ -26,7 +26,7 @@ func (s *Server) sendChatMessage(c echo.Context) error {
 	if err := decodeBody(c, &body); err != nil {
 		return err
 	}
-	if app, err := s.apps.Get(ctx, p.AppID); err == nil && app.Mode == apps.ModeAdvancedChat {
+	if app, err := s.apps.Cached(ctx, p.AppID); err == nil && app.Mode == apps.ModeAdvancedChat {
 		return s.sendChatflowMessage(c, app, &body)
 	}
 	g, err := s.chat.PrepareChat(ctx, chat.Request{
