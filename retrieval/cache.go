@@ -36,6 +36,14 @@ type vectorSet struct {
 	annStart sync.Once
 }
 
+// VectorIndexReady reports whether the cached vectors of a knowledge base
+// for a model (its "provider/model" key) have their approximate index
+// built. Benchmarks wait for it to measure the steady state.
+func VectorIndexReady(datasetID, model string) bool {
+	set := cachedSet(datasetID, model)
+	return set != nil && set.ann.Load() != nil
+}
+
 // annMinVectors is the size from which a set gets an approximate index.
 // Below it a full scan takes about a millisecond.
 const annMinVectors = 20000
@@ -62,7 +70,7 @@ func (v *vectorSet) index() *vecindex.IVF {
 					slog.Error("retrieval: building the vector index failed", "panic", r)
 				}
 			}()
-			v.ann.Store(vecindex.Build(v.vecs, v.dims, vecindex.Options{Seed: 1}))
+			v.ann.Store(vecindex.Build(v.vecs, v.dims, vecindex.Options{Seed: 1, Iterations: 6}))
 		}()
 	})
 	return nil
