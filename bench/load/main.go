@@ -10,6 +10,7 @@
 //
 //	go run ./bench/load -appkb bin/appkb            # what `make bench` runs
 //	go run ./bench/load -appkb bin/appkb -streams 1000 -d 20s
+//	go run ./bench/load -appkb bin/appkb -mode blocking -single=false -kb-docs 5000  # knowledge too
 //	go run ./bench/load -url http://127.0.0.1:5001/v1 -key app-… -c 16   # a running server only
 //
 // It exits with status 1 when any request failed.
@@ -47,6 +48,7 @@ func main() {
 	single := flag.Bool("single", true, "also measure blocking at one connection (the latency appkb adds)")
 	streams := flag.Int("streams", 0, "also hold this many concurrent streams for one phase (0: skip)")
 	keep := flag.Bool("keep", false, "keep the temporary data directory")
+	kbDocs := flag.Int("kb-docs", 0, "also upload this many short documents to a new knowledge base, time their indexing and measure retrieval (0: skip)")
 	flag.Parse()
 
 	var phases []phase
@@ -75,6 +77,7 @@ func main() {
 	}}
 
 	var up *upstream
+	kbKey := os.Getenv("APPKB_KB_KEY")
 	if *appkbBin != "" {
 		var err error
 		up, err = startUpstream()
@@ -87,7 +90,7 @@ func main() {
 			fail("appkb: %v", err)
 		}
 		defer srv.stop()
-		*url, *key = srv.base, srv.key
+		*url, *key, kbKey = srv.base, srv.key, srv.kbKey
 	}
 	if *key == "" {
 		fail("give -appkb BIN, or -url and -key of a running server")
@@ -112,9 +115,146 @@ func main() {
 				r.rps/upRes.rps, ms(r.p50-upRes.p50), ms(r.p99-upRes.p99))
 		}
 	}
+	if *kbDocs > 0 {
+		if kbKey == "" {
+			fail("-kb-docs needs a knowledge key (appkb started by the tool, or APPKB_KB_KEY)")
+		}
+		if err := knowledgePhases(client, *url, kbKey, *kbDocs, *clients, *duration); err != nil {
+			fmt.Println("knowledge:", err)
+			failed = true
+		}
+	}
 	if failed {
 		os.Exit(1)
 	}
+}
+
+// knowledgePhases creates a high_quality knowledge base, uploads docs
+// short documents through the API from conns connections, reports how long
+// after the last upload every document was indexed, then measures
+// POST /datasets/{id}/retrieve with each search method.
+func knowledgePhases(client *http.Client, base, key string, docs, conns int, d time.Duration) error {
+	call := func(method, path string, body any, out any) error {
+		var rd io.Reader
+		if body != nil {
+			b, _ := json.Marshal(body)
+			rd = bytes.NewReader(b)
+		}
+		req, err := http.NewRequest(method, base+path, rd)
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		if res.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s %s: status %d: %.300s", method, path, res.StatusCode, b)
+		}
+		if out != nil {
+			return json.Unmarshal(b, out)
+		}
+		return nil
+	}
+	var ds struct{ ID string }
+	if err := call(http.MethodPost, "/datasets", map[string]any{"name": "load", "indexing_technique": "high_quality",
+		// The builtin embeddings: the providers file sends "appkb" to the
+		// fake upstream, which serves chat only.
+		"embedding_model_provider": "builtin", "embedding_model": "builtin"}, &ds); err != nil {
+		return err
+	}
+	texts := knowledgeTexts(docs)
+	var next atomic.Int64
+	var firstErr atomic.Value
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range conns {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(texts) {
+					return
+				}
+				err := call(http.MethodPost, "/datasets/"+ds.ID+"/document/create-by-text", map[string]any{
+					"name": fmt.Sprintf("doc%d", i), "text": texts[i], "indexing_technique": "high_quality",
+					"process_rule": map[string]any{"mode": "automatic"}}, nil)
+				if err != nil {
+					firstErr.CompareAndSwap(nil, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	uploaded := time.Since(start)
+	if err, _ := firstErr.Load().(error); err != nil {
+		return err
+	}
+	lastUpload := time.Now()
+	for {
+		var page struct{ Total int }
+		if err := call(http.MethodGet, "/datasets/"+ds.ID+"/documents?status=available&limit=1", nil, &page); err != nil {
+			return err
+		}
+		if page.Total >= docs {
+			break
+		}
+		var failed struct{ Total int }
+		if err := call(http.MethodGet, "/datasets/"+ds.ID+"/documents?status=error&limit=1", nil, &failed); err != nil {
+			return err
+		}
+		if failed.Total > 0 {
+			return fmt.Errorf("%d documents failed to index", failed.Total)
+		}
+		if time.Since(lastUpload) > 5*time.Minute {
+			return fmt.Errorf("only %d of %d documents indexed after 5 minutes", page.Total, docs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	fmt.Printf("knowledge: %d documents uploaded in %s (%.0f/s) from %d connections; all indexed %s after the last upload\n",
+		docs, uploaded.Round(time.Millisecond), float64(docs)/uploaded.Seconds(), conns, time.Since(lastUpload).Round(time.Millisecond))
+	queries := []string{"honey bees and flowers", "volcanic ash clouds", "brewing green tea", "bicycle chain oil", "sleep and memory"}
+	for _, method := range []string{"full_text_search", "semantic_search", "hybrid_search"} {
+		ph := phase{mode: method, conns: 1}
+		r := run(client, ph, d, func(ctx context.Context, client *http.Client, n int64) error {
+			return call(http.MethodPost, "/datasets/"+ds.ID+"/retrieve", map[string]any{
+				"query": queries[n%int64(len(queries))],
+				"retrieval_model": map[string]any{"search_method": method, "reranking_enable": false, "top_k": 4,
+					"score_threshold_enabled": false}}, nil)
+		})
+		r.print("retrieve", ph)
+	}
+	return nil
+}
+
+// knowledgeTexts makes short documents (two sentences) from a few topics.
+func knowledgeTexts(n int) []string {
+	topics := [][]string{
+		{"honey", "bees", "hive", "queen", "flowers", "pollen", "dance", "colony"},
+		{"volcanic", "ash", "magma", "eruption", "crust", "vent", "lava", "clouds"},
+		{"green", "tea", "leaves", "brewing", "water", "steep", "oxidation", "cup"},
+		{"bicycle", "chain", "oil", "tyre", "brakes", "wheel", "gear", "saddle"},
+		{"sleep", "memory", "brain", "night", "hormone", "dream", "rest", "hours"},
+	}
+	out := make([]string, n)
+	for i := range out {
+		t := topics[i%len(topics)]
+		var b strings.Builder
+		for s := range 2 {
+			for w := range 12 {
+				if w > 0 {
+					b.WriteByte(' ')
+				}
+				b.WriteString(t[(i*7+s*3+w*5)%len(t)])
+			}
+			fmt.Fprintf(&b, " number %d. ", i)
+		}
+		out[i] = b.String()
+	}
+	return out
 }
 
 type phase struct {
@@ -352,10 +492,10 @@ func startUpstream() (*upstream, error) {
 // --- appkb under test ---
 
 type appkb struct {
-	cmd       *exec.Cmd
-	base, key string
-	dir       string
-	keep      bool
+	cmd              *exec.Cmd
+	base, key, kbKey string
+	dir              string
+	keep             bool
 }
 
 // startAppkb starts `bin serve --demo` on a free port with a fresh data
@@ -392,13 +532,21 @@ func startAppkb(bin, upstreamBase string, keep bool) (*appkb, error) {
 		return nil, err
 	}
 	a := &appkb{cmd: cmd, base: "http://" + addr + "/v1", dir: dir, keep: keep}
-	keyc := make(chan string, 1)
+	keyc := make(chan [2]string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
+		var keys [2]string
 		sent := false
 		for sc.Scan() {
-			if f := strings.Fields(sc.Text()); !sent && len(f) == 4 && f[0] == "chat" && f[1] == "app" && f[2] == "key" {
-				keyc <- f[3]
+			f := strings.Fields(sc.Text())
+			switch {
+			case len(f) == 4 && f[0] == "chat" && f[1] == "app" && f[2] == "key":
+				keys[0] = f[3]
+			case len(f) == 3 && f[0] == "knowledge" && f[1] == "key":
+				keys[1] = f[2]
+			}
+			if !sent && keys[0] != "" && keys[1] != "" {
+				keyc <- keys
 				sent = true
 			}
 		}
@@ -410,9 +558,9 @@ func startAppkb(bin, upstreamBase string, keep bool) (*appkb, error) {
 	case k, ok := <-keyc:
 		if !ok {
 			a.stop()
-			return nil, errors.New("appkb printed no chat app key (see " + logFile.Name() + ")")
+			return nil, errors.New("appkb printed no chat app and knowledge keys (see " + logFile.Name() + ")")
 		}
-		a.key = k
+		a.key, a.kbKey = k[0], k[1]
 	case <-time.After(2 * time.Minute):
 		a.stop()
 		return nil, errors.New("appkb did not start")
