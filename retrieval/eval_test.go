@@ -132,3 +132,42 @@ func TestRetrievalQuality(t *testing.T) {
 		}
 	}
 }
+
+// TestUsableDocumentsFollowChanges searches twice with one Service (the
+// second time from its cache of usable documents) and expects a document
+// disabled, archived or deleted in between to be gone from the results.
+func TestUsableDocumentsFollowChanges(t *testing.T) {
+	tests := []struct{ name, change string }{
+		{"disabled", `UPDATE documents SET enabled = 0 WHERE name = 'a'`},
+		{"archived", `UPDATE documents SET archived = 1 WHERE name = 'a'`},
+		{"deleted", `DELETE FROM documents WHERE name = 'a'`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCorpus(t, knowledge.TechniqueHighQuality)
+			c.add(t, "a", "walrus colonies rest on arctic ice", lines)
+			c.add(t, "b", "penguin colonies nest on antarctic ice", lines)
+			svc := retrieval.New(c.db, nil)
+			// Semantic search relies on the cached set alone to skip documents.
+			rm := knowledge.RetrievalModel{SearchMethod: knowledge.SearchSemantic, TopK: 2}
+			for round := range 2 {
+				hits, err := svc.Search(context.Background(), []string{c.id}, "colonies ice", rm)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if round == 0 {
+					if len(hits) != 2 {
+						t.Fatalf("before: %d hits", len(hits))
+					}
+					if err := c.db.Exec(tt.change).Error; err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				if len(hits) != 1 || !strings.Contains(hits[0].Segment.Content, "penguin") {
+					t.Fatalf("after: %v", contents(hits))
+				}
+			}
+		})
+	}
+}

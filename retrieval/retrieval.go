@@ -49,6 +49,7 @@ import (
 	"gorm.io/gorm"
 
 	"appkb/apperr"
+	"appkb/cachever"
 	"appkb/indexing"
 	"appkb/knowledge"
 	"appkb/llm"
@@ -64,12 +65,16 @@ const formHierarchical = "hierarchical_model"
 type Service struct {
 	db     *gorm.DB
 	models *llm.Registry
+	// usableDocs caches, per set of knowledge bases, the ids of their
+	// documents that searches may return; any change to a document's
+	// usability moves its counter (migration 0015).
+	usableDocs *cachever.Cache[string, map[string]bool]
 }
 
 // New returns a Service over db; models resolves embedding and rerank
 // models (nil means the builtin ones).
 func New(db *gorm.DB, models *llm.Registry) *Service {
-	return &Service{db: db, models: models}
+	return &Service{db: db, models: models, usableDocs: cachever.New[string, map[string]bool](db, "documents")}
 }
 
 // Hit is one chunk found by a search.
