@@ -12,7 +12,7 @@ COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
-.PHONY: all build run test generate check-generated lint fmt clean fuzz reliability
+.PHONY: all build run test generate check-generated lint fmt clean fuzz reliability bench
 
 all: build
 
@@ -42,6 +42,11 @@ fuzz:
 ## reliability: kill, overload and exhaust a real server (slow; see reliability/)
 reliability:
 	$(GO) test -tags "$(TAGS) reliability" -count=1 -timeout 20m -v ./reliability/
+
+## bench: appkb against a fake model server, next to that server alone (bench/README.md)
+BENCH_FLAGS ?= -c 16 -d 10s
+bench: build
+	$(GO) run ./bench/load -appkb $(BIN) $(BENCH_FLAGS)
 
 ## generate: regenerate gen/ from openapi.yaml
 generate:

@@ -32,6 +32,7 @@ import (
 	"appkb/netguard"
 	"appkb/sandbox"
 	"appkb/tools"
+	"appkb/workflow"
 	"appkb/workflowruns"
 )
 
@@ -491,6 +492,7 @@ func importApp(ctx context.Context, gdb *gorm.DB, path, replaceID string, out io
 		return err
 	}
 	store := apps.NewStore(gdb)
+	store.Check = workflow.Check
 	if replaceID != "" {
 		app, err := store.Replace(ctx, replaceID, data)
 		if err != nil {

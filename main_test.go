@@ -40,6 +40,21 @@ func TestCommandLine(t *testing.T) {
 	}
 	badFile := filepath.Join(dir, "bad.yml")
 	os.WriteFile(badFile, []byte("app: {name: x, mode: nonsense}\n"), 0o644)
+	brokenFlow := filepath.Join(dir, "broken-flow.yml")
+	os.WriteFile(brokenFlow, []byte(`app: {mode: workflow, name: Broken flow}
+kind: app
+version: 0.3.0
+workflow:
+  graph:
+    nodes:
+      - id: start
+        data: {type: start, title: Start, variables: [{variable: q, label: q, type: text-input}]}
+      - id: cond
+        data: {type: if-else, title: Pick one, cases: [{case_id: 'true', logical_operator: and, conditions: [
+          {variable_selector: [start, q], comparison_operator: 'sounds like', value: x}]}]}
+    edges:
+      - {source: start, target: cond}
+`), 0o644)
 	renamedFile := filepath.Join(dir, "renamed.yml")
 	os.WriteFile(renamedFile, bytes.Replace(demo.ChatApp, []byte("name: appkb demo chat"), []byte("name: renamed demo"), 1), 0o644)
 	dataDir := filepath.Join(dir, "data")
@@ -74,6 +89,7 @@ func TestCommandLine(t *testing.T) {
 	}{
 		{"help", []string{"--help"}, "appkb key create", ""},
 		{"import of a bad file fails", []string{"app", "import", "--data-dir", dataDir, badFile}, "", "nonsense"},
+		{"import of a workflow whose node can never run fails naming the node", []string{"app", "import", "--data-dir", dataDir, brokenFlow}, "", "Pick one"},
 		{"import needs a file", []string{"app", "import", "--data-dir", dataDir}, "", "wrong number of arguments"},
 		{"app list", []string{"app", "list", "--data-dir", dataDir}, imported.AppID, ""},
 		{"app key", []string{"key", "create", "--data-dir", dataDir, "--app", imported.AppID}, `"api_key":"app-`, ""},

@@ -18,6 +18,7 @@ import (
 	"gorm.io/gorm"
 
 	"appkb/apperr"
+	"appkb/cachever"
 	"appkb/models"
 )
 
@@ -48,10 +49,17 @@ func (p *Principal) MayUseDataset(datasetID string) bool {
 	return p.Kind == models.KeyKindKnowledge && (len(p.Datasets) == 0 || slices.Contains(p.Datasets, datasetID))
 }
 
-// Store reads and writes keys in the database.
-type Store struct{ db *gorm.DB }
+// Store reads and writes keys in the database. It keeps the keys it has
+// authenticated in memory; any change to a key (a revocation, here or in
+// another process) empties that cache before the next lookup trusts it.
+type Store struct {
+	db    *gorm.DB
+	cache *cachever.Cache[string, Principal]
+}
 
-func NewStore(db *gorm.DB) *Store { return &Store{db: db} }
+func NewStore(db *gorm.DB) *Store {
+	return &Store{db: db, cache: cachever.New[string, Principal](db, "api_keys")}
+}
 
 // CreateAppKey makes a key for one app and returns its text.
 func (s *Store) CreateAppKey(ctx context.Context, appID, label string) (string, error) {
@@ -99,27 +107,41 @@ func (s *Store) Authenticate(ctx context.Context, token string) (*Principal, err
 		return nil, apperr.Unauthorized("Access token is invalid.")
 	}
 	want := hash(token)
+	p, ok, err := s.cache.Get(ctx, want, func(ctx context.Context) (Principal, bool, error) {
+		return s.lookup(ctx, want)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, apperr.Unauthorized("Access token is invalid.")
+	}
+	return &p, nil
+}
+
+// lookup reads the active key whose digest is want.
+func (s *Store) lookup(ctx context.Context, want string) (Principal, bool, error) {
 	var key models.APIKey
 	err := s.db.WithContext(ctx).Preload("Datasets").
 		Where("hash = ? AND revoked_at IS NULL", want).Take(&key).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, apperr.Unauthorized("Access token is invalid.")
+		return Principal{}, false, nil
 	}
 	if err != nil {
-		return nil, err
+		return Principal{}, false, err
 	}
 	// The lookup used an index; compare the full digest in constant time as well.
 	if subtle.ConstantTimeCompare([]byte(key.Hash), []byte(want)) != 1 {
-		return nil, apperr.Unauthorized("Access token is invalid.")
+		return Principal{}, false, nil
 	}
-	p := &Principal{KeyID: key.ID, Kind: key.Kind}
+	p := Principal{KeyID: key.ID, Kind: key.Kind}
 	if key.AppID != nil {
 		p.AppID = *key.AppID
 	}
 	for _, d := range key.Datasets {
 		p.Datasets = append(p.Datasets, d.DatasetID)
 	}
-	return p, nil
+	return p, true, nil
 }
 
 // Info describes a stored key without its secret.

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"gorm.io/gorm"
+
 	"appkb/apikeys"
 	"appkb/apperr"
 	"appkb/db"
@@ -131,5 +133,75 @@ func TestRevoke(t *testing.T) {
 		if info.RevokedAt == nil {
 			t.Errorf("key %s not marked revoked", info.Prefix)
 		}
+	}
+}
+
+// TestRevokedKeyIsNeverServedFromCache authenticates a key (filling the
+// cache), revokes it by each route a change can take, and expects the very
+// next lookup to fail.
+func TestRevokedKeyIsNeverServedFromCache(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name   string
+		revoke func(t *testing.T, gdb *gorm.DB, key string)
+	}{
+		{"another store revokes (another process)", func(t *testing.T, gdb *gorm.DB, key string) {
+			if _, err := apikeys.NewStore(gdb).Revoke(ctx, key); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"raw SQL update", func(t *testing.T, gdb *gorm.DB, key string) {
+			if err := gdb.Exec(`UPDATE api_keys SET revoked_at = CURRENT_TIMESTAMP`).Error; err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"row deleted", func(t *testing.T, gdb *gorm.DB, key string) {
+			if err := gdb.Exec(`DELETE FROM api_keys`).Error; err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"labelled keys revoked", func(t *testing.T, gdb *gorm.DB, key string) {
+			if err := apikeys.NewStore(gdb).RevokeLabelled(ctx, "demo"); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gdb := db.OpenTemp(t)
+			store := apikeys.NewStore(gdb)
+			key, err := store.CreateKnowledgeKey(ctx, nil, "demo")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 2 { // the second lookup is served from the cache
+				if _, err := store.Authenticate(ctx, key); err != nil {
+					t.Fatalf("before revocation: %v", err)
+				}
+			}
+			tt.revoke(t, gdb, key)
+			if _, err := store.Authenticate(ctx, key); apperr.From(err).Code != apperr.CodeUnauthorized {
+				t.Fatalf("after revocation: got %v, want unauthorized", err)
+			}
+		})
+	}
+}
+
+// TestScopeChangeReachesCache adds a knowledge base to a scoped key behind
+// the store's back and expects the next lookup to see it.
+func TestScopeChangeReachesCache(t *testing.T) {
+	ctx := context.Background()
+	gdb := db.OpenTemp(t)
+	store := apikeys.NewStore(gdb)
+	key, _ := store.CreateKnowledgeKey(ctx, []string{"d1"}, "")
+	p, err := store.Authenticate(ctx, key)
+	if err != nil || p.MayUseDataset("d2") {
+		t.Fatalf("before: %v, %+v", err, p)
+	}
+	if err := gdb.Exec(`INSERT INTO api_key_datasets (api_key_id, dataset_id) VALUES (?, 'd2')`, p.KeyID).Error; err != nil {
+		t.Fatal(err)
+	}
+	if p, err = store.Authenticate(ctx, key); err != nil || !p.MayUseDataset("d2") {
+		t.Fatalf("after: %v, %+v", err, p)
 	}
 }

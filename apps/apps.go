@@ -16,13 +16,25 @@ import (
 	"gorm.io/gorm"
 
 	"appkb/apperr"
+	"appkb/cachever"
 	"appkb/models"
 )
 
 // Store reads and writes apps.
-type Store struct{ db *gorm.DB }
+type Store struct {
+	db *gorm.DB
+	// cache holds apps read by Cached; any change to the apps table,
+	// here or in another process, empties it before it is trusted again.
+	cache *cachever.Cache[string, *models.App]
+	// Check, when set, vets a parsed definition before Import or Replace
+	// stores it (the workflow engine compiles the graph), so that an app
+	// that could never run is refused up front.
+	Check func(*Definition) error
+}
 
-func NewStore(db *gorm.DB) *Store { return &Store{db: db} }
+func NewStore(db *gorm.DB) *Store {
+	return &Store{db: db, cache: cachever.New[string, *models.App](db, "apps")}
+}
 
 // Import stores a new app from an app definition file (YAML text or an app
 // package). A file that does not parse creates nothing.
@@ -30,6 +42,11 @@ func (s *Store) Import(ctx context.Context, data []byte) (*models.App, error) {
 	text, def, err := load(data)
 	if err != nil {
 		return nil, err
+	}
+	if s.Check != nil {
+		if err := s.Check(def); err != nil {
+			return nil, err
+		}
 	}
 	app := &models.App{}
 	fill(app, def, text)
@@ -48,6 +65,11 @@ func (s *Store) Replace(ctx context.Context, appID string, data []byte) (*models
 	text, def, err := load(data)
 	if err != nil {
 		return nil, err
+	}
+	if s.Check != nil {
+		if err := s.Check(def); err != nil {
+			return nil, err
+		}
 	}
 	var app models.App
 	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -92,6 +114,27 @@ func (s *Store) Get(ctx context.Context, id string) (*models.App, error) {
 		return nil, err
 	}
 	return &app, nil
+}
+
+// Cached is Get for hot paths: while no app has changed since this store
+// last read it, the app comes from memory. The returned app is shared and
+// must not be modified; while it is current, every call returns the same
+// pointer, so callers may key their own derived data on it.
+func (s *Store) Cached(ctx context.Context, id string) (*models.App, error) {
+	app, ok, err := s.cache.Get(ctx, id, func(ctx context.Context) (*models.App, bool, error) {
+		app, err := s.Get(ctx, id)
+		if err != nil && apperr.From(err).Status == http.StatusNotFound {
+			return nil, false, nil
+		}
+		return app, err == nil, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, apperr.NotFound("app %s does not exist", id)
+	}
+	return app, nil
 }
 
 // Load returns one app with its parsed definition. A stored definition that

@@ -124,6 +124,8 @@ type Service struct {
 	// than SQLite's busy handler, which sleeps for milliseconds between
 	// retries when many answers finish at once.
 	writeMu sync.Mutex
+	// commits batches the rows of concurrent answers (see write).
+	commits groupCommit
 }
 
 // New builds a Service.
@@ -197,7 +199,8 @@ const maxHistoryMessages = 200
 
 // appConfig is what the runtime reads from an app definition.
 type appConfig struct {
-	text     string // the definition text it was parsed from
+	app      *models.App // the cached row it was parsed from
+	text     string      // the definition text it was parsed from
 	mode     string
 	mc       *apps.ModelConfig
 	features apps.Features
@@ -208,12 +211,12 @@ type appConfig struct {
 // loadApp returns the app's runtime configuration, parsing its definition
 // only when it changed since the last call.
 func (s *Service) loadApp(ctx context.Context, appID string) (*models.App, *appConfig, error) {
-	app, err := s.apps.Get(ctx, appID)
+	app, err := s.apps.Cached(ctx, appID)
 	if err != nil {
 		return nil, nil, err
 	}
 	if v, ok := s.defs.Load(appID); ok {
-		if ac := v.(*appConfig); ac.text == app.Definition {
+		if ac := v.(*appConfig); ac.app == app || ac.text == app.Definition {
 			return app, ac, nil
 		}
 	}
@@ -223,6 +226,7 @@ func (s *Service) loadApp(ctx context.Context, appID string) (*models.App, *appC
 			"The definition of app %s cannot be read (%s); import it again.", appID, apperr.From(err).Message)
 	}
 	ac := &appConfig{
+		app:      app,
 		text:     app.Definition,
 		mode:     def.App.Mode,
 		mc:       modelConfigOf(def),
@@ -870,9 +874,7 @@ func mustJSON(v any, empty string) string {
 
 // insert stores a new message, and its conversation when it starts one.
 func (g *Generation) insert(ctx context.Context, m *models.Message, name string) error {
-	g.svc.writeMu.Lock()
-	defer g.svc.writeMu.Unlock()
-	return g.svc.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	return g.svc.write(ctx, func(tx *gorm.DB) error {
 		if g.newConv {
 			if err := tx.Create(g.conversation(name, 0)).Error; err != nil {
 				return fmt.Errorf("store conversation: %w", err)
@@ -890,9 +892,7 @@ func (g *Generation) insert(ctx context.Context, m *models.Message, name string)
 // conversation counts the exchange and, when new, gets its name.
 func (g *Generation) save(ctx context.Context, m *models.Message, name string, inserted bool) error {
 	now := time.Now().UTC()
-	g.svc.writeMu.Lock()
-	defer g.svc.writeMu.Unlock()
-	return g.svc.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	return g.svc.write(ctx, func(tx *gorm.DB) error {
 		if !inserted {
 			if g.newConv {
 				if err := tx.Create(g.conversation(name, 1)).Error; err != nil {

@@ -11,7 +11,7 @@ import (
 // call, chatflows with their graph (see chatflow). Apps that hold no
 // conversations are refused.
 func (s *Service) Chat(ctx context.Context, req Request) (*Run, error) {
-	app, err := s.apps.Get(ctx, req.AppID)
+	app, err := s.apps.Cached(ctx, req.AppID)
 	if err != nil {
 		return nil, err
 	}

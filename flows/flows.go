@@ -143,7 +143,7 @@ func (s *Service) ToolEngine() *workflow.Engine { return s.engine(workflowruns.R
 
 // FlowApp is the app appID, which must be a workflow or a chatflow.
 func (s *Service) FlowApp(ctx context.Context, appID string) (*models.App, error) {
-	app, err := s.apps.Get(ctx, appID)
+	app, err := s.apps.Cached(ctx, appID)
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +186,7 @@ func (s *Service) StopWorkflow(ctx context.Context, appID, user, taskID string) 
 	if user == "" {
 		return apperr.InvalidParam("user is required")
 	}
-	app, err := s.apps.Get(ctx, appID)
+	app, err := s.apps.Cached(ctx, appID)
 	if err != nil {
 		return err
 	}

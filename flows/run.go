@@ -245,7 +245,7 @@ func (s *Service) Run(ctx context.Context, req Request) (*Run, error) {
 	case OpWorkflow:
 		return s.Workflow(ctx, req)
 	}
-	app, err := s.apps.Get(ctx, req.AppID)
+	app, err := s.apps.Cached(ctx, req.AppID)
 	if err != nil {
 		return nil, err
 	}

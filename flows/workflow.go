@@ -76,7 +76,7 @@ func (s *Service) execute(ctx context.Context, engine *workflow.Engine, in workf
 // workflow_finished: the text its text_chunk events carried or, when
 // there were none, its text outputs.
 func (s *Service) Workflow(ctx context.Context, req Request) (*Run, error) {
-	app, err := s.apps.Get(ctx, req.AppID)
+	app, err := s.apps.Cached(ctx, req.AppID)
 	if err != nil {
 		return nil, err
 	}

@@ -78,7 +78,7 @@ func (s *Server) currentApp(ctx context.Context) (*models.App, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.apps.Get(ctx, p.AppID)
+	return s.apps.Cached(ctx, p.AppID)
 }
 
 // currentDefinition loads the key's app together with its parsed definition.

@@ -25,7 +25,7 @@ var _ oaicompat.Runner = openaiRunner{}
 
 // App describes the key's app with its input form.
 func (r openaiRunner) App(ctx context.Context, appID string) (*oaicompat.App, error) {
-	app, err := r.s.apps.Get(ctx, appID)
+	app, err := r.s.apps.Cached(ctx, appID)
 	if err != nil {
 		return nil, err
 	}

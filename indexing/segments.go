@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -168,6 +169,8 @@ type NewSegment struct {
 }
 
 // CreateSegments adds chunks at the end of a document and indexes them.
+// Everything slow (token counts, keywords, child chunks, vectors) is worked
+// out before the write transaction, which then only inserts rows.
 func (s *Service) CreateSegments(ctx context.Context, actor knowledge.Actor, datasetID, documentID string, in []NewSegment) (*SegmentList, error) {
 	ds, d, err := s.writableDocument(ctx, actor, datasetID, documentID)
 	if err != nil {
@@ -180,44 +183,44 @@ func (s *Service) CreateSegments(ctx context.Context, actor knowledge.Actor, dat
 	if err != nil {
 		return nil, err
 	}
-	var made []models.Segment
+	now := time.Now().UTC()
+	made := make([]models.Segment, 0, len(in))
+	for i, n := range in {
+		if strings.TrimSpace(n.Content) == "" {
+			return nil, apperr.InvalidParam("segments[%d].content must not be empty.", i)
+		}
+		answer := ""
+		if n.Answer != nil {
+			answer = *n.Answer
+		}
+		if d.DocForm == FormQA && strings.TrimSpace(answer) == "" {
+			return nil, apperr.InvalidParam("segments[%d].answer is required for Q&A documents.", i)
+		}
+		seg := models.Segment{
+			ID: uuid.NewString(), DatasetID: d.DatasetID, DocumentID: d.ID,
+			Content: n.Content, Answer: answer, Enabled: true, Status: StatusCompleted, CreatedBy: actor.KeyID,
+			CreatedAt: now, UpdatedAt: now, IndexingAt: &now, CompletedAt: &now,
+		}
+		deriveSegment(&seg, n.Keywords)
+		made = append(made, seg)
+	}
+	rows, err := s.indexRows(ctx, d, made, true, d.DocForm == FormHierarchical, embed, key)
+	if err != nil {
+		return nil, err
+	}
 	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var pos int
 		if err := tx.Raw(`SELECT COALESCE(MAX(position), 0) FROM segments WHERE document_id = ?`, d.ID).Scan(&pos).Error; err != nil {
 			return err
 		}
-		now := time.Now().UTC()
-		for i, n := range in {
-			if strings.TrimSpace(n.Content) == "" {
-				return apperr.InvalidParam("segments[%d].content must not be empty.", i)
-			}
-			answer := ""
-			if n.Answer != nil {
-				answer = *n.Answer
-			}
-			if d.DocForm == FormQA && strings.TrimSpace(answer) == "" {
-				return apperr.InvalidParam("segments[%d].answer is required for Q&A documents.", i)
-			}
-			seg := models.Segment{
-				ID: uuid.NewString(), DatasetID: d.DatasetID, DocumentID: d.ID, Position: pos + i + 1,
-				Content: n.Content, Answer: answer, Enabled: true, Status: StatusCompleted, CreatedBy: actor.KeyID,
-				CreatedAt: now, UpdatedAt: now, IndexingAt: &now, CompletedAt: &now,
-			}
-			if err := s.indexSegment(ctx, tx, d, &seg, n.Keywords, embed, key); err != nil {
-				return err
-			}
-			if err := tx.Create(&seg).Error; err != nil {
-				return err
-			}
-			if err := s.writeVector(ctx, tx, &seg, embed, key); err != nil {
-				return err
-			}
-			if d.DocForm == FormHierarchical {
-				if err := s.regenerateChildren(ctx, tx, d, &seg, embed, key); err != nil {
-					return err
-				}
-			}
-			made = append(made, seg)
+		for i := range made {
+			made[i].Position = pos + i + 1
+		}
+		if err := tx.CreateInBatches(&made, 200).Error; err != nil {
+			return err
+		}
+		if err := rows.write(tx); err != nil {
+			return err
 		}
 		return refreshDocumentCounts(tx, d.ID)
 	})
@@ -231,8 +234,9 @@ func (s *Service) CreateSegments(ctx context.Context, actor knowledge.Actor, dat
 	return &SegmentList{Data: data, DocForm: d.DocForm, Total: len(data), Limit: len(data), Page: 1}, nil
 }
 
-// indexSegment fills the derived fields of a chunk: counts, hash, keywords.
-func (s *Service) indexSegment(_ context.Context, _ *gorm.DB, _ *models.Document, seg *models.Segment, keywords []string, _ llm.Embedder, _ string) error {
+// deriveSegment fills the fields of a chunk that follow from its text:
+// counts, node id and hash, and keywords (extracted when none are given).
+func deriveSegment(seg *models.Segment, keywords []string) {
 	seg.WordCount = wordCount(seg.Content) + wordCount(seg.Answer)
 	seg.Tokens = llm.CountTokens(seg.Content) + llm.CountTokens(seg.Answer)
 	if seg.IndexNodeID == "" {
@@ -243,63 +247,88 @@ func (s *Service) indexSegment(_ context.Context, _ *gorm.DB, _ *models.Document
 		keywords = textsplit.Keywords(seg.Content+"\n"+seg.Answer, 10)
 	}
 	seg.Keywords = keywordsJSON(keywords)
-	return nil
 }
 
-// writeVector replaces the vector of a chunk (not of parent-child chunks,
-// whose children carry the vectors).
-func (s *Service) writeVector(ctx context.Context, tx *gorm.DB, seg *models.Segment, embed llm.Embedder, key string) error {
-	if err := tx.Where("segment_id = ? AND child_id IS NULL", seg.ID).Delete(&models.SegmentEmbedding{}).Error; err != nil {
-		return err
+// indexRows works out, outside any transaction, the rows that index some
+// chunks of d: with children set, new automatic child chunks (parent-child
+// documents); with vectors set, the chunks' own vectors (other documents);
+// and the vectors of the new child chunks. All texts go to the embedding
+// model in one call. The chunks themselves are not part of the result.
+func (s *Service) indexRows(ctx context.Context, d *models.Document, segs []models.Segment, vectors, children bool, embed llm.Embedder, key string) (*built, error) {
+	b := &built{}
+	type pending struct {
+		text, segmentID, nodeID string
+		childID                 *string
 	}
-	var d models.Document
-	if err := tx.Select("doc_form").Take(&d, "id = ?", seg.DocumentID).Error; err != nil {
-		return err
-	}
-	if embed == nil || d.DocForm == FormHierarchical {
-		return nil
-	}
-	return embedInto(ctx, tx, embed, key, seg.DatasetID, seg.ID, nil, seg.IndexNodeID, seg.Content)
-}
-
-func embedInto(ctx context.Context, tx *gorm.DB, embed llm.Embedder, key, datasetID, segmentID string, childID *string, nodeID, text string) error {
-	vecs, _, err := embed.Embed(ctx, []string{text})
-	if err != nil {
-		return err
-	}
-	if len(vecs) != 1 {
-		return errors.New("the embedding model returned no vector")
-	}
-	return tx.Create(&models.SegmentEmbedding{NodeID: nodeID, Model: key, DatasetID: datasetID, SegmentID: segmentID,
-		ChildID: childID, Dims: len(vecs[0]), Vector: EncodeVector(vecs[0])}).Error
-}
-
-// regenerateChildren splits a parent chunk into automatic child chunks
-// again with the document's child segmentation.
-func (s *Service) regenerateChildren(ctx context.Context, tx *gorm.DB, d *models.Document, seg *models.Segment, embed llm.Embedder, key string) error {
-	if err := tx.Where("segment_id = ?", seg.ID).Delete(&models.ChildChunk{}).Error; err != nil {
-		return err
-	}
-	cfg, err := ruleOf(d)
-	if err != nil {
-		return err
+	var toEmbed []pending
+	var cfg textsplit.Config
+	if children {
+		var err error
+		if cfg, err = ruleOf(d); err != nil {
+			return nil, err
+		}
 	}
 	now := time.Now().UTC()
-	for _, ch := range cfg.Child.Split(seg.Content) {
-		c := models.ChildChunk{ID: uuid.NewString(), SegmentID: seg.ID, DocumentID: d.ID, DatasetID: d.DatasetID,
-			Position: ch.Position, Content: ch.Content, WordCount: wordCount(ch.Content), IndexNodeID: uuid.NewString(),
-			IndexNodeHash: hashText(ch.Content), Type: ChildAutomatic, CreatedAt: now, UpdatedAt: now}
-		if err := tx.Create(&c).Error; err != nil {
-			return err
+	for i := range segs {
+		seg := &segs[i]
+		if vectors && d.DocForm != FormHierarchical {
+			toEmbed = append(toEmbed, pending{text: seg.Content, segmentID: seg.ID, nodeID: seg.IndexNodeID})
 		}
-		if embed != nil {
+		if !children {
+			continue
+		}
+		for _, ch := range cfg.Child.Split(seg.Content) {
+			c := models.ChildChunk{ID: uuid.NewString(), SegmentID: seg.ID, DocumentID: d.ID, DatasetID: d.DatasetID,
+				Position: ch.Position, Content: ch.Content, WordCount: wordCount(ch.Content), IndexNodeID: uuid.NewString(),
+				IndexNodeHash: hashText(ch.Content), Type: ChildAutomatic, CreatedAt: now, UpdatedAt: now}
+			b.children = append(b.children, c)
 			id := c.ID
-			if err := embedInto(ctx, tx, embed, key, d.DatasetID, seg.ID, &id, c.IndexNodeID, c.Content); err != nil {
-				return err
-			}
+			toEmbed = append(toEmbed, pending{text: c.Content, segmentID: seg.ID, childID: &id, nodeID: c.IndexNodeID})
 		}
 	}
-	return nil
+	if embed == nil || len(toEmbed) == 0 {
+		return b, nil
+	}
+	texts := make([]string, len(toEmbed))
+	for i, p := range toEmbed {
+		texts[i] = p.text
+	}
+	vecs, err := embedTexts(ctx, embed, texts)
+	if err != nil {
+		return nil, err
+	}
+	for i, p := range toEmbed {
+		b.vectors = append(b.vectors, models.SegmentEmbedding{NodeID: p.nodeID, Model: key, DatasetID: d.DatasetID,
+			SegmentID: p.segmentID, ChildID: p.childID, Dims: len(vecs[i]), Vector: EncodeVector(vecs[i])})
+	}
+	return b, nil
+}
+
+// embedTexts asks the model for one vector per text.
+func embedTexts(ctx context.Context, embed llm.Embedder, texts []string) ([][]float32, error) {
+	vecs, _, err := embed.Embed(ctx, texts)
+	if err != nil {
+		return nil, err
+	}
+	if len(vecs) != len(texts) {
+		return nil, fmt.Errorf("the embedding model returned %d vectors for %d texts", len(vecs), len(texts))
+	}
+	return vecs, nil
+}
+
+// childVector is the vector row of one child chunk, or nil without an
+// embedding model. It calls the model, so it runs before any transaction.
+func childVector(ctx context.Context, embed llm.Embedder, key string, c *models.ChildChunk) (*models.SegmentEmbedding, error) {
+	if embed == nil {
+		return nil, nil
+	}
+	vecs, err := embedTexts(ctx, embed, []string{c.Content})
+	if err != nil {
+		return nil, err
+	}
+	id := c.ID
+	return &models.SegmentEmbedding{NodeID: c.IndexNodeID, Model: key, DatasetID: c.DatasetID, SegmentID: c.SegmentID,
+		ChildID: &id, Dims: len(vecs[0]), Vector: EncodeVector(vecs[0])}, nil
 }
 
 // refreshDocumentCounts recomputes a document's words, tokens and chunk
@@ -395,58 +424,65 @@ func (s *Service) UpdateSegment(ctx context.Context, actor knowledge.Actor, data
 	if err != nil {
 		return nil, err
 	}
+	now := time.Now().UTC()
+	changed := false
+	if u.Content != nil {
+		if strings.TrimSpace(*u.Content) == "" {
+			return nil, apperr.InvalidParam("segment.content must not be empty.")
+		}
+		changed = changed || *u.Content != seg.Content
+		seg.Content = *u.Content
+	}
+	if u.Answer != nil {
+		changed = changed || *u.Answer != seg.Answer
+		seg.Answer = *u.Answer
+	}
+	if d.DocForm == FormQA && strings.TrimSpace(seg.Answer) == "" {
+		return nil, apperr.InvalidParam("segment.answer is required for Q&A documents.")
+	}
+	var kw []string
+	if u.Keywords != nil {
+		kw = *u.Keywords
+		if kw == nil {
+			kw = []string{}
+		}
+	} else if !changed {
+		_ = json.Unmarshal([]byte(seg.Keywords), &kw)
+	}
+	if u.Enabled != nil && *u.Enabled != seg.Enabled {
+		seg.Enabled = *u.Enabled
+		if seg.Enabled {
+			seg.DisabledAt, seg.DisabledBy = nil, nil
+		} else {
+			by := actor.KeyID
+			seg.DisabledAt, seg.DisabledBy = &now, &by
+		}
+	}
+	deriveSegment(seg, kw)
+	by := actor.KeyID
+	seg.UpdatedBy, seg.UpdatedAt, seg.IndexingAt, seg.CompletedAt = &by, now, &now, &now
+	regenerate := d.DocForm == FormHierarchical && (changed || u.RegenerateChildChunks)
+	rows, err := s.indexRows(ctx, d, []models.Segment{*seg}, changed, regenerate, embed, key)
+	if err != nil {
+		return nil, err
+	}
 	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		now := time.Now().UTC()
-		changed := false
-		if u.Content != nil {
-			if strings.TrimSpace(*u.Content) == "" {
-				return apperr.InvalidParam("segment.content must not be empty.")
-			}
-			changed = changed || *u.Content != seg.Content
-			seg.Content = *u.Content
-		}
-		if u.Answer != nil {
-			changed = changed || *u.Answer != seg.Answer
-			seg.Answer = *u.Answer
-		}
-		if d.DocForm == FormQA && strings.TrimSpace(seg.Answer) == "" {
-			return apperr.InvalidParam("segment.answer is required for Q&A documents.")
-		}
-		var kw []string
-		if u.Keywords != nil {
-			kw = *u.Keywords
-			if kw == nil {
-				kw = []string{}
-			}
-		} else if !changed {
-			_ = json.Unmarshal([]byte(seg.Keywords), &kw)
-		}
-		if u.Enabled != nil && *u.Enabled != seg.Enabled {
-			seg.Enabled = *u.Enabled
-			if seg.Enabled {
-				seg.DisabledAt, seg.DisabledBy = nil, nil
-			} else {
-				by := actor.KeyID
-				seg.DisabledAt, seg.DisabledBy = &now, &by
-			}
-		}
-		if err := s.indexSegment(ctx, tx, d, seg, kw, embed, key); err != nil {
-			return err
-		}
-		by := actor.KeyID
-		seg.UpdatedBy, seg.UpdatedAt, seg.IndexingAt, seg.CompletedAt = &by, now, &now, &now
 		if err := tx.Save(seg).Error; err != nil {
 			return err
 		}
 		if changed {
-			if err := s.writeVector(ctx, tx, seg, embed, key); err != nil {
+			if err := tx.Where("segment_id = ? AND child_id IS NULL", seg.ID).Delete(&models.SegmentEmbedding{}).Error; err != nil {
 				return err
 			}
 		}
-		if d.DocForm == FormHierarchical && (changed || u.RegenerateChildChunks) {
-			if err := s.regenerateChildren(ctx, tx, d, seg, embed, key); err != nil {
+		if regenerate {
+			// Their vectors go with them (ON DELETE CASCADE).
+			if err := tx.Where("segment_id = ?", seg.ID).Delete(&models.ChildChunk{}).Error; err != nil {
 				return err
 			}
+		}
+		if err := rows.write(tx); err != nil {
+			return err
 		}
 		return refreshDocumentCounts(tx, d.ID)
 	})
@@ -546,22 +582,23 @@ func (s *Service) CreateChildChunk(ctx context.Context, actor knowledge.Actor, d
 	if err != nil {
 		return nil, err
 	}
-	var c models.ChildChunk
+	now := time.Now().UTC()
+	c := models.ChildChunk{ID: uuid.NewString(), SegmentID: seg.ID, DocumentID: d.ID, DatasetID: d.DatasetID,
+		Content: content, WordCount: wordCount(content), IndexNodeID: uuid.NewString(),
+		IndexNodeHash: hashText(content), Type: ChildCustomized, CreatedAt: now, UpdatedAt: now}
+	vec, err := childVector(ctx, embed, key, &c)
+	if err != nil {
+		return nil, err
+	}
 	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var pos int
-		if err := tx.Raw(`SELECT COALESCE(MAX(position), 0) FROM child_chunks WHERE segment_id = ?`, seg.ID).Scan(&pos).Error; err != nil {
+		if err := tx.Raw(`SELECT COALESCE(MAX(position), 0) + 1 FROM child_chunks WHERE segment_id = ?`, seg.ID).Scan(&c.Position).Error; err != nil {
 			return err
 		}
-		now := time.Now().UTC()
-		c = models.ChildChunk{ID: uuid.NewString(), SegmentID: seg.ID, DocumentID: d.ID, DatasetID: d.DatasetID,
-			Position: pos + 1, Content: content, WordCount: wordCount(content), IndexNodeID: uuid.NewString(),
-			IndexNodeHash: hashText(content), Type: ChildCustomized, CreatedAt: now, UpdatedAt: now}
 		if err := tx.Create(&c).Error; err != nil {
 			return err
 		}
-		if embed != nil {
-			id := c.ID
-			return embedInto(ctx, tx, embed, key, d.DatasetID, seg.ID, &id, c.IndexNodeID, content)
+		if vec != nil {
+			return tx.Create(vec).Error
 		}
 		return nil
 	})
@@ -598,18 +635,22 @@ func (s *Service) UpdateChildChunk(ctx context.Context, actor knowledge.Actor, d
 	if err != nil {
 		return nil, err
 	}
+	c.Content, c.WordCount, c.IndexNodeHash = content, wordCount(content), hashText(content)
+	c.Type, c.UpdatedAt = ChildCustomized, time.Now().UTC()
+	c.DatasetID, c.SegmentID = d.DatasetID, seg.ID
+	vec, err := childVector(ctx, embed, key, c)
+	if err != nil {
+		return nil, err
+	}
 	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		c.Content, c.WordCount, c.IndexNodeHash = content, wordCount(content), hashText(content)
-		c.Type, c.UpdatedAt = ChildCustomized, time.Now().UTC()
 		if err := tx.Save(c).Error; err != nil {
 			return err
 		}
 		if err := tx.Where("child_id = ?", c.ID).Delete(&models.SegmentEmbedding{}).Error; err != nil {
 			return err
 		}
-		if embed != nil {
-			id := c.ID
-			return embedInto(ctx, tx, embed, key, d.DatasetID, seg.ID, &id, c.IndexNodeID, content)
+		if vec != nil {
+			return tx.Create(vec).Error
 		}
 		return nil
 	})

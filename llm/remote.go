@@ -55,6 +55,7 @@ func newRemoteClient(s *settings) *remoteClient {
 		option.WithMaxRetries(s.maxRetries),
 		option.WithRequestTimeout(s.timeout),
 		option.WithMiddleware(logAttempts(s.name)),
+		option.WithHTTPClient(&http.Client{Transport: upstreamTransport()}),
 	}
 	keys := make([]string, 0, len(s.headers))
 	for k := range s.headers {
@@ -65,6 +66,17 @@ func newRemoteClient(s *settings) *remoteClient {
 		opts = append(opts, option.WithHeader(k, s.headers[k]))
 	}
 	return &remoteClient{name: s.name, apiKey: s.apiKey, client: openai.NewClient(opts...)}
+}
+
+// upstreamTransport keeps enough idle connections to a model server for
+// many concurrent calls. Go's default keeps two per host, so under load
+// most calls would dial (and later close) a fresh connection.
+func upstreamTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 1024
+	t.MaxIdleConnsPerHost = 256
+	t.IdleConnTimeout = 90 * time.Second
+	return t
 }
 
 // logAttempts logs every HTTP attempt (retries included) without bodies or

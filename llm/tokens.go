@@ -2,6 +2,7 @@ package llm
 
 import (
 	"log/slog"
+	"strings"
 	"sync"
 	"unicode"
 	"unicode/utf8"
@@ -49,9 +50,68 @@ func CountTokens(text string) int {
 	}
 	n := 0
 	for _, part := range splitLongRuns(text, maxExactRun) {
-		n += len(enc.EncodeOrdinary(part))
+		n += countPieces(enc, part)
 	}
 	return n
+}
+
+// countPieces counts the tokens of text word by word, remembering the
+// count of each word. The encoder's pre-tokenizer never makes a piece that
+// runs from a non-space character into a following space, so cutting the
+// text just before every such space and encoding the parts one by one
+// gives exactly the count of the whole; and short parts (" word,") repeat
+// so often that most are counted from memory instead of by the encoder,
+// whose regular expression and merge loop are slow.
+func countPieces(enc *tiktoken.Tiktoken, text string) int {
+	n, start := 0, 0
+	for i := 1; i < len(text); i++ {
+		if text[i] != ' ' {
+			continue
+		}
+		if prev, _ := utf8.DecodeLastRuneInString(text[:i]); unicode.IsSpace(prev) {
+			continue
+		}
+		n += pieceCount(enc, text[start:i])
+		start = i
+	}
+	return n + pieceCount(enc, text[start:])
+}
+
+// maxCachedPiece is the longest part whose count is remembered.
+const maxCachedPiece = 48
+
+// pieceCounts remembers the token counts of short parts, in shards so
+// that concurrent counting rarely waits; a full shard starts again empty.
+var pieceCounts [64]struct {
+	sync.Mutex
+	m map[string]int32
+}
+
+const pieceShardSize = 8192
+
+func pieceCount(enc *tiktoken.Tiktoken, piece string) int {
+	if len(piece) > maxCachedPiece {
+		return len(enc.EncodeOrdinary(piece))
+	}
+	h := uint32(2166136261)
+	for i := 0; i < len(piece); i++ {
+		h = (h ^ uint32(piece[i])) * 16777619
+	}
+	sh := &pieceCounts[h%uint32(len(pieceCounts))]
+	sh.Lock()
+	c, ok := sh.m[piece]
+	sh.Unlock()
+	if ok {
+		return int(c)
+	}
+	c = int32(len(enc.EncodeOrdinary(piece)))
+	sh.Lock()
+	if sh.m == nil || len(sh.m) >= pieceShardSize {
+		sh.m = make(map[string]int32, 256)
+	}
+	sh.m[strings.Clone(piece)] = c
+	sh.Unlock()
+	return int(c)
 }
 
 // maxExactRun bounds the length, in bytes, of a run of non-space characters

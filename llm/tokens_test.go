@@ -104,3 +104,40 @@ func BenchmarkCountTokensLongWord(b *testing.B) {
 		CountTokens(text)
 	}
 }
+
+// TestCountTokensMatchesEncoder checks that counting word by word (with
+// remembered counts) gives exactly what the encoder gives for the whole
+// text, on texts whose spacing, punctuation, digits and scripts exercise
+// every rule of the pre-tokenizer. Each text is counted twice, the second
+// time from memory.
+func TestCountTokensMatchesEncoder(t *testing.T) {
+	tests := []string{
+		"Hello world, this is a test.",
+		"  leading spaces and trailing   ",
+		"tabs\tand\t\tnewlines\n\nin  between\r\n lines",
+		"numbers 1234567 and 3.14159, 1,000,000 and 12ab34",
+		"contractions: don't, I'm, we'll, they've, she'd, it's, YOU'RE",
+		"punctuation!!! ... ?!? --- (brackets) [more] {braces} \"quotes\" 'single'",
+		"end of sentence.\n\nNext paragraph.\n  Indented line;\n\tTabbed: yes",
+		"unicode: café naïve résumé — em dash, “smart quotes”, 日本語のテキスト, 한국어, émoji 🙂🙂 ok",
+		"ideographic\u3000space and no\u00a0break space before words",
+		"code: func main() { fmt.Println(\"hi\") } // comment\n    return x+y*z;",
+		"url https://example.com/path?q=1&r=two#frag and email a.b@example.org",
+		"   \n\n   ",
+		"a",
+		" ",
+		"x \n y",
+	}
+	enc := loadEncoder()
+	if enc == nil {
+		t.Skip("no vocabulary")
+	}
+	for _, text := range tests {
+		want := len(enc.EncodeOrdinary(text))
+		for round := range 2 {
+			if got := CountTokens(text); got != want {
+				t.Errorf("round %d: CountTokens(%q) = %d, encoder says %d", round, text, got, want)
+			}
+		}
+	}
+}

@@ -3,12 +3,15 @@ package retrieval
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"gorm.io/gorm"
 
 	"appkb/indexing"
+	"appkb/vecindex"
 )
 
 // vectorSet is the stored vectors of one knowledge base under one
@@ -25,6 +28,52 @@ type vectorSet struct {
 	norms    []float32
 	docOf    []int32  // index into docIDs, per vector
 	docIDs   []string // the distinct documents of the set
+
+	// ann is the approximate index of a large set, built in the
+	// background on first use; until it is ready searches scan every
+	// vector.
+	ann      atomic.Pointer[vecindex.IVF]
+	annStart sync.Once
+}
+
+// VectorIndexReady reports whether the cached vectors of a knowledge base
+// for a model (its "provider/model" key) have their approximate index
+// built. Benchmarks wait for it to measure the steady state.
+func VectorIndexReady(datasetID, model string) bool {
+	set := cachedSet(datasetID, model)
+	return set != nil && set.ann.Load() != nil
+}
+
+// annMinVectors is the size from which a set gets an approximate index.
+// Below it a full scan takes about a millisecond.
+const annMinVectors = 20000
+
+// annProbe is how many clusters a search reads: a quarter of them, at
+// least 8, so about a quarter of the vectors. The builtin embeddings
+// (hashed trigrams) cluster loosely; reading fewer clusters loses recall
+// (see TestApproximateIndexRecall).
+func annProbe(ix *vecindex.IVF) int { return max(8, ix.Lists()/4) }
+
+// index returns the set's approximate index, or nil while there is none;
+// the first call for a large set starts building it.
+func (v *vectorSet) index() *vecindex.IVF {
+	if len(v.segments) < annMinVectors {
+		return nil
+	}
+	if ix := v.ann.Load(); ix != nil {
+		return ix
+	}
+	v.annStart.Do(func() {
+		go func() {
+			defer func() {
+				if r := recover(); r != nil {
+					slog.Error("retrieval: building the vector index failed", "panic", r)
+				}
+			}()
+			v.ann.Store(vecindex.Build(v.vecs, v.dims, vecindex.Options{Seed: 1, Iterations: 6}))
+		}()
+	})
+	return nil
 }
 
 // score returns the cosine of q with the vectors of the set whose document
@@ -32,6 +81,12 @@ type vectorSet struct {
 // in a bounded min-heap (ties go to the earlier vector, as a stable sort
 // would); otherwise it returns all of them in set order.
 func (v *vectorSet) score(q []float32, allowed map[string]bool, limit int) []cand {
+	return v.scoreWith(q, allowed, limit, v.index())
+}
+
+// scoreWith is score reading only the clusters of ix nearest to q when ix
+// is not nil (see vecindex), every vector otherwise.
+func (v *vectorSet) scoreWith(q []float32, allowed map[string]bool, limit int, ix *vecindex.IVF) []cand {
 	if v.dims == 0 || len(q) != v.dims {
 		return nil
 	}
@@ -52,9 +107,9 @@ func (v *vectorSet) score(q []float32, allowed map[string]bool, limit int) []can
 	if limit > 0 {
 		h = make(scoreHeap, 0, min(limit, len(v.segments)))
 	}
-	for i := range v.segments {
+	visit := func(i int) {
 		if !ok[v.docOf[i]] {
-			continue
+			return
 		}
 		dot := dot32(v.vecs[i*v.dims:(i+1)*v.dims], q)
 		s := 0.0
@@ -63,7 +118,7 @@ func (v *vectorSet) score(q []float32, allowed map[string]bool, limit int) []can
 		}
 		if limit <= 0 {
 			all = append(all, cand{segment: v.segments[i], child: v.children[i], score: s})
-			continue
+			return
 		}
 		e := scored{idx: i, score: s}
 		if len(h) < limit {
@@ -71,6 +126,21 @@ func (v *vectorSet) score(q []float32, allowed map[string]bool, limit int) []can
 		} else if e.better(h[0]) {
 			h[0] = e
 			h.down(0)
+		}
+	}
+	scanned := false
+	if ix != nil && limit > 0 {
+		// Score only the vectors of the clusters nearest the query. When
+		// filters leave fewer than limit of them, scan everything instead.
+		ix.Candidates(q, annProbe(ix), func(i int32) { visit(int(i)) })
+		scanned = len(h) >= limit
+		if !scanned {
+			h = h[:0]
+		}
+	}
+	if !scanned {
+		for i := range v.segments {
+			visit(i)
 		}
 	}
 	if limit <= 0 {

@@ -3,6 +3,7 @@ package retrieval
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -142,15 +143,26 @@ func (s *Service) load(ctx context.Context, d *docSet, idList []string) error {
 func (s *Service) allowedDocuments(ctx context.Context, datasets []models.Dataset, filter *knowledge.MetadataFilter) (*docSet, error) {
 	set := &docSet{allowed: map[string]bool{}, byID: map[string]*docInfo{}, datasets: ids(datasets)}
 	if filter == nil || len(filter.Conditions) == 0 {
-		var idList []string
-		err := s.db.WithContext(ctx).Model(&models.Document{}).
-			Where("dataset_id IN ? AND "+usable, set.datasets).Pluck("id", &idList).Error
+		// Shared between searches: never modified once cached.
+		key := slices.Clone(set.datasets)
+		slices.Sort(key)
+		allowed, _, err := s.usableDocs.Get(ctx, strings.Join(key, ","), func(ctx context.Context) (map[string]bool, bool, error) {
+			var idList []string
+			err := s.db.WithContext(ctx).Model(&models.Document{}).
+				Where("dataset_id IN ? AND "+usable, set.datasets).Pluck("id", &idList).Error
+			if err != nil {
+				return nil, false, err
+			}
+			m := make(map[string]bool, len(idList))
+			for _, id := range idList {
+				m[id] = true
+			}
+			return m, true, nil
+		})
 		if err != nil {
 			return nil, err
 		}
-		for _, id := range idList {
-			set.allowed[id] = true
-		}
+		set.allowed = allowed
 		return set, nil
 	}
 	var rows []docRow

@@ -41,6 +41,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -48,6 +49,7 @@ import (
 	"gorm.io/gorm"
 
 	"appkb/apperr"
+	"appkb/cachever"
 	"appkb/indexing"
 	"appkb/knowledge"
 	"appkb/llm"
@@ -63,12 +65,16 @@ const formHierarchical = "hierarchical_model"
 type Service struct {
 	db     *gorm.DB
 	models *llm.Registry
+	// usableDocs caches, per set of knowledge bases, the ids of their
+	// documents that searches may return; any change to a document's
+	// usability moves its counter (migration 0015).
+	usableDocs *cachever.Cache[string, map[string]bool]
 }
 
 // New returns a Service over db; models resolves embedding and rerank
 // models (nil means the builtin ones).
 func New(db *gorm.DB, models *llm.Registry) *Service {
-	return &Service{db: db, models: models}
+	return &Service{db: db, models: models, usableDocs: cachever.New[string, map[string]bool](db, "documents")}
 }
 
 // Hit is one chunk found by a search.
@@ -633,10 +639,16 @@ func (s *Service) scoreDataset(ctx context.Context, datasetID, model string, qv 
 	return set.score(qv, docs.allowed, limit), nil
 }
 
-// hybridCandidates joins semantic and full-text candidates. With weighted
-// scoring each candidate gets vector weight × cosine + keyword weight ×
-// (full-text score / best full-text score); otherwise (a rerank model
-// follows) the better of its two scores.
+// hybridCandidates joins semantic and full-text candidates.
+//
+// With weighted scoring (no rerank model follows) the two ranked lists are
+// joined by weighted reciprocal rank fusion: a chunk scores
+// vector weight / (60 + its semantic rank) + keyword weight / (60 + its
+// full-text rank), a side that did not find it adding nothing. Ranks,
+// unlike raw cosine similarities and BM25 scores, are on one scale, so the
+// weights of Dify's hybrid_search request mean what they say. When a
+// rerank model follows, a candidate keeps the better of its two raw
+// scores.
 func (s *Service) hybridCandidates(ctx context.Context, datasets []models.Dataset, query string, docs *docSet, pool int, rm knowledge.RetrievalModel) ([]cand, error) {
 	sem, err := s.semanticCandidates(ctx, datasets, query, docs, semanticLimit(pool))
 	if err != nil {
@@ -646,49 +658,69 @@ func (s *Service) hybridCandidates(ctx context.Context, datasets []models.Datase
 	if err != nil {
 		return nil, err
 	}
-	vw, kw := weights(rm.Weights)
 	weighted := !(rm.RerankingEnable && rm.RerankingModel != nil && rm.RerankingModel.ModelName != "" &&
 		(rm.RerankingMode == nil || *rm.RerankingMode != knowledge.ModeWeightedScore))
-	best := 0.0
-	for _, c := range ft {
-		best = max(best, c.score)
+	if !weighted {
+		return fuseMax(sem, ft), nil
 	}
-	type key struct{ s, c string }
-	merged := map[key]*cand{}
-	var order []key
-	add := func(c cand, score float64) {
-		k := key{c.segment, c.child}
-		m := merged[k]
-		if m == nil {
-			m = &cand{segment: c.segment, child: c.child}
-			merged[k] = m
-			order = append(order, k)
-		}
-		if weighted {
-			m.score += score
-		} else {
-			m.score = max(m.score, score)
-		}
-	}
-	for _, c := range sem {
-		if weighted {
-			add(c, vw*max(c.score, 0))
-		} else {
-			add(c, c.score)
+	vw, kw := weights(rm.Weights)
+	return fuseScores(sem, ft, vw, kw), nil
+}
+
+type candKey struct{ segment, child string }
+
+// fuseMax merges candidate lists, keeping each candidate's best score.
+func fuseMax(lists ...[]cand) []cand {
+	merged := map[candKey]int{}
+	var out []cand
+	for _, l := range lists {
+		for _, c := range l {
+			k := candKey{c.segment, c.child}
+			if i, ok := merged[k]; ok {
+				out[i].score = max(out[i].score, c.score)
+				continue
+			}
+			merged[k] = len(out)
+			out = append(out, c)
 		}
 	}
-	for _, c := range ft {
-		if weighted && best > 0 {
-			add(c, kw*c.score/best)
-		} else if !weighted {
-			add(c, c.score)
+	return out
+}
+
+// rrfK damps the reciprocal rank fusion; 60 is the customary value.
+const rrfK = 60
+
+// fuseScores is weighted reciprocal rank fusion of semantic and full-text
+// candidates (see hybridCandidates).
+func fuseScores(sem, ft []cand, vw, kw float64) []cand {
+	merged := map[candKey]int{}
+	var out []cand
+	for side, list := range [][]cand{sem, ft} {
+		w := vw
+		if side == 1 {
+			w = kw
+		}
+		list = slices.Clone(list)
+		sortCands(list)
+		for rank, c := range list {
+			k := candKey{c.segment, c.child}
+			i, ok := merged[k]
+			if !ok {
+				i = len(out)
+				merged[k] = i
+				out = append(out, cand{segment: c.segment, child: c.child})
+			}
+			out[i].score += w / float64(rrfK+rank+1)
 		}
 	}
-	out := make([]cand, 0, len(order))
-	for _, k := range order {
-		out = append(out, *merged[k])
+	// Rescale so that a chunk ranked first by both sides scores 1, as
+	// thresholds written for Dify's [0, 1] scores expect.
+	if top := (max(vw, 0) + max(kw, 0)) / float64(rrfK+1); top > 0 {
+		for i := range out {
+			out[i].score /= top
+		}
 	}
-	return out, nil
+	return out
 }
 
 // weights returns the vector and keyword weights of hybrid search; Dify's
@@ -742,7 +774,42 @@ func (s *Service) rerank(ctx context.Context, query string, hits []Hit, m *knowl
 		out = append(out, h)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Score > out[j].Score })
+	if backend, _ := s.models.Backend(m.ProviderName); backend == llm.BackendBuiltin {
+		out = blendRanks(hits, out)
+	}
 	return out, nil
+}
+
+// blendRanks joins the order the search found (first) with the order of
+// the builtin reranker (reranked, best first) by reciprocal rank fusion,
+// the search's order weighing twice as much. The builtin reranker only counts shared words, so on
+// its own it would undo much of what BM25 and the vectors knew; blended,
+// it breaks ties and lifts chunks both agree on. Scores are rescaled so
+// that a chunk first in both orders scores 1.
+func blendRanks(first, reranked []Hit) []Hit {
+	pos := make(map[string]int, len(first))
+	for i := range first {
+		pos[first[i].Segment.ID] = i
+	}
+	type scored struct {
+		h     Hit
+		fused float64
+	}
+	all := make([]scored, 0, len(reranked))
+	for r, h := range reranked {
+		f, ok := pos[h.Segment.ID]
+		if !ok {
+			f = len(first)
+		}
+		all = append(all, scored{h, (2/float64(rrfK+f+1) + 1/float64(rrfK+r+1)) * float64(rrfK+1) / 3})
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].fused > all[j].fused })
+	out := make([]Hit, len(all))
+	for i, x := range all {
+		out[i] = x.h
+		out[i].Score = x.fused
+	}
+	return out
 }
 
 // metadataJSON decodes a document's stored metadata values.

@@ -1,19 +1,36 @@
-// Command load drives a running appkb server with concurrent chat messages
-// and reports throughput, latency percentiles and errors. It is the load
-// script of bench/README.md.
+// Command load measures appkb's chat path against a fake model server.
 //
-//	go run ./bench/load -key app-… -c 16 -d 10s                  # blocking
-//	go run ./bench/load -key app-… -c 200 -d 20s -mode streaming # held streams
+// In one run it starts a fake OpenAI-compatible upstream on 127.0.0.1 (it
+// answers every chat completion with 64 tokens at once, blocking or as a
+// stream), starts `appkb serve --demo` with a providers file that sends the
+// demo chat app's provider to that upstream, and then drives, phase by
+// phase, first the upstream alone and then appkb with the same number of
+// connections. It prints requests/s and latency percentiles per phase and
+// the ratio appkb/upstream, so the cost appkb adds is read off directly.
+//
+//	go run ./bench/load -appkb bin/appkb            # what `make bench` runs
+//	go run ./bench/load -appkb bin/appkb -streams 1000 -d 20s
+//	go run ./bench/load -appkb bin/appkb -mode blocking -single=false -kb-docs 5000  # knowledge too
+//	go run ./bench/load -url http://127.0.0.1:5001/v1 -key app-… -c 16   # a running server only
+//
+// It exits with status 1 when any request failed.
 package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -22,106 +39,370 @@ import (
 )
 
 func main() {
-	url := flag.String("url", "http://127.0.0.1:5001/v1", "API base URL")
-	key := flag.String("key", os.Getenv("APPKB_KEY"), "app key of a chat app (or APPKB_KEY)")
-	clients := flag.Int("c", 16, "concurrent clients")
-	duration := flag.Duration("d", 10*time.Second, "how long to send")
-	mode := flag.String("mode", "blocking", "response_mode: blocking or streaming")
+	appkbBin := flag.String("appkb", "", "appkb binary to start against the fake upstream (empty: use -url and -key)")
+	url := flag.String("url", "http://127.0.0.1:5001/v1", "API base URL of a running server (without -appkb)")
+	key := flag.String("key", os.Getenv("APPKB_KEY"), "app key of a chat app on a running server (or APPKB_KEY)")
+	clients := flag.Int("c", 16, "concurrent connections of the main phases")
+	duration := flag.Duration("d", 10*time.Second, "length of each phase")
+	modes := flag.String("mode", "blocking,streaming", "response modes to measure, comma separated")
+	single := flag.Bool("single", true, "also measure blocking at one connection (the latency appkb adds)")
+	streams := flag.Int("streams", 0, "also hold this many concurrent streams for one phase (0: skip)")
+	keep := flag.Bool("keep", false, "keep the temporary data directory")
+	kbDocs := flag.Int("kb-docs", 0, "also upload this many short documents to a new knowledge base, time their indexing and measure retrieval (0: skip)")
 	flag.Parse()
-	if *key == "" {
-		fmt.Fprintln(os.Stderr, "load: -key is required")
-		os.Exit(2)
-	}
 
-	transport := &http.Transport{MaxIdleConnsPerHost: *clients, MaxConnsPerHost: 0}
-	client := &http.Client{Transport: transport, Timeout: 5 * time.Minute}
-	ctx, cancel := context.WithTimeout(context.Background(), *duration)
-	defer cancel()
-
-	var (
-		mu      sync.Mutex
-		lat     []time.Duration
-		errs    atomic.Int64
-		first   error
-		seq     atomic.Int64
-		wg      sync.WaitGroup
-		started = time.Now()
-	)
-	for c := range *clients {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				n := seq.Add(1)
-				body := fmt.Sprintf(`{"query":"load test question %d","inputs":{},"user":"load-%d","response_mode":%q}`, n, c, *mode)
-				t := time.Now()
-				err := send(client, *url, *key, body, *mode == "streaming")
-				d := time.Since(t)
-				if err != nil {
-					if ctx.Err() != nil {
-						return
-					}
-					if errs.Add(1) == 1 {
-						mu.Lock()
-						first = err
-						mu.Unlock()
-					}
-					continue
-				}
-				mu.Lock()
-				lat = append(lat, d)
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(started)
-
-	slices.Sort(lat)
-	pct := func(p float64) time.Duration {
-		if len(lat) == 0 {
-			return 0
+	var phases []phase
+	for _, m := range strings.Split(*modes, ",") {
+		m = strings.TrimSpace(m)
+		if m != "blocking" && m != "streaming" {
+			fail("unknown mode %q", m)
 		}
-		return lat[int(p*float64(len(lat)-1))]
+		if m == "blocking" && *single {
+			phases = append(phases, phase{mode: m, conns: 1})
+		}
+		phases = append(phases, phase{mode: m, conns: *clients})
 	}
-	fmt.Printf("mode %s, %d clients, %s\n", *mode, *clients, elapsed.Round(time.Millisecond))
-	fmt.Printf("ok %d  errors %d  throughput %.0f msgs/s\n", len(lat), errs.Load(), float64(len(lat))/elapsed.Seconds())
-	fmt.Printf("latency p50 %s  p90 %s  p99 %s  max %s\n", pct(0.5), pct(0.9), pct(0.99), pct(1))
-	if first != nil {
-		fmt.Printf("first error: %v\n", first)
+	if *streams > 0 {
+		phases = append(phases, phase{mode: "streaming", conns: *streams})
+	}
+
+	maxConns := *clients
+	if *streams > maxConns {
+		maxConns = *streams
+	}
+	client := &http.Client{Transport: &http.Transport{
+		MaxIdleConns:        maxConns * 2,
+		MaxIdleConnsPerHost: maxConns * 2,
+		IdleConnTimeout:     time.Minute,
+	}}
+
+	var up *upstream
+	kbKey := os.Getenv("APPKB_KB_KEY")
+	if *appkbBin != "" {
+		var err error
+		up, err = startUpstream()
+		if err != nil {
+			fail("fake upstream: %v", err)
+		}
+		defer up.srv.Close()
+		srv, err := startAppkb(*appkbBin, up.base, *keep)
+		if err != nil {
+			fail("appkb: %v", err)
+		}
+		defer srv.stop()
+		*url, *key, kbKey = srv.base, srv.key, srv.kbKey
+	}
+	if *key == "" {
+		fail("give -appkb BIN, or -url and -key of a running server")
+	}
+
+	fmt.Printf("load: %s per phase, GOMAXPROCS of this tool %d; %s", *duration, numCPU(), loadavg())
+	fmt.Printf("%-10s %-9s %6s %10s %9s %9s %9s %7s\n", "target", "mode", "conns", "req/s", "p50", "p99", "max", "errors")
+	failed := false
+	for _, ph := range phases {
+		var upRes *result
+		if up != nil {
+			r := run(client, ph, *duration, upstreamRequest(up.base, ph.mode))
+			upRes = &r
+			r.print("upstream", ph)
+			failed = failed || r.errs > 0
+		}
+		r := run(client, ph, *duration, appkbRequest(*url, *key, ph.mode))
+		r.print("appkb", ph)
+		failed = failed || r.errs > 0
+		if upRes != nil && upRes.rps > 0 {
+			fmt.Printf("%-10s %-9s %6d %9.2fx %+8.2fms %+8.2fms\n", "ratio", ph.mode, ph.conns,
+				r.rps/upRes.rps, ms(r.p50-upRes.p50), ms(r.p99-upRes.p99))
+		}
+	}
+	if *kbDocs > 0 {
+		if kbKey == "" {
+			fail("-kb-docs needs a knowledge key (appkb started by the tool, or APPKB_KB_KEY)")
+		}
+		if err := knowledgePhases(client, *url, kbKey, *kbDocs, *clients, *duration); err != nil {
+			fmt.Println("knowledge:", err)
+			failed = true
+		}
+	}
+	if failed {
 		os.Exit(1)
 	}
 }
 
-// send posts one chat message and reads the whole answer. A stream counts
-// as successful when it holds exactly one message_end and no error event.
-func send(client *http.Client, url, key, body string, streaming bool) error {
-	req, err := http.NewRequest(http.MethodPost, url+"/chat-messages", strings.NewReader(body))
-	if err != nil {
+// knowledgePhases creates a high_quality knowledge base, uploads docs
+// short documents through the API from conns connections, reports how long
+// after the last upload every document was indexed, then measures
+// POST /datasets/{id}/retrieve with each search method.
+func knowledgePhases(client *http.Client, base, key string, docs, conns int, d time.Duration) error {
+	call := func(method, path string, body any, out any) error {
+		var rd io.Reader
+		if body != nil {
+			b, _ := json.Marshal(body)
+			rd = bytes.NewReader(b)
+		}
+		req, err := http.NewRequest(method, base+path, rd)
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		if res.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s %s: status %d: %.300s", method, path, res.StatusCode, b)
+		}
+		if out != nil {
+			return json.Unmarshal(b, out)
+		}
+		return nil
+	}
+	var ds struct{ ID string }
+	if err := call(http.MethodPost, "/datasets", map[string]any{"name": "load", "indexing_technique": "high_quality",
+		// The builtin embeddings: the providers file sends "appkb" to the
+		// fake upstream, which serves chat only.
+		"embedding_model_provider": "builtin", "embedding_model": "builtin"}, &ds); err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	res, err := client.Do(req)
-	if err != nil {
+	texts := knowledgeTexts(docs)
+	var next atomic.Int64
+	var firstErr atomic.Value
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range conns {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(texts) {
+					return
+				}
+				err := call(http.MethodPost, "/datasets/"+ds.ID+"/document/create-by-text", map[string]any{
+					"name": fmt.Sprintf("doc%d", i), "text": texts[i], "indexing_technique": "high_quality",
+					"process_rule": map[string]any{"mode": "automatic"}}, nil)
+				if err != nil {
+					firstErr.CompareAndSwap(nil, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	uploaded := time.Since(start)
+	if err, _ := firstErr.Load().(error); err != nil {
 		return err
 	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(res.Body, 512))
-		return fmt.Errorf("status %d: %s", res.StatusCode, b)
+	lastUpload := time.Now()
+	for {
+		var page struct{ Total int }
+		if err := call(http.MethodGet, "/datasets/"+ds.ID+"/documents?status=available&limit=1", nil, &page); err != nil {
+			return err
+		}
+		if page.Total >= docs {
+			break
+		}
+		var failed struct{ Total int }
+		if err := call(http.MethodGet, "/datasets/"+ds.ID+"/documents?status=error&limit=1", nil, &failed); err != nil {
+			return err
+		}
+		if failed.Total > 0 {
+			return fmt.Errorf("%d documents failed to index", failed.Total)
+		}
+		if time.Since(lastUpload) > 5*time.Minute {
+			return fmt.Errorf("only %d of %d documents indexed after 5 minutes", page.Total, docs)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	if !streaming {
-		_, err := io.Copy(io.Discard, res.Body)
-		return err
+	fmt.Printf("knowledge: %d documents uploaded in %s (%.0f/s) from %d connections; all indexed %s after the last upload\n",
+		docs, uploaded.Round(time.Millisecond), float64(docs)/uploaded.Seconds(), conns, time.Since(lastUpload).Round(time.Millisecond))
+	queries := []string{"honey bees and flowers", "volcanic ash clouds", "brewing green tea", "bicycle chain oil", "sleep and memory"}
+	for _, method := range []string{"full_text_search", "semantic_search", "hybrid_search"} {
+		ph := phase{mode: method, conns: 1}
+		r := run(client, ph, d, func(ctx context.Context, client *http.Client, n int64) error {
+			return call(http.MethodPost, "/datasets/"+ds.ID+"/retrieve", map[string]any{
+				"query": queries[n%int64(len(queries))],
+				"retrieval_model": map[string]any{"search_method": method, "reranking_enable": false, "top_k": 4,
+					"score_threshold_enabled": false}}, nil)
+		})
+		r.print("retrieve", ph)
 	}
+	return nil
+}
+
+// knowledgeTexts makes short documents (two sentences) from a few topics.
+func knowledgeTexts(n int) []string {
+	topics := [][]string{
+		{"honey", "bees", "hive", "queen", "flowers", "pollen", "dance", "colony"},
+		{"volcanic", "ash", "magma", "eruption", "crust", "vent", "lava", "clouds"},
+		{"green", "tea", "leaves", "brewing", "water", "steep", "oxidation", "cup"},
+		{"bicycle", "chain", "oil", "tyre", "brakes", "wheel", "gear", "saddle"},
+		{"sleep", "memory", "brain", "night", "hormone", "dream", "rest", "hours"},
+	}
+	out := make([]string, n)
+	for i := range out {
+		t := topics[i%len(topics)]
+		var b strings.Builder
+		for s := range 2 {
+			for w := range 12 {
+				if w > 0 {
+					b.WriteByte(' ')
+				}
+				b.WriteString(t[(i*7+s*3+w*5)%len(t)])
+			}
+			fmt.Fprintf(&b, " number %d. ", i)
+		}
+		out[i] = b.String()
+	}
+	return out
+}
+
+type phase struct {
+	mode  string
+	conns int
+}
+
+type result struct {
+	ok, errs      int
+	rps           float64
+	p50, p99, max time.Duration
+	first         error
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func (r result) print(target string, ph phase) {
+	fmt.Printf("%-10s %-9s %6d %10.0f %7.2fms %7.2fms %7.2fms %7d\n", target, ph.mode, ph.conns, r.rps, ms(r.p50), ms(r.p99), ms(r.max), r.errs)
+	if r.first != nil {
+		fmt.Printf("           first error: %v\n", r.first)
+	}
+}
+
+// request makes one call and checks its answer.
+type request func(ctx context.Context, client *http.Client, n int64) error
+
+// run sends requests from ph.conns loops for d and collects latencies.
+func run(client *http.Client, ph phase, d time.Duration, do request) result {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var (
+		mu    sync.Mutex
+		all   []time.Duration
+		errs  int
+		first error
+		seq   atomic.Int64
+		wg    sync.WaitGroup
+	)
+	start := time.Now()
+	for range ph.conns {
+		wg.Go(func() {
+			lat := make([]time.Duration, 0, 1024)
+			var nerr int
+			var ferr error
+			for ctx.Err() == nil {
+				t := time.Now()
+				// Requests are not tied to ctx: one that started finishes,
+				// so the end of a phase does not count as errors.
+				err := do(context.Background(), client, seq.Add(1))
+				if err != nil {
+					nerr++
+					if ferr == nil {
+						ferr = err
+					}
+					continue
+				}
+				lat = append(lat, time.Since(t))
+			}
+			mu.Lock()
+			all = append(all, lat...)
+			errs += nerr
+			if first == nil {
+				first = ferr
+			}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	slices.Sort(all)
+	pct := func(p float64) time.Duration {
+		if len(all) == 0 {
+			return 0
+		}
+		return all[int(p*float64(len(all)-1))]
+	}
+	client.CloseIdleConnections()
+	return result{ok: len(all), errs: errs, rps: float64(len(all)) / elapsed.Seconds(),
+		p50: pct(0.5), p99: pct(0.99), max: pct(1), first: first}
+}
+
+// appkbRequest sends chat messages to the demo chat app. Every client is its
+// own end user and every message starts a new conversation. A stream
+// succeeds when it holds exactly one message_end and no error event.
+func appkbRequest(base, key, mode string) request {
+	streaming := mode == "streaming"
+	return func(ctx context.Context, client *http.Client, n int64) error {
+		body := fmt.Sprintf(`{"query":"load test question %d","inputs":{},"user":"load-%d","response_mode":%q}`, n, n%64, mode)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/chat-messages", strings.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			b, _ := io.ReadAll(io.LimitReader(res.Body, 512))
+			return fmt.Errorf("status %d: %s", res.StatusCode, b)
+		}
+		if !streaming {
+			_, err := io.Copy(io.Discard, res.Body)
+			return err
+		}
+		return checkStream(res.Body, `data: {"event":"message_end"`, `data: {"event":"error"`)
+	}
+}
+
+// upstreamRequest calls the fake upstream directly with what appkb would
+// send it, to measure the floor.
+func upstreamRequest(base, mode string) request {
+	streaming := mode == "streaming"
+	return func(ctx context.Context, client *http.Client, n int64) error {
+		body := fmt.Sprintf(`{"model":"builtin","messages":[{"role":"user","content":"load test question %d"}],"stream":%t}`, n, streaming)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/chat/completions", strings.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		res, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d", res.StatusCode)
+		}
+		if !streaming {
+			_, err := io.Copy(io.Discard, res.Body)
+			return err
+		}
+		return checkStream(res.Body, "data: [DONE]", "")
+	}
+}
+
+func checkStream(r io.Reader, end, bad string) error {
 	ends := 0
-	sc := bufio.NewScanner(res.Body)
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
-		case strings.HasPrefix(line, `data: {"event":"message_end"`):
+		case strings.HasPrefix(line, end):
 			ends++
-		case strings.HasPrefix(line, `data: {"event":"error"`):
+		case bad != "" && strings.HasPrefix(line, bad):
 			return fmt.Errorf("error event: %s", line)
 		}
 	}
@@ -129,7 +410,211 @@ func send(client *http.Client, url, key, body string, streaming bool) error {
 		return err
 	}
 	if ends != 1 {
-		return fmt.Errorf("stream ended with %d message_end events", ends)
+		return fmt.Errorf("stream ended with %d end events", ends)
 	}
 	return nil
+}
+
+// --- the fake upstream ---
+
+type upstream struct {
+	srv  *http.Server
+	base string
+}
+
+// completionWords are the 64 tokens of every answer (one short word each).
+var completionWords = func() []string {
+	w := make([]string, 64)
+	for i := range w {
+		w[i] = []string{" the", " model", " says", " hello"}[i%4]
+	}
+	return w
+}()
+
+// startUpstream serves /v1/chat/completions on a free local port. Answers
+// come at once with usage filled in, as a fast model server would give them.
+func startUpstream() (*upstream, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	answer := strings.Join(completionWords, "")
+	blocking, _ := json.Marshal(map[string]any{
+		"id": "chatcmpl-load", "object": "chat.completion", "created": time.Now().Unix(), "model": "fake",
+		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
+			"message": map[string]any{"role": "assistant", "content": answer}}},
+		"usage": map[string]any{"prompt_tokens": 20, "completion_tokens": 64, "total_tokens": 84},
+	})
+	var stream bytes.Buffer
+	chunk := func(delta map[string]any, finish any, usage any) {
+		c := map[string]any{"id": "chatcmpl-load", "object": "chat.completion.chunk", "created": time.Now().Unix(), "model": "fake",
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
+		if usage != nil {
+			c["choices"] = []any{}
+			c["usage"] = usage
+		}
+		b, _ := json.Marshal(c)
+		stream.WriteString("data: ")
+		stream.Write(b)
+		stream.WriteString("\n\n")
+	}
+	chunk(map[string]any{"role": "assistant", "content": ""}, nil, nil)
+	for i := 0; i < len(completionWords); i += 8 {
+		chunk(map[string]any{"content": strings.Join(completionWords[i:i+8], "")}, nil, nil)
+	}
+	chunk(map[string]any{}, "stop", nil)
+	chunk(nil, nil, map[string]any{"prompt_tokens": 20, "completion_tokens": 64, "total_tokens": 84})
+	stream.WriteString("data: [DONE]\n\n")
+	streamBody := stream.Bytes()
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Stream bool `json:"stream"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if req.Stream {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Write(streamBody)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(blocking)
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	return &upstream{srv: srv, base: "http://" + ln.Addr().String() + "/v1"}, nil
+}
+
+// --- appkb under test ---
+
+type appkb struct {
+	cmd              *exec.Cmd
+	base, key, kbKey string
+	dir              string
+	keep             bool
+}
+
+// startAppkb starts `bin serve --demo` on a free port with a fresh data
+// directory and a providers file that maps the demo apps' provider
+// ("appkb") to the upstream, and waits until it answers.
+func startAppkb(bin, upstreamBase string, keep bool) (*appkb, error) {
+	dir, err := os.MkdirTemp("", "appkb-load-")
+	if err != nil {
+		return nil, err
+	}
+	providers := filepath.Join(dir, "providers.yaml")
+	conf := fmt.Sprintf("providers:\n  - name: appkb\n    backend: openai-compatible\n    base_url: %s\n    timeout: 60s\n    max_retries: 0\n    defaults: {chat: fake}\n", upstreamBase)
+	if err := os.WriteFile(providers, []byte(conf), 0o644); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+
+	cmd := exec.Command(bin, "serve", "--demo", "--data-dir", filepath.Join(dir, "data"), "--addr", addr, "--providers", providers)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	logFile, err := os.Create(filepath.Join(dir, "appkb.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = logFile
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	a := &appkb{cmd: cmd, base: "http://" + addr + "/v1", dir: dir, keep: keep}
+	keyc := make(chan [2]string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		var keys [2]string
+		sent := false
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			switch {
+			case len(f) == 4 && f[0] == "chat" && f[1] == "app" && f[2] == "key":
+				keys[0] = f[3]
+			case len(f) == 3 && f[0] == "knowledge" && f[1] == "key":
+				keys[1] = f[2]
+			}
+			if !sent && keys[0] != "" && keys[1] != "" {
+				keyc <- keys
+				sent = true
+			}
+		}
+		if !sent {
+			close(keyc)
+		}
+	}()
+	select {
+	case k, ok := <-keyc:
+		if !ok {
+			a.stop()
+			return nil, errors.New("appkb printed no chat app and knowledge keys (see " + logFile.Name() + ")")
+		}
+		a.key, a.kbKey = k[0], k[1]
+	case <-time.After(2 * time.Minute):
+		a.stop()
+		return nil, errors.New("appkb did not start")
+	}
+	for i := 0; ; i++ {
+		res, err := http.Get(a.base + "/info")
+		if err == nil {
+			res.Body.Close()
+			break
+		}
+		if i > 600 {
+			a.stop()
+			return nil, fmt.Errorf("appkb does not answer: %w", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return a, nil
+}
+
+func (a *appkb) stop() {
+	if a.cmd.Process != nil {
+		a.cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { a.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			a.cmd.Process.Kill()
+			<-done
+		}
+	}
+	if a.keep {
+		fmt.Println("data kept in", a.dir)
+	} else {
+		os.RemoveAll(a.dir)
+	}
+}
+
+func numCPU() int { return runtime.GOMAXPROCS(0) }
+
+// loadavg returns the machine's load averages, as uptime shows them.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "load average unknown\n"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "load average unknown\n"
+	}
+	return fmt.Sprintf("load average %s %s %s\n", f[0], f[1], f[2])
+}
+
+func fail(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "load: "+format+"\n", args...)
+	os.Exit(2)
 }

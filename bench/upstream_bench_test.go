@@ -1,0 +1,91 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"appkb/apikeys"
+	"appkb/apps"
+	"appkb/db"
+	"appkb/demo"
+	"appkb/handlers"
+	"appkb/llm"
+)
+
+// fakeUpstream answers every chat completion at once with 64 tokens and
+// their usage, like bench/load's upstream.
+func fakeUpstream(b *testing.B) string {
+	answer := strings.Repeat(" the model says hello", 16)
+	body, _ := json.Marshal(map[string]any{
+		"id": "chatcmpl-bench", "object": "chat.completion", "created": 1, "model": "fake",
+		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
+			"message": map[string]any{"role": "assistant", "content": answer}}},
+		"usage": map[string]any{"prompt_tokens": 20, "completion_tokens": 64, "total_tokens": 84},
+	})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(body)
+	}))
+	b.Cleanup(srv.Close)
+	return srv.URL + "/v1"
+}
+
+// newUpstreamServer is newServer with the demo apps' provider sent to a
+// fake upstream.
+func newUpstreamServer(b *testing.B) *server {
+	b.Helper()
+	reg, err := llm.Parse([]byte("providers:\n  - name: appkb\n    backend: openai-compatible\n    base_url: "+fakeUpstream(b)+"\n    max_retries: 0\n"), nil, true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	gdb, err := db.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close(gdb) })
+	keys, err := demo.Ensure(context.Background(), apps.NewStore(gdb), apikeys.NewStore(gdb))
+	if err != nil {
+		b.Fatal(err)
+	}
+	spec, err := os.ReadFile("../openapi.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	e, err := handlers.NewServer(handlers.Deps{DB: gdb, SpecYAML: spec, Models: reg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e.Logger.SetOutput(io.Discard)
+	return &server{e: e, key: keys.AppKey}
+}
+
+// BenchmarkUpstreamChatParallel sends blocking chat messages from 16
+// concurrent clients to the demo chat app served by a fake upstream that
+// answers at once: what is measured is appkb's own cost per message.
+func BenchmarkUpstreamChatParallel(b *testing.B) {
+	s := newUpstreamServer(b)
+	b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0)))
+	var n atomic.Int64
+	var l latencies
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			t := time.Now()
+			s.send(b, chatBody(n.Add(1), "blocking"))
+			l.add(time.Since(t))
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+	l.report(b)
+}

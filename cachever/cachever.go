@@ -1,0 +1,111 @@
+// Package cachever keeps small in-memory caches of rows that rarely change
+// (API keys, app definitions) correct when the rows do change, in this
+// process or in another one using the same database.
+//
+// Triggers (migration 0013) bump a named counter in the cache_versions table
+// whenever a source row is updated or deleted. A Cache reads its counter
+// before every lookup, one primary-key read of a tiny table, and drops
+// everything it holds as soon as the counter moved. An entry is stored only
+// under the counter value read before its row was loaded, so a change that
+// commits while a row is being loaded can never be hidden by that row.
+package cachever
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+
+	"gorm.io/gorm"
+)
+
+// maxEntries bounds a cache; when full it starts again empty.
+const maxEntries = 10000
+
+// Cache maps keys to values loaded from the database, valid while the
+// counter name in cache_versions is unchanged. Safe for concurrent use.
+type Cache[K comparable, V any] struct {
+	name string
+	db   *gorm.DB
+
+	stmtOnce sync.Once
+	stmt     *sql.Stmt
+	stmtErr  error
+
+	mu      sync.RWMutex
+	version int64
+	items   map[K]V
+}
+
+// New returns an empty cache checked against the counter name.
+func New[K comparable, V any](db *gorm.DB, name string) *Cache[K, V] {
+	return &Cache[K, V]{name: name, db: db, version: -1, items: map[K]V{}}
+}
+
+// Version reads the current value of the counter.
+func (c *Cache[K, V]) Version(ctx context.Context) (int64, error) {
+	c.stmtOnce.Do(func() {
+		sqlDB, err := c.db.DB()
+		if err != nil {
+			c.stmtErr = err
+			return
+		}
+		// A prepared statement of the pool: each connection prepares it
+		// once, instead of once per call as gorm does.
+		c.stmt, c.stmtErr = sqlDB.Prepare(`SELECT version FROM cache_versions WHERE name = ?`)
+	})
+	if c.stmtErr != nil {
+		return 0, fmt.Errorf("cache version %s: %w", c.name, c.stmtErr)
+	}
+	var v int64
+	if err := c.stmt.QueryRowContext(ctx, c.name).Scan(&v); err != nil {
+		return 0, fmt.Errorf("cache version %s: %w", c.name, err)
+	}
+	return v, nil
+}
+
+// Get returns the value for key. When the cache does not hold it, or holds
+// it under an older counter, load reads it; ok false from load means "no
+// such row", which is not cached.
+func (c *Cache[K, V]) Get(ctx context.Context, key K, load func(context.Context) (V, bool, error)) (V, bool, error) {
+	var zero V
+	v, err := c.Version(ctx)
+	if err != nil {
+		return zero, false, err
+	}
+	c.mu.RLock()
+	if c.version == v {
+		if val, ok := c.items[key]; ok {
+			c.mu.RUnlock()
+			return val, true, nil
+		}
+	}
+	c.mu.RUnlock()
+
+	val, ok, err := load(ctx)
+	if err != nil || !ok {
+		return val, ok, err
+	}
+	c.mu.Lock()
+	if v > c.version {
+		c.version = v
+		clear(c.items)
+	}
+	if v == c.version {
+		if len(c.items) >= maxEntries {
+			clear(c.items)
+		}
+		c.items[key] = val
+	}
+	c.mu.Unlock()
+	return val, true, nil
+}
+
+// Forget drops everything, for a change this process made and wants seen
+// before its counter is read again.
+func (c *Cache[K, V]) Forget() {
+	c.mu.Lock()
+	clear(c.items)
+	c.version = -1
+	c.mu.Unlock()
+}
