@@ -347,6 +347,8 @@ func setupServe(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
 	metricsToken := fs.String("metrics-token", os.Getenv("APPKB_METRICS_TOKEN"), "bearer token GET /metrics requires; empty leaves it open (env APPKB_METRICS_TOKEN)")
 	toolsFile := fs.String("tools", os.Getenv("APPKB_TOOLS"),
 		"tools file, YAML: maps the tool providers apps name to MCP servers, OpenAPI schemas, workflow apps or built-in tools; see tools/tools.example.yaml (env APPKB_TOOLS)")
+	codeNetwork := fs.Bool("code-network", envBool("APPKB_CODE_NETWORK"),
+		"let python3 code nodes make HTTP(S) requests, only through the SSRF guard and --fetch-allow (env APPKB_CODE_NETWORK=1)")
 	limits := addLimitFlags(fs)
 	return func(ctx context.Context) error {
 		registry, err := llm.Load(*providers, os.Getenv, !*fallback)
@@ -361,7 +363,7 @@ func setupServe(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
 			return usagef("--rate-limit and --rate-burst must not be negative")
 		}
 		cfg := serveConfig{dataDir: env.dataDir, addr: *addr, demo: *withDemo, models: registry, fetchAllow: allow,
-			fallback: *fallback, ready: &readiness{}, limits: limits}
+			fallback: *fallback, ready: &readiness{}, limits: limits, codeNetwork: *codeNetwork}
 		toolsCfg, err := tools.LoadConfig(*toolsFile, os.Getenv)
 		if err != nil {
 			return fmt.Errorf("--tools: %w", err)
@@ -417,6 +419,7 @@ type serveConfig struct {
 	ready         *readiness
 	limits        *limitFlags // connections, timeouts, admission, text sizes
 	tools         *tools.Registry
+	codeNetwork   bool // python3 code may use the network through the guard
 }
 
 func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger) error {
@@ -462,7 +465,11 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 		Limits: cfg.limits.handlerLimits()}
 	// python3 code nodes run in a bubblewrap sandbox; without one they fail
 	// with an error saying so, never unsandboxed.
-	if py, err := sandbox.NewPython(sandbox.Config{}); err != nil {
+	pyCfg := sandbox.Config{}
+	if cfg.codeNetwork {
+		pyCfg.Network = &netguard.Guard{Allow: cfg.fetchAllow}
+	}
+	if py, err := sandbox.NewPython(pyCfg); err != nil {
 		log.Warn("python3 code nodes are unavailable", "err", err)
 	} else {
 		deps.Python = py

@@ -5,6 +5,11 @@
 // file-size limits and a wall-clock deadline. Without bwrap nothing runs:
 // code is never executed outside the sandbox.
 //
+// Network access is off unless Config.Network is set. Even then the sandbox
+// keeps its own empty network namespace: its only way out is an HTTP proxy
+// on a unix socket bound into it, and that proxy dials through the SSRF
+// guard, so code reaches exactly the addresses the guard permits.
+//
 // The package does not depend on the workflow engine; workflow uses
 // *Python through its CodeRunner interface.
 package sandbox
@@ -25,6 +30,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"appkb/netguard"
 )
 
 // Defaults for the zero fields of Config.
@@ -79,6 +86,11 @@ type Config struct {
 	// MaxProcs limits the processes and threads of the sandbox
 	// (DefaultMaxProcs).
 	MaxProcs int
+	// Network, when set, lets code make HTTP and HTTPS requests (and other
+	// TCP connections through CONNECT) via a proxy that dials with this
+	// guard; HTTP_PROXY, HTTPS_PROXY and ALL_PROXY point at it inside the
+	// sandbox. Nil, the default, leaves code without any network.
+	Network *netguard.Guard
 }
 
 // Python runs python3 code in bubblewrap. It is safe for concurrent use;
@@ -268,6 +280,10 @@ func buildArgs(cfg Config, help string) []string {
 	for _, f := range []string{"/etc/ld.so.cache", "/etc/localtime"} {
 		a = append(a, "--ro-bind-try", f, f)
 	}
+	if cfg.Network != nil {
+		// Certificate authorities, so https can be verified.
+		a = append(a, "--ro-bind-try", "/etc/ssl", "/etc/ssl")
+	}
 	tmpfs := func(dir string) {
 		if strings.Contains(help, "--size") {
 			a = append(a, "--size", strconv.FormatInt(cfg.TmpSize, 10))
@@ -393,9 +409,24 @@ func (p *Python) Run(ctx context.Context, code string, inputs map[string]any) (m
 	runCtx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
 	defer cancel()
 
+	args := p.args
+	if p.cfg.Network != nil {
+		var owner *int
+		if p.cred != nil {
+			uid := int(p.cred.Uid)
+			owner = &uid
+		}
+		proxy, err := startProxy(p.cfg.Network, owner)
+		if err != nil {
+			return nil, err
+		}
+		defer proxy.close()
+		args = append([]string{"--ro-bind", proxy.path, proxySocket}, p.args...)
+	}
+
 	stdout := &capBuffer{max: p.cfg.MaxOutput + 1, full: cancel} // +1: the newline
 	stderr := &tailBuffer{max: 4 << 10}
-	cmd := exec.CommandContext(runCtx, p.bwrap, p.args...)
+	cmd := exec.CommandContext(runCtx, p.bwrap, args...)
 	cmd.Dir = "/"
 	cmd.Env = []string{}
 	cmd.Stdin = bytes.NewReader(in)

@@ -17,6 +17,12 @@ package sandbox
 // kind is one of: syntax, exception, memory, no_main, not_dict, not_json,
 // setup. The process leaves with os._exit, so threads the code started
 // cannot keep it alive.
+//
+// When the host bound its network proxy at proxySocket (/run/appkb/proxy.sock),
+// the runner first starts a forwarder thread: it listens on a free port of
+// the sandbox's own loopback and relays every connection to that socket,
+// and the proxy variables name it, so requests, urllib and the like go
+// through the host's guarded proxy. Nothing else leaves the sandbox.
 const runnerScript = `
 import json, os, resource, sys
 
@@ -78,6 +84,66 @@ try:
     sys.stdout = sys.stderr
 except Exception as e:
     fail("setup", "the request could not be read: %s: %s" % (type(e).__name__, e))
+
+PROXY_SOCKET = "/run/appkb/proxy.sock"
+
+
+def start_forwarder():
+    import socket, threading, time
+
+    def pipe(src, dst):
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        try:
+            dst.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+    def serve(client):
+        upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            upstream.connect(PROXY_SOCKET)
+            back = threading.Thread(target=pipe, args=(upstream, client), daemon=True)
+            back.start()
+            pipe(client, upstream)
+            back.join()
+        except Exception:
+            pass
+        finally:
+            upstream.close()
+            client.close()
+
+    def accept(server):
+        while True:
+            try:
+                client, _ = server.accept()
+                threading.Thread(target=serve, args=(client,), daemon=True).start()
+            except Exception:
+                time.sleep(0.05)  # out of descriptors or threads: do not spin
+
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    threading.Thread(target=accept, args=(server,), daemon=True).start()
+    url = "http://127.0.0.1:%d" % server.getsockname()[1]
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+        os.environ[name] = url
+        os.environ[name.lower()] = url
+    for name in ("NO_PROXY", "no_proxy"):
+        os.environ.pop(name, None)
+
+
+if os.path.exists(PROXY_SOCKET):
+    try:
+        start_forwarder()
+    except Exception as e:
+        fail("setup", "the network forwarder could not start: %s: %s" % (type(e).__name__, e))
 
 lines = code.splitlines()
 

@@ -1,0 +1,88 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"strings"
+	"testing"
+
+	"appkb/netguard"
+)
+
+// fetchCode fetches url with urllib, which honours the proxy variables,
+// and reports the status or the failure instead of raising.
+const fetchCode = `
+import os, socket, ssl, urllib.error, urllib.request
+
+def main(url: str, raw_port: int) -> dict:
+    out = {"proxy": os.environ.get("HTTPS_PROXY", "")}
+    try:
+        ctx = ssl._create_unverified_context()
+        with urllib.request.urlopen(url, timeout=5, context=ctx) as r:
+            out["status"] = r.status
+            out["body"] = r.read().decode()
+    except urllib.error.HTTPError as e:
+        out["status"] = e.code
+        out["body"] = e.read().decode()
+    except Exception as e:
+        out["status"] = 0
+        out["body"] = "%s: %s" % (type(e).__name__, e)
+    try:
+        socket.create_connection(("127.0.0.1", raw_port), timeout=2).close()
+        out["raw"] = "connected"
+    except OSError as e:
+        out["raw"] = type(e).__name__
+    return out
+`
+
+func TestNetwork(t *testing.T) {
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "hello from %s", r.URL.Path)
+	})
+	plain := httptest.NewServer(handler)
+	defer plain.Close()
+	tlsSrv := httptest.NewTLSServer(handler)
+	defer tlsSrv.Close()
+	port := func(s *httptest.Server) int {
+		u, _ := url.Parse(s.URL)
+		return int(netip.MustParseAddrPort(u.Host).Port())
+	}(plain)
+
+	loopback := []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	tests := []struct {
+		name    string
+		network *netguard.Guard
+		url     string
+		status  float64
+		body    string // a part of the body
+	}{
+		{"allowed http goes through the guarded proxy", &netguard.Guard{Allow: loopback}, plain.URL + "/a", 200, "hello from /a"},
+		{"allowed https tunnels through CONNECT", &netguard.Guard{Allow: loopback}, tlsSrv.URL + "/b", 200, "hello from /b"},
+		{"the guard refuses loopback http", &netguard.Guard{}, plain.URL + "/c", 403, "refused"},
+		{"the guard refuses loopback https", &netguard.Guard{}, tlsSrv.URL + "/d", 0, "403"},
+		{"without the opt-in nothing is reachable", nil, plain.URL + "/e", 0, "URLError"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPython(t, Config{Network: tc.network})
+			out, err := p.Run(context.Background(), fetchCode, map[string]any{"url": tc.url, "raw_port": port})
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if out["status"] != tc.status || !strings.Contains(fmt.Sprint(out["body"]), tc.body) {
+				t.Errorf("got status %v body %q, want %v and %q", out["status"], out["body"], tc.status, tc.body)
+			}
+			// The sandbox's loopback is its own: a raw socket never reaches the host.
+			if out["raw"] == "connected" {
+				t.Errorf("a raw socket reached the host's port %d", port)
+			}
+			if (tc.network != nil) != (out["proxy"] != "") {
+				t.Errorf("HTTPS_PROXY = %q with network %v", out["proxy"], tc.network != nil)
+			}
+		})
+	}
+}
