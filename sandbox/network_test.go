@@ -13,18 +13,26 @@ import (
 	"appkb/netguard"
 )
 
-// fetchCode fetches url with urllib, which honours the proxy variables,
-// and reports the status or the failure instead of raising.
+// fetchCode fetches url with urllib or requests, which both honour the
+// proxy variables, and reports the status or the failure instead of
+// raising; then it tries a raw socket to the host's raw_port.
 const fetchCode = `
 import os, socket, ssl, urllib.error, urllib.request
 
-def main(url: str, raw_port: int) -> dict:
+def main(url: str, raw_port: int, lib: str) -> dict:
     out = {"proxy": os.environ.get("HTTPS_PROXY", "")}
     try:
-        ctx = ssl._create_unverified_context()
-        with urllib.request.urlopen(url, timeout=5, context=ctx) as r:
-            out["status"] = r.status
-            out["body"] = r.read().decode()
+        if lib == "requests":
+            import requests, urllib3
+            urllib3.disable_warnings()
+            r = requests.get(url, timeout=5, verify=False)
+            out["status"] = r.status_code
+            out["body"] = r.text
+        else:
+            ctx = ssl._create_unverified_context()
+            with urllib.request.urlopen(url, timeout=5, context=ctx) as r:
+                out["status"] = r.status
+                out["body"] = r.read().decode()
     except urllib.error.HTTPError as e:
         out["status"] = e.code
         out["body"] = e.read().decode()
@@ -56,20 +64,25 @@ func TestNetwork(t *testing.T) {
 	tests := []struct {
 		name    string
 		network *netguard.Guard
+		lib     string // urllib or requests
 		url     string
 		status  float64
 		body    string // a part of the body
 	}{
-		{"allowed http goes through the guarded proxy", &netguard.Guard{Allow: loopback}, plain.URL + "/a", 200, "hello from /a"},
-		{"allowed https tunnels through CONNECT", &netguard.Guard{Allow: loopback}, tlsSrv.URL + "/b", 200, "hello from /b"},
-		{"the guard refuses loopback http", &netguard.Guard{}, plain.URL + "/c", 403, "refused"},
-		{"the guard refuses loopback https", &netguard.Guard{}, tlsSrv.URL + "/d", 0, "403"},
-		{"without the opt-in nothing is reachable", nil, plain.URL + "/e", 0, "URLError"},
+		{"allowed http goes through the guarded proxy", &netguard.Guard{Allow: loopback}, "urllib", plain.URL + "/a", 200, "hello from /a"},
+		{"allowed https tunnels through CONNECT", &netguard.Guard{Allow: loopback}, "urllib", tlsSrv.URL + "/b", 200, "hello from /b"},
+		{"requests over http", &netguard.Guard{Allow: loopback}, "requests", plain.URL + "/f", 200, "hello from /f"},
+		{"requests over https", &netguard.Guard{Allow: loopback}, "requests", tlsSrv.URL + "/g", 200, "hello from /g"},
+		{"the guard refuses loopback http", &netguard.Guard{}, "urllib", plain.URL + "/c", 403, "refused"},
+		{"the guard refuses loopback https", &netguard.Guard{}, "urllib", tlsSrv.URL + "/d", 0, "403"},
+		{"requests is refused as well", &netguard.Guard{}, "requests", tlsSrv.URL + "/h", 0, "403"},
+		{"without the opt-in nothing is reachable", nil, "urllib", plain.URL + "/e", 0, "URLError"},
+		{"without the opt-in requests reaches nothing", nil, "requests", plain.URL + "/i", 0, "ConnectionError"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPython(t, Config{Network: tc.network})
-			out, err := p.Run(context.Background(), fetchCode, map[string]any{"url": tc.url, "raw_port": port})
+			out, err := p.Run(context.Background(), fetchCode, map[string]any{"url": tc.url, "raw_port": port, "lib": tc.lib})
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
