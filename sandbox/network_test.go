@@ -1,8 +1,10 @@
 package sandbox
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -13,7 +15,7 @@ import (
 	"appkb/netguard"
 )
 
-// fetchCode fetches url with urllib or requests, which both honour the
+// fetchCode fetches url with urllib, requests or httpx, which all honour the
 // proxy variables, and reports the status or the failure instead of
 // raising; then it tries a raw socket to the host's raw_port.
 const fetchCode = `
@@ -26,6 +28,11 @@ def main(url: str, raw_port: int, lib: str) -> dict:
             import requests, urllib3
             urllib3.disable_warnings()
             r = requests.get(url, timeout=5, verify=False)
+            out["status"] = r.status_code
+            out["body"] = r.text
+        elif lib == "httpx":
+            import httpx
+            r = httpx.get(url, timeout=5, verify=False)
             out["status"] = r.status_code
             out["body"] = r.text
         else:
@@ -64,7 +71,7 @@ func TestNetwork(t *testing.T) {
 	tests := []struct {
 		name    string
 		network *netguard.Guard
-		lib     string // urllib or requests
+		lib     string // urllib, requests or httpx
 		url     string
 		status  float64
 		body    string // a part of the body
@@ -73,6 +80,8 @@ func TestNetwork(t *testing.T) {
 		{"allowed https tunnels through CONNECT", &netguard.Guard{Allow: loopback}, "urllib", tlsSrv.URL + "/b", 200, "hello from /b"},
 		{"requests over http", &netguard.Guard{Allow: loopback}, "requests", plain.URL + "/f", 200, "hello from /f"},
 		{"requests over https", &netguard.Guard{Allow: loopback}, "requests", tlsSrv.URL + "/g", 200, "hello from /g"},
+		{"httpx over https", &netguard.Guard{Allow: loopback}, "httpx", tlsSrv.URL + "/j", 200, "hello from /j"},
+		{"httpx is refused as well", &netguard.Guard{}, "httpx", plain.URL + "/k", 403, "refused"},
 		{"the guard refuses loopback http", &netguard.Guard{}, "urllib", plain.URL + "/c", 403, "refused"},
 		{"the guard refuses loopback https", &netguard.Guard{}, "urllib", tlsSrv.URL + "/d", 0, "403"},
 		{"requests is refused as well", &netguard.Guard{}, "requests", tlsSrv.URL + "/h", 0, "403"},
@@ -95,6 +104,47 @@ func TestNetwork(t *testing.T) {
 			}
 			if (tc.network != nil) != (out["proxy"] != "") {
 				t.Errorf("HTTPS_PROXY = %q with network %v", out["proxy"], tc.network != nil)
+			}
+		})
+	}
+}
+
+// TestProxyRequests talks to the proxy directly, as the relay in the
+// sandbox does.
+func TestProxyRequests(t *testing.T) {
+	p, err := startProxy(&netguard.Guard{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.close()
+	tests := []struct {
+		name    string
+		request string
+		status  string
+	}{
+		{"CONNECT to loopback", "CONNECT 127.0.0.1:22 HTTP/1.1\r\nHost: 127.0.0.1:22\r\n\r\n", "403"},
+		{"CONNECT to a metadata name", "CONNECT metadata.google.internal:80 HTTP/1.1\r\nHost: metadata.google.internal:80\r\n\r\n", "403"},
+		{"CONNECT to a private address", "CONNECT 10.1.2.3:443 HTTP/1.1\r\nHost: 10.1.2.3:443\r\n\r\n", "403"},
+		{"absolute http to a link-local address", "GET http://169.254.169.254/latest HTTP/1.1\r\nHost: 169.254.169.254\r\n\r\n", "403"},
+		{"a request that is not for a proxy", "GET /x HTTP/1.1\r\nHost: 169.254.169.254\r\n\r\n", "400"},
+		{"an absolute URL of another scheme", "GET ftp://example.com/x HTTP/1.1\r\nHost: example.com\r\n\r\n", "400"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := net.Dial("unix", p.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if _, err := conn.Write([]byte(tc.request)); err != nil {
+				t.Fatal(err)
+			}
+			line, err := bufio.NewReader(conn).ReadString('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(line, "HTTP/1.1 "+tc.status+" ") {
+				t.Errorf("answer %q, want status %s", line, tc.status)
 			}
 		})
 	}
