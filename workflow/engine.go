@@ -61,8 +61,11 @@ type Engine struct {
 	Files *files.Store
 	// Forms keeps the forms of human-input nodes; without it those nodes
 	// fail.
-	Forms  FormStore
-	Logger *slog.Logger
+	Forms FormStore
+	// Knowledge serves the datasource and knowledge-index nodes of a
+	// knowledge pipeline run; without it those nodes fail.
+	Knowledge KnowledgeIndexer
+	Logger    *slog.Logger
 }
 
 // CodeRunner runs the code of a code node in some isolated runtime. main
@@ -243,7 +246,13 @@ func (e *Engine) Run(ctx context.Context, in RunInput, emit func(Event)) (*Resul
 	if resume != nil && (resume.Snapshot == nil || in.RunID == "") {
 		return nil, fmt.Errorf("workflow: resuming needs the run id and its snapshot")
 	}
-	if resume == nil {
+	if resume == nil && g.root.kind != apps.NodeStart {
+		// A graph entered elsewhere (a knowledge pipeline) has no input form.
+		in.Inputs = maps.Clone(in.Inputs)
+		if in.Inputs == nil {
+			in.Inputs = map[string]any{}
+		}
+	} else if resume == nil {
 		inputs, err := validateInputs(g.root, in.Inputs)
 		if err != nil {
 			return nil, err
