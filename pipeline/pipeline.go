@@ -276,6 +276,7 @@ func (s *Service) Run(ctx context.Context, actor knowledge.Actor, datasetID stri
 		}
 		eng.Knowledge, eng.Store = ix, nil
 		var emitErr error
+		started := time.Now()
 		res, err = eng.Run(ctx, workflow.RunInput{Graph: g, Mode: workflow.ModeWorkflow, Inputs: req.Inputs,
 			UserID: actor.KeyID, WorkflowID: ds.ID, TaskID: taskID}, func(ev workflow.Event) {
 			if emitErr != nil {
@@ -305,12 +306,16 @@ func (s *Service) Run(ctx context.Context, actor knowledge.Actor, datasetID stri
 		}
 		data = map[string]any{"id": res.RunID, "workflow_id": ds.ID, "status": res.Status, "outputs": nil, "error": nil,
 			"elapsed_time": res.ElapsedTime, "total_tokens": res.TotalTokens, "total_steps": res.TotalSteps,
-			"created_at": time.Now().Add(-time.Duration(res.ElapsedTime * float64(time.Second))).Unix(), "finished_at": time.Now().Unix()}
+			"created_at": started.Unix(), "finished_at": time.Now().Unix()}
 		if res.Error != "" {
 			data["error"] = res.Error
 		}
-		if res.Status == workflow.RunFailed || res.Status == workflow.RunStopped {
+		switch res.Status {
+		case workflow.RunFailed, workflow.RunStopped:
 			return nil, apperr.InvalidParam("%s", res.Error)
+		case workflow.RunPaused:
+			// Nobody could answer the form: pipeline runs have no end user.
+			return nil, apperr.InvalidParam("The pipeline paused at a human-input node; knowledge pipeline runs cannot wait for a form.")
 		}
 	}
 	if docs == nil {
