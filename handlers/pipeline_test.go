@@ -248,7 +248,8 @@ workflow:
         title: Shape
         variables:
         - {variable: body, value_selector: [extract, text]}
-        template: "Imported note: {{ body }}"
+        - {variable: label, value_selector: [rag, shared, label]}
+        template: "{{ label }}: {{ body }}"
     - id: index
       data: {type: knowledge-index, title: Knowledge, chunk_structure: text_model, indexing_technique: economy, index_chunk_variable_selector: [shape, output]}
     - id: web
@@ -261,6 +262,8 @@ workflow:
     - {source: shape, target: index}
     - {source: web, target: magic}
     - {source: magic, target: index}
+  rag_pipeline_variables:
+  - {variable: label, belong_to_node_id: shared, type: text-input, label: Label, required: true}
 `
 
 func TestImportedKnowledgePipeline(t *testing.T) {
@@ -299,6 +302,12 @@ func TestImportedKnowledgePipeline(t *testing.T) {
 
 	t.Run("supported nodes run and index the shaped text", func(t *testing.T) {
 		rec := s.do(t, request{method: "POST", path: base + "/run", key: s.knowledgeKey, body: `{"inputs":{},"datasource_type":"local_file",
+			"datasource_info_list":[{"reference":"` + f.ID + `"}],"start_node_id":"src","is_published":true,"response_mode":"blocking"}`})
+		expectStatus(t, rec, 400, "invalid_param")
+		if !strings.Contains(rec.Body.String(), "label") {
+			t.Errorf("a missing pipeline variable is not named: %s", rec.Body)
+		}
+		rec = s.do(t, request{method: "POST", path: base + "/run", key: s.knowledgeKey, body: `{"inputs":{"label":"Imported note"},"datasource_type":"local_file",
 			"datasource_info_list":[{"reference":"` + f.ID + `"}],"start_node_id":"src","is_published":true,"response_mode":"streaming"}`})
 		expectStatus(t, rec, 200, "")
 		evs := streamEvents(t, rec.Body.String())
@@ -321,13 +330,13 @@ func TestImportedKnowledgePipeline(t *testing.T) {
 	})
 
 	t.Run("a run reaching an unsupported node fails naming it", func(t *testing.T) {
-		rec := s.do(t, request{method: "POST", path: base + "/run", key: s.knowledgeKey, body: `{"inputs":{},"datasource_type":"website_crawl",
+		rec := s.do(t, request{method: "POST", path: base + "/run", key: s.knowledgeKey, body: `{"inputs":{"label":"x"},"datasource_type":"website_crawl",
 			"datasource_info_list":[{"url":"` + web.URL + `/bikes"}],"start_node_id":"web","is_published":true,"response_mode":"blocking"}`})
 		expectStatus(t, rec, 400, "invalid_param")
 		if !strings.Contains(rec.Body.String(), "knowledge-magic") || !strings.Contains(rec.Body.String(), "Magic step") {
 			t.Errorf("the error does not name the node: %s", rec.Body)
 		}
-		rec = s.do(t, request{method: "POST", path: base + "/run", key: s.knowledgeKey, body: `{"inputs":{},"datasource_type":"website_crawl",
+		rec = s.do(t, request{method: "POST", path: base + "/run", key: s.knowledgeKey, body: `{"inputs":{"label":"x"},"datasource_type":"website_crawl",
 			"datasource_info_list":[{"url":"` + web.URL + `/bikes"}],"start_node_id":"web","is_published":true,"response_mode":"streaming"}`})
 		expectStatus(t, rec, 200, "")
 		evs := streamEvents(t, rec.Body.String())

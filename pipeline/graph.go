@@ -247,3 +247,35 @@ func chunkText(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// pipelineVariables gives a run its pipeline variables (the file's
+// rag_pipeline_variables), by owner: a run's inputs set them by name,
+// others keep their default. 400 invalid_param when one that is required,
+// and belongs to the whole pipeline or to the run's data source, has no
+// value.
+func pipelineVariables(w *apps.Workflow, startNode string, inputs map[string]any) (map[string]map[string]any, error) {
+	out := map[string]map[string]any{}
+	for _, raw := range w.RAGPipelineVariables {
+		v, _ := raw.(map[string]any)
+		name, _ := v["variable"].(string)
+		if name == "" {
+			continue
+		}
+		owner, _ := v["belong_to_node_id"].(string)
+		if owner == "" {
+			owner = "shared"
+		}
+		val, given := inputs[name]
+		if !given || val == nil || val == "" {
+			val = v["default_value"]
+		}
+		if required, _ := v["required"].(bool); required && (val == nil || val == "") && (owner == "shared" || owner == startNode) {
+			return nil, apperr.InvalidParam("inputs.%s is required by the pipeline.", name)
+		}
+		if out[owner] == nil {
+			out[owner] = map[string]any{}
+		}
+		out[owner][name] = val
+	}
+	return out, nil
+}

@@ -249,6 +249,10 @@ func (s *Service) Run(ctx context.Context, actor knowledge.Actor, datasetID stri
 	if err != nil {
 		return nil, err
 	}
+	vars, err := pipelineVariables(w, node.NodeID, req.Inputs)
+	if err != nil {
+		return nil, err
+	}
 	settings, err := s.defaultSettings(ctx, ds)
 	if err != nil {
 		return nil, err
@@ -278,7 +282,7 @@ func (s *Service) Run(ctx context.Context, actor knowledge.Actor, datasetID stri
 		var emitErr error
 		started := time.Now()
 		res, err = eng.Run(ctx, workflow.RunInput{Graph: g, Mode: workflow.ModeWorkflow, Inputs: req.Inputs,
-			UserID: actor.KeyID, WorkflowID: ds.ID, TaskID: taskID}, func(ev workflow.Event) {
+			UserID: actor.KeyID, WorkflowID: ds.ID, TaskID: taskID, PipelineVariables: vars}, func(ev workflow.Event) {
 			if emitErr != nil {
 				return
 			}

@@ -114,6 +114,9 @@ type RunInput struct {
 	// Resume, when set, continues the paused run RunID instead of
 	// starting a new one.
 	Resume *Resume
+	// PipelineVariables are a knowledge pipeline run's variables by the
+	// node they belong to ("shared" for all): rag.OWNER.NAME.
+	PipelineVariables map[string]map[string]any
 }
 
 // Result is the outcome of a run, the same facts as workflow_finished.
@@ -382,6 +385,9 @@ func (r *run) fillPool() {
 		delete(sys, "dialogue_count")
 	}
 	r.pool.SetAll(ScopeSys, sys)
+	for owner, vars := range in.PipelineVariables {
+		r.pool.Set(ScopeRAG, owner, maps.Clone(vars))
+	}
 	w := r.g.workflow
 	for _, v := range w.EnvironmentVariables {
 		if v.ValueType == "secret" {
