@@ -264,6 +264,7 @@ workflow:
     - {source: magic, target: index}
   rag_pipeline_variables:
   - {variable: label, belong_to_node_id: shared, type: text-input, label: Label, required: true}
+  - {variable: depth, belong_to_node_id: web, type: number, label: Depth, required: false}
 `
 
 func TestImportedKnowledgePipeline(t *testing.T) {
@@ -290,7 +291,8 @@ func TestImportedKnowledgePipeline(t *testing.T) {
 
 	rec := s.do(t, request{method: "GET", path: base + "/datasource-plugins", key: s.knowledgeKey})
 	expectStatus(t, rec, 200, "")
-	if !strings.Contains(rec.Body.String(), `"node_id":"src"`) || strings.Contains(rec.Body.String(), "datasource_local_file") {
+	if !strings.Contains(rec.Body.String(), `"node_id":"src"`) || strings.Contains(rec.Body.String(), "datasource_local_file") ||
+		!strings.Contains(rec.Body.String(), `"variable":"depth"`) {
 		t.Fatalf("data sources of the imported pipeline: %s", rec.Body)
 	}
 

@@ -59,7 +59,8 @@ func parseDSL(data []byte) (*dslFile, error) {
 	return &f, nil
 }
 
-// graphSources lists the datasource nodes of a pipeline graph.
+// graphSources lists the datasource nodes of a pipeline graph, each with
+// the pipeline variables that belong to it.
 func graphSources(w *apps.Workflow) []Datasource {
 	var out []Datasource
 	for _, n := range w.Graph.Nodes {
@@ -67,8 +68,14 @@ func graphSources(w *apps.Workflow) []Datasource {
 			continue
 		}
 		str := func(k string) string { s, _ := n.Data[k].(string); return s }
+		vars := []map[string]any{}
+		for _, raw := range w.RAGPipelineVariables {
+			if v, ok := raw.(map[string]any); ok && v["belong_to_node_id"] == n.ID {
+				vars = append(vars, v)
+			}
+		}
 		out = append(out, Datasource{NodeID: n.ID, PluginID: str("plugin_id"), ProviderName: str("provider_name"),
-			DatasourceType: str("provider_type"), Title: n.Title(), UserInputVariables: []map[string]any{}, Credentials: []any{}})
+			DatasourceType: str("provider_type"), Title: n.Title(), UserInputVariables: vars, Credentials: []any{}})
 	}
 	return out
 }
