@@ -431,6 +431,21 @@ func TestIngestBackupRestoreOfALiveServer(t *testing.T) {
 		t.Errorf("ingest into an unknown dataset: %v", err)
 	}
 
+	// A knowledge pipeline export becomes the knowledge base's pipeline.
+	pipe := filepath.Join(t.TempDir(), "pipe.yml")
+	os.WriteFile(pipe, []byte("kind: rag_pipeline\nrag_pipeline: {name: plain}\nworkflow:\n  graph:\n    nodes:\n"+
+		"    - {id: src, data: {type: datasource, title: File, provider_type: local_file}}\n"+
+		"    - {id: odd, data: {type: odd-node, title: Odd}}\n"+
+		"    - {id: idx, data: {type: knowledge-index, title: Index}}\n"+
+		"    edges:\n    - {source: src, target: odd}\n    - {source: odd, target: idx}\n"), 0o644)
+	out, err = runCLI(t, "kb", "pipeline", "import", "--data-dir", dataDir, "--dataset", datasetID, pipe)
+	if err != nil || !strings.Contains(out, `imported pipeline "plain"`) || !strings.Contains(out, "odd (odd-node)") {
+		t.Errorf("kb pipeline import: err = %v\n%s", err, out)
+	}
+	if _, err := runCLI(t, "kb", "pipeline", "import", "--data-dir", dataDir, "--dataset", datasetID, filepath.Join(src, "leave.txt")); err == nil {
+		t.Error("kb pipeline import accepted a file that is no pipeline")
+	}
+
 	// Back up while the server runs, then stop it and restore elsewhere.
 	archive := filepath.Join(t.TempDir(), "appkb-backup.tar.gz")
 	if _, err := runCLI(t, "backup", "--data-dir", dataDir, archive); err != nil {

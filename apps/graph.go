@@ -33,6 +33,10 @@ const (
 	NodeIterationStart = "iteration-start"
 	NodeLoopStart      = "loop-start"
 	NodeLoopEnd        = "loop-end"
+	// Knowledge pipeline nodes (kind: rag_pipeline files only): where a
+	// run's documents come from, and the knowledge base they go into.
+	NodeDatasource     = "datasource"
+	NodeKnowledgeIndex = "knowledge-index"
 )
 
 // legacyNodeKinds maps old type names to the current ones.

@@ -12,6 +12,7 @@ import (
 	"appkb/knowledge"
 	"appkb/netguard"
 	"appkb/pipeline"
+	"appkb/workflow"
 )
 
 // pipelineFor returns the pipeline service and the actor of the request's
@@ -22,7 +23,11 @@ func (s *Server) pipelineFor(ctx context.Context) (*pipeline.Service, knowledge.
 		return nil, knowledge.Actor{}, err
 	}
 	guard := &netguard.Guard{Allow: s.fetchAllow}
-	return pipeline.NewService(s.db, s.models, s.dataDir, guard), actor, nil
+	var engine *workflow.Engine
+	if s.flows != nil {
+		engine = s.flows.ToolEngine()
+	}
+	return pipeline.NewService(s.db, s.models, s.dataDir, guard, engine), actor, nil
 }
 
 // UploadPipelineFile serves POST /datasets/pipeline/file-upload.
@@ -75,11 +80,8 @@ func (s *Server) RunDatasourceNode(ctx context.Context, req gen.RunDatasourceNod
 	if req.Body == nil {
 		return nil, apperr.InvalidParam("request body is required")
 	}
-	if _, err := svc.Datasources(ctx, actor, req.DatasetId); err != nil {
-		return nil, err
-	}
 	body := *req.Body
-	if _, err := pipeline.Node(req.NodeId, string(body.DatasourceType)); err != nil {
+	if _, err := svc.Node(ctx, actor, req.DatasetId, req.NodeId, string(body.DatasourceType)); err != nil {
 		return nil, err
 	}
 	return pipelineStream(func(emit func(pipeline.Event) error) error {
@@ -114,10 +116,7 @@ func (s *Server) RunPipeline(ctx context.Context, req gen.RunPipelineRequestObje
 		}
 		return gen.RunPipeline200JSONResponse(out), nil
 	}
-	if _, err := svc.Datasources(ctx, actor, req.DatasetId); err != nil {
-		return nil, err
-	}
-	if _, err := pipeline.Check(run); err != nil {
+	if _, err := svc.Check(ctx, actor, req.DatasetId, run); err != nil {
 		return nil, err
 	}
 	return pipelineStream(func(emit func(pipeline.Event) error) error {

@@ -18,6 +18,8 @@ import (
 	"appkb/demo"
 	"appkb/handlers"
 	"appkb/indexing"
+	"appkb/knowledge"
+	"appkb/pipeline"
 )
 
 // newPipelineServer is newTestServer whose network guard lets pipelines
@@ -146,7 +148,7 @@ func TestKnowledgePipelineAPI(t *testing.T) {
 			"datasource_info_list":[{"url":"` + web.URL + `/guide"}],"start_node_id":"datasource_web_page","is_published":true,"response_mode":"streaming"}`})
 		expectStatus(t, rec, 200, "")
 		evs := streamEvents(t, rec.Body.String())
-		want := "workflow_started node_started node_finished node_started node_finished node_started node_finished node_started node_finished workflow_finished"
+		want := "workflow_started node_started node_finished node_started node_finished workflow_finished"
 		if got := eventNames(evs); got != want {
 			t.Fatalf("events %s, want %s", got, want)
 		}
@@ -224,4 +226,130 @@ func TestPipelineRefusesPrivateAddresses(t *testing.T) {
 	if !strings.Contains(rec.Body.String(), "not allowed") {
 		t.Errorf("body %s", rec.Body)
 	}
+}
+
+// importedPipeline is a knowledge pipeline export: a file source whose
+// text a template reshapes before the knowledge index takes it, and an
+// extra web source that leads into a node appkb cannot run.
+const importedPipeline = `kind: rag_pipeline
+version: 0.1.0
+rag_pipeline:
+  name: notes
+workflow:
+  graph:
+    nodes:
+    - id: src
+      data: {type: datasource, title: File, provider_type: local_file, plugin_id: langgenius/file, provider_name: file}
+    - id: extract
+      data: {type: document-extractor, title: Extract, variable_selector: [src, file], is_array_file: false}
+    - id: shape
+      data:
+        type: template-transform
+        title: Shape
+        variables:
+        - {variable: body, value_selector: [extract, text]}
+        - {variable: label, value_selector: [rag, shared, label]}
+        template: "{{ label }}: {{ body }}"
+    - id: index
+      data: {type: knowledge-index, title: Knowledge, chunk_structure: text_model, indexing_technique: economy, index_chunk_variable_selector: [shape, output]}
+    - id: web
+      data: {type: datasource, title: Web, provider_type: website_crawl, plugin_id: langgenius/firecrawl, provider_name: firecrawl}
+    - id: magic
+      data: {type: knowledge-magic, title: Magic step}
+    edges:
+    - {source: src, target: extract}
+    - {source: extract, target: shape}
+    - {source: shape, target: index}
+    - {source: web, target: magic}
+    - {source: magic, target: index}
+  rag_pipeline_variables:
+  - {variable: label, belong_to_node_id: shared, type: text-input, label: Label, required: true}
+  - {variable: depth, belong_to_node_id: web, type: number, label: Depth, required: false}
+`
+
+func TestImportedKnowledgePipeline(t *testing.T) {
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		io.WriteString(w, "A page about bicycles.")
+	}))
+	defer web.Close()
+	s := newPipelineServer(t)
+	ds := kbCreate(t, s, `{"name":"imported"}`).ID
+	base := "/v1/datasets/" + ds + "/pipeline"
+
+	svc := pipeline.NewService(s.db, nil, t.TempDir(), nil, nil)
+	imp, err := svc.Import(context.Background(), knowledge.Actor{KeyID: "test"}, ds, []byte(importedPipeline))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if imp.Name != "notes" || len(imp.Datasources) != 2 || strings.Join(imp.Unsupported, ",") != "magic (knowledge-magic)" {
+		t.Fatalf("import %+v", imp)
+	}
+	if _, err := svc.Import(context.Background(), knowledge.Actor{KeyID: "test"}, ds, []byte("kind: app\napp: {}\n")); err == nil {
+		t.Fatal("an app file was accepted as a pipeline")
+	}
+
+	rec := s.do(t, request{method: "GET", path: base + "/datasource-plugins", key: s.knowledgeKey})
+	expectStatus(t, rec, 200, "")
+	if !strings.Contains(rec.Body.String(), `"node_id":"src"`) || strings.Contains(rec.Body.String(), "datasource_local_file") ||
+		!strings.Contains(rec.Body.String(), `"variable":"depth"`) {
+		t.Fatalf("data sources of the imported pipeline: %s", rec.Body)
+	}
+
+	body, ct := multipartForm(t, fileField("bikes.txt", "text/plain", []byte("Bicycles are parked in the courtyard rack.")))
+	rec = s.do(t, request{method: "POST", path: "/v1/datasets/pipeline/file-upload", key: s.knowledgeKey, body: body, contentType: ct})
+	expectStatus(t, rec, 201, "")
+	var f struct{ ID string }
+	kbDecode(t, rec, &f)
+
+	t.Run("supported nodes run and index the shaped text", func(t *testing.T) {
+		rec := s.do(t, request{method: "POST", path: base + "/run", key: s.knowledgeKey, body: `{"inputs":{},"datasource_type":"local_file",
+			"datasource_info_list":[{"reference":"` + f.ID + `"}],"start_node_id":"src","is_published":true,"response_mode":"blocking"}`})
+		expectStatus(t, rec, 400, "invalid_param")
+		if !strings.Contains(rec.Body.String(), "label") {
+			t.Errorf("a missing pipeline variable is not named: %s", rec.Body)
+		}
+		rec = s.do(t, request{method: "POST", path: base + "/run", key: s.knowledgeKey, body: `{"inputs":{"label":"Imported note"},"datasource_type":"local_file",
+			"datasource_info_list":[{"reference":"` + f.ID + `"}],"start_node_id":"src","is_published":true,"response_mode":"streaming"}`})
+		expectStatus(t, rec, 200, "")
+		evs := streamEvents(t, rec.Body.String())
+		want := "workflow_started node_started node_finished node_started node_finished node_started node_finished node_started node_finished workflow_finished"
+		if got := eventNames(evs); got != want {
+			t.Fatalf("events %s\n%s", got, rec.Body)
+		}
+		last := evs[len(evs)-1]["data"].(map[string]any)
+		if last["status"] != "succeeded" {
+			t.Fatalf("finished %v", last)
+		}
+		batch := last["outputs"].(map[string]any)["batch"].(string)
+		docWait(t, s, ds, batch)
+		rec = s.do(t, request{method: "POST", path: "/v1/datasets/" + ds + "/retrieve", key: s.knowledgeKey,
+			body: `{"query":"courtyard rack","retrieval_model":{"search_method":"keyword_search","reranking_enable":false,"top_k":3,"score_threshold_enabled":false}}`})
+		expectStatus(t, rec, 200, "")
+		if !strings.Contains(rec.Body.String(), "Imported note: Bicycles are parked") {
+			t.Errorf("the template's text is not what was indexed: %s", truncate(rec.Body.String()))
+		}
+	})
+
+	t.Run("a run reaching an unsupported node fails naming it", func(t *testing.T) {
+		rec := s.do(t, request{method: "POST", path: base + "/run", key: s.knowledgeKey, body: `{"inputs":{"label":"x"},"datasource_type":"website_crawl",
+			"datasource_info_list":[{"url":"` + web.URL + `/bikes"}],"start_node_id":"web","is_published":true,"response_mode":"blocking"}`})
+		expectStatus(t, rec, 400, "invalid_param")
+		if !strings.Contains(rec.Body.String(), "knowledge-magic") || !strings.Contains(rec.Body.String(), "Magic step") {
+			t.Errorf("the error does not name the node: %s", rec.Body)
+		}
+		rec = s.do(t, request{method: "POST", path: base + "/run", key: s.knowledgeKey, body: `{"inputs":{"label":"x"},"datasource_type":"website_crawl",
+			"datasource_info_list":[{"url":"` + web.URL + `/bikes"}],"start_node_id":"web","is_published":true,"response_mode":"streaming"}`})
+		expectStatus(t, rec, 200, "")
+		evs := streamEvents(t, rec.Body.String())
+		var finished map[string]any
+		for _, ev := range evs {
+			if ev["event"] == "workflow_finished" {
+				finished = ev["data"].(map[string]any)
+			}
+		}
+		if finished == nil || finished["status"] != "failed" || !strings.Contains(finished["error"].(string), "Magic step") {
+			t.Errorf("streamed failure %s", rec.Body)
+		}
+	})
 }

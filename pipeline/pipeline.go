@@ -1,17 +1,24 @@
 // Package pipeline runs knowledge pipelines: a data source feeds documents
 // through extraction and chunking into a knowledge base's index.
 //
-// appkb has no pipeline editor. Every knowledge base has one default
-// pipeline equivalent to how its documents are already processed:
+// Pipelines are graphs run by the workflow engine (package workflow),
+// which reaches the knowledge base through a workflow.KnowledgeIndexer
+// made for each run. Every knowledge base has a built-in pipeline
+// equivalent to how its documents are already processed:
 //
-//	data source → extractor → chunker → knowledge index
+//	data source → knowledge index
 //
 // with two built-in data sources, a local file (uploaded with Upload) and a
-// web page (fetched through the network guard). The chunker applies the
-// process rule and document form of the knowledge base's latest document
-// (automatic splitting for an empty one), and the index step adds the
-// documents through the indexing service, so they are indexed in the
-// background like any other document.
+// web page (fetched through the network guard). The knowledge index adds
+// the source through the indexing service, which extracts its text and
+// splits it by the process rule and document form of the knowledge base's
+// latest document (automatic splitting for an empty one) in the background,
+// like any other document.
+//
+// A knowledge base may instead run a pipeline imported from a Dify export
+// (Import). Its datasource, knowledge-index and ordinary workflow nodes
+// (code, template-transform, if-else, document-extractor, …) run; a run
+// that reaches a node appkb cannot run fails naming the node.
 package pipeline
 
 import (
@@ -39,6 +46,7 @@ import (
 	"appkb/models"
 	"appkb/netguard"
 	"appkb/textsplit"
+	"appkb/workflow"
 )
 
 // Data source types, as the API names them.
@@ -53,8 +61,6 @@ const (
 const (
 	NodeLocalFile = "datasource_local_file"
 	NodeWebPage   = "datasource_web_page"
-	NodeExtractor = "extractor"
-	NodeChunker   = "chunker"
 	NodeIndex     = "knowledge_index"
 )
 
@@ -91,13 +97,17 @@ type Service struct {
 	docs  *indexing.Service
 	files *files.Store
 	guard *netguard.Guard
+	// engine is copied for every run (nil: the zero engine).
+	engine *workflow.Engine
 }
 
 // NewService returns a pipeline service; guard decides which hosts web
 // pages may be fetched from.
-func NewService(db *gorm.DB, registry *llm.Registry, dataDir string, guard *netguard.Guard) *Service {
+// engine runs the pipelines' graphs (its models, tools and code runners
+// serve their ordinary nodes); nil is the zero engine.
+func NewService(db *gorm.DB, registry *llm.Registry, dataDir string, guard *netguard.Guard, engine *workflow.Engine) *Service {
 	return &Service{db: db, kb: knowledge.NewStore(db, registry), docs: indexing.NewService(db, registry, dataDir),
-		files: files.NewStore(db, dataDir), guard: guard}
+		files: files.NewStore(db, dataDir), guard: guard, engine: engine}
 }
 
 // Datasources lists the data source nodes of a knowledge base's pipeline.
@@ -105,7 +115,8 @@ func (s *Service) Datasources(ctx context.Context, actor knowledge.Actor, datase
 	if _, err := s.kb.FindDataset(ctx, actor, datasetID); err != nil {
 		return nil, err
 	}
-	return append([]Datasource(nil), datasources...), nil
+	_, list, err := s.graphOf(ctx, datasetID)
+	return list, err
 }
 
 // UploadedFile is a file stored for pipeline runs.
@@ -140,10 +151,7 @@ type Event map[string]any
 // and the result through emit.
 func (s *Service) RunDatasource(ctx context.Context, actor knowledge.Actor, datasetID, nodeID, datasourceType string,
 	inputs map[string]any, emit func(Event) error) error {
-	if _, err := s.kb.FindDataset(ctx, actor, datasetID); err != nil {
-		return err
-	}
-	node, err := Node(nodeID, datasourceType)
+	node, err := s.Node(ctx, actor, datasetID, nodeID, datasourceType)
 	if err != nil {
 		return err
 	}
@@ -170,22 +178,32 @@ func (s *Service) RunDatasource(ctx context.Context, actor knowledge.Actor, data
 			return emit(Event{"event": "datasource_error", "error": apperr.From(ferr).Message})
 		}
 		data = map[string]any{"id": f.ID, "name": f.Name, "size": f.Size, "extension": f.Extension, "mime_type": f.MimeType}
+	default:
+		return emit(Event{"event": "datasource_error", "error": fmt.Sprintf("The data source node %q (%s) is a %q source, which needs a data source plugin appkb does not run.",
+			node.Title, node.NodeID, node.DatasourceType)})
 	}
 	return emit(Event{"event": "datasource_completed", "data": data, "time_consuming": time.Since(start).Seconds()})
 }
 
-// Node finds a data source node of the pipeline: 400 invalid_param for an
-// unknown one, or one of another type than datasourceType (when given).
-func Node(nodeID, datasourceType string) (Datasource, error) {
-	for _, d := range datasources {
+// Node finds a data source node of a knowledge base's pipeline: 400
+// invalid_param for an unknown one, or one of another type than
+// datasourceType (when given).
+func (s *Service) Node(ctx context.Context, actor knowledge.Actor, datasetID, nodeID, datasourceType string) (Datasource, error) {
+	list, err := s.Datasources(ctx, actor, datasetID)
+	if err != nil {
+		return Datasource{}, err
+	}
+	ids := make([]string, 0, len(list))
+	for _, d := range list {
 		if d.NodeID == nodeID {
 			if datasourceType != "" && datasourceType != d.DatasourceType {
 				return Datasource{}, apperr.InvalidParam("datasource_type: node %s is a %s data source, not %s.", nodeID, d.DatasourceType, datasourceType)
 			}
 			return d, nil
 		}
+		ids = append(ids, d.NodeID)
 	}
-	return Datasource{}, apperr.InvalidParam("node_id: the pipeline has no data source node %q; its nodes are %s and %s.", nodeID, NodeLocalFile, NodeWebPage)
+	return Datasource{}, apperr.InvalidParam("node_id: the pipeline has no data source node %q; its data source nodes are %s.", nodeID, strings.Join(ids, ", "))
 }
 
 // RunRequest is a pipeline run.
@@ -204,19 +222,34 @@ type Result struct {
 	Data          map[string]any `json:"data"`
 }
 
-// Run runs the default pipeline over the sources: every source becomes a
-// document of the knowledge base, queued for indexing. emit receives the
-// run's events (nil: none). A source that cannot be read fails the run
-// with 400 invalid_param before any document is made.
+// Run runs the knowledge base's pipeline (imported or built-in) on the
+// workflow engine, once per source: every source becomes a document of
+// the knowledge base, queued for indexing. emit receives the runs' events
+// (nil: none). A source that cannot be read fails with 400 invalid_param
+// before any run starts; a run that fails (for instance on a node appkb
+// cannot run, which the error names) answers 400 invalid_param with its
+// error after its events.
 func (s *Service) Run(ctx context.Context, actor knowledge.Actor, datasetID string, req RunRequest, emit func(Event) error) (*Result, error) {
 	if emit == nil {
 		emit = func(Event) error { return nil }
+	}
+	node, err := s.Check(ctx, actor, datasetID, req)
+	if err != nil {
+		return nil, err
 	}
 	ds, err := s.kb.FindDataset(ctx, actor, datasetID)
 	if err != nil {
 		return nil, err
 	}
-	node, err := Check(req)
+	w, _, err := s.graphOf(ctx, datasetID)
+	if err != nil {
+		return nil, err
+	}
+	g, err := workflow.CompileFrom(w, node.NodeID)
+	if err != nil {
+		return nil, err
+	}
+	vars, err := pipelineVariables(w, node.NodeID, req.Inputs)
 	if err != nil {
 		return nil, err
 	}
@@ -224,88 +257,118 @@ func (s *Service) Run(ctx context.Context, actor knowledge.Actor, datasetID stri
 	if err != nil {
 		return nil, err
 	}
-
-	run := &runState{emit: emit, taskID: uuid.NewString(), runID: uuid.NewString(), started: time.Now()}
-	inputs := req.Inputs
-	if inputs == nil {
-		inputs = map[string]any{}
-	}
-	if err := run.send("workflow_started", map[string]any{"id": run.runID, "workflow_id": ds.ID, "inputs": inputs,
-		"created_at": run.started.Unix()}); err != nil {
-		return nil, err
-	}
-
-	// Data source: read every source before anything is written.
-	var uploads []indexing.Upload
-	err = run.node(node.NodeID, "datasource", node.Title, "", func() (map[string]any, error) {
-		for i, src := range req.Sources {
-			up, err := s.read(ctx, node.DatasourceType, i, src)
-			if err != nil {
-				return nil, err
-			}
-			uploads = append(uploads, up)
+	// Read every source before anything is written.
+	srcs := make([]source, 0, len(req.Sources))
+	for i, src := range req.Sources {
+		one, err := s.read(ctx, node.DatasourceType, i, src)
+		if err != nil {
+			return nil, err
 		}
-		return map[string]any{"count": len(uploads)}, nil
-	})
-	if err == nil {
-		err = run.node(NodeExtractor, "document-extractor", "Extract text", node.NodeID, func() (map[string]any, error) {
-			return map[string]any{"documents": len(uploads)}, nil
-		})
+		srcs = append(srcs, one)
 	}
-	if err == nil {
-		err = run.node(NodeChunker, "chunker", "Split into chunks", NodeExtractor, func() (map[string]any, error) {
-			return map[string]any{"process_rule": settings.ProcessRule, "doc_form": *settings.DocForm}, nil
-		})
-	}
-	var outputs map[string]any
-	if err == nil {
-		err = run.node(NodeIndex, "knowledge-index", "Knowledge base", NodeChunker, func() (map[string]any, error) {
-			docs := make([]map[string]any, 0, len(uploads))
-			batch := ""
-			for _, up := range uploads {
-				created, err := s.docs.CreateFromFile(ctx, actor, ds.ID, up, settings)
-				if err != nil {
-					return nil, err
-				}
-				if batch == "" {
-					batch = created.Batch
-				}
-				d := created.Document
-				docs = append(docs, map[string]any{"id": d.ID, "name": d.Name, "indexing_status": d.IndexingStatus,
-					"batch": created.Batch, "doc_form": d.DocForm})
+
+	taskID := uuid.NewString()
+	var docs []map[string]any
+	var data map[string]any
+	var res *workflow.Result
+	batch := ""
+	for _, src := range srcs {
+		ix := &runIndexer{s: s, actor: actor, ds: ds, settings: settings, src: src}
+		eng := workflow.Engine{}
+		if s.engine != nil {
+			eng = *s.engine
+		}
+		eng.Knowledge, eng.Store = ix, nil
+		var emitErr error
+		started := time.Now()
+		res, err = eng.Run(ctx, workflow.RunInput{Graph: g, Mode: workflow.ModeWorkflow, Inputs: req.Inputs,
+			UserID: actor.KeyID, WorkflowID: ds.ID, TaskID: taskID, PipelineVariables: vars}, func(ev workflow.Event) {
+			if emitErr != nil {
+				return
 			}
-			outputs = map[string]any{"dataset": map[string]any{"id": ds.ID, "name": ds.Name}, "documents": docs, "batch": batch}
-			return outputs, nil
+			m, cerr := eventMap(ev)
+			if cerr != nil {
+				emitErr = cerr
+				return
+			}
+			if m["event"] == "workflow_finished" {
+				if d, ok := m["data"].(map[string]any); ok {
+					d["outputs"] = ix.outputs(ds, d["outputs"])
+				}
+			}
+			emitErr = emit(m)
 		})
+		if err != nil {
+			return nil, err
+		}
+		if emitErr != nil {
+			return nil, emitErr
+		}
+		docs = append(docs, ix.docs...)
+		if batch == "" {
+			batch = ix.batch
+		}
+		data = map[string]any{"id": res.RunID, "workflow_id": ds.ID, "status": res.Status, "outputs": nil, "error": nil,
+			"elapsed_time": res.ElapsedTime, "total_tokens": res.TotalTokens, "total_steps": res.TotalSteps,
+			"created_at": started.Unix(), "finished_at": time.Now().Unix()}
+		if res.Error != "" {
+			data["error"] = res.Error
+		}
+		switch res.Status {
+		case workflow.RunFailed, workflow.RunStopped:
+			return nil, apperr.InvalidParam("%s", res.Error)
+		case workflow.RunPaused:
+			// Nobody could answer the form: pipeline runs have no end user.
+			return nil, apperr.InvalidParam("The pipeline paused at a human-input node; knowledge pipeline runs cannot wait for a form.")
+		}
 	}
-	status, errText := "succeeded", any(nil)
-	if err != nil {
-		status, errText = "failed", apperr.From(err).Message
+	if docs == nil {
+		docs = []map[string]any{}
 	}
-	finished := time.Now()
-	data := map[string]any{"id": run.runID, "workflow_id": ds.ID, "status": status, "outputs": outputs, "error": errText,
-		"elapsed_time": finished.Sub(run.started).Seconds(), "total_tokens": 0, "total_steps": run.steps,
-		"created_at": run.started.Unix(), "finished_at": finished.Unix()}
-	if serr := run.send("workflow_finished", data); serr != nil && err == nil {
-		err = serr
+	data["outputs"] = map[string]any{"dataset": map[string]any{"id": ds.ID, "name": ds.Name}, "documents": docs, "batch": batch}
+	return &Result{TaskID: taskID, WorkflowRunID: res.RunID, Data: data}, nil
+}
+
+// outputs are a finished run's outputs: those of its end nodes, if any,
+// and the knowledge base and documents it created.
+func (r *runIndexer) outputs(ds *models.Dataset, given any) map[string]any {
+	out, _ := given.(map[string]any)
+	if out == nil {
+		out = map[string]any{}
 	}
+	docs := r.docs
+	if docs == nil {
+		docs = []map[string]any{}
+	}
+	out["dataset"] = map[string]any{"id": ds.ID, "name": ds.Name}
+	out["documents"], out["batch"] = docs, r.batch
+	return out
+}
+
+// eventMap is an engine event as the stream sends it.
+func eventMap(ev workflow.Event) (Event, error) {
+	b, err := json.Marshal(ev)
 	if err != nil {
 		return nil, err
 	}
-	return &Result{TaskID: run.taskID, WorkflowRunID: run.runID, Data: data}, nil
+	var m Event
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // Check finds the start node of a run and checks what can be checked
 // before it starts: 400 invalid_param for a data source type the pipeline
 // has no node for, a start node that is not a data source of that type, or
 // no sources.
-func Check(req RunRequest) (Datasource, error) {
+func (s *Service) Check(ctx context.Context, actor knowledge.Actor, datasetID string, req RunRequest) (Datasource, error) {
 	switch req.DatasourceType {
 	case TypeOnlineDocument, TypeOnlineDrive:
-		return Datasource{}, apperr.InvalidParam("datasource_type: %s sources need a data source plugin; this pipeline offers %s and %s.",
+		return Datasource{}, apperr.InvalidParam("datasource_type: %s sources need a data source plugin; appkb reads %s and %s sources.",
 			req.DatasourceType, TypeLocalFile, TypeWebsiteCrawl)
 	}
-	node, err := Node(req.StartNodeID, req.DatasourceType)
+	node, err := s.Node(ctx, actor, datasetID, req.StartNodeID, req.DatasourceType)
 	if err != nil {
 		return Datasource{}, err
 	}
@@ -313,48 +376,6 @@ func Check(req RunRequest) (Datasource, error) {
 		return Datasource{}, apperr.InvalidParam("datasource_info_list must name at least one source.")
 	}
 	return node, nil
-}
-
-// runState numbers the nodes of a run and sends their events.
-type runState struct {
-	emit          func(Event) error
-	taskID, runID string
-	started       time.Time
-	steps         int
-}
-
-func (r *runState) send(name string, data map[string]any) error {
-	return r.emit(Event{"event": name, "task_id": r.taskID, "workflow_run_id": r.runID, "data": data})
-}
-
-// node runs one step between its node_started and node_finished events.
-func (r *runState) node(id, typ, title, predecessor string, work func() (map[string]any, error)) error {
-	r.steps++
-	execID := uuid.NewString()
-	start := time.Now()
-	var pred any
-	if predecessor != "" {
-		pred = predecessor
-	}
-	base := map[string]any{"id": execID, "node_id": id, "node_type": typ, "title": title, "index": r.steps,
-		"predecessor_node_id": pred, "inputs": map[string]any{}, "created_at": start.Unix()}
-	if err := r.send("node_started", base); err != nil {
-		return err
-	}
-	outputs, werr := work()
-	done := map[string]any{}
-	for k, v := range base {
-		done[k] = v
-	}
-	done["outputs"], done["status"], done["error"] = outputs, "succeeded", nil
-	if werr != nil {
-		done["status"], done["error"] = "failed", apperr.From(werr).Message
-	}
-	done["elapsed_time"], done["execution_metadata"], done["finished_at"] = time.Since(start).Seconds(), map[string]any{}, time.Now().Unix()
-	if err := r.send("node_finished", done); err != nil {
-		return err
-	}
-	return werr
 }
 
 // defaultSettings are the chunker settings of the default pipeline: those
@@ -384,43 +405,47 @@ func (s *Service) defaultSettings(ctx context.Context, ds *models.Dataset) (inde
 }
 
 // read turns one source of a run into a document upload.
-func (s *Service) read(ctx context.Context, typ string, i int, src map[string]any) (indexing.Upload, error) {
+func (s *Service) read(ctx context.Context, typ string, i int, src map[string]any) (source, error) {
 	switch typ {
 	case TypeLocalFile:
 		ref, _ := src["reference"].(string)
 		if strings.TrimSpace(ref) == "" {
-			return indexing.Upload{}, apperr.InvalidParam("datasource_info_list[%d].reference: the id of an uploaded file is required.", i)
+			return source{}, apperr.InvalidParam("datasource_info_list[%d].reference: the id of an uploaded file is required.", i)
 		}
 		f, err := s.files.Get(ctx, ref)
 		if err != nil {
-			return indexing.Upload{}, err
+			return source{}, err
 		}
 		p, err := s.files.Path(f)
 		if err != nil {
-			return indexing.Upload{}, err
+			return source{}, err
 		}
 		body, err := os.ReadFile(p)
 		if err != nil {
-			return indexing.Upload{}, apperr.Internal(fmt.Errorf("read pipeline file %s: %w", f.ID, err))
+			return source{}, apperr.Internal(fmt.Errorf("read pipeline file %s: %w", f.ID, err))
 		}
 		name := f.Name
 		if n, _ := src["name"].(string); strings.TrimSpace(n) != "" && path.Ext(n) == path.Ext(f.Name) {
 			name = n
 		}
-		return indexing.Upload{Name: name, MimeType: f.MimeType, Body: strings.NewReader(string(body))}, nil
+		file := workflow.File{Identity: workflow.FileIdentity, ID: f.ID, Type: "document", TransferMethod: "local_file",
+			RelatedID: f.ID, Filename: name, Extension: f.Extension, MimeType: f.MimeType, Size: f.Size}
+		return source{typ: typ, upload: indexing.Upload{Name: name, MimeType: f.MimeType}, body: body,
+			outputs: map[string]any{"file": file}}, nil
 	case TypeWebsiteCrawl:
 		raw, _ := src["url"].(string)
 		page, err := s.fetch(ctx, raw)
 		if err != nil {
-			return indexing.Upload{}, apperr.InvalidParam("datasource_info_list[%d].url: %s", i, apperr.From(err).Message)
+			return source{}, apperr.InvalidParam("datasource_info_list[%d].url: %s", i, apperr.From(err).Message)
 		}
 		name := page.title
 		if t, _ := src["title"].(string); strings.TrimSpace(t) != "" {
 			name = t
 		}
-		return indexing.Upload{Name: safeName(name) + page.ext, MimeType: page.mimeType, Body: strings.NewReader(string(page.body))}, nil
+		return source{typ: typ, upload: indexing.Upload{Name: safeName(name) + page.ext, MimeType: page.mimeType}, body: page.body,
+			outputs: map[string]any{"source_url": page.url, "title": name, "content": string(page.body), "description": ""}}, nil
 	}
-	return indexing.Upload{}, apperr.InvalidParam("datasource_type %q is not supported.", typ)
+	return source{}, apperr.InvalidParam("datasource_type %q is not supported.", typ)
 }
 
 type page struct {

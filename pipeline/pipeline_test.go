@@ -6,34 +6,44 @@ import (
 	"appkb/apperr"
 )
 
-func TestCheck(t *testing.T) {
-	one := []map[string]any{{"reference": "f"}}
+func TestParseDSL(t *testing.T) {
 	tests := []struct {
-		name     string
-		req      RunRequest
-		wantNode string
-		wantCode string
+		name, file string
+		ok         bool
 	}{
-		{"a local file run", RunRequest{DatasourceType: TypeLocalFile, StartNodeID: NodeLocalFile, Sources: one}, NodeLocalFile, ""},
-		{"a web page run", RunRequest{DatasourceType: TypeWebsiteCrawl, StartNodeID: NodeWebPage, Sources: one}, NodeWebPage, ""},
-		{"unknown node", RunRequest{DatasourceType: TypeLocalFile, StartNodeID: "nope", Sources: one}, "", apperr.CodeInvalidParam},
-		{"node of another type", RunRequest{DatasourceType: TypeLocalFile, StartNodeID: NodeWebPage, Sources: one}, "", apperr.CodeInvalidParam},
-		{"online documents", RunRequest{DatasourceType: TypeOnlineDocument, StartNodeID: NodeLocalFile, Sources: one}, "", apperr.CodeInvalidParam},
-		{"no sources", RunRequest{DatasourceType: TypeLocalFile, StartNodeID: NodeLocalFile}, "", apperr.CodeInvalidParam},
+		{"a pipeline", "kind: rag_pipeline\nworkflow:\n  graph:\n    nodes:\n    - {id: s, data: {type: datasource, provider_type: local_file}}\n", true},
+		{"an app", "kind: app\napp: {name: x, mode: workflow}\n", false},
+		{"no data source", "kind: rag_pipeline\nworkflow:\n  graph:\n    nodes:\n    - {id: s, data: {type: code}}\n", false},
+		{"no graph", "kind: rag_pipeline\n", false},
+		{"not YAML", "kind: [", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			node, err := Check(tc.req)
-			if tc.wantCode != "" {
-				if !apperr.Is(err, tc.wantCode) {
-					t.Fatalf("error %v, want %s", err, tc.wantCode)
-				}
-				return
-			}
-			if err != nil || node.NodeID != tc.wantNode {
-				t.Fatalf("node %q, error %v", node.NodeID, err)
+			_, err := parseDSL([]byte(tc.file))
+			if tc.ok != (err == nil) || (err != nil && !apperr.Is(err, apperr.CodeInvalidParam)) {
+				t.Fatalf("error %v, want ok=%v", err, tc.ok)
 			}
 		})
+	}
+}
+
+func TestChunkText(t *testing.T) {
+	tests := []struct {
+		name string
+		in   any
+		want string
+	}{
+		{"text", "plain", "plain"},
+		{"list", []any{"a", "b"}, "a\n\nb"},
+		{"general chunks", map[string]any{"general_chunks": []any{"x", "y"}}, "x\n\ny"},
+		{"parent-child", map[string]any{"parent_child_chunks": []any{map[string]any{"parent_content": "p"}}}, "p"},
+		{"qa", map[string]any{"qa_chunks": []any{map[string]any{"question": "q", "answer": "a"}}}, "q\na"},
+		{"other", map[string]any{"n": 1.0}, `{"n":1}`},
+	}
+	for _, tc := range tests {
+		if got := chunkText(tc.in); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }
 

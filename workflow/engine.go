@@ -61,8 +61,11 @@ type Engine struct {
 	Files *files.Store
 	// Forms keeps the forms of human-input nodes; without it those nodes
 	// fail.
-	Forms  FormStore
-	Logger *slog.Logger
+	Forms FormStore
+	// Knowledge serves the datasource and knowledge-index nodes of a
+	// knowledge pipeline run; without it those nodes fail.
+	Knowledge KnowledgeIndexer
+	Logger    *slog.Logger
 }
 
 // CodeRunner runs the code of a code node in some isolated runtime. main
@@ -111,6 +114,9 @@ type RunInput struct {
 	// Resume, when set, continues the paused run RunID instead of
 	// starting a new one.
 	Resume *Resume
+	// PipelineVariables are a knowledge pipeline run's variables by the
+	// node they belong to ("shared" for all): rag.OWNER.NAME.
+	PipelineVariables map[string]map[string]any
 }
 
 // Result is the outcome of a run, the same facts as workflow_finished.
@@ -243,7 +249,13 @@ func (e *Engine) Run(ctx context.Context, in RunInput, emit func(Event)) (*Resul
 	if resume != nil && (resume.Snapshot == nil || in.RunID == "") {
 		return nil, fmt.Errorf("workflow: resuming needs the run id and its snapshot")
 	}
-	if resume == nil {
+	if resume == nil && g.root.kind != apps.NodeStart {
+		// A graph entered elsewhere (a knowledge pipeline) has no input form.
+		in.Inputs = maps.Clone(in.Inputs)
+		if in.Inputs == nil {
+			in.Inputs = map[string]any{}
+		}
+	} else if resume == nil {
 		inputs, err := validateInputs(g.root, in.Inputs)
 		if err != nil {
 			return nil, err
@@ -373,6 +385,9 @@ func (r *run) fillPool() {
 		delete(sys, "dialogue_count")
 	}
 	r.pool.SetAll(ScopeSys, sys)
+	for owner, vars := range in.PipelineVariables {
+		r.pool.Set(ScopeRAG, owner, maps.Clone(vars))
+	}
 	w := r.g.workflow
 	for _, v := range w.EnvironmentVariables {
 		if v.ValueType == "secret" {

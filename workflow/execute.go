@@ -80,6 +80,10 @@ func executorFor(kind string) (executor, bool) {
 		return runLoop, true
 	case apps.NodeIterationStart, apps.NodeLoopStart, apps.NodeLoopEnd:
 		return runMarker, true
+	case apps.NodeDatasource:
+		return runDatasource, true
+	case apps.NodeKnowledgeIndex:
+		return runKnowledgeIndex, true
 	}
 	return nil, false
 }
@@ -254,4 +258,10 @@ func defaultValues(d map[string]any) map[string]any {
 		out[k] = coerce(asString(item["type"]), item["value"])
 	}
 	return out
+}
+
+// Supports reports whether the engine can run nodes of the kind.
+func Supports(kind string) bool {
+	_, ok := executorFor(kind)
+	return ok
 }

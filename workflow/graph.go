@@ -57,6 +57,16 @@ func Compile(w *apps.Workflow) (*Graph, error) {
 	if start == nil {
 		return nil, apperr.InvalidParam("The workflow has no start node.")
 	}
+	return CompileFrom(w, start.ID)
+}
+
+// CompileFrom is Compile with the run beginning at the top-level node
+// rootID instead of the start node: a knowledge pipeline begins at the
+// data source node its run names.
+func CompileFrom(w *apps.Workflow, rootID string) (*Graph, error) {
+	if w == nil {
+		return nil, apperr.InvalidParam("The app has no workflow.")
+	}
 	seen := map[string]bool{}
 	for _, n := range w.Graph.Nodes {
 		if n.IsNote() {
@@ -67,7 +77,7 @@ func Compile(w *apps.Workflow) (*Graph, error) {
 		}
 		seen[n.ID] = true
 	}
-	g, err := build(w, "", "", start.ID, 0)
+	g, err := build(w, "", "", rootID, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,9 @@ const (
 	ScopeSys          = "sys"
 	ScopeEnv          = "env"
 	ScopeConversation = "conversation"
+	// ScopeRAG holds a knowledge pipeline's variables: rag.shared.NAME for
+	// those of the whole pipeline, rag.NODE.NAME for a data source's own.
+	ScopeRAG = "rag"
 )
 
 // Pool holds the variables of one run: system variables, environment and
