@@ -675,6 +675,13 @@ func (g *Generation) run(ctx context.Context, emit func(Event) error) (*Result, 
 	}
 
 	rec := g.finalRecord(&out)
+	if later != nil {
+		select {
+		case n := <-later: // the title is already there: store it with the answer
+			name, later = n, nil
+		default:
+		}
+	}
 	if err := g.save(storeCtx, rec, name, inserted); err != nil {
 		g.svc.log.Error("chat: storing message failed", "message_id", g.MessageID, "error", err)
 		if out.err == nil {
