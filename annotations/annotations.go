@@ -19,6 +19,7 @@ import (
 	"gorm.io/gorm"
 
 	"appkb/apperr"
+	"appkb/cachever"
 	"appkb/db"
 	"appkb/llm"
 	"appkb/models"
@@ -37,12 +38,16 @@ type Service struct {
 	// Log receives failures of background jobs; slog.Default() unless set.
 	Log  *slog.Logger
 	jobs *jobRunner
+	// settings caches Settings by app id, checked against the
+	// annotation_settings counter of cache_versions (migration 0017).
+	settings *cachever.Cache[string, models.AnnotationReplySetting]
 }
 
 // NewService returns a service over db that embeds with the models of
 // registry (nil: the builtin models only).
 func NewService(db *gorm.DB, registry *llm.Registry) *Service {
-	return &Service{db: db, models: registry, Log: slog.Default(), jobs: &jobRunner{}}
+	return &Service{db: db, models: registry, Log: slog.Default(), jobs: &jobRunner{},
+		settings: cachever.New[string, models.AnnotationReplySetting](db, "annotation_settings")}
 }
 
 // Page is one page of a list of annotations.

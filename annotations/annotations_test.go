@@ -432,3 +432,36 @@ func TestVectorEncoding(t *testing.T) {
 		t.Errorf("zero vector became %v", z)
 	}
 }
+
+// TestSettingsFollowChanges checks that cached reply settings follow rows
+// written behind the service's back (another process, a restore).
+func TestSettingsFollowChanges(t *testing.T) {
+	s, appID, _ := newTestService(t, nil)
+	ctx := context.Background()
+	steps := []struct {
+		name, sql   string
+		wantEnabled bool
+	}{
+		{"no row: switched off", "", false},
+		{"a row is inserted", "INSERT INTO annotation_reply_settings (app_id, enabled, embedding_provider_name, created_at, updated_at) VALUES (?, TRUE, 'appkb', CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)", true},
+		{"the row is switched off", "UPDATE annotation_reply_settings SET enabled = FALSE WHERE app_id = ?", false},
+		{"the row is switched on", "UPDATE annotation_reply_settings SET enabled = TRUE WHERE app_id = ?", true},
+		{"the row is deleted", "DELETE FROM annotation_reply_settings WHERE app_id = ?", false},
+	}
+	for _, st := range steps {
+		if st.sql != "" {
+			if err := s.db.Exec(st.sql, appID).Error; err != nil {
+				t.Fatalf("%s: %v", st.name, err)
+			}
+		}
+		for range 2 { // the second read may come from the cache
+			set, err := s.Settings(ctx, appID)
+			if err != nil {
+				t.Fatalf("%s: %v", st.name, err)
+			}
+			if set.Enabled != st.wantEnabled {
+				t.Errorf("%s: enabled %v, want %v", st.name, set.Enabled, st.wantEnabled)
+			}
+		}
+	}
+}

@@ -44,11 +44,16 @@ type ReplyConfig struct {
 // had them has a zero value with Enabled false.
 func (s *Service) Settings(ctx context.Context, appID string) (models.AnnotationReplySetting, error) {
 	s.resumeOnce()
-	set := models.AnnotationReplySetting{AppID: appID}
-	err := s.db.WithContext(ctx).Where("app_id = ?", appID).Take(&set).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return models.AnnotationReplySetting{AppID: appID}, nil
-	}
+	set, _, err := s.settings.Get(ctx, appID, func(ctx context.Context) (models.AnnotationReplySetting, bool, error) {
+		set := models.AnnotationReplySetting{AppID: appID}
+		err := s.db.WithContext(ctx).Where("app_id = ?", appID).Take(&set).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			// No row is an answer too (switched off), cached like one:
+			// the row's insert moves the counter.
+			return models.AnnotationReplySetting{AppID: appID}, true, nil
+		}
+		return set, err == nil, err
+	})
 	return set, err
 }
 

@@ -89,3 +89,16 @@ func BenchmarkUpstreamChatParallel(b *testing.B) {
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
 	l.report(b)
 }
+
+// BenchmarkUpstreamChat sends the same blocking messages one at a time:
+// its p50 is what appkb adds to a model call that costs nothing.
+func BenchmarkUpstreamChat(b *testing.B) {
+	s := newUpstreamServer(b)
+	var l latencies
+	for i := 0; b.Loop(); i++ {
+		t := time.Now()
+		s.send(b, chatBody(int64(i), "blocking"))
+		l.add(time.Since(t))
+	}
+	l.report(b)
+}

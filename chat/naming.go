@@ -6,7 +6,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"gorm.io/gorm"
+
 	"appkb/llm"
+	"appkb/models"
 )
 
 // Limits of a generated conversation name.
@@ -21,18 +24,24 @@ const (
 const namePrompt = "Write a short title, at most eight words, for a conversation that begins with the user's message below. " +
 	"Use the language of the message. Reply with the title alone: no quotes, no punctuation at the end, no explanation."
 
-// startNaming begins naming a new conversation and returns a function that
-// waits for the name. The builtin model's name is the first words of the
-// query; another model is asked, concurrently with the answer, and its
-// failure falls back to the same first words.
-func (g *Generation) startNaming(ctx context.Context) func() string {
+// startNaming begins naming a new conversation. It returns the name to store
+// with the answer and, when a model was asked, a channel that later carries
+// the model's name. The builtin model's name is the first words of the
+// query, known at once. Another model is asked concurrently with the
+// answer, and the answer does not wait for it: the conversation is stored
+// with DefaultConversationName and renamed when the title arrives (see
+// renameLater), as Dify names conversations in the background. A failed
+// naming call falls back to the same first words.
+func (g *Generation) startNaming(ctx context.Context) (string, <-chan string) {
 	if !g.newConv || !g.autoName {
-		return func() string { return DefaultConversationName }
+		return DefaultConversationName, nil
 	}
 	fallback := FirstWords(g.query)
 	if g.builtin {
-		return func() string { return fallback }
+		return fallback, nil
 	}
+	// The title outlives the request: a blocking answer returns before it.
+	ctx = context.WithoutCancel(ctx)
 	ch := make(chan string, 1)
 	go func() {
 		defer func() {
@@ -61,7 +70,35 @@ func (g *Generation) startNaming(ctx context.Context) func() string {
 		}
 		ch <- name
 	}()
-	return func() string { return <-ch }
+	return DefaultConversationName, ch
+}
+
+// renameLater gives the conversation the title that arrives on names, once
+// the conversation is stored. A name the client set in the meantime is
+// kept. The Service's background group tracks the work (see Wait).
+func (g *Generation) renameLater(ctx context.Context, names <-chan string) {
+	s := g.svc
+	s.background.Add(1)
+	go func() {
+		defer s.background.Done()
+		defer func() {
+			if v := recover(); v != nil {
+				s.log.Error("chat: panic while renaming a conversation", "panic", v)
+			}
+		}()
+		name := <-names
+		if name == DefaultConversationName {
+			return
+		}
+		err := s.write(ctx, func(tx *gorm.DB) error {
+			return tx.Model(&models.Conversation{}).
+				Where("id = ? AND name = ?", g.ConversationID, DefaultConversationName).
+				Update("name", name).Error
+		})
+		if err != nil {
+			s.log.Error("chat: storing the conversation name failed", "conversation_id", g.ConversationID, "error", err)
+		}
+	}()
 }
 
 // FirstWords names a conversation after its first query: its first few

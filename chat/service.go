@@ -126,7 +126,13 @@ type Service struct {
 	writeMu sync.Mutex
 	// commits batches the rows of concurrent answers (see write).
 	commits groupCommit
+	// background counts work that outlives a request (conversation names).
+	background sync.WaitGroup
 }
+
+// Wait blocks until the background work started so far (naming
+// conversations with a model) has finished.
+func (s *Service) Wait() { s.background.Wait() }
 
 // New builds a Service.
 func New(cfg Config) *Service {
@@ -650,7 +656,7 @@ func (g *Generation) run(ctx context.Context, emit func(Event) error) (*Result, 
 		}
 		inserted = true
 	}
-	name := g.startNaming(ctx)
+	name, later := g.startNaming(ctx)
 
 	var out outcome
 	switch {
@@ -669,11 +675,21 @@ func (g *Generation) run(ctx context.Context, emit func(Event) error) (*Result, 
 	}
 
 	rec := g.finalRecord(&out)
-	if err := g.save(storeCtx, rec, name(), inserted); err != nil {
+	if later != nil {
+		select {
+		case n := <-later: // the title is already there: store it with the answer
+			name, later = n, nil
+		default:
+		}
+	}
+	if err := g.save(storeCtx, rec, name, inserted); err != nil {
 		g.svc.log.Error("chat: storing message failed", "message_id", g.MessageID, "error", err)
 		if out.err == nil {
 			out.err = apperr.Internal(err)
 		}
+	}
+	if later != nil {
+		g.renameLater(storeCtx, later)
 	}
 	if out.err != nil {
 		return nil, out.err

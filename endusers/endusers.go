@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"appkb/apperr"
+	"appkb/cachever"
 	"appkb/models"
 )
 
@@ -20,9 +21,21 @@ import (
 const MaxUserLength = 255
 
 // Store reads and creates end users.
-type Store struct{ db *gorm.DB }
+type Store struct {
+	db *gorm.DB
+	// known caches Resolve's answers by app and user string. End-user
+	// rows are never changed once written and go away only with their app
+	// (ON DELETE CASCADE), so the cache is checked against the apps
+	// counter of cache_versions, which every update or delete of an app
+	// moves.
+	known *cachever.Cache[userKey, models.EndUser]
+}
 
-func NewStore(db *gorm.DB) *Store { return &Store{db: db} }
+type userKey struct{ appID, user string }
+
+func NewStore(db *gorm.DB) *Store {
+	return &Store{db: db, known: cachever.New[userKey, models.EndUser](db, "apps")}
+}
 
 // Resolve returns the end user of appID named user, creating it on first use.
 // Concurrent first calls for the same name end with the same row.
@@ -34,6 +47,21 @@ func (s *Store) Resolve(ctx context.Context, appID, user string) (*models.EndUse
 	if len(user) > MaxUserLength {
 		return nil, apperr.InvalidParam("user must be at most %d characters", MaxUserLength)
 	}
+	eu, _, err := s.known.Get(ctx, userKey{appID, user}, func(ctx context.Context) (models.EndUser, bool, error) {
+		eu, err := s.resolve(ctx, appID, user)
+		if err != nil {
+			return models.EndUser{}, false, err
+		}
+		return *eu, true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &eu, nil // a copy: callers may change it
+}
+
+// resolve reads or creates the end user, without the cache.
+func (s *Store) resolve(ctx context.Context, appID, user string) (*models.EndUser, error) {
 	if eu, err := s.Find(ctx, appID, user); err == nil || !apperr.Is(err, apperr.CodeNotFound) {
 		return eu, err
 	}

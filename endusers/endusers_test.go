@@ -82,4 +82,13 @@ func TestResolve(t *testing.T) {
 	if _, err := store.Get(ctx, appIDs[1], ids[0]); err == nil {
 		t.Error("an end user of app a is visible to app b")
 	}
+
+	// Deleting the app removes its end users (cascade); the cache must not
+	// keep answering with the removed row.
+	if err := gdb.Exec("DELETE FROM apps WHERE id = ?", appIDs[0]).Error; err != nil {
+		t.Fatal(err)
+	}
+	if eu, err := store.Resolve(ctx, appIDs[0], "alice"); err == nil && eu.ID == ids[0] {
+		t.Error("a deleted end user was served from the cache")
+	}
 }

@@ -830,8 +830,16 @@ func TestPricesAreStoredWhenKnown(t *testing.T) {
 	if m.TotalPrice == nil || *m.TotalPrice != "0.0000123" || m.Currency == nil || *m.Currency != "EUR" {
 		t.Errorf("stored price %v %v", m.TotalPrice, m.Currency)
 	}
+	// The remote model names the conversation in the background, after
+	// the answer: wait for the name to be stored.
 	var conv models.Conversation
-	_ = s.db.Take(&conv, "id = ?", body["conversation_id"]).Error
+	for range 500 {
+		_ = s.db.Take(&conv, "id = ?", body["conversation_id"]).Error
+		if conv.Name != chat.DefaultConversationName {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if conv.Name != "priced" {
 		t.Errorf("a remote model names the conversation; got %q", conv.Name)
 	}
