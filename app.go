@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"appkb/chat"
 	"appkb/handlers"
 	"appkb/indexing"
 )
@@ -61,6 +62,9 @@ func newApplication(deps handlers.Deps, idx indexing.Config) (*application, erro
 		log:  log,
 		http: &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second},
 		workers: []namedWorker{
+			// Stopped last: conversations named in the background are
+			// stored before the database closes.
+			{"chat background work", chatWork{svc.Chat}},
 			{"indexing", &indexingWorker{cfg: idx}},
 			{"annotation jobs", svc.Annotations},
 			{"workflow resumer", svc.Flows},
@@ -108,6 +112,14 @@ func (a *application) run(ctx context.Context, ln net.Listener) error {
 	}
 	return serveErr
 }
+
+// chatWork gives the chat runtime's background work (conversation names
+// that arrive after the answer) the Start/Stop shape: nothing to start,
+// and Stop waits for what is still running.
+type chatWork struct{ svc *chat.Service }
+
+func (chatWork) Start(context.Context) {}
+func (w chatWork) Stop()               { w.svc.Wait() }
 
 // indexingWorker gives the indexing queue the Start/Stop shape.
 type indexingWorker struct {

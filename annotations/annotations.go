@@ -39,7 +39,7 @@ type Service struct {
 	Log  *slog.Logger
 	jobs *jobRunner
 	// settings caches Settings by app id, checked against the
-	// annotation_settings counter of cache_versions (migration 0017).
+	// annotation_settings counter of cache_versions (migration 0018).
 	settings *cachever.Cache[string, models.AnnotationReplySetting]
 }
 
