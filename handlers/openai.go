@@ -148,7 +148,7 @@ func (s *Server) streamChatCompletion(c echo.Context, runner oaicompat.Runner, r
 	}()
 
 	var (
-		w      *openaiStream
+		w      *sseWriter // OpenAI framing: data frames, comment keep-alives, [DONE]
 		comp   oaicompat.Completion
 		broken bool
 	)
@@ -156,7 +156,7 @@ func (s *Server) streamChatCompletion(c echo.Context, runner oaicompat.Runner, r
 		if broken || w == nil {
 			return
 		}
-		if err := w.data(v); err != nil {
+		if err := w.event(v); err != nil {
 			broken = true
 			cancel(err)
 		}
@@ -173,7 +173,7 @@ func (s *Server) streamChatCompletion(c echo.Context, runner oaicompat.Runner, r
 			switch {
 			case ev.Start != nil && w == nil:
 				comp = oaicompat.NewCompletion(req.Model, *ev.Start)
-				w = startOpenAIStream(c)
+				w = startSSE(c)
 				send(comp.RoleChunk())
 			case ev.Text != "":
 				send(comp.TextChunk(ev.Text))
@@ -201,7 +201,7 @@ func (s *Server) streamChatCompletion(c echo.Context, runner oaicompat.Runner, r
 	if w == nil {
 		// A runner that never reported its start: open the stream now.
 		comp = oaicompat.NewCompletion(req.Model, answer.Start)
-		w = startOpenAIStream(c)
+		w = startSSE(c)
 		send(comp.RoleChunk())
 	}
 	send(comp.FinishChunk(answer))
@@ -214,38 +214,4 @@ func (s *Server) streamChatCompletion(c echo.Context, runner oaicompat.Runner, r
 		}
 	}
 	return nil
-}
-
-// openaiStream writes OpenAI's event stream: `data: {json}` frames
-// separated by blank lines, flushed one by one.
-type openaiStream struct{ res *echo.Response }
-
-func startOpenAIStream(c echo.Context) *openaiStream {
-	res := c.Response()
-	h := res.Header()
-	h.Set(echo.HeaderContentType, "text/event-stream")
-	h.Set(echo.HeaderCacheControl, "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	_ = http.NewResponseController(res).SetWriteDeadline(time.Time{})
-	res.WriteHeader(http.StatusOK)
-	return &openaiStream{res: res}
-}
-
-func (w *openaiStream) data(v any) error {
-	payload, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	frame := make([]byte, 0, len(payload)+8)
-	frame = append(frame, "data: "...)
-	frame = append(frame, payload...)
-	frame = append(frame, "\n\n"...)
-	return w.write(frame)
-}
-
-func (w *openaiStream) write(frame []byte) error {
-	if _, err := w.res.Write(frame); err != nil {
-		return err
-	}
-	return http.NewResponseController(w.res).Flush()
 }

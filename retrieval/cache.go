@@ -111,7 +111,7 @@ func (v *vectorSet) scoreWith(q []float32, allowed map[string]bool, limit int, i
 		if !ok[v.docOf[i]] {
 			return
 		}
-		dot := dot32(v.vecs[i*v.dims:(i+1)*v.dims], q)
+		dot := vecindex.Dot(v.vecs[i*v.dims:(i+1)*v.dims], q)
 		s := 0.0
 		if v.norms[i] > 0 {
 			s = float64(dot) / (float64(v.norms[i]) * qn)
@@ -313,22 +313,4 @@ func loadVectors(ctx context.Context, db *gorm.DB, datasetID, model, sig string)
 	cache[key] = set
 	cacheMu.Unlock()
 	return set, nil
-}
-
-// dot32 is the dot product of two vectors of the same length, four
-// lanes at a time so that the additions do not wait on each other.
-func dot32(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
-	j := 0
-	for ; j+4 <= len(a); j += 4 {
-		s0 += a[j] * b[j]
-		s1 += a[j+1] * b[j+1]
-		s2 += a[j+2] * b[j+2]
-		s3 += a[j+3] * b[j+3]
-	}
-	for ; j < len(a); j++ {
-		s0 += a[j] * b[j]
-	}
-	return (s0 + s1) + (s2 + s3)
 }

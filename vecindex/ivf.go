@@ -133,7 +133,7 @@ func Build(vecs []float32, dims int, opt Options) *IVF {
 func (ix *IVF) nearest(u []float32) int {
 	best, bestDot := 0, float32(math.Inf(-1))
 	for c := 0; c < ix.nlist; c++ {
-		d := dot(ix.centroids[c*ix.dims:(c+1)*ix.dims], u)
+		d := Dot(ix.centroids[c*ix.dims:(c+1)*ix.dims], u)
 		if d > bestDot {
 			best, bestDot = c, d
 		}
@@ -156,7 +156,7 @@ func (ix *IVF) Candidates(q []float32, nprobe int, fn func(i int32)) {
 	}
 	cs := make([]cd, ix.nlist)
 	for c := range cs {
-		cs[c] = cd{c, dot(ix.centroids[c*ix.dims:(c+1)*ix.dims], q)}
+		cs[c] = cd{c, Dot(ix.centroids[c*ix.dims:(c+1)*ix.dims], q)}
 	}
 	sort.Slice(cs, func(a, b int) bool { return cs[a].d > cs[b].d })
 	for _, x := range cs[:min(max(nprobe, 1), len(cs))] {
@@ -166,7 +166,9 @@ func (ix *IVF) Candidates(q []float32, nprobe int, fn func(i int32)) {
 	}
 }
 
-func dot(a, b []float32) float32 {
+// Dot is the dot product of two vectors of the same length, four lanes at
+// a time so that the additions do not wait on each other.
+func Dot(a, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
 	j := 0

@@ -35,7 +35,7 @@ func TestRecallOnClusteredData(t *testing.T) {
 	}
 	cos := func(q []float32, i int) float32 {
 		v := vecs[i*dims : (i+1)*dims]
-		return dot(q, v) / sqrt(dot(v, v)) / sqrt(dot(q, q))
+		return Dot(q, v) / sqrt(Dot(v, v)) / sqrt(Dot(q, q))
 	}
 	top := func(q []float32, ids []int) []int {
 		score := make(map[int]float32, len(ids))
