@@ -16,27 +16,16 @@ import (
 	"appkb/apps"
 	"appkb/files"
 	"appkb/llm"
+	"appkb/models"
 	"appkb/tools"
 )
 
 // thought is one stored step of an agent answer (an item of the message's
 // agent_thoughts).
-type thought struct {
-	ID          string         `json:"id"`
-	ChainID     *string        `json:"chain_id"`
-	MessageID   string         `json:"message_id"`
-	Position    int            `json:"position"`
-	Thought     string         `json:"thought"`
-	Tool        string         `json:"tool"`
-	ToolLabels  map[string]any `json:"tool_labels"`
-	ToolInput   string         `json:"tool_input"`
-	Observation string         `json:"observation"`
-	Files       []string       `json:"files"`
-	CreatedAt   int64          `json:"created_at"`
-}
+type thought = models.AgentThought
 
 // event is the stream form of the step.
-func (t *thought) event(g *Generation) AgentThoughtEvent {
+func thoughtEvent(t *thought, g *Generation) AgentThoughtEvent {
 	return AgentThoughtEvent{
 		Event: EventAgentThought, ID: t.ID, StreamBase: g.base(), Position: t.Position,
 		Thought: t.Thought, Observation: t.Observation, Tool: t.Tool, ToolLabels: t.ToolLabels,
@@ -119,7 +108,7 @@ func (g *Generation) runAgent(ctx context.Context, emit func(Event) error, out *
 				}
 				byRound[r.Position] = t
 				out.thoughts = append(out.thoughts, t)
-				return emit(t.event(g))
+				return emit(thoughtEvent(t, g))
 			},
 			CallDone: func(r *agent.Round, c *agent.Call) error {
 				t := byRound[r.Position]
@@ -151,7 +140,7 @@ func (g *Generation) runAgent(ctx context.Context, emit func(Event) error, out *
 				}
 				t.ToolInput = mustJSON(inputs, "{}")
 				t.Observation = mustJSON(observations, "{}")
-				return emit(t.event(g))
+				return emit(thoughtEvent(t, g))
 			},
 		},
 	})

@@ -33,20 +33,7 @@ type MessageFile struct {
 type RetrieverResource = models.RetrieverResource
 
 // AgentThought is one reasoning or tool step of an agent's answer.
-type AgentThought struct {
-	ID         string         `json:"id"`
-	ChainID    *string        `json:"chain_id"`
-	MessageID  string         `json:"message_id"`
-	Position   int            `json:"position"`
-	Thought    string         `json:"thought"`
-	Tool       string         `json:"tool"`
-	ToolLabels map[string]any `json:"tool_labels"`
-	ToolInput  string         `json:"tool_input"`
-	// Observation is what the tools returned.
-	Observation string   `json:"observation"`
-	Files       []string `json:"files"`
-	CreatedAt   int64    `json:"created_at"`
-}
+type AgentThought = models.AgentThought
 
 // HistoryItem is a stored message with its JSON columns decoded and the
 // owner's rating attached.
