@@ -78,5 +78,5 @@ func (s *Server) streamRunEvents(c echo.Context, runID string, params gen.Stream
 	if err != nil {
 		return err
 	}
-	return s.pump(c, run)
+	return s.pump(c, run, difyFraming)
 }

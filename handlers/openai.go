@@ -8,11 +8,11 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"appkb/apperr"
+	"appkb/flows"
 	"appkb/gen"
 	"appkb/oaicompat"
 )
@@ -113,105 +113,56 @@ func (s *Server) createChatCompletion(c echo.Context) error {
 	return s.streamChatCompletion(c, runner, req, turn)
 }
 
-// streamChatCompletion runs the turn in its own goroutine and writes
-// OpenAI's stream: a chunk with the role once the turn has begun, one
-// chunk per piece of text, a chunk with the finish reason, the usage chunk
-// when asked for, then `data: [DONE]`. A turn refused before it began
-// gets a plain JSON error; a failure afterwards is sent as a data frame
-// holding an OpenAI error object, and the stream ends without [DONE]. A
-// comment line keeps a quiet stream alive. When the client goes away the
-// turn is cancelled; its events are drained to the end.
+// streamChatCompletion streams the turn in OpenAI's framing: a chunk with
+// the role once the turn has begun, one chunk per piece of text, a chunk
+// with the finish reason, the usage chunk when asked for, then
+// `data: [DONE]`. The turn runs as a flows run, so the one stream pump
+// writes it: a turn refused before it began gets a plain JSON error, a
+// failure afterwards is a data frame holding an OpenAI error object and
+// the stream ends without [DONE]; a comment line keeps a quiet stream
+// alive, and a client that goes away cancels the turn.
 func (s *Server) streamChatCompletion(c echo.Context, runner oaicompat.Runner, req *oaicompat.Request, turn *oaicompat.Turn) error {
-	ctx, cancel := context.WithCancelCause(c.Request().Context())
-	defer cancel(nil)
-	events := make(chan oaicompat.Event, 32)
-	var (
-		answer *oaicompat.Answer
-		runErr error
-	)
-	go func() {
-		defer close(events)
-		defer func() {
-			if p := recover(); p != nil {
-				s.log.Error("openai: chat completion panicked", "app_id", turn.AppID, "panic", p)
-				runErr = apperr.Internal(fmt.Errorf("chat completion panicked: %v", p))
-			}
-		}()
-		answer, runErr = runner.Run(ctx, turn, func(ev oaicompat.Event) error {
-			select {
-			case events <- ev:
-				return nil
-			case <-ctx.Done():
-				return context.Cause(ctx)
-			}
-		})
-	}()
-
-	var (
-		w      *sseWriter // OpenAI framing: data frames, comment keep-alives, [DONE]
-		comp   oaicompat.Completion
-		broken bool
-	)
-	send := func(v any) {
-		if broken || w == nil {
-			return
-		}
-		if err := w.event(v); err != nil {
-			broken = true
-			cancel(err)
-		}
+	errorEvent := func(err error) any {
+		_, body := oaicompat.ToError(err)
+		return body
 	}
-	ping := time.NewTicker(s.pingInterval)
-	defer ping.Stop()
-	for open := true; open; {
-		select {
-		case ev, ok := <-events:
-			if !ok {
-				open = false
-				break
+	run := flows.Produce(c.Request().Context(), s.log, "", errorEvent,
+		func(ctx context.Context, emit func(flows.Event) error) (*flows.Result, error) {
+			var comp oaicompat.Completion
+			started := false
+			chunk := func(v any) error { return emit(flows.Event{Payload: v}) }
+			begin := func(start oaicompat.Start) error {
+				comp = oaicompat.NewCompletion(req.Model, start)
+				started = true
+				return chunk(comp.RoleChunk())
 			}
-			switch {
-			case ev.Start != nil && w == nil:
-				comp = oaicompat.NewCompletion(req.Model, *ev.Start)
-				w = startSSE(c)
-				send(comp.RoleChunk())
-			case ev.Text != "":
-				send(comp.TextChunk(ev.Text))
+			answer, err := runner.Run(ctx, turn, func(ev oaicompat.Event) error {
+				switch {
+				case ev.Start != nil && !started:
+					return begin(*ev.Start)
+				case ev.Text != "":
+					return chunk(comp.TextChunk(ev.Text))
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
 			}
-			ping.Reset(s.pingInterval)
-		case <-ping.C:
-			if w != nil && !broken {
-				if err := w.write([]byte(": keep-alive\n\n")); err != nil {
-					broken = true
-					cancel(err)
+			if !started {
+				// A runner that never reported its start: begin now.
+				if err := begin(answer.Start); err != nil {
+					return nil, err
 				}
 			}
-		}
-	}
-	if runErr != nil {
-		if w == nil {
-			return runErr
-		}
-		if !broken {
-			_, body := oaicompat.ToError(runErr)
-			send(body)
-		}
-		return nil
-	}
-	if w == nil {
-		// A runner that never reported its start: open the stream now.
-		comp = oaicompat.NewCompletion(req.Model, answer.Start)
-		w = startSSE(c)
-		send(comp.RoleChunk())
-	}
-	send(comp.FinishChunk(answer))
-	if req.IncludeUsage() {
-		send(comp.UsageChunk(answer))
-	}
-	if !broken {
-		if err := w.write([]byte("data: [DONE]\n\n")); err != nil {
-			cancel(err)
-		}
-	}
-	return nil
+			if err := chunk(comp.FinishChunk(answer)); err != nil {
+				return nil, err
+			}
+			if req.IncludeUsage() {
+				if err := chunk(comp.UsageChunk(answer)); err != nil {
+					return nil, err
+				}
+			}
+			return &flows.Result{}, nil
+		})
+	return s.pump(c, run, openaiFraming)
 }

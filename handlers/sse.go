@@ -50,8 +50,18 @@ func (w *sseWriter) event(v any) error {
 	return w.write(frame)
 }
 
-// ping writes a keep-alive.
-func (w *sseWriter) ping() error { return w.write([]byte("event: ping\n\n")) }
+// framing is what tells the two event streams apart besides their data
+// frames: Dify's keep-alive is an `event: ping` line, OpenAI's a comment,
+// and OpenAI ends a stream that went well with `data: [DONE]`.
+type framing struct {
+	ping []byte
+	done []byte // written after the last event of a run that did not fail
+}
+
+var (
+	difyFraming   = framing{ping: []byte("event: ping\n\n")}
+	openaiFraming = framing{ping: []byte(": keep-alive\n\n"), done: []byte("data: [DONE]\n\n")}
+)
 
 // write sends one frame and flushes it. The deadline is set per frame;
 // writers that cannot set one (test recorders) go without.
@@ -73,7 +83,7 @@ func (s *Server) answer(c echo.Context, run *flows.Run, streaming bool) error {
 		}
 		return c.JSON(http.StatusOK, res.Body)
 	}
-	return s.pump(c, run)
+	return s.pump(c, run, difyFraming)
 }
 
 // pump is the one writer of event streams. It writes each event of run as
@@ -84,9 +94,10 @@ func (s *Server) answer(c echo.Context, run *flows.Run, streaming bool) error {
 // the run, and its events are still drained so that the producer ends.
 // Once the events are closed, run.Err tells how the run ended: nil ends the
 // stream; an error before any frame is returned as it is; an error after
-// frames becomes the run's error event. A panic while writing is logged
+// frames becomes the run's error event; a run that did not fail ends with
+// the framing's done frame, if it has one. A panic while writing is logged
 // and ends the stream.
-func (s *Server) pump(c echo.Context, run *flows.Run) (err error) {
+func (s *Server) pump(c echo.Context, run *flows.Run, f framing) (err error) {
 	var w *sseWriter
 	defer func() {
 		if p := recover(); p != nil {
@@ -121,6 +132,9 @@ func (s *Server) pump(c echo.Context, run *flows.Run) (err error) {
 			if !ok {
 				err := run.Err()
 				if err == nil {
+					if f.done != nil {
+						send(func() error { return w.write(f.done) })
+					}
 					return nil
 				}
 				if w == nil {
@@ -132,7 +146,7 @@ func (s *Server) pump(c echo.Context, run *flows.Run) (err error) {
 			send(func() error { return w.event(ev.Payload) })
 			ping.Reset(s.pingInterval)
 		case <-ping.C:
-			send(func() error { return w.ping() })
+			send(func() error { return w.write(f.ping) })
 		}
 	}
 }

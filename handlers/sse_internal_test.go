@@ -64,7 +64,7 @@ func TestPump(t *testing.T) {
 			rec := httptest.NewRecorder()
 			c := e.NewContext(httptest.NewRequest("POST", "/", nil), rec)
 			run := flows.Produce(context.Background(), log, "task", errorEvent, tc.produce)
-			err := s.pump(c, run)
+			err := s.pump(c, run, difyFraming)
 			if tc.wantErr != "" {
 				if !apperr.Is(err, tc.wantErr) {
 					t.Fatalf("pump returned %v, want %s", err, tc.wantErr)
