@@ -24,8 +24,8 @@ import (
 // agent_thoughts).
 type thought = models.AgentThought
 
-// event is the stream form of the step.
-func thoughtEvent(t *thought, g *Generation) AgentThoughtEvent {
+// stepEvent is the stream form of one step of an agent answer.
+func (g *Generation) stepEvent(t *thought) AgentThoughtEvent {
 	return AgentThoughtEvent{
 		Event: EventAgentThought, ID: t.ID, StreamBase: g.base(), Position: t.Position,
 		Thought: t.Thought, Observation: t.Observation, Tool: t.Tool, ToolLabels: t.ToolLabels,
@@ -108,7 +108,7 @@ func (g *Generation) runAgent(ctx context.Context, emit func(Event) error, out *
 				}
 				byRound[r.Position] = t
 				out.thoughts = append(out.thoughts, t)
-				return emit(thoughtEvent(t, g))
+				return emit(g.stepEvent(t))
 			},
 			CallDone: func(r *agent.Round, c *agent.Call) error {
 				t := byRound[r.Position]
@@ -140,7 +140,7 @@ func (g *Generation) runAgent(ctx context.Context, emit func(Event) error, out *
 				}
 				t.ToolInput = mustJSON(inputs, "{}")
 				t.Observation = mustJSON(observations, "{}")
-				return emit(thoughtEvent(t, g))
+				return emit(g.stepEvent(t))
 			},
 		},
 	})

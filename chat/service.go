@@ -1,7 +1,7 @@
-// Package chat is the runtime of the apps that answer with one model call:
+// Package chat is the runtime of the apps that answer without a workflow:
 // chat apps (`chat`), agent apps (`agent-chat`, and the DSL 0.7 `agent`
-// mode, both without tool calls for now) and text generators
-// (`completion`). It validates a request against the app's definition,
+// mode, which run the tool-calling loop of package agent) and text
+// generators (`completion`). It validates a request against the app's definition,
 // assembles the prompt, calls the model (blocking or streaming), applies the
 // app's features (opening statement, keyword moderation, annotation reply,
 // conversation names, suggested questions) and stores every conversation
@@ -22,7 +22,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -799,171 +798,14 @@ func (g *Generation) callModel(ctx context.Context, streaming bool, emit func(Ev
 	}
 }
 
-// thoughtEvent reports the single step of an agent answer.
-func (g *Generation) thoughtEvent(thought string) AgentThoughtEvent {
-	return AgentThoughtEvent{
-		Event:        EventAgentThought,
-		ID:           g.thoughtID(),
-		StreamBase:   g.base(),
-		Position:     1,
-		Thought:      thought,
-		MessageFiles: []string{},
-	}
+// thoughtEvent reports the single step of an agent answer that used no
+// tools.
+func (g *Generation) thoughtEvent(text string) AgentThoughtEvent {
+	return g.stepEvent(&thought{ID: g.thoughtID(), Position: 1, Thought: text, Files: []string{}})
 }
 
 // thoughtID derives the id of the agent step from the message id, so that
 // both events of the step and the stored record agree.
 func (g *Generation) thoughtID() string {
 	return uuid.NewSHA1(uuid.NameSpaceOID, []byte("agent-thought:"+g.MessageID)).String()
-}
-
-// startRecord is the message as stored when a stream begins.
-func (g *Generation) startRecord() *models.Message {
-	m := g.record("", StatusNormal, nil, Usage{}, nil)
-	m.Generating = true // until save; see CloseInterrupted
-	return m
-}
-
-// finalRecord is the message as stored when the run is over.
-func (g *Generation) finalRecord(out *outcome) *models.Message {
-	status, errText := StatusNormal, (*string)(nil)
-	if out.err != nil {
-		status = StatusError
-		msg := apperr.From(out.err).Message
-		errText = &msg
-	}
-	var thoughts any
-	switch {
-	case out.thoughts != nil:
-		thoughts = out.thoughts
-	case isAgentMode(g.Mode):
-		thoughts = []map[string]any{{
-			"id": g.thoughtID(), "chain_id": nil, "message_id": g.MessageID, "position": 1,
-			"thought": out.answer, "tool": "", "tool_labels": map[string]any{}, "tool_input": "",
-			"observation": "", "files": []string{}, "created_at": g.CreatedAt.Unix(),
-		}}
-	}
-	return g.record(out.answer, status, errText, out.usage, thoughts)
-}
-
-func (g *Generation) record(answer, status string, errText *string, u Usage, thoughts any) *models.Message {
-	m := &models.Message{
-		ID:                      g.MessageID,
-		AppID:                   g.appID,
-		EndUserID:               g.endUserID,
-		ParentMessageID:         g.parentID,
-		TaskID:                  g.TaskID,
-		Query:                   g.query,
-		Inputs:                  mustJSON(g.inputs, "{}"),
-		Answer:                  answer,
-		MessageTokens:           u.PromptTokens,
-		AnswerTokens:            u.CompletionTokens,
-		TotalTokens:             u.TotalTokens,
-		ProviderResponseLatency: u.Latency,
-		Status:                  status,
-		Error:                   errText,
-		MessageFiles:            mustJSON(g.files, "[]"),
-		RetrieverResources:      mustJSON(g.storedCitations(answer, status), "[]"),
-		AgentThoughts:           mustJSON(thoughts, "[]"),
-		CreatedAt:               g.CreatedAt,
-		UpdatedAt:               time.Now().UTC(),
-	}
-	if g.ConversationID != "" {
-		id := g.ConversationID
-		m.ConversationID = &id
-	}
-	if u.known {
-		price, currency := u.TotalPrice, u.Currency
-		m.TotalPrice, m.Currency = &price, &currency
-	}
-	return m
-}
-
-// mustJSON encodes v, giving empty for nil slices and maps.
-func mustJSON(v any, empty string) string {
-	b, err := json.Marshal(v)
-	if err != nil || string(b) == "null" {
-		return empty
-	}
-	return string(b)
-}
-
-// insert stores a new message, and its conversation when it starts one.
-func (g *Generation) insert(ctx context.Context, m *models.Message, name string) error {
-	return g.svc.write(ctx, func(tx *gorm.DB) error {
-		if g.newConv {
-			if err := tx.Create(g.conversation(name, 0)).Error; err != nil {
-				return fmt.Errorf("store conversation: %w", err)
-			}
-		}
-		if err := tx.Create(m).Error; err != nil {
-			return fmt.Errorf("store message: %w", err)
-		}
-		return nil
-	})
-}
-
-// save stores the finished message: it updates the row a stream inserted,
-// or inserts it (with a new conversation) for a blocking call. The
-// conversation counts the exchange and, when new, gets its name.
-func (g *Generation) save(ctx context.Context, m *models.Message, name string, inserted bool) error {
-	now := time.Now().UTC()
-	return g.svc.write(ctx, func(tx *gorm.DB) error {
-		if !inserted {
-			if g.newConv {
-				if err := tx.Create(g.conversation(name, 1)).Error; err != nil {
-					return fmt.Errorf("store conversation: %w", err)
-				}
-			}
-			if err := tx.Create(m).Error; err != nil {
-				return fmt.Errorf("store message: %w", err)
-			}
-			if g.newConv || g.ConversationID == "" {
-				return nil
-			}
-		} else {
-			err := tx.Model(&models.Message{}).Where("id = ?", m.ID).Updates(map[string]any{
-				"answer":                    m.Answer,
-				"message_tokens":            m.MessageTokens,
-				"answer_tokens":             m.AnswerTokens,
-				"total_tokens":              m.TotalTokens,
-				"provider_response_latency": m.ProviderResponseLatency,
-				"total_price":               m.TotalPrice,
-				"currency":                  m.Currency,
-				"status":                    m.Status,
-				"error":                     m.Error,
-				"agent_thoughts":            m.AgentThoughts,
-				"generating":                false,
-				"message_files":             m.MessageFiles,
-				"updated_at":                now,
-			}).Error
-			if err != nil {
-				return fmt.Errorf("update message: %w", err)
-			}
-			if g.ConversationID == "" {
-				return nil
-			}
-		}
-		updates := map[string]any{"dialogue_count": gorm.Expr("dialogue_count + 1"), "updated_at": now}
-		if g.newConv {
-			updates["name"] = name
-		}
-		return tx.Model(&models.Conversation{}).Where("id = ?", g.ConversationID).Updates(updates).Error
-	})
-}
-
-func (g *Generation) conversation(name string, dialogues int) *models.Conversation {
-	return &models.Conversation{
-		ID:            g.ConversationID,
-		AppID:         g.appID,
-		EndUserID:     g.endUserID,
-		Mode:          g.Mode,
-		Name:          name,
-		Inputs:        mustJSON(g.inputs, "{}"),
-		Introduction:  g.intro,
-		Status:        StatusNormal,
-		DialogueCount: dialogues,
-		CreatedAt:     g.CreatedAt,
-		UpdatedAt:     g.CreatedAt,
-	}
 }
