@@ -9,7 +9,7 @@ import (
 // CheckCurrent fails when the database lacks a migration this binary ships
 // (or cannot be read); readiness probes use it.
 func CheckCurrent(gdb *gorm.DB) error {
-	all, err := migrations()
+	all, err := migrations(DialectOf(gdb))
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,5 @@
-// Package db opens appkb's SQLite database and keeps its schema current.
+// Package db opens appkb's database, SQLite in the data directory or a
+// PostgreSQL server named by a URL, and keeps its schema current.
 package db
 
 import (
@@ -11,7 +12,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 
 	"gorm.io/driver/sqlite"
@@ -22,8 +22,51 @@ import (
 // FileName is the database file inside the data directory.
 const FileName = "appkb.db"
 
-//go:embed migrations/*.sql
+// The SQLite history is migrations/*.sql and the PostgreSQL one
+// migrations/postgres/*.sql; both use the same version numbers, so a
+// version means the same schema on either.
+//
+//go:embed migrations/*.sql migrations/postgres/*.sql
 var migrationFiles embed.FS
+
+// Dialect names the database engine behind a *gorm.DB.
+type Dialect string
+
+const (
+	SQLite   Dialect = "sqlite"
+	Postgres Dialect = "postgres"
+)
+
+// DialectOf reports which engine gdb talks to.
+func DialectOf(gdb *gorm.DB) Dialect {
+	if gdb != nil && gdb.Dialector != nil && gdb.Dialector.Name() == "postgres" {
+		return Postgres
+	}
+	return SQLite
+}
+
+// IsPostgres reports whether gdb is a PostgreSQL database.
+func IsPostgres(gdb *gorm.DB) bool { return DialectOf(gdb) == Postgres }
+
+// IsPostgresURL reports whether url names a PostgreSQL server
+// (postgres:// or postgresql://).
+func IsPostgresURL(url string) bool {
+	return strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://")
+}
+
+// Connect opens the database an installation uses: the PostgreSQL server
+// at url when one is given, otherwise SQLite under dataDir. Either way the
+// schema is migrated to the newest version this binary ships.
+func Connect(url, dataDir string) (*gorm.DB, error) {
+	switch {
+	case url == "":
+		return Open(dataDir)
+	case IsPostgresURL(url):
+		return OpenPostgres(url)
+	default:
+		return nil, fmt.Errorf("database url %q: only postgres:// and postgresql:// URLs are supported", redactURL(url))
+	}
+}
 
 // Readers is the number of read-only connections Open keeps.
 var Readers = 8
@@ -77,17 +120,9 @@ func Open(dataDir string) (*gorm.DB, error) {
 	return gdb, nil
 }
 
-// OpenTemp opens a migrated database in a temporary directory that is removed
-// when the test ends.
-func OpenTemp(tb testing.TB) *gorm.DB {
-	tb.Helper()
-	gdb, err := Open(tb.TempDir())
-	if err != nil {
-		tb.Fatalf("open temp db: %v", err)
-	}
-	tb.Cleanup(func() { Close(gdb) })
-	return gdb
-}
+// migrateLockKey is the advisory lock that serialises migrations on
+// PostgreSQL ("appkb" in ASCII).
+const migrateLockKey = 0x61706b62
 
 // Close releases the underlying connections.
 func Close(gdb *gorm.DB) error {
@@ -107,20 +142,28 @@ type migration struct {
 	sql     string
 }
 
-// migrations lists the embedded files named NNNN_label.sql in version order.
-func migrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFiles, "migrations")
+// migrations lists the embedded files named NNNN_label.sql of dialect d in
+// version order.
+func migrations(d Dialect) ([]migration, error) {
+	dir := "migrations"
+	if d == Postgres {
+		dir = "migrations/postgres"
+	}
+	entries, err := fs.ReadDir(migrationFiles, dir)
 	if err != nil {
 		return nil, err
 	}
 	var out []migration
 	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
 		num, label, ok := strings.Cut(strings.TrimSuffix(e.Name(), ".sql"), "_")
 		v, err := strconv.Atoi(num)
 		if !ok || err != nil {
 			return nil, fmt.Errorf("migration %q: name must be NNNN_label.sql", e.Name())
 		}
-		body, err := migrationFiles.ReadFile("migrations/" + e.Name())
+		body, err := migrationFiles.ReadFile(dir + "/" + e.Name())
 		if err != nil {
 			return nil, err
 		}
@@ -138,18 +181,38 @@ func migrations() ([]migration, error) {
 // Migrate applies, each in its own transaction, every migration not yet
 // recorded in schema_migrations. Running it again is a no-op.
 func Migrate(gdb *gorm.DB) error {
-	if err := gdb.Exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
-		version INTEGER PRIMARY KEY,
-		name TEXT NOT NULL,
-		applied_at DATETIME NOT NULL)`).Error; err != nil {
+	d := DialectOf(gdb)
+	timeType := "DATETIME"
+	if d == Postgres {
+		timeType = "TIMESTAMPTZ"
+	}
+	err := gdb.Transaction(func(tx *gorm.DB) error {
+		if d == Postgres {
+			if err := tx.Exec(`SELECT pg_advisory_xact_lock(?)`, migrateLockKey).Error; err != nil {
+				return err
+			}
+		}
+		return tx.Exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+			version INTEGER PRIMARY KEY,
+			name TEXT NOT NULL,
+			applied_at ` + timeType + ` NOT NULL)`).Error
+	})
+	if err != nil {
 		return fmt.Errorf("create schema_migrations: %w", err)
 	}
-	all, err := migrations()
+	all, err := migrations(d)
 	if err != nil {
 		return err
 	}
 	for _, m := range all {
 		err := gdb.Transaction(func(tx *gorm.DB) error {
+			if d == Postgres {
+				// Replicas starting together take turns: the first
+				// applies the migration, the others then find it done.
+				if err := tx.Exec(`SELECT pg_advisory_xact_lock(?)`, migrateLockKey).Error; err != nil {
+					return err
+				}
+			}
 			var n int64
 			if err := tx.Raw(`SELECT COUNT(*) FROM schema_migrations WHERE version = ?`, m.version).Scan(&n).Error; err != nil {
 				return err

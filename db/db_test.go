@@ -8,7 +8,7 @@ import (
 
 func TestMigrateIsIdempotent(t *testing.T) {
 	dir := t.TempDir()
-	all, err := migrations()
+	all, err := migrations(SQLite)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 }
 
 func TestConnectionSettings(t *testing.T) {
-	gdb := OpenTemp(t)
+	gdb := openSQLite(t)
 	tests := []struct {
 		pragma string
 		want   string
@@ -60,14 +60,14 @@ func TestConnectionSettings(t *testing.T) {
 }
 
 func TestFTS5IsAvailable(t *testing.T) {
-	gdb := OpenTemp(t)
+	gdb := openSQLite(t)
 	if err := gdb.Exec(`CREATE VIRTUAL TABLE probe USING fts5(body)`).Error; err != nil {
 		t.Fatalf("FTS5 missing (build with -tags sqlite_fts5): %v", err)
 	}
 }
 
 func TestFailedMigrationLeavesNoTrace(t *testing.T) {
-	gdb := OpenTemp(t)
+	gdb := openSQLite(t)
 	before, _ := Version(gdb)
 	err := gdb.Transaction(func(tx *gorm.DB) error {
 		return execScript(tx, `CREATE TABLE half_done(x INTEGER); THIS IS NOT SQL;`)
@@ -83,4 +83,16 @@ func TestFailedMigrationLeavesNoTrace(t *testing.T) {
 	if after, _ := Version(gdb); after != before {
 		t.Errorf("version moved from %d to %d", before, after)
 	}
+}
+
+// openSQLite opens a temporary SQLite database whatever
+// APPKB_TEST_DATABASE_URL says: these tests check SQLite's settings.
+func openSQLite(t *testing.T) *gorm.DB {
+	t.Helper()
+	gdb, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { Close(gdb) })
+	return gdb
 }

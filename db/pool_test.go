@@ -34,7 +34,7 @@ func TestIsRead(t *testing.T) {
 // Many goroutines writing at once all succeed: they queue for the one
 // writer instead of failing on SQLite's lock, and reads run beside them.
 func TestConcurrentWritesNeverSeeALockedDatabase(t *testing.T) {
-	gdb := OpenTemp(t)
+	gdb := openSQLite(t)
 	if err := gdb.Exec(`CREATE TABLE counter(k TEXT PRIMARY KEY, n INTEGER NOT NULL)`).Error; err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestConcurrentWritesNeverSeeALockedDatabase(t *testing.T) {
 
 // A write that reaches a reader connection fails instead of taking a lock.
 func TestReadersAreReadOnly(t *testing.T) {
-	gdb := OpenTemp(t)
+	gdb := openSQLite(t)
 	p := gdb.ConnPool.(*pool)
 	if _, err := p.readers.Exec(`CREATE TABLE nope(x INTEGER)`); err == nil {
 		t.Fatal("a reader connection wrote")
