@@ -44,7 +44,7 @@ func setupIngest(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
 		if err != nil {
 			return fmt.Errorf("providers: %w", err)
 		}
-		return withDB(env.dataDir, func(gdb *gorm.DB) error {
+		return withDB(env, func(gdb *gorm.DB) error {
 			in := &ingester{db: gdb, svc: indexing.NewService(gdb, registry, env.dataDir), dataset: *datasetID,
 				progress: newProgress(env.out, len(files))}
 			if err := in.settings(ctx, *technique); err != nil {

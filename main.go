@@ -102,6 +102,10 @@ func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) er
 	env := &cmdEnv{out: out, log: log}
 	if !cmd.noDataDir {
 		fs.StringVar(&env.dataDir, "data-dir", envOr("APPKB_DATA_DIR", "./data"), "data directory (env APPKB_DATA_DIR)")
+		if !cmd.sqliteOnly {
+			fs.StringVar(&env.databaseURL, "database-url", os.Getenv("APPKB_DATABASE_URL"),
+				"postgres:// URL of a shared PostgreSQL database; empty keeps SQLite in --data-dir (env APPKB_DATABASE_URL)")
+		}
 	}
 	logLevel := fs.String("log-level", envOr("APPKB_LOG_LEVEL", "info"), "log level: debug, info, warn or error (env APPKB_LOG_LEVEL)")
 	logFormat := fs.String("log-format", envOr("APPKB_LOG_FORMAT", "text"), "log format: text or json (env APPKB_LOG_FORMAT)")
@@ -128,7 +132,12 @@ func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) er
 		env.log = l
 		slog.SetDefault(l)
 	}
-	if !cmd.noDataDir && !cmd.createsDataDir {
+	if !cmd.noDataDir && env.databaseURL != "" {
+		// The database is elsewhere; the directory only holds scratch files.
+		if err := os.MkdirAll(env.dataDir, 0o755); err != nil {
+			return err
+		}
+	} else if !cmd.noDataDir && !cmd.createsDataDir {
 		if st, err := os.Stat(env.dataDir); err != nil || !st.IsDir() {
 			return fmt.Errorf("data directory %s does not exist (give --data-dir, or start `appkb serve` once to create it)", env.dataDir)
 		}
@@ -156,7 +165,9 @@ type cmdEnv struct {
 	out     io.Writer
 	log     *slog.Logger
 	dataDir string
-	args    []string
+	// databaseURL names a PostgreSQL database; empty means SQLite in dataDir.
+	databaseURL string
+	args        []string
 }
 
 // command is one subcommand: its flags are defined by setup, which returns
@@ -170,6 +181,9 @@ type command struct {
 	// noDataDir: the command has no --data-dir; createsDataDir: a missing
 	// data directory is created rather than refused.
 	noDataDir, createsDataDir bool
+	// sqliteOnly: the command works on the SQLite files themselves and has
+	// no --database-url.
+	sqliteOnly bool
 	setup                     func(fs *flag.FlagSet, env *cmdEnv) func(ctx context.Context) error
 }
 
@@ -256,14 +270,14 @@ var commands = []command{
 		setup: func(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
 			replace := fs.String("replace", "", "update this app in place instead of creating one")
 			return func(ctx context.Context) error {
-				return withDB(env.dataDir, func(gdb *gorm.DB) error { return importApp(ctx, gdb, env.args[0], *replace, env.out) })
+				return withDB(env, func(gdb *gorm.DB) error { return importApp(ctx, gdb, env.args[0], *replace, env.out) })
 			}
 		}},
 	{name: "app export", synopsis: "APP_ID", minArgs: 1, maxArgs: 1,
 		summary: "Print the app's definition (YAML) as it was imported.",
 		setup: func(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
 			return func(ctx context.Context) error {
-				return withDB(env.dataDir, func(gdb *gorm.DB) error {
+				return withDB(env, func(gdb *gorm.DB) error {
 					data, err := apps.NewStore(gdb).Export(ctx, env.args[0])
 					if err != nil {
 						return err
@@ -276,7 +290,7 @@ var commands = []command{
 	{name: "app list", summary: "List imported apps as JSON lines.", maxArgs: 0,
 		setup: func(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
 			return func(ctx context.Context) error {
-				return withDB(env.dataDir, func(gdb *gorm.DB) error {
+				return withDB(env, func(gdb *gorm.DB) error {
 					list, err := apps.NewStore(gdb).List(ctx)
 					if err != nil {
 						return err
@@ -294,7 +308,7 @@ var commands = []command{
 	{name: "key list", summary: "List keys (never their secrets) as JSON lines.", maxArgs: 0,
 		setup: func(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
 			return func(ctx context.Context) error {
-				return withDB(env.dataDir, func(gdb *gorm.DB) error {
+				return withDB(env, func(gdb *gorm.DB) error {
 					list, err := apikeys.NewStore(gdb).List(ctx)
 					if err != nil {
 						return err
@@ -310,7 +324,7 @@ var commands = []command{
 		summary: "Revoke the one active key that starts with KEY_PREFIX.",
 		setup: func(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
 			return func(ctx context.Context) error {
-				return withDB(env.dataDir, func(gdb *gorm.DB) error {
+				return withDB(env, func(gdb *gorm.DB) error {
 					id, err := apikeys.NewStore(gdb).Revoke(ctx, env.args[0])
 					if err != nil {
 						return err
@@ -326,10 +340,10 @@ var commands = []command{
 	{name: "kb pipeline import", synopsis: "--dataset ID FILE.yml", minArgs: 1, maxArgs: 1,
 		summary: "Make a knowledge pipeline exported from Dify (kind: rag_pipeline) the pipeline\n        of a knowledge base; runs that reach a node appkb cannot run fail naming it.",
 		setup:   setupPipelineImport},
-	{name: "backup", synopsis: "FILE.tar.gz", minArgs: 1, maxArgs: 1,
+	{name: "backup", synopsis: "FILE.tar.gz", minArgs: 1, maxArgs: 1, sqliteOnly: true,
 		summary: "Write a consistent copy of the data directory (database and files) to one\n        archive; safe while the server runs. \"-\" writes to standard output.",
 		setup:   setupBackup},
-	{name: "restore", synopsis: "FILE.tar.gz", minArgs: 1, maxArgs: 1, createsDataDir: true,
+	{name: "restore", synopsis: "FILE.tar.gz", minArgs: 1, maxArgs: 1, createsDataDir: true, sqliteOnly: true,
 		summary: "Unpack a backup into --data-dir, which must be missing or empty (stop the server first).",
 		setup:   setupRestore},
 }
@@ -365,7 +379,7 @@ func setupServe(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
 		if *rateLimit < 0 || *rateBurst < 0 {
 			return usagef("--rate-limit and --rate-burst must not be negative")
 		}
-		cfg := serveConfig{dataDir: env.dataDir, addr: *addr, demo: *withDemo, models: registry, fetchAllow: allow,
+		cfg := serveConfig{dataDir: env.dataDir, databaseURL: env.databaseURL, addr: *addr, demo: *withDemo, models: registry, fetchAllow: allow,
 			fallback: *fallback, ready: &readiness{}, limits: limits, codeNetwork: *codeNetwork}
 		toolsCfg, err := tools.LoadConfig(*toolsFile, os.Getenv)
 		if err != nil {
@@ -391,7 +405,7 @@ func setupKeyCreate(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
 		if *appID != "" && len(datasets) > 0 {
 			return usagef("key create: --dataset only applies to --knowledge keys")
 		}
-		return withDB(env.dataDir, func(gdb *gorm.DB) error {
+		return withDB(env, func(gdb *gorm.DB) error {
 			store := apikeys.NewStore(gdb)
 			var key string
 			var err error
@@ -414,6 +428,7 @@ func setupKeyCreate(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
 
 type serveConfig struct {
 	dataDir, addr string
+	databaseURL   string // PostgreSQL; empty: SQLite under dataDir
 	demo          bool
 	models        *llm.Registry
 	fetchAllow    []netip.Prefix
@@ -436,7 +451,7 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 		return err
 	}
 	defer ln.Close()
-	gdb, err := db.Open(dataDir)
+	gdb, err := db.Connect(cfg.databaseURL, dataDir)
 	if err != nil {
 		return err
 	}
@@ -540,8 +555,8 @@ Try:
 `, base, k.AppKey, k.CompletionAppKey, k.KnowledgeKey)
 }
 
-func withDB(dataDir string, fn func(*gorm.DB) error) error {
-	gdb, err := db.Open(dataDir)
+func withDB(env *cmdEnv, fn func(*gorm.DB) error) error {
+	gdb, err := db.Connect(env.databaseURL, env.dataDir)
 	if err != nil {
 		return err
 	}

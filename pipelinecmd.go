@@ -25,7 +25,7 @@ func setupPipelineImport(fs *flag.FlagSet, env *cmdEnv) func(context.Context) er
 		if err != nil {
 			return err
 		}
-		return withDB(env.dataDir, func(gdb *gorm.DB) error {
+		return withDB(env, func(gdb *gorm.DB) error {
 			svc := pipeline.NewService(gdb, nil, env.dataDir, nil, nil)
 			imp, err := svc.Import(ctx, knowledge.Actor{KeyID: "cli"}, *datasetID, data)
 			if err != nil {

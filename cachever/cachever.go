@@ -17,6 +17,8 @@ import (
 	"sync"
 
 	"gorm.io/gorm"
+
+	appdb "appkb/db"
 )
 
 // maxEntries bounds a cache; when full it starts again empty.
@@ -52,7 +54,11 @@ func (c *Cache[K, V]) Version(ctx context.Context) (int64, error) {
 		}
 		// A prepared statement of the pool: each connection prepares it
 		// once, instead of once per call as gorm does.
-		c.stmt, c.stmtErr = sqlDB.Prepare(`SELECT version FROM cache_versions WHERE name = ?`)
+		query := `SELECT version FROM cache_versions WHERE name = ?`
+		if appdb.IsPostgres(c.db) {
+			query = `SELECT version FROM cache_versions WHERE name = $1`
+		}
+		c.stmt, c.stmtErr = sqlDB.Prepare(query)
 	})
 	if c.stmtErr != nil {
 		return 0, fmt.Errorf("cache version %s: %w", c.name, c.stmtErr)
