@@ -184,7 +184,7 @@ type command struct {
 	// sqliteOnly: the command works on the SQLite files themselves and has
 	// no --database-url.
 	sqliteOnly bool
-	setup                     func(fs *flag.FlagSet, env *cmdEnv) func(ctx context.Context) error
+	setup      func(fs *flag.FlagSet, env *cmdEnv) func(ctx context.Context) error
 }
 
 func findCommand(args []string) (*command, []string) {
