@@ -24,7 +24,8 @@ type Ref struct {
 	UploadFileID string `json:"upload_file_id,omitempty"`
 }
 
-// Resolved is a file of a request, stored and ready to be read.
+// Resolved is a file of a request, stored and ready to be read (see
+// Store.Open).
 type Resolved struct {
 	// Type and TransferMethod are as the request gave them.
 	Type           string
@@ -34,8 +35,6 @@ type Resolved struct {
 	// File is the stored file: the earlier upload for local_file, a new
 	// upload owned by the same end user for remote_url.
 	File *models.UploadFile
-	// Path is where the bytes are.
-	Path string
 }
 
 // Resolve turns the `files` of a request by end user endUserID (an id, as
@@ -131,11 +130,9 @@ func (s *Store) resolveOne(ctx context.Context, appID, endUserID string, i int, 
 	if ref.Type == TypeCustom && len(kinds) > 0 && !(Place{Types: []string{TypeCustom}, Extensions: exts}).allows(res.File.Extension) {
 		return Resolved{}, apperr.InvalidParam("files[%d]: this app does not accept %s files.", i, displayExt(res.File.Extension))
 	}
-	p, err := s.Path(res.File)
-	if err != nil {
+	if _, err := storageKey(res.File); err != nil {
 		return Resolved{}, err
 	}
-	res.Path = p
 	return res, nil
 }
 

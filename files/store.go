@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"unicode"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -20,6 +21,7 @@ import (
 
 	"appkb/apperr"
 	"appkb/apps"
+	"appkb/blobs"
 	"appkb/endusers"
 	"appkb/models"
 )
@@ -31,14 +33,16 @@ const DefaultUser = "DEFAULT-USER"
 // shortened, keeping their extension.
 const MaxNameLength = 200
 
-// dirName is the directory under the data directory that holds the bytes.
+// dirName is the first segment of the blob keys of uploads, and the
+// directory under the data directory where uploads are staged.
 const dirName = "files"
 
-// Store keeps uploaded files: a row in upload_files and the bytes at
-// <dataDir>/files/<id>.
+// Store keeps uploaded files: a row in upload_files and the bytes in a
+// blob store under the key files/<id> (upload_files.storage_key).
 type Store struct {
 	db      *gorm.DB
 	dataDir string
+	blobs   blobs.Store
 	// Limits are the size limits per kind of file (in MB), used when
 	// resolving message files; apps.DefaultSystemParameters unless changed.
 	Limits apps.SystemParameters
@@ -47,9 +51,11 @@ type Store struct {
 	Remote Guard
 }
 
-// NewStore returns a store over db that keeps bytes under dataDir.
+// NewStore returns a store over db. The bytes go where blobs.For puts them:
+// under dataDir with SQLite, in the database with PostgreSQL. Uploads are
+// staged under dataDir either way.
 func NewStore(db *gorm.DB, dataDir string) *Store {
-	return &Store{db: db, dataDir: dataDir, Limits: apps.DefaultSystemParameters}
+	return &Store{db: db, dataDir: dataDir, blobs: blobs.For(db, dataDir), Limits: apps.DefaultSystemParameters}
 }
 
 // Staged is a file whose bytes are written and checked but which belongs
@@ -68,7 +74,7 @@ type Staged struct {
 
 // Stage checks a file against the rules and writes its bytes to a
 // temporary file under the data directory, counting and hashing them on the
-// way. name is the client's file name (used for display and the extension
+// way; nothing is written to the blob store before Commit. name is the client's file name (used for display and the extension
 // only), mimeType the type the client declared.
 func (s *Store) Stage(rules Rules, name, mimeType string, content io.Reader) (*Staged, error) {
 	name, err := cleanName(name)
@@ -148,13 +154,15 @@ func (f *Staged) CommitUnowned(ctx context.Context) (*models.UploadFile, error) 
 
 func (f *Staged) commit(ctx context.Context, appID, endUserID *string) (*models.UploadFile, error) {
 	s := f.store
+	if f.tmp == "" {
+		return nil, apperr.Internal(errors.New("files: staged upload committed twice or discarded"))
+	}
 	key := dirName + "/" + f.ID
-	final := filepath.Join(s.dataDir, filepath.FromSlash(key))
-	if err := os.Rename(f.tmp, final); err != nil {
-		f.Discard()
+	tmp := f.tmp
+	f.tmp = ""
+	if _, err := blobs.PutFile(ctx, s.blobs, key, tmp); err != nil {
 		return nil, apperr.Internal(fmt.Errorf("store upload file: %w", err))
 	}
-	f.tmp = ""
 	row := &models.UploadFile{
 		ID:         f.ID,
 		AppID:      appID,
@@ -167,7 +175,7 @@ func (f *Staged) commit(ctx context.Context, appID, endUserID *string) (*models.
 		Hash:       f.Hash,
 	}
 	if err := s.db.WithContext(ctx).Create(row).Error; err != nil {
-		os.Remove(final)
+		s.removeBlob(key)
 		return nil, err
 	}
 	return row, nil
@@ -216,8 +224,8 @@ func (s *Store) Get(ctx context.Context, id string) (*models.UploadFile, error) 
 // another app gives 403 file_access_denied. When user (the client's `user`
 // string) is not empty, the file must have been uploaded by that end user,
 // or the answer is 403 file_access_denied too. An unknown id gives 404
-// file_not_found. The caller closes the returned file.
-func (s *Store) OpenForApp(ctx context.Context, appID, user, id string) (*models.UploadFile, *os.File, error) {
+// file_not_found. The caller closes the returned content.
+func (s *Store) OpenForApp(ctx context.Context, appID, user, id string) (*models.UploadFile, *Content, error) {
 	f, err := s.Get(ctx, id)
 	if err != nil {
 		return nil, nil, err
@@ -237,39 +245,75 @@ func (s *Store) OpenForApp(ctx context.Context, appID, user, id string) (*models
 			return nil, nil, accessDenied()
 		}
 	}
-	r, err := s.open(f)
+	c, err := s.Open(ctx, f)
 	if err != nil {
 		return nil, nil, err
 	}
-	return f, r, nil
+	return f, c, nil
 }
 
-// Path returns where a stored file's bytes are.
-func (s *Store) Path(f *models.UploadFile) (string, error) {
-	key := f.StorageKey
-	rest, ok := strings.CutPrefix(key, dirName+"/")
-	if !ok || rest == "" || strings.ContainsAny(rest, `/\`) || rest == "." || rest == ".." {
-		return "", apperr.Internal(fmt.Errorf("upload %s has a bad storage key %q", f.ID, key))
-	}
-	return filepath.Join(s.dataDir, dirName, rest), nil
+// Content is the bytes of a stored file, open for reading; close it when
+// done. Size is the number of bytes it holds.
+type Content struct {
+	io.ReadCloser
+	Size int64
 }
 
-func (s *Store) open(f *models.UploadFile) (*os.File, error) {
-	p, err := s.Path(f)
+// Open opens the bytes of a stored file. Missing bytes give 404
+// file_not_found.
+func (s *Store) Open(ctx context.Context, f *models.UploadFile) (*Content, error) {
+	key, err := storageKey(f)
 	if err != nil {
 		return nil, err
 	}
-	r, err := os.Open(p)
-	if errors.Is(err, os.ErrNotExist) {
+	r, size, err := s.blobs.Open(ctx, key)
+	if errors.Is(err, blobs.ErrNotFound) {
 		return nil, apperr.Wrap(err, http.StatusNotFound, apperr.CodeFileNotFound, "The file's content is missing.")
 	}
 	if err != nil {
 		return nil, apperr.Internal(err)
 	}
-	return r, nil
+	return &Content{ReadCloser: r, Size: size}, nil
 }
 
-// dir returns the directory that holds the bytes, creating it if needed.
+// ReadAll returns the bytes of a stored file. Their size was checked
+// against the upload limits when the file was stored.
+func (s *Store) ReadAll(ctx context.Context, f *models.UploadFile) ([]byte, error) {
+	c, err := s.Open(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	b, err := io.ReadAll(c)
+	if err != nil {
+		return nil, apperr.Internal(fmt.Errorf("read upload %s: %w", f.ID, err))
+	}
+	return b, nil
+}
+
+// removeBlob deletes bytes no row points at; failing, they are only wasted
+// space. It runs on its own context, as it cleans up after a request that
+// may have been cancelled.
+func (s *Store) removeBlob(key string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = s.blobs.Delete(ctx, key)
+}
+
+// storageKey returns the blob key of a stored file, checking that it is one
+// this store writes (files/<one segment>).
+func storageKey(f *models.UploadFile) (string, error) {
+	key := f.StorageKey
+	rest, ok := strings.CutPrefix(key, dirName+"/")
+	if !ok || strings.Contains(rest, "/") || blobs.CheckKey(key) != nil {
+		return "", apperr.Internal(fmt.Errorf("upload %s has a bad storage key %q", f.ID, key))
+	}
+	return key, nil
+}
+
+// dir returns the directory uploads are staged in, creating it if needed.
+// With a data directory it is <dataDir>/files, so that a directory blob
+// store moves staged files into place without copying them.
 func (s *Store) dir() (string, error) {
 	if s.dataDir == "" {
 		return "", apperr.Internal(errors.New("files: no data directory configured"))

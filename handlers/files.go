@@ -9,7 +9,6 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 
 	"appkb/apperr"
@@ -198,7 +197,7 @@ func (s *Server) PreviewChatFile(ctx context.Context, req gen.PreviewChatFileReq
 // implements the response interface itself.
 type filePreview struct {
 	file       *models.UploadFile
-	body       *os.File
+	body       *files.Content
 	attachment bool
 }
 
@@ -220,9 +219,7 @@ func (r filePreview) VisitPreviewChatFileResponse(w http.ResponseWriter) error {
 	} else {
 		h.Set("Content-Disposition", disposition)
 	}
-	if info, err := r.body.Stat(); err == nil {
-		h.Set("Content-Length", fmt.Sprint(info.Size()))
-	}
+	h.Set("Content-Length", fmt.Sprint(r.body.Size))
 	// The bytes came from a client: never let a browser run them as a page
 	// of this origin or guess another type for them.
 	h.Set("X-Content-Type-Options", "nosniff")

@@ -30,7 +30,6 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"os"
 	"path"
 	"strings"
 	"time"
@@ -416,13 +415,9 @@ func (s *Service) read(ctx context.Context, typ string, i int, src map[string]an
 		if err != nil {
 			return source{}, err
 		}
-		p, err := s.files.Path(f)
+		body, err := s.files.ReadAll(ctx, f)
 		if err != nil {
 			return source{}, err
-		}
-		body, err := os.ReadFile(p)
-		if err != nil {
-			return source{}, apperr.Internal(fmt.Errorf("read pipeline file %s: %w", f.ID, err))
 		}
 		name := f.Name
 		if n, _ := src["name"].(string); strings.TrimSpace(n) != "" && path.Ext(n) == path.Ext(f.Name) {

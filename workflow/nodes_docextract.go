@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io"
 	"mime"
-	"os"
 	"path"
 	"strings"
 
@@ -158,19 +157,15 @@ func (x *nodeRun) extractUpload(f File) (string, error) {
 	if as == "" {
 		return "", unsupportedFile(name, ext)
 	}
-	p, err := store.Path(row)
+	fh, err := store.Open(x.ctx, row)
 	if err != nil {
-		return "", nodeErr("DocumentExtractorError", "The file %q cannot be read: %v", name, err)
-	}
-	fh, err := os.Open(p)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
+		if apperr.Is(err, apperr.CodeFileNotFound) {
 			return "", nodeErr("DocumentExtractorError", "The content of the file %q is missing.", name)
 		}
 		return "", nodeErr("DocumentExtractorError", "The file %q cannot be read: %v", name, err)
 	}
 	defer fh.Close()
-	return parseDoc(name, as, fh, row.Size)
+	return parseDoc(name, as, fh, fh.Size)
 }
 
 // extractRemote fetches a remote_url file through the SSRF guard.

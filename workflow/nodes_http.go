@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/textproto"
 	"net/url"
-	"os"
 	"path"
 	"strings"
 	"time"
@@ -290,11 +289,7 @@ func (x *nodeRun) fileBytes(f File) (name, mimeType string, data []byte, err err
 	if row.Size > httpMaxFormFile {
 		return fail("it is larger than %d bytes", httpMaxFormFile)
 	}
-	p, err := store.Path(row)
-	if err != nil {
-		return fail("%v", err)
-	}
-	if data, err = os.ReadFile(p); err != nil {
+	if data, err = store.ReadAll(x.ctx, row); err != nil {
 		return fail("%v", err)
 	}
 	return row.Name, row.MimeType, data, nil
