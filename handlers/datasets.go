@@ -125,11 +125,11 @@ func (s *Server) UpdateDataset(ctx context.Context, req gen.UpdateDatasetRequest
 
 // DeleteDataset serves DELETE /datasets/{dataset_id}.
 func (s *Server) DeleteDataset(ctx context.Context, req gen.DeleteDatasetRequestObject) (gen.DeleteDatasetResponseObject, error) {
-	store, actor, err := s.knowledgeFor(ctx)
+	docs, actor, err := s.documentsFor(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := store.DeleteDataset(ctx, actor, req.DatasetId); err != nil {
+	if err := docs.DeleteDataset(ctx, actor, req.DatasetId); err != nil {
 		return nil, err
 	}
 	return gen.DeleteDataset204Response{}, nil

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -402,13 +403,32 @@ func (s *Server) serveDocumentFile(c echo.Context) error {
 	if !s.links.Valid(ds, doc, c.QueryParam("expires"), c.QueryParam("sign"), time.Now()) {
 		return apperr.Forbidden("The download link is invalid or has expired.")
 	}
-	f, err := s.docs.File(c.Request().Context(), knowledge.Actor{}, ds, doc)
+	ctx := c.Request().Context()
+	f, err := s.docs.File(ctx, knowledge.Actor{}, ds, doc)
 	if err != nil {
 		return err
 	}
-	c.Response().Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename*=UTF-8''%s", url.PathEscape(f.Name)))
-	if f.MimeType != "" {
-		c.Response().Header().Set("Content-Type", f.MimeType)
+	body, size, err := f.Open(ctx)
+	if err != nil {
+		return err
 	}
-	return c.File(f.Path)
+	defer body.Close()
+	h := c.Response().Header()
+	h.Set("Content-Disposition", fmt.Sprintf("attachment; filename*=UTF-8''%s", url.PathEscape(f.Name)))
+	if f.MimeType != "" {
+		h.Set("Content-Type", f.MimeType)
+	}
+	// Both blob stores give readers that seek, which lets ServeContent
+	// answer range requests as serving the file from disk did.
+	if rs, ok := body.(io.ReadSeeker); ok {
+		http.ServeContent(c.Response(), c.Request(), "", time.Time{}, rs)
+		return nil
+	}
+	if f.MimeType == "" {
+		h.Set("Content-Type", "application/octet-stream")
+	}
+	h.Set("Content-Length", strconv.FormatInt(size, 10))
+	c.Response().WriteHeader(http.StatusOK)
+	_, err = io.Copy(c.Response(), body)
+	return err
 }

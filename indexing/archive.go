@@ -11,7 +11,6 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
-	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -26,7 +25,7 @@ import (
 // get " (n)" before their extension.
 func OpenArchive(ctx context.Context, files []StoredFile, log *slog.Logger) (io.ReadCloser, error) {
 	for _, f := range files {
-		if _, err := os.Stat(f.Path); err != nil {
+		if _, err := f.store.Stat(ctx, f.Key); err != nil {
 			return nil, fmt.Errorf("archive: %w", err)
 		}
 	}
@@ -43,7 +42,7 @@ func OpenArchive(ctx context.Context, files []StoredFile, log *slog.Logger) (io.
 				pw.CloseWithError(fmt.Errorf("archive writer panicked: %v", p))
 			}
 		}()
-		pw.CloseWithError(writeArchive(ctxWriter{ctx, pw}, files))
+		pw.CloseWithError(writeArchive(ctx, ctxWriter{ctx, pw}, files))
 	}()
 	return pr, nil
 }
@@ -62,7 +61,7 @@ func (c ctxWriter) Write(p []byte) (int, error) {
 }
 
 // writeArchive writes files as one ZIP archive to w.
-func writeArchive(w io.Writer, files []StoredFile) error {
+func writeArchive(ctx context.Context, w io.Writer, files []StoredFile) error {
 	zw := zip.NewWriter(w)
 	used := map[string]int{}
 	for _, f := range files {
@@ -72,15 +71,15 @@ func writeArchive(w io.Writer, files []StoredFile) error {
 			name = fmt.Sprintf("%s (%d)%s", strings.TrimSuffix(name, ext), n, ext)
 		}
 		used[f.Name]++
-		if err := addFile(zw, name, f.Path); err != nil {
+		if err := addFile(ctx, zw, name, &f); err != nil {
 			return err
 		}
 	}
 	return zw.Close()
 }
 
-func addFile(zw *zip.Writer, name, file string) error {
-	in, err := os.Open(file)
+func addFile(ctx context.Context, zw *zip.Writer, name string, f *StoredFile) error {
+	in, _, err := f.Open(ctx)
 	if err != nil {
 		return err
 	}

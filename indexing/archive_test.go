@@ -6,33 +6,40 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
-	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"appkb/blobs"
+	appdb "appkb/db"
 )
 
 func TestOpenArchive(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+	ctx := context.Background()
+	for name, st := range map[string]blobs.Store{"dir": blobs.NewDir(t.TempDir()), "db": blobs.NewDB(appdb.OpenTemp(t))} {
+		t.Run(name, func(t *testing.T) { testOpenArchive(t, ctx, st) })
+	}
+}
+
+func testOpenArchive(t *testing.T, ctx context.Context, st blobs.Store) {
+	for key, text := range map[string]string{"datasets/d/a": "first", "datasets/d/b": "second"} {
+		if _, err := st.Put(ctx, key, strings.NewReader(text)); err != nil {
 			t.Fatal(err)
 		}
-		return p
 	}
-	a, b := write("a", "first"), write("b", "second")
+	file := func(key, name string) StoredFile { return StoredFile{Key: key, Name: name, store: st} }
+	a, b := "datasets/d/a", "datasets/d/b"
 	tests := []struct {
 		name    string
 		files   []StoredFile
 		want    map[string]string
 		wantErr bool
 	}{
-		{"two files", []StoredFile{{Path: a, Name: "notes.txt"}, {Path: b, Name: "plan.md"}},
+		{"two files", []StoredFile{file(a, "notes.txt"), file(b, "plan.md")},
 			map[string]string{"notes.txt": "first", "plan.md": "second"}, false},
-		{"a name used twice", []StoredFile{{Path: a, Name: "notes.txt"}, {Path: b, Name: "notes.txt"}},
+		{"a name used twice", []StoredFile{file(a, "notes.txt"), file(b, "notes.txt")},
 			map[string]string{"notes.txt": "first", "notes (1).txt": "second"}, false},
-		{"a missing file", []StoredFile{{Path: filepath.Join(dir, "gone"), Name: "x"}}, nil, true},
+		{"a missing file", []StoredFile{file("datasets/d/gone", "x")}, nil, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -79,12 +86,12 @@ func TestOpenArchive(t *testing.T) {
 // TestOpenArchiveCancelled checks that the writer ends with the request:
 // reading after the context ended fails with its error.
 func TestOpenArchiveCancelled(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "big")
-	if err := os.WriteFile(p, bytes.Repeat([]byte("x"), 1<<20), 0o600); err != nil {
+	st := blobs.NewDir(t.TempDir())
+	if _, err := st.Put(context.Background(), "datasets/d/big", bytes.NewReader(bytes.Repeat([]byte("x"), 1<<20))); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r, err := OpenArchive(ctx, []StoredFile{{Path: p, Name: "big"}}, nil)
+	r, err := OpenArchive(ctx, []StoredFile{{Key: "datasets/d/big", Name: "big", store: st}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

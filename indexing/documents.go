@@ -8,7 +8,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -354,8 +353,8 @@ func (s *Service) create(ctx context.Context, actor knowledge.Actor, datasetID, 
 		return nil, err
 	}
 	doc := models.Document{ID: uuid.NewString(), DatasetID: ds.ID, Name: name, CreatedBy: actor.KeyID}
-	path := filePath(s.dataDir, ds.ID, doc.ID)
-	if err := s.storeFile(&doc, up, path); err != nil {
+	key := fileKey(ds.ID, doc.ID)
+	if err := s.storeFile(ctx, &doc, up, key); err != nil {
 		return nil, err
 	}
 	ruleJSON, _ := json.Marshal(res.rule)
@@ -384,7 +383,7 @@ func (s *Service) create(ctx context.Context, actor knowledge.Actor, datasetID, 
 		return enqueue(tx, doc.ID)
 	})
 	if err != nil {
-		removeFile(path)
+		s.removeFile(key)
 		return nil, err
 	}
 	notify()
@@ -410,37 +409,24 @@ func checkUploadName(name string) error {
 	return nil
 }
 
-// storeFile writes the upload to path (through a temporary file) and fills
-// the file fields of doc.
-func (s *Service) storeFile(doc *models.Document, up Upload, path string) error {
+// storeFile writes the upload to the blob store under key, replacing what
+// was there only once the whole upload was read and found within the size
+// limit, and fills the file fields of doc.
+func (s *Service) storeFile(ctx context.Context, doc *models.Document, up Upload, key string) error {
 	if err := checkUploadName(up.Name); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".upload-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
 	limit := docparse.DefaultLimits.MaxFileSize
-	n, err := io.Copy(tmp, io.LimitReader(up.Body, limit+1))
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
+	n, err := s.blobs.Put(ctx, key, &cappedReader{r: up.Body, left: limit})
 	if err != nil {
 		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
+		switch {
+		case errors.Is(err, errFileTooLarge):
+			return apperr.New(http.StatusRequestEntityTooLarge, apperr.CodeFileTooLarge,
+				"The file is larger than %d MB.", limit>>20)
+		case errors.As(err, &tooLarge):
 			return apperr.New(http.StatusRequestEntityTooLarge, apperr.CodeFileTooLarge, "The file is too large.")
 		}
-		return err
-	}
-	if n > limit {
-		return apperr.New(http.StatusRequestEntityTooLarge, apperr.CodeFileTooLarge,
-			"The file is larger than %d MB.", limit>>20)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
 		return err
 	}
 	ext := docparse.Ext(up.Name)
@@ -631,7 +617,7 @@ func (s *Service) DeleteDocument(ctx context.Context, actor knowledge.Actor, dat
 	if err := s.db.WithContext(ctx).Delete(&models.Document{}, "id = ?", d.ID).Error; err != nil {
 		return err
 	}
-	removeFile(filePath(s.dataDir, datasetID, d.ID))
+	s.removeFile(fileKey(datasetID, d.ID))
 	return nil
 }
 
@@ -679,14 +665,9 @@ func (s *Service) UpdateDocument(ctx context.Context, actor knowledge.Actor, dat
 	case p.Text != nil:
 		up = &Upload{Name: d.Name + ".txt", MimeType: "text/plain", Body: strings.NewReader(*p.Text)}
 	}
-	path := filePath(s.dataDir, datasetID, d.ID)
 	if up != nil {
-		// Write beside the current file first so a failed upload keeps it.
-		staged := path + ".new"
-		if err := s.storeFile(d, *up, staged); err != nil {
-			return nil, err
-		}
-		if err := os.Rename(staged, path); err != nil {
+		// A failed upload leaves the current file as it is (see storeFile).
+		if err := s.storeFile(ctx, d, *up, fileKey(datasetID, d.ID)); err != nil {
 			return nil, err
 		}
 	}
@@ -725,4 +706,29 @@ func (s *Service) UpdateDocument(ctx context.Context, actor knowledge.Actor, dat
 		return nil, err
 	}
 	return &Created{Document: v, Batch: d.Batch}, nil
+}
+
+// errFileTooLarge ends the reading of an upload over the size limit.
+var errFileTooLarge = errors.New("file over the size limit")
+
+// cappedReader reads r and fails with errFileTooLarge once it yields more
+// than left bytes, so that a store never keeps an upload over the limit.
+type cappedReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (c *cappedReader) Read(p []byte) (int, error) {
+	if c.left < 0 {
+		return 0, errFileTooLarge
+	}
+	if int64(len(p)) > c.left+1 {
+		p = p[:c.left+1]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	if c.left < 0 {
+		return n, errFileTooLarge
+	}
+	return n, err
 }

@@ -4,8 +4,11 @@
 // # Documents
 //
 // A document is created from text or from an uploaded file. Either way the
-// original is stored as a file under <data dir>/datasets/<dataset>/<document>
-// (text as a .txt file, as Dify does), the document row is written with
+// original is stored in the blob store (package blobs) under the key
+// datasets/<dataset>/<document> (text as a .txt file, as Dify does): a file
+// at that path under the data directory with SQLite, a row of the blobs
+// table with PostgreSQL, so that every replica can index and serve it. The
+// document row is written with
 // status "waiting" and a batch id, and an indexing job is queued in the
 // indexing_jobs table. The call returns at once.
 //
@@ -46,14 +49,13 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"os"
-	"path/filepath"
 	"time"
 	"unicode/utf8"
 
 	"gorm.io/gorm"
 
 	"appkb/apperr"
+	"appkb/blobs"
 	appdb "appkb/db"
 	"appkb/knowledge"
 	"appkb/llm"
@@ -92,22 +94,26 @@ const MaxPageSize = 100
 // Service reads and changes documents and chunks. It starts no goroutines;
 // see Start for the workers.
 type Service struct {
-	db      *gorm.DB
-	models  *llm.Registry
-	dataDir string
-	kb      *knowledge.Store
+	db     *gorm.DB
+	models *llm.Registry
+	blobs  blobs.Store
+	kb     *knowledge.Store
 }
 
-// NewService returns a Service over db; files live under dataDir and models
-// resolves embedding models (nil means the builtin ones only).
+// NewService returns a Service over db; files live in the blob store
+// blobs.For picks for db and dataDir, and models resolves embedding models
+// (nil means the builtin ones only).
 func NewService(db *gorm.DB, models *llm.Registry, dataDir string) *Service {
-	return &Service{db: db, models: models, dataDir: dataDir, kb: knowledge.NewStore(db, models)}
+	return &Service{db: db, models: models, blobs: blobs.For(db, dataDir), kb: knowledge.NewStore(db, models)}
 }
 
-// filePath is where the original file of a document is kept.
-func filePath(dataDir, datasetID, documentID string) string {
-	return filepath.Join(dataDir, "datasets", datasetID, documentID)
+// fileKey is the blob key of the original file of a document.
+func fileKey(datasetID, documentID string) string {
+	return datasetDir(datasetID) + "/" + documentID
 }
+
+// datasetDir is the key prefix of the files of a knowledge base.
+func datasetDir(datasetID string) string { return "datasets/" + datasetID }
 
 func errDocumentNotFound(id string) error { return apperr.NotFound("Document %s not found.", id) }
 
@@ -200,8 +206,14 @@ func keywordsJSON(kw []string) string {
 }
 
 // removeFile deletes a stored file; a file that cannot be removed is only
-// wasted space, since no row points at it any more.
-func removeFile(path string) { _ = os.Remove(path) }
+// wasted space, since no row points at it any more. It runs on a context
+// of its own, as it often cleans up after a request that failed or was
+// cancelled.
+func (s *Service) removeFile(key string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = s.blobs.Delete(ctx, key)
+}
 
 // The shared helpers, under the names this package's files use.
 var (

@@ -3,6 +3,7 @@ package indexing_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"gorm.io/gorm"
 
 	"appkb/apperr"
+	"appkb/blobs"
 	"appkb/db"
 	"appkb/indexing"
 	"appkb/knowledge"
@@ -264,7 +266,7 @@ func TestDeleteCascadesAndArchive(t *testing.T) {
 	if n := f.count(t, `SELECT COUNT(*) FROM segments_fts WHERE segments_fts MATCH 'birds'`); n != 0 {
 		t.Fatalf("full-text index still matches after delete")
 	}
-	if _, err := os.Stat(filepath.Join(f.dataDir, "datasets", f.dataset, id)); !os.IsNotExist(err) {
+	if _, err := blobs.For(f.db, f.dataDir).Stat(ctx, "datasets/"+f.dataset+"/"+id); !errors.Is(err, blobs.ErrNotFound) {
 		t.Fatalf("stored file still there: %v", err)
 	}
 }

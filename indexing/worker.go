@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -309,7 +308,7 @@ func (w *worker) index(ctx context.Context, j job) error {
 	if err := w.phase(ctx, j, StatusParsing, map[string]any{"processing_started_at": now(), "error": nil}); err != nil {
 		return err
 	}
-	f, err := os.Open(filePath(w.svc.dataDir, doc.DatasetID, doc.ID))
+	f, err := w.svc.openFile(ctx, &doc)
 	if err != nil {
 		return fmt.Errorf("the stored file is missing: %w", err)
 	}
