@@ -170,10 +170,21 @@ func TestDocumentsAndChunksAPI(t *testing.T) {
 	expectStatus(t, rec, 200, "")
 	var link struct{ URL string }
 	kbDecode(t, rec, &link)
+	original := mustRead(t, "../docparse/testdata/sample.md")
 	got := httptest.NewRecorder()
 	s.e.ServeHTTP(got, httptest.NewRequest("GET", link.URL, nil))
-	if got.Code != 200 || got.Body.Len() == 0 {
-		t.Fatalf("download link answered %d", got.Code)
+	if got.Code != 200 || !bytes.Equal(got.Body.Bytes(), original) {
+		t.Fatalf("download link answered %d with %d bytes, want the %d uploaded", got.Code, got.Body.Len(), len(original))
+	}
+	if cl := got.Header().Get("Content-Length"); cl != fmt.Sprint(len(original)) {
+		t.Errorf("Content-Length = %q, want %d", cl, len(original))
+	}
+	ranged := httptest.NewRequest("GET", link.URL, nil)
+	ranged.Header.Set("Range", "bytes=2-5")
+	got = httptest.NewRecorder()
+	s.e.ServeHTTP(got, ranged)
+	if got.Code != 206 || !bytes.Equal(got.Body.Bytes(), original[2:6]) {
+		t.Fatalf("range request answered %d %q", got.Code, got.Body.Bytes())
 	}
 	expectStatus(t, call("POST", "/documents/download-zip", fmt.Sprintf(`{"document_ids":[%q]}`, file.Document.ID)), 200, "")
 
