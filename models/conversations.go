@@ -88,8 +88,8 @@ type MessageFeedback struct {
 
 func (f *MessageFeedback) BeforeCreate(*gorm.DB) error { setID(&f.ID); return nil }
 
-// UploadFile is a file a client uploaded; its bytes are at StorageKey under
-// the data directory.
+// UploadFile is a file a client uploaded; its bytes are the blob StorageKey
+// (package blobs).
 type UploadFile struct {
 	ID         string `gorm:"primaryKey"`
 	AppID      *string
