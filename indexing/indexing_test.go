@@ -81,6 +81,16 @@ func (f *fixture) count(t *testing.T, query string, args ...any) int {
 	return n
 }
 
+// fullTextMatches counts the chunks whose full-text index entry matches
+// word, on either engine.
+func (f *fixture) fullTextMatches(t *testing.T, word string) int {
+	t.Helper()
+	if db.IsPostgres(f.db) {
+		return f.count(t, `SELECT COUNT(*) FROM segments WHERE tsv @@ to_tsquery('english', ?)`, word)
+	}
+	return f.count(t, `SELECT COUNT(*) FROM segments_fts WHERE segments_fts MATCH ?`, word)
+}
+
 const sample = "Alpha paragraph one about cats.\nSecond line about dogs.\n\nBeta paragraph about birds and fish.\nAnother line here."
 
 func TestProcessRuleModes(t *testing.T) {
@@ -134,7 +144,7 @@ func TestProcessRuleModes(t *testing.T) {
 			if got := f.count(t, `SELECT COUNT(*) FROM segment_embeddings`); got != wantVectors {
 				t.Fatalf("vectors = %d, want %d", got, wantVectors)
 			}
-			if got := f.count(t, `SELECT COUNT(*) FROM segments_fts WHERE segments_fts MATCH 'birds'`); got != 1 && tc.docForm == "" {
+			if got := f.fullTextMatches(t, "birds"); got != 1 && tc.docForm == "" {
 				t.Fatalf("full-text matches for birds = %d, want 1", got)
 			}
 			if tc.docForm == "qa_model" {
@@ -263,7 +273,7 @@ func TestDeleteCascadesAndArchive(t *testing.T) {
 			t.Fatalf("%s has %d rows after delete", table, n)
 		}
 	}
-	if n := f.count(t, `SELECT COUNT(*) FROM segments_fts WHERE segments_fts MATCH 'birds'`); n != 0 {
+	if n := f.fullTextMatches(t, "birds"); n != 0 {
 		t.Fatalf("full-text index still matches after delete")
 	}
 	if _, err := blobs.For(f.db, f.dataDir).Stat(ctx, "datasets/"+f.dataset+"/"+id); !errors.Is(err, blobs.ErrNotFound) {

@@ -56,7 +56,7 @@ func enqueue(tx *gorm.DB, documentID string) error {
 	now := time.Now().UTC()
 	return tx.Exec(`INSERT INTO indexing_jobs(document_id, state, generation, attempts, created_at, updated_at)
 		VALUES (?, 'queued', 1, 0, ?, ?)
-		ON CONFLICT(document_id) DO UPDATE SET state = 'queued', generation = generation + 1, attempts = 0, updated_at = excluded.updated_at`,
+		ON CONFLICT(document_id) DO UPDATE SET state = 'queued', generation = indexing_jobs.generation + 1, attempts = 0, updated_at = excluded.updated_at`,
 		documentID, now, now).Error
 }
 
@@ -189,7 +189,7 @@ func (w *worker) runOne(ctx context.Context) (bool, error) {
 		// attempt (a fresh context, since ctx is done).
 		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer rcancel()
-		return true, w.svc.db.WithContext(rctx).Exec(`UPDATE indexing_jobs SET state = 'queued', attempts = MAX(attempts - 1, 0)
+		return true, w.svc.db.WithContext(rctx).Exec(`UPDATE indexing_jobs SET state = 'queued', attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END
 			WHERE document_id = ? AND generation = ? AND state = 'running'`, j.DocumentID, j.Generation).Error
 	case jctx.Err() != nil:
 		err = fmt.Errorf("indexing took longer than %s; giving up", w.timeout)
