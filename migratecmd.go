@@ -34,6 +34,9 @@ func setupMigrate(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
 		case *batch <= 0:
 			return usagef("migrate: --batch must be positive")
 		}
+		if err := sqlitecopy.CheckSource(*from); err != nil {
+			return err
+		}
 		dst, err := db.OpenPostgres(*to)
 		if err != nil {
 			return err

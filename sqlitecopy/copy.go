@@ -144,7 +144,7 @@ func Copy(ctx context.Context, dataDir string, dst *gorm.DB, opts Options) (*Rep
 	if opts.Progress == nil {
 		opts.Progress = nopProgress{}
 	}
-	if err := checkSourceDir(dataDir); err != nil {
+	if err := CheckSource(dataDir); err != nil {
 		return nil, err
 	}
 	src, err := db.Open(dataDir)
@@ -232,9 +232,9 @@ func Copy(ctx context.Context, dataDir string, dst *gorm.DB, opts Options) (*Rep
 	return rep, nil
 }
 
-// checkSourceDir refuses a directory without an appkb database, so that a
+// CheckSource refuses a directory without an appkb database, so that a
 // mistyped path is not silently turned into a new, empty installation.
-func checkSourceDir(dataDir string) error {
+func CheckSource(dataDir string) error {
 	st, err := os.Stat(dataDir)
 	if err != nil {
 		return fmt.Errorf("source data directory: %w", err)

@@ -152,6 +152,17 @@ func makePlan(ctx context.Context, src *sql.Tx, dst *sql.DB) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Seeded tables go last, unless something points at them: their rows
+	// then replace whatever the triggers of other tables did to them during
+	// the copy (cache_versions counters).
+	referenced := map[string]bool{}
+	for _, ps := range parents {
+		for _, p := range ps {
+			referenced[p] = true
+		}
+	}
+	last := slices.DeleteFunc(slices.Clone(ordered), func(n string) bool { return !seeded[n] || referenced[n] })
+	ordered = append(slices.DeleteFunc(ordered, func(n string) bool { return slices.Contains(last, n) }), last...)
 	byName := map[string]table{}
 	for _, t := range p.tables {
 		byName[t.name] = t
