@@ -198,6 +198,20 @@ func Copy(ctx context.Context, dataDir string, dst *gorm.DB, opts Options) (*Rep
 		}
 	}
 
+	// The count check of the tables: source counts come from the snapshot,
+	// target counts from a fresh look at PostgreSQL, before any file goes in.
+	var blobRows int64
+	for i, c := range rep.Tables {
+		var n int64
+		if err := target.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+quoteIdent(c.Name)).Scan(&n); err != nil {
+			return nil, fmt.Errorf("count %s in PostgreSQL: %w", c.Name, err)
+		}
+		rep.Tables[i].Target = n
+		if c.Name == "blobs" {
+			blobRows = c.Source
+		}
+	}
+
 	created, err := ensureBlobs(ctx, target)
 	if err != nil {
 		return nil, err
@@ -214,21 +228,12 @@ func Copy(ctx context.Context, dataDir string, dst *gorm.DB, opts Options) (*Rep
 	if err != nil {
 		return nil, err
 	}
-
-	// The count check: source counts come from the snapshot, target counts
-	// from a fresh look at PostgreSQL.
-	for i, c := range rep.Tables {
-		var n int64
-		if err := target.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+quoteIdent(c.Name)).Scan(&n); err != nil {
-			return nil, fmt.Errorf("count %s in PostgreSQL: %w", c.Name, err)
-		}
-		rep.Tables[i].Target = n
-	}
 	var blobs int64
 	if err := target.QueryRowContext(ctx, `SELECT COUNT(*) FROM blobs`).Scan(&blobs); err != nil {
 		return nil, fmt.Errorf("count blobs: %w", err)
 	}
-	rep.Tables = append(rep.Tables, Count{Name: FilesStep, Source: int64(len(files)), Target: blobs})
+	// A blobs table the SQLite side may have was copied as a table above.
+	rep.Tables = append(rep.Tables, Count{Name: FilesStep, Source: int64(len(files)) + blobRows, Target: blobs})
 	return rep, nil
 }
 
