@@ -185,16 +185,20 @@ func Copy(ctx context.Context, dataDir string, dst *gorm.DB, opts Options) (*Rep
 		return nil, err
 	}
 
+	// From here on a failure leaves part of the copy behind.
+	partial := func(err error) error {
+		return fmt.Errorf("%w (the PostgreSQL database now holds part of the copy: drop it and create it again before the next try)", err)
+	}
 	for _, t := range plan.tables {
 		n, err := copyTable(ctx, snap.tx, target, t, opts)
 		if err != nil {
-			return nil, fmt.Errorf("copy %s: %w", t.name, err)
+			return nil, partial(fmt.Errorf("copy %s: %w", t.name, err))
 		}
 		rep.Tables = append(rep.Tables, Count{Name: t.name, Source: n})
 	}
 	for _, t := range plan.tables {
 		if err := resetSequences(ctx, target, t); err != nil {
-			return nil, fmt.Errorf("reset the sequences of %s: %w", t.name, err)
+			return nil, partial(fmt.Errorf("reset the sequences of %s: %w", t.name, err))
 		}
 	}
 
@@ -222,7 +226,7 @@ func Copy(ctx context.Context, dataDir string, dst *gorm.DB, opts Options) (*Rep
 		return nil, err
 	}
 	if err := copyFiles(ctx, target, dataDir, files, opts.Progress); err != nil {
-		return nil, err
+		return nil, partial(err)
 	}
 	rep.MissingFiles, err = missingFiles(ctx, snap.tx, files)
 	if err != nil {

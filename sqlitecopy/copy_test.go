@@ -404,6 +404,60 @@ func TestCopyRefusals(t *testing.T) {
 	})
 }
 
+func TestCopyRefusesOtherVersions(t *testing.T) {
+	url := db.TempURL(t)
+	pg, err := db.OpenPostgres(url)
+	must(t, err)
+	t.Cleanup(func() { db.Close(pg) })
+	must(t, pg.Exec(`DELETE FROM schema_migrations WHERE version = (SELECT MAX(version) FROM schema_migrations)`).Error)
+	_, err = sqlitecopy.Copy(context.Background(), buildEmpty(t), pg, sqlitecopy.Options{})
+	if err == nil || !strings.Contains(err.Error(), "run the same appkb version on both") {
+		t.Fatalf("err = %v, want a version refusal", err)
+	}
+}
+
+func TestCopyNamesTheRowItCannotCopy(t *testing.T) {
+	tests := []struct {
+		name     string
+		desc     string // description of the app named "bad"
+		onTarget string // SQL run on the target first
+		want     []string
+	}{
+		{"text PostgreSQL cannot hold", "a\x00b", "", []string{"copy apps: row id=app-bad, column description: text with a NUL character"}},
+		{"a row the target refuses", "fine", `ALTER TABLE apps ADD CONSTRAINT not_bad CHECK (name <> 'bad')`,
+			[]string{"copy apps: row id=app-bad:", "not_bad", "drop it and create it again"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			url := db.TempURL(t)
+			pg, err := db.OpenPostgres(url)
+			must(t, err)
+			t.Cleanup(func() { db.Close(pg) })
+			if tc.onTarget != "" {
+				must(t, pg.Exec(tc.onTarget).Error)
+			}
+			dir := buildEmpty(t)
+			src, err := db.Open(dir)
+			must(t, err)
+			for i, name := range []string{"good 1", "bad", "good 2"} {
+				id, desc := fmt.Sprint("app-", i), ""
+				if name == "bad" {
+					id, desc = "app-bad", tc.desc
+				}
+				must(t, src.Exec(`INSERT INTO apps (id, name, mode, description, definition, created_at, updated_at)
+					VALUES (?, ?, 'chat', ?, '{}', ?, ?)`, id, name, desc, time.Now(), time.Now()).Error)
+			}
+			db.Close(src)
+			_, err = sqlitecopy.Copy(context.Background(), dir, pg, sqlitecopy.Options{})
+			for _, want := range tc.want {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Fatalf("err = %v, want it to contain %q", err, want)
+				}
+			}
+		})
+	}
+}
+
 func buildEmpty(t *testing.T) string {
 	dir := t.TempDir()
 	gdb, err := db.Open(dir)

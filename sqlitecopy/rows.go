@@ -52,6 +52,7 @@ func copyTable(ctx context.Context, src *sql.Tx, dst *sql.DB, t table, opts Opti
 	}
 	var (
 		batch      []any
+		labels     []string // which row each of the batch is, for errors
 		batchRows  int
 		batchBytes int
 		done       int64
@@ -61,21 +62,32 @@ func copyTable(ctx context.Context, src *sql.Tx, dst *sql.DB, t table, opts Opti
 			return nil
 		}
 		if err := insertBatch(ctx, dst, t, names, batchRows, batch); err != nil {
-			return err
+			if batchRows == 1 {
+				return fmt.Errorf("%s: %w", labels[0], err)
+			}
+			// Find the row PostgreSQL refuses, so the message can name it.
+			nc := len(t.cols)
+			for r := range batchRows {
+				if err := insertBatch(ctx, dst, t, names, 1, batch[r*nc:(r+1)*nc]); err != nil {
+					return fmt.Errorf("%s: %w", labels[r], err)
+				}
+			}
 		}
 		done += int64(batchRows)
 		opts.Progress.Advance(done)
-		batch, batchRows, batchBytes = batch[:0], 0, 0
+		batch, labels, batchRows, batchBytes = batch[:0], labels[:0], 0, 0
 		return nil
 	}
 	for rows.Next() {
 		if err := rows.Scan(ptrs...); err != nil {
 			return 0, err
 		}
+		label := rowLabel(t, vals, done+int64(batchRows)+1)
+		labels = append(labels, label)
 		for i, c := range t.cols {
 			v, err := convert(vals[i], c.pgType)
 			if err != nil {
-				return 0, fmt.Errorf("row %d, column %s: %w", done+int64(batchRows)+1, c.name, err)
+				return 0, fmt.Errorf("%s, column %s: %w", label, c.name, err)
 			}
 			batch = append(batch, v)
 			batchBytes += sizeOf(v)
@@ -94,6 +106,27 @@ func copyTable(ctx context.Context, src *sql.Tx, dst *sql.DB, t table, opts Opti
 		return 0, err
 	}
 	return total, nil
+}
+
+// rowLabel names a row by its primary key ("row id=…"), or by its place
+// when the key is not among the copied columns.
+func rowLabel(t table, vals []any, n int64) string {
+	var parts []string
+	for _, k := range t.pk {
+		i := slices.IndexFunc(t.cols, func(c column) bool { return c.name == k })
+		if i < 0 {
+			return fmt.Sprintf("row %d", n)
+		}
+		v := vals[i]
+		if b, ok := v.([]byte); ok {
+			v = string(b)
+		}
+		parts = append(parts, fmt.Sprintf("%s=%v", k, v))
+	}
+	if len(parts) == 0 {
+		return fmt.Sprintf("row %d", n)
+	}
+	return "row " + strings.Join(parts, " ")
 }
 
 // insertBatch writes n rows (their values one row after the other in args)
