@@ -75,6 +75,9 @@ func printCopyReport(out io.Writer, rep *sqlitecopy.Report) error {
 	if len(rep.Skipped) > 0 {
 		fmt.Fprintf(out, "not copied (SQLite full-text index, rebuilt by PostgreSQL): %s\n", strings.Join(rep.Skipped, ", "))
 	}
+	if len(rep.TargetOnly) > 0 {
+		fmt.Fprintf(out, "only in PostgreSQL, filled by PostgreSQL itself: %s\n", strings.Join(rep.TargetOnly, ", "))
+	}
 	if len(rep.MissingFiles) > 0 {
 		fmt.Fprintf(out, "warning: %d files the database names were already missing from the data directory: %s\n",
 			len(rep.MissingFiles), strings.Join(rep.MissingFiles[:min(len(rep.MissingFiles), 10)], ", "))

@@ -206,8 +206,8 @@ func Copy(ctx context.Context, dataDir string, dst *gorm.DB, opts Options) (*Rep
 	// target counts from a fresh look at PostgreSQL, before any file goes in.
 	var blobRows int64
 	for i, c := range rep.Tables {
-		var n int64
-		if err := target.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+quoteIdent(c.Name)).Scan(&n); err != nil {
+		n, err := targetCount(ctx, snap.tx, target, plan.tables[i])
+		if err != nil {
 			return nil, fmt.Errorf("count %s in PostgreSQL: %w", c.Name, err)
 		}
 		rep.Tables[i].Target = n
@@ -239,6 +239,36 @@ func Copy(ctx context.Context, dataDir string, dst *gorm.DB, opts Options) (*Rep
 	// A blobs table the SQLite side may have was copied as a table above.
 	rep.Tables = append(rep.Tables, Count{Name: FilesStep, Source: int64(len(files)) + blobRows, Target: blobs})
 	return rep, nil
+}
+
+// targetCount counts the rows of t in the target. For a seeded table it
+// counts only the rows the source has too, by primary key: a counter the
+// PostgreSQL migrations seed and SQLite lacks is no mismatch.
+func targetCount(ctx context.Context, src *sql.Tx, dst *sql.DB, t table) (int64, error) {
+	var n int64
+	if !seeded[t.name] || len(t.pk) != 1 {
+		err := dst.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+quoteIdent(t.name)).Scan(&n)
+		return n, err
+	}
+	rows, err := src.QueryContext(ctx, `SELECT CAST(`+quoteIdent(t.pk[0])+` AS TEXT) FROM `+quoteIdent(t.name))
+	if err != nil {
+		return 0, err
+	}
+	var keys []string
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		keys = append(keys, k)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	err = dst.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+quoteIdent(t.name)+` WHERE CAST(`+quoteIdent(t.pk[0])+` AS TEXT) = ANY($1)`, keys).Scan(&n)
+	return n, err
 }
 
 // CheckSource refuses a directory without an appkb database, so that a

@@ -458,6 +458,26 @@ func TestCopyNamesTheRowItCannotCopy(t *testing.T) {
 	}
 }
 
+func TestCounterOnlyPostgresHasIsNoMismatch(t *testing.T) {
+	url := db.TempURL(t)
+	pg, err := db.OpenPostgres(url)
+	must(t, err)
+	t.Cleanup(func() { db.Close(pg) })
+	must(t, pg.Exec(`INSERT INTO cache_versions (name, version) VALUES ('postgres_only', 7)`).Error)
+	rep, err := sqlitecopy.Copy(context.Background(), buildEmpty(t), pg, sqlitecopy.Options{})
+	must(t, err)
+	if bad := rep.Mismatches(); len(bad) > 0 {
+		t.Fatalf("mismatches: %+v", bad)
+	}
+	var n int
+	must(t, pg.Raw(`SELECT COUNT(*) FROM cache_versions`).Scan(&n).Error)
+	for _, c := range rep.Tables {
+		if c.Name == "cache_versions" && (c.Source == 0 || int64(n) != c.Source+1) {
+			t.Errorf("cache_versions: %+v, %d rows in PostgreSQL", c, n)
+		}
+	}
+}
+
 func buildEmpty(t *testing.T) string {
 	dir := t.TempDir()
 	gdb, err := db.Open(dir)
