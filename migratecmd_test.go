@@ -10,6 +10,7 @@ import (
 
 	"appkb/db"
 	"appkb/demo"
+	"appkb/sqlitecopy"
 )
 
 func TestMigrateArguments(t *testing.T) {
@@ -79,5 +80,46 @@ func TestMigrateCommand(t *testing.T) {
 	}
 	if _, err := runCLI(t, "migrate", "--from-sqlite", dataDir, "--to", url); err == nil || !strings.Contains(err.Error(), "not empty") {
 		t.Fatalf("second migrate: err = %v, want a refusal", err)
+	}
+}
+
+func TestCopyReportAndProgress(t *testing.T) {
+	tests := []struct {
+		name    string
+		tables  []sqlitecopy.Count
+		want    []string
+		wantErr string
+	}{
+		{"all equal", []sqlitecopy.Count{{Name: "apps", Source: 2, Target: 2}, {Name: sqlitecopy.FilesStep, Source: 1, Target: 1}},
+			[]string{"apps                    2           2\n", "every count matches"}, ""},
+		{"a difference fails", []sqlitecopy.Count{{Name: "apps", Source: 2, Target: 2}, {Name: "messages", Source: 5, Target: 4},
+			{Name: sqlitecopy.FilesStep, Source: 1, Target: 1}}, []string{"messages                5           4  MISMATCH"}, "count check failed for messages"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := printCopyReport(&out, &sqlitecopy.Report{Tables: tc.tables})
+			if (tc.wantErr == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("err = %v, want %q", err, tc.wantErr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("output lacks %q:\n%s", w, out.String())
+				}
+			}
+		})
+	}
+
+	// Without a terminal: one plain line per step, when it ends.
+	var log bytes.Buffer
+	p := newProgressBar(&log, false)
+	p.Begin("apps", 3)
+	p.Advance(2)
+	p.Advance(3)
+	p.End()
+	p.Begin("files", 0)
+	p.End()
+	if got := log.String(); got != "apps                       3/3\nfiles                      0/0\n" {
+		t.Errorf("progress without a terminal:\n%s", got)
 	}
 }

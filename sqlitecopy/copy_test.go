@@ -313,6 +313,12 @@ func TestCopyIntoPostgres(t *testing.T) {
 				}
 			}
 		}
+		// The copy fills PostgreSQL's generated full-text column.
+		var matches int
+		must(t, pg.Raw(`SELECT COUNT(*) FROM segments WHERE tsv @@ plainto_tsquery('english', 'birds')`).Scan(&matches).Error)
+		if matches == 0 {
+			t.Error("no chunk matches 'birds' in PostgreSQL's full-text column")
+		}
 		var disabled int
 		must(t, pg.Raw(`SELECT COUNT(*) FROM segments WHERE NOT enabled`).Scan(&disabled).Error)
 		if disabled != 1 {
