@@ -291,6 +291,11 @@ func TestCopyIntoPostgres(t *testing.T) {
 	t.Run("every row reads back equal", func(t *testing.T) {
 		after := dumpPostgres(t, pg, before)
 		for table, rows := range before {
+			// A SQLite blobs table is empty (the files are on disk); on
+			// PostgreSQL it now holds them, checked below.
+			if table == "blobs" {
+				continue
+			}
 			if !slices.Equal(rows, after[table]) {
 				t.Errorf("%s differs:\nsqlite:   %v\npostgres: %v", table, rows, after[table])
 			}
