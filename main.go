@@ -349,6 +349,9 @@ var commands = []command{
 	{name: "restore", synopsis: "FILE.tar.gz", minArgs: 1, maxArgs: 1, createsDataDir: true, sqliteOnly: true,
 		summary: "Unpack a backup into --data-dir, which must be missing or empty (stop the server first).",
 		setup:   setupRestore},
+	{name: "migrate", synopsis: "--from-sqlite DATA_DIR --to URL", noDataDir: true, maxArgs: 0,
+		summary: "Copy a whole SQLite installation (rows and files) into an empty PostgreSQL\n        database, then compare the counts of every table; exits non-zero on a difference.",
+		setup:   setupMigrate},
 }
 
 func setupServe(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
