@@ -20,6 +20,12 @@
 // Follow lets any request follow the events of a run by id, Stop* end a
 // task, and the text-to-speech of an auto-playing app is ordered here, so
 // every stream speaks the same way. The package knows nothing of HTTP.
+//
+// Several replicas may share one PostgreSQL database (Config.Bus connects
+// them): a stop request reaches the replica running the task, runs write
+// their events to the database so that Follow works on any replica, and a
+// form answered anywhere resumes its run once (the answer and the paused
+// run are each claimed by one conditional UPDATE).
 package flows
 
 import (
