@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -120,7 +121,7 @@ func newReplicas(t *testing.T) (a, b *flows.Service, ids map[string]string, even
 		if i == 0 {
 			store := apps.NewStore(gdb)
 			ids = map[string]string{}
-			for name, text := range map[string]string{"chat": chatApp, "workflow": workflowApp, "approval": approvalApp, "spin": spinApp} {
+			for name, text := range map[string]string{"chat": chatApp, "workflow": workflowApp, "approval": approvalApp, "spin": spinApp, "completion": completionApp} {
 				app, err := store.Import(context.Background(), []byte(text))
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
@@ -193,76 +194,132 @@ func eventNames(evs []flows.Event) []string {
 }
 
 // TestReplicasStop starts streams on replica A and stops them through
-// replica B: only the user who started a chat may stop it; a workflow
-// task stops whoever asks.
+// replica B: only the user who started a chat or completion may stop it,
+// a workflow task stops whoever asks, and the checks refuse on B what
+// they refuse on A.
 func TestReplicasStop(t *testing.T) {
 	a, b, ids, _ := newReplicas(t)
 	ctx := context.Background()
-
-	run, err := a.Chat(ctx, flows.Request{AppID: ids["chat"], User: "alice", Query: "talk", Streaming: true})
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name  string
+		start flows.Request
+		// stop asks B to stop the task as user.
+		stop     func(user, task string) error
+		wrongApp func(task string) error
+		// another user's stop is ignored (chats and completions).
+		ownerOnly bool
+		// firstLive is the event after which the task is known to run.
+		firstLive func(flows.Event) bool
+		lastEvent string
+	}{
+		{
+			name:  "chat",
+			start: flows.Request{Op: flows.OpChat, AppID: ids["chat"], User: "alice", Query: "talk", Streaming: true},
+			stop:  func(user, task string) error { return b.StopChat(ctx, ids["chat"], user, task) },
+			wrongApp: func(task string) error {
+				return expectCode(b.StopChat(ctx, ids["workflow"], "alice", task), apperr.CodeNotChatApp)
+			},
+			ownerOnly: true,
+			firstLive: func(ev flows.Event) bool { return ev.Name == chat.EventMessage },
+			lastEvent: chat.EventMessageEnd,
+		},
+		{
+			name:  "completion",
+			start: flows.Request{Op: flows.OpCompletion, AppID: ids["completion"], User: "alice", Inputs: map[string]any{"topic": "tea"}, Streaming: true},
+			stop:  func(user, task string) error { return b.StopCompletion(ctx, ids["completion"], user, task) },
+			wrongApp: func(task string) error {
+				return expectCode(b.StopCompletion(ctx, ids["chat"], "alice", task), apperr.CodeAppUnavailable)
+			},
+			ownerOnly: true,
+			firstLive: func(ev flows.Event) bool { return ev.Name == chat.EventMessage },
+			lastEvent: chat.EventMessageEnd,
+		},
+		{
+			name:  "workflow",
+			start: flows.Request{Op: flows.OpWorkflow, AppID: ids["spin"], User: "alice", Streaming: true},
+			stop:  func(user, task string) error { return b.StopWorkflow(ctx, ids["spin"], user, task) },
+			wrongApp: func(task string) error {
+				return expectCode(b.StopWorkflow(ctx, ids["chat"], "alice", task), apperr.CodeNotWorkflowApp)
+			},
+			firstLive: func(ev flows.Event) bool {
+				data, _ := frame(t, ev)["data"].(map[string]any)
+				return ev.Name == workflow.EventNodeStarted && data["node_id"] == "spin"
+			},
+			lastEvent: workflow.EventWorkflowFinished,
+		},
 	}
-	if first := <-run.Events(); first.Name != chat.EventMessage {
-		t.Fatalf("first event %s", first.Name)
-	}
-	// Someone else's stop, through B, leaves the stream running.
-	if err := b.StopChat(ctx, ids["chat"], "mallory", run.TaskID); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.After(300 * time.Millisecond)
-	for waiting := true; waiting; {
-		select {
-		case _, ok := <-run.Events():
-			if !ok {
-				t.Fatal("another user's stop ended the stream")
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			run, err := a.Run(ctx, tc.start)
+			if err != nil {
+				t.Fatal(err)
 			}
-		case <-deadline:
-			waiting = false
-		}
+			for live := false; !live; {
+				select {
+				case ev, ok := <-run.Events():
+					if !ok {
+						t.Fatal("the run ended before it was stopped")
+					}
+					live = tc.firstLive(ev)
+				case <-time.After(5 * time.Second):
+					t.Fatal("the run did not start")
+				}
+			}
+			if err := tc.wrongApp(run.TaskID); err != nil {
+				t.Error(err)
+			}
+			if tc.ownerOnly {
+				// Someone else's stop, through B, leaves the stream running.
+				if err := tc.stop("mallory", run.TaskID); err != nil {
+					t.Fatal(err)
+				}
+				for deadline := time.After(300 * time.Millisecond); deadline != nil; {
+					select {
+					case _, ok := <-run.Events():
+						if !ok {
+							t.Fatal("another user's stop ended the stream")
+						}
+					case <-deadline:
+						deadline = nil
+					}
+				}
+			}
+			started := time.Now()
+			who := "alice"
+			if !tc.ownerOnly {
+				who = "bob"
+			}
+			if err := tc.stop(who, run.TaskID); err != nil {
+				t.Fatal(err)
+			}
+			rest := collect(t, run, 5*time.Second)
+			if d := time.Since(started); d > 3*time.Second {
+				t.Errorf("the stream took %s to stop", d)
+			}
+			if len(rest) == 0 || rest[len(rest)-1].Name != tc.lastEvent {
+				t.Fatalf("stopped stream ended with %v", eventNames(rest))
+			}
+			if tc.lastEvent == workflow.EventWorkflowFinished {
+				if status := frame(t, rest[len(rest)-1])["data"].(map[string]any)["status"]; status != workflow.RunStopped {
+					t.Errorf("workflow finished %v", status)
+				}
+			}
+			// A stop of a task nobody runs succeeds quietly.
+			if err := tc.stop("alice", "no-such-task"); err != nil {
+				t.Errorf("stop of an unknown task: %v", err)
+			}
+		})
 	}
-	// The wrong kind of app is refused on B as it is on A.
+}
+
+// expectCode is nil when err is an apperr with code, and says what it
+// was otherwise.
+func expectCode(err error, code string) error {
 	var ae *apperr.Error
-	if err := b.StopChat(ctx, ids["workflow"], "alice", run.TaskID); !errors.As(err, &ae) || ae.Code != apperr.CodeNotChatApp {
-		t.Fatalf("stop on a workflow app: %v", err)
+	if errors.As(err, &ae) && ae.Code == code {
+		return nil
 	}
-	started := time.Now()
-	if err := b.StopChat(ctx, ids["chat"], "alice", run.TaskID); err != nil {
-		t.Fatal(err)
-	}
-	rest := collect(t, run, 5*time.Second)
-	if d := time.Since(started); d > 3*time.Second {
-		t.Errorf("the stream took %s to stop", d)
-	}
-	if len(rest) == 0 || rest[len(rest)-1].Name != chat.EventMessageEnd {
-		t.Errorf("stopped stream ended with %v", eventNames(rest))
-	}
-
-	// A stop of a task nobody runs succeeds quietly.
-	if err := b.StopChat(ctx, ids["chat"], "alice", "no-such-task"); err != nil {
-		t.Errorf("stop of an unknown task: %v", err)
-	}
-
-	// A workflow task stops whoever asks, on whichever replica.
-	wf, err := a.Workflow(ctx, flows.Request{AppID: ids["spin"], User: "alice", Streaming: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for ev := range wf.Events() {
-		if ev.Name == workflow.EventNodeStarted && frame(t, ev)["data"].(map[string]any)["node_id"] == "spin" {
-			break
-		}
-	}
-	if err := b.StopWorkflow(ctx, ids["spin"], "bob", wf.TaskID); err != nil {
-		t.Fatal(err)
-	}
-	rest = collect(t, wf, 5*time.Second)
-	if len(rest) == 0 || rest[len(rest)-1].Name != workflow.EventWorkflowFinished {
-		t.Fatalf("stopped workflow ended with %v", eventNames(rest))
-	}
-	if status := frame(t, rest[len(rest)-1])["data"].(map[string]any)["status"]; status != workflow.RunStopped {
-		t.Errorf("workflow finished %v", status)
-	}
+	return fmt.Errorf("got %v, want code %s", err, code)
 }
 
 // TestReplicasFollow runs a workflow on A and follows it from B: B sees
