@@ -221,24 +221,27 @@ func (s *Service) followStored(ctx context.Context, run *models.WorkflowRun, kee
 		done       int64 // segments up to this one were followed or skipped
 		pausedSent bool  // the current pause was shown already
 	)
-	for {
-		wake := s.waker.wait(run.ID)
+	// look follows the latest segment or shows the stored run once; over
+	// is set when the follow ends (with err).
+	look := func() (over bool, err error) {
+		wake, release := s.waker.wait(run.ID)
+		defer release()
 		info, ok, err := s.events.Latest(ctx, run.ID)
 		if err != nil {
-			return err
+			return true, err
 		}
 		if ok && info.Segment > done && (!info.Ended || time.Since(info.EndedAt) < s.hub.Retain) {
 			last, ended, err := s.followSegment(ctx, run, info.Segment, send)
 			if err != nil {
-				return err
+				return true, err
 			}
 			done = info.Segment
 			if ended {
 				if last == nil || last.Name() != workflow.EventWorkflowPaused || !keepOpen {
-					return nil
+					return true, nil
 				}
 				pausedSent = true
-				continue
+				return false, nil
 			}
 			// The segment's writer went away: the stored run says more.
 		}
@@ -247,7 +250,7 @@ func (s *Service) followStored(ctx context.Context, run *models.WorkflowRun, kee
 		}
 		stored, err := s.runs.Run(ctx, run.AppID, run.ID)
 		if err != nil {
-			return err
+			return true, err
 		}
 		switch stored.Status {
 		case workflowruns.StatusRunning:
@@ -256,21 +259,27 @@ func (s *Service) followStored(ctx context.Context, run *models.WorkflowRun, kee
 		case workflowruns.StatusPaused:
 			if !pausedSent {
 				if err := s.sendPaused(ctx, stored, send); err != nil {
-					return err
+					return true, err
 				}
 				pausedSent = true
 			}
 			if !keepOpen {
-				return nil
+				return true, nil
 			}
 		default:
-			return send(finishedEvent(stored))
+			return true, send(finishedEvent(stored))
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return true, ctx.Err()
 		case <-wake:
 		case <-time.After(followPoll):
+		}
+		return false, nil
+	}
+	for {
+		if over, err := look(); over {
+			return err
 		}
 	}
 }
@@ -283,8 +292,11 @@ func (s *Service) followSegment(ctx context.Context, run *models.WorkflowRun, se
 	var seq int64
 	idle := 0
 	for {
-		wake := s.waker.wait(run.ID)
+		wake, release := s.waker.wait(run.ID)
 		rows, err := s.events.After(ctx, run.ID, segment, seq)
+		if err != nil || len(rows) > 0 {
+			release()
+		}
 		if err != nil {
 			return last, false, err
 		}
@@ -308,9 +320,12 @@ func (s *Service) followSegment(ctx context.Context, run *models.WorkflowRun, se
 		}
 		select {
 		case <-ctx.Done():
+			release()
 			return last, false, ctx.Err()
 		case <-wake:
+			release()
 		case <-time.After(followPoll):
+			release()
 			if idle++; idle >= stalledPolls {
 				stored, err := s.runs.Run(ctx, run.AppID, run.ID)
 				if err != nil {

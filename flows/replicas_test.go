@@ -374,6 +374,9 @@ func TestReplicasFollow(t *testing.T) {
 	if segs := segments(runID); len(segs) != 1 {
 		t.Errorf("segments %v", segs)
 	}
+	if n := flows.WaitingRuns(b); n != 0 {
+		t.Errorf("%d runs still have followers waiting on B", n)
+	}
 }
 
 // TestReplicasResume pauses a run on A, follows it from B and answers its
@@ -499,5 +502,8 @@ func TestReplicasResume(t *testing.T) {
 	}
 	if len(got) == 0 || got[len(got)-1] != workflow.EventWorkflowFinished || finished != 1 || strings.Contains(strings.Join(got, ","), workflow.EventWorkflowPaused) {
 		t.Errorf("late follower on A got %v", got)
+	}
+	if n := flows.WaitingRuns(a) + flows.WaitingRuns(b); n != 0 {
+		t.Errorf("%d runs still have followers waiting", n)
 	}
 }

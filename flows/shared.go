@@ -147,32 +147,55 @@ func (s *Service) pruneLoop(ctx context.Context) {
 // waker lets followers wait for news of a run: events written by this
 // replica, or announced by another.
 type waker struct {
-	mu    sync.Mutex
-	chans map[string]chan struct{}
+	mu      sync.Mutex
+	waiting map[string]*waitEntry
 }
 
-// wait returns a channel closed at the next wake of runID. Take it before
-// looking, so that news arriving in between is not missed.
-func (w *waker) wait(runID string) <-chan struct{} {
+type waitEntry struct {
+	ch chan struct{}
+	n  int // followers holding ch
+}
+
+// wait returns a channel closed at the next wake of runID, and a function
+// to call once the channel is no longer needed. Take it before looking,
+// so that news arriving in between is not missed.
+func (w *waker) wait(runID string) (<-chan struct{}, func()) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.chans == nil {
-		w.chans = map[string]chan struct{}{}
+	if w.waiting == nil {
+		w.waiting = map[string]*waitEntry{}
 	}
-	ch, ok := w.chans[runID]
+	e, ok := w.waiting[runID]
 	if !ok {
-		ch = make(chan struct{})
-		w.chans[runID] = ch
+		e = &waitEntry{ch: make(chan struct{})}
+		w.waiting[runID] = e
 	}
-	return ch
+	e.n++
+	var once sync.Once
+	return e.ch, func() {
+		once.Do(func() {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if e.n--; e.n == 0 && w.waiting[runID] == e {
+				delete(w.waiting, runID)
+			}
+		})
+	}
 }
 
 // wake wakes the followers of runID.
 func (w *waker) wake(runID string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if ch, ok := w.chans[runID]; ok {
-		close(ch)
-		delete(w.chans, runID)
+	if e, ok := w.waiting[runID]; ok {
+		close(e.ch)
+		delete(w.waiting, runID)
 	}
+}
+
+// pending is how many runs have followers waiting (tests).
+func (w *waker) pending() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.waiting)
 }
