@@ -75,6 +75,7 @@ func (s *Service) followRun(ctx context.Context, run *models.WorkflowRun, keepOp
 		return s.followStored(ctx, run, keepOpen, send)
 	}
 	var after int64
+	pausedSent := false // the current pause was shown already
 	for {
 		var last workflow.Event
 		seq, found, err := s.hub.Follow(ctx, run.ID, after, func(ev workflow.Event) error {
@@ -89,6 +90,7 @@ func (s *Service) followRun(ctx context.Context, run *models.WorkflowRun, keepOp
 			if _, paused := last.(*workflow.WorkflowPaused); !paused || !keepOpen {
 				return nil
 			}
+			pausedSent = true
 		} else {
 			stored, err := s.runs.Run(ctx, run.AppID, run.ID)
 			if err != nil {
@@ -97,9 +99,13 @@ func (s *Service) followRun(ctx context.Context, run *models.WorkflowRun, keepOp
 			switch stored.Status {
 			case workflowruns.StatusRunning:
 				// Between segments: wait for the next one.
+				pausedSent = false
 			case workflowruns.StatusPaused:
-				if err := s.sendPaused(ctx, stored, send); err != nil {
-					return err
+				if !pausedSent {
+					if err := s.sendPaused(ctx, stored, send); err != nil {
+						return err
+					}
+					pausedSent = true
 				}
 				if !keepOpen {
 					return nil

@@ -507,3 +507,51 @@ func TestReplicasResume(t *testing.T) {
 		t.Errorf("%d runs still have followers waiting", n)
 	}
 }
+
+// TestFollowPastPause follows a paused run with ContinueOnPause on one
+// server (either engine): the pause is shown once, however long the form
+// waits, then the resumed run to its end.
+func TestFollowPastPause(t *testing.T) {
+	svc, ids := newService(t)
+	ctx := context.Background()
+	app := ids["approval"]
+	run, err := svc.Workflow(ctx, flows.Request{AppID: app, User: "ann", Inputs: map[string]any{"doc": "d"}, Streaming: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var token, runID string
+	for _, ev := range collect(t, run, 5*time.Second) {
+		if ev.Name == workflow.EventHumanInputRequired {
+			f := frame(t, ev)
+			runID, _ = f["workflow_run_id"].(string)
+			token, _ = f["data"].(map[string]any)["form_token"].(string)
+		}
+	}
+	follow, err := svc.Follow(ctx, flows.FollowRequest{AppID: app, RunID: runID, User: "ann", ContinueOnPause: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	// The form waits a while: longer than the followers' polls.
+	for wait := time.After(2500 * time.Millisecond); wait != nil; {
+		select {
+		case ev := <-follow.Events():
+			got = append(got, ev.Name)
+		case <-wait:
+			wait = nil
+		}
+	}
+	if err := svc.SubmitForm(ctx, app, token, "ann", "approve", map[string]any{"comment": "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, eventNames(collect(t, follow, 5*time.Second))...)
+	paused := 0
+	for _, n := range got {
+		if n == workflow.EventWorkflowPaused {
+			paused++
+		}
+	}
+	if paused != 1 || got[len(got)-1] != workflow.EventWorkflowFinished {
+		t.Errorf("followed %v", got)
+	}
+}
