@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"appkb/chat"
+	"appkb/cluster"
 	"appkb/handlers"
 	"appkb/indexing"
 )
@@ -44,25 +45,31 @@ type namedWorker struct {
 // shutdownGrace bounds how long a stop waits for requests in flight.
 const shutdownGrace = 15 * time.Second
 
-// newApplication builds the server and its workers over gdb: the indexing
-// queue, annotation reply jobs, and the resumer of paused workflow runs
-// (which also times out their forms).
+// newApplication builds the server and its workers over gdb: the bus to
+// the other replicas, the indexing queue, annotation reply jobs, and the
+// resumer of paused workflow runs (which also times out their forms).
 func newApplication(deps handlers.Deps, idx indexing.Config) (*application, error) {
+	log := deps.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if deps.Bus == nil {
+		deps.Bus = cluster.NewBus(deps.DB, log)
+	}
 	svc := handlers.NewServices(deps)
 	deps.Services = svc
 	e, err := handlers.NewServer(deps)
 	if err != nil {
 		return nil, err
 	}
-	log := deps.Logger
-	if log == nil {
-		log = slog.Default()
-	}
 	return &application{
 		log:  log,
 		http: &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second},
 		workers: []namedWorker{
-			// Stopped last: conversations named in the background are
+			// Started first and stopped last: the other workers publish
+			// and receive on it until they stop.
+			{"cluster bus", deps.Bus},
+			// Stopped next to last: conversations named in the background are
 			// stored before the database closes.
 			{"chat background work", chatWork{svc.Chat}},
 			{"indexing", &indexingWorker{cfg: idx}},
