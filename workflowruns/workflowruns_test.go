@@ -116,7 +116,7 @@ func TestCloseInterrupted(t *testing.T) {
 	if err := gdb.Create(&runs).Error; err != nil {
 		t.Fatal(err)
 	}
-	n, err := store.CloseInterrupted(ctx)
+	n, err := store.CloseInterrupted(ctx, nil)
 	if err != nil || n != 1 {
 		t.Fatalf("CloseInterrupted = %d, %v; want 1 run closed", n, err)
 	}
@@ -137,7 +137,7 @@ func TestCloseInterrupted(t *testing.T) {
 			t.Errorf("run %s: status %s, error %v, finished %v", tc.id, got.Status, got.Error, got.FinishedAt)
 		}
 	}
-	if n, _ := store.CloseInterrupted(ctx); n != 0 {
+	if n, _ := store.CloseInterrupted(ctx, nil); n != 0 {
 		t.Errorf("a second call closed %d runs", n)
 	}
 }
