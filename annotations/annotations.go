@@ -81,7 +81,11 @@ func (s *Service) List(ctx context.Context, appID string, page, limit int, keywo
 	q := s.db.WithContext(ctx).Model(&models.Annotation{}).Where("app_id = ?", appID)
 	if kw := strings.TrimSpace(keyword); kw != "" {
 		pattern := "%" + db.EscapeLike(kw) + "%"
-		q = q.Where(`(question LIKE ? ESCAPE '\' OR answer LIKE ? ESCAPE '\')`, pattern, pattern)
+		like := "LIKE" // case-blind for ASCII on SQLite
+		if db.IsPostgres(s.db) {
+			like = "ILIKE"
+		}
+		q = q.Where(`(question `+like+` ? ESCAPE '\' OR answer `+like+` ? ESCAPE '\')`, pattern, pattern)
 	}
 	out := &Page{Page: page, Limit: limit, Items: []models.Annotation{}}
 	if err := q.Count(&out.Total).Error; err != nil {
