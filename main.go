@@ -133,6 +133,9 @@ func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) er
 		env.log = l
 		slog.SetDefault(l)
 	}
+	if cmd.sqliteOnly && os.Getenv("APPKB_DATABASE_URL") != "" {
+		return fmt.Errorf("%s works on a SQLite data directory, but APPKB_DATABASE_URL names a PostgreSQL database; back that up with pg_dump (or unset the variable)", cmd.name)
+	}
 	if !cmd.noDataDir && env.databaseURL != "" {
 		// The database is elsewhere; the directory only holds scratch files.
 		if err := os.MkdirAll(env.dataDir, 0o755); err != nil {

@@ -528,3 +528,42 @@ func TestMissingProviderFailsUnlessFallback(t *testing.T) {
 		})
 	}
 }
+
+// Commands choose the database from --database-url (or the variable):
+// other schemes are refused, and the SQLite-only backup refuses to run
+// when the installation is on PostgreSQL.
+func TestDatabaseURLChoices(t *testing.T) {
+	dataDir := t.TempDir()
+	tests := []struct {
+		name, env string
+		args      []string
+		wantErr   string
+	}{
+		{"unsupported scheme", "", []string{"app", "list", "--data-dir", dataDir, "--database-url", "mysql://root:hunter2@db/appkb"}, "only postgres://"},
+		{"backup of a postgres installation", "postgres://appkb@127.0.0.1:1/appkb", []string{"backup", "--data-dir", dataDir, filepath.Join(dataDir, "b.tar.gz")}, "pg_dump"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("APPKB_DATABASE_URL", tc.env)
+			_, err := runCLI(t, tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("err = %v, want one mentioning %q", err, tc.wantErr)
+			}
+			if strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("the error shows the password: %v", err)
+			}
+		})
+	}
+	t.Run("postgres", func(t *testing.T) {
+		url := db.TempURL(t)
+		t.Setenv("APPKB_DATABASE_URL", "")
+		out, err := runCLI(t, "key", "create", "--knowledge", "--data-dir", t.TempDir(), "--database-url", url)
+		if err != nil || !strings.Contains(out, `"api_key":"dataset-`) {
+			t.Fatalf("key create on postgres: %q, %v", out, err)
+		}
+		out, err = runCLI(t, "key", "list", "--data-dir", t.TempDir(), "--database-url", url)
+		if err != nil || strings.Count(out, "\n") != 1 {
+			t.Fatalf("key list on postgres (another data dir): %q, %v", out, err)
+		}
+	})
+}

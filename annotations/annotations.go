@@ -81,11 +81,7 @@ func (s *Service) List(ctx context.Context, appID string, page, limit int, keywo
 	q := s.db.WithContext(ctx).Model(&models.Annotation{}).Where("app_id = ?", appID)
 	if kw := strings.TrimSpace(keyword); kw != "" {
 		pattern := "%" + db.EscapeLike(kw) + "%"
-		like := "LIKE" // case-blind for ASCII on SQLite
-		if db.IsPostgres(s.db) {
-			like = "ILIKE"
-		}
-		q = q.Where(`(question `+like+` ? ESCAPE '\' OR answer `+like+` ? ESCAPE '\')`, pattern, pattern)
+		q = q.Where(`(`+db.ContainsCI(s.db, "question")+` OR `+db.ContainsCI(s.db, "answer")+`)`, pattern, pattern)
 	}
 	out := &Page{Page: page, Limit: limit, Items: []models.Annotation{}}
 	if err := q.Count(&out.Total).Error; err != nil {

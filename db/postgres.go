@@ -26,8 +26,10 @@ var PostgresConns = 24
 // writers work side by side, so there is one ordinary pool.
 func OpenPostgres(url string) (*gorm.DB, error) {
 	gdb, err := gorm.Open(postgres.New(postgres.Config{DSN: url}), &gorm.Config{
-		Logger:         logger.Default.LogMode(logger.Silent),
-		NowFunc:        func() time.Time { return time.Now().UTC() },
+		Logger: logger.Default.LogMode(logger.Silent),
+		// PostgreSQL keeps microseconds: values made here match what
+		// is read back.
+		NowFunc:        func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) },
 		TranslateError: true,
 	})
 	if err != nil {

@@ -123,7 +123,7 @@ func TestStreamedMessageIsFinished(t *testing.T) {
 		t.Fatalf("%d %s", rec.Code, rec.Body)
 	}
 	var total, generating int64
-	s.db.Raw(`SELECT COUNT(*), COALESCE(SUM(generating), 0) FROM messages`).Row().Scan(&total, &generating)
+	s.db.Raw(`SELECT COUNT(*), COALESCE(SUM(CASE WHEN generating THEN 1 ELSE 0 END), 0) FROM messages`).Row().Scan(&total, &generating)
 	if total != 1 || generating != 0 {
 		t.Fatalf("%d messages, %d still generating", total, generating)
 	}

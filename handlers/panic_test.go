@@ -40,7 +40,7 @@ func TestPanicInGenerationFailsTheMessage(t *testing.T) {
 		})
 	}
 	var total, stuck int64
-	s.db.Raw(`SELECT COUNT(*), COALESCE(SUM(generating = 1 OR status != 'error'), 0) FROM messages`).Row().Scan(&total, &stuck)
+	s.db.Raw(`SELECT COUNT(*), COALESCE(SUM(CASE WHEN generating OR status <> 'error' THEN 1 ELSE 0 END), 0) FROM messages`).Row().Scan(&total, &stuck)
 	if total != 1 || stuck != 0 {
 		t.Fatalf("%d messages (want the streamed one), %d not failed", total, stuck)
 	}

@@ -18,6 +18,7 @@ import (
 	"gorm.io/gorm"
 
 	"appkb/apperr"
+	appdb "appkb/db"
 	"appkb/docparse"
 	"appkb/knowledge"
 	"appkb/models"
@@ -478,7 +479,7 @@ func (s *Service) ListDocuments(ctx context.Context, actor knowledge.Actor, data
 	query := func() (*gorm.DB, error) {
 		q := s.db.WithContext(ctx).Model(&models.Document{}).Where("dataset_id = ?", datasetID)
 		if kw := strings.TrimSpace(p.Keyword); kw != "" {
-			q = q.Where(`name LIKE ? ESCAPE '\'`, "%"+escapeLike(kw)+"%")
+			q = q.Where(appdb.ContainsCI(s.db, "name"), "%"+escapeLike(kw)+"%")
 		}
 		return statusFilter(q, p.Status)
 	}

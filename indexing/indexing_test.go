@@ -79,12 +79,12 @@ func (f *fixture) count(t *testing.T, query string, args ...any) int {
 	return n
 }
 
-// fullText counts the chunks the full-text index finds word in: FTS5 on
-// SQLite, the tsvector column on PostgreSQL.
-func (f *fixture) fullText(t *testing.T, word string) int {
+// fullTextMatches counts the chunks whose full-text index entry matches
+// word, on either engine.
+func (f *fixture) fullTextMatches(t *testing.T, word string) int {
 	t.Helper()
 	if db.IsPostgres(f.db) {
-		return f.count(t, `SELECT COUNT(*) FROM segments WHERE tsv @@ plainto_tsquery('english', ?)`, word)
+		return f.count(t, `SELECT COUNT(*) FROM segments WHERE tsv @@ to_tsquery('english', ?)`, word)
 	}
 	return f.count(t, `SELECT COUNT(*) FROM segments_fts WHERE segments_fts MATCH ?`, word)
 }
@@ -142,7 +142,7 @@ func TestProcessRuleModes(t *testing.T) {
 			if got := f.count(t, `SELECT COUNT(*) FROM segment_embeddings`); got != wantVectors {
 				t.Fatalf("vectors = %d, want %d", got, wantVectors)
 			}
-			if got := f.fullText(t, "birds"); got != 1 && tc.docForm == "" {
+			if got := f.fullTextMatches(t, "birds"); got != 1 && tc.docForm == "" {
 				t.Fatalf("full-text matches for birds = %d, want 1", got)
 			}
 			if tc.docForm == "qa_model" {
@@ -271,7 +271,7 @@ func TestDeleteCascadesAndArchive(t *testing.T) {
 			t.Fatalf("%s has %d rows after delete", table, n)
 		}
 	}
-	if n := f.fullText(t, "birds"); n != 0 {
+	if n := f.fullTextMatches(t, "birds"); n != 0 {
 		t.Fatalf("full-text index still matches after delete")
 	}
 	if _, err := os.Stat(filepath.Join(f.dataDir, "datasets", f.dataset, id)); !os.IsNotExist(err) {

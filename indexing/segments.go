@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"appkb/apperr"
+	appdb "appkb/db"
 	"appkb/knowledge"
 	"appkb/llm"
 	"appkb/models"
@@ -365,7 +366,7 @@ func (s *Service) ListSegments(ctx context.Context, actor knowledge.Actor, datas
 			db = db.Where("status IN ?", st)
 		}
 		if kw := strings.TrimSpace(q.Keyword); kw != "" {
-			db = db.Where(`content LIKE ? ESCAPE '\'`, "%"+escapeLike(kw)+"%")
+			db = db.Where(appdb.ContainsCI(s.db, "content"), "%"+escapeLike(kw)+"%")
 		}
 		return db
 	}
@@ -543,7 +544,7 @@ func (s *Service) ListChildChunks(ctx context.Context, actor knowledge.Actor, da
 	query := func() *gorm.DB {
 		db := s.db.WithContext(ctx).Model(&models.ChildChunk{}).Where("segment_id = ?", seg.ID)
 		if kw := strings.TrimSpace(keyword); kw != "" {
-			db = db.Where(`content LIKE ? ESCAPE '\'`, "%"+escapeLike(kw)+"%")
+			db = db.Where(appdb.ContainsCI(s.db, "content"), "%"+escapeLike(kw)+"%")
 		}
 		return db
 	}

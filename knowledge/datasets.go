@@ -307,7 +307,7 @@ func (s *Store) ListDatasets(ctx context.Context, actor Actor, p ListParams) (*P
 			q = q.Where("id IN ?", actor.Datasets)
 		}
 		if kw := strings.TrimSpace(p.Keyword); kw != "" {
-			q = q.Where(`name LIKE ? ESCAPE '\'`, "%"+db.EscapeLike(kw)+"%")
+			q = q.Where(db.ContainsCI(s.db, "name"), "%"+db.EscapeLike(kw)+"%")
 		}
 		if tags := CleanIDs(p.TagIDs); len(tags) > 0 {
 			q = q.Where("id IN (SELECT dataset_id FROM dataset_tag_bindings WHERE tag_id IN ?)", tags)

@@ -1,6 +1,10 @@
 package knowledge
 
-import "context"
+import (
+	"context"
+
+	"appkb/db"
+)
 
 // Stats are the figures of a knowledge base that come from outside its own
 // row: its documents and the apps that use it.
@@ -49,9 +53,16 @@ func (s *Store) metadataUsage(ctx context.Context, fieldIDs []string) (map[strin
 		Key string
 		N   int
 	}
-	err := s.db.WithContext(ctx).Raw(`SELECT j.key AS key, COUNT(*) AS n
+	query := `SELECT j.key AS key, COUNT(*) AS n
 		FROM documents d, json_each(d.doc_metadata) j
-		WHERE j.key IN ? AND j.value IS NOT NULL GROUP BY j.key`, fieldIDs).Scan(&rows).Error
+		WHERE j.key IN ? AND j.value IS NOT NULL GROUP BY j.key`
+	if db.IsPostgres(s.db) {
+		// jsonb_each gives JSON null as a jsonb 'null', not SQL NULL.
+		query = `SELECT j.key AS key, COUNT(*) AS n
+		FROM documents d, jsonb_each(d.doc_metadata::jsonb) j
+		WHERE j.key IN ? AND jsonb_typeof(j.value) <> 'null' GROUP BY j.key`
+	}
+	err := s.db.WithContext(ctx).Raw(query, fieldIDs).Scan(&rows).Error
 	if err != nil {
 		return nil, err
 	}

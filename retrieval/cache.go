@@ -10,6 +10,7 @@ import (
 
 	"gorm.io/gorm"
 
+	appdb "appkb/db"
 	"appkb/indexing"
 	"appkb/vecindex"
 )
@@ -233,6 +234,20 @@ const maxCached = 64
 // signatureOf reads the signature of the stored vectors (see above). The
 // count is most of its cost: it walks the index entries of the set.
 func signatureOf(ctx context.Context, db *gorm.DB, datasetID, model string) (string, error) {
+	if appdb.IsPostgres(db) {
+		// Triggers count every change in embedding_versions (migration
+		// 0022), on whichever replica it was made.
+		var v []int64
+		err := db.WithContext(ctx).Raw(`SELECT version FROM embedding_versions WHERE dataset_id = ? AND model = ?`,
+			datasetID, model).Scan(&v).Error
+		if err != nil {
+			return "", err
+		}
+		if len(v) == 0 {
+			return "v0", nil
+		}
+		return fmt.Sprintf("v%d", v[0]), nil
+	}
 	var sig struct {
 		N    int64
 		Top  int64

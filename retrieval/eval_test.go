@@ -138,8 +138,8 @@ func TestRetrievalQuality(t *testing.T) {
 // disabled, archived or deleted in between to be gone from the results.
 func TestUsableDocumentsFollowChanges(t *testing.T) {
 	tests := []struct{ name, change string }{
-		{"disabled", `UPDATE documents SET enabled = 0 WHERE name = 'a'`},
-		{"archived", `UPDATE documents SET archived = 1 WHERE name = 'a'`},
+		{"disabled", `UPDATE documents SET enabled = FALSE WHERE name = 'a'`},
+		{"archived", `UPDATE documents SET archived = TRUE WHERE name = 'a'`},
 		{"deleted", `DELETE FROM documents WHERE name = 'a'`},
 	}
 	for _, tt := range tests {

@@ -44,7 +44,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"unicode"
 
 	"gorm.io/gorm"
 
@@ -417,11 +416,11 @@ func (s *Service) keywordCandidates(ctx context.Context, datasets []string, quer
 	}
 	q := s.db.WithContext(ctx).Table("segments AS s").
 		Select("s.id AS id, COUNT(*) AS n, d.doc_form AS form").
-		Joins("JOIN json_each(s.keywords) AS j").
+		Joins(keywordsJoin(s.db)).
 		Joins("JOIN documents AS d ON d.id = s.document_id").
 		Where("s.dataset_id IN ? AND s.enabled AND j.value IN ?", datasets, kw).
 		Where("d.enabled AND NOT d.archived AND d.indexing_status = 'completed'").
-		Group("s.id").Order("n DESC, s.seq")
+		Group("s.id, s.seq, d.doc_form").Order("n DESC, s.seq")
 	q = docs.restrict(q, "s.document_id", pool*10+100)
 	var rows []struct {
 		ID   string
@@ -474,80 +473,6 @@ func (s *Service) keywordCandidates(ctx context.Context, datasets []string, quer
 		}
 	}
 	return kept, nil
-}
-
-// ftsQuery turns free text into an FTS5 query of quoted terms joined by
-// OR; it is empty when the text has no letters or digits.
-func ftsQuery(text string) string {
-	var terms []string
-	seen := map[string]bool{}
-	for _, f := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.Is(unicode.Mn, r)
-	}) {
-		if !seen[f] && len(terms) < 64 {
-			seen[f] = true
-			terms = append(terms, `"`+f+`"`)
-		}
-	}
-	return strings.Join(terms, " OR ")
-}
-
-// fullTextCandidates ranks chunks (child chunks in parent-child documents)
-// by BM25.
-func (s *Service) fullTextCandidates(ctx context.Context, datasets []string, query string, docs *docSet, pool int) ([]cand, error) {
-	match := ftsQuery(query)
-	if match == "" {
-		return nil, nil
-	}
-	limit := pool*10 + 100
-	var segRows []struct {
-		ID   string
-		Rank float64
-	}
-	q := s.db.WithContext(ctx).Table("segments_fts AS f").
-		Select("s.id AS id, bm25(segments_fts) AS rank").
-		Joins("JOIN segments AS s ON s.seq = f.rowid").
-		Joins("JOIN documents AS d ON d.id = s.document_id").
-		Where("segments_fts MATCH ?", match).
-		Where("s.dataset_id IN ? AND s.enabled", datasets).
-		Where("d.enabled AND NOT d.archived AND d.indexing_status = 'completed' AND d.doc_form <> ?", formHierarchical).
-		Order("rank")
-	if err := docs.restrict(q, "s.document_id", limit).Scan(&segRows).Error; err != nil {
-		return nil, fmt.Errorf("full-text search: %w", err)
-	}
-	var childRows []struct {
-		ID, SegmentID string
-		Rank          float64
-	}
-	q = s.db.WithContext(ctx).Table("child_chunks_fts AS f").
-		Select("c.id AS id, c.segment_id AS segment_id, bm25(child_chunks_fts) AS rank").
-		Joins("JOIN child_chunks AS c ON c.seq = f.rowid").
-		Joins("JOIN documents AS d ON d.id = c.document_id").
-		Where("child_chunks_fts MATCH ?", match).
-		Where("c.dataset_id IN ?", datasets).
-		Where("d.enabled AND NOT d.archived AND d.indexing_status = 'completed' AND d.doc_form = ?", formHierarchical).
-		Order("rank")
-	if err := docs.restrict(q, "c.document_id", limit).Scan(&childRows).Error; err != nil {
-		return nil, fmt.Errorf("full-text search: %w", err)
-	}
-	out := make([]cand, 0, len(segRows)+len(childRows))
-	for _, r := range segRows {
-		out = append(out, cand{segment: r.ID, score: bm25Score(r.Rank)})
-	}
-	for _, r := range childRows {
-		out = append(out, cand{segment: r.SegmentID, child: r.ID, score: bm25Score(r.Rank)})
-	}
-	return out, nil
-}
-
-// bm25Score maps FTS5's bm25() (lower is better, usually negative) into
-// [0, 1).
-func bm25Score(rank float64) float64 {
-	r := -rank
-	if r <= 0 {
-		return 0
-	}
-	return r / (r + 1)
 }
 
 // semanticCandidates scores every stored vector of the knowledge bases'

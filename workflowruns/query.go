@@ -78,8 +78,8 @@ func (s *Store) Logs(ctx context.Context, appID string, f LogFilter) ([]LogEntry
 	}
 	if kw := strings.TrimSpace(f.Keyword); kw != "" {
 		like := "%" + db.EscapeLike(kw) + "%"
-		q = q.Where(`(inputs LIKE ? ESCAPE '\' OR outputs LIKE ? ESCAPE '\' OR error LIKE ? ESCAPE '\'
-			OR end_user_id IN (SELECT id FROM end_users WHERE app_id = ? AND session_id LIKE ? ESCAPE '\'))`,
+		q = q.Where(`(`+db.ContainsCI(s.db, "inputs")+` OR `+db.ContainsCI(s.db, "outputs")+` OR `+db.ContainsCI(s.db, "error")+`
+			OR end_user_id IN (SELECT id FROM end_users WHERE app_id = ? AND `+db.ContainsCI(s.db, "session_id")+`))`,
 			like, like, like, appID, like)
 	}
 	var total int64

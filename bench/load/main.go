@@ -48,6 +48,7 @@ func main() {
 	single := flag.Bool("single", true, "also measure blocking at one connection (the latency appkb adds)")
 	streams := flag.Int("streams", 0, "also hold this many concurrent streams for one phase (0: skip)")
 	keep := flag.Bool("keep", false, "keep the temporary data directory")
+	databaseURL := flag.String("database-url", "", "with -appkb: run the server on this (empty) PostgreSQL database instead of SQLite")
 	kbDocs := flag.Int("kb-docs", 0, "also upload this many short documents to a new knowledge base, time their indexing and measure retrieval (0: skip)")
 	flag.Parse()
 
@@ -85,7 +86,7 @@ func main() {
 			fail("fake upstream: %v", err)
 		}
 		defer up.srv.Close()
-		srv, err := startAppkb(*appkbBin, up.base, *keep)
+		srv, err := startAppkb(*appkbBin, up.base, *databaseURL, *keep)
 		if err != nil {
 			fail("appkb: %v", err)
 		}
@@ -499,9 +500,9 @@ type appkb struct {
 }
 
 // startAppkb starts `bin serve --demo` on a free port with a fresh data
-// directory and a providers file that maps the demo apps' provider
+// directory (and databaseURL, when given, as its database) and a providers file that maps the demo apps' provider
 // ("appkb") to the upstream, and waits until it answers.
-func startAppkb(bin, upstreamBase string, keep bool) (*appkb, error) {
+func startAppkb(bin, upstreamBase, databaseURL string, keep bool) (*appkb, error) {
 	dir, err := os.MkdirTemp("", "appkb-load-")
 	if err != nil {
 		return nil, err
@@ -518,7 +519,11 @@ func startAppkb(bin, upstreamBase string, keep bool) (*appkb, error) {
 	addr := ln.Addr().String()
 	ln.Close()
 
-	cmd := exec.Command(bin, "serve", "--demo", "--data-dir", filepath.Join(dir, "data"), "--addr", addr, "--providers", providers)
+	args := []string{"serve", "--demo", "--data-dir", filepath.Join(dir, "data"), "--addr", addr, "--providers", providers}
+	if databaseURL != "" {
+		args = append(args, "--database-url", databaseURL)
+	}
+	cmd := exec.Command(bin, args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
