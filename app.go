@@ -45,9 +45,10 @@ type namedWorker struct {
 // shutdownGrace bounds how long a stop waits for requests in flight.
 const shutdownGrace = 15 * time.Second
 
-// newApplication builds the server and its workers over gdb: the bus to
-// the other replicas, the indexing queue, annotation reply jobs, and the
-// resumer of paused workflow runs (which also times out their forms).
+// newApplication builds the server and its workers over gdb: the replica
+// registry (idx.Replica, made if nil), the bus to the other replicas, the
+// indexing queue, annotation reply jobs, and the resumer of paused
+// workflow runs (which also times out their forms).
 func newApplication(deps handlers.Deps, idx indexing.Config) (*application, error) {
 	log := deps.Logger
 	if log == nil {
@@ -62,14 +63,39 @@ func newApplication(deps handlers.Deps, idx indexing.Config) (*application, erro
 	if err != nil {
 		return nil, err
 	}
+	rep := idx.Replica
+	if rep == nil {
+		rep = cluster.NewReplica(deps.DB)
+		rep.Log = log
+		idx.Replica = rep
+	}
+	// Work this process takes on carries its replica id; on a shared
+	// database the replica's sweeps close the runs and streams of replicas
+	// that died (the workers take over their jobs themselves).
+	svc.Chat.SetReplica(rep)
+	svc.Flows.Runs().SetReplica(rep)
+	svc.Annotations.Replica = rep
+	rep.OnSweep("workflow runs", func(ctx context.Context) (int64, error) {
+		return svc.Flows.Runs().CloseInterrupted(ctx, rep)
+	})
+	rep.OnSweep("streamed messages", func(ctx context.Context) (int64, error) {
+		return chat.CloseInterrupted(ctx, deps.DB, rep)
+	})
+	rep.OnSweep("replica rows", func(ctx context.Context) (int64, error) {
+		return rep.Forget(ctx, time.Hour)
+	})
 	return &application{
 		log:  log,
 		http: &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second},
 		workers: []namedWorker{
-			// Started first and stopped last: the other workers publish
-			// and receive on it until they stop.
+			// Started first and stopped last: work is stamped with the
+			// replica's id only while its heartbeat runs, and its row goes
+			// once nothing of it runs any more.
+			{"replica", rep},
+			// Next: the other workers publish and receive on the bus
+			// until they stop.
 			{"cluster bus", deps.Bus},
-			// Stopped next to last: conversations named in the background are
+			// Then: conversations named in the background are
 			// stored before the database closes.
 			{"chat background work", chatWork{svc.Chat}},
 			{"indexing", &indexingWorker{cfg: idx}},
