@@ -15,4 +15,11 @@
 // messages, and on PostgreSQL so does a replica while its listening
 // connection is being re-established. Whatever must not be lost lives in
 // the database and is also found by polling; the bus only makes it quick.
+//
+// The Replica registry says which processes are alive: each serving
+// process keeps a row in the replicas table fresh with a heartbeat. Work a
+// replica takes on (indexing and annotation jobs, workflow runs, streamed
+// answers) carries its id, so that work of a replica whose heartbeat went
+// stale can be taken over or closed by the others, and a replica that
+// starts never touches the live work of another.
 package cluster

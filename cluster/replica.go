@@ -1,5 +1,3 @@
-// Package cluster lets several appkb processes (replicas) that share one
-// PostgreSQL database act as one server.
 package cluster
 
 // The replica registry. Every serving process writes a row in the
