@@ -12,7 +12,7 @@ COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
-.PHONY: all build run test generate check-generated lint fmt clean fuzz reliability bench
+.PHONY: all build run test test-postgres generate check-generated lint fmt clean fuzz reliability bench
 
 all: build
 
@@ -26,6 +26,18 @@ run: build
 ## test: every test, with the race detector
 test:
 	$(GO) test -tags $(TAGS) -race -count=1 ./...
+
+## test-postgres: the tests of every package that opens a database (db.OpenTemp,
+## db.TempURL), again on PostgreSQL: APPKB_TEST_DATABASE_URL names a server and a
+## role that may create databases; each test gets a database of its own there.
+## No race detector, to keep the second pass short. .ci/run starts a server.
+PG_PKGS ?= $(sort $(dir $(shell grep -rlE --include='*_test.go' 'OpenTemp|TempURL' .)))
+test-postgres:
+	@test -n "$$APPKB_TEST_DATABASE_URL" || { \
+	  echo "test-postgres: APPKB_TEST_DATABASE_URL is not set; point it at a PostgreSQL role that may create"; \
+	  echo "databases, e.g. postgres://appkb@127.0.0.1:5432/postgres?sslmode=disable (.ci/run starts one)"; exit 1; }
+	@echo "PostgreSQL tests of: $(PG_PKGS)"
+	$(GO) test -tags $(TAGS) -count=1 -p 2 $(PG_PKGS)
 
 ## fuzz: run the fuzz tests of the parsers and the DSL loader for FUZZTIME each
 ## (FUZZ_PKGS="./textsplit ./llm ./handlers" fuzzes the others)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"appkb/chat"
+	"appkb/cluster"
 	"appkb/handlers"
 	"appkb/indexing"
 )
@@ -44,25 +45,57 @@ type namedWorker struct {
 // shutdownGrace bounds how long a stop waits for requests in flight.
 const shutdownGrace = 15 * time.Second
 
-// newApplication builds the server and its workers over gdb: the indexing
-// queue, annotation reply jobs, and the resumer of paused workflow runs
-// (which also times out their forms).
+// newApplication builds the server and its workers over gdb: the replica
+// registry (idx.Replica, made if nil), the bus to the other replicas, the
+// indexing queue, annotation reply jobs, and the resumer of paused
+// workflow runs (which also times out their forms).
 func newApplication(deps handlers.Deps, idx indexing.Config) (*application, error) {
+	log := deps.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if deps.Bus == nil {
+		deps.Bus = cluster.NewBus(deps.DB, log)
+	}
 	svc := handlers.NewServices(deps)
 	deps.Services = svc
 	e, err := handlers.NewServer(deps)
 	if err != nil {
 		return nil, err
 	}
-	log := deps.Logger
-	if log == nil {
-		log = slog.Default()
+	rep := idx.Replica
+	if rep == nil {
+		rep = cluster.NewReplica(deps.DB)
+		rep.Log = log
+		idx.Replica = rep
 	}
+	// Work this process takes on carries its replica id; on a shared
+	// database the replica's sweeps close the runs and streams of replicas
+	// that died (the workers take over their jobs themselves).
+	svc.Chat.SetReplica(rep)
+	svc.Flows.Runs().SetReplica(rep)
+	svc.Annotations.Replica = rep
+	rep.OnSweep("workflow runs", func(ctx context.Context) (int64, error) {
+		return svc.Flows.Runs().CloseInterrupted(ctx, rep)
+	})
+	rep.OnSweep("streamed messages", func(ctx context.Context) (int64, error) {
+		return chat.CloseInterrupted(ctx, deps.DB, rep)
+	})
+	rep.OnSweep("replica rows", func(ctx context.Context) (int64, error) {
+		return rep.Forget(ctx, time.Hour)
+	})
 	return &application{
 		log:  log,
 		http: &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second},
 		workers: []namedWorker{
-			// Stopped last: conversations named in the background are
+			// Started first and stopped last: work is stamped with the
+			// replica's id only while its heartbeat runs, and its row goes
+			// once nothing of it runs any more.
+			{"replica", rep},
+			// Next: the other workers publish and receive on the bus
+			// until they stop.
+			{"cluster bus", deps.Bus},
+			// Then: conversations named in the background are
 			// stored before the database closes.
 			{"chat background work", chatWork{svc.Chat}},
 			{"indexing", &indexingWorker{cfg: idx}},

@@ -24,6 +24,7 @@ import (
 	"appkb/apikeys"
 	"appkb/apps"
 	"appkb/chat"
+	"appkb/cluster"
 	"appkb/db"
 	"appkb/demo"
 	"appkb/handlers"
@@ -349,6 +350,9 @@ var commands = []command{
 	{name: "restore", synopsis: "FILE.tar.gz", minArgs: 1, maxArgs: 1, createsDataDir: true, sqliteOnly: true,
 		summary: "Unpack a backup into --data-dir, which must be missing or empty (stop the server first).",
 		setup:   setupRestore},
+	{name: "migrate", synopsis: "--from-sqlite DATA_DIR --to URL", noDataDir: true, maxArgs: 0,
+		summary: "Copy a whole SQLite installation (rows and files) into an empty PostgreSQL\n        database, then compare the counts of every table; exits non-zero on a difference.",
+		setup:   setupMigrate},
 }
 
 func setupServe(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
@@ -469,14 +473,20 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 		printDemo(out, addr, keys)
 	}
 
-	// Workflow runs a previous process left running can never finish now.
-	if n, err := workflowruns.New(gdb).CloseInterrupted(ctx); err != nil {
+	// This process in the registry of replicas sharing the database; it
+	// registers when the application starts.
+	replica := cluster.NewReplica(gdb)
+	replica.Log = log
+	// Workflow runs a previous process left running can never finish now
+	// (with PostgreSQL: those of replicas that are gone; the live ones go
+	// on).
+	if n, err := workflowruns.New(gdb).CloseInterrupted(ctx, replica); err != nil {
 		return err
 	} else if n > 0 {
 		log.Warn("closed workflow runs interrupted by the last stop", "runs", n)
 	}
 	// So can answers a previous process was still streaming.
-	if n, err := chat.CloseInterrupted(ctx, gdb); err != nil {
+	if n, err := chat.CloseInterrupted(ctx, gdb, replica); err != nil {
 		return err
 	} else if n > 0 {
 		log.Warn("closed messages interrupted by the last stop", "messages", n)
@@ -497,7 +507,7 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 	}
 	// Documents are indexed in the background; jobs a previous run left
 	// unfinished are picked up again when the worker starts.
-	app, err := newApplication(deps, indexing.Config{DB: gdb, Models: cfg.models, DataDir: dataDir, Logger: log})
+	app, err := newApplication(deps, indexing.Config{DB: gdb, Models: cfg.models, DataDir: dataDir, Logger: log, Replica: replica})
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 
 	"appkb/apperr"
 	"appkb/cachever"
+	"appkb/cluster"
 	"appkb/db"
 	"appkb/llm"
 	"appkb/models"
@@ -36,8 +37,12 @@ type Service struct {
 	db     *gorm.DB
 	models *llm.Registry
 	// Log receives failures of background jobs; slog.Default() unless set.
-	Log  *slog.Logger
-	jobs *jobRunner
+	Log *slog.Logger
+	// Replica, when set before Start, stamps the jobs this process runs
+	// and, on a shared database, makes Start take over the jobs of dead
+	// replicas (see Resume). Nil: the process is alone on its database.
+	Replica *cluster.Replica
+	jobs    *jobRunner
 	// settings caches Settings by app id, checked against the
 	// annotation_settings counter of cache_versions (migration 0018).
 	settings *cachever.Cache[string, models.AnnotationReplySetting]

@@ -9,11 +9,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
 	"appkb/apperr"
+	"appkb/cluster"
+	"appkb/db"
 	"appkb/models"
 )
 
@@ -153,7 +156,10 @@ func (j *jobRunner) context() context.Context {
 }
 
 // Start runs background jobs on ctx from now on and starts again the
-// jobs a stopped process left unfinished.
+// jobs a stopped process left unfinished. On a shared database it also
+// looks, every Replica.Heartbeat, for jobs of replicas that died and for
+// waiting jobs no runner has picked up (their replica died before), and
+// runs them.
 func (s *Service) Start(ctx context.Context) {
 	j := s.jobs
 	j.mu.Lock()
@@ -162,8 +168,35 @@ func (s *Service) Start(ctx context.Context) {
 		return
 	}
 	j.base, j.cancel = context.WithCancel(ctx)
+	base := j.base
 	j.mu.Unlock()
 	s.resumeOnce()
+	if s.Replica.Shared() {
+		j.wg.Add(1)
+		go func() {
+			defer j.wg.Done()
+			s.takeOver(base, s.Replica.Heartbeat)
+		}()
+	}
+}
+
+// takeOver resumes, every interval, what dead replicas left (see Resume).
+func (s *Service) takeOver(ctx context.Context, interval time.Duration) {
+	if interval <= 0 {
+		interval = cluster.DefaultHeartbeat
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := s.Resume(ctx); err != nil && ctx.Err() == nil {
+			s.Log.Error("annotation reply: taking over jobs of dead replicas failed", "error", err)
+		}
+	}
 }
 
 // Stop cancels the running jobs and waits for their runners. A job cut
@@ -179,12 +212,23 @@ func (s *Service) Stop() {
 	j.wg.Wait()
 }
 
-// Resume starts a runner for every app that has unfinished jobs. Start
-// (or, without it, the first use of the Service) does this by itself.
+// Resume puts jobs left processing by a stopped process back to waiting
+// and starts a runner for every app whose next job waits. When the
+// Service is alone on its database (no shared Replica) every processing
+// job is put back, so call Resume before this Service runs jobs: Start
+// (or, without it, the first use of the Service) does this by itself. On
+// a shared database only the jobs of dead replicas are put back, and
+// Start repeats Resume periodically.
 func (s *Service) Resume(ctx context.Context) error {
+	err := s.db.WithContext(ctx).Exec(`UPDATE annotation_reply_jobs SET status = ?, replica_id = NULL, updated_at = ?
+		WHERE status = ? AND ?`, models.JobWaiting, time.Now().UTC(), models.JobProcessing, s.Replica.Interrupted("replica_id")).Error
+	if err != nil {
+		return err
+	}
 	var appIDs []string
-	err := s.db.WithContext(ctx).Model(&models.AnnotationReplyJob{}).
-		Where("status IN ?", []string{models.JobWaiting, models.JobProcessing}).
+	err = s.db.WithContext(ctx).Model(&models.AnnotationReplyJob{}).
+		Where("status = ? AND app_id NOT IN (?)", models.JobWaiting,
+			s.db.Model(&models.AnnotationReplyJob{}).Select("app_id").Where("status = ?", models.JobProcessing)).
 		Distinct().Pluck("app_id", &appIDs).Error
 	if err != nil {
 		return err
@@ -222,38 +266,55 @@ func (s *Service) kick(appID string) {
 		mu.Lock()
 		defer mu.Unlock()
 		for ctx.Err() == nil {
-			var job models.AnnotationReplyJob
-			err := s.db.WithContext(ctx).
-				Where("app_id = ? AND status IN ?", appID, []string{models.JobWaiting, models.JobProcessing}).
-				Order("created_at, id").Take(&job).Error
-			if errors.Is(err, gorm.ErrRecordNotFound) {
-				return
-			}
+			job, ok, err := s.claim(ctx, appID)
 			if err != nil {
-				s.Log.Error("annotation reply: reading jobs failed", "app_id", appID, "error", err)
+				s.Log.Error("annotation reply: claiming a job failed", "app_id", appID, "error", err)
 				return
 			}
-			if !s.runJob(ctx, &job) {
+			if !ok || !s.runJob(ctx, job) {
 				return
 			}
 		}
 	}()
 }
 
-// runJob runs one job to its end and records the outcome. It reports
-// false when the outcome could not be recorded, so that the runner stops
-// rather than picking the same job again.
-func (s *Service) runJob(ctx context.Context, job *models.AnnotationReplyJob) bool {
-	if job.Attempts >= maxAttempts {
-		return s.finish(ctx, job, fmt.Errorf("the job was interrupted %d times", job.Attempts))
+// claim takes appID's next job: the oldest unfinished one, if it is
+// waiting. One statement marks it processing by this replica and counts
+// the attempt. On PostgreSQL the row is locked with SKIP LOCKED, so that a
+// runner of another replica claiming at the same moment gets nothing
+// (the next job is not the oldest unfinished one while this one is), and
+// one app's jobs still run one at a time, in order, across replicas.
+func (s *Service) claim(ctx context.Context, appID string) (*models.AnnotationReplyJob, bool, error) {
+	lock := ""
+	if db.IsPostgres(s.db) {
+		lock = " FOR UPDATE SKIP LOCKED"
 	}
-	res := s.db.WithContext(ctx).Model(job).Updates(map[string]any{
-		"status":   models.JobProcessing,
-		"attempts": gorm.Expr("attempts + 1"),
-	})
-	if res.Error != nil {
-		s.Log.Error("annotation reply: starting job failed", "job_id", job.ID, "error", res.Error)
-		return false
+	var ids []string
+	err := s.db.WithContext(ctx).Raw(`UPDATE annotation_reply_jobs SET status = ?, attempts = attempts + 1, replica_id = ?, updated_at = ?
+		WHERE status = ? AND id = (SELECT j.id FROM annotation_reply_jobs j
+			WHERE j.app_id = ? AND j.status = ? AND NOT EXISTS (SELECT 1 FROM annotation_reply_jobs e
+				WHERE e.app_id = j.app_id AND e.status IN ?
+				AND (e.created_at < j.created_at OR (e.created_at = j.created_at AND e.id < j.id)))
+			ORDER BY j.created_at, j.id LIMIT 1`+lock+`)
+		RETURNING id`,
+		models.JobProcessing, s.Replica.OwnerID(), time.Now().UTC(), models.JobWaiting,
+		appID, models.JobWaiting, []string{models.JobWaiting, models.JobProcessing}).Scan(&ids).Error
+	if err != nil || len(ids) == 0 {
+		return nil, false, err
+	}
+	var job models.AnnotationReplyJob
+	if err := s.db.WithContext(ctx).Take(&job, "id = ?", ids[0]).Error; err != nil {
+		return nil, false, err
+	}
+	return &job, true, nil
+}
+
+// runJob runs one claimed job to its end and records the outcome. It
+// reports false when the outcome could not be recorded, so that the runner
+// stops rather than picking the same job again.
+func (s *Service) runJob(ctx context.Context, job *models.AnnotationReplyJob) bool {
+	if job.Attempts > maxAttempts {
+		return s.finish(ctx, job, fmt.Errorf("the job was interrupted %d times", job.Attempts-1))
 	}
 	var err error
 	switch job.Action {

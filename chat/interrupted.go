@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"appkb/apperr"
+	"appkb/cluster"
 	"appkb/models"
 )
 
@@ -16,13 +17,22 @@ import (
 // off because the server stopped while writing it.
 const InterruptedError = "interrupted: the server stopped before the answer was complete"
 
-// CloseInterrupted marks every message still being written as failed,
-// keeping the part of the answer that was stored. Call it once at start-up,
-// before any request is served: then no answer is being written, so such a
-// message can only be left over from a server that stopped. It returns how
-// many messages it closed.
-func CloseInterrupted(ctx context.Context, db *gorm.DB) (int64, error) {
-	res := db.WithContext(ctx).Model(&models.Message{}).Where("generating = ?", true).Updates(map[string]any{
+// SetReplica makes the messages this service streams carry r's id, so
+// that other replicas leave them alone while r is alive (see
+// CloseInterrupted). Call it before the service serves any request.
+func (s *Service) SetReplica(r *cluster.Replica) { s.replica = r }
+
+// CloseInterrupted marks as failed the messages still being written that
+// nobody writes any more, keeping the part of the answer that was stored,
+// and returns how many it closed. Alone on its database (r nil, or
+// SQLite) that is every such message: call it once at start-up, before
+// any request is served, when such a message can only be left over from a
+// server that stopped. On a shared database it is the messages of dead
+// replicas, so a starting replica leaves the live streams of the others
+// alone; replicas repeat it periodically to close the streams of one that
+// died.
+func CloseInterrupted(ctx context.Context, db *gorm.DB, r *cluster.Replica) (int64, error) {
+	res := db.WithContext(ctx).Model(&models.Message{}).Where("generating = ?", true).Where(r.Interrupted("replica_id")).Updates(map[string]any{
 		"status": StatusError, "error": InterruptedError, "generating": false, "updated_at": time.Now().UTC(),
 	})
 	return res.RowsAffected, res.Error

@@ -5,32 +5,105 @@ import (
 	"testing"
 	"time"
 
+	"appkb/apps"
+	"appkb/cluster"
 	"appkb/db"
+	"appkb/endusers"
 	"appkb/models"
 )
 
+const interruptedApp = `version: 0.3.0
+kind: app
+app: {name: interrupted, mode: chat}
+model_config:
+  model: {provider: appkb, name: builtin, mode: chat}
+`
+
+// Messages still being written when a process starts: on SQLite the
+// process is alone, so all of them were cut off by a stop; on PostgreSQL
+// only those of replicas that are gone, and the streams of live replicas
+// go on.
 func TestCloseInterrupted(t *testing.T) {
+	ctx := context.Background()
 	gdb := db.OpenTemp(t)
-	gdb.Exec(`PRAGMA foreign_keys = OFF`)
-	now := time.Now().UTC()
-	for _, m := range []models.Message{
-		{ID: "cut", AppID: "a", Query: "q", Answer: "half an ans", Status: StatusNormal, Generating: true, CreatedAt: now, UpdatedAt: now},
-		{ID: "done", AppID: "a", Query: "q", Answer: "whole", Status: StatusNormal, CreatedAt: now, UpdatedAt: now},
-	} {
-		if err := gdb.Create(&m).Error; err != nil {
+	app, err := apps.NewStore(gdb).Import(ctx, []byte(interruptedApp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	user, err := endusers.NewStore(gdb).Resolve(ctx, app.ID, "someone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, dead, starting := cluster.NewReplica(gdb), cluster.NewReplica(gdb), cluster.NewReplica(gdb)
+	for _, r := range []*cluster.Replica{live, dead, starting} {
+		if err := r.Beat(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
-	n, err := CloseInterrupted(context.Background(), gdb)
-	if err != nil || n != 1 {
-		t.Fatalf("closed %d (%v), want 1", n, err)
+	if err := gdb.Exec(`UPDATE replicas SET heartbeat_at = ? WHERE id = ?`, time.Now().UTC().Add(-time.Hour), dead.ID).Error; err != nil {
+		t.Fatal(err)
 	}
-	var got []models.Message
-	gdb.Order("id").Find(&got)
-	if got[0].ID != "cut" || got[0].Status != StatusError || got[0].Error == nil || *got[0].Error != InterruptedError || got[0].Answer != "half an ans" || got[0].Generating {
-		t.Fatalf("cut message: %+v", got[0])
+	// The live replica's message is stamped as a stream stamps it.
+	g := &Generation{svc: &Service{replica: live}, MessageID: "live", appID: app.ID, query: "q", CreatedAt: time.Now().UTC()}
+	liveMsg := g.startRecord()
+	liveMsg.Answer = "still streaming"
+	gone := "gone-replica"
+	tests := []struct {
+		msg *models.Message
+		// closed with a replica starting on a shared database, and when
+		// the process is alone (SQLite, or no replica at all)
+		closedShared, closedAlone bool
+	}{
+		{liveMsg, false, true},
+		{&models.Message{ID: "dead", Answer: "half an ans", Generating: true, ReplicaID: &dead.ID}, true, true},
+		{&models.Message{ID: "gone", Answer: "half", Generating: true, ReplicaID: &gone}, true, true},
+		{&models.Message{ID: "nobody", Answer: "half", Generating: true}, true, true},
+		{&models.Message{ID: "done", Answer: "whole"}, false, false},
 	}
-	if got[1].Status != StatusNormal || got[1].Error != nil {
-		t.Fatalf("finished message changed: %+v", got[1])
+	now := time.Now().UTC()
+	for _, tc := range tests {
+		m := tc.msg
+		m.AppID, m.EndUserID, m.Query, m.Status, m.Inputs, m.MessageFiles, m.RetrieverResources, m.AgentThoughts = app.ID, user.ID, "q", StatusNormal, "{}", "[]", "[]", "[]"
+		m.CreatedAt, m.UpdatedAt = now, now
+		if err := gdb.Create(m).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, round := range []struct {
+		name     string
+		replica  *cluster.Replica
+		isClosed func(closedShared, closedAlone bool) bool
+	}{
+		{"a replica starts", starting, func(s, a bool) bool {
+			if starting.Shared() {
+				return s
+			}
+			return a
+		}},
+		{"a process alone starts", nil, func(_, a bool) bool { return a }},
+	} {
+		t.Run(round.name, func(t *testing.T) {
+			if _, err := CloseInterrupted(ctx, gdb, round.replica); err != nil {
+				t.Fatal(err)
+			}
+			for _, tc := range tests {
+				var got models.Message
+				if err := gdb.Take(&got, "id = ?", tc.msg.ID).Error; err != nil {
+					t.Fatal(err)
+				}
+				if !round.isClosed(tc.closedShared, tc.closedAlone) {
+					if got.Status != StatusNormal || got.Error != nil || got.Generating != tc.msg.Generating {
+						t.Errorf("%s changed: %+v", got.ID, got)
+					}
+					continue
+				}
+				if got.Status != StatusError || got.Error == nil || *got.Error != InterruptedError || got.Answer != tc.msg.Answer || got.Generating {
+					t.Errorf("%s not closed: %+v", got.ID, got)
+				}
+			}
+		})
+	}
+	if liveMsg.ReplicaID == nil || *liveMsg.ReplicaID != live.ID {
+		t.Errorf("a streamed message belongs to %v, want %s", liveMsg.ReplicaID, live.ID)
 	}
 }

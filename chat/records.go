@@ -19,6 +19,7 @@ import (
 func (g *Generation) startRecord() *models.Message {
 	m := g.record("", StatusNormal, nil, Usage{}, nil)
 	m.Generating = true // until save; see CloseInterrupted
+	m.ReplicaID = g.svc.replica.OwnerID()
 	return m
 }
 

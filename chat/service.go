@@ -33,6 +33,7 @@ import (
 
 	"appkb/apperr"
 	"appkb/apps"
+	"appkb/cluster"
 	"appkb/endusers"
 	"appkb/files"
 	"appkb/llm"
@@ -127,6 +128,8 @@ type Service struct {
 	commits groupCommit
 	// background counts work that outlives a request (conversation names).
 	background sync.WaitGroup
+	// replica owns the messages this service streams (see SetReplica).
+	replica *cluster.Replica
 }
 
 // Wait blocks until the background work started so far (naming

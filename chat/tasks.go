@@ -16,7 +16,9 @@ var ErrStopped = errors.New("generation stopped on request")
 
 // Tasks keeps the generations that are running, by task id, so that a stop
 // request can reach them. It is safe for concurrent use. Tasks live in this
-// process only.
+// process only; with several replicas, flows hands every stop request to
+// each replica's registry (through the cluster bus), and the one running
+// the task stops it.
 type Tasks struct {
 	mu      sync.Mutex
 	running map[string]*task

@@ -20,12 +20,19 @@
 // Follow lets any request follow the events of a run by id, Stop* end a
 // task, and the text-to-speech of an auto-playing app is ordered here, so
 // every stream speaks the same way. The package knows nothing of HTTP.
+//
+// Several replicas may share one PostgreSQL database (Config.Bus connects
+// them): a stop request reaches the replica running the task, runs write
+// their events to the database so that Follow works on any replica, and a
+// form answered anywhere resumes its run once (the answer and the paused
+// run are each claimed by one conditional UPDATE).
 package flows
 
 import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -35,6 +42,8 @@ import (
 	"appkb/apps"
 	"appkb/audio"
 	"appkb/chat"
+	"appkb/cluster"
+	"appkb/db"
 	"appkb/endusers"
 	"appkb/files"
 	"appkb/llm"
@@ -71,7 +80,11 @@ type Config struct {
 	// FormExpiry is how often overdue human-input forms are timed out
 	// once Start ran (default a minute).
 	FormExpiry time.Duration
-	Logger     *slog.Logger
+	// Bus connects the replicas that share the database: stop requests
+	// and news of run events travel on it. Nil is an in-process bus (one
+	// replica). Its owner starts and stops it.
+	Bus    cluster.Bus
+	Logger *slog.Logger
 }
 
 // Service starts, follows, stops and resumes runs.
@@ -86,8 +99,17 @@ type Service struct {
 	hub     *resumer.Hub
 	resumer *resumer.Resumer
 	speech  *audio.Service
-	cfg     Config
-	log     *slog.Logger
+	bus     cluster.Bus
+	// events stores run events for followers on other replicas
+	// (PostgreSQL only; nil on SQLite).
+	events *workflowruns.EventLog
+	waker  waker
+	cfg    Config
+	log    *slog.Logger
+
+	sharedMu     sync.Mutex
+	sharedCancel context.CancelFunc
+	sharedWG     sync.WaitGroup
 }
 
 // New builds a Service. Its background work (resuming paused runs, timing
@@ -102,7 +124,16 @@ func New(cfg Config) *Service {
 	s := &Service{
 		db: cfg.DB, apps: apps.NewStore(cfg.DB), chat: cfg.Chat, tasks: cfg.Chat.Tasks(),
 		runs: runs, forms: runs.Forms(), users: endusers.NewStore(cfg.DB), hub: resumer.NewHub(),
-		speech: audio.NewService(cfg.DB, cfg.Speech), cfg: cfg, log: log,
+		speech: audio.NewService(cfg.DB, cfg.Speech), bus: cfg.Bus, cfg: cfg, log: log,
+	}
+	if s.bus == nil {
+		s.bus = cluster.NewLocalBus(log)
+	}
+	if db.IsPostgres(cfg.DB) {
+		// Replicas may share this database: runs write their events where
+		// a follower on any replica reads them.
+		s.events = workflowruns.NewEventLog(cfg.DB, s.bus, s.waker.wake, log)
+		s.hub.Record = func(runID string) resumer.SegmentRecorder { return s.events.Begin(runID) }
 	}
 	s.resumer = &resumer.Resumer{Runs: runs, Forms: s.forms, Engine: s.engine, Hub: s.hub, Log: log,
 		ExpireEvery: cfg.FormExpiry,
@@ -113,12 +144,19 @@ func New(cfg Config) *Service {
 	return s
 }
 
-// Start begins the background work: paused runs resume on ctx, and
-// overdue forms are timed out periodically.
-func (s *Service) Start(ctx context.Context) { s.resumer.Start(ctx) }
+// Start begins the background work: paused runs resume on ctx, overdue
+// forms are timed out periodically, stop requests and news of runs from
+// other replicas are received, and old run events are pruned.
+func (s *Service) Start(ctx context.Context) {
+	s.startShared(ctx)
+	s.resumer.Start(ctx)
+}
 
 // Stop ends the background work and waits for resumed runs to return.
-func (s *Service) Stop() { s.resumer.Stop() }
+func (s *Service) Stop() {
+	s.resumer.Stop()
+	s.stopShared()
+}
 
 // Runs is the store of workflow runs, versions and logs (for reads).
 func (s *Service) Runs() *workflowruns.Store { return s.runs }
@@ -170,14 +208,24 @@ func (s *Service) version(ctx context.Context, app *models.App, id string) (*wor
 	return s.runs.ByID(ctx, app.ID, id)
 }
 
-// StopChat asks the chat or chatflow task taskID of user to stop.
+// StopChat asks the chat or chatflow task taskID of user to stop, on
+// whichever replica runs it.
 func (s *Service) StopChat(ctx context.Context, appID, user, taskID string) error {
-	return s.chat.StopChat(ctx, appID, user, taskID)
+	if err := s.chat.StopChat(ctx, appID, user, taskID); err != nil {
+		return err
+	}
+	s.publishStop(ctx, stopMessage{App: appID, User: user, Task: taskID})
+	return nil
 }
 
-// StopCompletion asks the completion task taskID of user to stop.
+// StopCompletion asks the completion task taskID of user to stop, on
+// whichever replica runs it.
 func (s *Service) StopCompletion(ctx context.Context, appID, user, taskID string) error {
-	return s.chat.StopCompletion(ctx, appID, user, taskID)
+	if err := s.chat.StopCompletion(ctx, appID, user, taskID); err != nil {
+		return err
+	}
+	s.publishStop(ctx, stopMessage{App: appID, User: user, Task: taskID})
+	return nil
 }
 
 // StopWorkflow stops the workflow task taskID of appID, whoever started
@@ -194,6 +242,7 @@ func (s *Service) StopWorkflow(ctx context.Context, appID, user, taskID string) 
 		return NotWorkflowApp()
 	}
 	s.tasks.StopAnyUser(app.ID, taskID)
+	s.publishStop(ctx, stopMessage{App: app.ID, Task: taskID, AnyUser: true})
 	return nil
 }
 

@@ -70,7 +70,7 @@ func newService(t *testing.T) (*flows.Service, map[string]string) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	store := apps.NewStore(gdb)
 	ids := map[string]string{}
-	for name, text := range map[string]string{"chat": chatApp, "completion": completionApp, "chatflow": chatflowApp, "workflow": workflowApp} {
+	for name, text := range map[string]string{"chat": chatApp, "completion": completionApp, "chatflow": chatflowApp, "workflow": workflowApp, "approval": approvalApp} {
 		app, err := store.Import(context.Background(), []byte(text))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)

@@ -71,7 +71,11 @@ func quiet(err error) error {
 // followed from the hub while the hub has it, otherwise the stored record
 // tells where the run is.
 func (s *Service) followRun(ctx context.Context, run *models.WorkflowRun, keepOpen bool, send func(workflow.Event) error) error {
+	if s.events != nil {
+		return s.followStored(ctx, run, keepOpen, send)
+	}
 	var after int64
+	pausedSent := false // the current pause was shown already
 	for {
 		var last workflow.Event
 		seq, found, err := s.hub.Follow(ctx, run.ID, after, func(ev workflow.Event) error {
@@ -86,6 +90,7 @@ func (s *Service) followRun(ctx context.Context, run *models.WorkflowRun, keepOp
 			if _, paused := last.(*workflow.WorkflowPaused); !paused || !keepOpen {
 				return nil
 			}
+			pausedSent = true
 		} else {
 			stored, err := s.runs.Run(ctx, run.AppID, run.ID)
 			if err != nil {
@@ -94,9 +99,13 @@ func (s *Service) followRun(ctx context.Context, run *models.WorkflowRun, keepOp
 			switch stored.Status {
 			case workflowruns.StatusRunning:
 				// Between segments: wait for the next one.
+				pausedSent = false
 			case workflowruns.StatusPaused:
-				if err := s.sendPaused(ctx, stored, send); err != nil {
-					return err
+				if !pausedSent {
+					if err := s.sendPaused(ctx, stored, send); err != nil {
+						return err
+					}
+					pausedSent = true
 				}
 				if !keepOpen {
 					return nil
@@ -205,4 +214,169 @@ func clientEvent(ev workflow.Event, chatflow bool) Event {
 	return chatEv(chat.MessageEvent{Event: chat.EventMessage, ID: tc.MessageID, Answer: tc.Data.Text, StreamBase: chat.StreamBase{
 		TaskID: tc.TaskID, MessageID: tc.MessageID, ConversationID: tc.ConversationID, CreatedAt: tc.CreatedAt,
 	}})
+}
+
+// followStored is followRun over the stored run events (PostgreSQL), which
+// every replica reads, whichever executes the run: one source of order
+// for all followers, also when a run pauses on one replica and resumes on
+// another. The rules are the hub's: the latest segment is followed from
+// its start while it runs, or for Hub.Retain after it ended; otherwise
+// the stored run tells where the run is.
+func (s *Service) followStored(ctx context.Context, run *models.WorkflowRun, keepOpen bool, send func(workflow.Event) error) error {
+	var (
+		done       int64 // segments up to this one were followed or skipped
+		pausedSent bool  // the current pause was shown already
+	)
+	// look follows the latest segment or shows the stored run once; over
+	// is set when the follow ends (with err).
+	look := func() (over bool, err error) {
+		wake, release := s.waker.wait(run.ID)
+		defer release()
+		info, ok, err := s.events.Latest(ctx, run.ID)
+		if err != nil {
+			return true, err
+		}
+		if ok && info.Segment > done && (!info.Ended || time.Since(info.EndedAt) < s.hub.Retain) {
+			last, ended, err := s.followSegment(ctx, run, info.Segment, send)
+			if err != nil {
+				return true, err
+			}
+			done = info.Segment
+			if ended {
+				if last == nil || last.Name() != workflow.EventWorkflowPaused || !keepOpen {
+					return true, nil
+				}
+				pausedSent = true
+				return false, nil
+			}
+			// The segment's writer went away: the stored run says more.
+		}
+		if ok && info.Segment > done {
+			done = info.Segment
+		}
+		stored, err := s.runs.Run(ctx, run.AppID, run.ID)
+		if err != nil {
+			return true, err
+		}
+		switch stored.Status {
+		case workflowruns.StatusRunning:
+			// Between segments: wait for the next one.
+			pausedSent = false
+		case workflowruns.StatusPaused:
+			if !pausedSent {
+				if err := s.sendPaused(ctx, stored, send); err != nil {
+					return true, err
+				}
+				pausedSent = true
+			}
+			if !keepOpen {
+				return true, nil
+			}
+		default:
+			return true, send(finishedEvent(stored))
+		}
+		select {
+		case <-ctx.Done():
+			return true, ctx.Err()
+		case <-wake:
+		case <-time.After(followPoll):
+		}
+		return false, nil
+	}
+	for {
+		if over, err := look(); over {
+			return err
+		}
+	}
+}
+
+// followSegment sends the stored events of one segment of run, in order,
+// until its end. ended is false when the segment stopped growing while the
+// stored run no longer runs (its writer is gone); last is the last event
+// sent.
+func (s *Service) followSegment(ctx context.Context, run *models.WorkflowRun, segment int64, send func(workflow.Event) error) (last workflow.Event, ended bool, err error) {
+	var seq int64
+	idle := 0
+	for {
+		wake, release := s.waker.wait(run.ID)
+		rows, err := s.events.After(ctx, run.ID, segment, seq)
+		if err != nil || len(rows) > 0 {
+			release()
+		}
+		if err != nil {
+			return last, false, err
+		}
+		for _, row := range rows {
+			seq = row.Seq
+			if row.End {
+				return last, true, nil
+			}
+			ev, err := decodeStored(row.Event)
+			if err != nil {
+				return last, false, fmt.Errorf("run %s event %d/%d: %w", run.ID, segment, row.Seq, err)
+			}
+			last = ev
+			if err := send(ev); err != nil {
+				return last, false, err
+			}
+		}
+		if len(rows) > 0 {
+			idle = 0
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			release()
+			return last, false, ctx.Err()
+		case <-wake:
+			release()
+		case <-time.After(followPoll):
+			release()
+			if idle++; idle >= stalledPolls {
+				stored, err := s.runs.Run(ctx, run.AppID, run.ID)
+				if err != nil {
+					return last, false, err
+				}
+				if stored.Status != workflowruns.StatusRunning {
+					return last, false, nil
+				}
+				idle = 0
+			}
+		}
+	}
+}
+
+// stalledPolls is how many quiet polls of a segment make a follower look
+// whether the run still runs.
+const stalledPolls = 3
+
+// storedEvent is an event read back from the store that is sent as it
+// was written.
+type storedEvent struct {
+	name string
+	raw  json.RawMessage
+}
+
+func (e storedEvent) Name() string { return e.name }
+
+func (e storedEvent) MarshalJSON() ([]byte, error) { return e.raw, nil }
+
+// decodeStored turns a stored event back into an event. Text chunks are
+// decoded (a chatflow's become message events, see clientEvent); the
+// others are sent exactly as they were stored.
+func decodeStored(raw json.RawMessage) (workflow.Event, error) {
+	var head struct {
+		Event string `json:"event"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil {
+		return nil, err
+	}
+	if head.Event != workflow.EventTextChunk {
+		return storedEvent{name: head.Event, raw: raw}, nil
+	}
+	var tc workflow.TextChunk
+	if err := json.Unmarshal(raw, &tc); err != nil {
+		return nil, err
+	}
+	return &tc, nil
 }

@@ -19,6 +19,7 @@ import (
 	"appkb/apps"
 	"appkb/audio"
 	"appkb/chat"
+	"appkb/cluster"
 	"appkb/conversations"
 	"appkb/endusers"
 	"appkb/files"
@@ -73,6 +74,10 @@ type Deps struct {
 	// Tools finds the tools of agent apps, tool nodes and agent nodes; nil
 	// knows the built-in set only.
 	Tools *tools.Registry
+	// Bus connects the replicas that share the database (stop requests,
+	// news of workflow runs); nil keeps them in this process. The caller
+	// starts and stops it.
+	Bus cluster.Bus
 }
 
 // DefaultPingInterval is the keep-alive period of message streams.
@@ -152,6 +157,7 @@ func NewServices(d Deps) *Services {
 		DB: d.DB, Chat: chatSvc, Models: chatCfg.Models, Speech: d.Models,
 		Retriever: retrieval.WorkflowRetriever{Service: search}, Files: uploads,
 		HTTPGuard: &files.Guard{Allow: d.FetchAllow}, Python: d.Python, Logger: log, Tools: d.Tools,
+		Bus: d.Bus,
 	})
 	if d.Tools != nil {
 		// Workflow tools run other imported workflow apps.

@@ -15,6 +15,8 @@ import (
 	"gorm.io/gorm"
 
 	"appkb/apperr"
+	"appkb/cluster"
+	"appkb/db"
 	"appkb/docparse"
 	"appkb/llm"
 	"appkb/metrics"
@@ -56,7 +58,8 @@ func enqueue(tx *gorm.DB, documentID string) error {
 	now := time.Now().UTC()
 	return tx.Exec(`INSERT INTO indexing_jobs(document_id, state, generation, attempts, created_at, updated_at)
 		VALUES (?, 'queued', 1, 0, ?, ?)
-		ON CONFLICT(document_id) DO UPDATE SET state = 'queued', generation = indexing_jobs.generation + 1, attempts = 0, updated_at = excluded.updated_at`,
+		ON CONFLICT(document_id) DO UPDATE SET state = 'queued', generation = indexing_jobs.generation + 1, attempts = 0,
+			replica_id = NULL, updated_at = excluded.updated_at`,
 		documentID, now, now).Error
 }
 
@@ -74,11 +77,18 @@ type Config struct {
 	// means 15 minutes.
 	Timeout time.Duration
 	Logger  *slog.Logger
+	// Replica is the process in the replica registry. Jobs it claims carry
+	// its id; on a shared database (PostgreSQL) the jobs of replicas that
+	// died are queued again, at start and every Replica.Heartbeat, and
+	// only those. Without one the process is alone: every job found
+	// running at start is queued again.
+	Replica *cluster.Replica
 }
 
-// Start queues again the jobs a previous run left running and starts the
-// workers. They run until ctx ends or stop is called; stop waits for them.
-// A job interrupted by stop stays in the queue for the next Start.
+// Start queues again the jobs a previous run left running (on a shared
+// database: the jobs of dead replicas) and starts the workers. They run
+// until ctx ends or stop is called; stop waits for them. A job interrupted
+// by stop goes back to the queue.
 func Start(ctx context.Context, cfg Config) (stop func()) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 2
@@ -93,12 +103,20 @@ func Start(ctx context.Context, cfg Config) (stop func()) {
 		cfg.Logger = slog.Default()
 	}
 	w := &worker{svc: NewService(cfg.DB, cfg.Models, cfg.DataDir), log: cfg.Logger,
-		timeout: cfg.Timeout, maxBig: max(cfg.Workers-1, 1)}
-	if err := cfg.DB.WithContext(ctx).Exec(`UPDATE indexing_jobs SET state = 'queued' WHERE state = 'running'`).Error; err != nil {
+		timeout: cfg.Timeout, maxBig: max(cfg.Workers-1, 1), replica: cfg.Replica}
+	if _, err := requeueInterrupted(ctx, cfg.DB, cfg.Replica); err != nil {
 		cfg.Logger.Error("indexing: requeue interrupted jobs", "err", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
+	if cfg.Replica.Shared() {
+		// Replicas die while others run: their jobs are taken over.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.takeOver(ctx, cfg.Replica.Heartbeat)
+		}()
+	}
 	for range cfg.Workers {
 		wg.Add(1)
 		go func() {
@@ -119,12 +137,52 @@ type worker struct {
 	svc     *Service
 	log     *slog.Logger
 	timeout time.Duration
+	replica *cluster.Replica
 
 	// claim serialises claiming, so that big counts the big documents being
 	// indexed exactly; at most maxBig run at once.
 	claim  sync.Mutex
 	big    int
 	maxBig int
+}
+
+// requeueInterrupted queues again the running jobs nobody works on any
+// more: all of them when the process is alone (it has not started a
+// worker yet), the ones whose replica is dead on a shared database. A
+// job taken over gets a new generation, so that its old worker, should
+// it only have been slow rather than dead, stops at its next write (see
+// current) instead of finishing the job a second time; attempts stay, so
+// that a document that kills replica after replica is still quarantined.
+func requeueInterrupted(ctx context.Context, gdb *gorm.DB, r *cluster.Replica) (int64, error) {
+	res := gdb.WithContext(ctx).Exec(`UPDATE indexing_jobs SET state = 'queued', generation = generation + 1, replica_id = NULL, updated_at = ?
+		WHERE state = 'running' AND ?`, time.Now().UTC(), r.Interrupted("replica_id"))
+	if res.RowsAffected > 0 {
+		notify()
+	}
+	return res.RowsAffected, res.Error
+}
+
+// takeOver queues again, every interval, the jobs of replicas that died.
+func (w *worker) takeOver(ctx context.Context, interval time.Duration) {
+	if interval <= 0 {
+		interval = cluster.DefaultHeartbeat
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n, err := requeueInterrupted(ctx, w.svc.db, w.replica)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			w.log.Error("indexing: taking over jobs of dead replicas", "err", err)
+		case n > 0:
+			w.log.Warn("indexing: took over jobs of dead replicas", "jobs", n)
+		}
+	}
 }
 
 func (w *worker) loop(ctx context.Context, poll time.Duration) {
@@ -189,7 +247,8 @@ func (w *worker) runOne(ctx context.Context) (bool, error) {
 		// attempt (a fresh context, since ctx is done).
 		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer rcancel()
-		return true, w.svc.db.WithContext(rctx).Exec(`UPDATE indexing_jobs SET state = 'queued', attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END
+		return true, w.svc.db.WithContext(rctx).Exec(`UPDATE indexing_jobs SET state = 'queued', replica_id = NULL,
+			attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END
 			WHERE document_id = ? AND generation = ? AND state = 'running'`, j.DocumentID, j.Generation).Error
 	case jctx.Err() != nil:
 		err = fmt.Errorf("indexing took longer than %s; giving up", w.timeout)
@@ -200,7 +259,11 @@ func (w *worker) runOne(ctx context.Context) (bool, error) {
 }
 
 // claimOne takes the oldest queued job, or the oldest small one while big
-// documents hold all the workers they may.
+// documents hold all the workers they may. One statement moves the job to
+// running under this replica: on PostgreSQL the row is locked with SKIP
+// LOCKED, so that workers of other replicas claiming at the same moment
+// take other jobs instead of the same one or waiting; SQLite has one
+// writer, which is enough.
 func (w *worker) claimOne(ctx context.Context) (job, bool, error) {
 	w.claim.Lock()
 	defer w.claim.Unlock()
@@ -208,12 +271,16 @@ func (w *worker) claimOne(ctx context.Context) (job, bool, error) {
 	if w.big >= w.maxBig {
 		sizeCap = BigDocument - 1
 	}
+	lock := ""
+	if db.IsPostgres(w.svc.db) {
+		lock = " FOR UPDATE OF j SKIP LOCKED"
+	}
 	var jobs []job
-	err := w.svc.db.WithContext(ctx).Raw(`UPDATE indexing_jobs SET state = 'running', attempts = attempts + 1, updated_at = ?
-		WHERE document_id = (SELECT j.document_id FROM indexing_jobs j LEFT JOIN documents d ON d.id = j.document_id
+	err := w.svc.db.WithContext(ctx).Raw(`UPDATE indexing_jobs SET state = 'running', attempts = attempts + 1, replica_id = ?, updated_at = ?
+		WHERE state = 'queued' AND document_id = (SELECT j.document_id FROM indexing_jobs j LEFT JOIN documents d ON d.id = j.document_id
 			WHERE j.state = 'queued' AND (? < 0 OR COALESCE(d.file_size, 0) <= ?)
-			ORDER BY j.created_at, j.document_id LIMIT 1)
-		RETURNING document_id, generation, attempts`, time.Now().UTC(), sizeCap, sizeCap).Scan(&jobs).Error
+			ORDER BY j.created_at, j.document_id LIMIT 1`+lock+`)
+		RETURNING document_id, generation, attempts`, w.replica.OwnerID(), time.Now().UTC(), sizeCap, sizeCap).Scan(&jobs).Error
 	if err != nil || len(jobs) == 0 {
 		return job{}, false, err
 	}
@@ -261,9 +328,22 @@ func (w *worker) fail(j job, cause error) error {
 }
 
 // current runs fn in a transaction if the job is still the document's
-// latest; otherwise it returns errStale.
+// latest; otherwise it returns errStale. On PostgreSQL the document's row
+// is locked first: whoever queues the document again (an update, or a
+// replica taking the job over) and the worker that takes it next wait for
+// this write to commit, so that no write of an outdated worker lands after
+// the new one has started. SQLite's single writer gives the same order.
 func (w *worker) current(ctx context.Context, j job, fn func(tx *gorm.DB) error) error {
 	return w.svc.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if db.IsPostgres(tx) {
+			var ids []string
+			if err := tx.Raw(`SELECT id FROM documents WHERE id = ? FOR NO KEY UPDATE`, j.DocumentID).Scan(&ids).Error; err != nil {
+				return err
+			}
+			if len(ids) == 0 {
+				return errStale
+			}
+		}
 		var n int64
 		if err := tx.Raw(`SELECT COUNT(*) FROM indexing_jobs WHERE document_id = ? AND generation = ?`, j.DocumentID, j.Generation).Scan(&n).Error; err != nil {
 			return err

@@ -70,6 +70,9 @@ type Message struct {
 	AgentThoughts           string // JSON array
 	CreatedAt               time.Time
 	UpdatedAt               time.Time
+	// ReplicaID is the replica writing the answer while Generating (see
+	// package cluster).
+	ReplicaID *string
 }
 
 func (m *Message) BeforeCreate(*gorm.DB) error { setID(&m.ID); return nil }

@@ -44,6 +44,9 @@ type WorkflowRun struct {
 	FinishedAt      *time.Time
 	// PauseState is the JSON snapshot a paused run resumes from.
 	PauseState *string
+	// ReplicaID is the replica that started or last resumed the run (see
+	// package cluster).
+	ReplicaID *string
 }
 
 func (r *WorkflowRun) BeforeCreate(*gorm.DB) error { setID(&r.ID); return nil }

@@ -30,6 +30,10 @@ const (
 type Hub struct {
 	Retain      time.Duration
 	MaxRetained int
+	// Record, when set, is given every segment as it begins, and then its
+	// events and its end: on PostgreSQL the events are written where other
+	// replicas can follow them.
+	Record func(runID string) SegmentRecorder
 
 	mu       sync.Mutex
 	seq      int64
@@ -54,15 +58,27 @@ func NewHub() *Hub {
 		segments: map[string]*segment{}, next: map[string]chan struct{}{}}
 }
 
+// SegmentRecorder keeps the events of one segment beyond this process.
+type SegmentRecorder interface {
+	Add(ev workflow.Event)
+	// End records the end of the segment once every event is recorded.
+	End()
+}
+
 // Segment is the publishing side of one run segment.
 type Segment struct {
 	h   *Hub
 	seg *segment
+	rec SegmentRecorder
 }
 
 // Begin starts a new segment of run runID; events go out through Publish
 // until End.
 func (h *Hub) Begin(runID string) *Segment {
+	var rec SegmentRecorder
+	if h.Record != nil {
+		rec = h.Record(runID)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.seq++
@@ -72,11 +88,14 @@ func (h *Hub) Begin(runID string) *Segment {
 		close(ch)
 		delete(h.next, runID)
 	}
-	return &Segment{h: h, seg: seg}
+	return &Segment{h: h, seg: seg, rec: rec}
 }
 
 // Publish adds an event to the segment.
 func (s *Segment) Publish(ev workflow.Event) {
+	if s.rec != nil {
+		s.rec.Add(ev)
+	}
 	s.h.mu.Lock()
 	defer s.h.mu.Unlock()
 	s.seg.events = append(s.seg.events, ev)
@@ -84,8 +103,12 @@ func (s *Segment) Publish(ev workflow.Event) {
 	s.seg.changed = make(chan struct{})
 }
 
-// End closes the segment: followers get what is left and return.
+// End closes the segment: followers get what is left and return. With a
+// recorder, End returns once the recorder has the whole segment.
 func (s *Segment) End() {
+	if s.rec != nil {
+		s.rec.End()
+	}
 	h := s.h
 	h.mu.Lock()
 	defer h.mu.Unlock()

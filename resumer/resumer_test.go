@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,6 +94,54 @@ func TestHubForgets(t *testing.T) {
 	time.Sleep(60 * time.Millisecond)
 	if _, _, found := names(t, h, "c", 0); found {
 		t.Error("a segment was kept beyond Retain")
+	}
+}
+
+// recorder keeps what the hub hands it, for TestHubRecords.
+type recorder struct {
+	runID  string
+	events []string
+	ended  int
+	log    *[]string
+}
+
+func (r *recorder) Add(e workflow.Event) { r.events = append(r.events, e.Name()) }
+
+func (r *recorder) End() {
+	r.ended++
+	*r.log = append(*r.log, "end "+r.runID)
+}
+
+// TestHubRecords checks that a hub with a recorder gives it every segment
+// as it begins, every event in order, and the end before followers are
+// told the segment ended.
+func TestHubRecords(t *testing.T) {
+	h := NewHub()
+	var order []string
+	var recs []*recorder
+	h.Record = func(runID string) SegmentRecorder {
+		order = append(order, "begin "+runID)
+		r := &recorder{runID: runID, log: &order}
+		recs = append(recs, r)
+		return r
+	}
+	seg := h.Begin("r")
+	seg.Publish(ev("a"))
+	seg.Publish(ev("b"))
+	done := make(chan struct{})
+	go func() {
+		names(t, h, "r", 0)
+		order = append(order, "followed")
+		close(done)
+	}()
+	seg.End()
+	<-done
+	h.Begin("r").End()
+	if len(recs) != 2 || strings.Join(recs[0].events, ",") != "a,b" || recs[0].ended != 1 || len(recs[1].events) != 0 || recs[1].ended != 1 {
+		t.Fatalf("recorded %+v", recs)
+	}
+	if got := strings.Join(order, "; "); got != "begin r; end r; followed; begin r; end r" {
+		t.Errorf("order %s", got)
 	}
 }
 

@@ -204,7 +204,9 @@ func (f *Forms) Claim(ctx context.Context, runID string) (p *Paused, ok bool, er
 	f.s.writeMu.Lock()
 	res := f.s.db.WithContext(ctx).Model(&models.WorkflowRun{}).
 		Where("id = ? AND status = ? AND pause_state IS NOT NULL", runID, workflow.RunPaused).
-		Update("status", StatusRunning)
+		// The claiming replica owns the run from here, so no sweep takes
+		// it for the run of a dead replica before it resumes.
+		Updates(map[string]any{"status": StatusRunning, "replica_id": f.s.replica.OwnerID()})
 	f.s.writeMu.Unlock()
 	if res.Error != nil || res.RowsAffected == 0 {
 		return nil, false, res.Error

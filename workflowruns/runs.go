@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"appkb/cluster"
 	"appkb/models"
 	"appkb/workflow"
 )
@@ -29,6 +30,11 @@ type RunMeta struct {
 	// EndUserID is the stored end user who started the run.
 	EndUserID string
 }
+
+// SetReplica makes the runs this store starts or resumes carry r's id, so
+// that other replicas leave them alone while r is alive (see
+// CloseInterrupted). Call it before the store records any run.
+func (s *Store) SetReplica(r *cluster.Replica) { s.replica = r }
 
 // Recorder returns the workflow.RunStore for one run started by meta's
 // end user.
@@ -73,6 +79,7 @@ func (r *recorder) RunStarted(ctx context.Context, run *workflow.RunRecord) erro
 		EndUserID: optString(r.meta.EndUserID), TriggeredFrom: TriggeredFromAppRun, CreatedFrom: CreatedFromService,
 		ConversationID: optString(run.ConversationID), MessageID: optString(run.MessageID),
 		Status: StatusRunning, Inputs: jsonText(run.Inputs, "{}"), CreatedAt: time.Unix(run.CreatedAt, 0).UTC(),
+		ReplicaID: r.s.replica.OwnerID(),
 	}
 	r.s.writeMu.Lock()
 	defer r.s.writeMu.Unlock()
@@ -86,7 +93,7 @@ func (r *recorder) RunResumed(ctx context.Context, run *workflow.RunRecord) erro
 	r.s.writeMu.Lock()
 	defer r.s.writeMu.Unlock()
 	err := r.s.db.WithContext(ctx).Model(&models.WorkflowRun{}).Where("id = ?", run.ID).Updates(map[string]any{
-		"status": StatusRunning, "pause_state": nil, "finished_at": nil,
+		"status": StatusRunning, "pause_state": nil, "finished_at": nil, "replica_id": r.s.replica.OwnerID(),
 	}).Error
 	if err != nil {
 		return fmt.Errorf("store resumed workflow run: %w", err)
@@ -155,15 +162,19 @@ func (s *Store) Fail(ctx context.Context, runID, msg string) error {
 // left unfinished.
 const InterruptedError = "The run was interrupted: the server stopped before it finished."
 
-// CloseInterrupted marks every run still recorded as running as failed. Call
-// it once at start-up, before any run can begin: no run is in progress then,
-// so a running row can only be left over from a server that stopped. It
-// returns how many runs it closed.
-func (s *Store) CloseInterrupted(ctx context.Context) (int64, error) {
+// CloseInterrupted marks as failed the runs still recorded as running that
+// nobody runs any more, and returns how many it closed. Alone on its
+// database (r nil, or SQLite) that is every running run: call it once at
+// start-up, before any run can begin, when a running row can only be left
+// over from a server that stopped. On a shared database it is the runs of
+// dead replicas (see cluster.Replica.Orphaned), so a starting replica
+// leaves the live runs of the others alone; replicas repeat it
+// periodically to close the runs of one that died.
+func (s *Store) CloseInterrupted(ctx context.Context, r *cluster.Replica) (int64, error) {
 	now := time.Now().UTC()
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	res := s.db.WithContext(ctx).Model(&models.WorkflowRun{}).Where("status = ?", StatusRunning).Updates(map[string]any{
+	res := s.db.WithContext(ctx).Model(&models.WorkflowRun{}).Where("status = ?", StatusRunning).Where(r.Interrupted("replica_id")).Updates(map[string]any{
 		"status":      workflow.RunFailed,
 		"error":       InterruptedError,
 		"finished_at": now,

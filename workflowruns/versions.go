@@ -18,6 +18,7 @@ import (
 
 	"appkb/apperr"
 	"appkb/apps"
+	"appkb/cluster"
 	"appkb/models"
 )
 
@@ -31,6 +32,8 @@ type Store struct {
 	// defs caches parsed definitions by version id; a version's text never
 	// changes, so entries stay valid.
 	defs sync.Map // string → *apps.Definition
+	// replica owns the runs this store starts (see SetReplica).
+	replica *cluster.Replica
 }
 
 // New returns a Store over db.

@@ -7,6 +7,7 @@ import (
 
 	"appkb/apperr"
 	"appkb/apps"
+	"appkb/cluster"
 	"appkb/db"
 	"appkb/models"
 	"appkb/workflow"
@@ -116,7 +117,7 @@ func TestCloseInterrupted(t *testing.T) {
 	if err := gdb.Create(&runs).Error; err != nil {
 		t.Fatal(err)
 	}
-	n, err := store.CloseInterrupted(ctx)
+	n, err := store.CloseInterrupted(ctx, nil)
 	if err != nil || n != 1 {
 		t.Fatalf("CloseInterrupted = %d, %v; want 1 run closed", n, err)
 	}
@@ -137,7 +138,83 @@ func TestCloseInterrupted(t *testing.T) {
 			t.Errorf("run %s: status %s, error %v, finished %v", tc.id, got.Status, got.Error, got.FinishedAt)
 		}
 	}
-	if n, _ := store.CloseInterrupted(ctx); n != 0 {
+	if n, _ := store.CloseInterrupted(ctx, nil); n != 0 {
 		t.Errorf("a second call closed %d runs", n)
+	}
+}
+
+// A replica that starts closes only the runs of replicas that are gone
+// (on PostgreSQL, where several share the database); runs it records
+// carry its id. On SQLite it is alone, and every running run is closed.
+func TestCloseInterruptedLeavesLiveReplicas(t *testing.T) {
+	ctx := context.Background()
+	gdb := db.OpenTemp(t)
+	a, err := apps.NewStore(gdb).Import(ctx, []byte(def))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := workflowruns.New(gdb)
+	v, err := store.Current(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, dead, starting := cluster.NewReplica(gdb), cluster.NewReplica(gdb), cluster.NewReplica(gdb)
+	for _, r := range []*cluster.Replica{live, dead, starting} {
+		if err := r.Beat(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := gdb.Exec(`UPDATE replicas SET heartbeat_at = ? WHERE id = ?`, time.Now().UTC().Add(-time.Hour), dead.ID).Error; err != nil {
+		t.Fatal(err)
+	}
+	// The live replica's run is recorded through its store, as the engine
+	// does.
+	liveStore := workflowruns.New(gdb)
+	liveStore.SetReplica(live)
+	liveRun := &workflow.RunRecord{ID: "9d4c3f55-0000-4000-8000-00000000000a", TaskID: "t-live", WorkflowID: v.ID, AppID: a.ID, CreatedAt: time.Now().Unix()}
+	if err := liveStore.Recorder(workflowruns.RunMeta{}).RunStarted(ctx, liveRun); err != nil {
+		t.Fatal(err)
+	}
+	gone := "1f0e2d3c-gone"
+	tests := []struct {
+		name  string
+		id    string
+		owner *string
+		// closed on a shared database; on SQLite every run is closed.
+		closedShared bool
+	}{
+		{"run of a live replica", liveRun.ID, nil, false},
+		{"run of a replica with a stale heartbeat", "", &dead.ID, true},
+		{"run of a replica whose row is gone", "", &gone, true},
+		{"run of no replica", "", nil, true},
+	}
+	for i := range tests {
+		if tests[i].id != "" {
+			continue
+		}
+		row := models.WorkflowRun{AppID: a.ID, WorkflowID: v.ID, TaskID: tests[i].name, Status: workflowruns.StatusRunning, Inputs: "{}", ReplicaID: tests[i].owner}
+		if err := gdb.Create(&row).Error; err != nil {
+			t.Fatal(err)
+		}
+		tests[i].id = row.ID
+	}
+	if _, err := store.CloseInterrupted(ctx, starting); err != nil {
+		t.Fatal(err)
+	}
+	shared := starting.Shared()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got models.WorkflowRun
+			if err := gdb.Take(&got, "id = ?", tc.id).Error; err != nil {
+				t.Fatal(err)
+			}
+			wantClosed := tc.closedShared || !shared
+			if closed := got.Status == workflow.RunFailed; closed != wantClosed {
+				t.Errorf("status %s (replica %v), want closed %v", got.Status, got.ReplicaID, wantClosed)
+			}
+			if tc.id == liveRun.ID && (got.ReplicaID == nil || *got.ReplicaID != live.ID) {
+				t.Errorf("the recorded run belongs to %v, want %s", got.ReplicaID, live.ID)
+			}
+		})
 	}
 }
