@@ -290,18 +290,20 @@ func (e *Engine) Run(ctx context.Context, in RunInput, emit func(Event)) (*Resul
 
 	record := &RunRecord{ID: in.RunID, TaskID: in.TaskID, WorkflowID: in.WorkflowID, AppID: in.AppID, UserID: in.UserID,
 		ConversationID: in.ConversationID, MessageID: in.MessageID, Inputs: in.Inputs, CreatedAt: createdAt}
-	r.emit(&WorkflowStarted{Envelope: r.envelope(EventWorkflowStarted), Data: WorkflowStartedData{
-		ID: in.RunID, WorkflowID: in.WorkflowID, Inputs: publicInputs(in.Inputs), CreatedAt: createdAt, Reason: reason,
-	}})
 	var storeErr error
 	if e.Store != nil {
-		// Recorded even when the run is stopped at once, so it ends as stopped.
+		// Recorded even when the run is stopped at once, so it ends as
+		// stopped; and before workflow_started goes out, so that a client
+		// can look the run up (on any replica) as soon as it has its id.
 		if resume != nil {
 			storeErr = e.Store.RunResumed(context.WithoutCancel(ctx), record)
 		} else {
 			storeErr = e.Store.RunStarted(context.WithoutCancel(ctx), record)
 		}
 	}
+	r.emit(&WorkflowStarted{Envelope: r.envelope(EventWorkflowStarted), Data: WorkflowStartedData{
+		ID: in.RunID, WorkflowID: in.WorkflowID, Inputs: publicInputs(in.Inputs), CreatedAt: createdAt, Reason: reason,
+	}})
 
 	res := &Result{RunID: in.RunID, TaskID: in.TaskID, WorkflowID: in.WorkflowID}
 	if storeErr != nil {
