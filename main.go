@@ -514,7 +514,7 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 	cfg.limits.configure(app.http)
 	app.started = func() {
 		cfg.ready.workersStarted()
-		log.Info("appkb listening", "addr", ln.Addr().String(), "data_dir", dataDir, "api", "http://"+ln.Addr().String()+"/v1", "version", version, "max_conns", maxConns)
+		log.Info("appkb listening", "addr", ln.Addr().String(), "data_dir", dataDir, "api", "http://"+ln.Addr().String()+"/v1", "version", version, "max_conns", maxConns, "database", string(db.DialectOf(gdb)))
 	}
 	app.stopping = cfg.ready.stopping
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
