@@ -185,18 +185,11 @@ func (s *Service) takeOver(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
 		interval = cluster.DefaultHeartbeat
 	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	cluster.Every(ctx, interval, func(ctx context.Context) {
 		if err := s.Resume(ctx); err != nil && ctx.Err() == nil {
 			s.Log.Error("annotation reply: taking over jobs of dead replicas failed", "error", err)
 		}
-	}
+	})
 }
 
 // Stop cancels the running jobs and waits for their runners. A job cut

@@ -160,21 +160,14 @@ func (r *Replica) Start(ctx context.Context) {
 }
 
 func (r *Replica) loop(ctx context.Context) {
-	t := time.NewTicker(r.Heartbeat)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	Every(ctx, r.Heartbeat, func(ctx context.Context) {
 		if err := r.Beat(ctx); err != nil && ctx.Err() == nil {
 			r.Log.Error("cluster: heartbeat failed", "replica", r.ID, "err", err)
 		}
 		if r.Shared() {
 			r.Sweep(ctx)
 		}
-	}
+	})
 }
 
 // Sweep runs every registered sweep once; Start runs it every Heartbeat
@@ -293,4 +286,20 @@ func (r *Replica) nowExpr() any {
 		return clause.Expr{SQL: "now()"}
 	}
 	return time.Now().UTC()
+}
+
+// Every calls fn each interval until ctx ends (not at once: the first call
+// is one interval away). The periodic chores of the replicas (heartbeats,
+// taking over the work of dead replicas, pruning) all run this way.
+func Every(ctx context.Context, interval time.Duration, fn func(context.Context)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		fn(ctx)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"appkb/cluster"
 	"appkb/workflowruns"
 )
 
@@ -126,14 +127,7 @@ func (s *Service) background(fn func()) {
 // EventsRetain ago, every pruneEvery. Every replica prunes; deleting twice
 // is harmless.
 func (s *Service) pruneLoop(ctx context.Context) {
-	t := time.NewTicker(pruneEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	cluster.Every(ctx, pruneEvery, func(ctx context.Context) {
 		n, err := s.events.Prune(ctx, time.Now().Add(-EventsRetain))
 		switch {
 		case err != nil && ctx.Err() == nil:
@@ -141,7 +135,7 @@ func (s *Service) pruneLoop(ctx context.Context) {
 		case n > 0:
 			s.log.Info("flows: pruned run events", "rows", n)
 		}
-	}
+	})
 }
 
 // waker lets followers wait for news of a run: events written by this

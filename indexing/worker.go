@@ -167,14 +167,7 @@ func (w *worker) takeOver(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
 		interval = cluster.DefaultHeartbeat
 	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	cluster.Every(ctx, interval, func(ctx context.Context) {
 		n, err := requeueInterrupted(ctx, w.svc.db, w.replica)
 		switch {
 		case err != nil && ctx.Err() == nil:
@@ -182,7 +175,7 @@ func (w *worker) takeOver(ctx context.Context, interval time.Duration) {
 		case n > 0:
 			w.log.Warn("indexing: took over jobs of dead replicas", "jobs", n)
 		}
-	}
+	})
 }
 
 func (w *worker) loop(ctx context.Context, poll time.Duration) {
