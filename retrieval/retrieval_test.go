@@ -3,6 +3,7 @@ package retrieval_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -250,6 +251,13 @@ func TestFiltersAndHitCount(t *testing.T) {
 	}
 	if got := names(hits); got != "a,b" {
 		t.Fatalf("documents %q after disabling d", got)
+	}
+	// Without a filter, hits still show their documents' metadata by name.
+	wantMeta := map[string]string{"a": "map[lang:english year:2020]", "b": "map[lang:german year:2024]"}
+	for _, h := range hits {
+		if got := fmt.Sprint(h.Document.Metadata); got != wantMeta[h.Document.Name] {
+			t.Fatalf("document %s metadata %s, want %s", h.Document.Name, got, wantMeta[h.Document.Name])
+		}
 	}
 	// Each hit reports the stored count, which includes this hit.
 	for _, h := range hits {
