@@ -49,6 +49,7 @@ import (
 
 	"appkb/apperr"
 	"appkb/cachever"
+	appdb "appkb/db"
 	"appkb/indexing"
 	"appkb/knowledge"
 	"appkb/llm"
@@ -530,10 +531,11 @@ func (s *Service) semanticCandidates(ctx context.Context, datasets []models.Data
 	return out, nil
 }
 
-// sigResult is the outcome of checkVectors.
+// sigResult is the outcome of checkVectors: the signature of the stored
+// vectors, and (SQLite) the signature of the whole table read before it.
 type sigResult struct {
-	sig string
-	err error
+	sig, table string
+	err        error
 }
 
 // checkVectors reads the signature of the stored vectors of a knowledge
@@ -548,6 +550,20 @@ func (s *Service) checkVectors(ctx context.Context, datasetID, model string) cha
 			}
 			c <- r
 		}()
+		if !appdb.IsPostgres(s.db) {
+			// A cheap look at the whole table first: when it is as it was
+			// the last time the cached set was found current, so is the
+			// set, and the count over the set's rows is not needed.
+			if r.table, r.err = tableSignature(ctx, s.db); r.err != nil {
+				return
+			}
+			if set := cachedSet(datasetID, model); set != nil {
+				if t := set.verified.Load(); t != nil && *t == r.table {
+					r.sig = set.sig
+					return
+				}
+			}
+		}
 		r.sig, r.err = signatureOf(ctx, s.db, datasetID, model)
 	}()
 	return c
@@ -570,12 +586,14 @@ func (s *Service) scoreDataset(ctx context.Context, datasetID, model string, qv 
 		return nil, r.err
 	}
 	if set != nil && set.sig == r.sig {
+		set.markVerified(r.table)
 		return out, nil
 	}
 	set, err := loadVectors(ctx, s.db, datasetID, model, r.sig)
 	if err != nil {
 		return nil, err
 	}
+	set.markVerified(r.table)
 	return set.score(qv, docs.allowed, limit), nil
 }
 

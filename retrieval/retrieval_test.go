@@ -311,6 +311,46 @@ func TestVectorCacheFollowsChanges(t *testing.T) {
 	if len(hits) != 2 || hits[0].Segment.Content != coffee {
 		t.Fatalf("hits %q after adding a document", contents(hits))
 	}
+
+	// The newest vector's row is deleted and the same text indexed again:
+	// on SQLite the new row takes the same rowid and the same vector bytes,
+	// with the same count; only the chunk differs.
+	if err := c.docs.DeleteDocument(context.Background(), c.actor, c.id, c.ids["two"]); err != nil {
+		t.Fatal(err)
+	}
+	three := c.add(t, "three", coffee, lines)
+	hits, err := svc.Search(context.Background(), []string{c.id}, "espresso coffee", rm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 2 || hits[0].Document.ID != three {
+		t.Fatalf("hits %q after replacing a document, want the first from document three", contents(hits))
+	}
+
+	// A change in another knowledge base leaves this one's cache valid,
+	// and a change here is still seen afterwards.
+	other := newCorpusOn(t, c.db, c.docs, knowledge.TechniqueHighQuality)
+	other.add(t, "elsewhere", cats, lines)
+	if hits, _ := svc.Search(context.Background(), []string{c.id}, "espresso coffee", rm); len(hits) != 2 {
+		t.Fatalf("hits %q after a change elsewhere", contents(hits))
+	}
+	c.add(t, "four", bikes, lines)
+	if hits, _ := svc.Search(context.Background(), []string{c.id}, "bicycle chain oil", rm); len(hits) != 3 || hits[0].Segment.Content != bikes {
+		t.Fatalf("hits %q after adding a third document", contents(hits))
+	}
+}
+
+// newCorpusOn is a second knowledge base in the database of another
+// corpus, indexed by its workers.
+func newCorpusOn(t *testing.T, gdb *gorm.DB, docs *indexing.Service, technique string) *corpus {
+	t.Helper()
+	c := &corpus{db: gdb, kb: knowledge.NewStore(gdb, nil), docs: docs, actor: knowledge.Actor{KeyID: "test"}, ids: map[string]string{}}
+	ds, err := c.kb.CreateDataset(context.Background(), c.actor, knowledge.CreateParams{Name: "kb2", IndexingTechnique: &technique})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.id = ds.ID
+	return c
 }
 
 // TestHybridIsFusionOfItsParts checks that a hybrid search (whose two
