@@ -10,7 +10,6 @@ import (
 
 	"gorm.io/gorm"
 
-	"appkb/apperr"
 	"appkb/knowledge"
 	"appkb/models"
 )
@@ -124,53 +123,25 @@ func (d *docSet) info(r docRow) *docInfo {
 	return di
 }
 
-// docsResult is the outcome of goDocuments.
-type docsResult struct {
-	rows []docRow
-	err  error
-}
-
-// goDocuments reads, on its own goroutine, the rows of the documents of
-// the given chunks, so that they arrive with the chunks. It reads nothing
-// when every allowed document is read already (a metadata filter reads
-// them all up front). The channel receives the outcome once.
-func (s *Service) goDocuments(ctx context.Context, d *docSet, segmentIDs []string) chan docsResult {
-	c := make(chan docsResult, 1)
-	if len(d.byID) >= len(d.allowed) {
-		c <- docsResult{}
-		return c
-	}
-	go func() {
-		var r docsResult
-		defer func() {
-			if p := recover(); p != nil {
-				r = docsResult{err: apperr.Internal(fmt.Errorf("retrieval: reading documents panicked: %v", p))}
-			}
-			c <- r
-		}()
-		r.err = s.db.WithContext(ctx).Model(&models.Document{}).Select(docColumns).
-			Where("id IN (?)", s.db.Model(&models.Segment{}).Select("document_id").Where("id IN ?", segmentIDs)).
-			Scan(&r.rows).Error
-	}()
-	return c
-}
-
-// load keeps in d the allowed documents among idList not kept yet, taking
-// their rows from rows (read by goDocuments).
-func (s *Service) load(ctx context.Context, d *docSet, idList []string, rows []docRow) error {
-	need := map[string]bool{}
-	for _, id := range idList {
+// load reads in full the allowed documents among idList not read yet.
+func (s *Service) load(ctx context.Context, d *docSet, idList []string) error {
+	var need []string
+	for _, id := range uniq(idList) {
 		if d.allowed[id] && d.byID[id] == nil {
-			need[id] = true
+			need = append(need, id)
 		}
 	}
 	if len(need) == 0 {
 		return nil
 	}
+	var rows []docRow
+	if err := s.db.WithContext(ctx).Model(&models.Document{}).Select(docColumns).Where("id IN ?", need).Scan(&rows).Error; err != nil {
+		return err
+	}
 	// The field names only name metadata values; documents without any
 	// (the common case) need no read of them.
 	for _, r := range rows {
-		if need[r.ID] && hasMetadata(r.DocMetadata) {
+		if hasMetadata(r.DocMetadata) {
 			if err := s.fieldNames(ctx, d); err != nil {
 				return err
 			}
@@ -178,9 +149,7 @@ func (s *Service) load(ctx context.Context, d *docSet, idList []string, rows []d
 		}
 	}
 	for _, r := range rows {
-		if need[r.ID] {
-			d.byID[r.ID] = d.info(r)
-		}
+		d.byID[r.ID] = d.info(r)
 	}
 	return nil
 }

@@ -270,8 +270,6 @@ func sortCands(c []cand) {
 // stopAtThreshold, candidates below threshold end the walk. exhausted
 // reports that every candidate was looked at and fewer than limit passed.
 func (s *Service) collect(ctx context.Context, cands []cand, docs *docSet, limit int, threshold *float64, stopAtThreshold bool) (hits []Hit, exhausted bool, err error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	hits = []Hit{}
 	index := map[string]int{} // segment id → position in hits
 	bad := map[string]bool{}  // segment ids that may not be returned
@@ -287,11 +285,8 @@ func (s *Service) collect(ctx context.Context, cands []cand, docs *docSet, limit
 			}
 		}
 		if len(need) > 0 {
-			need = uniq(need)
-			// The documents of these chunks are read beside the chunks.
-			docc := s.goDocuments(ctx, docs, need)
 			var rows []models.Segment
-			if err := s.db.WithContext(ctx).Where("id IN ? AND enabled AND status = 'completed'", need).Find(&rows).Error; err != nil {
+			if err := s.db.WithContext(ctx).Where("id IN ? AND enabled AND status = 'completed'", uniq(need)).Find(&rows).Error; err != nil {
 				return nil, false, err
 			}
 			var docIDs []string
@@ -301,11 +296,7 @@ func (s *Service) collect(ctx context.Context, cands []cand, docs *docSet, limit
 					docIDs = append(docIDs, rows[i].DocumentID)
 				}
 			}
-			r := <-docc
-			if r.err != nil {
-				return nil, false, r.err
-			}
-			if err := s.load(ctx, docs, docIDs, r.rows); err != nil {
+			if err := s.load(ctx, docs, docIDs); err != nil {
 				return nil, false, err
 			}
 			for _, id := range need {
