@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -21,6 +22,7 @@ import (
 // search can skip the vectors of documents it may not return without
 // reading any chunk row.
 type vectorSet struct {
+	key      string // the cache key, "" for a set outside the cache
 	sig      string
 	dims     int
 	segments []string
@@ -29,6 +31,15 @@ type vectorSet struct {
 	norms    []float32
 	docOf    []int32  // index into docIDs, per vector
 	docIDs   []string // the distinct documents of the set
+	// orig is, per vector, its position in the order the vectors were
+	// read (the load order), once the set has been rearranged by cluster
+	// (see grouped); nil while the set is in load order. Ties between
+	// equal scores go to the earlier vector in load order either way.
+	orig []int32
+	// verified is the signature of the whole table (tableSignature) when
+	// the set was last found current; nil until then, and always on
+	// PostgreSQL, which has a cheap per-set counter.
+	verified atomic.Pointer[string]
 
 	// ann is the approximate index of a large set, built in the
 	// background on first use; until it is ready searches scan every
@@ -39,10 +50,11 @@ type vectorSet struct {
 
 // VectorIndexReady reports whether the cached vectors of a knowledge base
 // for a model (its "provider/model" key) have their approximate index
-// built. Benchmarks wait for it to measure the steady state.
+// built and are arranged by cluster. Benchmarks wait for it to measure the
+// steady state.
 func VectorIndexReady(datasetID, model string) bool {
 	set := cachedSet(datasetID, model)
-	return set != nil && set.ann.Load() != nil
+	return set != nil && set.ann.Load() != nil && set.orig != nil
 }
 
 // annMinVectors is the size from which a set gets an approximate index.
@@ -56,7 +68,9 @@ const annMinVectors = 20000
 func annProbe(ix *vecindex.IVF) int { return max(8, ix.Lists()/4) }
 
 // index returns the set's approximate index, or nil while there is none;
-// the first call for a large set starts building it.
+// the first call for a large set starts building it. Once built, a copy
+// of the set arranged by cluster (see grouped) replaces it in the cache;
+// searches that still hold this set use the index as it is.
 func (v *vectorSet) index() *vecindex.IVF {
 	if len(v.segments) < annMinVectors {
 		return nil
@@ -71,10 +85,50 @@ func (v *vectorSet) index() *vecindex.IVF {
 					slog.Error("retrieval: building the vector index failed", "panic", r)
 				}
 			}()
-			v.ann.Store(vecindex.Build(v.vecs, v.dims, vecindex.Options{Seed: 1, Iterations: 6}))
+			ix := vecindex.Build(v.vecs, v.dims, vecindex.Options{Seed: 1, Iterations: 6})
+			replaceCached(v, v.grouped(ix))
+			v.ann.Store(ix)
 		}()
 	})
 	return nil
+}
+
+// grouped returns a copy of the set whose vectors are rearranged so that
+// each cluster of ix is one contiguous stretch, with the index over the new
+// positions already in place. It scores exactly as v does.
+func (v *vectorSet) grouped(ix *vecindex.IVF) *vectorSet {
+	order, gix := ix.Grouped()
+	n := len(order)
+	g := &vectorSet{key: v.key, sig: v.sig, dims: v.dims, docIDs: v.docIDs,
+		segments: make([]string, n), children: make([]string, n), vecs: make([]float32, n*v.dims),
+		norms: make([]float32, n), docOf: make([]int32, n), orig: make([]int32, n)}
+	for k, i := range order {
+		g.segments[k] = v.segments[i]
+		g.children[k] = v.children[i]
+		copy(g.vecs[k*v.dims:(k+1)*v.dims], v.vecs[int(i)*v.dims:(int(i)+1)*v.dims])
+		g.norms[k] = v.norms[i]
+		g.docOf[k] = v.docOf[i]
+		g.orig[k] = int32(v.ord(int(i)))
+	}
+	g.ann.Store(gix)
+	g.verified.Store(v.verified.Load())
+	return g
+}
+
+// markVerified records that the set was found current when the whole
+// table had signature table ("" records nothing).
+func (v *vectorSet) markVerified(table string) {
+	if table != "" {
+		v.verified.Store(&table)
+	}
+}
+
+// ord is the load-order position of the vector at position i.
+func (v *vectorSet) ord(i int) int {
+	if v.orig == nil {
+		return i
+	}
+	return int(v.orig[i])
 }
 
 // score returns the cosine of q with the vectors of the set whose document
@@ -105,6 +159,7 @@ func (v *vectorSet) scoreWith(q []float32, allowed map[string]bool, limit int, i
 	}
 	var h scoreHeap
 	var all []cand
+	var allOrd []int32 // load-order positions of all, for a grouped set
 	if limit > 0 {
 		h = make(scoreHeap, 0, min(limit, len(v.segments)))
 	}
@@ -119,9 +174,12 @@ func (v *vectorSet) scoreWith(q []float32, allowed map[string]bool, limit int, i
 		}
 		if limit <= 0 {
 			all = append(all, cand{segment: v.segments[i], child: v.children[i], score: s})
+			if v.orig != nil {
+				allOrd = append(allOrd, v.orig[i])
+			}
 			return
 		}
-		e := scored{idx: i, score: s}
+		e := scored{idx: i, ord: v.ord(i), score: s}
 		if len(h) < limit {
 			h.push(e)
 		} else if e.better(h[0]) {
@@ -145,6 +203,19 @@ func (v *vectorSet) scoreWith(q []float32, allowed map[string]bool, limit int, i
 		}
 	}
 	if limit <= 0 {
+		if v.orig != nil {
+			// Back to load order, as callers get from a set never grouped.
+			byOrd := make([]int, len(all))
+			for k := range byOrd {
+				byOrd[k] = k
+			}
+			sort.Slice(byOrd, func(a, b int) bool { return allOrd[byOrd[a]] < allOrd[byOrd[b]] })
+			sorted := make([]cand, len(all))
+			for k, j := range byOrd {
+				sorted[k] = all[j]
+			}
+			all = sorted
+		}
 		return all
 	}
 	out := make([]cand, len(h))
@@ -155,18 +226,19 @@ func (v *vectorSet) scoreWith(q []float32, allowed map[string]bool, limit int, i
 	return out
 }
 
-// scored is one vector's score during a top-k search.
+// scored is one vector's score during a top-k search: idx is its
+// position in the set, ord its position in load order.
 type scored struct {
-	idx   int
-	score float64
+	idx, ord int
+	score    float64
 }
 
-// better orders by score, then earlier vectors first.
+// better orders by score, then vectors earlier in load order first.
 func (a scored) better(b scored) bool {
 	if a.score != b.score {
 		return a.score > b.score
 	}
-	return a.idx < b.idx
+	return a.ord < b.ord
 }
 
 // scoreHeap is a min-heap by better: its root is the worst kept vector.
@@ -217,11 +289,20 @@ func (h scoreHeap) down(i int) {
 
 // The cache of vector sets is shared by the process and keyed by
 // knowledge base and model. An entry is used only while the signature of
-// the stored vectors is unchanged: their number, the largest rowid, and the
-// first bytes of the vector in that row. Any insert or delete changes the
-// count or the largest rowid, except deleting the newest row and inserting
-// one in its place, which SQLite gives the same rowid; the vector bytes
-// catch that case.
+// the stored vectors is unchanged: their number, the largest rowid, and
+// the chunk and first vector bytes of that row. Any insert or delete
+// changes the count or the largest rowid, except deleting the newest row
+// and inserting one in its place, which SQLite gives the same rowid; the
+// chunk id and vector bytes catch that case.
+//
+// Counting the rows of one knowledge base walks its index entries (about
+// 5 ms at 50,000 vectors). Counting the whole table is nearly free (SQLite
+// counts the pages of its smallest index), so on SQLite a check first
+// reads the same facts for the whole table (tableSignature); if they are
+// what they were when the set was last found current, no row was added or
+// removed anywhere since (a new row always takes a rowid above the largest,
+// or the largest's own after that row is deleted, which its chunk id and
+// bytes reveal), and the per-set count is skipped.
 var (
 	cacheMu sync.Mutex
 	cache   = map[string]*vectorSet{}
@@ -251,18 +332,55 @@ func signatureOf(ctx context.Context, db *gorm.DB, datasetID, model string) (str
 	var sig struct {
 		N    int64
 		Top  int64
-		Head []byte
+		Head string
 	}
 	err := db.WithContext(ctx).Raw(`SELECT COUNT(*) AS n, COALESCE(MAX(rowid), 0) AS top,
-		(SELECT substr(vector, 1, 32) FROM segment_embeddings WHERE rowid = (SELECT MAX(rowid) FROM segment_embeddings WHERE dataset_id = ? AND model = ?)) AS head
+		COALESCE((SELECT COALESCE(segment_id, '') || '/' || COALESCE(child_id, '') || '/' || hex(substr(vector, 1, 32)) FROM segment_embeddings
+			WHERE rowid = (SELECT MAX(rowid) FROM segment_embeddings WHERE dataset_id = ? AND model = ?)), '') AS head
 		FROM segment_embeddings WHERE dataset_id = ? AND model = ?`, datasetID, model, datasetID, model).Scan(&sig).Error
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%d/%d/%x", sig.N, sig.Top, sig.Head), nil
+	return fmt.Sprintf("%d/%d/%s", sig.N, sig.Top, sig.Head), nil
+}
+
+// tableSignature is the signature of the whole segment_embeddings table
+// on SQLite: its row count (which SQLite reads from the pages of its
+// smallest index, without looking at rows), the largest rowid, and the
+// knowledge base, model, chunk and first vector bytes of that row.
+func tableSignature(ctx context.Context, db *gorm.DB) (string, error) {
+	var rows []struct {
+		N    int64
+		Top  int64
+		Head string
+	}
+	err := db.WithContext(ctx).Raw(`SELECT (SELECT COUNT(*) FROM segment_embeddings) AS n, rowid AS top,
+		COALESCE(dataset_id, '') || '/' || COALESCE(model, '') || '/' || COALESCE(segment_id, '') || '/' ||
+			COALESCE(child_id, '') || '/' || hex(substr(vector, 1, 32)) AS head
+		FROM segment_embeddings WHERE rowid = (SELECT MAX(rowid) FROM segment_embeddings)`).Scan(&rows).Error
+	if err != nil {
+		return "", err
+	}
+	if len(rows) == 0 {
+		return "empty", nil
+	}
+	return fmt.Sprintf("%d/%d/%s", rows[0].N, rows[0].Top, rows[0].Head), nil
 }
 
 func cacheKey(datasetID, model string) string { return datasetID + "\x00" + model }
+
+// replaceCached puts set in the cache in place of old, unless the entry
+// has changed since (reloaded vectors win over a rearranged old copy).
+func replaceCached(old, set *vectorSet) {
+	if old.key == "" {
+		return
+	}
+	cacheMu.Lock()
+	defer cacheMu.Unlock()
+	if cache[old.key] == old {
+		cache[old.key] = set
+	}
+}
 
 // cachedSet returns the cached vectors of a knowledge base for a model,
 // current or not; nil if there are none.
@@ -284,7 +402,7 @@ func loadVectors(ctx context.Context, db *gorm.DB, datasetID, model, sig string)
 		return nil, err
 	}
 	defer rows.Close()
-	set := &vectorSet{sig: sig}
+	set := &vectorSet{key: key, sig: sig}
 	docIndex := map[string]int32{}
 	for rows.Next() {
 		var seg, child, doc string

@@ -96,6 +96,16 @@ func (s *Service) fieldNames(ctx context.Context, d *docSet) error {
 	return nil
 }
 
+// hasMetadata tells whether stored metadata values (a JSON object) may
+// hold any value: anything but empty text, "{}" or "null".
+func hasMetadata(raw string) bool {
+	switch strings.TrimSpace(raw) {
+	case "", "{}", "null":
+		return false
+	}
+	return true
+}
+
 // info turns a document row into its filter values and summary.
 func (d *docSet) info(r docRow) *docInfo {
 	di := &docInfo{id: r.ID, datasetID: r.DatasetID, name: r.Name, source: r.DataSourceType, form: r.DocForm,
@@ -124,12 +134,19 @@ func (s *Service) load(ctx context.Context, d *docSet, idList []string) error {
 	if len(need) == 0 {
 		return nil
 	}
-	if err := s.fieldNames(ctx, d); err != nil {
-		return err
-	}
 	var rows []docRow
 	if err := s.db.WithContext(ctx).Model(&models.Document{}).Select(docColumns).Where("id IN ?", need).Scan(&rows).Error; err != nil {
 		return err
+	}
+	// The field names only name metadata values; documents without any
+	// (the common case) need no read of them.
+	for _, r := range rows {
+		if hasMetadata(r.DocMetadata) {
+			if err := s.fieldNames(ctx, d); err != nil {
+				return err
+			}
+			break
+		}
 	}
 	for _, r := range rows {
 		d.byID[r.ID] = d.info(r)

@@ -92,6 +92,12 @@ func (s *Service) fullTextCandidates(ctx context.Context, datasets []string, que
 		return nil, nil
 	}
 	limit := pool*10 + 100
+	// The child chunks' query runs beside the chunks' query.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	childc := goCandidates(func() ([]cand, error) {
+		return s.fullTextChildren(ctx, f, datasets, docs, limit)
+	})
 	var segRows []struct {
 		ID       string
 		Strength float64
@@ -109,11 +115,25 @@ func (s *Service) fullTextCandidates(ctx context.Context, datasets []string, que
 	if err := docs.restrict(q, "s.document_id", limit).Scan(&segRows).Error; err != nil {
 		return nil, fmt.Errorf("full-text search: %w", err)
 	}
+	children := <-childc
+	if children.err != nil {
+		return nil, children.err
+	}
+	out := make([]cand, 0, len(segRows)+len(children.cands))
+	for _, r := range segRows {
+		out = append(out, cand{segment: r.ID, score: fullTextScore(r.Strength)})
+	}
+	return append(out, children.cands...), nil
+}
+
+// fullTextChildren ranks the child chunks of parent-child documents by
+// full-text relevance.
+func (s *Service) fullTextChildren(ctx context.Context, f ftsSQL, datasets []string, docs *docSet, limit int) ([]cand, error) {
 	var childRows []struct {
 		ID, SegmentID string
 		Strength      float64
 	}
-	q = s.db.WithContext(ctx).Table(f.childFrom).
+	q := s.db.WithContext(ctx).Table(f.childFrom).
 		Select("c.id AS id, c.segment_id AS segment_id, "+f.childStrength+" AS strength", f.selectArgs()...)
 	if f.joinChild != "" {
 		q = q.Joins(f.joinChild)
@@ -126,10 +146,7 @@ func (s *Service) fullTextCandidates(ctx context.Context, datasets []string, que
 	if err := docs.restrict(q, "c.document_id", limit).Scan(&childRows).Error; err != nil {
 		return nil, fmt.Errorf("full-text search: %w", err)
 	}
-	out := make([]cand, 0, len(segRows)+len(childRows))
-	for _, r := range segRows {
-		out = append(out, cand{segment: r.ID, score: fullTextScore(r.Strength)})
-	}
+	out := make([]cand, 0, len(childRows))
 	for _, r := range childRows {
 		out = append(out, cand{segment: r.SegmentID, child: r.ID, score: fullTextScore(r.Strength)})
 	}

@@ -49,6 +49,7 @@ import (
 
 	"appkb/apperr"
 	"appkb/cachever"
+	appdb "appkb/db"
 	"appkb/indexing"
 	"appkb/knowledge"
 	"appkb/llm"
@@ -521,10 +522,11 @@ func (s *Service) semanticCandidates(ctx context.Context, datasets []models.Data
 	return out, nil
 }
 
-// sigResult is the outcome of checkVectors.
+// sigResult is the outcome of checkVectors: the signature of the stored
+// vectors, and (SQLite) the signature of the whole table read before it.
 type sigResult struct {
-	sig string
-	err error
+	sig, table string
+	err        error
 }
 
 // checkVectors reads the signature of the stored vectors of a knowledge
@@ -532,8 +534,28 @@ type sigResult struct {
 func (s *Service) checkVectors(ctx context.Context, datasetID, model string) chan sigResult {
 	c := make(chan sigResult, 1)
 	go func() {
-		sig, err := signatureOf(ctx, s.db, datasetID, model)
-		c <- sigResult{sig, err}
+		var r sigResult
+		defer func() {
+			if p := recover(); p != nil {
+				r = sigResult{err: apperr.Internal(fmt.Errorf("retrieval: reading the vector signature panicked: %v", p))}
+			}
+			c <- r
+		}()
+		if !appdb.IsPostgres(s.db) {
+			// A cheap look at the whole table first: when it is as it was
+			// the last time the cached set was found current, so is the
+			// set, and the count over the set's rows is not needed.
+			if r.table, r.err = tableSignature(ctx, s.db); r.err != nil {
+				return
+			}
+			if set := cachedSet(datasetID, model); set != nil {
+				if t := set.verified.Load(); t != nil && *t == r.table {
+					r.sig = set.sig
+					return
+				}
+			}
+		}
+		r.sig, r.err = signatureOf(ctx, s.db, datasetID, model)
 	}()
 	return c
 }
@@ -555,12 +577,14 @@ func (s *Service) scoreDataset(ctx context.Context, datasetID, model string, qv 
 		return nil, r.err
 	}
 	if set != nil && set.sig == r.sig {
+		set.markVerified(r.table)
 		return out, nil
 	}
 	set, err := loadVectors(ctx, s.db, datasetID, model, r.sig)
 	if err != nil {
 		return nil, err
 	}
+	set.markVerified(r.table)
 	return set.score(qv, docs.allowed, limit), nil
 }
 
@@ -574,15 +598,27 @@ func (s *Service) scoreDataset(ctx context.Context, datasetID, model string, qv 
 // weights of Dify's hybrid_search request mean what they say. When a
 // rerank model follows, a candidate keeps the better of its two raw
 // scores.
+//
+// The full-text query runs on its own goroutine while the query is
+// embedded and the vectors scored; the two lists are joined only once both
+// are complete, so the result is the same as running one after the other.
+// Either side failing fails the search; a semantic failure cancels the
+// full-text query.
 func (s *Service) hybridCandidates(ctx context.Context, datasets []models.Dataset, query string, docs *docSet, pool int, rm knowledge.RetrievalModel) ([]cand, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ftc := goCandidates(func() ([]cand, error) {
+		return s.fullTextCandidates(ctx, ids(datasets), query, docs, pool)
+	})
 	sem, err := s.semanticCandidates(ctx, datasets, query, docs, semanticLimit(pool))
 	if err != nil {
 		return nil, err
 	}
-	ft, err := s.fullTextCandidates(ctx, ids(datasets), query, docs, pool)
-	if err != nil {
-		return nil, err
+	r := <-ftc
+	if r.err != nil {
+		return nil, r.err
 	}
+	ft := r.cands
 	weighted := !(rm.RerankingEnable && rm.RerankingModel != nil && rm.RerankingModel.ModelName != "" &&
 		(rm.RerankingMode == nil || *rm.RerankingMode != knowledge.ModeWeightedScore))
 	if !weighted {
@@ -590,6 +626,29 @@ func (s *Service) hybridCandidates(ctx context.Context, datasets []models.Datase
 	}
 	vw, kw := weights(rm.Weights)
 	return fuseScores(sem, ft, vw, kw), nil
+}
+
+// candResult is the outcome of a candidate search run by goCandidates.
+type candResult struct {
+	cands []cand
+	err   error
+}
+
+// goCandidates runs find on its own goroutine; the channel receives its
+// outcome once. A panic in find becomes an internal error.
+func goCandidates(find func() ([]cand, error)) chan candResult {
+	c := make(chan candResult, 1)
+	go func() {
+		var r candResult
+		defer func() {
+			if p := recover(); p != nil {
+				r = candResult{err: apperr.Internal(fmt.Errorf("retrieval: candidate search panicked: %v", p))}
+			}
+			c <- r
+		}()
+		r.cands, r.err = find()
+	}()
+	return c
 }
 
 type candKey struct{ segment, child string }

@@ -2,9 +2,13 @@ package retrieval_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +18,7 @@ import (
 	"appkb/db"
 	"appkb/indexing"
 	"appkb/knowledge"
+	"appkb/llm"
 	"appkb/retrieval"
 	"appkb/textsplit"
 )
@@ -247,6 +252,13 @@ func TestFiltersAndHitCount(t *testing.T) {
 	if got := names(hits); got != "a,b" {
 		t.Fatalf("documents %q after disabling d", got)
 	}
+	// Without a filter, hits still show their documents' metadata by name.
+	wantMeta := map[string]string{"a": "map[lang:english year:2020]", "b": "map[lang:german year:2024]"}
+	for _, h := range hits {
+		if got := fmt.Sprint(h.Document.Metadata); got != wantMeta[h.Document.Name] {
+			t.Fatalf("document %s metadata %s, want %s", h.Document.Name, got, wantMeta[h.Document.Name])
+		}
+	}
 	// Each hit reports the stored count, which includes this hit.
 	for _, h := range hits {
 		var n int
@@ -298,5 +310,192 @@ func TestVectorCacheFollowsChanges(t *testing.T) {
 	hits, _ := svc.Search(context.Background(), []string{c.id}, "espresso coffee", rm)
 	if len(hits) != 2 || hits[0].Segment.Content != coffee {
 		t.Fatalf("hits %q after adding a document", contents(hits))
+	}
+
+	// The newest vector's row is deleted and the same text indexed again:
+	// on SQLite the new row takes the same rowid and the same vector bytes,
+	// with the same count; only the chunk differs.
+	if err := c.docs.DeleteDocument(context.Background(), c.actor, c.id, c.ids["two"]); err != nil {
+		t.Fatal(err)
+	}
+	three := c.add(t, "three", coffee, lines)
+	hits, err := svc.Search(context.Background(), []string{c.id}, "espresso coffee", rm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 2 || hits[0].Document.ID != three {
+		t.Fatalf("hits %q after replacing a document, want the first from document three", contents(hits))
+	}
+
+	// A change in another knowledge base leaves this one's cache valid,
+	// and a change here is still seen afterwards.
+	other := newCorpusOn(t, c.db, c.docs, knowledge.TechniqueHighQuality)
+	other.add(t, "elsewhere", cats, lines)
+	if hits, _ := svc.Search(context.Background(), []string{c.id}, "espresso coffee", rm); len(hits) != 2 {
+		t.Fatalf("hits %q after a change elsewhere", contents(hits))
+	}
+	c.add(t, "four", bikes, lines)
+	if hits, _ := svc.Search(context.Background(), []string{c.id}, "bicycle chain oil", rm); len(hits) != 3 || hits[0].Segment.Content != bikes {
+		t.Fatalf("hits %q after adding a third document", contents(hits))
+	}
+}
+
+// newCorpusOn is a second knowledge base in the database of another
+// corpus, indexed by its workers.
+func newCorpusOn(t *testing.T, gdb *gorm.DB, docs *indexing.Service, technique string) *corpus {
+	t.Helper()
+	c := &corpus{db: gdb, kb: knowledge.NewStore(gdb, nil), docs: docs, actor: knowledge.Actor{KeyID: "test"}, ids: map[string]string{}}
+	ds, err := c.kb.CreateDataset(context.Background(), c.actor, knowledge.CreateParams{Name: "kb2", IndexingTechnique: &technique})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.id = ds.ID
+	return c
+}
+
+// TestHybridIsFusionOfItsParts checks that a hybrid search (whose two
+// candidate searches run concurrently) returns exactly the weighted
+// reciprocal rank fusion of a semantic and a full-text search run on their
+// own: with top_k above the corpus size each single search returns its
+// whole candidate list, best first.
+func TestHybridIsFusionOfItsParts(t *testing.T) {
+	c := newCorpus(t, knowledge.TechniqueHighQuality)
+	c.add(t, "drinks", tea+"\n"+coffee+"\nBlack tea is left to oxidise before it is dried.\nCold brew coffee steeps for a day.", lines)
+	c.add(t, "life", cats+"\n"+bikes+"\nA bicycle bell warns walkers.\nCats and dogs drink water.", lines)
+	svc := retrieval.New(c.db, nil)
+	ctx := context.Background()
+	const topK = 50
+	tests := []struct {
+		query  string
+		vw, kw float64
+	}{
+		{"green tea", 0.7, 0.3},
+		{"bicycle chain oil", 0.5, 0.5},
+		{"coffee water cats", 0.3, 0.7},
+		{"espresso", 1, 0},
+		{"volcano", 0.6, 0.4},
+	}
+	for _, tc := range tests {
+		t.Run(tc.query, func(t *testing.T) {
+			search := func(rm knowledge.RetrievalModel) []retrieval.Hit {
+				rm.TopK = topK
+				hits, err := svc.Search(ctx, []string{c.id}, tc.query, rm)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return hits
+			}
+			sem := search(knowledge.RetrievalModel{SearchMethod: knowledge.SearchSemantic})
+			ft := search(knowledge.RetrievalModel{SearchMethod: knowledge.SearchFullText})
+			hybrid := search(knowledge.RetrievalModel{SearchMethod: knowledge.SearchHybrid,
+				RerankingMode: ptr(knowledge.ModeWeightedScore), Weights: &knowledge.Weights{
+					VectorSetting:  &knowledge.VectorSetting{VectorWeight: ptr(tc.vw)},
+					KeywordSetting: &knowledge.KeywordSetting{KeywordWeight: ptr(tc.kw)}}})
+			if len(sem) == 0 {
+				t.Fatal("semantic search found nothing")
+			}
+
+			// The fusion, written out: weight / (60 + rank), rescaled so
+			// that first on both sides scores 1; ties keep the order of
+			// first appearance (semantic list, then full-text only).
+			type fused struct {
+				id    string
+				score float64
+			}
+			var want []fused
+			at := map[string]int{}
+			for side, list := range [][]retrieval.Hit{sem, ft} {
+				w := []float64{tc.vw, tc.kw}[side]
+				for rank, h := range list {
+					i, ok := at[h.Segment.ID]
+					if !ok {
+						i = len(want)
+						at[h.Segment.ID] = i
+						want = append(want, fused{id: h.Segment.ID})
+					}
+					want[i].score += w / float64(60+rank+1)
+				}
+			}
+			for i := range want {
+				want[i].score /= (tc.vw + tc.kw) / 61
+			}
+			sort.SliceStable(want, func(i, j int) bool { return want[i].score > want[j].score })
+
+			if len(hybrid) != len(want) {
+				t.Fatalf("hybrid found %d chunks, the fusion of its parts %d", len(hybrid), len(want))
+			}
+			for i, h := range hybrid {
+				if h.Segment.ID != want[i].id || math.Abs(h.Score-want[i].score) > 1e-12 {
+					t.Fatalf("hit %d: %s %.15f, want %s %.15f", i, h.Segment.ID, h.Score, want[i].id, want[i].score)
+				}
+			}
+		})
+	}
+}
+
+// TestHybridFailsWhenEitherPartFails breaks one side of a hybrid search at
+// a time (the embedding model, then the full-text index) and expects the
+// error back, as the single-method search of that side returns it.
+func TestHybridFailsWhenEitherPartFails(t *testing.T) {
+	// Only the builtin provider, and no fallback for other names.
+	strict, err := llm.Parse(nil, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		method string // the single method that fails the same way
+		// breaks damages the corpus or returns the models to search with.
+		breaks func(t *testing.T, c *corpus) *llm.Registry
+	}{
+		{"embedding provider not configured", knowledge.SearchSemantic, func(t *testing.T, c *corpus) *llm.Registry {
+			if err := c.db.Exec(`UPDATE datasets SET embedding_model_provider = 'no-such-provider' WHERE id = ?`, c.id).Error; err != nil {
+				t.Fatal(err)
+			}
+			return strict
+		}},
+		{"full-text index gone", knowledge.SearchFullText, func(t *testing.T, c *corpus) *llm.Registry {
+			stmt := `DROP TABLE segments_fts`
+			if db.IsPostgres(c.db) {
+				stmt = `ALTER TABLE segments RENAME COLUMN tsv TO tsv_gone`
+			}
+			if err := c.db.Exec(stmt).Error; err != nil {
+				t.Fatal(err)
+			}
+			return nil
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCorpus(t, knowledge.TechniqueHighQuality)
+			c.add(t, "drinks", tea+"\n"+coffee, lines)
+			hybrid := knowledge.RetrievalModel{SearchMethod: knowledge.SearchHybrid, TopK: 3}
+			if _, err := retrieval.New(c.db, nil).Search(context.Background(), []string{c.id}, "green tea", hybrid); err != nil {
+				t.Fatalf("before breaking anything: %v", err)
+			}
+			svc := retrieval.New(c.db, tc.breaks(t, c))
+			if _, err := svc.Search(context.Background(), []string{c.id}, "green tea",
+				knowledge.RetrievalModel{SearchMethod: tc.method, TopK: 3}); err == nil {
+				t.Fatalf("%s search did not fail", tc.method)
+			}
+			hits, err := svc.Search(context.Background(), []string{c.id}, "green tea", hybrid)
+			if err == nil {
+				t.Fatalf("hybrid search did not fail: %q", contents(hits))
+			}
+		})
+	}
+}
+
+// TestHybridHonoursCancellation: a search whose context is already over
+// fails instead of returning hits.
+func TestHybridHonoursCancellation(t *testing.T) {
+	c := newCorpus(t, knowledge.TechniqueHighQuality)
+	c.add(t, "drinks", tea+"\n"+coffee, lines)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := retrieval.New(c.db, nil).Search(ctx, []string{c.id}, "green tea",
+		knowledge.RetrievalModel{SearchMethod: knowledge.SearchHybrid, TopK: 3})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
 	}
 }

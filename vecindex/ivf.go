@@ -141,6 +141,33 @@ func (ix *IVF) nearest(u []float32) int {
 	return best
 }
 
+// Grouped returns an order of the vectors that puts the members of each
+// cluster next to each other (order[k] is the number of the vector to place
+// at position k; within a cluster, vectors keep their relative order) and
+// an index over the vectors rearranged that way. Scoring a cluster then
+// reads one contiguous stretch of memory instead of vectors scattered over
+// the whole set, which at tens of thousands of vectors is several times
+// faster. The grouped index has the same centroids, so it picks the same
+// clusters for a query as ix.
+func (ix *IVF) Grouped() (order []int32, grouped *IVF) {
+	n := 0
+	for _, l := range ix.lists {
+		n += len(l)
+	}
+	order = make([]int32, 0, n)
+	grouped = &IVF{dims: ix.dims, nlist: ix.nlist, centroids: ix.centroids, lists: make([][]int32, len(ix.lists))}
+	for c, l := range ix.lists {
+		start := int32(len(order))
+		order = append(order, l...)
+		pos := make([]int32, len(l))
+		for k := range pos {
+			pos[k] = start + int32(k)
+		}
+		grouped.lists[c] = pos
+	}
+	return order, grouped
+}
+
 // Lists is the number of clusters.
 func (ix *IVF) Lists() int { return ix.nlist }
 

@@ -2,6 +2,7 @@ package vecindex
 
 import (
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"testing"
 )
@@ -94,4 +95,45 @@ func sqrt(x float32) float32 {
 		z = (z + x/z) / 2
 	}
 	return z
+}
+
+// TestGrouped checks that Grouped's order is a permutation that lays the
+// clusters out one after the other, and that its index lists the same
+// vectors per cluster under their new positions.
+func TestGrouped(t *testing.T) {
+	const n, dims = 2000, 16
+	rng := rand.New(rand.NewPCG(4, 9))
+	vecs := make([]float32, n*dims)
+	for i := range vecs {
+		vecs[i] = float32(rng.NormFloat64())
+	}
+	ix := Build(vecs, dims, Options{Seed: 2, Lists: 30})
+	order, g := ix.Grouped()
+	if len(order) != n || g.Lists() != ix.Lists() {
+		t.Fatalf("%d positions, %d lists", len(order), g.Lists())
+	}
+	seen := make([]bool, n)
+	next := int32(0)
+	for c := range ix.lists {
+		if len(g.lists[c]) != len(ix.lists[c]) {
+			t.Fatalf("cluster %d: %d members, want %d", c, len(g.lists[c]), len(ix.lists[c]))
+		}
+		for k, pos := range g.lists[c] {
+			if pos != next {
+				t.Fatalf("cluster %d: position %d, want %d (contiguous)", c, pos, next)
+			}
+			next++
+			if order[pos] != ix.lists[c][k] || seen[order[pos]] {
+				t.Fatalf("cluster %d: position %d holds vector %d, want %d once", c, pos, order[pos], ix.lists[c][k])
+			}
+			seen[order[pos]] = true
+		}
+	}
+	q := vecs[:dims]
+	var a, b []int32
+	ix.Candidates(q, 5, func(i int32) { a = append(a, i) })
+	g.Candidates(q, 5, func(i int32) { b = append(b, order[i]) })
+	if !slices.Equal(a, b) {
+		t.Fatal("the grouped index picks other vectors for a query")
+	}
 }
