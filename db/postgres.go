@@ -25,15 +25,9 @@ var PostgresConns = 24
 // and applies any pending migrations. Unlike SQLite, PostgreSQL lets
 // writers work side by side, so there is one ordinary pool.
 func OpenPostgres(url string) (*gorm.DB, error) {
-	gdb, err := gorm.Open(postgres.New(postgres.Config{DSN: url}), &gorm.Config{
-		Logger: logger.Default.LogMode(logger.Silent),
-		// PostgreSQL keeps microseconds: values made here match what
-		// is read back.
-		NowFunc:        func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) },
-		TranslateError: true,
-	})
+	gdb, err := openPostgresRaw(url)
 	if err != nil {
-		return nil, fmt.Errorf("open database %s: %w", redactURL(url), err)
+		return nil, err
 	}
 	sqlDB, err := gdb.DB()
 	if err != nil {
@@ -127,7 +121,7 @@ var templateOnce struct {
 // newTestDatabase copies the migrated template database into a new one and
 // arranges for it to be dropped.
 func newTestDatabase(tb testing.TB, base string) (string, error) {
-	admin, err := OpenPostgresRaw(base)
+	admin, err := openPostgresRaw(base)
 	if err != nil {
 		return "", err
 	}
@@ -143,7 +137,7 @@ func newTestDatabase(tb testing.TB, base string) (string, error) {
 		return "", fmt.Errorf("create database %s: %w", name, err)
 	}
 	tb.Cleanup(func() {
-		admin, err := OpenPostgresRaw(base)
+		admin, err := openPostgresRaw(base)
 		if err != nil {
 			tb.Logf("drop test database %s: %v", name, err)
 			return
@@ -211,11 +205,16 @@ func migratedTemplate(admin *gorm.DB, base string) (string, error) {
 	return name, nil
 }
 
-// OpenPostgresRaw connects without migrating (for administrative work such
-// as creating databases).
-func OpenPostgresRaw(url string) (*gorm.DB, error) {
+// openPostgresRaw connects without migrating or sizing the pool (for
+// administrative work such as creating databases, and as the first step
+// of OpenPostgres).
+func openPostgresRaw(url string) (*gorm.DB, error) {
 	gdb, err := gorm.Open(postgres.New(postgres.Config{DSN: url}), &gorm.Config{
 		Logger: logger.Default.LogMode(logger.Silent),
+		// PostgreSQL keeps microseconds: values made here match what
+		// is read back.
+		NowFunc:        func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) },
+		TranslateError: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", redactURL(url), err)
