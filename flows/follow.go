@@ -91,28 +91,8 @@ func (s *Service) followRun(ctx context.Context, run *models.WorkflowRun, keepOp
 				return nil
 			}
 			pausedSent = true
-		} else {
-			stored, err := s.runs.Run(ctx, run.AppID, run.ID)
-			if err != nil {
-				return err
-			}
-			switch stored.Status {
-			case workflowruns.StatusRunning:
-				// Between segments: wait for the next one.
-				pausedSent = false
-			case workflowruns.StatusPaused:
-				if !pausedSent {
-					if err := s.sendPaused(ctx, stored, send); err != nil {
-						return err
-					}
-					pausedSent = true
-				}
-				if !keepOpen {
-					return nil
-				}
-			default:
-				return send(finishedEvent(stored))
-			}
+		} else if over, err := s.showStored(ctx, run, keepOpen, &pausedSent, send); over {
+			return err
 		}
 		select {
 		case <-ctx.Done():
@@ -122,6 +102,33 @@ func (s *Service) followRun(ctx context.Context, run *models.WorkflowRun, keepOp
 			// Look at the stored record again.
 		}
 	}
+}
+
+// showStored acts on the stored record of a run that has no segment to
+// follow right now: a running run is between segments (wait for the
+// next), a paused one shows its forms once per pause (*pausedSent), a
+// finished one ends the follow with workflow_finished. over is set when
+// the follow ends, with err.
+func (s *Service) showStored(ctx context.Context, run *models.WorkflowRun, keepOpen bool, pausedSent *bool, send func(workflow.Event) error) (over bool, err error) {
+	stored, err := s.runs.Run(ctx, run.AppID, run.ID)
+	if err != nil {
+		return true, err
+	}
+	switch stored.Status {
+	case workflowruns.StatusRunning:
+		*pausedSent = false
+	case workflowruns.StatusPaused:
+		if !*pausedSent {
+			if err := s.sendPaused(ctx, stored, send); err != nil {
+				return true, err
+			}
+			*pausedSent = true
+		}
+		return !keepOpen, nil
+	default:
+		return true, send(finishedEvent(stored))
+	}
+	return false, nil
 }
 
 // sendPaused sends the forms a stored paused run waits on, then
@@ -254,26 +261,8 @@ func (s *Service) followStored(ctx context.Context, run *models.WorkflowRun, kee
 		if ok && info.Segment > done {
 			done = info.Segment
 		}
-		stored, err := s.runs.Run(ctx, run.AppID, run.ID)
-		if err != nil {
+		if over, err := s.showStored(ctx, run, keepOpen, &pausedSent, send); over {
 			return true, err
-		}
-		switch stored.Status {
-		case workflowruns.StatusRunning:
-			// Between segments: wait for the next one.
-			pausedSent = false
-		case workflowruns.StatusPaused:
-			if !pausedSent {
-				if err := s.sendPaused(ctx, stored, send); err != nil {
-					return true, err
-				}
-				pausedSent = true
-			}
-			if !keepOpen {
-				return true, nil
-			}
-		default:
-			return true, send(finishedEvent(stored))
 		}
 		select {
 		case <-ctx.Done():
