@@ -61,7 +61,7 @@ func TestAuthenticate(t *testing.T) {
 		{"workspace knowledge key", wide, models.KeyKindKnowledge, "", map[string]bool{"d1": true, "zz": true}},
 		{"scoped knowledge key", scoped, models.KeyKindKnowledge, "", map[string]bool{"d1": true, "d2": true, "zz": false}},
 		{"unknown key", "app-nope", "", "", nil},
-		{"key text altered", appKey[:len(appKey)-1] + "x", "", "", nil},
+		{"key text altered", altered(appKey), "", "", nil},
 		{"no prefix", "secret", "", "", nil},
 	}
 	for _, tc := range tests {
@@ -204,4 +204,14 @@ func TestScopeChangeReachesCache(t *testing.T) {
 	if p, err = store.Authenticate(ctx, key); err != nil || !p.MayUseDataset("d2") {
 		t.Fatalf("after: %v, %+v", err, p)
 	}
+}
+
+// altered changes the last character of key to another one (a random key
+// may already end in any given character).
+func altered(key string) string {
+	last := "x"
+	if strings.HasSuffix(key, "x") {
+		last = "y"
+	}
+	return key[:len(key)-1] + last
 }
