@@ -81,7 +81,7 @@ func Open(dataDir string) (*gorm.DB, error) {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
 	base := "file:" + filepath.Join(dataDir, FileName) +
-		"?_journal_mode=WAL&_busy_timeout=10000&_foreign_keys=on&_synchronous=NORMAL&_txlock=immediate"
+		"?_journal_mode=WAL&_busy_timeout=10000&_foreign_keys=on&_synchronous=NORMAL&_txlock=immediate&_stmt_cache_size=128"
 	writer, err := sql.Open("sqlite3", base)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
