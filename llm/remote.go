@@ -5,6 +5,7 @@ import (
 
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"mime"
@@ -16,7 +17,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/shared"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 )
 
 // standardParams are the completion parameters forwarded to every
@@ -99,6 +100,9 @@ func logAttempts(provider string) option.Middleware {
 	}
 }
 
+// chatPath is the chat completions endpoint under a server's base URL.
+const chatPath = "chat/completions"
+
 // remoteChat is a chat model behind an openai-compatible server.
 type remoteChat struct {
 	p     *provider
@@ -106,40 +110,33 @@ type remoteChat struct {
 	price *pricing
 }
 
-// request builds the SDK parameters. It returns the real model name and
-// its prices too, as req.Model may pick another model than the bound one.
-func (m *remoteChat) request(req ChatRequest) (openai.ChatCompletionNewParams, string, *pricing, error) {
+// request builds the request body. It returns the real model name and its
+// prices too, as req.Model may pick another model than the bound one.
+func (m *remoteChat) request(req ChatRequest, stream bool) ([]byte, string, *pricing, error) {
 	model, price := m.model, m.price
 	if req.Model != "" {
 		var err error
 		if model, price, err = m.p.resolve(TypeChat, req.Model); err != nil {
-			return openai.ChatCompletionNewParams{}, "", nil, err
+			return nil, "", nil, err
 		}
 	}
-	msgs, err := toSDKMessages(req.Messages)
+	msgs, err := wireMessages(req.Messages)
 	if err != nil {
-		return openai.ChatCompletionNewParams{}, "", nil, err
+		return nil, "", nil, err
 	}
-	params := openai.ChatCompletionNewParams{Model: model, Messages: msgs}
-	for _, t := range req.Tools {
-		schema := t.Parameters
-		if schema == nil {
-			schema = map[string]any{"type": "object", "properties": map[string]any{}}
-		}
-		fn := shared.FunctionDefinitionParam{Name: t.Name, Parameters: shared.FunctionParameters(schema)}
-		if t.Description != "" {
-			fn.Description = openai.String(t.Description)
-		}
-		params.Tools = append(params.Tools, openai.ChatCompletionFunctionTool(fn))
+	body := chatBody{Model: model, Messages: msgs, Tools: wireTools(req.Tools)}
+	if stream {
+		body.Stream, body.StreamOptions = true, &streamOpts{IncludeUsage: true}
 	}
 	extra, err := m.forwardedParams(req.Params)
 	if err != nil {
-		return openai.ChatCompletionNewParams{}, "", nil, err
+		return nil, "", nil, err
 	}
-	if len(extra) > 0 {
-		params.SetExtraFields(extra)
+	raw, err := encodeChatBody(body, extra)
+	if err != nil {
+		return nil, "", nil, err
 	}
-	return params, model, price, nil
+	return raw, model, price, nil
 }
 
 // forwardedParams selects the completion parameters the server gets.
@@ -177,60 +174,21 @@ func (m *remoteChat) forwardedParams(in map[string]any) (map[string]any, error) 
 	return out, nil
 }
 
-func toSDKMessages(msgs []Message) ([]openai.ChatCompletionMessageParamUnion, error) {
-	out := make([]openai.ChatCompletionMessageParamUnion, 0, len(msgs))
-	for _, m := range msgs {
-		var u openai.ChatCompletionMessageParamUnion
-		switch m.Role {
-		case RoleSystem:
-			u = openai.SystemMessage(m.Content)
-			if m.Name != "" {
-				u.OfSystem.Name = openai.String(m.Name)
-			}
-		case RoleDeveloper:
-			u = openai.DeveloperMessage(m.Content)
-		case RoleUser:
-			u = openai.UserMessage(m.Content)
-			if m.Name != "" {
-				u.OfUser.Name = openai.String(m.Name)
-			}
-		case RoleAssistant:
-			var a openai.ChatCompletionAssistantMessageParam
-			if m.Content != "" || len(m.ToolCalls) == 0 {
-				a.Content.OfString = openai.String(m.Content)
-			}
-			if m.Name != "" {
-				a.Name = openai.String(m.Name)
-			}
-			for _, tc := range m.ToolCalls {
-				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
-					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
-						ID:       tc.ID,
-						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: tc.Arguments},
-					},
-				})
-			}
-			u = openai.ChatCompletionMessageParamUnion{OfAssistant: &a}
-		case RoleTool:
-			u = openai.ToolMessage(m.Content, m.ToolCallID)
-		default:
-			return nil, modelError(apperr.CodeCompletionRequestError, nil, "Message role %q is not supported.", m.Role)
-		}
-		out = append(out, u)
-	}
-	return out, nil
-}
-
 func (m *remoteChat) Chat(ctx context.Context, req ChatRequest) (*ChatResponse, error) {
 	start := time.Now()
-	params, model, price, err := m.request(req)
+	body, model, price, err := m.request(req, false)
 	if err != nil {
 		return nil, err
 	}
 	var raw *http.Response
-	res, err := m.p.remote.client.Chat.Completions.New(ctx, params, option.WithResponseInto(&raw))
-	if err != nil {
+	if err := m.p.remote.client.Post(ctx, chatPath, body, &raw); err != nil {
 		return nil, m.p.remote.fail(ctx, raw, err, model)
+	}
+	var res chatAnswer
+	err = json.NewDecoder(raw.Body).Decode(&res)
+	raw.Body.Close()
+	if err != nil {
+		return nil, m.p.remote.fail(ctx, nil, fmt.Errorf("decode answer: %w", err), model)
 	}
 	if len(res.Choices) == 0 {
 		return nil, modelError(apperr.CodeCompletionRequestError, nil, "Model provider %q returned no answer.", m.p.name)
@@ -240,8 +198,10 @@ func (m *remoteChat) Chat(ctx context.Context, req ChatRequest) (*ChatResponse, 
 	for _, tc := range choice.Message.ToolCalls {
 		out.ToolCalls = append(out.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 	}
-	prompt, completion := int(res.Usage.PromptTokens), int(res.Usage.CompletionTokens)
-	if !res.JSON.Usage.Valid() || res.Usage.TotalTokens == 0 {
+	var prompt, completion int
+	if u := res.Usage; u != nil && u.TotalTokens > 0 {
+		prompt, completion = u.PromptTokens, u.CompletionTokens
+	} else {
 		prompt, completion = countLocally(req, out)
 	}
 	out.Usage = makeUsage(price, prompt, completion, time.Since(start))
@@ -260,13 +220,13 @@ func countLocally(req ChatRequest, res *ChatResponse) (prompt, completion int) {
 func (m *remoteChat) Stream(ctx context.Context, req ChatRequest, onChunk func(Chunk) error) (*ChatResponse, error) {
 	start := time.Now()
 	onChunk = orDiscard(onChunk)
-	params, model, price, err := m.request(req)
+	body, model, price, err := m.request(req, true)
 	if err != nil {
 		return nil, err
 	}
-	params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
 	var raw *http.Response
-	stream := m.p.remote.client.Chat.Completions.NewStreaming(ctx, params, option.WithResponseInto(&raw))
+	err = m.p.remote.client.Post(ctx, chatPath, body, &raw)
+	stream := ssestream.NewStream[openai.ChatCompletionChunk](ssestream.NewDecoder(raw), err)
 	defer stream.Close()
 
 	type partialCall struct {

@@ -478,6 +478,10 @@ func TestRemoteErrorMapping(t *testing.T) {
 			wantCode: apperr.CodeCompletionRequestError, wantInMsg: "HTTP 500", wantCalls: 3},
 		{name: "error body that is not an OpenAI error", status: 422, body: `{"error":"model 'x' not loaded"}`,
 			wantCode: apperr.CodeCompletionRequestError, wantInMsg: "HTTP 422: model 'x' not loaded", wantCalls: 1},
+		{name: "200 whose body is not JSON", status: 200, body: `<html>proxy login</html>`,
+			wantCode: apperr.CodeCompletionRequestError, wantInMsg: "failed", wantCalls: 1},
+		{name: "200 without choices", status: 200, body: `{"id":"x","choices":[]}`,
+			wantCode: apperr.CodeCompletionRequestError, wantInMsg: "no answer", wantCalls: 1},
 		{name: "plain text error body", status: 418, body: `I'm a teapot`, wantCode: apperr.CodeCompletionRequestError, wantInMsg: "HTTP 418: I'm a teapot", wantCalls: 1},
 	}
 	for _, tc := range tests {
