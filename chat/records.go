@@ -91,11 +91,11 @@ func mustJSON(v any, empty string) string {
 func (g *Generation) insert(ctx context.Context, m *models.Message, name string) error {
 	return g.svc.write(ctx, func(tx *gorm.DB) error {
 		if g.newConv {
-			if err := tx.Create(g.conversation(name, 0)).Error; err != nil {
+			if err := models.InsertConversation(tx, g.conversation(name, 0)); err != nil {
 				return fmt.Errorf("store conversation: %w", err)
 			}
 		}
-		if err := tx.Create(m).Error; err != nil {
+		if err := models.InsertMessage(tx, m); err != nil {
 			return fmt.Errorf("store message: %w", err)
 		}
 		return nil
@@ -110,11 +110,11 @@ func (g *Generation) save(ctx context.Context, m *models.Message, name string, i
 	return g.svc.write(ctx, func(tx *gorm.DB) error {
 		if !inserted {
 			if g.newConv {
-				if err := tx.Create(g.conversation(name, 1)).Error; err != nil {
+				if err := models.InsertConversation(tx, g.conversation(name, 1)); err != nil {
 					return fmt.Errorf("store conversation: %w", err)
 				}
 			}
-			if err := tx.Create(m).Error; err != nil {
+			if err := models.InsertMessage(tx, m); err != nil {
 				return fmt.Errorf("store message: %w", err)
 			}
 			if g.newConv || g.ConversationID == "" {

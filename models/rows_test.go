@@ -1,0 +1,138 @@
+package models_test
+
+import (
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/schema"
+
+	"appkb/db"
+	"appkb/models"
+)
+
+// TestInsertColumnsCoverModel checks that the plain inserts write every
+// column gorm knows for the model, so a field added later is not silently
+// left out of the chat path's rows.
+func TestInsertColumnsCoverModel(t *testing.T) {
+	tests := []struct {
+		model   any
+		columns []string
+	}{
+		{&models.Conversation{}, models.ConversationColumns()},
+		{&models.Message{}, models.MessageColumns()},
+	}
+	for _, tc := range tests {
+		s, err := schema.Parse(tc.model, &sync.Map{}, schema.NamingStrategy{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := slices.Clone(s.DBNames)
+		got := slices.Clone(tc.columns)
+		sort.Strings(want)
+		sort.Strings(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: insert columns %v, model columns %v", s.Table, got, want)
+		}
+	}
+}
+
+// TestInsertRowsReadBackAlike stores rows with the plain inserts and reads
+// them back through gorm: every field, NULLs and times included, must come
+// back as written (on SQLite, and on PostgreSQL when configured).
+func TestInsertRowsReadBackAlike(t *testing.T) {
+	gdb := db.OpenTemp(t)
+	now := time.Date(2026, 11, 26, 13, 0, 0, 123456000, time.UTC)
+	app := models.App{ID: "app-1", Name: "a", Mode: "chat", CreatedAt: now, UpdatedAt: now}
+	if err := gdb.Create(&app).Error; err != nil {
+		t.Fatal(err)
+	}
+	user := models.EndUser{ID: "eu-1", AppID: app.ID, ExternalUserID: "u", Type: "service_api", CreatedAt: now, UpdatedAt: now}
+	if err := gdb.Create(&user).Error; err != nil {
+		t.Fatal(err)
+	}
+	conv := models.Conversation{AppID: app.ID, EndUserID: user.ID, Mode: "chat", Name: "n", Inputs: `{"a":1}`,
+		Introduction: "hi", Status: "normal", DialogueCount: 1, CreatedAt: now, UpdatedAt: now}
+	price, currency, errText, replica := "0.0001", "USD", "boom", "r1"
+	full := models.Message{AppID: app.ID, ConversationID: &conv.ID, EndUserID: user.ID, TaskID: "t",
+		Query: "q", Inputs: "{}", Answer: "a", MessageTokens: 3, AnswerTokens: 4, TotalTokens: 7,
+		ProviderResponseLatency: 0.25, TotalPrice: &price, Currency: &currency, Status: "error",
+		Error: &errText, Generating: true, MessageFiles: "[]", RetrieverResources: "[]",
+		AgentThoughts: "[]", CreatedAt: now, UpdatedAt: now.Add(time.Second), ReplicaID: &replica}
+	bare := models.Message{AppID: app.ID, EndUserID: user.ID, Query: "q2", Inputs: "{}", Status: "normal",
+		MessageFiles: "[]", RetrieverResources: "[]", AgentThoughts: "[]", CreatedAt: now, UpdatedAt: now}
+	err := gdb.Transaction(func(tx *gorm.DB) error {
+		if err := models.InsertConversation(tx, &conv); err != nil {
+			return err
+		}
+		full.ConversationID = &conv.ID
+		if err := models.InsertMessage(tx, &full); err != nil {
+			return err
+		}
+		return models.InsertMessage(tx, &bare)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if conv.ID == "" || full.ID == "" || bare.ID == "" {
+		t.Fatal("an ID was not filled in")
+	}
+	var gotConv models.Conversation
+	if err := gdb.Take(&gotConv, "id = ?", conv.ID).Error; err != nil {
+		t.Fatal(err)
+	}
+	if !gotConv.CreatedAt.Equal(conv.CreatedAt) || gotConv.Name != conv.Name || gotConv.Inputs != conv.Inputs ||
+		gotConv.DialogueCount != 1 || gotConv.Introduction != "hi" || gotConv.EndUserID != user.ID {
+		t.Errorf("conversation read back as %+v, want %+v", gotConv, conv)
+	}
+	for _, want := range []models.Message{full, bare} {
+		var got models.Message
+		if err := gdb.Take(&got, "id = ?", want.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		if !got.CreatedAt.Equal(want.CreatedAt) || !got.UpdatedAt.Equal(want.UpdatedAt) {
+			t.Errorf("times read back as %v / %v, want %v / %v", got.CreatedAt, got.UpdatedAt, want.CreatedAt, want.UpdatedAt)
+		}
+		got.CreatedAt, got.UpdatedAt = want.CreatedAt, want.UpdatedAt
+		if d := diffMessage(got, want); d != "" {
+			t.Errorf("message %s: %s", want.Query, d)
+		}
+	}
+	// A duplicate key is reported as gorm reports it.
+	err = gdb.Transaction(func(tx *gorm.DB) error { return models.InsertMessage(tx, &bare) })
+	if err == nil {
+		t.Fatal("inserting the same message twice succeeded")
+	}
+}
+
+func diffMessage(a, b models.Message) string {
+	str := func(p *string) string {
+		if p == nil {
+			return "<nil>"
+		}
+		return *p
+	}
+	type pair struct{ name, x, y string }
+	for _, p := range []pair{
+		{"conversation_id", str(a.ConversationID), str(b.ConversationID)},
+		{"total_price", str(a.TotalPrice), str(b.TotalPrice)},
+		{"currency", str(a.Currency), str(b.Currency)},
+		{"error", str(a.Error), str(b.Error)},
+		{"replica_id", str(a.ReplicaID), str(b.ReplicaID)},
+		{"parent_message_id", str(a.ParentMessageID), str(b.ParentMessageID)},
+		{"workflow_run_id", str(a.WorkflowRunID), str(b.WorkflowRunID)},
+	} {
+		if p.x != p.y {
+			return p.name + ": " + p.x + " != " + p.y
+		}
+	}
+	a.ConversationID, a.TotalPrice, a.Currency, a.Error, a.ReplicaID, a.ParentMessageID, a.WorkflowRunID = nil, nil, nil, nil, nil, nil, nil
+	b.ConversationID, b.TotalPrice, b.Currency, b.Error, b.ReplicaID, b.ParentMessageID, b.WorkflowRunID = nil, nil, nil, nil, nil, nil, nil
+	if a != b {
+		return "fields differ"
+	}
+	return ""
+}
