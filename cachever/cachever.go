@@ -15,6 +15,7 @@ import (
 	"database/sql"
 	"fmt"
 	"sync"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -44,8 +45,12 @@ func New[K comparable, V any](db *gorm.DB, name string) *Cache[K, V] {
 	return &Cache[K, V]{name: name, db: db, version: -1, items: map[K]V{}}
 }
 
-// Version reads the current value of the counter.
+// Version reads the current value of the counter, or takes it from a
+// fresh snapshot carried by ctx (see Snapshots).
 func (c *Cache[K, V]) Version(ctx context.Context) (int64, error) {
+	if v, ok := fromSnapshot(ctx, c.name); ok {
+		return v, nil
+	}
 	c.stmtOnce.Do(func() {
 		sqlDB, err := c.db.DB()
 		if err != nil {
@@ -114,4 +119,77 @@ func (c *Cache[K, V]) Forget() {
 	clear(c.items)
 	c.version = -1
 	c.mu.Unlock()
+}
+
+// snapshotTTL is how long the counters of a snapshot stand in for reading
+// them again. A snapshot is taken when a request arrives; lookups made
+// later than this (a long run) read the counters themselves.
+const snapshotTTL = 250 * time.Millisecond
+
+// snapshot is every counter as read at one moment.
+type snapshot struct {
+	at       time.Time
+	versions map[string]int64
+}
+
+type snapshotKey struct{}
+
+// Snapshots reads all counters with one query, so that a request whose
+// lookups go through several caches (key, app, end user, settings) checks
+// them with one read instead of one read per cache. The guarantee stays
+// the same: every entry served was current when the request arrived, so a
+// key revoked before that is never accepted.
+type Snapshots struct {
+	db       *gorm.DB
+	stmtOnce sync.Once
+	stmt     *sql.Stmt
+	stmtErr  error
+}
+
+// NewSnapshots returns a reader of snapshots of db's counters.
+func NewSnapshots(db *gorm.DB) *Snapshots { return &Snapshots{db: db} }
+
+// Attach returns ctx carrying a snapshot of every counter. When the read
+// fails, ctx is returned as it is and every cache reads its own counter.
+func (s *Snapshots) Attach(ctx context.Context) context.Context {
+	s.stmtOnce.Do(func() {
+		sqlDB, err := s.db.DB()
+		if err != nil {
+			s.stmtErr = err
+			return
+		}
+		s.stmt, s.stmtErr = sqlDB.Prepare(`SELECT name, version FROM cache_versions`)
+	})
+	if s.stmtErr != nil {
+		return ctx
+	}
+	at := time.Now()
+	rows, err := s.stmt.QueryContext(ctx)
+	if err != nil {
+		return ctx
+	}
+	defer rows.Close()
+	versions := make(map[string]int64, 8)
+	for rows.Next() {
+		var name string
+		var v int64
+		if err := rows.Scan(&name, &v); err != nil {
+			return ctx
+		}
+		versions[name] = v
+	}
+	if rows.Err() != nil {
+		return ctx
+	}
+	return context.WithValue(ctx, snapshotKey{}, &snapshot{at: at, versions: versions})
+}
+
+// fromSnapshot returns counter name from ctx's snapshot while it is fresh.
+func fromSnapshot(ctx context.Context, name string) (int64, bool) {
+	s, ok := ctx.Value(snapshotKey{}).(*snapshot)
+	if !ok || time.Since(s.at) > snapshotTTL {
+		return 0, false
+	}
+	v, ok := s.versions[name]
+	return v, ok
 }

@@ -18,6 +18,7 @@ import (
 	"appkb/apikeys"
 	"appkb/apps"
 	"appkb/audio"
+	"appkb/cachever"
 	"appkb/chat"
 	"appkb/cluster"
 	"appkb/conversations"
@@ -179,7 +180,7 @@ func NewServer(d Deps) (*echo.Echo, error) {
 	if err != nil {
 		return nil, err
 	}
-	validator, err := newRequestValidator(spec, apikeys.NewStore(d.DB))
+	validator, err := newRequestValidator(spec, apikeys.NewStore(d.DB), cachever.NewSnapshots(d.DB))
 	if err != nil {
 		return nil, err
 	}

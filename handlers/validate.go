@@ -20,6 +20,7 @@ import (
 
 	"appkb/apikeys"
 	"appkb/apperr"
+	"appkb/cachever"
 	"appkb/models"
 )
 
@@ -36,17 +37,20 @@ const (
 type requestValidator struct {
 	router routers.Router
 	keys   *apikeys.Store
+	// snapshots reads every cache counter once per request, for the key,
+	// app, end-user and settings lookups that follow.
+	snapshots *cachever.Snapshots
 	// maxText bounds query and each input value, in characters (0: no
 	// limit).
 	maxText int
 }
 
-func newRequestValidator(spec *openapi3.T, keys *apikeys.Store) (*requestValidator, error) {
+func newRequestValidator(spec *openapi3.T, keys *apikeys.Store, snapshots *cachever.Snapshots) (*requestValidator, error) {
 	router, err := legacy.NewRouter(spec)
 	if err != nil {
 		return nil, fmt.Errorf("build router from openapi.yaml: %w", err)
 	}
-	return &requestValidator{router: router, keys: keys}, nil
+	return &requestValidator{router: router, keys: keys, snapshots: snapshots}, nil
 }
 
 func (v *requestValidator) middleware(next echo.HandlerFunc) echo.HandlerFunc {
@@ -65,6 +69,8 @@ func (v *requestValidator) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		if err := normalizeJSONBody(req, route.Operation, v.maxText); err != nil {
 			return err
 		}
+		req = req.WithContext(v.snapshots.Attach(req.Context()))
+		c.SetRequest(req)
 
 		streamed, err := checkMediaType(req, route.Operation)
 		if err != nil {
