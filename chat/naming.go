@@ -91,9 +91,8 @@ func (g *Generation) renameLater(ctx context.Context, names <-chan string) {
 			return
 		}
 		err := s.write(ctx, func(tx *gorm.DB) error {
-			return tx.Model(&models.Conversation{}).
-				Where("id = ? AND name = ?", g.ConversationID, DefaultConversationName).
-				Update("name", name).Error
+			_, err := models.RenameConversation(tx, g.ConversationID, DefaultConversationName, name, time.Now().UTC())
+			return err
 		})
 		if err != nil {
 			s.log.Error("chat: storing the conversation name failed", "conversation_id", g.ConversationID, "error", err)

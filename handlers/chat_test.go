@@ -872,3 +872,70 @@ func TestManyConcurrentStreams(t *testing.T) {
 		t.Errorf("%d messages stored, want %d", count, n)
 	}
 }
+
+// modelsOf serves every provider with one chat model.
+type modelsOf struct{ m llm.ChatModel }
+
+func (f modelsOf) Chat(string, string) (llm.ChatModel, error) { return f.m, nil }
+func (f modelsOf) Backend(string) (string, error)             { return "fake", nil }
+
+// lateTitleModel answers at once but holds back conversation titles (the
+// naming prompt asks for a "short title") until release is closed.
+type lateTitleModel struct {
+	*fakeModel
+	release chan struct{}
+}
+
+func (m lateTitleModel) Chat(ctx context.Context, req llm.ChatRequest) (*llm.ChatResponse, error) {
+	if len(req.Messages) > 0 && strings.Contains(req.Messages[0].Content, "short title") {
+		select {
+		case <-m.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return &llm.ChatResponse{Content: "Trip planning"}, nil
+	}
+	return m.fakeModel.Chat(ctx, req)
+}
+
+// TestLateTitleRenamesConversation covers a title that arrives after the
+// blocking answer: the conversation is stored with the default name, then
+// renamed, unless the client renamed it first.
+func TestLateTitleRenamesConversation(t *testing.T) {
+	tests := []struct {
+		name, clientName, want string
+	}{
+		{"the late title is stored", "", "Trip planning"},
+		{"a name the client set first is kept", "Mine", "Mine"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			model := lateTitleModel{newFakeModel(0, "Sure."), make(chan struct{})}
+			s := newChatServer(t, chatOptions{models: modelsOf{model}})
+			body := decode(t, s.post(t, appDemoChat, "/v1/chat-messages", `{"query":"Plan a trip","inputs":{},"user":"u1"}`))
+			id, _ := body["conversation_id"].(string)
+			name := func() string {
+				var conv models.Conversation
+				if err := s.db.Take(&conv, "id = ?", id).Error; err != nil {
+					t.Fatal(err)
+				}
+				return conv.Name
+			}
+			if got := name(); got != chat.DefaultConversationName {
+				t.Fatalf("name before the title = %q, want %q", got, chat.DefaultConversationName)
+			}
+			if tc.clientName != "" {
+				expectStatus(t, s.post(t, appDemoChat, "/v1/conversations/"+id+"/name",
+					`{"name":"`+tc.clientName+`","user":"u1"}`), 200, "")
+			}
+			close(model.release)
+			deadline := time.Now().Add(5 * time.Second)
+			for name() != tc.want && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if got := name(); got != tc.want {
+				t.Errorf("name = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"gorm.io/gorm"
 )
@@ -74,4 +75,20 @@ func insertQuery(dialect, table string, columns []string) string {
 	q := "INSERT INTO " + table + " (" + strings.Join(columns, ", ") + ") VALUES (" + strings.Join(marks, ", ") + ")"
 	insertQueries.Store(key, q)
 	return q
+}
+
+// RenameConversation gives conversation id the name to when it is still
+// named from, with one fixed UPDATE inside tx (the rename that follows a
+// chat answer whose title came late). It reports whether a row changed.
+func RenameConversation(tx *gorm.DB, id, from, to string, now time.Time) (bool, error) {
+	q := "UPDATE conversations SET name = ?, updated_at = ? WHERE id = ? AND name = ?"
+	if tx.Dialector.Name() == "postgres" {
+		q = "UPDATE conversations SET name = $1, updated_at = $2 WHERE id = $3 AND name = $4"
+	}
+	res, err := tx.Statement.ConnPool.ExecContext(tx.Statement.Context, q, to, now, id, from)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
 }

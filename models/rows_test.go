@@ -136,3 +136,48 @@ func diffMessage(a, b models.Message) string {
 	}
 	return ""
 }
+
+// TestRenameConversationOnlyFromExpectedName checks that the late rename
+// changes a conversation only while it still has the name it expects.
+func TestRenameConversationOnlyFromExpectedName(t *testing.T) {
+	gdb := db.OpenTemp(t)
+	now := time.Date(2026, 11, 26, 13, 0, 0, 0, time.UTC)
+	app := models.App{ID: "app-1", Name: "a", Mode: "chat", CreatedAt: now, UpdatedAt: now}
+	user := models.EndUser{ID: "eu-1", AppID: app.ID, ExternalUserID: "u", Type: "service_api", CreatedAt: now, UpdatedAt: now}
+	conv := models.Conversation{ID: "c-1", AppID: app.ID, EndUserID: user.ID, Mode: "chat", Name: "New conversation",
+		Inputs: "{}", Status: "normal", CreatedAt: now, UpdatedAt: now}
+	for _, row := range []any{&app, &user, &conv} {
+		if err := gdb.Create(row).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	later := now.Add(time.Minute)
+	tests := []struct {
+		from, to    string
+		wantChanged bool
+		wantName    string
+	}{
+		{"New conversation", "Weather in Paris", true, "Weather in Paris"},
+		// The name moved on meanwhile (a client renamed it): left alone.
+		{"New conversation", "Something else", false, "Weather in Paris"},
+	}
+	for _, tc := range tests {
+		var changed bool
+		err := gdb.Transaction(func(tx *gorm.DB) error {
+			var err error
+			changed, err = models.RenameConversation(tx, conv.ID, tc.from, tc.to, later)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got models.Conversation
+		if err := gdb.Take(&got, "id = ?", conv.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		if changed != tc.wantChanged || got.Name != tc.wantName || !got.UpdatedAt.Equal(later) {
+			t.Errorf("rename %q -> %q: changed %v, name %q, updated %v; want %v, %q, %v",
+				tc.from, tc.to, changed, got.Name, got.UpdatedAt, tc.wantChanged, tc.wantName, later)
+		}
+	}
+}
