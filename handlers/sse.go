@@ -90,7 +90,7 @@ func (s *Server) answer(c echo.Context, run *flows.Run, streaming bool) error {
 // one frame until the run closes its events. The headers go out with the
 // first frame, so a run refused before it produced anything still answers
 // with a plain JSON error. A ping goes out whenever the stream was quiet
-// for the ping interval. A failed write (the client went away) cancels
+// for the ping interval, until the answer is complete. A failed write (the client went away) cancels
 // the run, and its events are still drained so that the producer ends.
 // Once the events are closed, run.Err tells how the run ended: nil ends the
 // stream; an error before any frame is returned as it is; an error after
@@ -112,7 +112,7 @@ func (s *Server) pump(c echo.Context, run *flows.Run, f framing) (err error) {
 	}()
 	ping := time.NewTicker(s.pingInterval)
 	defer ping.Stop()
-	broken := false
+	broken, done := false, false
 	send := func(write func() error) {
 		if broken {
 			return
@@ -144,9 +144,19 @@ func (s *Server) pump(c echo.Context, run *flows.Run, f framing) (err error) {
 				return nil
 			}
 			send(func() error { return w.event(ev.Payload) })
-			ping.Reset(s.pingInterval)
+			if ev.Name == "message_end" || ev.Name == "workflow_finished" {
+				// The answer is complete; what may still come (read-aloud
+				// audio, the end of the stream) needs no keep-alive, and
+				// clients expect nothing but audio after message_end.
+				done = true
+				ping.Stop()
+			} else if !done {
+				ping.Reset(s.pingInterval)
+			}
 		case <-ping.C:
-			send(func() error { return w.write(f.ping) })
+			if !done {
+				send(func() error { return w.write(f.ping) })
+			}
 		}
 	}
 }
