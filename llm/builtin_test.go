@@ -418,8 +418,15 @@ func TestBuiltinHasOfflineSpeech(t *testing.T) {
 
 func BenchmarkBuiltinEmbedding(b *testing.B) {
 	text := strings.Repeat("Knowledge bases are split into chunks and indexed. ", 20)
-	b.SetBytes(int64(len(text)))
-	for b.Loop() {
-		BuiltinEmbedding(text)
+	for _, bm := range []struct {
+		name  string
+		embed func(string) []float32
+	}{{"v1", BuiltinEmbedding}, {"v2", BuiltinEmbedding2}} {
+		b.Run(bm.name, func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				bm.embed(text)
+			}
+		})
 	}
 }
