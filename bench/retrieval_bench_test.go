@@ -180,7 +180,7 @@ func retrievalCorpus(b *testing.B) (*gorm.DB, string) {
 						WordCount: len(text), Keywords: string(kw), IndexNodeID: uuid.NewString(), IndexNodeHash: "h", Enabled: true,
 						Status: "completed", CreatedAt: now, UpdatedAt: now}
 					segs = append(segs, seg)
-					v := llm.BuiltinEmbedding(text)
+					v := llm.BuiltinEmbedding2(text) // the default model's (llm.BuiltinEmbeddingModel)
 					vecs = append(vecs, models.SegmentEmbedding{NodeID: seg.IndexNodeID, Model: key, DatasetID: ds.ID, SegmentID: seg.ID,
 						Dims: len(v), Vector: indexing.EncodeVector(v)})
 				}

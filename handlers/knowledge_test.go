@@ -76,7 +76,7 @@ func TestDatasetsAPI(t *testing.T) {
 		"retrieval_model":{"search_method":"hybrid_search","reranking_enable":false,"top_k":4,"score_threshold_enabled":true,"score_threshold":0.3,
 		"reranking_mode":"weighted_score","weights":{"weight_type":"customized","vector_setting":{"vector_weight":0.7,"embedding_provider_name":"appkb","embedding_model_name":"builtin"},"keyword_setting":{"keyword_weight":0.3}}},
 		"summary_index_setting":{"enable":false}}`)
-	if docs.RetrievalModelDict.SearchMethod != "hybrid_search" || docs.RetrievalModelDict.TopK != 4 || docs.EmbeddingModel != "builtin" {
+	if docs.RetrievalModelDict.SearchMethod != "hybrid_search" || docs.RetrievalModelDict.TopK != 4 || docs.EmbeddingModel != "builtin-2" {
 		t.Fatalf("created %+v", docs)
 	}
 	other := kbCreate(t, s, `{"name":"Other","indexing_technique":null,"description":null}`)
@@ -93,7 +93,7 @@ func TestDatasetsAPI(t *testing.T) {
 			check: func(t *testing.T, rec *httptest.ResponseRecorder) {
 				var ds kbDataset
 				kbDecode(t, rec, &ds)
-				if ds.EmbeddingModelProvider != "appkb" || ds.EmbeddingModel != "builtin" || !ds.EmbeddingAvailable ||
+				if ds.EmbeddingModelProvider != "appkb" || ds.EmbeddingModel != "builtin-2" || !ds.EmbeddingAvailable ||
 					ds.RetrievalModelDict.SearchMethod != "semantic_search" || ds.RetrievalModelDict.TopK != 3 || ds.IndexingTechnique != nil {
 					t.Errorf("defaults %+v", ds)
 				}
@@ -594,11 +594,11 @@ providers:
 		modelType string
 		want      string // provider:model:status, comma-separated
 	}{
-		{"builtin text embedding", s, "text-embedding", "appkb:builtin:active"},
+		{"builtin text embedding", s, "text-embedding", "appkb:builtin-2:active"},
 		{"builtin rerank", s, "rerank", "appkb:builtin:active"},
 		{"builtin chat", s, "llm", "appkb:builtin:active"},
 		{"no speech models", s, "tts", ""},
-		{"configured embedding", withConfig, "text-embedding", "appkb:builtin:active,ollama:nomic-embed-text:active"},
+		{"configured embedding", withConfig, "text-embedding", "appkb:builtin-2:active,ollama:nomic-embed-text:active"},
 		{"configured rerank without its key", withConfig, "rerank", "appkb:builtin:active,jina:jina-reranker-v2:no-configure"},
 	}
 	for _, tc := range tests {

@@ -42,7 +42,7 @@ const (
 // builtin offline embedding.
 const (
 	DefaultEmbeddingProvider = "appkb"
-	DefaultEmbeddingModel    = "builtin"
+	DefaultEmbeddingModel    = llm.BuiltinEmbeddingModel
 )
 
 // Limits on names and descriptions, in characters.

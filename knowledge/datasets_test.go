@@ -81,7 +81,7 @@ func TestCreateDataset(t *testing.T) {
 				if ds.Provider != "vendor" || ds.Permission != "only_me" || ds.IndexingTechnique != nil || ds.Description != "" {
 					t.Errorf("settings %+v", ds)
 				}
-				if ds.EmbeddingModelProvider != "appkb" || ds.EmbeddingModel != "builtin" || !ds.EmbeddingAvailable {
+				if ds.EmbeddingModelProvider != "appkb" || ds.EmbeddingModel != llm.BuiltinEmbeddingModel || !ds.EmbeddingAvailable {
 					t.Errorf("embedding %s/%s available=%v", ds.EmbeddingModelProvider, ds.EmbeddingModel, ds.EmbeddingAvailable)
 				}
 				r := ds.RetrievalModelDict

@@ -6,6 +6,7 @@ import (
 	"context"
 	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -211,6 +212,109 @@ func TestBuiltinEmbedding(t *testing.T) {
 	}
 }
 
+// TestBuiltinEmbeddingVersions checks that each builtin embedding model name
+// keeps its function: "builtin" (and any name but BuiltinEmbeddingModel)
+// is BuiltinEmbedding, pinned here by a checksum of its vectors, since
+// knowledge bases hold vectors made with it; BuiltinEmbeddingModel is
+// BuiltinEmbedding2, which brings other forms of a word closer.
+func TestBuiltinEmbeddingVersions(t *testing.T) {
+	checksum := func(v []float32) uint64 {
+		h := uint64(fnvOffset)
+		for _, x := range v {
+			h = fnv1a(h, strconv.FormatFloat(float64(x), 'f', 6, 32)+",")
+		}
+		return h
+	}
+	pinned := []struct {
+		text string
+		sum  uint64
+	}{
+		{"How do I reset my password?", 0xb5ca69ba30172337},
+		{"Volcanic eruptions happen when magma rises.", 0xeada9b16b598fa3d},
+		{"東京の天気は晴れ", 0xae0753e67bde02ef},
+	}
+	for _, p := range pinned {
+		if got := checksum(BuiltinEmbedding(p.text)); got != p.sum {
+			t.Errorf("BuiltinEmbedding(%q) changed: checksum %x, want %x", p.text, got, p.sum)
+		}
+	}
+
+	texts := []string{"Volcanic eruptions happen when magma rises.", "why do volcanoes erupt"}
+	tests := []struct {
+		model string
+		embed func(string) []float32
+	}{
+		{"builtin", BuiltinEmbedding},
+		{"", BuiltinEmbedding},
+		{"tiny", BuiltinEmbedding},
+		{BuiltinEmbeddingModel, BuiltinEmbedding2},
+	}
+	for _, tt := range tests {
+		e, err := (*Registry)(nil).Embedding("appkb", tt.model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vecs, _, err := e.Embed(context.Background(), texts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, text := range texts {
+			if !reflect.DeepEqual(vecs[i], tt.embed(text)) {
+				t.Errorf("model %q embeds %q with the wrong function", tt.model, text)
+			}
+		}
+	}
+
+	v2 := BuiltinEmbedding2(texts[0])
+	if len(v2) != BuiltinEmbeddingDimensions || math.Abs(norm(v2)-1) > 1e-5 {
+		t.Errorf("version 2: %d dims, norm %f", len(v2), norm(v2))
+	}
+	if n := norm(BuiltinEmbedding2(" the, of ")); n != 0 {
+		t.Errorf("stopwords alone give norm %f, want 0", n)
+	}
+	old := cosine(BuiltinEmbedding(texts[0]), BuiltinEmbedding(texts[1]))
+	if now := cosine(v2, BuiltinEmbedding2(texts[1])); now < old+0.1 {
+		t.Errorf("word forms: cosine %.3f with version 2, %.3f with version 1; want version 2 clearly closer", now, old)
+	}
+	// Questions that share only their stopwords are no longer alike.
+	a, b := "how do I reset my password", "how do I bake bread"
+	if old, now := cosine(BuiltinEmbedding(a), BuiltinEmbedding(b)), cosine(BuiltinEmbedding2(a), BuiltinEmbedding2(b)); now >= old {
+		t.Errorf("unrelated questions: cosine %.3f with version 2, %.3f with version 1", now, old)
+	}
+}
+
+func TestPorterStem(t *testing.T) {
+	// Examples from Porter's paper, and words of appkb's evaluation.
+	tests := []struct{ word, stem string }{
+		{"caresses", "caress"}, {"ponies", "poni"}, {"ties", "ti"}, {"caress", "caress"}, {"cats", "cat"},
+		{"feed", "feed"}, {"agreed", "agre"}, {"plastered", "plaster"}, {"bled", "bled"}, {"motoring", "motor"},
+		{"sing", "sing"}, {"conflated", "conflat"}, {"troubled", "troubl"}, {"sized", "size"}, {"hopping", "hop"},
+		{"tanned", "tan"}, {"falling", "fall"}, {"hissing", "hiss"}, {"fizzed", "fizz"}, {"failing", "fail"},
+		{"filing", "file"}, {"happy", "happi"}, {"sky", "sky"}, {"relational", "relat"}, {"conditional", "condit"},
+		{"rational", "ration"}, {"valenci", "valenc"}, {"digitizer", "digit"}, {"conformabli", "conform"},
+		{"radicalli", "radic"}, {"differentli", "differ"}, {"vileli", "vile"}, {"analogousli", "analog"},
+		{"vietnamization", "vietnam"}, {"predication", "predic"}, {"operator", "oper"}, {"feudalism", "feudal"},
+		{"decisiveness", "decis"}, {"hopefulness", "hope"}, {"callousness", "callous"}, {"formaliti", "formal"},
+		{"sensitiviti", "sensit"}, {"sensibiliti", "sensibl"}, {"triplicate", "triplic"}, {"formative", "form"},
+		{"formalize", "formal"}, {"electriciti", "electr"}, {"electrical", "electr"}, {"hopeful", "hope"},
+		{"goodness", "good"}, {"revival", "reviv"}, {"allowance", "allow"}, {"inference", "infer"},
+		{"airliner", "airlin"}, {"gyroscopic", "gyroscop"}, {"adjustable", "adjust"}, {"defensible", "defens"},
+		{"irritant", "irrit"}, {"replacement", "replac"}, {"adjustment", "adjust"}, {"dependent", "depend"},
+		{"adoption", "adopt"}, {"homologou", "homolog"}, {"communism", "commun"}, {"activate", "activ"},
+		{"angulariti", "angular"}, {"homologous", "homolog"}, {"effective", "effect"}, {"bowdlerize", "bowdler"},
+		{"probate", "probat"}, {"rate", "rate"}, {"cease", "ceas"}, {"controll", "control"}, {"roll", "roll"},
+		{"generalizations", "gener"}, {"oscillators", "oscil"}, {"erupting", "erupt"}, {"eruptions", "erupt"},
+		{"running", "run"}, {"runs", "run"},
+		// Left alone: short words, digits, letters outside a-z.
+		{"is", "is"}, {"404", "404"}, {"mp3s", "mp3s"}, {"cafés", "cafés"}, {"東京", "東京"},
+	}
+	for _, tt := range tests {
+		if got := porterStem(tt.word); got != tt.stem {
+			t.Errorf("porterStem(%q) = %q, want %q", tt.word, got, tt.stem)
+		}
+	}
+}
+
 func TestBuiltinRerank(t *testing.T) {
 	rr, err := (*Registry)(nil).Rerank("appkb", "")
 	if err != nil {
@@ -243,6 +347,33 @@ func TestBuiltinRerank(t *testing.T) {
 	top, _ := rr.Rerank(context.Background(), "how to reset a password", docs, 1)
 	if len(top) != 1 || top[0].Index != 1 {
 		t.Errorf("top 1 = %v", top)
+	}
+}
+
+// TestBuiltinRerankWeighsRareStems checks that a word rare among the
+// documents counts more than a common one, and that other forms of a word
+// (same Porter stem) match.
+func TestBuiltinRerankWeighsRareStems(t *testing.T) {
+	rr, err := (*Registry)(nil).Rerank("appkb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		query string
+		docs  []string
+		want  int
+	}{
+		{"oolong tea", []string{"Tea and more tea: green tea, black tea.", "Oolong from Taiwan.", "Tea grows on hills.", "Tea is sold in tins."}, 1},
+		{"why do volcanoes erupt", []string{"Geysers spout hot water.", "An eruption starts when magma rises.", "Volcanic ash grounds planes."}, 1},
+	}
+	for _, tt := range tests {
+		got, err := rr.Rerank(context.Background(), tt.query, tt.docs, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[0].Index != tt.want {
+			t.Errorf("%q: first %q (%.3f), want %q", tt.query, tt.docs[got[0].Index], got[0].Score, tt.docs[tt.want])
+		}
 	}
 }
 
@@ -287,8 +418,15 @@ func TestBuiltinHasOfflineSpeech(t *testing.T) {
 
 func BenchmarkBuiltinEmbedding(b *testing.B) {
 	text := strings.Repeat("Knowledge bases are split into chunks and indexed. ", 20)
-	b.SetBytes(int64(len(text)))
-	for b.Loop() {
-		BuiltinEmbedding(text)
+	for _, bm := range []struct {
+		name  string
+		embed func(string) []float32
+	}{{"v1", BuiltinEmbedding}, {"v2", BuiltinEmbedding2}} {
+		b.Run(bm.name, func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				bm.embed(text)
+			}
+		})
 	}
 }

@@ -24,7 +24,9 @@ type ProviderModels struct {
 // the model its `defaults` entry names for that type; the providers file
 // does not say which type the entries of `models` are, so they are not
 // listed. The builtin backend offers the model "builtin" for every type it
-// implements (chat, embedding, rerank, moderation). Providers without a model
+// implements (chat, rerank, moderation), and BuiltinEmbeddingModel for
+// embeddings ("builtin" still embeds as it always did, for the knowledge
+// bases made with it, but is not offered any more). Providers without a model
 // of that type are left out; the result is sorted by provider name.
 func (r *Registry) Catalog(typ string) []ProviderModels {
 	if r == nil {
@@ -48,6 +50,9 @@ func (r *Registry) Catalog(typ string) []ProviderModels {
 				continue
 			}
 			model = builtinModelName
+			if typ == TypeEmbedding {
+				model = BuiltinEmbeddingModel
+			}
 			if d := p.defaults[typ]; d != "" {
 				model = d
 			}

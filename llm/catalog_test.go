@@ -33,12 +33,12 @@ providers:
 		want []entry
 	}{
 		{"no configuration: only the builtin provider", "", nil, TypeEmbedding,
-			[]entry{{"appkb", true, []string{"builtin"}}}},
+			[]entry{{"appkb", true, []string{BuiltinEmbeddingModel}}}},
 		{"builtin rerank", "", nil, TypeRerank,
 			[]entry{{"appkb", true, []string{"builtin"}}}},
 		{"builtin has no speech models", "", nil, TypeTextToSpeech, nil},
 		{"defaults name the models of remote providers", file, env("MY_OPENAI_KEY", "k"), TypeEmbedding, []entry{
-			{"appkb", true, []string{"builtin"}},
+			{"appkb", true, []string{BuiltinEmbeddingModel}},
 			{"offline", true, []string{"tiny"}},
 			{"ollama", true, []string{"nomic-embed-text"}},
 			{"openai", true, []string{"text-embedding-3-small"}},
@@ -55,7 +55,7 @@ providers:
 		}},
 		{"a file that takes over the name appkb", "providers:\n  - name: appkb\n    base_url: http://127.0.0.1:9/v1\n    defaults: {embedding: e5}\n", nil, TypeEmbedding, []entry{
 			{"appkb", true, []string{"e5"}},
-			{"builtin", true, []string{"builtin"}},
+			{"builtin", true, []string{BuiltinEmbeddingModel}},
 		}},
 	}
 	for _, tc := range tests {

@@ -38,11 +38,15 @@
 //     space after it) per chunk; the chunks add up to the blocking answer.
 //     Prompt tokens are CountMessages of the messages, completion tokens
 //     CountTokens of the answer.
-//   - Embeddings are hashed character trigrams and words, 256 dimensions,
-//     unit length; see BuiltinEmbedding.
-//   - Rerank gives each document 0.7 times the share of the query's words
-//     it contains plus 0.3 times the cosine similarity of the two builtin
-//     embeddings (when positive).
+//   - Embeddings are hashed character trigrams, words and word stems, 256
+//     dimensions, unit length. Model BuiltinEmbeddingModel ("builtin-2",
+//     the default of new knowledge bases) is BuiltinEmbedding2; any other
+//     name, "builtin" among them, is BuiltinEmbedding, which stays as it
+//     was for the vectors already stored with it.
+//   - Rerank gives each document 0.7 times its share of the query's word
+//     stems, weighted by how rare each is among the documents, plus 0.3
+//     times the cosine similarity of their BuiltinEmbedding2 vectors (when
+//     positive).
 //   - Moderation flags texts containing one of the entry's keywords, and
 //     nothing when there are none.
 //   - Speech runs offline with Debian's programs found on PATH (speech.go):

@@ -220,7 +220,7 @@ func (r *Registry) Embedding(providerName, model string) (Embedder, error) {
 		return nil, err
 	}
 	if p.remote == nil {
-		return observedEmbedder{&builtinEmbedder{price: price}, p.name}, nil
+		return observedEmbedder{&builtinEmbedder{model: name, price: price}, p.name}, nil
 	}
 	return observedEmbedder{&remoteEmbedder{p: p, model: name, price: price}, p.name}, nil
 }

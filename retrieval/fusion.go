@@ -7,11 +7,10 @@ import (
 	"strings"
 
 	"appkb/knowledge"
-	"appkb/llm"
 )
 
-// Joining candidate lists (the maximum for several knowledge bases,
-// weighted reciprocal rank fusion for hybrid search) and reranking hits.
+// Joining candidate lists (the maximum for several knowledge bases, the
+// weighted sum of scores for hybrid search) and reranking hits.
 
 type candKey struct{ segment, child string }
 
@@ -33,37 +32,61 @@ func fuseMax(lists ...[]cand) []cand {
 	return out
 }
 
-// rrfK damps the reciprocal rank fusion; 60 is the customary value.
-const rrfK = 60
-
-// fuseScores is weighted reciprocal rank fusion of semantic and full-text
-// candidates (see hybridCandidates).
+// fuseScores joins semantic and full-text candidates the way Dify's
+// weighted_score mode does (its WeightRerankRunner): a chunk scores
+// vector weight × its cosine similarity + keyword weight × its keyword
+// score, here the full-text score (BM25 or ts_rank_cd mapped into [0, 1)
+// by fullTextScore) where Dify computes a TF-IDF cosine over the
+// candidates. A chunk the full-text side found but the semantic side did
+// not keep gets the lowest cosine the semantic side kept: its own is no
+// higher. A chunk without a full-text match gets keyword score 0.
+// Negative cosines count as 0. The sum is divided by the sum of the
+// weights, so scores stay in [0, 1] and thresholds written for Dify's
+// scores keep their meaning.
+//
+// Scores, not ranks: a side that is sure (one chunk far above the others)
+// moves the fused order more than a side whose scores are all alike,
+// which ranks hide. bench/README.md (Quality) compares it with weighted
+// reciprocal rank fusion, which appkb used before.
 func fuseScores(sem, ft []cand, vw, kw float64) []cand {
-	merged := map[candKey]int{}
-	var out []cand
-	for side, list := range [][]cand{sem, ft} {
-		w := vw
-		if side == 1 {
-			w = kw
-		}
-		list = slices.Clone(list)
-		sortCands(list)
-		for rank, c := range list {
-			k := candKey{c.segment, c.child}
-			i, ok := merged[k]
-			if !ok {
-				i = len(out)
-				merged[k] = i
-				out = append(out, cand{segment: c.segment, child: c.child})
-			}
-			out[i].score += w / float64(rrfK+rank+1)
-		}
+	vw, kw = max(vw, 0), max(kw, 0)
+	// Best first on each side, so that equal fused scores keep the
+	// semantic order, then the full-text order.
+	sem, ft = slices.Clone(sem), slices.Clone(ft)
+	sortCands(sem)
+	sortCands(ft)
+	merged := make(map[candKey]int, len(sem)+len(ft))
+	out := make([]cand, 0, len(sem)+len(ft))
+	floor := 0.0
+	if len(sem) > 0 {
+		floor = max(sem[len(sem)-1].score, 0)
 	}
-	// Rescale so that a chunk ranked first by both sides scores 1, as
-	// thresholds written for Dify's [0, 1] scores expect.
-	if top := (max(vw, 0) + max(kw, 0)) / float64(rrfK+1); top > 0 {
+	for _, c := range sem {
+		k := candKey{c.segment, c.child}
+		if _, ok := merged[k]; ok {
+			continue // a chunk counts once per side, with its best score
+		}
+		merged[k] = len(out)
+		out = append(out, cand{segment: c.segment, child: c.child, score: vw * max(c.score, 0)})
+	}
+	seen := make(map[candKey]bool, len(ft))
+	for _, c := range ft {
+		k := candKey{c.segment, c.child}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		i, ok := merged[k]
+		if !ok {
+			i = len(out)
+			merged[k] = i
+			out = append(out, cand{segment: c.segment, child: c.child, score: vw * floor})
+		}
+		out[i].score += kw * c.score
+	}
+	if sum := vw + kw; sum > 0 {
 		for i := range out {
-			out[i].score /= top
+			out[i].score /= sum
 		}
 	}
 	return out
@@ -120,40 +143,5 @@ func (s *Service) rerank(ctx context.Context, query string, hits []Hit, m *knowl
 		out = append(out, h)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Score > out[j].Score })
-	if backend, _ := s.models.Backend(m.ProviderName); backend == llm.BackendBuiltin {
-		out = blendRanks(hits, out)
-	}
 	return out, nil
-}
-
-// blendRanks joins the order the search found (first) with the order of
-// the builtin reranker (reranked, best first) by reciprocal rank fusion,
-// the search's order weighing twice as much. The builtin reranker only counts shared words, so on
-// its own it would undo much of what BM25 and the vectors knew; blended,
-// it breaks ties and lifts chunks both agree on. Scores are rescaled so
-// that a chunk first in both orders scores 1.
-func blendRanks(first, reranked []Hit) []Hit {
-	pos := make(map[string]int, len(first))
-	for i := range first {
-		pos[first[i].Segment.ID] = i
-	}
-	type scored struct {
-		h     Hit
-		fused float64
-	}
-	all := make([]scored, 0, len(reranked))
-	for r, h := range reranked {
-		f, ok := pos[h.Segment.ID]
-		if !ok {
-			f = len(first)
-		}
-		all = append(all, scored{h, (2/float64(rrfK+f+1) + 1/float64(rrfK+r+1)) * float64(rrfK+1) / 3})
-	}
-	sort.SliceStable(all, func(i, j int) bool { return all[i].fused > all[j].fused })
-	out := make([]Hit, len(all))
-	for i, x := range all {
-		out[i] = x.h
-		out[i].Score = x.fused
-	}
-	return out
 }

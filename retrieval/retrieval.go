@@ -589,14 +589,10 @@ func (s *Service) scoreDataset(ctx context.Context, datasetID, model string, qv 
 
 // hybridCandidates joins semantic and full-text candidates.
 //
-// With weighted scoring (no rerank model follows) the two ranked lists are
-// joined by weighted reciprocal rank fusion: a chunk scores
-// vector weight / (60 + its semantic rank) + keyword weight / (60 + its
-// full-text rank), a side that did not find it adding nothing. Ranks,
-// unlike raw cosine similarities and BM25 scores, are on one scale, so the
-// weights of Dify's hybrid_search request mean what they say. When a
-// rerank model follows, a candidate keeps the better of its two raw
-// scores.
+// With weighted scoring (no rerank model follows) the two lists are joined
+// by fuseScores, the weighted sum of cosine similarity and full-text score
+// that Dify's weighted_score mode computes. When a rerank model follows, a
+// candidate keeps the better of its two raw scores.
 //
 // The full-text query runs on its own goroutine while the query is
 // embedded and the vectors scored; the two lists are joined only once both

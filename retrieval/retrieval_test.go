@@ -354,10 +354,10 @@ func newCorpusOn(t *testing.T, gdb *gorm.DB, docs *indexing.Service, technique s
 }
 
 // TestHybridIsFusionOfItsParts checks that a hybrid search (whose two
-// candidate searches run concurrently) returns exactly the weighted
-// reciprocal rank fusion of a semantic and a full-text search run on their
-// own: with top_k above the corpus size each single search returns its
-// whole candidate list, best first.
+// candidate searches run concurrently) returns exactly the weighted sum of
+// the scores of a semantic and a full-text search run on their own: with
+// top_k above the corpus size each single search returns its whole
+// candidate list, best first.
 func TestHybridIsFusionOfItsParts(t *testing.T) {
 	c := newCorpus(t, knowledge.TechniqueHighQuality)
 	c.add(t, "drinks", tea+"\n"+coffee+"\nBlack tea is left to oxidise before it is dried.\nCold brew coffee steeps for a day.", lines)
@@ -395,29 +395,33 @@ func TestHybridIsFusionOfItsParts(t *testing.T) {
 				t.Fatal("semantic search found nothing")
 			}
 
-			// The fusion, written out: weight / (60 + rank), rescaled so
-			// that first on both sides scores 1; ties keep the order of
-			// first appearance (semantic list, then full-text only).
+			// The fusion, written out: (vector weight × cosine + keyword
+			// weight × full-text score) / (sum of the weights), a chunk
+			// missing on the semantic side taking its lowest cosine, one
+			// missing on the full-text side 0; ties keep the order of first
+			// appearance (semantic list, then full-text only).
 			type fused struct {
 				id    string
 				score float64
 			}
 			var want []fused
 			at := map[string]int{}
-			for side, list := range [][]retrieval.Hit{sem, ft} {
-				w := []float64{tc.vw, tc.kw}[side]
-				for rank, h := range list {
-					i, ok := at[h.Segment.ID]
-					if !ok {
-						i = len(want)
-						at[h.Segment.ID] = i
-						want = append(want, fused{id: h.Segment.ID})
-					}
-					want[i].score += w / float64(60+rank+1)
+			floor := max(sem[len(sem)-1].Score, 0)
+			for _, h := range sem {
+				at[h.Segment.ID] = len(want)
+				want = append(want, fused{id: h.Segment.ID, score: tc.vw * max(h.Score, 0)})
+			}
+			for _, h := range ft {
+				i, ok := at[h.Segment.ID]
+				if !ok {
+					i = len(want)
+					at[h.Segment.ID] = i
+					want = append(want, fused{id: h.Segment.ID, score: tc.vw * floor})
 				}
+				want[i].score += tc.kw * h.Score
 			}
 			for i := range want {
-				want[i].score /= (tc.vw + tc.kw) / 61
+				want[i].score /= tc.vw + tc.kw
 			}
 			sort.SliceStable(want, func(i, j int) bool { return want[i].score > want[j].score })
 
