@@ -3,6 +3,7 @@ package chat
 import (
 	"context"
 	"sync"
+	"time"
 
 	"gorm.io/gorm"
 )
@@ -32,12 +33,38 @@ const maxBatch = 128
 // every unit runs again in its own transaction, so one failure never
 // affects another caller's rows.
 func (s *Service) write(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	r := s.enqueue(fn)
+	return s.lead(ctx, r)
+}
+
+// writeSoon is write for work nobody waits on (a late conversation
+// title): it lets fn ride along with the next batch another caller
+// commits, and commits it itself only when no batch came within delay.
+// Under load this saves a transaction, and its commit, per message.
+func (s *Service) writeSoon(ctx context.Context, fn func(tx *gorm.DB) error, delay time.Duration) error {
+	r := s.enqueue(fn)
+	t := time.NewTimer(delay)
+	select {
+	case err := <-r.done:
+		t.Stop()
+		return err
+	case <-t.C:
+	}
+	return s.lead(ctx, r)
+}
+
+func (s *Service) enqueue(fn func(tx *gorm.DB) error) *commitReq {
 	r := &commitReq{fn: fn, done: make(chan error, 1)}
 	q := &s.commits
 	q.mu.Lock()
 	q.pending = append(q.pending, r)
 	q.mu.Unlock()
+	return r
+}
 
+// lead takes the write lock and commits queued batches until r's is done.
+func (s *Service) lead(ctx context.Context, r *commitReq) error {
+	q := &s.commits
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	for {

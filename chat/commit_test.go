@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -62,5 +63,71 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 		if failing(r.N) || r.Note != "ax" {
 			t.Errorf("row %+v", r)
 		}
+	}
+}
+
+// TestWriteSoonRidesAlong checks writeSoon: alone, it commits its work
+// itself once its delay is over; with another write coming, its work is
+// committed in that write's batch (long before its own delay), and a
+// failure of its work leaves the other write alone.
+func TestWriteSoonRidesAlong(t *testing.T) {
+	gdb := db.OpenTemp(t)
+	if err := gdb.Exec(`CREATE TABLE gc_soon (n INTEGER PRIMARY KEY)`).Error; err != nil {
+		t.Fatal(err)
+	}
+	s := New(Config{DB: gdb})
+	insert := func(n int) func(tx *gorm.DB) error {
+		return func(tx *gorm.DB) error { return tx.Exec(`INSERT INTO gc_soon (n) VALUES (?)`, n).Error }
+	}
+	count := func(n int) int {
+		var c int
+		if err := gdb.Raw(`SELECT count(*) FROM gc_soon WHERE n = ?`, n).Scan(&c).Error; err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	ctx := context.Background()
+
+	// Alone: stored after the delay.
+	if err := s.writeSoon(ctx, insert(1), time.Millisecond); err != nil || count(1) != 1 {
+		t.Fatalf("alone: err %v, rows %d", err, count(1))
+	}
+
+	tests := []struct {
+		name    string
+		soon    func(tx *gorm.DB) error
+		wantErr bool
+	}{
+		{"work that succeeds is committed with the next write", insert(2), false},
+		{"work that fails does not sink the next write", insert(1), true}, // duplicate key
+	}
+	for i, tc := range tests {
+		done := make(chan error, 1)
+		go func() { done <- s.writeSoon(ctx, tc.soon, time.Hour) }()
+		// Wait until it is queued, then write: the writer leads the batch.
+		for queued := false; !queued; {
+			s.commits.mu.Lock()
+			queued = len(s.commits.pending) > 0
+			s.commits.mu.Unlock()
+			time.Sleep(time.Millisecond)
+		}
+		other := 100 + i
+		if err := s.write(ctx, insert(other)); err != nil {
+			t.Fatalf("%s: the other write failed: %v", tc.name, err)
+		}
+		select {
+		case err := <-done:
+			if (err != nil) != tc.wantErr {
+				t.Errorf("%s: writeSoon error %v", tc.name, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: writeSoon was not committed with the next write", tc.name)
+		}
+		if count(other) != 1 {
+			t.Errorf("%s: the other write's row is missing", tc.name)
+		}
+	}
+	if count(2) != 1 || count(1) != 1 {
+		t.Errorf("rows: n=1 %d, n=2 %d, want 1 and 1", count(1), count(2))
 	}
 }

@@ -18,6 +18,9 @@ const (
 	nameMaxRunes = 60
 	// nameTimeout bounds the model call that names a conversation.
 	nameTimeout = 20 * time.Second
+	// renameDelay is how long a late title may wait to be stored with
+	// other writes (see writeSoon).
+	renameDelay = 20 * time.Millisecond
 )
 
 // namePrompt asks a model for a conversation title.
@@ -90,10 +93,10 @@ func (g *Generation) renameLater(ctx context.Context, names <-chan string) {
 		if name == DefaultConversationName {
 			return
 		}
-		err := s.write(ctx, func(tx *gorm.DB) error {
+		err := s.writeSoon(ctx, func(tx *gorm.DB) error {
 			_, err := models.RenameConversation(tx, g.ConversationID, DefaultConversationName, name, time.Now().UTC())
 			return err
-		})
+		}, renameDelay)
 		if err != nil {
 			s.log.Error("chat: storing the conversation name failed", "conversation_id", g.ConversationID, "error", err)
 		}
