@@ -3,7 +3,10 @@ package retrieval
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 
 	"gorm.io/gorm"
@@ -98,10 +101,54 @@ func (s *Service) fullTextCandidates(ctx context.Context, datasets []string, que
 	childc := goCandidates(func() ([]cand, error) {
 		return s.fullTextChildren(ctx, f, datasets, docs, limit)
 	})
-	var segRows []struct {
-		ID       string
-		Strength float64
+	segRows, err := s.fullTextSegments(ctx, f, datasets, docs, limit)
+	if err != nil {
+		return nil, err
 	}
+	children := <-childc
+	if children.err != nil {
+		return nil, children.err
+	}
+	out := make([]cand, 0, len(segRows)+len(children.cands))
+	for _, r := range segRows {
+		out = append(out, cand{segment: r.ID, score: fullTextScore(r.Strength)})
+	}
+	return append(out, children.cands...), nil
+}
+
+// ftsRow is a chunk ranked by full-text relevance.
+type ftsRow struct {
+	ID       string
+	Strength float64
+}
+
+// fullTextSegments ranks the chunks of documents other than parent-child
+// ones by full-text relevance: the best limit of those that may be
+// returned, strongest first (ties by seq).
+//
+// On SQLite the index alone ranks the matches first (rankedFirst); joining
+// every match with its chunk and document rows reads those rows for each
+// of what can be thousands of matches, most of them from outside the
+// connection's small page cache (which every write, such as a search
+// counting its hits, empties), a system call each. When that finds too few chunks that may be returned, the
+// query that joins every match runs instead.
+func (s *Service) fullTextSegments(ctx context.Context, f ftsSQL, datasets []string, docs *docSet, limit int) ([]ftsRow, error) {
+	// With a filter that lets through too many documents to list, the
+	// joined query has no limit (see restrict), and neither has its answer.
+	if !appdb.IsPostgres(s.db) && (!docs.filtered || len(docs.allowed) <= maxInList) && s.crowded.try(datasets) {
+		rows, ok, err := s.rankedFirst(ctx, f, datasets, docs, limit)
+		if err != nil || ok {
+			return rows, err
+		}
+		s.crowded.missed(datasets)
+	}
+	return s.joinedSegments(ctx, f, datasets, docs, limit)
+}
+
+// joinedSegments is fullTextSegments in one query that joins every match
+// with its chunk and document rows.
+func (s *Service) joinedSegments(ctx context.Context, f ftsSQL, datasets []string, docs *docSet, limit int) ([]ftsRow, error) {
+	var segRows []ftsRow
 	q := s.db.WithContext(ctx).Table(f.segFrom).
 		Select("s.id AS id, "+f.segStrength+" AS strength", f.selectArgs()...)
 	if f.joinSeg != "" {
@@ -115,16 +162,146 @@ func (s *Service) fullTextCandidates(ctx context.Context, datasets []string, que
 	if err := docs.restrict(q, "s.document_id", limit).Scan(&segRows).Error; err != nil {
 		return nil, fmt.Errorf("full-text search: %w", err)
 	}
-	children := <-childc
-	if children.err != nil {
-		return nil, children.err
-	}
-	out := make([]cand, 0, len(segRows)+len(children.cands))
-	for _, r := range segRows {
-		out = append(out, cand{segment: r.ID, score: fullTextScore(r.Strength)})
-	}
-	return append(out, children.cands...), nil
+	return segRows, nil
 }
+
+// rankedFirst is fullTextSegments on SQLite in two steps: the best
+// rankedFactor × limit matches of the whole index by strength, then the
+// chunk rows of those only, keeping the chunks that may be returned in the
+// same order. ok is false when fewer than limit were kept
+// out of a full first step: chunks further down might then have been
+// kept, and only the joined query can tell.
+func (s *Service) rankedFirst(ctx context.Context, f ftsSQL, datasets []string, docs *docSet, limit int) (out []ftsRow, ok bool, err error) {
+	n := limit * rankedFactor
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT rowid, -bm25(segments_fts) AS strength FROM segments_fts
+		WHERE segments_fts MATCH ? ORDER BY strength DESC, rowid LIMIT ?`, f.match, n).Rows()
+	if err != nil {
+		return nil, false, fmt.Errorf("full-text search: %w", err)
+	}
+	type match struct {
+		seq      int64
+		strength float64
+	}
+	var matches []match
+	for rows.Next() {
+		var m match
+		if err := rows.Scan(&m.seq, &m.strength); err != nil {
+			rows.Close()
+			return nil, false, fmt.Errorf("full-text search: %w", err)
+		}
+		matches = append(matches, m)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("full-text search: %w", err)
+	}
+	if len(matches) == 0 {
+		return nil, true, nil
+	}
+	// Then the chunk rows of the best matches, a stretch at a time until
+	// limit are kept: the conditions of the joined query, those on the
+	// document checked against the allowed documents read before the
+	// search (the same facts the hits are checked against afterwards).
+	for start := 0; start < len(matches) && len(out) < limit; {
+		part := matches[start:min(len(matches), start+max(limit-len(out), 16))]
+		start += len(part)
+		list := make([]byte, 0, 8*len(part))
+		list = append(list, '[')
+		for i, m := range part {
+			if i > 0 {
+				list = append(list, ',')
+			}
+			list = strconv.AppendInt(list, m.seq, 10)
+		}
+		list = append(list, ']')
+		kept, err := s.keptChunks(ctx, string(list), datasets, docs)
+		if err != nil {
+			return nil, false, err
+		}
+		for _, m := range part {
+			if id, ok := kept[m.seq]; ok && len(out) < limit {
+				out = append(out, ftsRow{ID: id, Strength: m.strength})
+			}
+		}
+	}
+	return out, len(out) >= limit || len(matches) < n, nil
+}
+
+// keptChunks reads the chunks whose seq is in list (a JSON array) and
+// returns the ids of those that may be returned, by seq.
+func (s *Service) keptChunks(ctx context.Context, list string, datasets []string, docs *docSet) (map[int64]string, error) {
+	// json_each drives the join so that only these rows are read.
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT s.seq, s.id, s.document_id
+		FROM json_each(?) AS j CROSS JOIN segments AS s ON s.seq = j.value
+		WHERE s.dataset_id IN ? AND s.enabled`, list, datasets).Rows()
+	if err != nil {
+		return nil, fmt.Errorf("full-text search: %w", err)
+	}
+	defer rows.Close()
+	kept := map[int64]string{}
+	for rows.Next() {
+		var seq int64
+		var id, doc string
+		if err := rows.Scan(&seq, &id, &doc); err != nil {
+			return nil, fmt.Errorf("full-text search: %w", err)
+		}
+		if docs.allowed[doc] && !docs.hierarchical(doc) {
+			kept[seq] = id
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("full-text search: %w", err)
+	}
+	return kept, nil
+}
+
+// crowdedSets remembers the sets of knowledge bases whose full-text
+// searches lately found too few of their own chunks among the best matches
+// of the whole index (other knowledge bases hold most of the matching
+// chunks); their next searches go straight to the joined query rather than
+// pay for both. Safe for concurrent use.
+type crowdedSets struct {
+	mu   sync.Mutex
+	skip map[string]int // searches left to skip the first step, by set
+}
+
+// crowdedSkip is how many searches of a set skip the first step after it
+// fell short.
+const crowdedSkip = 32
+
+func setKey(datasets []string) string {
+	key := slices.Clone(datasets)
+	slices.Sort(key)
+	return strings.Join(key, ",")
+}
+
+// try tells whether a search of datasets should rank by the index first.
+func (c *crowdedSets) try(datasets []string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := setKey(datasets)
+	if c.skip[key] > 0 {
+		c.skip[key]--
+		return false
+	}
+	delete(c.skip, key)
+	return true
+}
+
+// missed records that ranking by the index first fell short for datasets.
+func (c *crowdedSets) missed(datasets []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.skip == nil || len(c.skip) >= 1000 {
+		c.skip = map[string]int{}
+	}
+	c.skip[setKey(datasets)] = crowdedSkip
+}
+
+// rankedFactor is how many matches per wanted chunk rankedFirst ranks
+// before it reads rows: room for chunks of other knowledge bases or of
+// disabled documents among the best matches.
+const rankedFactor = 2
 
 // fullTextChildren ranks the child chunks of parent-child documents by
 // full-text relevance.

@@ -67,13 +67,16 @@ type Service struct {
 	// usableDocs caches, per set of knowledge bases, the ids of their
 	// documents that searches may return; any change to a document's
 	// usability moves its counter (migration 0015).
-	usableDocs *cachever.Cache[string, map[string]bool]
+	usableDocs *cachever.Cache[string, *usableSet]
+	// crowded are the sets of knowledge bases whose full-text searches
+	// skip ranking by the index first for a while (see fullTextSegments).
+	crowded crowdedSets
 }
 
 // New returns a Service over db; models resolves embedding and rerank
 // models (nil means the builtin ones).
 func New(db *gorm.DB, models *llm.Registry) *Service {
-	return &Service{db: db, models: models, usableDocs: cachever.New[string, map[string]bool](db, "documents")}
+	return &Service{db: db, models: models, usableDocs: cachever.New[string, *usableSet](db, "documents")}
 }
 
 // Hit is one chunk found by a search.
@@ -569,7 +572,7 @@ func (s *Service) scoreDataset(ctx context.Context, datasetID, model string, qv 
 	set := cachedSet(datasetID, model)
 	var out []cand
 	if set != nil {
-		out = set.score(qv, docs.allowed, limit)
+		out = set.score(qv, docs, limit)
 	}
 	r := <-sigc
 	if r.err != nil {
@@ -584,7 +587,7 @@ func (s *Service) scoreDataset(ctx context.Context, datasetID, model string, qv 
 		return nil, err
 	}
 	set.markVerified(r.table)
-	return set.score(qv, docs.allowed, limit), nil
+	return set.score(qv, docs, limit), nil
 }
 
 // hybridCandidates joins semantic and full-text candidates.
