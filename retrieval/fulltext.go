@@ -88,13 +88,12 @@ func fullTextSQL(gdb *gorm.DB, query string) ftsSQL {
 }
 
 // fullTextCandidates ranks chunks (child chunks in parent-child documents)
-// by full-text relevance.
-func (s *Service) fullTextCandidates(ctx context.Context, datasets []string, query string, docs *docSet, pool int) ([]cand, error) {
+// by full-text relevance: at most limit chunks and limit child chunks.
+func (s *Service) fullTextCandidates(ctx context.Context, datasets []string, query string, docs *docSet, limit int) ([]cand, error) {
 	f := fullTextSQL(s.db, query)
 	if f.match == "" {
 		return nil, nil
 	}
-	limit := pool*10 + 100
 	// The child chunks' query runs beside the chunks' query.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

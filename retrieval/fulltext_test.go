@@ -2,6 +2,7 @@ package retrieval_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -88,4 +89,44 @@ func TestFullTextRanksAsTheJoinedQuery(t *testing.T) {
 	if len(got) != 0 || len(want) != 0 {
 		t.Fatalf("parent-child knowledge base: ranked %q, the joined query %q, want no chunks", got, want)
 	}
+}
+
+// A plain full-text search ranks a few candidates at first; when chunks
+// that may not be returned fill them all, it ranks again in full and
+// still returns the best that may be.
+func TestFullTextShortRankingFallsBack(t *testing.T) {
+	c := newCorpus(t, knowledge.TechniqueHighQuality)
+	ctx := context.Background()
+	var strong, weak []string
+	for i := range 40 {
+		strong = append(strong, fmt.Sprintf("Tea tea tea %d.", i))
+	}
+	for i := range 6 {
+		weak = append(weak, fmt.Sprintf("Tea is grown on many hills in the sun, row %d.", i))
+	}
+	s := c.add(t, "strong", strings.Join(strong, "\n"), lines)
+	c.add(t, "weak", strings.Join(weak, "\n"), lines)
+	svc := retrieval.New(c.db, nil)
+	search := func(want string) {
+		t.Helper()
+		hits, err := svc.Search(ctx, []string{c.id}, "tea", knowledge.RetrievalModel{SearchMethod: knowledge.SearchFullText, TopK: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hits) != 4 {
+			t.Fatalf("%d hits, want 4: %q", len(hits), contents(hits))
+		}
+		for _, h := range hits {
+			if h.Document.Name != want {
+				t.Fatalf("hit of %s, want only %s: %q", h.Document.Name, want, contents(hits))
+			}
+		}
+	}
+	search("strong")
+	// Chunks still being indexed are ranked but never returned (a chunk
+	// whose text was edited is indexed again); here the 40 best.
+	if err := c.db.Exec(`UPDATE segments SET status = 'indexing' WHERE document_id = ?`, s).Error; err != nil {
+		t.Fatal(err)
+	}
+	search("weak")
 }

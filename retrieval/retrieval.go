@@ -165,6 +165,10 @@ func (s *Service) search(ctx context.Context, datasetIDs []string, query string,
 	if rerank {
 		pool = max(topK*4, 20)
 	}
+	// Plain full-text search ranks only the first few candidates at first
+	// (shortLimit): enough when the best of them may be returned, as they
+	// nearly always may; when they fall short it ranks again in full.
+	short := !rerank && len(economy) == 0 && rm.SearchMethod == knowledge.SearchFullText
 	var cands []cand
 	if len(economy) > 0 {
 		c, err := s.keywordCandidates(ctx, ids(economy), query, docs, pool)
@@ -179,7 +183,11 @@ func (s *Service) search(ctx context.Context, datasetIDs []string, query string,
 		case knowledge.SearchKeyword:
 			c, err = s.keywordCandidates(ctx, ids(quality), query, docs, pool)
 		case knowledge.SearchFullText:
-			c, err = s.fullTextCandidates(ctx, ids(quality), query, docs, pool)
+			lim := fullTextLimit(pool)
+			if short {
+				lim = shortLimit(pool)
+			}
+			c, err = s.fullTextCandidates(ctx, ids(quality), query, docs, lim)
 		case knowledge.SearchHybrid:
 			c, err = s.hybridCandidates(ctx, quality, query, docs, pool, rm)
 		default:
@@ -191,6 +199,12 @@ func (s *Service) search(ctx context.Context, datasetIDs []string, query string,
 		cands = append(cands, c...)
 	}
 	sortCands(cands)
+	// Chunks and child chunks were ranked apart; only the first shortLimit
+	// of both together are surely the first of a full ranking.
+	truncated := short && len(cands) >= shortLimit(pool)
+	if truncated {
+		cands = cands[:shortLimit(pool)]
+	}
 
 	var threshold *float64
 	if rm.ScoreThresholdEnabled && rm.ScoreThreshold != nil {
@@ -203,6 +217,15 @@ func (s *Service) search(ctx context.Context, datasetIDs []string, query string,
 	hits, exhausted, err := s.collect(ctx, cands, docs, limit, threshold, !rerank)
 	if err != nil {
 		return nil, err
+	}
+	if exhausted && truncated {
+		if cands, err = s.fullTextCandidates(ctx, ids(quality), query, docs, fullTextLimit(pool)); err != nil {
+			return nil, err
+		}
+		sortCands(cands)
+		if hits, _, err = s.collect(ctx, cands, docs, limit, threshold, !rerank); err != nil {
+			return nil, err
+		}
 	}
 	// Semantic search keeps only its best candidates. When disabled chunks
 	// used them all up before limit hits were found, score every vector
@@ -234,6 +257,13 @@ func (s *Service) search(ctx context.Context, datasetIDs []string, query string,
 	}
 	return hits, nil
 }
+
+// fullTextLimit is how many full-text candidates (chunks, and child
+// chunks apart) a search with the given pool ranks.
+func fullTextLimit(pool int) int { return pool*10 + 100 }
+
+// shortLimit is how many a plain full-text search ranks at first.
+func shortLimit(pool int) int { return pool * 2 }
 
 // semanticLimit is how many semantic candidates a search with the given
 // pool keeps.
@@ -610,7 +640,7 @@ func (s *Service) hybridCandidates(ctx context.Context, datasets []models.Datase
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ftc := goCandidates(func() ([]cand, error) {
-		return s.fullTextCandidates(ctx, ids(datasets), query, docs, pool)
+		return s.fullTextCandidates(ctx, ids(datasets), query, docs, fullTextLimit(pool))
 	})
 	sem, err := s.semanticCandidates(ctx, datasets, query, docs, semanticLimit(pool))
 	if err != nil {
