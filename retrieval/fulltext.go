@@ -197,61 +197,131 @@ func (s *Service) rankedFirst(ctx context.Context, f ftsSQL, datasets []string, 
 	if len(matches) == 0 {
 		return nil, true, nil
 	}
-	// Then the chunk rows of the best matches, a stretch at a time until
-	// limit are kept: the conditions of the joined query, those on the
-	// document checked against the allowed documents read before the
-	// search (the same facts the hits are checked against afterwards).
+	// Then which of the best matches may be returned, a stretch at a time
+	// until limit are: the conditions of the joined query, on facts that
+	// never change once a chunk is written (its id, document and knowledge
+	// base, kept in memory once read), the chunks disabled now (a partial
+	// index lists them) and the allowed documents read before the search
+	// (the same facts the hits are checked against afterwards).
+	disabled, err := s.disabledChunks(ctx, datasets)
+	if err != nil {
+		return nil, false, err
+	}
+	in := make(map[string]bool, len(datasets))
+	for _, d := range datasets {
+		in[d] = true
+	}
 	for start := 0; start < len(matches) && len(out) < limit; {
 		part := matches[start:min(len(matches), start+max(limit-len(out), 16))]
 		start += len(part)
-		list := make([]byte, 0, 8*len(part))
-		list = append(list, '[')
+		seqs := make([]int64, len(part))
 		for i, m := range part {
-			if i > 0 {
-				list = append(list, ',')
-			}
-			list = strconv.AppendInt(list, m.seq, 10)
+			seqs[i] = m.seq
 		}
-		list = append(list, ']')
-		kept, err := s.keptChunks(ctx, string(list), datasets, docs)
+		facts, err := s.facts.get(ctx, s.db, seqs)
 		if err != nil {
 			return nil, false, err
 		}
 		for _, m := range part {
-			if id, ok := kept[m.seq]; ok && len(out) < limit {
-				out = append(out, ftsRow{ID: id, Strength: m.strength})
+			f, ok := facts[m.seq]
+			if !ok || !in[f.dataset] || disabled[m.seq] || !docs.allowed[f.doc] || docs.hierarchical(f.doc) {
+				continue
+			}
+			if len(out) < limit {
+				out = append(out, ftsRow{ID: f.id, Strength: m.strength})
 			}
 		}
 	}
 	return out, len(out) >= limit || len(matches) < n, nil
 }
 
-// keptChunks reads the chunks whose seq is in list (a JSON array) and
-// returns the ids of those that may be returned, by seq.
-func (s *Service) keptChunks(ctx context.Context, list string, datasets []string, docs *docSet) (map[int64]string, error) {
+// disabledChunks lists the seq of the disabled chunks of the knowledge
+// bases (through the partial index segments_disabled, migration 0023).
+func (s *Service) disabledChunks(ctx context.Context, datasets []string) (map[int64]bool, error) {
+	var seqs []int64
+	err := s.db.WithContext(ctx).Raw(`SELECT seq FROM segments INDEXED BY segments_disabled
+		WHERE dataset_id IN ? AND NOT enabled`, datasets).Scan(&seqs).Error
+	if err != nil {
+		return nil, fmt.Errorf("full-text search: %w", err)
+	}
+	out := make(map[int64]bool, len(seqs))
+	for _, q := range seqs {
+		out[q] = true
+	}
+	return out, nil
+}
+
+// chunkFacts is what never changes about a chunk row once written: its
+// id, document and knowledge base. A seq is never used again (the column
+// is AUTOINCREMENT), so facts read once stay true for as long as the row
+// exists; a deleted row's seq no longer comes out of the full-text index.
+type chunkFacts struct {
+	id, doc, dataset string
+}
+
+// factCache keeps the facts of chunks by seq, for one database. Safe for
+// concurrent use.
+type factCache struct {
+	mu    sync.RWMutex
+	bySeq map[int64]chunkFacts
+}
+
+// maxFacts bounds a factCache (about 150 bytes an entry); when full it
+// starts again empty.
+const maxFacts = 500000
+
+// get returns the facts of the chunks with the given seqs, reading those
+// it does not hold; seqs without a row are left out.
+func (c *factCache) get(ctx context.Context, gdb *gorm.DB, seqs []int64) (map[int64]chunkFacts, error) {
+	out := make(map[int64]chunkFacts, len(seqs))
+	var missing []byte
+	c.mu.RLock()
+	for _, q := range seqs {
+		if f, ok := c.bySeq[q]; ok {
+			out[q] = f
+			continue
+		}
+		if len(missing) == 0 {
+			missing = append(missing, '[')
+		} else {
+			missing = append(missing, ',')
+		}
+		missing = strconv.AppendInt(missing, q, 10)
+	}
+	c.mu.RUnlock()
+	if len(missing) == 0 {
+		return out, nil
+	}
+	missing = append(missing, ']')
 	// json_each drives the join so that only these rows are read.
-	rows, err := s.db.WithContext(ctx).Raw(`SELECT s.seq, s.id, s.document_id
-		FROM json_each(?) AS j CROSS JOIN segments AS s ON s.seq = j.value
-		WHERE s.dataset_id IN ? AND s.enabled`, list, datasets).Rows()
+	rows, err := gdb.WithContext(ctx).Raw(`SELECT s.seq, s.id, s.document_id, s.dataset_id
+		FROM json_each(?) AS j CROSS JOIN segments AS s ON s.seq = j.value`, string(missing)).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("full-text search: %w", err)
 	}
 	defer rows.Close()
-	kept := map[int64]string{}
+	read := map[int64]chunkFacts{}
 	for rows.Next() {
-		var seq int64
-		var id, doc string
-		if err := rows.Scan(&seq, &id, &doc); err != nil {
+		var q int64
+		var f chunkFacts
+		if err := rows.Scan(&q, &f.id, &f.doc, &f.dataset); err != nil {
 			return nil, fmt.Errorf("full-text search: %w", err)
 		}
-		if docs.allowed[doc] && !docs.hierarchical(doc) {
-			kept[seq] = id
-		}
+		read[q] = f
+		out[q] = f
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("full-text search: %w", err)
 	}
-	return kept, nil
+	c.mu.Lock()
+	if c.bySeq == nil || len(c.bySeq)+len(read) > maxFacts {
+		c.bySeq = make(map[int64]chunkFacts, len(read))
+	}
+	for q, f := range read {
+		c.bySeq[q] = f
+	}
+	c.mu.Unlock()
+	return out, nil
 }
 
 // crowdedSets remembers the sets of knowledge bases whose full-text

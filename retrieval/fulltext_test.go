@@ -48,6 +48,26 @@ func TestFullTextRanksAsTheJoinedQuery(t *testing.T) {
 	for _, limit := range []int{1, 3, 10, 100} {
 		check("one knowledge base", nil, limit, true)
 	}
+	// A chunk disabled after its facts were read (and so kept in memory)
+	// drops out, and comes back once enabled.
+	best, _, _, err := retrieval.FullTextRanks(svc, []string{c.id}, "tea house", nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, on := range []bool{false, true} {
+		if _, err := c.docs.UpdateSegment(ctx, c.actor, c.id, c.segmentDoc(t, best[0]), best[0], indexing.SegmentUpdate{Enabled: &on}); err != nil {
+			t.Fatal(err)
+		}
+		got, _, _, err := retrieval.FullTextRanks(svc, []string{c.id}, "tea house", nil, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(got, best[0]) != on {
+			t.Fatalf("chunk enabled %v: ranked %q", on, got)
+		}
+		check(fmt.Sprintf("chunk enabled %v", on), nil, 3, true)
+		check(fmt.Sprintf("chunk enabled %v", on), nil, 100, true)
+	}
 
 	// Shorter chunks of another knowledge base, saying "tea" more often,
 	// fill the best matches: the first step finds too few and the joined
@@ -89,6 +109,16 @@ func TestFullTextRanksAsTheJoinedQuery(t *testing.T) {
 	if len(got) != 0 || len(want) != 0 {
 		t.Fatalf("parent-child knowledge base: ranked %q, the joined query %q, want no chunks", got, want)
 	}
+}
+
+// segmentDoc is the document of a chunk.
+func (c *corpus) segmentDoc(t *testing.T, segmentID string) string {
+	t.Helper()
+	var doc string
+	if err := c.db.Raw(`SELECT document_id FROM segments WHERE id = ?`, segmentID).Scan(&doc).Error; err != nil {
+		t.Fatal(err)
+	}
+	return doc
 }
 
 // A plain full-text search ranks a few candidates at first; when chunks

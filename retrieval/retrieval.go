@@ -71,6 +71,8 @@ type Service struct {
 	// crowded are the sets of knowledge bases whose full-text searches
 	// skip ranking by the index first for a while (see fullTextSegments).
 	crowded crowdedSets
+	// facts are the unchanging facts of chunks full-text search has read.
+	facts factCache
 }
 
 // New returns a Service over db; models resolves embedding and rerank
