@@ -309,8 +309,10 @@ func (s *Service) collect(ctx context.Context, cands []cand, docs *docSet, limit
 	bad := map[string]bool{}  // segment ids that may not be returned
 	segs := map[string]*models.Segment{}
 	accepted := 0
-	window := max(limit*4, 32)
-	for start := 0; start < len(cands) && accepted < limit; start += window {
+	// The first stretch is small: its best candidates nearly always pass,
+	// and each one read costs a chunk and a document row. Later stretches
+	// are larger.
+	for start, window := 0, max(limit*2, 8); start < len(cands) && accepted < limit; start, window = start+window, max(limit*4, 32) {
 		part := cands[start:min(start+window, len(cands))]
 		var need []string
 		for _, c := range part {
