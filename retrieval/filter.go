@@ -168,6 +168,20 @@ type usableSet struct {
 	hier map[string]bool
 }
 
+// anyHierarchical tells whether any allowed document is a parent-child
+// one.
+func (d *docSet) anyHierarchical() bool {
+	if d.shared != nil {
+		return len(d.shared.hier) > 0
+	}
+	for id := range d.allowed {
+		if d.hierarchical(id) {
+			return true
+		}
+	}
+	return false
+}
+
 // hierarchical tells whether an allowed document is a parent-child one.
 func (d *docSet) hierarchical(docID string) bool {
 	if d.shared != nil {

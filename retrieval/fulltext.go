@@ -98,6 +98,9 @@ func (s *Service) fullTextCandidates(ctx context.Context, datasets []string, que
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	childc := goCandidates(func() ([]cand, error) {
+		if !docs.anyHierarchical() {
+			return nil, nil // no document whose child chunks may match
+		}
 		return s.fullTextChildren(ctx, f, datasets, docs, limit)
 	})
 	segRows, err := s.fullTextSegments(ctx, f, datasets, docs, limit)
