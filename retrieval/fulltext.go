@@ -269,9 +269,10 @@ type factCache struct {
 	bySeq map[int64]chunkFacts
 }
 
-// maxFacts bounds a factCache (about 150 bytes an entry); when full it
-// starts again empty.
-const maxFacts = 500000
+// maxFacts bounds a factCache (about 200 bytes an entry with the map's
+// own, so at most about 40 MB); when full it starts again empty. Only
+// chunks that came out among the best matches of a search are kept.
+const maxFacts = 200000
 
 // get returns the facts of the chunks with the given seqs, reading those
 // it does not hold; seqs without a row are left out.
