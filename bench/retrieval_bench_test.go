@@ -117,38 +117,54 @@ func rssMB() float64 {
 	return 0
 }
 
+// corpus is a generated knowledge base in its own database.
+type corpus struct {
+	once  sync.Once
+	db    *gorm.DB
+	id    string // the knowledge base
+	rss   float64
+	build time.Duration
+}
+
 var (
-	corpusOnce  sync.Once
-	corpusDB    *gorm.DB
-	corpusID    string
-	corpusRSS   float64
-	corpusBuild time.Duration
-	corpusDir   string
+	corpusMu   sync.Mutex
+	corpora    = map[int]*corpus{} // by chunks per document
+	corpusDirs []string
 )
 
-// TestMain removes the generated corpus (a few hundred MB at 50,000
+// TestMain removes the generated corpora (a few hundred MB at 50,000
 // chunks) once the benchmarks are done.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if corpusDir != "" {
-		_ = os.RemoveAll(corpusDir)
+	for _, dir := range corpusDirs {
+		_ = os.RemoveAll(dir)
 	}
 	os.Exit(code)
 }
 
-// retrievalCorpus writes a generated knowledge base straight into the
+// generatedCorpus writes a generated knowledge base straight into the
 // tables indexing fills (chunks, keywords, builtin vectors, full-text
-// entries through the triggers), in one transaction, once per run. Each
-// document has 100 chunks of 25 to 60 words.
-func retrievalCorpus(b *testing.B) (*gorm.DB, string) {
+// entries through the triggers), in one transaction, once per run and
+// shape. Each document has perDoc chunks of 25 to 60 words; the text does
+// not depend on perDoc.
+func generatedCorpus(b *testing.B, perDoc int) *corpus {
 	b.Helper()
-	corpusOnce.Do(func() {
+	corpusMu.Lock()
+	c := corpora[perDoc]
+	if c == nil {
+		c = &corpus{}
+		corpora[perDoc] = c
+	}
+	corpusMu.Unlock()
+	c.once.Do(func() {
 		began := time.Now()
 		dir, err := os.MkdirTemp("", "appkb-bench-")
 		if err != nil {
 			b.Fatal(err)
 		}
-		corpusDir = dir
+		corpusMu.Lock()
+		corpusDirs = append(corpusDirs, dir)
+		corpusMu.Unlock()
 		gdb, err := db.Open(dir)
 		if err != nil {
 			b.Fatal(err)
@@ -164,15 +180,32 @@ func retrievalCorpus(b *testing.B) (*gorm.DB, string) {
 		gen := newTextGen(1, vocabSize)
 		now := time.Now().UTC()
 		n := retrievalChunks()
-		perDoc := 100
 		err = gdb.Transaction(func(tx *gorm.DB) error {
+			var docs []models.Document
+			var segs []models.Segment
+			var vecs []models.SegmentEmbedding
+			flush := func() error {
+				if len(docs) == 0 {
+					return nil
+				}
+				if err := tx.CreateInBatches(&docs, 100).Error; err != nil {
+					return err
+				}
+				if err := tx.CreateInBatches(&segs, 100).Error; err != nil {
+					return err
+				}
+				if err := tx.CreateInBatches(&vecs, 100).Error; err != nil {
+					return err
+				}
+				docs, segs, vecs = docs[:0], segs[:0], vecs[:0]
+				return nil
+			}
 			for d := 0; d*perDoc < n; d++ {
 				doc := models.Document{ID: uuid.NewString(), DatasetID: ds.ID, Position: d + 1, Name: fmt.Sprintf("doc%d", d),
 					DataSourceType: "text", FileID: uuid.NewString(), FileName: "x.txt", ProcessRule: "{}", DocForm: "text_model",
 					DocLanguage: "English", IndexingStatus: "completed", Enabled: true, Batch: "b", DocMetadata: "{}",
 					CreatedAt: now, UpdatedAt: now}
-				var segs []models.Segment
-				var vecs []models.SegmentEmbedding
+				docs = append(docs, doc)
 				for i := 0; i < perDoc && d*perDoc+i < n; i++ {
 					text := gen.sentence(15+gen.rng.Intn(20)) + " " + gen.sentence(10+gen.rng.Intn(15))
 					kw, _ := json.Marshal(textsplit.Keywords(text, 10))
@@ -184,30 +217,29 @@ func retrievalCorpus(b *testing.B) (*gorm.DB, string) {
 					vecs = append(vecs, models.SegmentEmbedding{NodeID: seg.IndexNodeID, Model: key, DatasetID: ds.ID, SegmentID: seg.ID,
 						Dims: len(v), Vector: indexing.EncodeVector(v)})
 				}
-				if err := tx.Create(&doc).Error; err != nil {
-					return err
-				}
-				if err := tx.CreateInBatches(&segs, 100).Error; err != nil {
-					return err
-				}
-				if err := tx.CreateInBatches(&vecs, 100).Error; err != nil {
-					return err
+				if len(segs) >= 1000 {
+					if err := flush(); err != nil {
+						return err
+					}
 				}
 			}
-			return nil
+			return flush()
 		})
 		if err != nil {
 			b.Fatal(err)
 		}
-		corpusBuild = time.Since(began)
+		c.build = time.Since(began)
 		// Measure what the process keeps once the garbage of the build is
 		// gone, as a server that loaded the corpus would.
 		runtime.GC()
 		debug.FreeOSMemory()
-		corpusRSS = rssMB()
-		corpusDB, corpusID = gdb, ds.ID
+		c.rss = rssMB()
+		c.db, c.id = gdb, ds.ID
 	})
-	return corpusDB, corpusID
+	if c.db == nil {
+		b.Fatal("building the corpus failed before")
+	}
+	return c
 }
 
 // benchQueries mixes fixed queries of common words with queries drawn
@@ -224,10 +256,11 @@ func benchQueries() []string {
 // BenchmarkRetrieval measures one search per iteration for each method and
 // reports the median latency (p50-ms) and the 99th percentile (p99-ms).
 func BenchmarkRetrieval(b *testing.B) {
-	gdb, id := retrievalCorpus(b)
+	c := generatedCorpus(b, 100)
+	gdb, id := c.db, c.id
 	svc := retrieval.New(gdb, nil)
 	queries := benchQueries()
-	b.Logf("corpus: %d chunks built in %s, RSS %.0f MB", retrievalChunks(), corpusBuild.Round(time.Millisecond), corpusRSS)
+	b.Logf("corpus: %d chunks built in %s, RSS %.0f MB", retrievalChunks(), c.build.Round(time.Millisecond), c.rss)
 	for _, method := range []string{knowledge.SearchKeyword, knowledge.SearchFullText, knowledge.SearchSemantic, knowledge.SearchHybrid} {
 		b.Run(method, func(b *testing.B) {
 			rm := knowledge.RetrievalModel{SearchMethod: method, TopK: 4}
@@ -254,7 +287,7 @@ func BenchmarkRetrieval(b *testing.B) {
 			slices.Sort(lat)
 			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
-			b.ReportMetric(corpusRSS, "rss-corpus-MB")
+			b.ReportMetric(c.rss, "rss-corpus-MB")
 			b.ReportMetric(rssMB(), "rss-after-MB")
 		})
 	}

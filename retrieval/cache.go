@@ -46,6 +46,19 @@ type vectorSet struct {
 	// vector.
 	ann      atomic.Pointer[vecindex.IVF]
 	annStart sync.Once
+
+	// mask is which of docIDs the last shared set of usable documents
+	// searched with allows (see okFor).
+	mask atomic.Pointer[docMask]
+}
+
+// docMask records, per entry of a vector set's docIDs, whether the
+// documents of usable allow it. Both are never modified once made, so the
+// mask holds as long as the two do; a change to documents brings a new
+// usable set (see allowedDocuments), and a change to vectors a new set.
+type docMask struct {
+	usable *usableSet
+	ok     []bool
 }
 
 // VectorIndexReady reports whether the cached vectors of a knowledge base
@@ -132,16 +145,44 @@ func (v *vectorSet) ord(i int) int {
 }
 
 // score returns the cosine of q with the vectors of the set whose document
-// is in allowed. With limit > 0 it keeps only the limit best, best first,
+// docs allows. With limit > 0 it keeps only the limit best, best first,
 // in a bounded min-heap (ties go to the earlier vector, as a stable sort
 // would); otherwise it returns all of them in set order.
-func (v *vectorSet) score(q []float32, allowed map[string]bool, limit int) []cand {
-	return v.scoreWith(q, allowed, limit, v.index())
+func (v *vectorSet) score(q []float32, docs *docSet, limit int) []cand {
+	return v.scoreOK(q, v.okFor(docs.allowed, docs.shared), limit, v.index())
 }
 
-// scoreWith is score reading only the clusters of ix nearest to q when ix
-// is not nil (see vecindex), every vector otherwise.
+// okFor tells, per entry of docIDs, whether allowed holds it. When allowed
+// is the ids of the shared set usable (nil if it is not), the answer is
+// kept for the next search with the same set: with one chunk per document
+// it is tens of thousands of map lookups, more than the scoring of an
+// indexed set.
+func (v *vectorSet) okFor(allowed map[string]bool, usable *usableSet) []bool {
+	if usable != nil {
+		if m := v.mask.Load(); m != nil && m.usable == usable {
+			return m.ok
+		}
+	}
+	ok := make([]bool, len(v.docIDs))
+	for i, id := range v.docIDs {
+		ok[i] = allowed[id]
+	}
+	if usable != nil {
+		v.mask.Store(&docMask{usable: usable, ok: ok})
+	}
+	return ok
+}
+
+// scoreWith is score with the documents allowed, reading only the clusters
+// of ix nearest to q when ix is not nil (see vecindex), every vector
+// otherwise.
 func (v *vectorSet) scoreWith(q []float32, allowed map[string]bool, limit int, ix *vecindex.IVF) []cand {
+	return v.scoreOK(q, v.okFor(allowed, nil), limit, ix)
+}
+
+// scoreOK is scoreWith with ok telling, per entry of docIDs, whether its
+// vectors may be returned.
+func (v *vectorSet) scoreOK(q []float32, ok []bool, limit int, ix *vecindex.IVF) []cand {
 	if v.dims == 0 || len(q) != v.dims {
 		return nil
 	}
@@ -152,10 +193,6 @@ func (v *vectorSet) scoreWith(q []float32, allowed map[string]bool, limit int, i
 	qn = math.Sqrt(qn)
 	if qn == 0 {
 		return nil
-	}
-	ok := make([]bool, len(v.docIDs))
-	for i, id := range v.docIDs {
-		ok[i] = allowed[id]
 	}
 	var h scoreHeap
 	var all []cand

@@ -38,6 +38,9 @@ type docSet struct {
 	byID map[string]*docInfo
 	// filtered is set when a metadata filter left some documents out.
 	filtered bool
+	// shared is the cached set allowed comes from, when there is no
+	// metadata filter; nil otherwise.
+	shared *usableSet
 	// datasets are the knowledge bases searched, and names their metadata
 	// field names by field id (nil until needed).
 	datasets []string
@@ -154,6 +157,40 @@ func (s *Service) load(ctx context.Context, d *docSet, idList []string) error {
 	return nil
 }
 
+// usableSet is the ids of the documents of some knowledge bases whose
+// chunks searches may return, as cached by Service.usableDocs. It is
+// shared between searches and never modified once made, so its address
+// stands for its content (see docMask).
+type usableSet struct {
+	ids map[string]bool
+	// hier holds those of parent-child documents. A document's form
+	// changes only with a new indexing, which moves the counter too.
+	hier map[string]bool
+}
+
+// anyHierarchical tells whether any allowed document is a parent-child
+// one.
+func (d *docSet) anyHierarchical() bool {
+	if d.shared != nil {
+		return len(d.shared.hier) > 0
+	}
+	for id := range d.allowed {
+		if d.hierarchical(id) {
+			return true
+		}
+	}
+	return false
+}
+
+// hierarchical tells whether an allowed document is a parent-child one.
+func (d *docSet) hierarchical(docID string) bool {
+	if d.shared != nil {
+		return d.shared.hier[docID]
+	}
+	info := d.byID[docID]
+	return info != nil && info.form == formHierarchical
+}
+
 // allowedDocuments finds the documents of the knowledge bases that are
 // enabled, not archived and done indexing, and that pass filter. Without
 // a filter it reads their ids only.
@@ -163,23 +200,26 @@ func (s *Service) allowedDocuments(ctx context.Context, datasets []models.Datase
 		// Shared between searches: never modified once cached.
 		key := slices.Clone(set.datasets)
 		slices.Sort(key)
-		allowed, _, err := s.usableDocs.Get(ctx, strings.Join(key, ","), func(ctx context.Context) (map[string]bool, bool, error) {
-			var idList []string
-			err := s.db.WithContext(ctx).Model(&models.Document{}).
-				Where("dataset_id IN ? AND "+usable, set.datasets).Pluck("id", &idList).Error
+		usable, _, err := s.usableDocs.Get(ctx, strings.Join(key, ","), func(ctx context.Context) (*usableSet, bool, error) {
+			var rows []struct{ ID, DocForm string }
+			err := s.db.WithContext(ctx).Model(&models.Document{}).Select("id, doc_form").
+				Where("dataset_id IN ? AND "+usable, set.datasets).Scan(&rows).Error
 			if err != nil {
 				return nil, false, err
 			}
-			m := make(map[string]bool, len(idList))
-			for _, id := range idList {
-				m[id] = true
+			u := &usableSet{ids: make(map[string]bool, len(rows)), hier: map[string]bool{}}
+			for _, r := range rows {
+				u.ids[r.ID] = true
+				if r.DocForm == formHierarchical {
+					u.hier[r.ID] = true
+				}
 			}
-			return m, true, nil
+			return u, true, nil
 		})
 		if err != nil {
 			return nil, err
 		}
-		set.allowed = allowed
+		set.allowed, set.shared = usable.ids, usable
 		return set, nil
 	}
 	var rows []docRow

@@ -67,13 +67,18 @@ type Service struct {
 	// usableDocs caches, per set of knowledge bases, the ids of their
 	// documents that searches may return; any change to a document's
 	// usability moves its counter (migration 0015).
-	usableDocs *cachever.Cache[string, map[string]bool]
+	usableDocs *cachever.Cache[string, *usableSet]
+	// crowded are the sets of knowledge bases whose full-text searches
+	// skip ranking by the index first for a while (see fullTextSegments).
+	crowded crowdedSets
+	// facts are the unchanging facts of chunks full-text search has read.
+	facts factCache
 }
 
 // New returns a Service over db; models resolves embedding and rerank
 // models (nil means the builtin ones).
 func New(db *gorm.DB, models *llm.Registry) *Service {
-	return &Service{db: db, models: models, usableDocs: cachever.New[string, map[string]bool](db, "documents")}
+	return &Service{db: db, models: models, usableDocs: cachever.New[string, *usableSet](db, "documents")}
 }
 
 // Hit is one chunk found by a search.
@@ -162,6 +167,10 @@ func (s *Service) search(ctx context.Context, datasetIDs []string, query string,
 	if rerank {
 		pool = max(topK*4, 20)
 	}
+	// Plain full-text search ranks only the first few candidates at first
+	// (shortLimit): enough when the best of them may be returned, as they
+	// nearly always may; when they fall short it ranks again in full.
+	short := !rerank && len(economy) == 0 && rm.SearchMethod == knowledge.SearchFullText
 	var cands []cand
 	if len(economy) > 0 {
 		c, err := s.keywordCandidates(ctx, ids(economy), query, docs, pool)
@@ -176,7 +185,11 @@ func (s *Service) search(ctx context.Context, datasetIDs []string, query string,
 		case knowledge.SearchKeyword:
 			c, err = s.keywordCandidates(ctx, ids(quality), query, docs, pool)
 		case knowledge.SearchFullText:
-			c, err = s.fullTextCandidates(ctx, ids(quality), query, docs, pool)
+			lim := fullTextLimit(pool)
+			if short {
+				lim = shortLimit(pool)
+			}
+			c, err = s.fullTextCandidates(ctx, ids(quality), query, docs, lim)
 		case knowledge.SearchHybrid:
 			c, err = s.hybridCandidates(ctx, quality, query, docs, pool, rm)
 		default:
@@ -188,6 +201,12 @@ func (s *Service) search(ctx context.Context, datasetIDs []string, query string,
 		cands = append(cands, c...)
 	}
 	sortCands(cands)
+	// Chunks and child chunks were ranked apart; only the first shortLimit
+	// of both together are surely the first of a full ranking.
+	truncated := short && len(cands) >= shortLimit(pool)
+	if truncated {
+		cands = cands[:shortLimit(pool)]
+	}
 
 	var threshold *float64
 	if rm.ScoreThresholdEnabled && rm.ScoreThreshold != nil {
@@ -200,6 +219,15 @@ func (s *Service) search(ctx context.Context, datasetIDs []string, query string,
 	hits, exhausted, err := s.collect(ctx, cands, docs, limit, threshold, !rerank)
 	if err != nil {
 		return nil, err
+	}
+	if exhausted && truncated {
+		if cands, err = s.fullTextCandidates(ctx, ids(quality), query, docs, fullTextLimit(pool)); err != nil {
+			return nil, err
+		}
+		sortCands(cands)
+		if hits, _, err = s.collect(ctx, cands, docs, limit, threshold, !rerank); err != nil {
+			return nil, err
+		}
 	}
 	// Semantic search keeps only its best candidates. When disabled chunks
 	// used them all up before limit hits were found, score every vector
@@ -231,6 +259,13 @@ func (s *Service) search(ctx context.Context, datasetIDs []string, query string,
 	}
 	return hits, nil
 }
+
+// fullTextLimit is how many full-text candidates (chunks, and child
+// chunks apart) a search with the given pool ranks.
+func fullTextLimit(pool int) int { return pool*10 + 100 }
+
+// shortLimit is how many a plain full-text search ranks at first.
+func shortLimit(pool int) int { return pool * 2 }
 
 // semanticLimit is how many semantic candidates a search with the given
 // pool keeps.
@@ -274,8 +309,10 @@ func (s *Service) collect(ctx context.Context, cands []cand, docs *docSet, limit
 	bad := map[string]bool{}  // segment ids that may not be returned
 	segs := map[string]*models.Segment{}
 	accepted := 0
-	window := max(limit*4, 32)
-	for start := 0; start < len(cands) && accepted < limit; start += window {
+	// The first stretch is small: its best candidates nearly always pass,
+	// and each one read costs a chunk and a document row. Later stretches
+	// are larger.
+	for start, window := 0, max(limit*2, 8); start < len(cands) && accepted < limit; start, window = start+window, max(limit*4, 32) {
 		part := cands[start:min(start+window, len(cands))]
 		var need []string
 		for _, c := range part {
@@ -569,7 +606,7 @@ func (s *Service) scoreDataset(ctx context.Context, datasetID, model string, qv 
 	set := cachedSet(datasetID, model)
 	var out []cand
 	if set != nil {
-		out = set.score(qv, docs.allowed, limit)
+		out = set.score(qv, docs, limit)
 	}
 	r := <-sigc
 	if r.err != nil {
@@ -584,7 +621,7 @@ func (s *Service) scoreDataset(ctx context.Context, datasetID, model string, qv 
 		return nil, err
 	}
 	set.markVerified(r.table)
-	return set.score(qv, docs.allowed, limit), nil
+	return set.score(qv, docs, limit), nil
 }
 
 // hybridCandidates joins semantic and full-text candidates.
@@ -603,7 +640,7 @@ func (s *Service) hybridCandidates(ctx context.Context, datasets []models.Datase
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ftc := goCandidates(func() ([]cand, error) {
-		return s.fullTextCandidates(ctx, ids(datasets), query, docs, pool)
+		return s.fullTextCandidates(ctx, ids(datasets), query, docs, fullTextLimit(pool))
 	})
 	sem, err := s.semanticCandidates(ctx, datasets, query, docs, semanticLimit(pool))
 	if err != nil {
