@@ -1,6 +1,7 @@
 package models
 
 import (
+	"database/sql"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,70 +26,84 @@ var messageColumns = []string{"id", "app_id", "conversation_id", "end_user_id", 
 	"generating", "message_files", "retriever_resources", "agent_thoughts", "created_at",
 	"updated_at", "replica_id"}
 
+var (
+	insertConversationSQL = insertSQL("conversations", conversationColumns)
+	insertMessageSQL      = insertSQL("messages", messageColumns)
+)
+
+func insertSQL(table string, columns []string) string {
+	return "INSERT INTO " + table + " (" + strings.Join(columns, ", ") + ") VALUES (" +
+		strings.TrimSuffix(strings.Repeat("?, ", len(columns)), ", ") + ")"
+}
+
 // InsertConversation stores c with one INSERT inside tx (see above); an
 // empty ID is filled in first, as Create would.
 func InsertConversation(tx *gorm.DB, c *Conversation) error {
 	setID(&c.ID)
-	return insertRow(tx, "conversations", conversationColumns,
+	_, err := execFixed(tx, insertConversationSQL,
 		c.ID, c.AppID, c.EndUserID, c.Mode, c.Name, c.Inputs, c.Introduction, c.Status,
 		c.DialogueCount, c.CreatedAt, c.UpdatedAt)
+	return err
 }
 
 // InsertMessage stores m with one INSERT inside tx; an empty ID is filled
 // in first.
 func InsertMessage(tx *gorm.DB, m *Message) error {
 	setID(&m.ID)
-	return insertRow(tx, "messages", messageColumns,
+	_, err := execFixed(tx, insertMessageSQL,
 		m.ID, m.AppID, m.ConversationID, m.EndUserID, m.ParentMessageID, m.TaskID,
 		m.WorkflowRunID, m.Query, m.Inputs, m.Answer, m.MessageTokens, m.AnswerTokens,
 		m.TotalTokens, m.ProviderResponseLatency, m.TotalPrice, m.Currency, m.Status, m.Error,
 		m.Generating, m.MessageFiles, m.RetrieverResources, m.AgentThoughts, m.CreatedAt,
 		m.UpdatedAt, m.ReplicaID)
-}
-
-func insertRow(tx *gorm.DB, table string, columns []string, args ...any) error {
-	_, err := tx.Statement.ConnPool.ExecContext(tx.Statement.Context,
-		insertQuery(tx.Dialector.Name(), table, columns), args...)
-	if t, ok := tx.Dialector.(gorm.ErrorTranslator); ok && err != nil && tx.TranslateError {
-		return t.Translate(err)
-	}
 	return err
-}
-
-// insertQueries holds the built statements by dialect and table.
-var insertQueries sync.Map
-
-// insertQuery is "INSERT INTO table (columns) VALUES (placeholders)" with
-// the dialect's placeholders: $1, $2 … for PostgreSQL, ? for SQLite.
-func insertQuery(dialect, table string, columns []string) string {
-	key := dialect + " " + table
-	if q, ok := insertQueries.Load(key); ok {
-		return q.(string)
-	}
-	marks := make([]string, len(columns))
-	for i := range marks {
-		marks[i] = "?"
-		if dialect == "postgres" {
-			marks[i] = "$" + strconv.Itoa(i+1)
-		}
-	}
-	q := "INSERT INTO " + table + " (" + strings.Join(columns, ", ") + ") VALUES (" + strings.Join(marks, ", ") + ")"
-	insertQueries.Store(key, q)
-	return q
 }
 
 // RenameConversation gives conversation id the name to when it is still
 // named from, with one fixed UPDATE inside tx (the rename that follows a
 // chat answer whose title came late). It reports whether a row changed.
 func RenameConversation(tx *gorm.DB, id, from, to string, now time.Time) (bool, error) {
-	q := "UPDATE conversations SET name = ?, updated_at = ? WHERE id = ? AND name = ?"
-	if tx.Dialector.Name() == "postgres" {
-		q = "UPDATE conversations SET name = $1, updated_at = $2 WHERE id = $3 AND name = $4"
-	}
-	res, err := tx.Statement.ConnPool.ExecContext(tx.Statement.Context, q, to, now, id, from)
+	res, err := execFixed(tx, "UPDATE conversations SET name = ?, updated_at = ? WHERE id = ? AND name = ?",
+		to, now, id, from)
 	if err != nil {
 		return false, err
 	}
 	n, err := res.RowsAffected()
 	return n > 0, err
+}
+
+// execFixed runs a fixed statement, written with ? placeholders (and no ?
+// anywhere else), on tx's connection, bypassing gorm's statement
+// building. Errors are translated as gorm translates its own.
+func execFixed(tx *gorm.DB, query string, args ...any) (sql.Result, error) {
+	if tx.Dialector.Name() == "postgres" {
+		query = postgresPlaceholders(query)
+	}
+	res, err := tx.Statement.ConnPool.ExecContext(tx.Statement.Context, query, args...)
+	if t, ok := tx.Dialector.(gorm.ErrorTranslator); ok && err != nil && tx.TranslateError {
+		err = t.Translate(err)
+	}
+	return res, err
+}
+
+// pgQueries holds the PostgreSQL form of each fixed statement.
+var pgQueries sync.Map
+
+// postgresPlaceholders numbers the ? placeholders of query as $1, $2 …
+func postgresPlaceholders(query string) string {
+	if q, ok := pgQueries.Load(query); ok {
+		return q.(string)
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	pgQueries.Store(query, b.String())
+	return b.String()
 }
