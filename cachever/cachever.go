@@ -31,9 +31,7 @@ type Cache[K comparable, V any] struct {
 	name string
 	db   *gorm.DB
 
-	stmtOnce sync.Once
-	stmt     *sql.Stmt
-	stmtErr  error
+	stmt lazyStmt
 
 	mu      sync.RWMutex
 	version int64
@@ -51,25 +49,16 @@ func (c *Cache[K, V]) Version(ctx context.Context) (int64, error) {
 	if v, ok := fromSnapshot(ctx, c.name); ok {
 		return v, nil
 	}
-	c.stmtOnce.Do(func() {
-		sqlDB, err := c.db.DB()
-		if err != nil {
-			c.stmtErr = err
-			return
-		}
-		// A prepared statement of the pool: each connection prepares it
-		// once, instead of once per call as gorm does.
-		query := `SELECT version FROM cache_versions WHERE name = ?`
-		if appdb.IsPostgres(c.db) {
-			query = `SELECT version FROM cache_versions WHERE name = $1`
-		}
-		c.stmt, c.stmtErr = sqlDB.Prepare(query)
-	})
-	if c.stmtErr != nil {
-		return 0, fmt.Errorf("cache version %s: %w", c.name, c.stmtErr)
+	query := `SELECT version FROM cache_versions WHERE name = ?`
+	if appdb.IsPostgres(c.db) {
+		query = `SELECT version FROM cache_versions WHERE name = $1`
+	}
+	stmt, err := c.stmt.get(c.db, query)
+	if err != nil {
+		return 0, fmt.Errorf("cache version %s: %w", c.name, err)
 	}
 	var v int64
-	if err := c.stmt.QueryRowContext(ctx, c.name).Scan(&v); err != nil {
+	if err := stmt.QueryRowContext(ctx, c.name).Scan(&v); err != nil {
 		return 0, fmt.Errorf("cache version %s: %w", c.name, err)
 	}
 	return v, nil
@@ -140,10 +129,8 @@ type snapshotKey struct{}
 // the same: every entry served was current when the request arrived, so a
 // key revoked before that is never accepted.
 type Snapshots struct {
-	db       *gorm.DB
-	stmtOnce sync.Once
-	stmt     *sql.Stmt
-	stmtErr  error
+	db   *gorm.DB
+	stmt lazyStmt
 }
 
 // NewSnapshots returns a reader of snapshots of db's counters.
@@ -152,19 +139,12 @@ func NewSnapshots(db *gorm.DB) *Snapshots { return &Snapshots{db: db} }
 // Attach returns ctx carrying a snapshot of every counter. When the read
 // fails, ctx is returned as it is and every cache reads its own counter.
 func (s *Snapshots) Attach(ctx context.Context) context.Context {
-	s.stmtOnce.Do(func() {
-		sqlDB, err := s.db.DB()
-		if err != nil {
-			s.stmtErr = err
-			return
-		}
-		s.stmt, s.stmtErr = sqlDB.Prepare(`SELECT name, version FROM cache_versions`)
-	})
-	if s.stmtErr != nil {
+	stmt, err := s.stmt.get(s.db, `SELECT name, version FROM cache_versions`)
+	if err != nil {
 		return ctx
 	}
 	at := time.Now()
-	rows, err := s.stmt.QueryContext(ctx)
+	rows, err := stmt.QueryContext(ctx)
 	if err != nil {
 		return ctx
 	}
@@ -192,4 +172,24 @@ func fromSnapshot(ctx context.Context, name string) (int64, bool) {
 	}
 	v, ok := s.versions[name]
 	return v, ok
+}
+
+// lazyStmt is a statement of db's pool, prepared on first use: each
+// connection then prepares it once, instead of once per call as gorm does.
+type lazyStmt struct {
+	once sync.Once
+	stmt *sql.Stmt
+	err  error
+}
+
+func (l *lazyStmt) get(db *gorm.DB, query string) (*sql.Stmt, error) {
+	l.once.Do(func() {
+		sqlDB, err := db.DB()
+		if err != nil {
+			l.err = err
+			return
+		}
+		l.stmt, l.err = sqlDB.Prepare(query)
+	})
+	return l.stmt, l.err
 }
