@@ -112,7 +112,7 @@ func (s *Server) pump(c echo.Context, run *flows.Run, f framing) (err error) {
 	}()
 	ping := time.NewTicker(s.pingInterval)
 	defer ping.Stop()
-	broken, done := false, false
+	broken, answered := false, false
 	send := func(write func() error) {
 		if broken {
 			return
@@ -148,15 +148,14 @@ func (s *Server) pump(c echo.Context, run *flows.Run, f framing) (err error) {
 				// The answer is complete; what may still come (read-aloud
 				// audio, the end of the stream) needs no keep-alive, and
 				// clients expect nothing but audio after message_end.
-				done = true
+				// A stopped ticker sends nothing more (Go 1.23 timers).
+				answered = true
 				ping.Stop()
-			} else if !done {
+			} else if !answered {
 				ping.Reset(s.pingInterval)
 			}
 		case <-ping.C:
-			if !done {
-				send(func() error { return w.write(f.ping) })
-			}
+			send(func() error { return w.write(f.ping) })
 		}
 	}
 }
