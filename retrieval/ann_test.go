@@ -46,17 +46,7 @@ func TestApproximateIndexRecall(t *testing.T) {
 	}
 	set := &vectorSet{docIDs: []string{"doc"}}
 	for i := range n {
-		v := llm.BuiltinEmbedding(text())
-		set.dims = len(v)
-		set.vecs = append(set.vecs, v...)
-		var s float32
-		for _, x := range v {
-			s += x * x
-		}
-		set.norms = append(set.norms, sqrt32(s))
-		set.segments = append(set.segments, fmt.Sprint(i))
-		set.children = append(set.children, "")
-		set.docOf = append(set.docOf, 0)
+		set.add(fmt.Sprint(i), "", llm.BuiltinEmbedding(text()), 0)
 	}
 	ix := vecindex.Build(set.vecs, set.dims, vecindex.Options{Seed: 1})
 	allowed := map[string]bool{"doc": true}
@@ -108,17 +98,7 @@ func TestGroupedSetScoresAlike(t *testing.T) {
 		if i%10 == 3 {
 			t = "tea coffee water" // many identical vectors
 		}
-		v := llm.BuiltinEmbedding(t)
-		set.dims = len(v)
-		set.vecs = append(set.vecs, v...)
-		var s float32
-		for _, x := range v {
-			s += x * x
-		}
-		set.norms = append(set.norms, sqrt32(s))
-		set.segments = append(set.segments, fmt.Sprint(i))
-		set.children = append(set.children, "")
-		set.docOf = append(set.docOf, int32(rng.IntN(3)))
+		set.add(fmt.Sprint(i), "", llm.BuiltinEmbedding(t), int32(rng.IntN(3)))
 	}
 	ix := vecindex.Build(set.vecs, set.dims, vecindex.Options{Seed: 1, Lists: 40})
 	g := set.grouped(ix)
@@ -148,15 +128,4 @@ func TestGroupedSetScoresAlike(t *testing.T) {
 			}
 		}
 	}
-}
-
-func sqrt32(x float32) float32 {
-	z := x
-	if z == 0 {
-		return 0
-	}
-	for range 20 {
-		z = (z + x/z) / 2
-	}
-	return z
 }

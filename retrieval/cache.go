@@ -448,27 +448,16 @@ func loadVectors(ctx context.Context, db *gorm.DB, datasetID, model, sig string)
 			return nil, err
 		}
 		v := indexing.DecodeVector(blob)
-		if set.dims == 0 {
-			set.dims = len(v)
-		}
-		if len(v) != set.dims {
+		if set.dims != 0 && len(v) != set.dims {
 			continue // a vector of another size cannot be compared
 		}
-		var n float64
-		for _, x := range v {
-			n += float64(x) * float64(x)
-		}
-		set.segments = append(set.segments, seg)
-		set.children = append(set.children, child)
-		set.vecs = append(set.vecs, v...)
-		set.norms = append(set.norms, float32(math.Sqrt(n)))
 		di, ok := docIndex[doc]
 		if !ok {
 			di = int32(len(set.docIDs))
 			docIndex[doc] = di
 			set.docIDs = append(set.docIDs, doc)
 		}
-		set.docOf = append(set.docOf, di)
+		set.add(seg, child, v, di)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -483,4 +472,22 @@ func loadVectors(ctx context.Context, db *gorm.DB, datasetID, model, sig string)
 	cache[key] = set
 	cacheMu.Unlock()
 	return set, nil
+}
+
+// add appends vector v of chunk seg (child chunk child, "" for none) of
+// the document at index doc of docIDs, with its length. The first vector
+// sets the dimensions.
+func (set *vectorSet) add(seg, child string, v []float32, doc int32) {
+	if set.dims == 0 {
+		set.dims = len(v)
+	}
+	var n float64
+	for _, x := range v {
+		n += float64(x) * float64(x)
+	}
+	set.segments = append(set.segments, seg)
+	set.children = append(set.children, child)
+	set.vecs = append(set.vecs, v...)
+	set.norms = append(set.norms, float32(math.Sqrt(n)))
+	set.docOf = append(set.docOf, doc)
 }
