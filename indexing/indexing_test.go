@@ -33,8 +33,13 @@ type fixture struct {
 
 func newFixture(t *testing.T, technique string) *fixture {
 	t.Helper()
-	gdb := db.OpenTemp(t)
-	dir := t.TempDir()
+	return fixtureOn(t, db.OpenTemp(t), t.TempDir(), technique)
+}
+
+// fixtureOn is a fixture on gdb with files under dir: a new knowledge base
+// with the given indexing technique and a Service over it.
+func fixtureOn(t *testing.T, gdb *gorm.DB, dir, technique string) *fixture {
+	t.Helper()
 	actor := knowledge.Actor{KeyID: "test"}
 	ds, err := knowledge.NewStore(gdb, nil).CreateDataset(context.Background(), actor, knowledge.CreateParams{Name: "kb", IndexingTechnique: &technique})
 	if err != nil {

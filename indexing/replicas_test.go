@@ -68,13 +68,7 @@ func TestTwoReplicasIndexEachDocumentOnce(t *testing.T) {
 	a, b := replicaDB(t, url), replicaDB(t, url)
 	logTransitions(t, a)
 	dir := t.TempDir() // one store of files for both (uploads are shared)
-	f := &fixture{db: a, dataDir: dir, svc: indexing.NewService(a, nil, dir), actor: knowledge.Actor{KeyID: "test"}}
-	technique := knowledge.TechniqueEconomy
-	ds, err := knowledge.NewStore(a, nil).CreateDataset(context.Background(), f.actor, knowledge.CreateParams{Name: "kb", IndexingTechnique: &technique})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.dataset = ds.ID
+	f := fixtureOn(t, a, dir, knowledge.TechniqueEconomy)
 	const docs = 60
 	var batches []string
 	for i := range docs {
@@ -122,13 +116,7 @@ func TestJobOfDeadReplicaIsTakenOver(t *testing.T) {
 	a, b := replicaDB(t, url), replicaDB(t, url)
 	logTransitions(t, a)
 	dir := t.TempDir()
-	f := &fixture{db: a, dataDir: dir, svc: indexing.NewService(a, nil, dir), actor: knowledge.Actor{KeyID: "test"}}
-	technique := knowledge.TechniqueEconomy
-	ds, err := knowledge.NewStore(a, nil).CreateDataset(context.Background(), f.actor, knowledge.CreateParams{Name: "kb", IndexingTechnique: &technique})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.dataset = ds.ID
+	f := fixtureOn(t, a, dir, knowledge.TechniqueEconomy)
 	ctx := context.Background()
 	orphan, err := f.svc.CreateFromText(ctx, f.actor, f.dataset, "orphan", sample, indexing.Settings{})
 	if err != nil {
