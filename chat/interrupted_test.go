@@ -7,6 +7,7 @@ import (
 
 	"appkb/apps"
 	"appkb/cluster"
+	"appkb/cluster/clustertest"
 	"appkb/db"
 	"appkb/endusers"
 	"appkb/models"
@@ -34,15 +35,9 @@ func TestCloseInterrupted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	live, dead, starting := cluster.NewReplica(gdb), cluster.NewReplica(gdb), cluster.NewReplica(gdb)
-	for _, r := range []*cluster.Replica{live, dead, starting} {
-		if err := r.Beat(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := gdb.Exec(`UPDATE replicas SET heartbeat_at = ? WHERE id = ?`, time.Now().UTC().Add(-time.Hour), dead.ID).Error; err != nil {
-		t.Fatal(err)
-	}
+	rs := clustertest.Beating(t, gdb, 3)
+	live, dead, starting := rs[0], rs[1], rs[2]
+	clustertest.Backdate(t, gdb, dead.ID)
 	// The live replica's message is stamped as a stream stamps it.
 	g := &Generation{svc: &Service{replica: live}, MessageID: "live", appID: app.ID, query: "q", CreatedAt: time.Now().UTC()}
 	liveMsg := g.startRecord()

@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"appkb/cluster"
+	"appkb/cluster/clustertest"
 	"appkb/db"
 )
 
@@ -25,14 +26,6 @@ func newReplica(gdb *gorm.DB) *cluster.Replica {
 	return r
 }
 
-// backdate makes id's heartbeat look an hour old, as if it had died.
-func backdate(t *testing.T, gdb *gorm.DB, id string) {
-	t.Helper()
-	if err := gdb.Exec(`UPDATE replicas SET heartbeat_at = ? WHERE id = ?`, time.Now().UTC().Add(-time.Hour), id).Error; err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestRegistry(t *testing.T) {
 	ctx := context.Background()
 	gdb := db.OpenTemp(t)
@@ -42,7 +35,7 @@ func TestRegistry(t *testing.T) {
 	if err := dead.Beat(ctx); err != nil {
 		t.Fatal(err)
 	}
-	backdate(t, gdb, dead.ID)
+	clustertest.Backdate(t, gdb, dead.ID)
 
 	// Rows owned by: the live replica, the dead one, one whose row is gone,
 	// and no one.

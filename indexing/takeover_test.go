@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
-	"appkb/cluster"
+	"appkb/cluster/clustertest"
 	"appkb/db"
 	"appkb/knowledge"
 	"appkb/models"
@@ -30,12 +29,8 @@ func TestTakenOverJobStopsItsOldWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	slow, next := cluster.NewReplica(gdb), cluster.NewReplica(gdb)
-	for _, r := range []*cluster.Replica{slow, next} {
-		if err := r.Beat(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	rs := clustertest.Beating(t, gdb, 2)
+	slow, next := rs[0], rs[1]
 	old := &worker{svc: svc, maxBig: 1, replica: slow}
 	j, ok, err := old.claimOne(ctx)
 	if err != nil || !ok {
@@ -46,9 +41,7 @@ func TestTakenOverJobStopsItsOldWorker(t *testing.T) {
 		if n, err := requeueInterrupted(ctx, gdb, next); err != nil || n != 0 {
 			t.Fatalf("requeued %d jobs of a live replica (%v)", n, err)
 		}
-		if err := gdb.Exec(`UPDATE replicas SET heartbeat_at = ? WHERE id = ?`, time.Now().UTC().Add(-time.Hour), slow.ID).Error; err != nil {
-			t.Fatal(err)
-		}
+		clustertest.Backdate(t, gdb, slow.ID)
 	}
 	if n, err := requeueInterrupted(ctx, gdb, next); err != nil || n != 1 {
 		t.Fatalf("requeued %d jobs (%v), want 1", n, err)

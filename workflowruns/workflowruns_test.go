@@ -7,7 +7,7 @@ import (
 
 	"appkb/apperr"
 	"appkb/apps"
-	"appkb/cluster"
+	"appkb/cluster/clustertest"
 	"appkb/db"
 	"appkb/models"
 	"appkb/workflow"
@@ -158,15 +158,9 @@ func TestCloseInterruptedLeavesLiveReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	live, dead, starting := cluster.NewReplica(gdb), cluster.NewReplica(gdb), cluster.NewReplica(gdb)
-	for _, r := range []*cluster.Replica{live, dead, starting} {
-		if err := r.Beat(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := gdb.Exec(`UPDATE replicas SET heartbeat_at = ? WHERE id = ?`, time.Now().UTC().Add(-time.Hour), dead.ID).Error; err != nil {
-		t.Fatal(err)
-	}
+	rs := clustertest.Beating(t, gdb, 3)
+	live, dead, starting := rs[0], rs[1], rs[2]
+	clustertest.Backdate(t, gdb, dead.ID)
 	// The live replica's run is recorded through its store, as the engine
 	// does.
 	liveStore := workflowruns.New(gdb)
