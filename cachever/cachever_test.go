@@ -61,6 +61,23 @@ func TestSnapshotStandsInForCounterReads(t *testing.T) {
 		}
 	}
 
+	// Another counter moving makes the next snapshot read every counter
+	// again; this cache's counter did not move, so its entry stays.
+	if err := gdb.Exec(`UPDATE cache_versions SET version = version + 1 WHERE name = ?`, "apps").Error; err != nil {
+		t.Fatal(err)
+	}
+	if got := get(snaps.Attach(bg)); got != "v2" || loads != 2 {
+		t.Errorf("after another counter moved: got %q after %d loads, want v2 after 2", got, loads)
+	}
+	// Two snapshots in a row with a change of this counter between them:
+	// the second must not reuse the counters the first read.
+	snaps.Attach(bg)
+	bump()
+	value = "v2b"
+	if got := get(snaps.Attach(bg)); got != "v2b" || loads != 3 {
+		t.Errorf("change between two snapshots: got %q after %d loads, want v2b after 3", got, loads)
+	}
+
 	// A snapshot that has gone stale is not trusted.
 	stale := snaps.Attach(bg)
 	bump()
