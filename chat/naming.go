@@ -137,8 +137,11 @@ func cleanName(s string) string {
 }
 
 func truncateRunes(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
+	for i := range s {
+		if n == 0 {
+			return s[:i]
+		}
+		n--
 	}
-	return string([]rune(s)[:n])
+	return s
 }

@@ -66,7 +66,8 @@ func (v *requestValidator) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			return echo.ErrNotFound
 		}
-		if err := normalizeJSONBody(req, route.Operation, v.maxText); err != nil {
+		body, err := normalizeJSONBody(req, route.Operation, v.maxText)
+		if err != nil {
 			return err
 		}
 		req = req.WithContext(v.snapshots.Attach(req.Context()))
@@ -86,7 +87,9 @@ func (v *requestValidator) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 				// Multipart bodies are read part by part by their handlers
 				// (files go to disk as they arrive); the validator would
 				// read the whole body into memory first.
-				ExcludeRequestBody: streamed,
+				// A JSON body was decoded above; its schema is checked
+				// on that value after the key and parameters.
+				ExcludeRequestBody: streamed || body != nil,
 				AuthenticationFunc: func(ctx context.Context, ai *openapi3filter.AuthenticationInput) error {
 					p, err := v.authenticate(ctx, ai.SecuritySchemeName, req, pathParams)
 					if err == nil {
@@ -106,6 +109,9 @@ func (v *requestValidator) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 			req.Body = body
 		} else {
 			err = openapi3filter.ValidateRequest(req.Context(), input)
+		}
+		if err == nil && body != nil {
+			err = validateJSONBody(input, body)
 		}
 		if err != nil {
 			return validationError(err)
@@ -252,6 +258,14 @@ func firstLine(s string) string {
 	return first
 }
 
+// jsonBody is a JSON request body decoded once: the cleaned value, which
+// the body schema is checked against, and the media type that describes
+// it. Numbers are kept as json.Number, as kin-openapi decodes them.
+type jsonBody struct {
+	value any
+	media *openapi3.MediaType
+}
+
 // normalizeJSONBody makes JSON bodies as forgiving as real clients need: an
 // empty or literal null body counts as no body, and a null given for an
 // optional field that the description does not mark nullable counts as
@@ -259,42 +273,92 @@ func firstLine(s string) string {
 //
 // Text fields that feed models are bounded too: query and each string input
 // value may have at most maxText characters (0: no limit).
-func normalizeJSONBody(req *http.Request, op *openapi3.Operation, maxText int) error {
+//
+// It returns the decoded body when the operation takes JSON and one was
+// sent, so that its schema is checked on this value (validateJSONBody)
+// instead of kin-openapi decoding the body a second time; nil otherwise.
+func normalizeJSONBody(req *http.Request, op *openapi3.Operation, maxText int) (*jsonBody, error) {
 	if req.Body == nil || req.Body == http.NoBody || op.RequestBody == nil || op.RequestBody.Value == nil {
-		return nil
+		return nil, nil
 	}
 	mt, _, _ := mime.ParseMediaType(req.Header.Get(echo.HeaderContentType))
 	if mt != echo.MIMEApplicationJSON {
-		return nil
+		return nil, nil
 	}
 	raw, err := io.ReadAll(req.Body)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return echo.ErrStatusRequestEntityTooLarge
+			return nil, echo.ErrStatusRequestEntityTooLarge
 		}
-		return apperr.InvalidParam("request body could not be read")
+		return nil, apperr.InvalidParam("request body could not be read")
 	}
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
 		setBody(req, nil)
-		return nil
+		return nil, nil
 	}
-	var value any
-	if err := json.Unmarshal(trimmed, &value); err != nil {
-		return apperr.InvalidParam("request body is not valid JSON: %v", err)
+	value, err := decodeJSONValue(trimmed)
+	if err != nil {
+		return nil, apperr.InvalidParam("request body is not valid JSON: %v", err)
 	}
-	if media := op.RequestBody.Value.Content.Get(echo.MIMEApplicationJSON); media != nil && media.Schema != nil {
-		value = dropNulls(media.Schema.Value, value)
+	media := op.RequestBody.Value.Content.Get(echo.MIMEApplicationJSON)
+	dropped := false
+	if media != nil && media.Schema != nil {
+		value = dropNulls(media.Schema.Value, value, &dropped)
 	}
 	if err := checkTextLimits(value, maxText); err != nil {
-		return err
+		return nil, err
 	}
-	cleaned, err := json.Marshal(value)
+	if dropped {
+		cleaned, err := json.Marshal(value)
+		if err != nil {
+			return nil, apperr.Internal(err)
+		}
+		setBody(req, cleaned)
+	} else {
+		setBody(req, trimmed)
+	}
+	if media == nil || media.Schema == nil {
+		return nil, nil // kin-openapi refuses the media type
+	}
+	return &jsonBody{value: value, media: media}, nil
+}
+
+// decodeJSONValue decodes one JSON value, numbers as json.Number; anything
+// after it is an error.
+func decodeJSONValue(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var value any
+	if err := dec.Decode(&value); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("unexpected data after the top-level value")
+	}
+	return value, nil
+}
+
+// validateJSONBody checks a decoded JSON body against the operation's body
+// schema as kin-openapi's ValidateRequestBody does: as a request (read-only
+// properties refused), with defaults of absent properties filled in and
+// written back into the body the handler reads.
+func validateJSONBody(input *openapi3filter.RequestValidationInput, body *jsonBody) error {
+	defaults := false
+	err := body.media.Schema.Value.VisitJSON(body.value, openapi3.VisitAsRequest(),
+		openapi3.DefaultsSet(func() { defaults = true }))
 	if err != nil {
-		return apperr.Internal(err)
+		return &openapi3filter.RequestError{Input: input, RequestBody: input.Route.Operation.RequestBody.Value,
+			Reason: "doesn't match schema", Err: err}
 	}
-	setBody(req, cleaned)
+	if defaults {
+		data, err := json.Marshal(body.value)
+		if err != nil {
+			return apperr.Internal(err)
+		}
+		setBody(input.Request, data)
+	}
 	return nil
 }
 
@@ -326,7 +390,7 @@ func setBody(req *http.Request, body []byte) {
 
 // dropNulls removes object members whose value is null where the schema does
 // not allow null, so that "null" reads as "not given".
-func dropNulls(schema *openapi3.Schema, value any) any {
+func dropNulls(schema *openapi3.Schema, value any, dropped *bool) any {
 	if schema == nil {
 		return value
 	}
@@ -337,15 +401,16 @@ func dropNulls(schema *openapi3.Schema, value any) any {
 			if member == nil {
 				if prop == nil || !prop.Nullable {
 					delete(v, key)
+					*dropped = true
 				}
 				continue
 			}
-			v[key] = dropNulls(prop, member)
+			v[key] = dropNulls(prop, member, dropped)
 		}
 	case []any:
 		if schema.Items != nil {
 			for i := range v {
-				v[i] = dropNulls(schema.Items.Value, v[i])
+				v[i] = dropNulls(schema.Items.Value, v[i], dropped)
 			}
 		}
 	}

@@ -86,15 +86,20 @@ func logAttempts(provider string) option.Middleware {
 	return func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 		start := time.Now()
 		res, err := next(req)
+		ctx := req.Context()
+		ok := err == nil && res.StatusCode < 400
+		if ok && !slog.Default().Enabled(ctx, slog.LevelDebug) {
+			return res, err // the common case: nothing to log
+		}
 		attrs := []any{"provider", provider, "host", req.URL.Host, "path", req.URL.Path,
 			"attempt", req.Header.Get("X-Stainless-Retry-Count"), "elapsed", time.Since(start)}
 		switch {
 		case err != nil:
-			slog.WarnContext(req.Context(), "llm: request to provider failed", append(attrs, "err", err)...)
+			slog.WarnContext(ctx, "llm: request to provider failed", append(attrs, "err", err)...)
 		case res.StatusCode >= 400:
-			slog.WarnContext(req.Context(), "llm: provider answered with an error", append(attrs, "status", res.StatusCode)...)
+			slog.WarnContext(ctx, "llm: provider answered with an error", append(attrs, "status", res.StatusCode)...)
 		default:
-			slog.DebugContext(req.Context(), "llm: request done", append(attrs, "status", res.StatusCode)...)
+			slog.DebugContext(ctx, "llm: request done", append(attrs, "status", res.StatusCode)...)
 		}
 		return res, err
 	}
