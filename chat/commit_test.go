@@ -131,3 +131,60 @@ func TestWriteSoonRidesAlong(t *testing.T) {
 		t.Errorf("rows: n=1 %d, n=2 %d, want 1 and 1", count(1), count(2))
 	}
 }
+
+// TestGroupCommitHandsOffTheLead queues many writeSoon units that would
+// wait an hour on their own, then writes from many goroutines at once.
+// Every unit must be committed exactly once by the writers' batches: a
+// leader whose own work is done hands the lead on (to a queued writeSoon
+// unit too), and no queued unit is left behind when leading stops.
+func TestGroupCommitHandsOffTheLead(t *testing.T) {
+	gdb := db.OpenTemp(t)
+	if err := gdb.Exec(`CREATE TABLE gc_handoff (n INTEGER PRIMARY KEY)`).Error; err != nil {
+		t.Fatal(err)
+	}
+	s := New(Config{DB: gdb})
+	ctx := context.Background()
+	insert := func(n int) func(tx *gorm.DB) error {
+		return func(tx *gorm.DB) error { return tx.Exec(`INSERT INTO gc_handoff (n) VALUES (?)`, n).Error }
+	}
+	const soon, writers = 40, 160
+	errs := make(chan error, soon+writers)
+	var wg sync.WaitGroup
+	for i := range soon {
+		wg.Go(func() { errs <- s.writeSoon(ctx, insert(i), time.Hour) })
+	}
+	for queued := 0; queued < soon; {
+		s.commits.mu.Lock()
+		queued = len(s.commits.pending)
+		s.commits.mu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+	for i := range writers {
+		wg.Go(func() { errs <- s.write(ctx, insert(soon+i)) })
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(30 * time.Second):
+		t.Fatal("some units were never committed")
+	}
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	var n, distinct int
+	if err := gdb.Raw(`SELECT count(*), count(DISTINCT n) FROM gc_handoff`).Row().Scan(&n, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	if n != soon+writers || distinct != n {
+		t.Errorf("%d rows (%d distinct), want %d", n, distinct, soon+writers)
+	}
+	s.commits.mu.Lock()
+	defer s.commits.mu.Unlock()
+	if s.commits.leading || len(s.commits.pending) != 0 {
+		t.Errorf("after all units: leading %v, %d pending", s.commits.leading, len(s.commits.pending))
+	}
+}
