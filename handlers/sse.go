@@ -19,11 +19,15 @@ const frameWriteTimeout = 30 * time.Second
 
 // sseWriter writes a message stream the way Dify frames it: each event is
 // one `data: {json}` line followed by a blank line, and keep-alives are a
-// bare `event: ping` line followed by a blank line. Every frame is flushed
-// at once, under its own write deadline.
+// bare `event: ping` line followed by a blank line. A frame is flushed at
+// once, under its own write deadline, unless the next one is already
+// waiting (hold): frames that arrive together (a fast model's whole answer
+// in one read) go out in one write instead of one system call each.
 type sseWriter struct {
 	res *echo.Response
 	rc  *http.ResponseController
+	// hold is set while more frames are ready to be written at once.
+	hold bool
 }
 
 // startSSE sends the stream's headers.
@@ -63,12 +67,17 @@ var (
 	openaiFraming = framing{ping: []byte(": keep-alive\n\n"), done: []byte("data: [DONE]\n\n")}
 )
 
-// write sends one frame and flushes it. The deadline is set per frame;
-// writers that cannot set one (test recorders) go without.
+// write sends one frame and flushes it, unless hold is set. The deadline
+// is set per frame; writers that cannot set one (test recorders) go
+// without.
 func (w *sseWriter) write(frame []byte) error {
+	// Even a held frame may go out now, when it fills the buffer.
 	_ = w.rc.SetWriteDeadline(time.Now().Add(frameWriteTimeout))
 	if _, err := w.res.Write(frame); err != nil {
 		return err
+	}
+	if w.hold {
+		return nil
 	}
 	return w.rc.Flush()
 }
@@ -143,7 +152,14 @@ func (s *Server) pump(c echo.Context, run *flows.Run, f framing) (err error) {
 				send(func() error { return w.event(run.ErrorEvent(err)) })
 				return nil
 			}
-			send(func() error { return w.event(ev.Payload) })
+			// When the next event is already queued, this frame waits
+			// for it in the buffer; the last of a burst flushes them all.
+			more := len(events) > 0
+			send(func() error {
+				w.hold = more
+				defer func() { w.hold = false }()
+				return w.event(ev.Payload)
+			})
 			if ev.Name == "message_end" || ev.Name == "workflow_finished" {
 				// The answer is complete; what may still come (read-aloud
 				// audio, the end of the stream) needs no keep-alive, and

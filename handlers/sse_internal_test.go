@@ -2,10 +2,12 @@ package handlers
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -88,4 +90,91 @@ func TestPump(t *testing.T) {
 			}
 		})
 	}
+}
+
+// flushCounter is a response writer that counts flushes and tells each
+// one on flushed.
+type flushCounter struct {
+	*httptest.ResponseRecorder
+	flushes atomic.Int32
+	flushed chan string // the body so far, at each flush
+}
+
+func (f *flushCounter) Flush() {
+	f.flushes.Add(1)
+	f.ResponseRecorder.Flush()
+	select {
+	case f.flushed <- f.Body.String():
+	default:
+	}
+}
+
+// TestPumpCoalescesBursts checks when frames are flushed: events that are
+// all queued when the writer gets to them go out with one flush, while an
+// event followed by nothing (a model still thinking) is flushed at once.
+func TestPumpCoalescesBursts(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	errorEvent := func(err error) any { return map[string]any{"event": "error"} }
+	msg := func(i int) flows.Event {
+		return flows.Event{Name: "message", Payload: map[string]any{"event": "message", "answer": fmt.Sprint("part", i)}}
+	}
+	newPump := func() (*Server, echo.Context, *flushCounter) {
+		rec := &flushCounter{ResponseRecorder: httptest.NewRecorder(), flushed: make(chan string, 64)}
+		c := echo.New().NewContext(httptest.NewRequest("POST", "/", nil), rec)
+		return &Server{log: log, pingInterval: time.Hour}, c, rec
+	}
+
+	t.Run("a burst goes out with one flush", func(t *testing.T) {
+		s, c, rec := newPump()
+		queued, release := make(chan struct{}), make(chan struct{})
+		run := flows.Produce(context.Background(), log, "task", errorEvent, func(_ context.Context, emit func(flows.Event) error) (*flows.Result, error) {
+			for i := range 10 {
+				_ = emit(msg(i))
+			}
+			close(queued)
+			<-release
+			return &flows.Result{}, nil
+		})
+		<-queued
+		done := make(chan error, 1)
+		go func() { done <- s.pump(c, run, difyFraming) }()
+		body := <-rec.flushed // the first flush carries the whole burst
+		close(release)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		for i := range 10 {
+			if !strings.Contains(body, fmt.Sprintf(`"answer":"part%d"`, i)) {
+				t.Errorf("first flush lacks part%d: %q", i, body)
+			}
+		}
+		if n := rec.flushes.Load(); n != 1 {
+			t.Errorf("%d flushes for one burst, want 1", n)
+		}
+	})
+
+	t.Run("a lone event is flushed at once", func(t *testing.T) {
+		s, c, rec := newPump()
+		run := flows.Produce(context.Background(), log, "task", errorEvent, func(_ context.Context, emit func(flows.Event) error) (*flows.Result, error) {
+			for i := range 3 {
+				_ = emit(msg(i))
+				// The next part comes only once this one reached the client.
+				select {
+				case body := <-rec.flushed:
+					if !strings.Contains(body, fmt.Sprintf("part%d", i)) {
+						return nil, fmt.Errorf("flush %d lacks its event: %q", i, body)
+					}
+				case <-time.After(10 * time.Second):
+					return nil, fmt.Errorf("event %d was held back", i)
+				}
+			}
+			return &flows.Result{}, nil
+		})
+		if err := s.pump(c, run, difyFraming); err != nil {
+			t.Fatal(err)
+		}
+		if body := rec.Body.String(); strings.Contains(body, "error") || strings.Count(body, "data: ") != 3 {
+			t.Errorf("body %q, want three message frames and no error", body)
+		}
+	})
 }
