@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 
 	"gorm.io/gorm"
 
@@ -26,10 +27,19 @@ type Store struct {
 	// cache holds apps read by Cached; any change to the apps table,
 	// here or in another process, empties it before it is trusted again.
 	cache *cachever.Cache[string, *models.App]
+	// parsed holds the definition parsed from each cached app row, by app
+	// id (see LoadCached).
+	parsed sync.Map // string -> parsedDef
 	// Check, when set, vets a parsed definition before Import or Replace
 	// stores it (the workflow engine compiles the graph), so that an app
 	// that could never run is refused up front.
 	Check func(*Definition) error
+}
+
+// parsedDef is a definition with the cached row it was parsed from.
+type parsedDef struct {
+	app *models.App
+	def *Definition
 }
 
 func NewStore(db *gorm.DB) *Store {
@@ -144,12 +154,42 @@ func (s *Store) Load(ctx context.Context, id string) (*models.App, *Definition, 
 	if err != nil {
 		return nil, nil, err
 	}
-	def, err := parseText([]byte(app.Definition))
+	def, err := parseStored(app)
 	if err != nil {
-		return nil, nil, apperr.Wrap(err, http.StatusBadRequest, apperr.CodeAppUnavailable,
-			"the stored definition of app %s cannot be read (%s); import it again", id, apperr.From(err).Message)
+		return nil, nil, err
 	}
 	return app, def, nil
+}
+
+// LoadCached is Load for hot paths: the app comes from Cached, and its
+// definition is parsed once per cached row, not on every call. Both are
+// shared and must not be modified.
+func (s *Store) LoadCached(ctx context.Context, id string) (*models.App, *Definition, error) {
+	app, err := s.Cached(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if v, ok := s.parsed.Load(id); ok {
+		if p := v.(parsedDef); p.app == app {
+			return app, p.def, nil
+		}
+	}
+	def, err := parseStored(app)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.parsed.Store(id, parsedDef{app: app, def: def})
+	return app, def, nil
+}
+
+// parseStored parses an app's stored definition.
+func parseStored(app *models.App) (*Definition, error) {
+	def, err := parseText([]byte(app.Definition))
+	if err != nil {
+		return nil, apperr.Wrap(err, http.StatusBadRequest, apperr.CodeAppUnavailable,
+			"the stored definition of app %s cannot be read (%s); import it again", app.ID, apperr.From(err).Message)
+	}
+	return def, nil
 }
 
 // List returns every app, oldest first.

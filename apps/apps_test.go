@@ -422,6 +422,7 @@ func TestReplace(t *testing.T) {
 		t.Fatal(err)
 	}
 	original, _ := store.Export(ctx, chat.ID)
+	reader := apps.NewStore(gdb)
 
 	tests := []struct {
 		name     string
@@ -458,6 +459,18 @@ func TestReplace(t *testing.T) {
 			}
 			if got.Name != tc.wantName {
 				t.Errorf("name %q, want %q", got.Name, tc.wantName)
+			}
+			// Another store (as in another replica) sees the change at
+			// once, and parses the definition once for as long as it holds.
+			_, def, err := reader.LoadCached(ctx, chat.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if def.App.Name != tc.wantName {
+				t.Errorf("cached definition of %q, want %q", def.App.Name, tc.wantName)
+			}
+			if _, again, _ := reader.LoadCached(ctx, chat.ID); again != def {
+				t.Error("the definition was parsed again although the app did not change")
 			}
 			p, err := keys.Authenticate(ctx, key)
 			if err != nil || p.AppID != chat.ID {

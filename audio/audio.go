@@ -45,12 +45,13 @@ var audioExtension = map[string]string{
 type Service struct {
 	db     *gorm.DB
 	models *llm.Registry
+	apps   *apps.Store
 }
 
 // NewService returns a service over db using the models of registry (nil:
 // the builtin models only, which have no speech support).
 func NewService(db *gorm.DB, registry *llm.Registry) *Service {
-	return &Service{db: db, models: registry}
+	return &Service{db: db, models: registry, apps: apps.NewStore(db)}
 }
 
 // Transcribe returns the text spoken in a recording sent to appID. The
@@ -62,7 +63,7 @@ func NewService(db *gorm.DB, registry *llm.Registry) *Service {
 // default of the provider of the app's model; the builtin provider has none
 // and answers 400 model_currently_not_support.
 func (s *Service) Transcribe(ctx context.Context, appID string, recording io.Reader, filename, contentType string) (string, error) {
-	_, def, err := apps.NewStore(s.db).Load(ctx, appID)
+	_, def, err := s.apps.LoadCached(ctx, appID)
 	if err != nil {
 		return "", err
 	}
@@ -129,7 +130,7 @@ type SpeakRequest struct {
 // otherwise, as is a message that is unknown or belongs to another app or
 // end user. The caller closes the returned audio.
 func (s *Service) Speak(ctx context.Context, appID string, req SpeakRequest) (*llm.Speech, error) {
-	_, def, err := apps.NewStore(s.db).Load(ctx, appID)
+	_, def, err := s.apps.LoadCached(ctx, appID)
 	if err != nil {
 		return nil, err
 	}

@@ -1,8 +1,10 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -23,7 +25,8 @@ import (
 )
 
 // fakeUpstream answers every chat completion at once with 64 tokens and
-// their usage, like bench/load's upstream.
+// their usage, like bench/load's upstream: one JSON body, or one event
+// stream when the request asks for a stream.
 func fakeUpstream(b *testing.B) string {
 	answer := strings.Repeat(" the model says hello", 16)
 	body, _ := json.Marshal(map[string]any{
@@ -32,8 +35,28 @@ func fakeUpstream(b *testing.B) string {
 			"message": map[string]any{"role": "assistant", "content": answer}}},
 		"usage": map[string]any{"prompt_tokens": 20, "completion_tokens": 64, "total_tokens": 84},
 	})
+	// A streamed answer: the role, eight parts of eight tokens, the finish
+	// and the usage, all in one write.
+	var stream bytes.Buffer
+	chunk := func(delta map[string]any, finish any, usage any) {
+		c, _ := json.Marshal(map[string]any{"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1, "model": "fake",
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}, "usage": usage})
+		fmt.Fprintf(&stream, "data: %s\n\n", c)
+	}
+	chunk(map[string]any{"role": "assistant", "content": ""}, nil, nil)
+	for i := range 8 {
+		chunk(map[string]any{"content": answer[i*len(answer)/8 : (i+1)*len(answer)/8]}, nil, nil)
+	}
+	chunk(map[string]any{}, "stop", nil)
+	chunk(map[string]any{}, nil, map[string]any{"prompt_tokens": 20, "completion_tokens": 64, "total_tokens": 84})
+	stream.WriteString("data: [DONE]\n\n")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
+		req, _ := io.ReadAll(r.Body)
+		if bytes.Contains(req, []byte(`"stream":true`)) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Write(stream.Bytes())
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(body)
 	}))
@@ -83,6 +106,26 @@ func BenchmarkUpstreamChatParallel(b *testing.B) {
 		for pb.Next() {
 			t := time.Now()
 			s.send(b, chatBody(n.Add(1), "blocking"))
+			l.add(time.Since(t))
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+	l.report(b)
+}
+
+// BenchmarkUpstreamStreamingParallel is BenchmarkUpstreamChatParallel with
+// streamed answers: the stream from the upstream is read and written to
+// the client event by event.
+func BenchmarkUpstreamStreamingParallel(b *testing.B) {
+	s := newUpstreamServer(b)
+	b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0)))
+	var n atomic.Int64
+	var l latencies
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			t := time.Now()
+			s.send(b, chatBody(n.Add(1), "streaming"))
 			l.add(time.Since(t))
 		}
 	})

@@ -49,13 +49,16 @@ type Store struct {
 	// Remote fetches remote_url files. The zero Guard refuses every private
 	// and local address.
 	Remote Guard
+	// apps reads the file settings of the app a message is sent to.
+	apps *apps.Store
 }
 
 // NewStore returns a store over db. The bytes go where blobs.For puts them:
 // under dataDir with SQLite, in the database with PostgreSQL. Uploads are
 // staged under dataDir either way.
 func NewStore(db *gorm.DB, dataDir string) *Store {
-	return &Store{db: db, dataDir: dataDir, blobs: blobs.For(db, dataDir), Limits: apps.DefaultSystemParameters}
+	return &Store{db: db, dataDir: dataDir, blobs: blobs.For(db, dataDir), Limits: apps.DefaultSystemParameters,
+		apps: apps.NewStore(db)}
 }
 
 // Staged is a file whose bytes are written and checked but which belongs

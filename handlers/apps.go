@@ -81,11 +81,12 @@ func (s *Server) currentApp(ctx context.Context) (*models.App, error) {
 	return s.apps.Cached(ctx, p.AppID)
 }
 
-// currentDefinition loads the key's app together with its parsed definition.
+// currentDefinition loads the key's app together with its parsed definition
+// (both shared: not to be modified).
 func (s *Server) currentDefinition(ctx context.Context) (*models.App, *apps.Definition, error) {
 	p, err := principalFrom(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	return s.apps.Load(ctx, p.AppID)
+	return s.apps.LoadCached(ctx, p.AppID)
 }
