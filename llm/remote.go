@@ -231,7 +231,7 @@ func (m *remoteChat) Stream(ctx context.Context, req ChatRequest, onChunk func(C
 	}
 	var raw *http.Response
 	err = m.p.remote.client.Post(ctx, chatPath, body, &raw)
-	stream := ssestream.NewStream[openai.ChatCompletionChunk](ssestream.NewDecoder(raw), err)
+	stream := ssestream.NewStream[chatChunk](ssestream.NewDecoder(raw), err)
 	defer stream.Close()
 
 	type partialCall struct {
@@ -242,13 +242,13 @@ func (m *remoteChat) Stream(ctx context.Context, req ChatRequest, onChunk func(C
 		content    strings.Builder
 		calls      = map[int64]*partialCall{}
 		finish     string
-		usage      openai.CompletionUsage
+		usage      answerUsage
 		usageFound bool
 	)
 	for stream.Next() {
 		chunk := stream.Current()
-		if chunk.JSON.Usage.Valid() && chunk.Usage.TotalTokens > 0 {
-			usage, usageFound = chunk.Usage, true
+		if chunk.Usage != nil && chunk.Usage.TotalTokens > 0 {
+			usage, usageFound = *chunk.Usage, true
 		}
 		for _, choice := range chunk.Choices {
 			if choice.Index != 0 {

@@ -149,9 +149,31 @@ type chatAnswer struct {
 		} `json:"message"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
-	Usage *struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-		TotalTokens      int `json:"total_tokens"`
-	} `json:"usage"`
+	Usage *answerUsage `json:"usage"`
+}
+
+// answerUsage is the token usage an answer or a stream reports.
+type answerUsage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// chatChunk is the part of one chunk of a streamed chat completion that is
+// read, decoded the same way as chatAnswer (the SDK's own chunk type
+// decodes every field of it through reflection, several times the cost).
+type chatChunk struct {
+	Choices []struct {
+		Index int64 `json:"index"`
+		Delta struct {
+			Content   string `json:"content"`
+			ToolCalls []struct {
+				Index    int64        `json:"index"`
+				ID       string       `json:"id"`
+				Function wireFunction `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *answerUsage `json:"usage"`
 }
