@@ -121,33 +121,18 @@ func (g *Generation) save(ctx context.Context, m *models.Message, name string, i
 				return nil
 			}
 		} else {
-			err := tx.Model(&models.Message{}).Where("id = ?", m.ID).Updates(map[string]any{
-				"answer":                    m.Answer,
-				"message_tokens":            m.MessageTokens,
-				"answer_tokens":             m.AnswerTokens,
-				"total_tokens":              m.TotalTokens,
-				"provider_response_latency": m.ProviderResponseLatency,
-				"total_price":               m.TotalPrice,
-				"currency":                  m.Currency,
-				"status":                    m.Status,
-				"error":                     m.Error,
-				"agent_thoughts":            m.AgentThoughts,
-				"generating":                false,
-				"message_files":             m.MessageFiles,
-				"updated_at":                now,
-			}).Error
-			if err != nil {
+			if err := models.FinishMessage(tx, m, now); err != nil {
 				return fmt.Errorf("update message: %w", err)
 			}
 			if g.ConversationID == "" {
 				return nil
 			}
 		}
-		updates := map[string]any{"dialogue_count": gorm.Expr("dialogue_count + 1"), "updated_at": now}
+		newName := ""
 		if g.newConv {
-			updates["name"] = name
+			newName = name
 		}
-		return tx.Model(&models.Conversation{}).Where("id = ?", g.ConversationID).Updates(updates).Error
+		return models.CountExchange(tx, g.ConversationID, newName, now)
 	})
 }
 

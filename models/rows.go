@@ -72,6 +72,31 @@ func RenameConversation(tx *gorm.DB, id, from, to string, now time.Time) (bool, 
 	return n > 0, err
 }
 
+// FinishMessage stores the outcome of message m, inserted while it was
+// being generated (a stream), with one fixed UPDATE inside tx; the row
+// stops generating and its updated_at becomes now.
+func FinishMessage(tx *gorm.DB, m *Message, now time.Time) error {
+	_, err := execFixed(tx, `UPDATE messages SET answer = ?, message_tokens = ?, answer_tokens = ?,
+		total_tokens = ?, provider_response_latency = ?, total_price = ?, currency = ?, status = ?, error = ?,
+		agent_thoughts = ?, generating = ?, message_files = ?, updated_at = ? WHERE id = ?`,
+		m.Answer, m.MessageTokens, m.AnswerTokens, m.TotalTokens, m.ProviderResponseLatency, m.TotalPrice,
+		m.Currency, m.Status, m.Error, m.AgentThoughts, false, m.MessageFiles, now, m.ID)
+	return err
+}
+
+// CountExchange adds one exchange to conversation id, with one fixed
+// UPDATE inside tx; a name that is not empty becomes its name.
+func CountExchange(tx *gorm.DB, id, name string, now time.Time) error {
+	if name == "" {
+		_, err := execFixed(tx, "UPDATE conversations SET dialogue_count = dialogue_count + 1, updated_at = ? WHERE id = ?",
+			now, id)
+		return err
+	}
+	_, err := execFixed(tx, "UPDATE conversations SET dialogue_count = dialogue_count + 1, updated_at = ?, name = ? WHERE id = ?",
+		now, name, id)
+	return err
+}
+
 // execFixed runs a fixed statement, written with ? placeholders (and no ?
 // anywhere else), on tx's connection, bypassing gorm's statement
 // building. Errors are translated as gorm translates its own.

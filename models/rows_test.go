@@ -181,3 +181,69 @@ func TestRenameConversationOnlyFromExpectedName(t *testing.T) {
 		}
 	}
 }
+
+// TestFinishMessageAndCountExchange checks the two UPDATEs that end a
+// streamed message: the message row takes its outcome and stops
+// generating, and the conversation counts the exchange, named or not.
+func TestFinishMessageAndCountExchange(t *testing.T) {
+	gdb := db.OpenTemp(t)
+	now := time.Date(2026, 11, 26, 13, 0, 0, 0, time.UTC)
+	app := models.App{ID: "app-1", Name: "a", Mode: "chat", CreatedAt: now, UpdatedAt: now}
+	user := models.EndUser{ID: "eu-1", AppID: app.ID, ExternalUserID: "u", Type: "service_api", CreatedAt: now, UpdatedAt: now}
+	conv := models.Conversation{ID: "c-1", AppID: app.ID, EndUserID: user.ID, Mode: "chat", Name: "New conversation",
+		Inputs: "{}", Status: "normal", CreatedAt: now, UpdatedAt: now}
+	msg := models.Message{ID: "m-1", AppID: app.ID, ConversationID: &conv.ID, EndUserID: user.ID, Query: "q", Inputs: "{}",
+		Status: "normal", Generating: true, MessageFiles: "[]", RetrieverResources: "[]", AgentThoughts: "[]",
+		CreatedAt: now, UpdatedAt: now}
+	for _, row := range []any{&app, &user, &conv, &msg} {
+		if err := gdb.Create(row).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	later := now.Add(time.Minute)
+	price, currency, errText := "0.002", "USD", "stopped"
+	done := msg
+	done.Answer, done.MessageTokens, done.AnswerTokens, done.TotalTokens = "the answer", 5, 7, 12
+	done.ProviderResponseLatency, done.TotalPrice, done.Currency = 0.5, &price, &currency
+	done.Status, done.Error, done.AgentThoughts, done.MessageFiles = "error", &errText, `[{"id":"t"}]`, `[{"id":"f"}]`
+	tests := []struct {
+		name      string
+		rename    string
+		wantName  string
+		wantCount int
+	}{
+		{"named with the first exchange", "Weather", "Weather", 1},
+		{"counted without a new name", "", "Weather", 2},
+	}
+	for _, tc := range tests {
+		err := gdb.Transaction(func(tx *gorm.DB) error {
+			if err := models.FinishMessage(tx, &done, later); err != nil {
+				return err
+			}
+			return models.CountExchange(tx, conv.ID, tc.rename, later)
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var gotConv models.Conversation
+		if err := gdb.Take(&gotConv, "id = ?", conv.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		if gotConv.Name != tc.wantName || gotConv.DialogueCount != tc.wantCount || !gotConv.UpdatedAt.Equal(later) {
+			t.Errorf("%s: conversation %q, %d exchanges, updated %v", tc.name, gotConv.Name, gotConv.DialogueCount, gotConv.UpdatedAt)
+		}
+	}
+	var got models.Message
+	if err := gdb.Take(&got, "id = ?", msg.ID).Error; err != nil {
+		t.Fatal(err)
+	}
+	if !got.UpdatedAt.Equal(later) || !got.CreatedAt.Equal(now) {
+		t.Errorf("times %v / %v", got.CreatedAt, got.UpdatedAt)
+	}
+	want := done
+	want.Generating = false
+	got.CreatedAt, got.UpdatedAt = want.CreatedAt, want.UpdatedAt
+	if d := diffMessage(got, want); d != "" {
+		t.Errorf("finished message: %s", d)
+	}
+}
