@@ -10,6 +10,7 @@ import (
 
 	"appkb/chat"
 	"appkb/cluster"
+	"appkb/db"
 	"appkb/handlers"
 	"appkb/indexing"
 )
@@ -88,9 +89,12 @@ func newApplication(deps handlers.Deps, idx indexing.Config) (*application, erro
 		log:  log,
 		http: &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second},
 		workers: []namedWorker{
-			// Started first and stopped last: work is stamped with the
-			// replica's id only while its heartbeat runs, and its row goes
-			// once nothing of it runs any more.
+			// Stopped after every writer, so that the last checkpoint
+			// follows the last write (SQLite only).
+			{"sqlite checkpoints", db.NewCheckpointer(deps.DB, log)},
+			// Started before the rest and stopped after it: work is
+			// stamped with the replica's id only while its heartbeat
+			// runs, and its row goes once nothing of it runs any more.
 			{"replica", rep},
 			// Next: the other workers publish and receive on the bus
 			// until they stop.

@@ -77,6 +77,10 @@ func newUpstreamServer(b *testing.B) *server {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { db.Close(gdb) })
+	// As in the server: the log is checkpointed in the background.
+	ckpt := db.NewCheckpointer(gdb, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ckpt.Start(context.Background())
+	b.Cleanup(ckpt.Stop)
 	keys, err := demo.Ensure(context.Background(), apps.NewStore(gdb), apikeys.NewStore(gdb))
 	if err != nil {
 		b.Fatal(err)

@@ -103,7 +103,7 @@ func Open(dataDir string) (*gorm.DB, error) {
 	}
 	readers.SetMaxOpenConns(Readers)
 	readers.SetMaxIdleConns(Readers)
-	p := &pool{writer: writer, readers: readers}
+	p := &pool{writer: writer, readers: readers, dsn: base}
 	gdb, err := gorm.Open(sqlite.New(sqlite.Config{DriverName: "sqlite3", DSN: base, Conn: p}), &gorm.Config{
 		Logger:         logger.Default.LogMode(logger.Silent),
 		NowFunc:        func() time.Time { return time.Now().UTC() },

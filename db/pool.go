@@ -25,6 +25,8 @@ import (
 type pool struct {
 	writer  *sql.DB
 	readers *sql.DB
+	// dsn opens another read-write connection (see Checkpointer).
+	dsn string
 }
 
 func (p *pool) route(query string) *sql.DB {

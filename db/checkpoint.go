@@ -1,0 +1,128 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Checkpointer copies SQLite's write-ahead log back into the database file
+// from a connection of its own, in the background.
+//
+// Left to itself, SQLite checkpoints inside the commit that takes the log
+// past 1,000 pages: that commit copies the pages, syncs both files (a few
+// milliseconds here) and holds the one writer meanwhile, so every write
+// queued behind it waits too; under load this happened many times a second
+// and set the slowest answers. While a Checkpointer runs, checkpoints are
+// passive (they never wait for readers or the writer, nor make them wait)
+// and run every interval; the writer still checkpoints by itself past
+// backstopPages, should the background fall behind.
+//
+// On PostgreSQL it does nothing.
+type Checkpointer struct {
+	gdb      *gorm.DB
+	log      *slog.Logger
+	interval time.Duration
+
+	conn   *sql.DB
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+const (
+	// checkpointInterval is how often the log is checkpointed.
+	checkpointInterval = 100 * time.Millisecond
+	// backstopPages is the log size past which the writer checkpoints by
+	// itself (SQLite's default is 1,000).
+	backstopPages    = 10000
+	defaultAutoPages = 1000
+)
+
+// NewCheckpointer returns a checkpointer for gdb, not yet started.
+func NewCheckpointer(gdb *gorm.DB, log *slog.Logger) *Checkpointer {
+	return &Checkpointer{gdb: gdb, log: log, interval: checkpointInterval}
+}
+
+// Start opens the checkpointer's connection, raises the writer's own
+// threshold and begins checkpointing.
+func (c *Checkpointer) Start(ctx context.Context) {
+	p, ok := c.gdb.ConnPool.(*pool)
+	if !ok {
+		return
+	}
+	conn, err := sql.Open("sqlite3", p.dsn)
+	if err != nil {
+		c.log.Warn("checkpointer: cannot open a connection; commits checkpoint by themselves", "err", err)
+		return
+	}
+	conn.SetMaxOpenConns(1)
+	conn.SetConnMaxLifetime(0)
+	conn.SetConnMaxIdleTime(0)
+	if err := setAutoCheckpoint(ctx, p.writer, backstopPages); err != nil {
+		conn.Close()
+		c.log.Warn("checkpointer: cannot raise the writer's threshold; commits checkpoint by themselves", "err", err)
+		return
+	}
+	ctx, c.cancel = context.WithCancel(ctx)
+	c.conn, c.done = conn, make(chan struct{})
+	go c.loop(ctx)
+}
+
+func (c *Checkpointer) loop(ctx context.Context) {
+	defer close(c.done)
+	t := time.NewTicker(c.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			c.checkpoint(ctx)
+		}
+	}
+}
+
+// checkpoint runs one passive checkpoint; a failure is logged and the next
+// tick tries again.
+func (c *Checkpointer) checkpoint(ctx context.Context) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.log.Error("checkpointer: panic", "panic", v)
+		}
+	}()
+	var busy, logPages, done int
+	err := c.conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &logPages, &done)
+	if err != nil && ctx.Err() == nil {
+		c.log.Warn("checkpointer: checkpoint failed", "err", err)
+	}
+}
+
+// Stop ends the background checkpoints, gives the writer back SQLite's
+// default threshold and checkpoints once more.
+func (c *Checkpointer) Stop() {
+	if c.cancel == nil {
+		return
+	}
+	c.cancel()
+	<-c.done
+	p := c.gdb.ConnPool.(*pool)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := setAutoCheckpoint(ctx, p.writer, defaultAutoPages); err != nil {
+		c.log.Warn("checkpointer: cannot restore the writer's threshold", "err", err)
+	}
+	c.checkpoint(ctx)
+	c.conn.Close()
+	c.cancel = nil
+}
+
+// setAutoCheckpoint sets the log size, in pages, past which a commit on
+// the writer checkpoints by itself.
+func setAutoCheckpoint(ctx context.Context, writer *sql.DB, pages int) error {
+	_, err := writer.ExecContext(ctx, fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", pages))
+	return err
+}
