@@ -73,6 +73,9 @@ type Service struct {
 	crowded crowdedSets
 	// facts are the unchanging facts of chunks full-text search has read.
 	facts factCache
+	// text holds the full-text ranking indexes of knowledge bases (see
+	// textindex.go).
+	text textCache
 }
 
 // New returns a Service over db; models resolves embedding and rerank
