@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -137,26 +138,33 @@ func isTokenRune(r rune) bool {
 	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r)
 }
 
-// textTokens calls emit with each token of text as the segments_fts
-// tokenizer (porter unicode61 remove_diacritics 2) produces it.
-func textTokens(text string, emit func(string)) {
+// textWords calls emit with each word of text, split, lower-cased and
+// without diacritics as the unicode61 tokenizer does. emit must not keep
+// the slice.
+func textWords(text string, emit func([]byte)) {
 	var buf []byte
-	flush := func() {
-		if len(buf) > 0 {
-			emit(llm.PorterStem(string(buf)))
-			buf = buf[:0]
-		}
-	}
 	for _, r := range text {
 		if !isTokenRune(r) {
-			flush()
+			if len(buf) > 0 {
+				emit(buf)
+				buf = buf[:0]
+			}
 			continue
 		}
 		if f := foldRune(r); f >= 0 {
 			buf = utf8.AppendRune(buf, f)
 		}
 	}
-	flush()
+	if len(buf) > 0 {
+		emit(buf)
+	}
+}
+
+// textTokens calls emit with each token of text as the segments_fts
+// tokenizer (porter unicode61 remove_diacritics 2) produces it: its words,
+// stemmed.
+func textTokens(text string, emit func(string)) {
+	textWords(text, func(w []byte) { emit(llm.PorterStem(string(w))) })
 }
 
 // queryPhrases turns a query into the tokens of its terms, one per term of
@@ -182,43 +190,67 @@ var (
 	bm25B  = 0.75
 )
 
-// textBuilder reads one chunk table into a textIndex.
+// textBuilder reads one chunk table into a textIndex. Terms get numbers
+// while it reads; the words met are kept with the number of their stem,
+// since stemming is most of the cost of reading an index and a knowledge
+// base has far fewer distinct words than tokens.
 type textBuilder struct {
 	x        *textIndex
 	docIndex map[string]int32
 	lengths  []int32
 	total    int64
-	counts   map[string]int32
-	order    []string
+	words    map[string]int32 // word → term number
+	termIDs  map[string]int32 // stem → term number
+	terms    []string
+	postings [][]textPosting // by term number
+	row      []int32         // term numbers of the row being added
 	max      int
 }
 
 func newTextBuilder(children bool, maxPostings int) *textBuilder {
-	return &textBuilder{x: &textIndex{postings: map[string][]textPosting{}, children: children},
-		docIndex: map[string]int32{}, counts: map[string]int32{}, max: maxPostings}
+	return &textBuilder{x: &textIndex{children: children}, docIndex: map[string]int32{},
+		words: map[string]int32{}, termIDs: map[string]int32{}, max: maxPostings}
 }
 
 // errTextTooBig stops a build whose postings would pass the bound.
 var errTextTooBig = fmt.Errorf("retrieval: the full-text index would be too large")
 
+// term returns the number of a word's stem.
+func (b *textBuilder) term(w []byte) int32 {
+	if id, ok := b.words[string(w)]; ok {
+		return id
+	}
+	word := string(w)
+	st := llm.PorterStem(word)
+	id, ok := b.termIDs[st]
+	if !ok {
+		id = int32(len(b.terms))
+		b.termIDs[st] = id
+		b.terms = append(b.terms, st)
+		b.postings = append(b.postings, nil)
+	}
+	b.words[word] = id
+	return id
+}
+
 // add appends a row.
 func (b *textBuilder) add(seq int64, id, parent, doc string, enabled bool, content string) error {
 	x := b.x
 	row := int32(len(x.ids))
-	clear(b.counts)
-	b.order = b.order[:0]
-	n := int32(0)
-	textTokens(content, func(t string) {
-		n++
-		if b.counts[t] == 0 {
-			b.order = append(b.order, t)
+	b.row = b.row[:0]
+	textWords(content, func(w []byte) { b.row = append(b.row, b.term(w)) })
+	n := int32(len(b.row))
+	slices.Sort(b.row)
+	for i := 0; i < len(b.row); {
+		j := i + 1
+		for j < len(b.row) && b.row[j] == b.row[i] {
+			j++
 		}
-		b.counts[t]++
-	})
-	for _, t := range b.order {
-		x.postings[t] = append(x.postings[t], textPosting{row: row, tf: b.counts[t]})
+		t := b.row[i]
+		b.postings[t] = append(b.postings[t], textPosting{row: row, tf: int32(j - i)})
+		x.size++
+		i = j
 	}
-	x.size += len(b.order)
 	if x.size > b.max {
 		return errTextTooBig
 	}
@@ -243,6 +275,10 @@ func (b *textBuilder) add(seq int64, id, parent, doc string, enabled bool, conte
 // finish computes the length normalisation and returns the index.
 func (b *textBuilder) finish() *textIndex {
 	x := b.x
+	x.postings = make(map[string][]textPosting, len(b.terms))
+	for i, t := range b.terms {
+		x.postings[t] = b.postings[i]
+	}
 	x.norm = make([]float64, len(x.ids))
 	if len(x.ids) > 0 {
 		avg := float64(b.total) / float64(len(x.ids))
@@ -377,6 +413,7 @@ type textCache struct {
 	total    int                      // postings held, over every index
 	building map[string]chan struct{} // reads running now, closed when done
 	next     map[string]time.Time     // when a knowledge base may be read again
+	took     map[string]time.Duration // how long the last read of a knowledge base took
 }
 
 // Bounds of the cache: how many knowledge bases, and how many postings
@@ -442,7 +479,7 @@ func (c *textCache) put(datasetID string, kb *kbText) {
 func (c *textCache) refresh(gdb *gorm.DB, datasetID string) chan struct{} {
 	c.mu.Lock()
 	if c.building == nil {
-		c.building, c.next = map[string]chan struct{}{}, map[string]time.Time{}
+		c.building, c.next, c.took = map[string]chan struct{}{}, map[string]time.Time{}, map[string]time.Duration{}
 	}
 	if done := c.building[datasetID]; done != nil {
 		c.mu.Unlock()
@@ -463,10 +500,13 @@ func (c *textCache) refresh(gdb *gorm.DB, datasetID string) chan struct{} {
 			}
 			c.mu.Lock()
 			delete(c.building, datasetID)
-			if len(c.next) > 1000 {
+			if len(c.next) > 1000 || len(c.took) > 1000 {
 				clear(c.next)
+				clear(c.took)
 			}
-			if took := time.Since(start); took > textThrottle {
+			took := time.Since(start)
+			c.took[datasetID] = took
+			if took > textThrottle {
 				c.next[datasetID] = time.Now().Add(3 * took)
 			} else {
 				delete(c.next, datasetID)
@@ -482,6 +522,8 @@ func (c *textCache) refresh(gdb *gorm.DB, datasetID string) chan struct{} {
 			return
 		}
 		c.put(datasetID, kb)
+		slog.Debug("retrieval: read the full-text index", "dataset_id", datasetID, "version", kb.version,
+			"postings", kb.size, "too_big", kb.tooBig, "took", time.Since(start))
 	}()
 	return done
 }
@@ -618,10 +660,11 @@ func (s *Service) indexedFullText(ctx context.Context, datasets []string, query 
 }
 
 // awaitText starts (or joins) the read of a knowledge base's index and
-// waits up to wait for it; nil when it is not current by then.
+// waits up to wait for it; nil when it is not current by then. When the
+// last read took longer than wait, it does not wait at all.
 func (s *Service) awaitText(ctx context.Context, datasetID string, version int64, wait time.Duration) (*kbText, error) {
 	done := s.text.refresh(s.db, datasetID)
-	if done == nil || wait <= 0 {
+	if done == nil || wait <= 0 || s.text.lastTook(datasetID) > wait {
 		return nil, nil
 	}
 	timer := time.NewTimer(wait)
@@ -634,4 +677,12 @@ func (s *Service) awaitText(ctx context.Context, datasetID string, version int64
 		return nil, ctx.Err()
 	}
 	return s.text.current(datasetID, version), nil
+}
+
+// lastTook is how long the last read of a knowledge base's index took (0
+// if none is known).
+func (c *textCache) lastTook(datasetID string) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.took[datasetID]
 }
