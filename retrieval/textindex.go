@@ -39,11 +39,16 @@ import (
 //
 // An index is used only while the knowledge base's counter in
 // chunk_text_versions (moved by triggers on every change to a chunk's text,
-// enabled flag or place, migration 0024) is what it was when the index was
-// read; otherwise the search goes through SQL while one background build
-// reads the index again. Whether a chunk may be returned is decided per
-// search, from the enabled flag kept in the index and the documents the
-// search allows (docSet), exactly as the SQL path's conditions.
+// enabled flag or place, migration 0024, in the transaction of the change)
+// is no higher than it was when the index was read. Otherwise one read of
+// the index starts in the background (single-flight per knowledge base);
+// the search waits for it up to textWait, which covers small knowledge
+// bases, and answers through SQL when it takes longer. On PostgreSQL that
+// SQL answer ranks with ts_rank_cd, on another scale and with English stop
+// words; on SQLite with one knowledge base it is the index's answer to the
+// last bit. Whether a chunk may be returned is decided per search, from
+// the enabled flag kept in the index and the documents the search allows
+// (docSet), under the same conditions as the SQL path.
 
 // textPosting is one chunk of a term's postings: its row in the index and
 // how often the term occurs in it.
