@@ -416,7 +416,7 @@ type textCache struct {
 	mu       sync.Mutex
 	byKB     map[string]*kbText
 	total    int                      // postings held, over every index
-	building map[string]chan struct{} // reads running now, closed when done
+	building map[string]*textRead     // reads running now
 	next     map[string]time.Time     // when a knowledge base may be read again
 	took     map[string]time.Duration // how long the last read of a knowledge base took
 }
@@ -474,31 +474,37 @@ func (c *textCache) put(datasetID string, kb *kbText) {
 	c.total += kb.size
 }
 
+// textRead is a read of an index in progress.
+type textRead struct {
+	start time.Time
+	done  chan struct{} // closed when the read is over
+}
+
 // refresh starts reading the index of a knowledge base in the background,
-// unless a read of it is running, and returns a channel closed when the
-// read is over; nil when no read may start yet. After a read that took
+// unless a read of it is running, and returns the read; nil when no read
+// may start yet. After a read that took
 // long, the next waits three times as long as that one took, so that
 // searches during a long run of writes (a large upload being indexed)
 // spend at most a quarter of a core on reading indexes that are out of
 // date again at once.
-func (c *textCache) refresh(gdb *gorm.DB, datasetID string) chan struct{} {
+func (c *textCache) refresh(gdb *gorm.DB, datasetID string) *textRead {
 	c.mu.Lock()
 	if c.building == nil {
-		c.building, c.next, c.took = map[string]chan struct{}{}, map[string]time.Time{}, map[string]time.Duration{}
+		c.building, c.next, c.took = map[string]*textRead{}, map[string]time.Time{}, map[string]time.Duration{}
 	}
-	if done := c.building[datasetID]; done != nil {
+	if r := c.building[datasetID]; r != nil {
 		c.mu.Unlock()
-		return done
+		return r
 	}
 	if time.Now().Before(c.next[datasetID]) {
 		c.mu.Unlock()
 		return nil
 	}
-	done := make(chan struct{})
-	c.building[datasetID] = done
+	read := &textRead{start: time.Now(), done: make(chan struct{})}
+	c.building[datasetID] = read
 	c.mu.Unlock()
 	go func() {
-		start := time.Now()
+		start := read.start
 		defer func() {
 			if r := recover(); r != nil {
 				slog.Error("retrieval: reading the full-text index failed", "dataset_id", datasetID, "panic", r)
@@ -517,7 +523,7 @@ func (c *textCache) refresh(gdb *gorm.DB, datasetID string) chan struct{} {
 				delete(c.next, datasetID)
 			}
 			c.mu.Unlock()
-			close(done)
+			close(read.done)
 		}()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
@@ -530,7 +536,7 @@ func (c *textCache) refresh(gdb *gorm.DB, datasetID string) chan struct{} {
 		slog.Debug("retrieval: read the full-text index", "dataset_id", datasetID, "version", kb.version,
 			"postings", kb.size, "too_big", kb.tooBig, "took", time.Since(start))
 	}()
-	return done
+	return read
 }
 
 // textVersions reads the counters of the knowledge bases (0 for one that
@@ -665,17 +671,23 @@ func (s *Service) indexedFullText(ctx context.Context, datasets []string, query 
 }
 
 // awaitText starts (or joins) the read of a knowledge base's index and
-// waits up to wait for it; nil when it is not current by then. When the
-// last read took longer than wait, it does not wait at all.
+// waits for it until wait after the read started; nil when it is not
+// current by then. So the searches that come while a long read runs wait
+// no more than wait between them all, and when the last read took longer
+// than wait, none waits at all.
 func (s *Service) awaitText(ctx context.Context, datasetID string, version int64, wait time.Duration) (*kbText, error) {
-	done := s.text.refresh(s.db, datasetID)
-	if done == nil || wait <= 0 || s.text.lastTook(datasetID) > wait {
+	read := s.text.refresh(s.db, datasetID)
+	if read == nil || wait <= 0 || s.text.lastTook(datasetID) > wait {
 		return nil, nil
 	}
-	timer := time.NewTimer(wait)
+	left := time.Until(read.start.Add(wait))
+	if left <= 0 {
+		return nil, nil
+	}
+	timer := time.NewTimer(left)
 	defer timer.Stop()
 	select {
-	case <-done:
+	case <-read.done:
 	case <-timer.C:
 		return nil, nil
 	case <-ctx.Done():
