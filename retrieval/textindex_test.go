@@ -284,3 +284,106 @@ func TestTextIndexReadYourWrites(t *testing.T) {
 		t.Fatalf("a hit count made the index out of date (%v)", err)
 	}
 }
+
+// On either engine the index ranks by BM25 as written out here from the
+// stored chunk texts (FTS5's formula: k1 1.2, b 0.75, idf floored at
+// 1e-6, statistics over every chunk of the knowledge base, disabled ones
+// too), leaving out disabled chunks.
+func TestTextIndexRanksByBM25(t *testing.T) {
+	c := textCorpus(t)
+	ctx := context.Background()
+	var rows []struct {
+		ID      string
+		Seq     int64
+		Content string
+		Enabled bool
+	}
+	load := func() {
+		t.Helper()
+		rows = nil
+		if err := c.db.Raw(`SELECT id, seq, content, enabled FROM segments WHERE dataset_id = ? ORDER BY seq`, c.id).Scan(&rows).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	bm25 := func(query string) []retrieval.TextCand {
+		toks := make([][]string, len(rows))
+		total := 0
+		for i, r := range rows {
+			toks[i] = retrieval.TextTokens(r.Content)
+			total += len(toks[i])
+		}
+		avg := float64(total) / float64(len(rows))
+		score := make([]float64, len(rows))
+		for _, term := range strings.FieldsFunc(strings.ToLower(query), func(r rune) bool { return r == ' ' }) {
+			stem := retrieval.TextTokens(term)[0]
+			df := 0
+			for _, ts := range toks {
+				if slices.Contains(ts, stem) {
+					df++
+				}
+			}
+			idf := math.Log((float64(len(rows)-df) + 0.5) / (float64(df) + 0.5))
+			if idf <= 0 {
+				idf = 1e-6
+			}
+			for i, ts := range toks {
+				tf := 0.0
+				for _, x := range ts {
+					if x == stem {
+						tf++
+					}
+				}
+				score[i] += idf * (tf * 2.2) / (tf + 1.2*(0.25+0.75*float64(len(ts))/avg))
+			}
+		}
+		var out []retrieval.TextCand
+		for i, r := range rows {
+			if score[i] > 0 && r.Enabled {
+				out = append(out, retrieval.TextCand{Segment: r.ID, Score: score[i] / (score[i] + 1)})
+			}
+		}
+		slices.SortStableFunc(out, func(a, b retrieval.TextCand) int {
+			switch {
+			case a.Score > b.Score:
+				return -1
+			case a.Score < b.Score:
+				return 1
+			}
+			return 0
+		})
+		return out
+	}
+	svc := retrieval.New(c.db, nil)
+	check := func(step string) {
+		t.Helper()
+		load()
+		if err := retrieval.WaitTextIndex(svc, c.id); err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []string{"tea", "tea house", "indexing indexed", "the of", "café", "garden kettle spoon row3"} {
+			got, indexed, err := retrieval.FullTextIndexed(svc, []string{c.id}, q, nil, 100)
+			if err != nil || !indexed {
+				t.Fatalf("%s: the index did not answer (%v)", step, err)
+			}
+			want := bm25(q)
+			if len(got) != len(want) {
+				t.Fatalf("%s, %q: the index ranked %d chunks, BM25 %d", step, q, len(got), len(want))
+			}
+			for i := range want {
+				// Equal scores may come in either order here; the index
+				// breaks ties by seq (TestTextIndexRanksAsFTS5).
+				tied := i > 0 && want[i-1].Score == want[i].Score || i+1 < len(want) && want[i+1].Score == want[i].Score
+				if math.Abs(got[i].Score-want[i].Score) > 1e-12 || !tied && got[i].Segment != want[i].Segment {
+					t.Fatalf("%s, %q: at %d the index has %+v, BM25 %+v", step, q, i, got[i], want[i])
+				}
+			}
+		}
+	}
+	check("all enabled")
+	load()
+	off := false
+	if _, err := c.docs.UpdateSegment(ctx, c.actor, c.id, c.segmentDoc(t, rows[0].ID), rows[0].ID, indexing.SegmentUpdate{Enabled: &off}); err != nil {
+		t.Fatal(err)
+	}
+	check("a chunk disabled")
+}
