@@ -2,6 +2,10 @@ package llm
 
 import "strings"
 
+// PorterStem is porterStem, for the full-text index of package retrieval,
+// which must stem as SQLite's porter tokenizer does.
+func PorterStem(word string) string { return porterStem(word) }
+
 // porterStem is Porter's 1980 suffix-stripping algorithm for English, the
 // one SQLite's porter tokenizer applies to full-text search. Words that
 // are not made of at least three ASCII letters a-z are returned unchanged.

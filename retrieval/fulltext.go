@@ -88,8 +88,19 @@ func fullTextSQL(gdb *gorm.DB, query string) ftsSQL {
 }
 
 // fullTextCandidates ranks chunks (child chunks in parent-child documents)
-// by full-text relevance: at most limit chunks and limit child chunks.
+// by full-text relevance: at most limit chunks and limit child chunks. The
+// ranking index of the knowledge bases answers when it is current (see
+// textindex.go), the SQL path otherwise.
 func (s *Service) fullTextCandidates(ctx context.Context, datasets []string, query string, docs *docSet, limit int) ([]cand, error) {
+	if out, ok, err := s.indexedFullText(ctx, datasets, query, docs, limit, textWait); err != nil || ok {
+		return out, err
+	}
+	return s.sqlFullText(ctx, datasets, query, docs, limit)
+}
+
+// sqlFullText is fullTextCandidates through the SQL path, when the ranking
+// index cannot answer.
+func (s *Service) sqlFullText(ctx context.Context, datasets []string, query string, docs *docSet, limit int) ([]cand, error) {
 	f := fullTextSQL(s.db, query)
 	if f.match == "" {
 		return nil, nil

@@ -14,6 +14,9 @@
 //     text for parent-child documents). The query is reduced to quoted
 //     terms joined by OR, so no FTS5 syntax from the user reaches the
 //     engine. A BM25 rank r (positive after sign change) scores r/(r+1).
+//     While nothing has changed since it was read, an in-memory index of
+//     the knowledge base's chunk texts computes the same BM25 (on either
+//     engine) without scoring every match (see textindex.go).
 //   - semantic_search: the query is embedded with the knowledge base's
 //     embedding model and compared by cosine with every stored vector of
 //     that model, in Go. The vectors of a knowledge base are kept in memory
@@ -73,6 +76,9 @@ type Service struct {
 	crowded crowdedSets
 	// facts are the unchanging facts of chunks full-text search has read.
 	facts factCache
+	// text holds the full-text ranking indexes of knowledge bases (see
+	// textindex.go).
+	text textCache
 }
 
 // New returns a Service over db; models resolves embedding and rerank

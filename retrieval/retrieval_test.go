@@ -458,13 +458,17 @@ func TestHybridFailsWhenEitherPartFails(t *testing.T) {
 			}
 			return strict
 		}},
+		// Both full-text paths: the engine's index, and the counter that
+		// tells whether the in-memory ranking index may answer.
 		{"full-text index gone", knowledge.SearchFullText, func(t *testing.T, c *corpus) *llm.Registry {
 			stmt := `DROP TABLE segments_fts`
 			if db.IsPostgres(c.db) {
 				stmt = `ALTER TABLE segments RENAME COLUMN tsv TO tsv_gone`
 			}
-			if err := c.db.Exec(stmt).Error; err != nil {
-				t.Fatal(err)
+			for _, stmt := range []string{stmt, `DROP TABLE chunk_text_versions`} {
+				if err := c.db.Exec(stmt).Error; err != nil {
+					t.Fatal(err)
+				}
 			}
 			return nil
 		}},
