@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -140,15 +141,18 @@ func (s *Service) lead(ctx context.Context, r *commitReq) {
 }
 
 // commitBatch runs a batch in one transaction and reports to each member.
+// A unit that panics fails with an error like any other failing unit: the
+// leader must always get through, or every later write would wait for
+// ever.
 func (s *Service) commitBatch(ctx context.Context, batch []*commitReq) {
 	db := s.db.WithContext(ctx)
 	if len(batch) == 1 {
-		batch[0].done <- db.Transaction(batch[0].fn)
+		batch[0].done <- db.Transaction(batch[0].run)
 		return
 	}
 	err := db.Transaction(func(tx *gorm.DB) error {
 		for _, r := range batch {
-			if err := r.fn(tx); err != nil {
+			if err := r.run(tx); err != nil {
 				return err
 			}
 		}
@@ -161,6 +165,16 @@ func (s *Service) commitBatch(ctx context.Context, batch []*commitReq) {
 		return
 	}
 	for _, r := range batch {
-		r.done <- db.Transaction(r.fn)
+		r.done <- db.Transaction(r.run)
 	}
+}
+
+// run runs the unit's work in tx, a panic becoming its error.
+func (r *commitReq) run(tx *gorm.DB) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("write failed: panic: %v", v)
+		}
+	}()
+	return r.fn(tx)
 }

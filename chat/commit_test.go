@@ -188,3 +188,53 @@ func TestGroupCommitHandsOffTheLead(t *testing.T) {
 		t.Errorf("after all units: leading %v, %d pending", s.commits.leading, len(s.commits.pending))
 	}
 }
+
+// TestGroupCommitSurvivesAPanic makes one unit of a batch panic: it fails
+// with an error, the others are committed, and later writes still go
+// through (a leader that never came back would leave them waiting).
+func TestGroupCommitSurvivesAPanic(t *testing.T) {
+	gdb := db.OpenTemp(t)
+	if err := gdb.Exec(`CREATE TABLE gc_panic (n INTEGER PRIMARY KEY)`).Error; err != nil {
+		t.Fatal(err)
+	}
+	s := New(Config{DB: gdb})
+	ctx := context.Background()
+	const units = 50
+	errs := make([]error, units)
+	var wg sync.WaitGroup
+	for i := range units {
+		wg.Go(func() {
+			errs[i] = s.write(ctx, func(tx *gorm.DB) error {
+				if i == 7 {
+					panic("broken unit")
+				}
+				return tx.Exec(`INSERT INTO gc_panic (n) VALUES (?)`, i).Error
+			})
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if (i == 7) != (err != nil) {
+			t.Errorf("unit %d: error %v", i, err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- s.write(ctx, func(tx *gorm.DB) error { return tx.Exec(`INSERT INTO gc_panic (n) VALUES (1000)`).Error })
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a write after the panic never finished")
+	}
+	var n int
+	if err := gdb.Raw(`SELECT count(*) FROM gc_panic`).Row().Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != units {
+		t.Errorf("%d rows, want %d", n, units)
+	}
+}
