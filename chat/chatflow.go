@@ -68,7 +68,7 @@ func (s *Service) PrepareChatflow(ctx context.Context, req Request, def *apps.De
 	}
 	g := &Generation{
 		TaskID:    uuid.NewString(),
-		MessageID: uuid.NewString(),
+		MessageID: models.NewID(),
 		Mode:      apps.ModeAdvancedChat,
 		CreatedAt: time.Now().UTC(),
 		Streaming: req.Streaming,
@@ -83,7 +83,7 @@ func (s *Service) PrepareChatflow(ctx context.Context, req Request, def *apps.De
 	t := &ChatflowTurn{g: g, def: def, DialogueCount: 1}
 	if req.ConversationID == "" {
 		g.newConv = true
-		g.ConversationID = uuid.NewString()
+		g.ConversationID = models.NewID()
 		g.inputs = req.Inputs
 		if g.inputs == nil {
 			g.inputs = map[string]any{}

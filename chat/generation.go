@@ -100,7 +100,7 @@ func (s *Service) prepare(ctx context.Context, req Request, chatOp bool) (*Gener
 
 	g := &Generation{
 		TaskID:    uuid.NewString(),
-		MessageID: uuid.NewString(),
+		MessageID: models.NewID(),
 		Mode:      ac.mode,
 		CreatedAt: time.Now().UTC(),
 		Streaming: req.Streaming,
@@ -123,7 +123,7 @@ func (s *Service) prepare(ctx context.Context, req Request, chatOp bool) (*Gener
 		g.inputs, err = ValidateInputs(ac.form, req.Inputs)
 		if chatOp {
 			g.newConv = true
-			g.ConversationID = uuid.NewString()
+			g.ConversationID = models.NewID()
 			g.intro = RenderTemplate(ac.features.OpeningStatement, textVars(g.inputs))
 		}
 	}

@@ -136,9 +136,16 @@ func (a *Annotation) BeforeCreate(*gorm.DB) error { setID(&a.ID); return nil }
 
 func setID(id *string) {
 	if *id == "" {
-		*id = uuid.NewString()
+		*id = NewID()
 	}
 }
+
+// NewID returns a new row id: a UUID of version 7, whose leading bits are
+// the time. Ids made later sort after earlier ones, so rows inserted
+// together land side by side in the primary-key index (a few pages written
+// per commit) instead of each on a random page of it, as random (version 4)
+// ids do. Clients see an ordinary UUID.
+func NewID() string { return uuid.Must(uuid.NewV7()).String() }
 
 // RetrieverResource is one knowledge chunk an answer cites, as stored in
 // Message.RetrieverResources (a JSON array) and sent to clients.

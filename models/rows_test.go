@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
 
@@ -245,5 +246,22 @@ func TestFinishMessageAndCountExchange(t *testing.T) {
 	got.CreatedAt, got.UpdatedAt = want.CreatedAt, want.UpdatedAt
 	if d := diffMessage(got, want); d != "" {
 		t.Errorf("finished message: %s", d)
+	}
+}
+
+// TestNewIDIsOrderedUUID checks the ids of new rows: valid UUIDs of
+// version 7, each sorting after the one made before it.
+func TestNewIDIsOrderedUUID(t *testing.T) {
+	prev := ""
+	for i := range 2000 {
+		id := models.NewID()
+		u, err := uuid.Parse(id)
+		if err != nil || u.Version() != 7 || u.Variant() != uuid.RFC4122 || u.String() != id {
+			t.Fatalf("id %q: version %v, variant %v, err %v", id, u.Version(), u.Variant(), err)
+		}
+		if id <= prev {
+			t.Fatalf("id %d %q does not sort after %q", i, id, prev)
+		}
+		prev = id
 	}
 }
