@@ -102,7 +102,7 @@ func (s *Service) Workflow(ctx context.Context, req Request) (*Run, error) {
 	in := workflow.RunInput{
 		Graph: graph, Mode: workflow.ModeWorkflow, Inputs: req.Inputs, Files: WorkflowFiles(attached),
 		UserID: req.User, AppID: app.ID, WorkflowID: version.ID,
-		TaskID: uuid.NewString(), RunID: uuid.NewString(),
+		TaskID: uuid.NewString(), RunID: models.NewID(),
 	}
 	engine := s.engine(workflowruns.RunMeta{EndUserID: user.ID})
 	return s.launch(ctx, in.TaskID, workflowError(in.TaskID, in.RunID), func(ctx context.Context, r *Run) (*Result, error) {
@@ -176,7 +176,7 @@ func (s *Service) chatflow(ctx context.Context, app *models.App, req Request) (*
 		Graph: graph, Mode: workflow.ModeChatflow, Inputs: turn.Inputs, Query: req.Query,
 		UserID: req.User, AppID: app.ID, WorkflowID: version.ID,
 		ConversationID: turn.ConversationID, MessageID: turn.MessageID,
-		TaskID: turn.TaskID, RunID: uuid.NewString(),
+		TaskID: turn.TaskID, RunID: models.NewID(),
 		DialogueCount:         turn.DialogueCount,
 		ConversationVariables: turn.ConversationVariables,
 		History:               turn.History,

@@ -17,6 +17,7 @@ import (
 	"appkb/files"
 	"appkb/llm"
 	"appkb/metrics"
+	"appkb/models"
 	"appkb/tools"
 
 	"github.com/google/uuid"
@@ -263,7 +264,7 @@ func (e *Engine) Run(ctx context.Context, in RunInput, emit func(Event)) (*Resul
 		in.Inputs = inputs
 	}
 	if in.RunID == "" {
-		in.RunID = uuid.NewString()
+		in.RunID = models.NewID()
 	}
 	if in.TaskID == "" {
 		in.TaskID = uuid.NewString()

@@ -7,9 +7,8 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/google/uuid"
-
 	"appkb/metrics"
+	"appkb/models"
 )
 
 // nodeRun is one attempt at executing a node.
@@ -129,7 +128,7 @@ func retryConfig(d map[string]any) (tries int, interval time.Duration) {
 func (r *run) execute(ctx context.Context, n *gnode, index int, pred *string) finished {
 	created := time.Now()
 	base := NodeFinishedData{
-		ID: uuid.NewString(), NodeID: n.id, NodeType: n.kind, Title: n.title, Index: index,
+		ID: models.NewID(), NodeID: n.id, NodeType: n.kind, Title: n.title, Index: index,
 		PredecessorNodeID: pred, CreatedAt: created.Unix(), Files: []any{},
 	}
 	// A node inside an iteration or loop names it, and the round it ran in.
