@@ -150,7 +150,13 @@ func BenchmarkBlockingChat(b *testing.B) {
 // concurrent clients (8 per core on a 2-core machine; run with -cpu to
 // change). msgs/s is the throughput.
 func BenchmarkBlockingChatParallel(b *testing.B) {
-	s := newServer(b)
+	sendParallel(b, newServer(b), "blocking")
+}
+
+// sendParallel sends chat messages in response mode from 16 concurrent
+// clients (8 per core on a 2-core machine) and reports the messages per
+// second and latency percentiles.
+func sendParallel(b *testing.B, s *server, mode string) {
 	b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0)))
 	var n atomic.Int64
 	var l latencies
@@ -158,7 +164,7 @@ func BenchmarkBlockingChatParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			t := time.Now()
-			s.send(b, chatBody(n.Add(1), "blocking"))
+			s.send(b, chatBody(n.Add(1), mode))
 			l.add(time.Since(t))
 		}
 	})

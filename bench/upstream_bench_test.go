@@ -10,9 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"runtime"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -101,40 +99,14 @@ func newUpstreamServer(b *testing.B) *server {
 // concurrent clients to the demo chat app served by a fake upstream that
 // answers at once: what is measured is appkb's own cost per message.
 func BenchmarkUpstreamChatParallel(b *testing.B) {
-	s := newUpstreamServer(b)
-	b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0)))
-	var n atomic.Int64
-	var l latencies
-	start := time.Now()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			t := time.Now()
-			s.send(b, chatBody(n.Add(1), "blocking"))
-			l.add(time.Since(t))
-		}
-	})
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
-	l.report(b)
+	sendParallel(b, newUpstreamServer(b), "blocking")
 }
 
 // BenchmarkUpstreamStreamingParallel is BenchmarkUpstreamChatParallel with
 // streamed answers: the stream from the upstream is read and written to
 // the client event by event.
 func BenchmarkUpstreamStreamingParallel(b *testing.B) {
-	s := newUpstreamServer(b)
-	b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0)))
-	var n atomic.Int64
-	var l latencies
-	start := time.Now()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			t := time.Now()
-			s.send(b, chatBody(n.Add(1), "streaming"))
-			l.add(time.Since(t))
-		}
-	})
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
-	l.report(b)
+	sendParallel(b, newUpstreamServer(b), "streaming")
 }
 
 // BenchmarkUpstreamChat sends the same blocking messages one at a time:

@@ -141,17 +141,7 @@ func diffMessage(a, b models.Message) string {
 // TestRenameConversationOnlyFromExpectedName checks that the late rename
 // changes a conversation only while it still has the name it expects.
 func TestRenameConversationOnlyFromExpectedName(t *testing.T) {
-	gdb := db.OpenTemp(t)
-	now := time.Date(2026, 11, 26, 13, 0, 0, 0, time.UTC)
-	app := models.App{ID: "app-1", Name: "a", Mode: "chat", CreatedAt: now, UpdatedAt: now}
-	user := models.EndUser{ID: "eu-1", AppID: app.ID, ExternalUserID: "u", Type: "service_api", CreatedAt: now, UpdatedAt: now}
-	conv := models.Conversation{ID: "c-1", AppID: app.ID, EndUserID: user.ID, Mode: "chat", Name: "New conversation",
-		Inputs: "{}", Status: "normal", CreatedAt: now, UpdatedAt: now}
-	for _, row := range []any{&app, &user, &conv} {
-		if err := gdb.Create(row).Error; err != nil {
-			t.Fatal(err)
-		}
-	}
+	gdb, now, conv, _ := newConversation(t)
 	later := now.Add(time.Minute)
 	tests := []struct {
 		from, to    string
@@ -187,19 +177,12 @@ func TestRenameConversationOnlyFromExpectedName(t *testing.T) {
 // streamed message: the message row takes its outcome and stops
 // generating, and the conversation counts the exchange, named or not.
 func TestFinishMessageAndCountExchange(t *testing.T) {
-	gdb := db.OpenTemp(t)
-	now := time.Date(2026, 11, 26, 13, 0, 0, 0, time.UTC)
-	app := models.App{ID: "app-1", Name: "a", Mode: "chat", CreatedAt: now, UpdatedAt: now}
-	user := models.EndUser{ID: "eu-1", AppID: app.ID, ExternalUserID: "u", Type: "service_api", CreatedAt: now, UpdatedAt: now}
-	conv := models.Conversation{ID: "c-1", AppID: app.ID, EndUserID: user.ID, Mode: "chat", Name: "New conversation",
-		Inputs: "{}", Status: "normal", CreatedAt: now, UpdatedAt: now}
-	msg := models.Message{ID: "m-1", AppID: app.ID, ConversationID: &conv.ID, EndUserID: user.ID, Query: "q", Inputs: "{}",
+	gdb, now, conv, user := newConversation(t)
+	msg := models.Message{ID: "m-1", AppID: conv.AppID, ConversationID: &conv.ID, EndUserID: user.ID, Query: "q", Inputs: "{}",
 		Status: "normal", Generating: true, MessageFiles: "[]", RetrieverResources: "[]", AgentThoughts: "[]",
 		CreatedAt: now, UpdatedAt: now}
-	for _, row := range []any{&app, &user, &conv, &msg} {
-		if err := gdb.Create(row).Error; err != nil {
-			t.Fatal(err)
-		}
+	if err := gdb.Create(&msg).Error; err != nil {
+		t.Fatal(err)
 	}
 	later := now.Add(time.Minute)
 	price, currency, errText := "0.002", "USD", "stopped"
@@ -264,4 +247,22 @@ func TestNewIDIsOrderedUUID(t *testing.T) {
 		}
 		prev = id
 	}
+}
+
+// newConversation stores an app, an end user and a conversation of theirs
+// named "New conversation", all created at now.
+func newConversation(t *testing.T) (*gorm.DB, time.Time, *models.Conversation, *models.EndUser) {
+	t.Helper()
+	gdb := db.OpenTemp(t)
+	now := time.Date(2026, 11, 26, 13, 0, 0, 0, time.UTC)
+	app := models.App{ID: "app-1", Name: "a", Mode: "chat", CreatedAt: now, UpdatedAt: now}
+	user := models.EndUser{ID: "eu-1", AppID: app.ID, ExternalUserID: "u", Type: "service_api", CreatedAt: now, UpdatedAt: now}
+	conv := models.Conversation{ID: "c-1", AppID: app.ID, EndUserID: user.ID, Mode: "chat", Name: "New conversation",
+		Inputs: "{}", Status: "normal", CreatedAt: now, UpdatedAt: now}
+	for _, row := range []any{&app, &user, &conv} {
+		if err := gdb.Create(row).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	return gdb, now, &conv, &user
 }
