@@ -126,10 +126,11 @@ func (e *NotEmptyError) Error() string {
 		"; copy into a new database (createdb) so nothing is overwritten or mixed"
 }
 
-// seeded are target tables whose rows the PostgreSQL migrations insert
-// themselves; they may be non-empty before the copy, and copied rows
-// replace theirs.
-var seeded = map[string]bool{"cache_versions": true}
+// seeded are target tables whose rows PostgreSQL writes itself: the
+// counters its migrations insert (cache_versions) and those its triggers
+// keep while the chunks are copied (chunk_text_versions). They may be
+// non-empty before the copy, and copied rows replace theirs.
+var seeded = map[string]bool{"cache_versions": true, "chunk_text_versions": true}
 
 // Copy copies the SQLite installation in dataDir into dst, which must be an
 // empty PostgreSQL database at the same migration version. The source is
