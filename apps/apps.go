@@ -28,7 +28,7 @@ type Store struct {
 	// here or in another process, empties it before it is trusted again.
 	cache *cachever.Cache[string, *models.App]
 	// parsed holds the definition parsed from each cached app row, by app
-	// id (see LoadCached).
+	// id (see Load).
 	parsed sync.Map // string -> parsedDef
 	// Check, when set, vets a parsed definition before Import or Replace
 	// stores it (the workflow engine compiles the graph), so that an app
@@ -147,24 +147,11 @@ func (s *Store) Cached(ctx context.Context, id string) (*models.App, error) {
 	return app, nil
 }
 
-// Load returns one app with its parsed definition. A stored definition that
-// no longer parses makes the app unavailable (400 app_unavailable).
+// Load returns one app with its parsed definition; a stored definition that
+// no longer parses makes the app unavailable (400 app_unavailable). The app
+// comes from Cached and its definition is parsed once per cached row, not
+// on every call: both are shared and must not be modified.
 func (s *Store) Load(ctx context.Context, id string) (*models.App, *Definition, error) {
-	app, err := s.Get(ctx, id)
-	if err != nil {
-		return nil, nil, err
-	}
-	def, err := parseStored(app)
-	if err != nil {
-		return nil, nil, err
-	}
-	return app, def, nil
-}
-
-// LoadCached is Load for hot paths: the app comes from Cached, and its
-// definition is parsed once per cached row, not on every call. Both are
-// shared and must not be modified.
-func (s *Store) LoadCached(ctx context.Context, id string) (*models.App, *Definition, error) {
 	app, err := s.Cached(ctx, id)
 	if err != nil {
 		return nil, nil, err

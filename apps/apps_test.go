@@ -462,14 +462,14 @@ func TestReplace(t *testing.T) {
 			}
 			// Another store (as in another replica) sees the change at
 			// once, and parses the definition once for as long as it holds.
-			_, def, err := reader.LoadCached(ctx, chat.ID)
+			_, def, err := reader.Load(ctx, chat.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if def.App.Name != tc.wantName {
 				t.Errorf("cached definition of %q, want %q", def.App.Name, tc.wantName)
 			}
-			if _, again, _ := reader.LoadCached(ctx, chat.ID); again != def {
+			if _, again, _ := reader.Load(ctx, chat.ID); again != def {
 				t.Error("the definition was parsed again although the app did not change")
 			}
 			p, err := keys.Authenticate(ctx, key)

@@ -63,7 +63,7 @@ func NewService(db *gorm.DB, registry *llm.Registry) *Service {
 // default of the provider of the app's model; the builtin provider has none
 // and answers 400 model_currently_not_support.
 func (s *Service) Transcribe(ctx context.Context, appID string, recording io.Reader, filename, contentType string) (string, error) {
-	_, def, err := s.apps.LoadCached(ctx, appID)
+	_, def, err := s.apps.Load(ctx, appID)
 	if err != nil {
 		return "", err
 	}
@@ -130,7 +130,7 @@ type SpeakRequest struct {
 // otherwise, as is a message that is unknown or belongs to another app or
 // end user. The caller closes the returned audio.
 func (s *Service) Speak(ctx context.Context, appID string, req SpeakRequest) (*llm.Speech, error) {
-	_, def, err := s.apps.LoadCached(ctx, appID)
+	_, def, err := s.apps.Load(ctx, appID)
 	if err != nil {
 		return nil, err
 	}

@@ -46,7 +46,7 @@ func (s *Service) AutoPlay(ctx context.Context, appID, text string) ([]string, e
 	if strings.TrimSpace(text) == "" {
 		return nil, nil
 	}
-	_, def, err := s.apps.LoadCached(ctx, appID)
+	_, def, err := s.apps.Load(ctx, appID)
 	if err != nil {
 		return nil, err
 	}

@@ -56,7 +56,7 @@ func (s *Store) Resolve(ctx context.Context, appID, endUserID string, refs []Ref
 	if len(refs) == 0 {
 		return nil, nil
 	}
-	_, def, err := s.apps.LoadCached(ctx, appID)
+	_, def, err := s.apps.Load(ctx, appID)
 	if err != nil {
 		return nil, err
 	}

@@ -88,5 +88,5 @@ func (s *Server) currentDefinition(ctx context.Context) (*models.App, *apps.Defi
 	if err != nil {
 		return nil, nil, err
 	}
-	return s.apps.LoadCached(ctx, p.AppID)
+	return s.apps.Load(ctx, p.AppID)
 }
