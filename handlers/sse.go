@@ -20,14 +20,13 @@ const frameWriteTimeout = 30 * time.Second
 // sseWriter writes a message stream the way Dify frames it: each event is
 // one `data: {json}` line followed by a blank line, and keep-alives are a
 // bare `event: ping` line followed by a blank line. A frame is flushed at
-// once, under its own write deadline, unless the next one is already
-// waiting (hold): frames that arrive together (a fast model's whole answer
-// in one read) go out in one write instead of one system call each.
+// once, under its own write deadline, unless the caller holds it because
+// the next one is already waiting: frames that arrive together (a fast
+// model's whole answer in one read) go out in one write instead of one
+// system call each.
 type sseWriter struct {
 	res *echo.Response
 	rc  *http.ResponseController
-	// hold is set while more frames are ready to be written at once.
-	hold bool
 }
 
 // startSSE sends the stream's headers.
@@ -41,8 +40,8 @@ func startSSE(c echo.Context) *sseWriter {
 	return &sseWriter{res: res, rc: http.NewResponseController(res)}
 }
 
-// event writes one data frame.
-func (w *sseWriter) event(v any) error {
+// event writes one data frame, flushed unless hold.
+func (w *sseWriter) event(v any, hold bool) error {
 	payload, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -51,7 +50,7 @@ func (w *sseWriter) event(v any) error {
 	frame = append(frame, "data: "...)
 	frame = append(frame, payload...)
 	frame = append(frame, "\n\n"...)
-	return w.write(frame)
+	return w.write(frame, hold)
 }
 
 // framing is what tells the two event streams apart besides their data
@@ -67,16 +66,15 @@ var (
 	openaiFraming = framing{ping: []byte(": keep-alive\n\n"), done: []byte("data: [DONE]\n\n")}
 )
 
-// write sends one frame and flushes it, unless hold is set. The deadline
-// is set per frame; writers that cannot set one (test recorders) go
-// without.
-func (w *sseWriter) write(frame []byte) error {
+// write sends one frame and flushes it, unless hold. The deadline is set
+// per frame; writers that cannot set one (test recorders) go without.
+func (w *sseWriter) write(frame []byte, hold bool) error {
 	// Even a held frame may go out now, when it fills the buffer.
 	_ = w.rc.SetWriteDeadline(time.Now().Add(frameWriteTimeout))
 	if _, err := w.res.Write(frame); err != nil {
 		return err
 	}
-	if w.hold {
+	if hold {
 		return nil
 	}
 	return w.rc.Flush()
@@ -99,8 +97,9 @@ func (s *Server) answer(c echo.Context, run *flows.Run, streaming bool) error {
 // one frame until the run closes its events. The headers go out with the
 // first frame, so a run refused before it produced anything still answers
 // with a plain JSON error. A ping goes out whenever the stream was quiet
-// for the ping interval, until the answer is complete. A failed write (the client went away) cancels
-// the run, and its events are still drained so that the producer ends.
+// for the ping interval, until the answer is complete. A failed write (the
+// client went away) cancels the run, and its events are still drained so
+// that the producer ends.
 // Once the events are closed, run.Err tells how the run ended: nil ends the
 // stream; an error before any frame is returned as it is; an error after
 // frames becomes the run's error event; a run that did not fail ends with
@@ -142,24 +141,20 @@ func (s *Server) pump(c echo.Context, run *flows.Run, f framing) (err error) {
 				err := run.Err()
 				if err == nil {
 					if f.done != nil {
-						send(func() error { return w.write(f.done) })
+						send(func() error { return w.write(f.done, false) })
 					}
 					return nil
 				}
 				if w == nil {
 					return err
 				}
-				send(func() error { return w.event(run.ErrorEvent(err)) })
+				send(func() error { return w.event(run.ErrorEvent(err), false) })
 				return nil
 			}
 			// When the next event is already queued, this frame waits
 			// for it in the buffer; the last of a burst flushes them all.
 			more := len(events) > 0
-			send(func() error {
-				w.hold = more
-				defer func() { w.hold = false }()
-				return w.event(ev.Payload)
-			})
+			send(func() error { return w.event(ev.Payload, more) })
 			if ev.Name == "message_end" || ev.Name == "workflow_finished" {
 				// The answer is complete; what may still come (read-aloud
 				// audio, the end of the stream) needs no keep-alive, and
@@ -171,7 +166,7 @@ func (s *Server) pump(c echo.Context, run *flows.Run, f framing) (err error) {
 				ping.Reset(s.pingInterval)
 			}
 		case <-ping.C:
-			send(func() error { return w.write(f.ping) })
+			send(func() error { return w.write(f.ping, false) })
 		}
 	}
 }
