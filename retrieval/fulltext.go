@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unicode"
 
 	"gorm.io/gorm"
 
@@ -26,9 +25,7 @@ import (
 func ftsTerms(text string) []string {
 	var terms []string
 	seen := map[string]bool{}
-	for _, f := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.Is(unicode.Mn, r)
-	}) {
+	for _, f := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !isTokenRune(r) }) {
 		if !seen[f] && len(terms) < 64 {
 			seen[f] = true
 			terms = append(terms, f)

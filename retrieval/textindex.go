@@ -134,8 +134,9 @@ func foldRune(r rune) rune {
 	return f
 }
 
-// isTokenRune tells whether r belongs to a token; the same test as
-// ftsTerms, so queries and chunks split alike.
+// isTokenRune tells whether r belongs to a token (a letter, digit or
+// combining mark); ftsTerms splits queries with it too, so queries and
+// chunks split alike.
 func isTokenRune(r rune) bool {
 	if r < utf8.RuneSelf {
 		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
