@@ -110,8 +110,9 @@ type Service struct {
 	tasks *Tasks
 	log   *slog.Logger
 
-	// defs caches parsed app definitions by app id; an entry is used only
-	// while the stored definition text is unchanged.
+	// defs caches, by app id, the runtime configuration read from the
+	// definition apps.Store.Load hands out; an entry is used only while the
+	// store hands out the same parsed definition.
 	defs sync.Map // string → *appConfig
 
 	// writeMu lets one of this service's write transactions run at a time.
@@ -202,8 +203,7 @@ const maxHistoryMessages = 200
 
 // appConfig is what the runtime reads from an app definition.
 type appConfig struct {
-	app      *models.App // the cached row it was parsed from
-	text     string      // the definition text it was parsed from
+	def      *apps.Definition // the store's parsed definition it was read from
 	mode     string
 	mc       *apps.ModelConfig
 	features apps.Features
@@ -211,26 +211,21 @@ type appConfig struct {
 	filter   *keywordFilter
 }
 
-// loadApp returns the app's runtime configuration, parsing its definition
-// only when it changed since the last call.
+// loadApp returns the app's runtime configuration. The store parses a
+// definition once per cached row; the configuration read from it is kept
+// here for as long as the store hands out that same parsed definition.
 func (s *Service) loadApp(ctx context.Context, appID string) (*models.App, *appConfig, error) {
-	app, err := s.apps.Cached(ctx, appID)
+	app, def, err := s.apps.Load(ctx, appID)
 	if err != nil {
 		return nil, nil, err
 	}
 	if v, ok := s.defs.Load(appID); ok {
-		if ac := v.(*appConfig); ac.app == app || ac.text == app.Definition {
+		if ac := v.(*appConfig); ac.def == def {
 			return app, ac, nil
 		}
 	}
-	def, err := apps.Parse([]byte(app.Definition))
-	if err != nil {
-		return nil, nil, apperr.Wrap(err, http.StatusBadRequest, apperr.CodeAppUnavailable,
-			"The definition of app %s cannot be read (%s); import it again.", appID, apperr.From(err).Message)
-	}
 	ac := &appConfig{
-		app:      app,
-		text:     app.Definition,
+		def:      def,
 		mode:     def.App.Mode,
 		mc:       modelConfigOf(def),
 		features: def.FeatureSwitches(),

@@ -247,6 +247,8 @@ func TestAppInformationErrors(t *testing.T) {
 		{"parameters of an unreadable app → 400 app_unavailable", request{method: "GET", path: "/v1/parameters", key: key}, 400, "app_unavailable"},
 		{"meta of an unreadable app → 400 app_unavailable", request{method: "GET", path: "/v1/meta", key: key}, 400, "app_unavailable"},
 		{"site of an unreadable app → 400 app_unavailable", request{method: "GET", path: "/v1/site", key: key}, 400, "app_unavailable"},
+		{"chat message to an unreadable app → 400 app_unavailable", request{method: "POST", path: "/v1/chat-messages", key: key,
+			body: `{"inputs":{},"query":"hi","user":"u1","response_mode":"blocking"}`}, 400, "app_unavailable"},
 		{"info still answers from the stored row", request{method: "GET", path: "/v1/info", key: key}, 200, ""},
 		{"parameters without a key → 401", request{method: "GET", path: "/v1/parameters"}, 401, "unauthorized"},
 		{"site with a knowledge key → 401", request{method: "GET", path: "/v1/site", key: s.knowledgeKey}, 401, "unauthorized"},
