@@ -11,6 +11,7 @@
 //	go run ./bench/load -appkb bin/appkb            # what `make bench` runs
 //	go run ./bench/load -appkb bin/appkb -streams 1000 -d 20s
 //	go run ./bench/load -appkb bin/appkb -mode blocking -single=false -kb-docs 5000  # knowledge too
+//	go run ./bench/load -appkb bin/appkb -relay    # also a bare relay: the HTTP work alone
 //	go run ./bench/load -url http://127.0.0.1:5001/v1 -key app-… -c 16   # a running server only
 //
 // It exits with status 1 when any request failed.
@@ -49,6 +50,7 @@ func main() {
 	streams := flag.Int("streams", 0, "also hold this many concurrent streams for one phase (0: skip)")
 	keep := flag.Bool("keep", false, "keep the temporary data directory")
 	databaseURL := flag.String("database-url", "", "with -appkb: run the server on this (empty) PostgreSQL database instead of SQLite")
+	relay := flag.Bool("relay", false, "with -appkb: also measure a bare relay that makes the same upstream calls as appkb and stores nothing (the cost of the HTTP work alone)")
 	kbDocs := flag.Int("kb-docs", 0, "also upload this many short documents to a new knowledge base, time their indexing and measure retrieval (0: skip)")
 	flag.Parse()
 
@@ -78,6 +80,7 @@ func main() {
 	}}
 
 	var up *upstream
+	relayBase := ""
 	kbKey := os.Getenv("APPKB_KB_KEY")
 	if *appkbBin != "" {
 		var err error
@@ -86,6 +89,14 @@ func main() {
 			fail("fake upstream: %v", err)
 		}
 		defer up.srv.Close()
+		if *relay {
+			rl, err := startRelay(up.base)
+			if err != nil {
+				fail("relay: %v", err)
+			}
+			defer rl.srv.Close()
+			relayBase = rl.base
+		}
 		srv, err := startAppkb(*appkbBin, up.base, *databaseURL, *keep)
 		if err != nil {
 			fail("appkb: %v", err)
@@ -108,13 +119,16 @@ func main() {
 			r.print("upstream", ph)
 			failed = failed || r.errs > 0
 		}
+		if relayBase != "" {
+			r := run(client, ph, *duration, appkbRequest(relayBase, "relay", ph.mode))
+			r.print("relay", ph)
+			failed = failed || r.errs > 0
+			r.printRatio(ph, upRes)
+		}
 		r := run(client, ph, *duration, appkbRequest(*url, *key, ph.mode))
 		r.print("appkb", ph)
 		failed = failed || r.errs > 0
-		if upRes != nil && upRes.rps > 0 {
-			fmt.Printf("%-10s %-9s %6d %9.2fx %+8.2fms %+8.2fms\n", "ratio", ph.mode, ph.conns,
-				r.rps/upRes.rps, ms(r.p50-upRes.p50), ms(r.p99-upRes.p99))
-		}
+		r.printRatio(ph, upRes)
 	}
 	if *kbDocs > 0 {
 		if kbKey == "" {
@@ -295,6 +309,15 @@ func (r result) print(target string, ph phase) {
 	if r.first != nil {
 		fmt.Printf("           first error: %v\n", r.first)
 	}
+}
+
+// printRatio prints r against the upstream's own result, when there is one.
+func (r result) printRatio(ph phase, up *result) {
+	if up == nil || up.rps <= 0 {
+		return
+	}
+	fmt.Printf("%-10s %-9s %6d %9.2fx %+8.2fms %+8.2fms\n", "ratio", ph.mode, ph.conns,
+		r.rps/up.rps, ms(r.p50-up.p50), ms(r.p99-up.p99))
 }
 
 // request makes one call and checks its answer.
