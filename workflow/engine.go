@@ -336,6 +336,17 @@ func (e *Engine) Run(ctx context.Context, in RunInput, emit func(Event)) (*Resul
 	}
 	if res.Status == RunPaused {
 		res.Snapshot.Elapsed, res.Snapshot.CreatedAt = res.ElapsedTime, createdAt
+	}
+	// The end is recorded before the event that announces it, as the start
+	// is: a client that reads the run (on any replica) as soon as it sees
+	// workflow_finished must find it ended, and one that answers a form as
+	// soon as it sees workflow_paused must find the run paused.
+	if e.Store != nil && storeErr == nil {
+		if err := e.Store.RunFinished(context.WithoutCancel(ctx), record, res); err != nil {
+			e.logger().Error("workflow: recording the end of a run failed", "run", in.RunID, "err", err)
+		}
+	}
+	if res.Status == RunPaused {
 		r.emit(res.PausedEvent(r.envelope(EventWorkflowPaused), createdAt))
 	} else {
 		r.emit(&WorkflowFinished{Envelope: r.envelope(EventWorkflowFinished), Data: WorkflowFinishedData{
@@ -345,11 +356,6 @@ func (e *Engine) Run(ctx context.Context, in RunInput, emit func(Event)) (*Resul
 		}})
 	}
 	metrics.WorkflowRun(res.Status)
-	if e.Store != nil && storeErr == nil {
-		if err := e.Store.RunFinished(context.WithoutCancel(ctx), record, res); err != nil {
-			e.logger().Error("workflow: recording the end of a run failed", "run", in.RunID, "err", err)
-		}
-	}
 	return res, nil
 }
 
