@@ -236,13 +236,18 @@ func (r *run) execute(ctx context.Context, n *gnode, index int, pred *string) fi
 		meta[k] = v
 	}
 	fd.ExecutionMetadata = meta
-	metrics.NodeExecution(fd.NodeType, fd.Status)
-	r.emit(&NodeFinished{Envelope: r.envelope(EventNodeFinished), Data: fd})
+	// Stored before node_finished goes out, so that what the event
+	// announces can be read back at once; a node whose record fails is
+	// announced as failed, since the run fails with it.
 	if r.e.Store != nil {
 		if serr := r.e.Store.NodeFinished(context.WithoutCancel(ctx), &fd, r.in.RunID); serr != nil && status != NodeFailed {
 			status, err = NodeFailed, fmt.Errorf("The node execution could not be recorded: %w", serr)
+			msg := err.Error()
+			fd.Status, fd.Error = status, &msg
 		}
 	}
+	metrics.NodeExecution(fd.NodeType, fd.Status)
+	r.emit(&NodeFinished{Envelope: r.envelope(EventNodeFinished), Data: fd})
 	return finished{node: n, out: out, status: status, err: err}
 }
 
