@@ -334,8 +334,16 @@ func (e *Engine) Run(ctx context.Context, in RunInput, emit func(Event)) (*Resul
 	if outputs == nil {
 		outputs = map[string]any{}
 	}
+	var end Event
 	if res.Status == RunPaused {
 		res.Snapshot.Elapsed, res.Snapshot.CreatedAt = res.ElapsedTime, createdAt
+		end = res.PausedEvent(r.envelope(EventWorkflowPaused), createdAt)
+	} else {
+		end = &WorkflowFinished{Envelope: r.envelope(EventWorkflowFinished), Data: WorkflowFinishedData{
+			ID: in.RunID, WorkflowID: in.WorkflowID, Status: res.Status, Outputs: plainMap(outputs), Error: errp,
+			ElapsedTime: res.ElapsedTime, TotalTokens: res.TotalTokens, TotalSteps: res.TotalSteps,
+			CreatedAt: createdAt, FinishedAt: time.Now().Unix(), ExceptionsCount: res.ExceptionsCount, Files: []any{},
+		}}
 	}
 	// The end is recorded before the event that announces it, as the start
 	// is: a client that reads the run (on any replica) as soon as it sees
@@ -346,15 +354,7 @@ func (e *Engine) Run(ctx context.Context, in RunInput, emit func(Event)) (*Resul
 			e.logger().Error("workflow: recording the end of a run failed", "run", in.RunID, "err", err)
 		}
 	}
-	if res.Status == RunPaused {
-		r.emit(res.PausedEvent(r.envelope(EventWorkflowPaused), createdAt))
-	} else {
-		r.emit(&WorkflowFinished{Envelope: r.envelope(EventWorkflowFinished), Data: WorkflowFinishedData{
-			ID: in.RunID, WorkflowID: in.WorkflowID, Status: res.Status, Outputs: plainMap(outputs), Error: errp,
-			ElapsedTime: res.ElapsedTime, TotalTokens: res.TotalTokens, TotalSteps: res.TotalSteps,
-			CreatedAt: createdAt, FinishedAt: time.Now().Unix(), ExceptionsCount: res.ExceptionsCount, Files: []any{},
-		}})
-	}
+	r.emit(end)
 	metrics.WorkflowRun(res.Status)
 	return res, nil
 }

@@ -3,8 +3,9 @@ package workflow
 import "context"
 
 // RunStore persists runs and node executions. The engine calls it, when
-// one is set, at the same moments it emits workflow_started,
-// node_finished and workflow_finished; a failing store fails the run.
+// one is set, just before it emits workflow_started, node_finished and
+// workflow_finished (or workflow_paused), so that what an event announces
+// is already stored; a failing store fails the run.
 // Storage is not part of this package: the handlers' layer provides an
 // implementation over the database.
 type RunStore interface {

@@ -38,9 +38,8 @@ func (o *orderLog) RunFinished(_ context.Context, _ *RunRecord, res *Result) err
 
 // TestRunRecordedBeforeItsEvents checks that the start of a run, its node
 // executions and its end are stored before the events that announce them
-// go out: a client
-// that reads the run as soon as it sees workflow_finished (possibly on
-// another replica) must find it ended, not still running.
+// go out: a client that reads the run as soon as it sees workflow_finished
+// (possibly on another replica) must find it ended, not still running.
 func TestRunRecordedBeforeItsEvents(t *testing.T) {
 	tests := []struct {
 		name   string
