@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -104,6 +105,10 @@ func readUploadForm(body *multipart.Reader, store *files.Store, rules files.Rule
 				form.staged.Discard()
 				return nil, apperr.InvalidParam("user is too long")
 			}
+			if bytes.IndexByte(b, 0) >= 0 {
+				form.staged.Discard()
+				return nil, nulError(`form field "user"`)
+			}
 			form.user = string(b)
 		}
 		part.Close()
@@ -133,7 +138,7 @@ func partFileName(p *multipart.Part) (string, bool) {
 	return name, ok
 }
 
-func multipartError(err error) error {
+func multipartError(err error) *apperr.Error {
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
 		return apperr.New(http.StatusRequestEntityTooLarge, apperr.CodeTooLarge, "The request body is too large.")

@@ -66,6 +66,9 @@ func (v *requestValidator) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			return echo.ErrNotFound
 		}
+		if err := refuseNULInParams(req, pathParams); err != nil {
+			return err
+		}
 		body, err := normalizeJSONBody(req, route.Operation, v.maxText)
 		if err != nil {
 			return err
@@ -310,6 +313,12 @@ func normalizeJSONBody(req *http.Request, op *openapi3.Operation, maxText int) (
 	if err := checkTextLimits(value, maxText); err != nil {
 		return nil, err
 	}
+	// A NUL can only reach a JSON string as the escape \u0000.
+	if bytes.Contains(trimmed, []byte(`u0000`)) {
+		if field, found := findNUL(value, ""); found {
+			return nil, nulError(fmt.Sprintf("field %q", field))
+		}
+	}
 	if dropped {
 		cleaned, err := json.Marshal(value)
 		if err != nil {
@@ -380,6 +389,65 @@ func checkTextLimits(body any, max int) error {
 		}
 	}
 	return nil
+}
+
+// The NUL character (U+0000) is refused in every text a request carries:
+// PostgreSQL cannot store it in a text column, so the same request would be
+// stored on SQLite and fail on PostgreSQL. Refusing it up front gives both
+// the same clear answer.
+
+// refuseNULInParams refuses a path or query parameter that holds a NUL.
+func refuseNULInParams(req *http.Request, pathParams map[string]string) error {
+	for name, v := range pathParams {
+		if strings.Contains(v, "\x00") || strings.Contains(v, "%00") {
+			return nulError(fmt.Sprintf("path parameter %q", name))
+		}
+	}
+	if strings.Contains(req.URL.RawQuery, "%00") || strings.Contains(req.URL.RawQuery, "\x00") {
+		for name, vs := range req.URL.Query() {
+			for _, v := range vs {
+				if strings.Contains(name, "\x00") || strings.Contains(v, "\x00") {
+					return nulError(fmt.Sprintf("query parameter %q", name))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// findNUL returns the dotted path of the first member name or string of a
+// decoded JSON value that holds a NUL.
+func findNUL(value any, at string) (string, bool) {
+	join := func(key string) string {
+		if at == "" {
+			return key
+		}
+		return at + "." + key
+	}
+	switch v := value.(type) {
+	case string:
+		return at, strings.Contains(v, "\x00")
+	case map[string]any:
+		for key, member := range v {
+			if strings.Contains(key, "\x00") {
+				return join(key), true
+			}
+			if field, found := findNUL(member, join(key)); found {
+				return field, true
+			}
+		}
+	case []any:
+		for i, item := range v {
+			if field, found := findNUL(item, join(fmt.Sprint(i))); found {
+				return field, true
+			}
+		}
+	}
+	return "", false
+}
+
+func nulError(where string) *apperr.Error {
+	return apperr.InvalidParam("%s contains the NUL character (U+0000), which is not accepted in text.", where)
 }
 
 func setBody(req *http.Request, body []byte) {
