@@ -54,6 +54,11 @@ func toAPIError(err error) *apperr.Error {
 	if errors.As(err, &ae) {
 		return ae
 	}
+	if errors.Is(err, http.ErrMissingBoundary) || errors.Is(err, http.ErrNotMultipart) {
+		// The generated wrappers of the file operations open the form
+		// before a handler runs; a form without a boundary fails there.
+		return multipartError(err)
+	}
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
 		msg := fmt.Sprint(he.Message)

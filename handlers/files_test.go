@@ -338,3 +338,28 @@ func TestFilePreview(t *testing.T) {
 		})
 	}
 }
+
+// TestFormWithoutBoundary sends the file operations a body declared as a
+// multipart form but without the boundary that splits it: the form cannot
+// be opened, which is the client's mistake (it was a 500).
+func TestFormWithoutBoundary(t *testing.T) {
+	s := newTestServer(t)
+	unknown := "00000000-0000-4000-8000-00000000abcd"
+	tests := []struct {
+		name, method, path, key string
+	}{
+		{"upload", "POST", "/v1/files/upload", s.appKey},
+		{"speech to text", "POST", "/v1/audio-to-text", s.appKey},
+		{"document from a file", "POST", "/v1/datasets/" + unknown + "/document/create-by-file", s.knowledgeKey},
+		{"document replaced by a file", "POST", "/v1/datasets/" + unknown + "/documents/" + unknown + "/update-by-file", s.knowledgeKey},
+		{"pipeline upload", "POST", "/v1/datasets/pipeline/file-upload", s.knowledgeKey},
+	}
+	for _, tc := range tests {
+		for _, ct := range []string{"multipart/form-data", "multipart/form-data; boundary="} {
+			t.Run(tc.name+" "+ct, func(t *testing.T) {
+				rec := s.do(t, request{method: tc.method, path: tc.path, key: tc.key, body: "not a form", contentType: ct})
+				expectStatus(t, rec, 400, "invalid_param")
+			})
+		}
+	}
+}
