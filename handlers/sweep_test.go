@@ -1,0 +1,715 @@
+package handlers_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+// TestEveryOperationSurvivesHostileInput walks every operation of
+// openapi.yaml and sends it what a careless or hostile client would: broken
+// JSON, bodies of the wrong shape, each field in turn replaced by a value of
+// the wrong type, out of range or absurdly long, odd query values and path
+// parameters that name nothing or are not ids at all. Every answer must be
+// one the contract allows (a 5xx is a failure, and every body is checked
+// against openapi.yaml), and a knowledge base and a conversation that no
+// request names must read exactly the same afterwards.
+//
+// Operations on app keys are sent to an app of each mode when their answer
+// depends on the mode. With real ids every operation reaches its handler
+// and succeeds at least once, except those whose fixtures the sweep does
+// not build: child chunks (a parent-child document), human input forms (a
+// paused run), knowledge pipeline runs and speech to text (a recording).
+func TestEveryOperationSurvivesHostileInput(t *testing.T) {
+	doc, _, _ := loadContract(t)
+	s := newTestServer(t)
+	bystander := s.sweepBystander(t)
+	kb := s.sweepKnowledge(t)
+	apps := s.sweepApps(t)
+
+	sent := 0
+	for _, op := range sweepOperations(doc) {
+		targets := apps
+		if op.knowledge {
+			targets = []sweepTarget{kb}
+		}
+		for i, target := range targets {
+			if i > 0 && !sweepByMode(op.path) {
+				continue // the same for an app of any mode: swept once
+			}
+			if op.knowledge && strings.Contains(op.path, "/segments") {
+				s.sweepSettle(t, target.ids)
+			}
+			paths := map[string]string{
+				"real":    op.fill(func(name string) string { return target.ids[name] }),
+				"unknown": op.fill(func(name string) string { return sweepUnknown[name] }),
+				"not an id": op.fill(func(string) string {
+					return url.PathEscape("../x\x00y")
+				}),
+			}
+			for _, variant := range []string{"unknown", "not an id", "real"} {
+				for _, r := range op.requests(paths[variant], target, variant == "real") {
+					sent++
+					rec, late := s.sweep(t, r)
+					if late {
+						// The server drops the work of a client that is
+						// gone and answers nothing. Only speech may take
+						// that long: 70,000 characters read aloud.
+						if op.path != "/text-to-audio" {
+							t.Errorf("%s: %s %s (%s ids, body %s) took longer than the sweep waits", target.name, r.method, r.path, variant, truncate(r.body))
+						}
+						continue
+					}
+					if rec.Code >= 500 {
+						t.Errorf("%s: %s %s (%s ids, body %s) → %d: %s", target.name, r.method, r.path, variant, truncate(r.body), rec.Code, truncate(rec.Body.String()))
+					}
+					if rec.Code >= 400 && op.path != "/chat/completions" && !strings.HasPrefix(op.path, "/models") { // those answer in OpenAI's shape
+						var e struct{ Status int }
+						if json.Unmarshal(rec.Body.Bytes(), &e) != nil || e.Status != rec.Code {
+							t.Errorf("%s: %s %s → %d, but the error body says %s", target.name, r.method, r.path, rec.Code, truncate(rec.Body.String()))
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d requests", sent)
+
+	after := s.sweepBystanderState(t, bystander)
+	for path, was := range bystander.state {
+		if after[path] != was {
+			t.Errorf("GET %s changed under the sweep:\nbefore %s\nafter  %s", path, truncate(was), truncate(after[path]))
+		}
+	}
+}
+
+// sweep serves one request with a deadline, so that an operation which
+// follows a run cannot hold the test, and checks the answer against
+// openapi.yaml like do. late reports a request still served at the
+// deadline; its answer is not checked.
+func (s *testServer) sweep(t *testing.T, r request) (rec *httptest.ResponseRecorder, late bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	rec = httptest.NewRecorder()
+	s.e.ServeHTTP(rec, r.build().WithContext(ctx))
+	if ctx.Err() != nil {
+		return rec, true
+	}
+	checkResponse(t, r, rec)
+	return rec, false
+}
+
+// sweepBases are plain bodies for the operations whose fields depend on
+// each other in ways the schema does not say; {name} stands for the
+// fixture's id.
+var sweepBases = map[string]string{
+	"POST /chat/completions":                                       `{"model":"{model}","messages":[{"role":"user","content":"hello"}],"user":"sweep"}`,
+	"POST /datasets/tags/binding":                                  `{"tag_ids":["{tag_id}"],"target_id":"{dataset_id}"}`,
+	"POST /datasets/tags/unbinding":                                `{"tag_ids":["{tag_id}"],"target_id":"{dataset_id}"}`,
+	"POST /datasets/{dataset_id}/documents/download-zip":           `{"document_ids":["{document_id}"]}`,
+	"PATCH /datasets/{dataset_id}/metadata/{metadata_id}":          `{"name":"renamed"}`,
+	"POST /messages/{message_id}/feedbacks":                        `{"rating":"like","user":"sweep","content":"fine"}`,
+	"PUT /conversations/{conversation_id}/variables/{variable_id}": `{"value":"changed","user":"sweep"}`,
+}
+
+// sweepIDs puts the fixtures' ids into a body template.
+func sweepIDs(template string, ids map[string]string) string {
+	for name, id := range ids {
+		template = strings.ReplaceAll(template, "{"+name+"}", id)
+	}
+	return template
+}
+
+// sweepByMode reports whether an app operation behaves by the app's mode,
+// so that the sweep sends it to an app of every mode.
+func sweepByMode(path string) bool {
+	for _, prefix := range []string{"/chat-messages", "/completion-messages", "/workflow", "/conversations",
+		"/messages", "/chat/completions", "/parameters", "/text-to-audio", "/form/"} {
+		if strings.HasPrefix(path, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// sweepUnknown holds path parameter values that are well formed but name
+// nothing stored.
+var sweepUnknown = map[string]string{
+	"action":     "bogus",
+	"model_type": "bogus",
+	"model":      "bogus",
+	"batch":      "20260101000000000000",
+}
+
+func init() {
+	for _, name := range []string{"annotation_id", "child_chunk_id", "conversation_id", "dataset_id", "document_id",
+		"end_user_id", "file_id", "form_token", "job_id", "message_id", "metadata_id", "node_id", "segment_id",
+		"task_id", "variable_id", "workflow_id", "workflow_run_id"} {
+		sweepUnknown[name] = "00000000-0000-4000-8000-00000000abcd"
+	}
+}
+
+// sweepOp is one operation of the contract as the sweep needs it.
+type sweepOp struct {
+	method, path string
+	knowledge    bool // opened by a knowledge key
+	op           *openapi3.Operation
+}
+
+// sweepOperations lists the contract's operations, deletions last and the
+// deepest of them first, so that the fixtures live as long as possible.
+func sweepOperations(doc *openapi3.T) []sweepOp {
+	var ops []sweepOp
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			o := sweepOp{method: method, path: path, op: op}
+			if op.Security != nil {
+				for _, req := range *op.Security {
+					if _, ok := req["KnowledgeKey"]; ok {
+						o.knowledge = true
+					}
+				}
+			}
+			ops = append(ops, o)
+		}
+	}
+	sort.Slice(ops, func(i, j int) bool {
+		a, b := ops[i], ops[j]
+		if (a.method == "DELETE") != (b.method == "DELETE") {
+			return b.method == "DELETE"
+		}
+		if a.method == "DELETE" && strings.Count(a.path, "/") != strings.Count(b.path, "/") {
+			return strings.Count(a.path, "/") > strings.Count(b.path, "/")
+		}
+		if a.path != b.path {
+			return a.path < b.path
+		}
+		return a.method < b.method
+	})
+	return ops
+}
+
+// fill puts values into the path's parameters; an empty value keeps a
+// fixed unknown one.
+func (o sweepOp) fill(value func(name string) string) string {
+	path := o.path
+	for {
+		open := strings.IndexByte(path, '{')
+		if open < 0 {
+			return "/v1" + path
+		}
+		end := strings.IndexByte(path[open:], '}') + open
+		name := path[open+1 : end]
+		v := value(name)
+		if v == "" {
+			v = sweepUnknown[name]
+		}
+		path = path[:open] + v + path[end+1:]
+	}
+}
+
+// sweepBadValues replace one field at a time: wrong types, empty and
+// absurd values.
+var sweepBadValues = []any{
+	nil, "", "x\x00y", strings.Repeat("ä", 70_000), json.Number("-1"), json.Number("0"), json.Number("1.5"),
+	json.Number("123456789012345678901234567890"), json.Number("-1e308"), true, []any{}, []any{nil, 1, "a"},
+	map[string]any{}, map[string]any{"": nil}, sweepDeep(200),
+}
+
+func sweepDeep(n int) any {
+	var v any = "bottom"
+	for range n {
+		v = []any{v}
+	}
+	return v
+}
+
+var sweepQueryValues = []string{"", "-1", "0", "abc", "99999999999999999999", "1.5", "\x00", "%", strings.Repeat("z", 5000), "true"}
+
+// sweepSample is what the sweep sends under the race detector (make test):
+// a few values of each kind. The whole sweep runs without it (make
+// test-postgres, on PostgreSQL).
+func sweepSample[T any](all []T, pick ...int) []T {
+	if !raceDetector {
+		return all
+	}
+	out := make([]T, 0, len(pick))
+	for _, i := range pick {
+		out = append(out, all[i])
+	}
+	return out
+}
+
+// requests builds the hostile requests of one operation at one path. With
+// real ids every field is also replaced in turn; with ids that name
+// nothing the broken bodies and the plain one are enough.
+func (o sweepOp) requests(path string, target sweepTarget, deep bool) []request {
+	ids := target.ids
+	base := request{method: strings.ToUpper(o.method), path: path, key: target.key}
+	var out []request
+
+	// Query parameters: the required ones and those naming a fixture take
+	// plain values, then each parameter in turn takes the odd ones.
+	query := url.Values{}
+	var queryNames []string
+	for _, p := range o.op.Parameters {
+		if p.Value == nil || p.Value.In != "query" {
+			continue
+		}
+		queryNames = append(queryNames, p.Value.Name)
+		if p.Value.Required || ids[p.Value.Name] != "" || p.Value.Name == "user" {
+			query.Set(p.Value.Name, sweepQueryValue(p.Value.Name, ids))
+		}
+	}
+	withQuery := func(q url.Values) string {
+		if len(q) == 0 {
+			return path
+		}
+		return path + "?" + q.Encode()
+	}
+	base.path = withQuery(query)
+
+	var bodies []request
+	var media string
+	var schema *openapi3.Schema
+	if o.op.RequestBody != nil && o.op.RequestBody.Value != nil {
+		for mt, m := range o.op.RequestBody.Value.Content {
+			media = mt
+			if m.Schema != nil {
+				schema = m.Schema.Value
+			}
+		}
+	}
+	switch {
+	case strings.HasPrefix(media, "multipart/"):
+		for _, b := range []struct{ body, ct string }{
+			{"not a form", "multipart/form-data"},
+			{"--xyz\r\nContent-Disposition: form-data; name=\"user\"\r\n\r\nsweep\r\n--xyz--\r\n", "multipart/form-data; boundary=xyz"},
+			{"--xyz\r\nContent-Disposition: form-data; name=\"file\"; filename=\"../../etc/passwd\"\r\nContent-Type: text/plain\r\n\r\n\r\n--xyz\r\nContent-Disposition: form-data; name=\"user\"\r\n\r\nsweep\r\n--xyz\r\nContent-Disposition: form-data; name=\"data\"\r\n\r\n{\"indexing_technique\":1}\r\n--xyz--\r\n", "multipart/form-data; boundary=xyz"},
+			{"--xyz\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a\x00b.txt\"\r\nContent-Type: text/plain\r\n\r\nnul\x00inside\r\n--xyz\r\nContent-Disposition: form-data; name=\"user\"\r\n\r\nx\x00y\r\n--xyz\r\nContent-Disposition: form-data; name=\"data\"\r\n\r\n{\"name\":\"a\\u0000b\"}\r\n--xyz--\r\n", "multipart/form-data; boundary=xyz"},
+			{"--xyz\r\nContent-Disposition: form-data; name=\"user\"\r\n\r\nx\x00y\r\n--xyz\r\nContent-Disposition: form-data; name=\"file\"; filename=\"note.txt\"\r\nContent-Type: text/plain\r\n\r\nnul\x00inside\r\n--xyz--\r\n", "multipart/form-data; boundary=xyz"},
+			{"--xyz\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.docx\"\r\nContent-Type: application/vnd.openxmlformats-officedocument.wordprocessingml.document\r\n\r\nPK\x03\x04garbage\r\n--xyz\r\nContent-Disposition: form-data; name=\"user\"\r\n\r\nsweep\r\n--xyz--\r\n", "multipart/form-data; boundary=xyz"},
+		} {
+			r := base
+			r.body, r.contentType = b.body, b.ct
+			bodies = append(bodies, r)
+		}
+	case media != "":
+		for _, raw := range []string{"{", "[]", "null", `"x"`, "1e999", `{"a":1,"a":2}`} {
+			r := base
+			r.body = raw
+			bodies = append(bodies, r)
+		}
+		plain, _ := sweepValue(schema, "", ids, 0).(map[string]any)
+		if base, ok := sweepBases[strings.ToUpper(o.method)+" "+o.path]; ok {
+			plain = nil
+			if err := json.Unmarshal([]byte(sweepIDs(base, ids)), &plain); err != nil {
+				panic(err)
+			}
+		}
+		if plain == nil {
+			plain = map[string]any{}
+		}
+		if _, ok := schema.Properties["inputs"]; ok && target.inputs != nil {
+			plain["inputs"] = target.inputs
+		}
+		if _, ok := schema.Properties["response_mode"]; ok && target.stream {
+			plain["response_mode"] = "streaming"
+		}
+		r := base
+		r.body = sweepJSON(plain)
+		bodies = append(bodies, r)
+		if deep && schema != nil {
+			for _, name := range slices.Sorted(maps.Keys(schema.Properties)) {
+				for _, bad := range sweepSample(sweepBadValues, 0, 2, 7, 10, 14) {
+					changed := maps.Clone(plain)
+					changed[name] = bad
+					r := base
+					r.body = sweepJSON(changed)
+					bodies = append(bodies, r)
+				}
+			}
+			// Each input of the app in turn, too: the runtimes check
+			// them against the app's form.
+			if inputs, ok := plain["inputs"].(map[string]any); ok {
+				for _, name := range slices.Sorted(maps.Keys(inputs)) {
+					for _, bad := range sweepSample(sweepBadValues, 0, 2, 7, 10, 14) {
+						changed := maps.Clone(inputs)
+						changed[name] = bad
+						withInputs := maps.Clone(plain)
+						withInputs["inputs"] = changed
+						r := base
+						r.body = sweepJSON(withInputs)
+						bodies = append(bodies, r)
+					}
+				}
+			}
+		}
+	default:
+		bodies = append(bodies, base)
+	}
+	out = append(out, bodies...)
+
+	// The odd query values go with the plain body (or none).
+	if deep || len(queryNames) > 0 {
+		plain := bodies[len(bodies)-1]
+		if media != "" && !strings.HasPrefix(media, "multipart/") {
+			for _, b := range bodies {
+				if b.body != "" && b.body[0] == '{' && !strings.Contains(b.body, "\x00") {
+					plain = b
+					break
+				}
+			}
+		}
+		for _, name := range queryNames {
+			for _, v := range sweepSample(sweepQueryValues, 1, 3, 4, 6) {
+				q := maps.Clone(query)
+				q.Set(name, v)
+				r := plain
+				r.path = withQuery(q)
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+func sweepQueryValue(name string, ids map[string]string) string {
+	if v := ids[name]; v != "" {
+		return v
+	}
+	if name == "user" {
+		return "sweep"
+	}
+	return "1"
+}
+
+// sweepValue builds a plain value the schema accepts: the required
+// properties of an object, the first of an enum, the least of a range.
+// Fields named like a fixture take the fixture's id.
+func sweepValue(s *openapi3.Schema, name string, ids map[string]string, depth int) any {
+	if s == nil || depth > 6 {
+		return nil
+	}
+	if v, ok := ids[name]; ok && v != "" {
+		return v
+	}
+	if name == "user" {
+		return "sweep"
+	}
+	if len(s.Enum) > 0 {
+		return s.Enum[0]
+	}
+	for _, alts := range []openapi3.SchemaRefs{s.OneOf, s.AnyOf} {
+		if len(alts) > 0 && alts[0].Value != nil {
+			return sweepValue(alts[0].Value, name, ids, depth+1)
+		}
+	}
+	if len(s.AllOf) > 0 {
+		merged := map[string]any{}
+		for _, part := range s.AllOf {
+			if m, ok := sweepValue(part.Value, name, ids, depth+1).(map[string]any); ok {
+				for k, v := range m {
+					merged[k] = v
+				}
+			}
+		}
+		return merged
+	}
+	switch {
+	case s.Type.Is("object") || len(s.Properties) > 0:
+		obj := map[string]any{}
+		for _, req := range s.Required {
+			if p := s.Properties[req]; p != nil {
+				obj[req] = sweepValue(p.Value, req, ids, depth+1)
+			} else {
+				obj[req] = "x"
+			}
+		}
+		// Optional fields that name the fixtures' user or ids are
+		// filled in too: without them most operations stop at "not
+		// found" before the field under test is looked at.
+		for name, p := range s.Properties {
+			if _, done := obj[name]; !done && (name == "user" || ids[name] != "") {
+				obj[name] = sweepValue(p.Value, name, ids, depth+1)
+			}
+		}
+		return obj
+	case s.Type.Is("array"):
+		if s.MinItems > 0 && s.Items != nil {
+			return []any{sweepValue(s.Items.Value, "", ids, depth+1)}
+		}
+		return []any{}
+	case s.Type.Is("string"):
+		n := max(int(s.MinLength), 5)
+		if s.MaxLength != nil && int(*s.MaxLength) < n {
+			n = int(*s.MaxLength)
+		}
+		return strings.Repeat("q", n)
+	case s.Type.Is("integer"), s.Type.Is("number"):
+		if s.Min != nil {
+			return *s.Min
+		}
+		return 1
+	case s.Type.Is("boolean"):
+		return true
+	}
+	return "x"
+}
+
+func sweepJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// sweepTarget is what one pass of the sweep sends its requests with: a
+// key, the ids of fixtures its key reaches, and the inputs its app's form
+// asks for.
+type sweepTarget struct {
+	name   string
+	key    string
+	ids    map[string]string
+	inputs map[string]any
+	stream bool // the app answers only in streaming mode
+}
+
+// sweepPost creates a fixture and decodes the answer.
+func (s *testServer) sweepPost(t *testing.T, path, key, body string) map[string]any {
+	t.Helper()
+	rec := s.do(t, request{method: "POST", path: path, key: key, body: body})
+	if rec.Code >= 300 {
+		t.Fatalf("fixture POST %s: %d %s", path, rec.Code, rec.Body)
+	}
+	var out map[string]any
+	kbDecode(t, rec, &out)
+	return out
+}
+
+func sweepString(v any) string { s, _ := v.(string); return s }
+
+// sweepKnowledge creates what the knowledge operations point at: a
+// knowledge base with an indexed document, a metadata field and a tag.
+func (s *testServer) sweepKnowledge(t *testing.T) sweepTarget {
+	t.Helper()
+	k := s.knowledgeKey
+	ids := map[string]string{"action": "enable", "model_type": "text-embedding"}
+	ds := s.sweepPost(t, "/v1/datasets", k, `{"name":"sweep target","indexing_technique":"high_quality"}`)
+	ids["dataset_id"] = sweepString(ds["id"])
+	created := s.sweepPost(t, "/v1/datasets/"+ids["dataset_id"]+"/document/create-by-text", k,
+		`{"name":"target.txt","text":"Rivers carry silt to the sea.\n\nMountains stand still for ages.","indexing_technique":"high_quality","process_rule":{"mode":"automatic"}}`)
+	ids["document_id"] = sweepString(at(created, "document", "id"))
+	ids["batch"] = sweepString(created["batch"])
+	docWait(t, s, ids["dataset_id"], ids["batch"])
+	segs := s.getJSON(t, "/v1/datasets/"+ids["dataset_id"]+"/documents/"+ids["document_id"]+"/segments", k)
+	ids["segment_id"] = sweepString(at(segs, "data", 0, "id"))
+	field := s.sweepPost(t, "/v1/datasets/"+ids["dataset_id"]+"/metadata", k, `{"type":"string","name":"origin"}`)
+	ids["metadata_id"] = sweepString(field["id"])
+	tag := s.sweepPost(t, "/v1/datasets/tags", k, `{"name":"swept"}`)
+	ids["tag_id"] = sweepString(tag["id"])
+	sweepComplete(t, "knowledge", ids)
+	return sweepTarget{name: "knowledge", key: k, ids: ids}
+}
+
+// sweepSettle waits for the target document to be indexed again (the
+// operations that replace its text run before the segment operations)
+// and points segment_id at one of its current segments.
+func (s *testServer) sweepSettle(t *testing.T, ids map[string]string) {
+	t.Helper()
+	doc := "/v1/datasets/" + ids["dataset_id"] + "/documents/" + ids["document_id"]
+	wait := func() string {
+		for range 300 {
+			status := sweepString(s.getJSON(t, doc, s.knowledgeKey)["indexing_status"])
+			if status == "completed" || status == "error" {
+				return status
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return "indexing"
+	}
+	if wait() == "error" {
+		// A broken file replaced the text: give it readable text again.
+		s.sweepPost(t, doc+"/update-by-text", s.knowledgeKey, `{"name":"target.txt","text":"Rivers carry silt to the sea."}`)
+		wait()
+	}
+	segs := s.getJSON(t, doc+"/segments", s.knowledgeKey)
+	if id := sweepString(at(segs, "data", 0, "id")); id != "" {
+		ids["segment_id"] = id
+	}
+}
+
+// sweepApps returns a target for the demo chat app and for one imported
+// app of every other mode, each with a conversation or run, a message, an
+// uploaded file and, for the demo app, an annotation and its reply job.
+func (s *testServer) sweepApps(t *testing.T) []sweepTarget {
+	t.Helper()
+	demo := sweepTarget{name: "chat", key: s.appKey}
+	targets := []sweepTarget{demo}
+	for _, imp := range []struct {
+		name, file string
+		inputs     map[string]any
+	}{
+		{"completion", "completion.yml", map[string]any{"product": "kettle", "tone": "formal"}},
+		{"workflow", "workflow.yml", map[string]any{"invoice_text": "Net 100 EUR", "currency": "EUR"}},
+		{"advanced-chat", "advanced-chat.yml", map[string]any{"plan": "pro"}},
+		{"agent-chat", "", nil},
+	} {
+		var key string
+		if imp.file == "" {
+			// testdata's agent uses a search tool no tools file maps here.
+			_, key = s.importAppData(t, []byte(sweepAgent))
+		} else {
+			_, key = s.importApp(t, imp.file)
+		}
+		targets = append(targets, sweepTarget{name: imp.name, key: key, inputs: imp.inputs, stream: imp.name == "agent-chat"})
+	}
+	for i := range targets {
+		tg := &targets[i]
+		tg.ids = map[string]string{"action": "enable"}
+		tg.ids["model"] = sweepString(at(s.getJSON(t, "/v1/models", tg.key), "data", 0, "id"))
+		inputs := sweepJSON(tg.inputs)
+		if tg.inputs == nil {
+			inputs = "{}"
+		}
+		switch tg.name {
+		case "completion":
+			msg := s.sweepPost(t, "/v1/completion-messages", tg.key, `{"inputs":`+inputs+`,"user":"sweep","response_mode":"blocking"}`)
+			tg.ids["message_id"] = sweepString(msg["message_id"])
+			tg.ids["task_id"] = sweepString(msg["task_id"])
+		case "workflow":
+			run := s.sweepPost(t, "/v1/workflows/run", tg.key, `{"inputs":`+inputs+`,"user":"sweep","response_mode":"blocking"}`)
+			tg.ids["workflow_run_id"] = sweepString(run["workflow_run_id"])
+			tg.ids["task_id"] = sweepString(run["task_id"])
+			stored := s.getJSON(t, "/v1/workflows/run/"+tg.ids["workflow_run_id"], tg.key)
+			tg.ids["workflow_id"] = sweepString(stored["workflow_id"])
+		case "agent-chat":
+			rec := s.do(t, request{method: "POST", path: "/v1/chat-messages", key: tg.key, body: `{"query":"hello","inputs":{},"user":"sweep","response_mode":"streaming"}`})
+			expectStatus(t, rec, 200, "")
+			first := readFrames(t, rec.Body.String())[0]
+			tg.ids["conversation_id"] = first.str("conversation_id")
+			tg.ids["message_id"] = first.str("message_id")
+			tg.ids["task_id"] = first.str("task_id")
+		default:
+			msg := s.sweepPost(t, "/v1/chat-messages", tg.key, `{"query":"hello","inputs":`+inputs+`,"user":"sweep","response_mode":"blocking"}`)
+			tg.ids["conversation_id"] = sweepString(msg["conversation_id"])
+			tg.ids["message_id"] = sweepString(msg["message_id"])
+			tg.ids["task_id"] = sweepString(msg["task_id"])
+			if tg.name == "advanced-chat" {
+				vars := s.getJSON(t, "/v1/conversations/"+tg.ids["conversation_id"]+"/variables?user=sweep", tg.key)
+				tg.ids["variable_id"] = sweepString(at(vars, "data", 0, "id"))
+			}
+		}
+		body, ct := multipartForm(t, userField("sweep"), fileField("note.txt", "text/plain", []byte("a small note")))
+		rec := s.do(t, request{method: "POST", path: "/v1/files/upload", key: tg.key, body: body, contentType: ct})
+		if rec.Code != http.StatusCreated {
+			t.Fatalf("fixture upload: %d %s", rec.Code, rec.Body)
+		}
+		var file map[string]any
+		kbDecode(t, rec, &file)
+		tg.ids["file_id"] = sweepString(file["id"])
+		tg.ids["upload_file_id"] = tg.ids["file_id"]
+		tg.ids["end_user_id"] = sweepString(file["created_by"])
+	}
+	ann := s.sweepPost(t, "/v1/apps/annotations", demo.key, `{"question":"q?","answer":"a."}`)
+	targets[0].ids["annotation_id"] = sweepString(ann["id"])
+	job := s.sweepPost(t, "/v1/apps/annotation-reply/enable", demo.key, `{"score_threshold":0.9,"embedding_provider_name":"appkb","embedding_model_name":"builtin-embedding"}`)
+	targets[0].ids["job_id"] = sweepString(job["job_id"])
+	for _, tg := range targets {
+		sweepComplete(t, tg.name, tg.ids)
+	}
+	return targets
+}
+
+// sweepAgent is an agent app with one built-in tool.
+const sweepAgent = `app: {mode: agent-chat, name: Sweep agent}
+kind: app
+version: 0.3.0
+model_config:
+  model: {provider: langgenius/openai/openai, name: gpt-4o, mode: chat, completion_params: {}}
+  pre_prompt: Use your tools.
+  agent_mode:
+    enabled: true
+    strategy: function_call
+    max_iteration: 3
+    tools:
+    - {enabled: true, provider_type: builtin, provider_id: time, provider_name: time, tool_name: timestamp_to_localtime, tool_label: Local time, tool_parameters: {timezone: UTC}}
+  user_input_form: []
+`
+
+// sweepComplete fails the test when a fixture came back without its id.
+func sweepComplete(t *testing.T, name string, ids map[string]string) {
+	t.Helper()
+	for k, v := range ids {
+		if v == "" {
+			t.Fatalf("%s fixture %s has no id", name, k)
+		}
+	}
+}
+
+// sweepState is what the bystander fixtures read as before the sweep.
+type sweepState struct {
+	dataset, document, conversation string
+	state                           map[string]string
+}
+
+// sweepBystander creates a knowledge base with a document and a
+// conversation that no request of the sweep names, and reads them.
+func (s *testServer) sweepBystander(t *testing.T) sweepState {
+	t.Helper()
+	rec := s.do(t, request{method: "POST", path: "/v1/datasets", key: s.knowledgeKey, body: `{"name":"bystander","indexing_technique":"high_quality"}`})
+	expectStatus(t, rec, 200, "")
+	var ds struct{ ID string }
+	kbDecode(t, rec, &ds)
+	rec = s.do(t, request{method: "POST", path: "/v1/datasets/" + ds.ID + "/document/create-by-text", key: s.knowledgeKey,
+		body: `{"name":"keep.txt","text":"Nothing here may change.","indexing_technique":"high_quality","process_rule":{"mode":"automatic"}}`})
+	expectStatus(t, rec, 200, "")
+	var created docCreated
+	kbDecode(t, rec, &created)
+	docWait(t, s, ds.ID, created.Batch)
+	rec = s.do(t, request{method: "POST", path: "/v1/chat-messages", key: s.appKey,
+		body: `{"query":"remember me","inputs":{},"user":"bystander","response_mode":"blocking"}`})
+	expectStatus(t, rec, 200, "")
+	var msg struct {
+		ConversationID string `json:"conversation_id"`
+	}
+	kbDecode(t, rec, &msg)
+	b := sweepState{dataset: ds.ID, document: created.Document.ID, conversation: msg.ConversationID}
+	b.state = s.sweepBystanderState(t, b)
+	return b
+}
+
+func (s *testServer) sweepBystanderState(t *testing.T, b sweepState) map[string]string {
+	t.Helper()
+	kb := "/v1/datasets/" + b.dataset
+	reads := []struct{ path, key string }{
+		{kb, s.knowledgeKey},
+		{kb + "/documents", s.knowledgeKey},
+		{kb + "/documents/" + b.document, s.knowledgeKey},
+		{kb + "/documents/" + b.document + "/segments", s.knowledgeKey},
+		{kb + "/metadata", s.knowledgeKey},
+		{kb + "/tags", s.knowledgeKey},
+		{"/v1/conversations?user=bystander", s.appKey},
+		{fmt.Sprintf("/v1/messages?user=bystander&conversation_id=%s", b.conversation), s.appKey},
+	}
+	out := map[string]string{}
+	for _, r := range reads {
+		rec := s.do(t, request{method: "GET", path: r.path, key: r.key})
+		expectStatus(t, rec, 200, "")
+		out[r.path] = rec.Body.String()
+	}
+	return out
+}
