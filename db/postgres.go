@@ -3,6 +3,7 @@ package db
 import (
 	"crypto/rand"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"fmt"
 	"net/url"
@@ -12,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -209,7 +212,15 @@ func migratedTemplate(admin *gorm.DB, base string) (string, error) {
 // administrative work such as creating databases, and as the first step
 // of OpenPostgres).
 func openPostgresRaw(url string) (*gorm.DB, error) {
-	gdb, err := gorm.Open(postgres.New(postgres.Config{DSN: url}), &gorm.Config{
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", redactURL(url), err)
+	}
+	// The pool is made here so that its connections drop NUL from text
+	// (nul.go); the DSN stays on the dialector for the cluster bus, which
+	// opens a LISTEN connection of its own.
+	conns := sql.OpenDB(nulFreeConnector{stdlib.GetConnector(*cfg)})
+	gdb, err := gorm.Open(postgres.New(postgres.Config{DSN: url, Conn: conns}), &gorm.Config{
 		Logger: logger.Default.LogMode(logger.Silent),
 		// PostgreSQL keeps microseconds: values made here match what
 		// is read back.
@@ -217,6 +228,7 @@ func openPostgresRaw(url string) (*gorm.DB, error) {
 		TranslateError: true,
 	})
 	if err != nil {
+		conns.Close()
 		return nil, fmt.Errorf("open database %s: %w", redactURL(url), err)
 	}
 	return gdb, nil
