@@ -21,12 +21,6 @@ func (s *testServer) importApp(t *testing.T, file string) (appID, key string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s.importAppData(t, data)
-}
-
-// importAppData imports an app definition given as text.
-func (s *testServer) importAppData(t *testing.T, data []byte) (appID, key string) {
-	t.Helper()
 	ctx := context.Background()
 	app, err := apps.NewStore(s.db).Import(ctx, data)
 	if err != nil {

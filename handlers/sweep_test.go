@@ -29,8 +29,7 @@ import (
 // Operations on app keys are sent to an app of each mode when their answer
 // depends on the mode. With real ids every operation reaches its handler
 // and succeeds at least once, except those whose fixtures the sweep does
-// not build: child chunks (a parent-child document), human input forms (a
-// paused run), knowledge pipeline runs and speech to text (a recording).
+// not build: knowledge pipeline runs and speech to text (a recording).
 func TestEveryOperationSurvivesHostileInput(t *testing.T) {
 	doc, _, _ := loadContract(t)
 	s := newTestServer(t)
@@ -64,9 +63,10 @@ func TestEveryOperationSurvivesHostileInput(t *testing.T) {
 					rec, late := s.sweep(t, r)
 					if late {
 						// The server drops the work of a client that is
-						// gone and answers nothing. Only speech may take
-						// that long: 70,000 characters read aloud.
-						if op.path != "/text-to-audio" {
+						// gone and answers nothing. Only speech (70,000
+						// characters read aloud) and a stream that follows
+						// a paused run past its pause may take that long.
+						if op.path != "/text-to-audio" && op.path != "/workflow/{workflow_run_id}/events" {
 							t.Errorf("%s: %s %s (%s ids, body %s) took longer than the sweep waits", target.name, r.method, r.path, variant, truncate(r.body))
 						}
 						continue
@@ -122,6 +122,8 @@ var sweepBases = map[string]string{
 	"PATCH /datasets/{dataset_id}/metadata/{metadata_id}":          `{"name":"renamed"}`,
 	"POST /messages/{message_id}/feedbacks":                        `{"rating":"like","user":"sweep","content":"fine"}`,
 	"PUT /conversations/{conversation_id}/variables/{variable_id}": `{"value":"changed","user":"sweep"}`,
+	"POST /datasets/{dataset_id}/document/create-by-text":          `{"name":"more.txt","text":"More text. And more.","indexing_technique":"high_quality","doc_form":"hierarchical_model","process_rule":{"mode":"hierarchical","rules":{"parent_mode":"paragraph"}}}`,
+	"POST /form/human_input/{form_token}":                          `{"inputs":{"comment":"fine"},"action":"approve","user":"sweep"}`,
 }
 
 // sweepIDs puts the fixtures' ids into a body template.
@@ -282,6 +284,7 @@ func (o sweepOp) requests(path string, target sweepTarget, deep bool) []request 
 	base.path = withQuery(query)
 
 	var bodies []request
+	plainReq := base // the body of a plain call, when there is one
 	var media string
 	var schema *openapi3.Schema
 	if o.op.RequestBody != nil && o.op.RequestBody.Value != nil {
@@ -300,6 +303,7 @@ func (o sweepOp) requests(path string, target sweepTarget, deep bool) []request 
 			{"--xyz\r\nContent-Disposition: form-data; name=\"file\"; filename=\"../../etc/passwd\"\r\nContent-Type: text/plain\r\n\r\n\r\n--xyz\r\nContent-Disposition: form-data; name=\"user\"\r\n\r\nsweep\r\n--xyz\r\nContent-Disposition: form-data; name=\"data\"\r\n\r\n{\"indexing_technique\":1}\r\n--xyz--\r\n", "multipart/form-data; boundary=xyz"},
 			{"--xyz\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a\x00b.txt\"\r\nContent-Type: text/plain\r\n\r\nnul\x00inside\r\n--xyz\r\nContent-Disposition: form-data; name=\"user\"\r\n\r\nx\x00y\r\n--xyz\r\nContent-Disposition: form-data; name=\"data\"\r\n\r\n{\"name\":\"a\\u0000b\"}\r\n--xyz--\r\n", "multipart/form-data; boundary=xyz"},
 			{"--xyz\r\nContent-Disposition: form-data; name=\"user\"\r\n\r\nx\x00y\r\n--xyz\r\nContent-Disposition: form-data; name=\"file\"; filename=\"note.txt\"\r\nContent-Type: text/plain\r\n\r\nnul\x00inside\r\n--xyz--\r\n", "multipart/form-data; boundary=xyz"},
+			{"--xyz\r\nContent-Disposition: form-data; name=\"file\"; filename=\"more.txt\"\r\nContent-Type: text/plain\r\n\r\nMore text. And more.\r\n--xyz\r\nContent-Disposition: form-data; name=\"user\"\r\n\r\nsweep\r\n--xyz\r\nContent-Disposition: form-data; name=\"data\"\r\n\r\n{\"indexing_technique\":\"high_quality\",\"doc_form\":\"hierarchical_model\",\"process_rule\":{\"mode\":\"hierarchical\",\"rules\":{\"parent_mode\":\"paragraph\"}}}\r\n--xyz--\r\n", "multipart/form-data; boundary=xyz"},
 			{"--xyz\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.docx\"\r\nContent-Type: application/vnd.openxmlformats-officedocument.wordprocessingml.document\r\n\r\nPK\x03\x04garbage\r\n--xyz\r\nContent-Disposition: form-data; name=\"user\"\r\n\r\nsweep\r\n--xyz--\r\n", "multipart/form-data; boundary=xyz"},
 		} {
 			r := base
@@ -313,24 +317,24 @@ func (o sweepOp) requests(path string, target sweepTarget, deep bool) []request 
 			bodies = append(bodies, r)
 		}
 		plain, _ := sweepValue(schema, "", ids, 0).(map[string]any)
-		if base, ok := sweepBases[strings.ToUpper(o.method)+" "+o.path]; ok {
+		template, given := sweepBases[strings.ToUpper(o.method)+" "+o.path]
+		if given {
 			plain = nil
-			if err := json.Unmarshal([]byte(sweepIDs(base, ids)), &plain); err != nil {
+			if err := json.Unmarshal([]byte(sweepIDs(template, ids)), &plain); err != nil {
 				panic(err)
 			}
 		}
 		if plain == nil {
 			plain = map[string]any{}
 		}
-		if _, ok := schema.Properties["inputs"]; ok && target.inputs != nil {
+		if _, ok := schema.Properties["inputs"]; ok && target.inputs != nil && !given {
 			plain["inputs"] = target.inputs
 		}
 		if _, ok := schema.Properties["response_mode"]; ok && target.stream {
 			plain["response_mode"] = "streaming"
 		}
-		r := base
-		r.body = sweepJSON(plain)
-		bodies = append(bodies, r)
+		plainReq = base
+		plainReq.body = sweepJSON(plain)
 		if deep && schema != nil {
 			for _, name := range slices.Sorted(maps.Keys(schema.Properties)) {
 				for _, bad := range sweepSample(sweepBadValues, 0, 2, 7, 10, 14) {
@@ -357,27 +361,19 @@ func (o sweepOp) requests(path string, target sweepTarget, deep bool) []request 
 				}
 			}
 		}
-	default:
-		bodies = append(bodies, base)
 	}
+	// The plain body goes last, so that the changed ones still find what
+	// it would delete or answer (a human input form takes one answer).
 	out = append(out, bodies...)
+	out = append(out, plainReq)
 
 	// The odd query values go with the plain body (or none).
 	if deep || len(queryNames) > 0 {
-		plain := bodies[len(bodies)-1]
-		if media != "" && !strings.HasPrefix(media, "multipart/") {
-			for _, b := range bodies {
-				if b.body != "" && b.body[0] == '{' && !strings.Contains(b.body, "\x00") {
-					plain = b
-					break
-				}
-			}
-		}
 		for _, name := range queryNames {
 			for _, v := range sweepSample(sweepQueryValues, 1, 3, 4, 6) {
 				q := maps.Clone(query)
 				q.Set(name, v)
-				r := plain
+				r := plainReq
 				r.path = withQuery(q)
 				out = append(out, r)
 			}
@@ -453,11 +449,17 @@ func sweepValue(s *openapi3.Schema, name string, ids map[string]string, depth in
 		}
 		return []any{}
 	case s.Type.Is("string"):
-		n := max(int(s.MinLength), 5)
-		if s.MaxLength != nil && int(*s.MaxLength) < n {
-			n = int(*s.MaxLength)
+		// Unique, so that names taken by an earlier call (a tag, a
+		// metadata field) do not refuse this one.
+		sweepStrings++
+		v := fmt.Sprintf("q%d", sweepStrings)
+		if n := int(s.MinLength); len(v) < n {
+			v += strings.Repeat("q", n-len(v))
 		}
-		return strings.Repeat("q", n)
+		if s.MaxLength != nil && int(*s.MaxLength) < len(v) {
+			v = v[:*s.MaxLength]
+		}
+		return v
 	case s.Type.Is("integer"), s.Type.Is("number"):
 		if s.Min != nil {
 			return *s.Min
@@ -468,6 +470,9 @@ func sweepValue(s *openapi3.Schema, name string, ids map[string]string, depth in
 	}
 	return "x"
 }
+
+// sweepStrings counts the strings sweepValue made.
+var sweepStrings int
 
 func sweepJSON(v any) string {
 	b, err := json.Marshal(v)
@@ -503,7 +508,8 @@ func (s *testServer) sweepPost(t *testing.T, path, key, body string) map[string]
 func sweepString(v any) string { s, _ := v.(string); return s }
 
 // sweepKnowledge creates what the knowledge operations point at: a
-// knowledge base with an indexed document, a metadata field and a tag.
+// knowledge base with an indexed parent-child document, a metadata field
+// and a tag.
 func (s *testServer) sweepKnowledge(t *testing.T) sweepTarget {
 	t.Helper()
 	k := s.knowledgeKey
@@ -511,12 +517,11 @@ func (s *testServer) sweepKnowledge(t *testing.T) sweepTarget {
 	ds := s.sweepPost(t, "/v1/datasets", k, `{"name":"sweep target","indexing_technique":"high_quality"}`)
 	ids["dataset_id"] = sweepString(ds["id"])
 	created := s.sweepPost(t, "/v1/datasets/"+ids["dataset_id"]+"/document/create-by-text", k,
-		`{"name":"target.txt","text":"Rivers carry silt to the sea.\n\nMountains stand still for ages.","indexing_technique":"high_quality","process_rule":{"mode":"automatic"}}`)
+		`{"name":"target.txt","text":"Rivers carry silt to the sea. They cut valleys.\n\nMountains stand still for ages. Snow caps them.","indexing_technique":"high_quality","doc_form":"hierarchical_model","process_rule":{"mode":"hierarchical","rules":{"parent_mode":"paragraph"}}}`)
 	ids["document_id"] = sweepString(at(created, "document", "id"))
 	ids["batch"] = sweepString(created["batch"])
 	docWait(t, s, ids["dataset_id"], ids["batch"])
-	segs := s.getJSON(t, "/v1/datasets/"+ids["dataset_id"]+"/documents/"+ids["document_id"]+"/segments", k)
-	ids["segment_id"] = sweepString(at(segs, "data", 0, "id"))
+	s.sweepSegment(t, ids)
 	field := s.sweepPost(t, "/v1/datasets/"+ids["dataset_id"]+"/metadata", k, `{"type":"string","name":"origin"}`)
 	ids["metadata_id"] = sweepString(field["id"])
 	tag := s.sweepPost(t, "/v1/datasets/tags", k, `{"name":"swept"}`)
@@ -527,7 +532,7 @@ func (s *testServer) sweepKnowledge(t *testing.T) sweepTarget {
 
 // sweepSettle waits for the target document to be indexed again (the
 // operations that replace its text run before the segment operations)
-// and points segment_id at one of its current segments.
+// and points the chunk ids at its current chunks.
 func (s *testServer) sweepSettle(t *testing.T, ids map[string]string) {
 	t.Helper()
 	doc := "/v1/datasets/" + ids["dataset_id"] + "/documents/" + ids["document_id"]
@@ -546,10 +551,16 @@ func (s *testServer) sweepSettle(t *testing.T, ids map[string]string) {
 		s.sweepPost(t, doc+"/update-by-text", s.knowledgeKey, `{"name":"target.txt","text":"Rivers carry silt to the sea."}`)
 		wait()
 	}
-	segs := s.getJSON(t, doc+"/segments", s.knowledgeKey)
-	if id := sweepString(at(segs, "data", 0, "id")); id != "" {
-		ids["segment_id"] = id
-	}
+	s.sweepSegment(t, ids)
+}
+
+// sweepSegment points segment_id and child_chunk_id at the target
+// document's first chunk and its first child.
+func (s *testServer) sweepSegment(t *testing.T, ids map[string]string) {
+	t.Helper()
+	segs := s.getJSON(t, "/v1/datasets/"+ids["dataset_id"]+"/documents/"+ids["document_id"]+"/segments", s.knowledgeKey)
+	ids["segment_id"] = sweepString(at(segs, "data", 0, "id"))
+	ids["child_chunk_id"] = sweepString(at(segs, "data", 0, "child_chunks", 0, "id"))
 }
 
 // sweepApps returns a target for the demo chat app and for one imported
@@ -560,18 +571,19 @@ func (s *testServer) sweepApps(t *testing.T) []sweepTarget {
 	demo := sweepTarget{name: "chat", key: s.appKey}
 	targets := []sweepTarget{demo}
 	for _, imp := range []struct {
-		name, file string
-		inputs     map[string]any
+		name, file, text string
+		inputs           map[string]any
 	}{
-		{"completion", "completion.yml", map[string]any{"product": "kettle", "tone": "formal"}},
-		{"workflow", "workflow.yml", map[string]any{"invoice_text": "Net 100 EUR", "currency": "EUR"}},
-		{"advanced-chat", "advanced-chat.yml", map[string]any{"plan": "pro"}},
-		{"agent-chat", "", nil},
+		{"completion", "completion.yml", "", map[string]any{"product": "kettle", "tone": "formal"}},
+		{"workflow", "workflow.yml", "", map[string]any{"invoice_text": "Net 100 EUR", "currency": "EUR"}},
+		{"advanced-chat", "advanced-chat.yml", "", map[string]any{"plan": "pro"}},
+		// testdata's agent uses a search tool no tools file maps here.
+		{"agent-chat", "", sweepAgent, nil},
+		{"human-input", "", approvalApp, map[string]any{"doc": "the plan"}},
 	} {
 		var key string
-		if imp.file == "" {
-			// testdata's agent uses a search tool no tools file maps here.
-			_, key = s.importAppData(t, []byte(sweepAgent))
+		if imp.text != "" {
+			_, key = s.importText(t, imp.text)
 		} else {
 			_, key = s.importApp(t, imp.file)
 		}
@@ -596,6 +608,17 @@ func (s *testServer) sweepApps(t *testing.T) []sweepTarget {
 			tg.ids["task_id"] = sweepString(run["task_id"])
 			stored := s.getJSON(t, "/v1/workflows/run/"+tg.ids["workflow_run_id"], tg.key)
 			tg.ids["workflow_id"] = sweepString(stored["workflow_id"])
+		case "human-input":
+			// The run pauses at its form: the form's token names it.
+			rec := s.do(t, request{method: "POST", path: "/v1/workflows/run", key: tg.key, body: `{"inputs":` + inputs + `,"user":"sweep","response_mode":"streaming"}`})
+			expectStatus(t, rec, 200, "")
+			for _, f := range readFrames(t, rec.Body.String()) {
+				if f.str("event") == "human_input_required" {
+					tg.ids["form_token"] = sweepString(at(map[string]any(f), "data", "form_token"))
+					tg.ids["workflow_run_id"] = f.str("workflow_run_id")
+					tg.ids["task_id"] = f.str("task_id")
+				}
+			}
 		case "agent-chat":
 			rec := s.do(t, request{method: "POST", path: "/v1/chat-messages", key: tg.key, body: `{"query":"hello","inputs":{},"user":"sweep","response_mode":"streaming"}`})
 			expectStatus(t, rec, 200, "")
