@@ -28,8 +28,8 @@ import (
 //
 // Operations on app keys are sent to an app of each mode when their answer
 // depends on the mode. With real ids every operation reaches its handler
-// and succeeds at least once, except those whose fixtures the sweep does
-// not build: knowledge pipeline runs and speech to text (a recording).
+// and succeeds at least once, except speech to text (the sweep sends no
+// recording).
 func TestEveryOperationSurvivesHostileInput(t *testing.T) {
 	doc, _, _ := loadContract(t)
 	s := newTestServer(t)
@@ -115,15 +115,17 @@ func (s *testServer) sweep(t *testing.T, r request) (rec *httptest.ResponseRecor
 // each other in ways the schema does not say; {name} stands for the
 // fixture's id.
 var sweepBases = map[string]string{
-	"POST /chat/completions":                                       `{"model":"{model}","messages":[{"role":"user","content":"hello"}],"user":"sweep"}`,
-	"POST /datasets/tags/binding":                                  `{"tag_ids":["{tag_id}"],"target_id":"{dataset_id}"}`,
-	"POST /datasets/tags/unbinding":                                `{"tag_ids":["{tag_id}"],"target_id":"{dataset_id}"}`,
-	"POST /datasets/{dataset_id}/documents/download-zip":           `{"document_ids":["{document_id}"]}`,
-	"PATCH /datasets/{dataset_id}/metadata/{metadata_id}":          `{"name":"renamed"}`,
-	"POST /messages/{message_id}/feedbacks":                        `{"rating":"like","user":"sweep","content":"fine"}`,
-	"PUT /conversations/{conversation_id}/variables/{variable_id}": `{"value":"changed","user":"sweep"}`,
-	"POST /datasets/{dataset_id}/document/create-by-text":          `{"name":"more.txt","text":"More text. And more.","indexing_technique":"high_quality","doc_form":"hierarchical_model","process_rule":{"mode":"hierarchical","rules":{"parent_mode":"paragraph"}}}`,
-	"POST /form/human_input/{form_token}":                          `{"inputs":{"comment":"fine"},"action":"approve","user":"sweep"}`,
+	"POST /chat/completions":                                              `{"model":"{model}","messages":[{"role":"user","content":"hello"}],"user":"sweep"}`,
+	"POST /datasets/tags/binding":                                         `{"tag_ids":["{tag_id}"],"target_id":"{dataset_id}"}`,
+	"POST /datasets/tags/unbinding":                                       `{"tag_ids":["{tag_id}"],"target_id":"{dataset_id}"}`,
+	"POST /datasets/{dataset_id}/documents/download-zip":                  `{"document_ids":["{document_id}"]}`,
+	"PATCH /datasets/{dataset_id}/metadata/{metadata_id}":                 `{"name":"renamed"}`,
+	"POST /messages/{message_id}/feedbacks":                               `{"rating":"like","user":"sweep","content":"fine"}`,
+	"PUT /conversations/{conversation_id}/variables/{variable_id}":        `{"value":"changed","user":"sweep"}`,
+	"POST /datasets/{dataset_id}/document/create-by-text":                 `{"name":"more.txt","text":"More text. And more.","indexing_technique":"high_quality","doc_form":"hierarchical_model","process_rule":{"mode":"hierarchical","rules":{"parent_mode":"paragraph"}}}`,
+	"POST /datasets/{dataset_id}/pipeline/run":                            `{"inputs":{},"datasource_type":"local_file","datasource_info_list":[{"reference":"{pipeline_file_id}"}],"start_node_id":"datasource_local_file","is_published":true,"response_mode":"blocking"}`,
+	"POST /datasets/{dataset_id}/pipeline/datasource/nodes/{node_id}/run": `{"inputs":{},"datasource_type":"local_file","datasource_info_list":[{"reference":"{pipeline_file_id}"}],"is_published":true}`,
+	"POST /form/human_input/{form_token}":                                 `{"inputs":{"comment":"fine"},"action":"approve","user":"sweep"}`,
 }
 
 // sweepIDs puts the fixtures' ids into a body template.
@@ -508,8 +510,8 @@ func (s *testServer) sweepPost(t *testing.T, path, key, body string) map[string]
 func sweepString(v any) string { s, _ := v.(string); return s }
 
 // sweepKnowledge creates what the knowledge operations point at: a
-// knowledge base with an indexed parent-child document, a metadata field
-// and a tag.
+// knowledge base with an indexed parent-child document, a metadata field,
+// a tag and a file for its pipeline.
 func (s *testServer) sweepKnowledge(t *testing.T) sweepTarget {
 	t.Helper()
 	k := s.knowledgeKey
@@ -526,6 +528,13 @@ func (s *testServer) sweepKnowledge(t *testing.T) sweepTarget {
 	ids["metadata_id"] = sweepString(field["id"])
 	tag := s.sweepPost(t, "/v1/datasets/tags", k, `{"name":"swept"}`)
 	ids["tag_id"] = sweepString(tag["id"])
+	body, ct := multipartForm(t, fileField("lunch.txt", "text/plain", []byte("Lunch is served from noon.")))
+	rec := s.do(t, request{method: "POST", path: "/v1/datasets/pipeline/file-upload", key: k, body: body, contentType: ct})
+	expectStatus(t, rec, 201, "")
+	var file map[string]any
+	kbDecode(t, rec, &file)
+	ids["pipeline_file_id"] = sweepString(file["id"])
+	ids["node_id"] = "datasource_local_file"
 	sweepComplete(t, "knowledge", ids)
 	return sweepTarget{name: "knowledge", key: k, ids: ids}
 }
