@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"database/sql/driver"
+	"reflect"
 	"strings"
 
 	"github.com/jackc/pgx/v5/stdlib"
@@ -42,7 +43,11 @@ func (c *nulFreeConn) CheckNamedValue(nv *driver.NamedValue) error {
 		}
 	case driver.Valuer:
 		// JSON columns and other custom types become text here; pgx
-		// would call Value itself.
+		// would call Value itself. A nil pointer stands for NULL and
+		// may not be called.
+		if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
+			break
+		}
 		if inner, err := v.Value(); err == nil {
 			if s, ok := inner.(string); ok && strings.IndexByte(s, 0) >= 0 {
 				nv.Value = withoutNUL(s)

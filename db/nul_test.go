@@ -1,6 +1,7 @@
 package db
 
 import (
+	"database/sql"
 	"database/sql/driver"
 	"testing"
 )
@@ -26,7 +27,7 @@ func TestPostgresStoresTextWithoutNUL(t *testing.T) {
 	}
 	type nulProbe struct {
 		ID   int
-		Body string
+		Body sql.NullString
 		Raw  []byte
 	}
 	ptr := "po\x00inter"
@@ -43,8 +44,11 @@ func TestPostgresStoresTextWithoutNUL(t *testing.T) {
 			return gdb.Exec(`INSERT INTO nul_probe (id, body) VALUES (?, ?)`, id, nulValuer{`{"k":"v\u0000"}` + "\x00"}).Error
 		}, `{"k":"v\u0000"}`},
 		{"row", func(id int) error {
-			return gdb.Table("nul_probe").Create(&nulProbe{ID: id, Body: "ro\x00w", Raw: []byte{1, 0, 2}}).Error
+			return gdb.Table("nul_probe").Create(&nulProbe{ID: id, Body: sql.NullString{String: "ro\x00w", Valid: true}, Raw: []byte{1, 0, 2}}).Error
 		}, "row"},
+		{"nil custom value is NULL", func(id int) error {
+			return gdb.Exec(`INSERT INTO nul_probe (id, body) VALUES (?, ?)`, id, (*nulValuer)(nil)).Error
+		}, ""},
 		{"no NUL at all", func(id int) error {
 			return gdb.Exec(`INSERT INTO nul_probe (id, body) VALUES (?, ?)`, id, "plain").Error
 		}, "plain"},
@@ -58,8 +62,8 @@ func TestPostgresStoresTextWithoutNUL(t *testing.T) {
 			if err := gdb.Table("nul_probe").Where("id = ?", i).Take(&got).Error; err != nil {
 				t.Fatal(err)
 			}
-			if got.Body != tc.want {
-				t.Errorf("stored %q, want %q", got.Body, tc.want)
+			if got.Body.String != tc.want || got.Body.Valid != (tc.want != "") {
+				t.Errorf("stored %+v, want %q", got.Body, tc.want)
 			}
 			if tc.name == "row" && string(got.Raw) != "\x01\x00\x02" {
 				t.Errorf("bytes stored as %q", got.Raw)
