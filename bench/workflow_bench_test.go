@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,6 +35,7 @@ func newWorkflowServer(b *testing.B) *workflowServer {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { db.Close(gdb) })
+	checkpointInBackground(b, gdb)
 	def, err := os.ReadFile("testdata/workflow20.yml")
 	if err != nil {
 		b.Fatal(err)
@@ -111,4 +114,29 @@ func BenchmarkWorkflow20(b *testing.B) {
 			l.report(b)
 		})
 	}
+}
+
+// BenchmarkWorkflow20Parallel runs the same workflow in blocking mode from
+// 16 goroutines at once (as many connections as the load tool's main
+// phase): what a server does when many runs are in flight, where each
+// run's rows compete for the one SQLite writer.
+func BenchmarkWorkflow20Parallel(b *testing.B) {
+	s := newWorkflowServer(b)
+	steps := s.steps(b)
+	b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0)))
+	var n atomic.Int64
+	var l latencies
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			t := time.Now()
+			s.run(b, n.Add(1), "blocking")
+			l.add(time.Since(t))
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "runs/s")
+	b.ReportMetric(float64(b.N*steps)/time.Since(start).Seconds(), "nodes/s")
+	l.report(b)
 }

@@ -19,7 +19,7 @@ const (
 	// nameTimeout bounds the model call that names a conversation.
 	nameTimeout = 20 * time.Second
 	// renameDelay is how long a late title may wait to be stored with
-	// other writes (see writeSoon).
+	// other writes (see groupcommit.Queue.WriteSoon).
 	renameDelay = 20 * time.Millisecond
 )
 
@@ -93,7 +93,7 @@ func (g *Generation) renameLater(ctx context.Context, names <-chan string) {
 		if name == DefaultConversationName {
 			return
 		}
-		err := s.writeSoon(ctx, func(tx *gorm.DB) error {
+		err := s.commits.WriteSoon(ctx, func(tx *gorm.DB) error {
 			_, err := models.RenameConversation(tx, g.ConversationID, DefaultConversationName, name, time.Now().UTC())
 			return err
 		}, renameDelay)

@@ -89,7 +89,7 @@ func mustJSON(v any, empty string) string {
 
 // insert stores a new message, and its conversation when it starts one.
 func (g *Generation) insert(ctx context.Context, m *models.Message, name string) error {
-	return g.svc.write(ctx, func(tx *gorm.DB) error {
+	return g.svc.commits.Write(ctx, func(tx *gorm.DB) error {
 		if g.newConv {
 			if err := models.InsertConversation(tx, g.conversation(name, 0)); err != nil {
 				return fmt.Errorf("store conversation: %w", err)
@@ -107,7 +107,7 @@ func (g *Generation) insert(ctx context.Context, m *models.Message, name string)
 // conversation counts the exchange and, when new, gets its name.
 func (g *Generation) save(ctx context.Context, m *models.Message, name string, inserted bool) error {
 	now := time.Now().UTC()
-	return g.svc.write(ctx, func(tx *gorm.DB) error {
+	return g.svc.commits.Write(ctx, func(tx *gorm.DB) error {
 		if !inserted {
 			if g.newConv {
 				if err := models.InsertConversation(tx, g.conversation(name, 1)); err != nil {

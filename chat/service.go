@@ -31,6 +31,7 @@ import (
 	"appkb/cluster"
 	"appkb/endusers"
 	"appkb/files"
+	"appkb/groupcommit"
 	"appkb/llm"
 	"appkb/models"
 	"appkb/tools"
@@ -78,6 +79,10 @@ type Config struct {
 	Models Models
 	// Tasks is the registry of running generations; nil makes a new one.
 	Tasks *Tasks
+	// Commits batches the rows of concurrent answers with the other writes
+	// that share it (workflow runs); nil makes a queue of the service's
+	// own.
+	Commits *groupcommit.Queue
 	// ContextWindow gives a model's context size in tokens; nil uses
 	// DefaultContextWindow.
 	ContextWindow func(provider, model string) int
@@ -120,8 +125,8 @@ type Service struct {
 	// than SQLite's busy handler, which sleeps for milliseconds between
 	// retries when many answers finish at once.
 	writeMu sync.Mutex
-	// commits batches the rows of concurrent answers (see write).
-	commits groupCommit
+	// commits batches the rows of concurrent answers (Config.Commits).
+	commits *groupcommit.Queue
 	// background counts work that outlives a request (conversation names).
 	background sync.WaitGroup
 	// replica owns the messages this service streams (see SetReplica).
@@ -147,13 +152,17 @@ func New(cfg Config) *Service {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Commits == nil {
+		cfg.Commits = groupcommit.New(cfg.DB)
+	}
 	return &Service{
-		db:    cfg.DB,
-		apps:  apps.NewStore(cfg.DB),
-		users: endusers.NewStore(cfg.DB),
-		cfg:   cfg,
-		tasks: cfg.Tasks,
-		log:   cfg.Logger,
+		commits: cfg.Commits,
+		db:      cfg.DB,
+		apps:    apps.NewStore(cfg.DB),
+		users:   endusers.NewStore(cfg.DB),
+		cfg:     cfg,
+		tasks:   cfg.Tasks,
+		log:     cfg.Logger,
 	}
 }
 

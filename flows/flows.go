@@ -46,6 +46,7 @@ import (
 	"appkb/db"
 	"appkb/endusers"
 	"appkb/files"
+	"appkb/groupcommit"
 	"appkb/llm"
 	"appkb/models"
 	"appkb/resumer"
@@ -83,8 +84,12 @@ type Config struct {
 	// Bus connects the replicas that share the database: stop requests
 	// and news of run events travel on it. Nil is an in-process bus (one
 	// replica). Its owner starts and stops it.
-	Bus    cluster.Bus
-	Logger *slog.Logger
+	Bus cluster.Bus
+	// Commits batches the rows of runs and node executions with the
+	// other writes that share it (chat answers); nil gives the runs a
+	// queue of their own.
+	Commits *groupcommit.Queue
+	Logger  *slog.Logger
 }
 
 // Service starts, follows, stops and resumes runs.
@@ -121,6 +126,9 @@ func New(cfg Config) *Service {
 		log = slog.Default()
 	}
 	runs := workflowruns.New(cfg.DB)
+	if cfg.Commits != nil {
+		runs.ShareCommits(cfg.Commits)
+	}
 	s := &Service{
 		db: cfg.DB, apps: apps.NewStore(cfg.DB), chat: cfg.Chat, tasks: cfg.Chat.Tasks(),
 		runs: runs, forms: runs.Forms(), users: endusers.NewStore(cfg.DB), hub: resumer.NewHub(),

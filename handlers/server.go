@@ -26,6 +26,7 @@ import (
 	"appkb/files"
 	"appkb/flows"
 	"appkb/gen"
+	"appkb/groupcommit"
 	"appkb/indexing"
 	"appkb/llm"
 	"appkb/ratelimit"
@@ -137,8 +138,11 @@ func NewServices(d Deps) *Services {
 	ann := annotations.NewService(d.DB, d.Models)
 	ann.Log = log
 	uploads := remoteFiles(d)
+	// One queue batches the rows of every answer and workflow run.
+	commits := groupcommit.New(d.DB)
 	chatCfg := chat.Config{
 		DB:              d.DB,
+		Commits:         commits,
 		Models:          d.ChatModels,
 		Logger:          log,
 		MatchAnnotation: ann.Match,
@@ -158,7 +162,7 @@ func NewServices(d Deps) *Services {
 		DB: d.DB, Chat: chatSvc, Models: chatCfg.Models, Speech: d.Models,
 		Retriever: retrieval.WorkflowRetriever{Service: search}, Files: uploads,
 		HTTPGuard: &files.Guard{Allow: d.FetchAllow}, Python: d.Python, Logger: log, Tools: d.Tools,
-		Bus: d.Bus,
+		Bus: d.Bus, Commits: commits,
 	})
 	if d.Tools != nil {
 		// Workflow tools run other imported workflow apps.

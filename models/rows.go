@@ -10,7 +10,8 @@ import (
 	"gorm.io/gorm"
 )
 
-// Plain inserts for the two rows every chat message writes. gorm's Create
+// Plain inserts for the rows every chat message and every workflow node
+// writes. gorm's Create
 // walks the model by reflection and builds the statement anew each time,
 // which cost about as much as SQLite's own work on the chat path; these
 // send a fixed statement straight to the transaction's connection, where
@@ -26,9 +27,20 @@ var messageColumns = []string{"id", "app_id", "conversation_id", "end_user_id", 
 	"generating", "message_files", "retriever_resources", "agent_thoughts", "created_at",
 	"updated_at", "replica_id"}
 
+var workflowRunColumns = []string{"id", "app_id", "workflow_id", "task_id", "end_user_id",
+	"triggered_from", "created_from", "conversation_id", "message_id", "status", "inputs", "outputs",
+	"error", "elapsed_time", "total_tokens", "total_steps", "exceptions_count", "created_at",
+	"finished_at", "pause_state", "replica_id"}
+
+var nodeExecutionColumns = []string{"id", "workflow_run_id", "node_id", "node_type", "title",
+	"node_index", "predecessor_node_id", "inputs", "process_data", "outputs", "status", "error",
+	"elapsed_time", "execution_metadata", "created_at", "finished_at"}
+
 var (
-	insertConversationSQL = insertSQL("conversations", conversationColumns)
-	insertMessageSQL      = insertSQL("messages", messageColumns)
+	insertConversationSQL  = insertSQL("conversations", conversationColumns)
+	insertMessageSQL       = insertSQL("messages", messageColumns)
+	insertWorkflowRunSQL   = insertSQL("workflow_runs", workflowRunColumns)
+	insertNodeExecutionSQL = insertSQL("workflow_node_executions", nodeExecutionColumns)
 )
 
 func insertSQL(table string, columns []string) string {
@@ -56,6 +68,29 @@ func InsertMessage(tx *gorm.DB, m *Message) error {
 		m.TotalTokens, m.ProviderResponseLatency, m.TotalPrice, m.Currency, m.Status, m.Error,
 		m.Generating, m.MessageFiles, m.RetrieverResources, m.AgentThoughts, m.CreatedAt,
 		m.UpdatedAt, m.ReplicaID)
+	return err
+}
+
+// InsertWorkflowRun stores r with one INSERT inside tx; an empty ID is
+// filled in first.
+func InsertWorkflowRun(tx *gorm.DB, r *WorkflowRun) error {
+	setID(&r.ID)
+	_, err := execFixed(tx, insertWorkflowRunSQL,
+		r.ID, r.AppID, r.WorkflowID, r.TaskID, r.EndUserID, r.TriggeredFrom, r.CreatedFrom,
+		r.ConversationID, r.MessageID, r.Status, r.Inputs, r.Outputs, r.Error, r.ElapsedTime,
+		r.TotalTokens, r.TotalSteps, r.ExceptionsCount, r.CreatedAt, r.FinishedAt, r.PauseState,
+		r.ReplicaID)
+	return err
+}
+
+// InsertNodeExecution stores e with one INSERT inside tx; an empty ID is
+// filled in first.
+func InsertNodeExecution(tx *gorm.DB, e *WorkflowNodeExecution) error {
+	setID(&e.ID)
+	_, err := execFixed(tx, insertNodeExecutionSQL,
+		e.ID, e.WorkflowRunID, e.NodeID, e.NodeType, e.Title, e.NodeIndex, e.PredecessorNodeID,
+		e.Inputs, e.ProcessData, e.Outputs, e.Status, e.Error, e.ElapsedTime, e.ExecutionMetadata,
+		e.CreatedAt, e.FinishedAt)
 	return err
 }
 

@@ -1,6 +1,8 @@
 package models_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"slices"
 	"sort"
 	"sync"
@@ -25,6 +27,8 @@ func TestInsertColumnsCoverModel(t *testing.T) {
 	}{
 		{&models.Conversation{}, models.ConversationColumns()},
 		{&models.Message{}, models.MessageColumns()},
+		{&models.WorkflowRun{}, models.WorkflowRunColumns()},
+		{&models.WorkflowNodeExecution{}, models.NodeExecutionColumns()},
 	}
 	for _, tc := range tests {
 		s, err := schema.Parse(tc.model, &sync.Map{}, schema.NamingStrategy{})
@@ -265,4 +269,102 @@ func newConversation(t *testing.T) (*gorm.DB, time.Time, *models.Conversation, *
 		}
 	}
 	return gdb, now, &conv, &user
+}
+
+// TestWorkflowRowsReadBackAlike stores a run and its node executions with
+// the plain inserts and reads them back through gorm: every field, NULLs
+// and times included, comes back as written.
+func TestWorkflowRowsReadBackAlike(t *testing.T) {
+	gdb := db.OpenTemp(t)
+	now := time.Date(2026, 11, 28, 1, 0, 0, 654321000, time.UTC)
+	later := now.Add(1500 * time.Millisecond)
+	app := models.App{ID: "app-w", Name: "w", Mode: "workflow", CreatedAt: now, UpdatedAt: now}
+	if err := gdb.Create(&app).Error; err != nil {
+		t.Fatal(err)
+	}
+	user := models.EndUser{ID: "eu", AppID: app.ID, ExternalUserID: "u", Type: "service_api", CreatedAt: now, UpdatedAt: now}
+	version := models.WorkflowVersion{ID: "wf", AppID: app.ID, DefinitionHash: "h", Definition: "d", Version: "v", CreatedAt: now}
+	for _, row := range []any{&user, &version} {
+		if err := gdb.Create(row).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	str := func(s string) *string { return &s }
+	runs := []models.WorkflowRun{
+		{AppID: app.ID, WorkflowID: "wf", TaskID: "t1", EndUserID: str("eu"), TriggeredFrom: "app-run",
+			CreatedFrom: "service-api", ConversationID: str("c"), MessageID: str("m"), Status: "succeeded",
+			Inputs: `{"a":1}`, Outputs: str(`{"b":2}`), Error: str("e"), ElapsedTime: 1.25, TotalTokens: 9,
+			TotalSteps: 3, ExceptionsCount: 1, CreatedAt: now, FinishedAt: &later, PauseState: str(`{}`),
+			ReplicaID: str("r1")},
+		{AppID: app.ID, WorkflowID: "wf", TaskID: "t2", TriggeredFrom: "app-run", CreatedFrom: "service-api",
+			Status: "running", Inputs: "{}", CreatedAt: now},
+	}
+	execs := []models.WorkflowNodeExecution{
+		{NodeID: "n1", NodeType: "llm", Title: "LLM", NodeIndex: 2, PredecessorNodeID: str("start"),
+			Inputs: `{"q":"x"}`, ProcessData: str(`{"p":1}`), Outputs: str(`{"text":"y"}`), Status: "failed",
+			Error: str("boom"), ElapsedTime: 0.5, ExecutionMetadata: `{"total_tokens":3}`, CreatedAt: now,
+			FinishedAt: &later},
+		{NodeID: "n2", NodeType: "start", NodeIndex: 1, Inputs: "{}", Status: "succeeded",
+			ExecutionMetadata: "{}", CreatedAt: now},
+	}
+	err := gdb.Transaction(func(tx *gorm.DB) error {
+		for i := range runs {
+			if err := models.InsertWorkflowRun(tx, &runs[i]); err != nil {
+				return err
+			}
+		}
+		for i := range execs {
+			execs[i].WorkflowRunID = runs[0].ID
+			if err := models.InsertNodeExecution(tx, &execs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range runs {
+		var got models.WorkflowRun
+		if err := gdb.Take(&got, "id = ?", want.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		if d := cmpTimed(got, want); d != "" {
+			t.Errorf("run %s: %s", want.TaskID, d)
+		}
+	}
+	for _, want := range execs {
+		var got models.WorkflowNodeExecution
+		if err := gdb.Take(&got, "id = ?", want.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		if d := cmpTimed(got, want); d != "" {
+			t.Errorf("node execution %s: %s", want.NodeID, d)
+		}
+	}
+}
+
+// cmpTimed compares two rows field by field through their JSON form, in
+// which times are compared as instants and pointers by what they point
+// at; it describes the first difference.
+func cmpTimed(got, want any) string {
+	g, _ := json.Marshal(got)
+	w, _ := json.Marshal(want)
+	var gm, wm map[string]any
+	_ = json.Unmarshal(g, &gm)
+	_ = json.Unmarshal(w, &wm)
+	for k, wv := range wm {
+		gv := gm[k]
+		if ws, ok := wv.(string); ok {
+			if wt, err := time.Parse(time.RFC3339Nano, ws); err == nil {
+				if gt, err := time.Parse(time.RFC3339Nano, fmt.Sprint(gv)); err == nil && gt.Equal(wt) {
+					continue
+				}
+			}
+		}
+		if fmt.Sprint(gv) != fmt.Sprint(wv) {
+			return fmt.Sprintf("%s: got %v, want %v", k, gv, wv)
+		}
+	}
+	return ""
 }

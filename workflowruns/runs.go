@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"gorm.io/gorm"
+
 	"appkb/cluster"
 	"appkb/models"
 	"appkb/workflow"
@@ -81,20 +83,19 @@ func (r *recorder) RunStarted(ctx context.Context, run *workflow.RunRecord) erro
 		Status: StatusRunning, Inputs: jsonText(run.Inputs, "{}"), CreatedAt: time.Unix(run.CreatedAt, 0).UTC(),
 		ReplicaID: r.s.replica.OwnerID(),
 	}
-	r.s.writeMu.Lock()
-	defer r.s.writeMu.Unlock()
-	if err := r.s.db.WithContext(ctx).Create(row).Error; err != nil {
+	err := r.s.commits.Write(ctx, func(tx *gorm.DB) error { return models.InsertWorkflowRun(tx, row) })
+	if err != nil {
 		return fmt.Errorf("store workflow run: %w", err)
 	}
 	return nil
 }
 
 func (r *recorder) RunResumed(ctx context.Context, run *workflow.RunRecord) error {
-	r.s.writeMu.Lock()
-	defer r.s.writeMu.Unlock()
-	err := r.s.db.WithContext(ctx).Model(&models.WorkflowRun{}).Where("id = ?", run.ID).Updates(map[string]any{
-		"status": StatusRunning, "pause_state": nil, "finished_at": nil, "replica_id": r.s.replica.OwnerID(),
-	}).Error
+	err := r.s.commits.Write(ctx, func(tx *gorm.DB) error {
+		return tx.Model(&models.WorkflowRun{}).Where("id = ?", run.ID).Updates(map[string]any{
+			"status": StatusRunning, "pause_state": nil, "finished_at": nil, "replica_id": r.s.replica.OwnerID(),
+		}).Error
+	})
 	if err != nil {
 		return fmt.Errorf("store resumed workflow run: %w", err)
 	}
@@ -111,9 +112,8 @@ func (r *recorder) NodeFinished(ctx context.Context, d *workflow.NodeFinishedDat
 		ExecutionMetadata: jsonText(d.ExecutionMetadata, "{}"),
 		CreatedAt:         time.Unix(d.CreatedAt, 0).UTC(), FinishedAt: &finished,
 	}
-	r.s.writeMu.Lock()
-	defer r.s.writeMu.Unlock()
-	if err := r.s.db.WithContext(ctx).Create(row).Error; err != nil {
+	err := r.s.commits.Write(ctx, func(tx *gorm.DB) error { return models.InsertNodeExecution(tx, row) })
+	if err != nil {
 		return fmt.Errorf("store node execution: %w", err)
 	}
 	return nil
@@ -133,9 +133,7 @@ func (r *recorder) RunFinished(ctx context.Context, run *workflow.RunRecord, res
 		}
 		pause = &text
 	}
-	r.s.writeMu.Lock()
-	defer r.s.writeMu.Unlock()
-	return r.s.db.WithContext(ctx).Model(&models.WorkflowRun{}).Where("id = ?", run.ID).Updates(map[string]any{
+	fields := map[string]any{
 		"pause_state":      pause,
 		"status":           res.Status,
 		"outputs":          jsonText(outputs, "{}"),
@@ -145,7 +143,10 @@ func (r *recorder) RunFinished(ctx context.Context, run *workflow.RunRecord, res
 		"total_steps":      res.TotalSteps,
 		"exceptions_count": res.ExceptionsCount,
 		"finished_at":      now,
-	}).Error
+	}
+	return r.s.commits.Write(ctx, func(tx *gorm.DB) error {
+		return tx.Model(&models.WorkflowRun{}).Where("id = ?", run.ID).Updates(fields).Error
+	})
 }
 
 // Fail ends a run that could not go on with the given error.

@@ -19,6 +19,7 @@ import (
 	"appkb/apperr"
 	"appkb/apps"
 	"appkb/cluster"
+	"appkb/groupcommit"
 	"appkb/models"
 )
 
@@ -34,10 +35,19 @@ type Store struct {
 	defs sync.Map // string → *apps.Definition
 	// replica owns the runs this store starts (see SetReplica).
 	replica *cluster.Replica
+	// commits batches the rows of runs and node executions with the other
+	// writes that share it (see ShareCommits).
+	commits *groupcommit.Queue
 }
 
 // New returns a Store over db.
-func New(db *gorm.DB) *Store { return &Store{db: db} }
+func New(db *gorm.DB) *Store { return &Store{db: db, commits: groupcommit.New(db)} }
+
+// ShareCommits makes the store write runs and node executions through q,
+// in the batches of every other writer that uses it (chat answers), so
+// that concurrent requests of all kinds share commits. Call it before the
+// store records any run.
+func (s *Store) ShareCommits(q *groupcommit.Queue) { s.commits = q }
 
 // Version is a workflow version with its parsed definition.
 type Version struct {

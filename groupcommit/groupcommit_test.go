@@ -1,4 +1,4 @@
-package chat
+package groupcommit
 
 import (
 	"context"
@@ -19,14 +19,14 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	if err := gdb.Exec(`CREATE TABLE gc_probe (n INTEGER PRIMARY KEY, note TEXT)`).Error; err != nil {
 		t.Fatal(err)
 	}
-	s := New(Config{DB: gdb})
+	q := New(gdb)
 	const units = 200
 	failing := func(i int) bool { return i%17 == 0 }
 	errs := make([]error, units)
 	var wg sync.WaitGroup
 	for i := range units {
 		wg.Go(func() {
-			errs[i] = s.write(context.Background(), func(tx *gorm.DB) error {
+			errs[i] = q.Write(context.Background(), func(tx *gorm.DB) error {
 				if err := tx.Exec(`INSERT INTO gc_probe (n, note) VALUES (?, 'a')`, i).Error; err != nil {
 					return err
 				}
@@ -66,7 +66,7 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	}
 }
 
-// TestWriteSoonRidesAlong checks writeSoon: alone, it commits its work
+// TestWriteSoonRidesAlong checks WriteSoon: alone, it commits its work
 // itself once its delay is over; with another write coming, its work is
 // committed in that write's batch (long before its own delay), and a
 // failure of its work leaves the other write alone.
@@ -75,7 +75,7 @@ func TestWriteSoonRidesAlong(t *testing.T) {
 	if err := gdb.Exec(`CREATE TABLE gc_soon (n INTEGER PRIMARY KEY)`).Error; err != nil {
 		t.Fatal(err)
 	}
-	s := New(Config{DB: gdb})
+	q := New(gdb)
 	insert := func(n int) func(tx *gorm.DB) error {
 		return func(tx *gorm.DB) error { return tx.Exec(`INSERT INTO gc_soon (n) VALUES (?)`, n).Error }
 	}
@@ -89,7 +89,7 @@ func TestWriteSoonRidesAlong(t *testing.T) {
 	ctx := context.Background()
 
 	// Alone: stored after the delay.
-	if err := s.writeSoon(ctx, insert(1), time.Millisecond); err != nil || count(1) != 1 {
+	if err := q.WriteSoon(ctx, insert(1), time.Millisecond); err != nil || count(1) != 1 {
 		t.Fatalf("alone: err %v, rows %d", err, count(1))
 	}
 
@@ -103,25 +103,25 @@ func TestWriteSoonRidesAlong(t *testing.T) {
 	}
 	for i, tc := range tests {
 		done := make(chan error, 1)
-		go func() { done <- s.writeSoon(ctx, tc.soon, time.Hour) }()
+		go func() { done <- q.WriteSoon(ctx, tc.soon, time.Hour) }()
 		// Wait until it is queued, then write: the writer leads the batch.
 		for queued := false; !queued; {
-			s.commits.mu.Lock()
-			queued = len(s.commits.pending) > 0
-			s.commits.mu.Unlock()
+			q.mu.Lock()
+			queued = len(q.pending) > 0
+			q.mu.Unlock()
 			time.Sleep(time.Millisecond)
 		}
 		other := 100 + i
-		if err := s.write(ctx, insert(other)); err != nil {
+		if err := q.Write(ctx, insert(other)); err != nil {
 			t.Fatalf("%s: the other write failed: %v", tc.name, err)
 		}
 		select {
 		case err := <-done:
 			if (err != nil) != tc.wantErr {
-				t.Errorf("%s: writeSoon error %v", tc.name, err)
+				t.Errorf("%s: WriteSoon error %v", tc.name, err)
 			}
 		case <-time.After(10 * time.Second):
-			t.Fatalf("%s: writeSoon was not committed with the next write", tc.name)
+			t.Fatalf("%s: WriteSoon was not committed with the next write", tc.name)
 		}
 		if count(other) != 1 {
 			t.Errorf("%s: the other write's row is missing", tc.name)
@@ -132,17 +132,17 @@ func TestWriteSoonRidesAlong(t *testing.T) {
 	}
 }
 
-// TestGroupCommitHandsOffTheLead queues many writeSoon units that would
+// TestGroupCommitHandsOffTheLead queues many WriteSoon units that would
 // wait an hour on their own, then writes from many goroutines at once.
 // Every unit must be committed exactly once by the writers' batches: a
-// leader whose own work is done hands the lead on (to a queued writeSoon
+// leader whose own work is done hands the lead on (to a queued WriteSoon
 // unit too), and no queued unit is left behind when leading stops.
 func TestGroupCommitHandsOffTheLead(t *testing.T) {
 	gdb := db.OpenTemp(t)
 	if err := gdb.Exec(`CREATE TABLE gc_handoff (n INTEGER PRIMARY KEY)`).Error; err != nil {
 		t.Fatal(err)
 	}
-	s := New(Config{DB: gdb})
+	q := New(gdb)
 	ctx := context.Background()
 	insert := func(n int) func(tx *gorm.DB) error {
 		return func(tx *gorm.DB) error { return tx.Exec(`INSERT INTO gc_handoff (n) VALUES (?)`, n).Error }
@@ -151,16 +151,16 @@ func TestGroupCommitHandsOffTheLead(t *testing.T) {
 	errs := make(chan error, soon+writers)
 	var wg sync.WaitGroup
 	for i := range soon {
-		wg.Go(func() { errs <- s.writeSoon(ctx, insert(i), time.Hour) })
+		wg.Go(func() { errs <- q.WriteSoon(ctx, insert(i), time.Hour) })
 	}
 	for queued := 0; queued < soon; {
-		s.commits.mu.Lock()
-		queued = len(s.commits.pending)
-		s.commits.mu.Unlock()
+		q.mu.Lock()
+		queued = len(q.pending)
+		q.mu.Unlock()
 		time.Sleep(time.Millisecond)
 	}
 	for i := range writers {
-		wg.Go(func() { errs <- s.write(ctx, insert(soon+i)) })
+		wg.Go(func() { errs <- q.Write(ctx, insert(soon+i)) })
 	}
 	finished := make(chan struct{})
 	go func() { wg.Wait(); close(finished) }()
@@ -182,10 +182,10 @@ func TestGroupCommitHandsOffTheLead(t *testing.T) {
 	if n != soon+writers || distinct != n {
 		t.Errorf("%d rows (%d distinct), want %d", n, distinct, soon+writers)
 	}
-	s.commits.mu.Lock()
-	defer s.commits.mu.Unlock()
-	if s.commits.leading || len(s.commits.pending) != 0 {
-		t.Errorf("after all units: leading %v, %d pending", s.commits.leading, len(s.commits.pending))
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.leading || len(q.pending) != 0 {
+		t.Errorf("after all units: leading %v, %d pending", q.leading, len(q.pending))
 	}
 }
 
@@ -197,14 +197,14 @@ func TestGroupCommitSurvivesAPanic(t *testing.T) {
 	if err := gdb.Exec(`CREATE TABLE gc_panic (n INTEGER PRIMARY KEY)`).Error; err != nil {
 		t.Fatal(err)
 	}
-	s := New(Config{DB: gdb})
+	q := New(gdb)
 	ctx := context.Background()
 	const units = 50
 	errs := make([]error, units)
 	var wg sync.WaitGroup
 	for i := range units {
 		wg.Go(func() {
-			errs[i] = s.write(ctx, func(tx *gorm.DB) error {
+			errs[i] = q.Write(ctx, func(tx *gorm.DB) error {
 				if i == 7 {
 					panic("broken unit")
 				}
@@ -220,7 +220,7 @@ func TestGroupCommitSurvivesAPanic(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		done <- s.write(ctx, func(tx *gorm.DB) error { return tx.Exec(`INSERT INTO gc_panic (n) VALUES (1000)`).Error })
+		done <- q.Write(ctx, func(tx *gorm.DB) error { return tx.Exec(`INSERT INTO gc_panic (n) VALUES (1000)`).Error })
 	}()
 	select {
 	case err := <-done:
