@@ -84,7 +84,13 @@ func (x *nodeRun) runJavaScript(code string, args map[string]any) (map[string]an
 		}
 		return nodeErr("CodeNodeError", "The code failed: %v", err)
 	}
-	if _, err := vm.RunString(code); err != nil {
+	var err error
+	if prg := compiledJS(code); prg != nil {
+		_, err = vm.RunProgram(prg)
+	} else { // does not compile: RunString reports the error as a script sees it
+		_, err = vm.RunString(code)
+	}
+	if err != nil {
 		return nil, fail(err)
 	}
 	main, ok := goja.AssertFunction(vm.Get("main"))
@@ -100,6 +106,45 @@ func (x *nodeRun) runJavaScript(code string, args map[string]any) (map[string]an
 		return nil, nodeErr("CodeNodeError", "main must return an object, not %s.", res.ExportType())
 	}
 	return m, nil
+}
+
+// jsCacheSize bounds how many compiled code texts jsPrograms keeps.
+const jsCacheSize = 256
+
+// jsPrograms keeps code nodes' compiled JavaScript by source text: a
+// workflow runs the same code on every run, and compiling it was a few
+// percent of a short run. A goja.Program is not tied to a runtime and may
+// run in several at once.
+var jsPrograms struct {
+	sync.Mutex
+	m map[string]*goja.Program
+}
+
+// compiledJS returns code compiled, or nil when it does not compile.
+func compiledJS(code string) *goja.Program {
+	jsPrograms.Lock()
+	prg, ok := jsPrograms.m[code]
+	jsPrograms.Unlock()
+	if ok {
+		return prg
+	}
+	prg, err := goja.Compile("", code, false)
+	if err != nil {
+		return nil
+	}
+	jsPrograms.Lock()
+	defer jsPrograms.Unlock()
+	if jsPrograms.m == nil {
+		jsPrograms.m = make(map[string]*goja.Program)
+	}
+	if len(jsPrograms.m) >= jsCacheSize {
+		for k := range jsPrograms.m { // full: forget one at random
+			delete(jsPrograms.m, k)
+			break
+		}
+	}
+	jsPrograms.m[code] = prg
+	return prg
 }
 
 // heapBytes reads the bytes of heap objects (live and not yet swept).
