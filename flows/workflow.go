@@ -95,7 +95,7 @@ func (s *Service) Workflow(ctx context.Context, req Request) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	graph, err := workflow.Compile(version.Def.Workflow)
+	graph, err := s.runs.Graph(version)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +168,7 @@ func (s *Service) chatflow(ctx context.Context, app *models.App, req Request) (*
 	if err != nil {
 		return nil, err
 	}
-	graph, err := workflow.Compile(version.Def.Workflow)
+	graph, err := s.runs.Graph(version)
 	if err != nil {
 		return nil, err
 	}

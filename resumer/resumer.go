@@ -159,7 +159,7 @@ func (r *Resumer) resume(ctx context.Context, p *workflowruns.Paused, seg *Segme
 	if err != nil {
 		return fmt.Errorf("load the version of the run: %w", err)
 	}
-	graph, err := workflow.Compile(version.Def.Workflow)
+	graph, err := r.Runs.Graph(version)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"reflect"
 	"os"
 	"strings"
 	"sync"
@@ -93,14 +94,47 @@ func (r *recorder) text() string {
 	return b.String()
 }
 
+//
+// It also checks that the run leaves its compiled graph as it found it:
+// servers compile a workflow version once and share the graph between
+// concurrent runs, so no executor may write into a node's settings.
 func run1(t testing.TB, e *Engine, in RunInput) (*Result, *recorder) {
 	t.Helper()
+	var pristine *Graph
+	if in.Graph == nil && in.Workflow != nil {
+		if g, err := Compile(in.Workflow); err == nil {
+			in.Graph = g
+			pristine, _ = Compile(in.Workflow)
+		}
+	}
 	rec := &recorder{}
 	res, err := e.Run(context.Background(), in, rec.emit)
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
+	if pristine != nil {
+		if path := changedNode(in.Graph, pristine, ""); path != "" {
+			t.Fatalf("the run changed the settings of node %s in its compiled graph", path)
+		}
+	}
 	return res, rec
+}
+
+// changedNode names the first node whose data or typed settings differ
+// between two compilations of one workflow, or "".
+func changedNode(g, want *Graph, prefix string) string {
+	for i, n := range g.nodes {
+		w := want.nodes[i]
+		if !reflect.DeepEqual(n.data, w.data) || !reflect.DeepEqual(n.cfg, w.cfg) {
+			return prefix + n.id
+		}
+		if n.sub != nil {
+			if path := changedNode(n.sub, w.sub, prefix+n.id+"/"); path != "" {
+				return path
+			}
+		}
+	}
+	return ""
 }
 
 // checkOrder asserts the stream's framing rules: workflow_started first,

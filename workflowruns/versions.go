@@ -21,6 +21,7 @@ import (
 	"appkb/cluster"
 	"appkb/groupcommit"
 	"appkb/models"
+	"appkb/workflow"
 )
 
 // Store reads and writes versions, runs and node executions. It is safe
@@ -30,9 +31,14 @@ type Store struct {
 	// writeMu queues this store's writes: SQLite has one writer, and
 	// waiting here is cheaper than its busy handler.
 	writeMu sync.Mutex
-	// defs caches parsed definitions by version id; a version's text never
-	// changes, so entries stay valid.
-	defs sync.Map // string → *apps.Definition
+	// defs caches parsed definitions by version id, and graphs their
+	// compiled graphs; a version's text never changes, so entries stay
+	// valid.
+	defs   sync.Map // string → *apps.Definition
+	graphs sync.Map // string → *workflow.Graph
+	// current remembers, by app id, the version of the definition text a
+	// run last saw (see Current).
+	current sync.Map // string → currentVersion
 	// replica owns the runs this store starts (see SetReplica).
 	replica *cluster.Replica
 	// commits batches the rows of runs and node executions with the other
@@ -58,6 +64,12 @@ type Version struct {
 	Created time.Time
 }
 
+// currentVersion is the version of one definition text of an app.
+type currentVersion struct {
+	definition string
+	version    Version
+}
+
 func hashText(text string) string {
 	sum := sha256.Sum256([]byte(text))
 	return hex.EncodeToString(sum[:])
@@ -67,7 +79,26 @@ func hashText(text string) string {
 // recording it first if no run has seen that text yet. Versions are
 // therefore created lazily: an import or replace followed by no run adds
 // nothing. Going back to an earlier text reuses that text's version.
+//
+// The version last found for an app is remembered with the text it was
+// found for: while the app keeps that text, later runs take it without
+// hashing the text or asking the database (version rows are never changed,
+// and go only with their app).
 func (s *Store) Current(ctx context.Context, app *models.App) (*Version, error) {
+	if c, ok := s.current.Load(app.ID); ok && c.(currentVersion).definition == app.Definition {
+		v := c.(currentVersion).version
+		return &v, nil
+	}
+	v, err := s.current1(ctx, app)
+	if err != nil {
+		return nil, err
+	}
+	s.current.Store(app.ID, currentVersion{definition: app.Definition, version: *v})
+	return v, nil
+}
+
+// current1 is Current without the memory of the last version.
+func (s *Store) current1(ctx context.Context, app *models.App) (*Version, error) {
 	hash := hashText(app.Definition)
 	var v models.WorkflowVersion
 	err := s.db.WithContext(ctx).Where("app_id = ? AND definition_hash = ?", app.ID, hash).Take(&v).Error
@@ -123,4 +154,18 @@ func (s *Store) version(v *models.WorkflowVersion) (*Version, error) {
 	s.defs.Store(v.ID, def)
 	out.Def = def
 	return out, nil
+}
+
+// Graph returns the compiled graph of version v, compiling it on first
+// use. Runs share it: the engine never changes a compiled graph.
+func (s *Store) Graph(v *Version) (*workflow.Graph, error) {
+	if g, ok := s.graphs.Load(v.ID); ok {
+		return g.(*workflow.Graph), nil
+	}
+	g, err := workflow.Compile(v.Def.Workflow)
+	if err != nil {
+		return nil, err
+	}
+	s.graphs.Store(v.ID, g)
+	return g, nil
 }

@@ -2,6 +2,9 @@ package workflowruns_test
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -210,5 +213,48 @@ func TestCloseInterruptedLeavesLiveReplicas(t *testing.T) {
 				t.Errorf("the recorded run belongs to %v, want %s", got.ReplicaID, live.ID)
 			}
 		})
+	}
+}
+
+// TestCurrentFollowsTheText changes an app's definition back and forth:
+// each text keeps its version, whether the store remembers the last one
+// or reads it afresh, and a version's graph is compiled once.
+func TestCurrentFollowsTheText(t *testing.T) {
+	ctx := context.Background()
+	gdb := db.OpenTemp(t)
+	a, err := apps.NewStore(gdb).Import(ctx, []byte(def))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := strings.Replace(def, "got {{ q }}", "had {{ q }}", 1)
+	s := workflowruns.New(gdb)
+	steps := []struct {
+		text  string
+		class int // steps of one class share a version
+	}{
+		{def, 0}, {def, 0}, {other, 1}, {def, 0}, {other, 1}, {other, 1},
+	}
+	ids := map[int]string{}
+	for i, step := range steps {
+		a.Definition = step.text
+		v, err := s.Current(ctx, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh, err := workflowruns.New(gdb).Current(ctx, a)
+		if err != nil || fresh.ID != v.ID {
+			t.Fatalf("step %d: remembered version %s, read afresh %v (%v)", i, v.ID, fresh, err)
+		}
+		if id, ok := ids[step.class]; ok && id != v.ID || !ok && slices.Contains(slices.Collect(maps.Values(ids)), v.ID) {
+			t.Fatalf("step %d: version %s, versions so far %v", i, v.ID, ids)
+		}
+		ids[step.class] = v.ID
+		g1, err := s.Graph(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g2, _ := s.Graph(v); g2 != g1 {
+			t.Errorf("step %d: the graph of version %s was compiled twice", i, v.ID)
+		}
 	}
 }
