@@ -12,6 +12,7 @@
 //	go run ./bench/load -appkb bin/appkb -streams 1000 -d 20s
 //	go run ./bench/load -appkb bin/appkb -mode blocking -single=false -kb-docs 5000  # knowledge too
 //	go run ./bench/load -appkb bin/appkb -relay    # also a bare relay: the HTTP work alone
+//	go run ./bench/load -appkb bin/appkb -workflow # also workflow runs (workflow.yml)
 //	go run ./bench/load -url http://127.0.0.1:5001/v1 -key app-… -c 16   # a running server only
 //
 // It exits with status 1 when any request failed.
@@ -21,6 +22,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -52,6 +54,7 @@ func main() {
 	databaseURL := flag.String("database-url", "", "with -appkb: run the server on this (empty) PostgreSQL database instead of SQLite")
 	relay := flag.Bool("relay", false, "with -appkb: also measure a bare relay that makes the same upstream calls as appkb and stores nothing (the cost of the HTTP work alone)")
 	kbDocs := flag.Int("kb-docs", 0, "also upload this many short documents to a new knowledge base, time their indexing and measure retrieval (0: skip)")
+	flow := flag.Bool("workflow", false, "with -appkb: also run the workflow of bench/load/workflow.yml (code, an llm node on the upstream, a template), blocking, with -c connections")
 	flag.Parse()
 
 	var phases []phase
@@ -80,7 +83,7 @@ func main() {
 	}}
 
 	var up *upstream
-	relayBase := ""
+	relayBase, upBase, flowKey := "", "", ""
 	kbKey := os.Getenv("APPKB_KB_KEY")
 	if *appkbBin != "" {
 		var err error
@@ -97,12 +100,12 @@ func main() {
 			defer rl.srv.Close()
 			relayBase = rl.base
 		}
-		srv, err := startAppkb(*appkbBin, up.base, *databaseURL, *keep)
+		srv, err := startAppkb(*appkbBin, up.base, *databaseURL, *keep, *flow)
 		if err != nil {
 			fail("appkb: %v", err)
 		}
 		defer srv.stop()
-		*url, *key, kbKey = srv.base, srv.key, srv.kbKey
+		*url, *key, kbKey, flowKey, upBase = srv.base, srv.key, srv.kbKey, srv.flowKey, up.base
 	}
 	if *key == "" {
 		fail("give -appkb BIN, or -url and -key of a running server")
@@ -129,6 +132,18 @@ func main() {
 		r.print("appkb", ph)
 		failed = failed || r.errs > 0
 		r.printRatio(ph, upRes)
+	}
+	if flowKey != "" {
+		// One run makes one blocking model call: the upstream's blocking
+		// figures at the same connections are its floor.
+		ph := phase{mode: "blocking", conns: *clients}
+		up := run(client, ph, *duration, upstreamRequest(upBase, ph.mode))
+		up.print("upstream", ph)
+		ph.mode = "workflow"
+		r := run(client, ph, *duration, workflowRequest(*url, flowKey))
+		r.print("appkb", ph)
+		failed = failed || r.errs > 0 || up.errs > 0
+		r.printRatio(ph, &up)
 	}
 	if *kbDocs > 0 {
 		if kbKey == "" {
@@ -435,6 +450,39 @@ func upstreamRequest(base, mode string) request {
 	}
 }
 
+// workflowRequest runs the imported workflow, blocking; a run succeeds
+// when the answer says succeeded.
+func workflowRequest(base, key string) request {
+	return func(ctx context.Context, client *http.Client, n int64) error {
+		body := fmt.Sprintf(`{"inputs":{"topic":"parcels for Lisbon, batch %d"},"user":"load-%d","response_mode":"blocking"}`, n, n%64)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/workflows/run", strings.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		if err != nil {
+			return err
+		}
+		var out struct {
+			Data struct {
+				Status string `json:"status"`
+				Error  any    `json:"error"`
+			} `json:"data"`
+		}
+		if res.StatusCode != http.StatusOK || json.Unmarshal(b, &out) != nil || out.Data.Status != "succeeded" {
+			return fmt.Errorf("status %d: %.512s", res.StatusCode, b)
+		}
+		return nil
+	}
+}
+
 func checkStream(r io.Reader, end, bad string) error {
 	ends := 0
 	sc := bufio.NewScanner(r)
@@ -536,14 +584,22 @@ func startUpstream() (*upstream, error) {
 type appkb struct {
 	cmd              *exec.Cmd
 	base, key, kbKey string
-	dir              string
-	keep             bool
+	// flowKey is the key of the imported workflow (with -workflow).
+	flowKey string
+	dir     string
+	keep    bool
 }
+
+// workflowYAML is the workflow -workflow imports and runs.
+//
+//go:embed workflow.yml
+var workflowYAML []byte
 
 // startAppkb starts `bin serve --demo` on a free port with a fresh data
 // directory (and databaseURL, when given, as its database) and a providers file that maps the demo apps' provider
-// ("appkb") to the upstream, and waits until it answers.
-func startAppkb(bin, upstreamBase, databaseURL string, keep bool) (*appkb, error) {
+// ("appkb") to the upstream, and waits until it answers. With flow, it
+// first imports workflow.yml there.
+func startAppkb(bin, upstreamBase, databaseURL string, keep, flow bool) (*appkb, error) {
 	dir, err := os.MkdirTemp("", "appkb-load-")
 	if err != nil {
 		return nil, err
@@ -560,10 +616,17 @@ func startAppkb(bin, upstreamBase, databaseURL string, keep bool) (*appkb, error
 	addr := ln.Addr().String()
 	ln.Close()
 
-	args := []string{"serve", "--demo", "--data-dir", filepath.Join(dir, "data"), "--addr", addr, "--providers", providers}
+	data := []string{"--data-dir", filepath.Join(dir, "data")}
 	if databaseURL != "" {
-		args = append(args, "--database-url", databaseURL)
+		data = append(data, "--database-url", databaseURL)
 	}
+	flowKey := ""
+	if flow {
+		if flowKey, err = importWorkflow(bin, dir, data); err != nil {
+			return nil, err
+		}
+	}
+	args := append([]string{"serve", "--demo", "--addr", addr, "--providers", providers}, data...)
 	cmd := exec.Command(bin, args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -577,7 +640,7 @@ func startAppkb(bin, upstreamBase, databaseURL string, keep bool) (*appkb, error
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	a := &appkb{cmd: cmd, base: "http://" + addr + "/v1", dir: dir, keep: keep}
+	a := &appkb{cmd: cmd, base: "http://" + addr + "/v1", dir: dir, keep: keep, flowKey: flowKey}
 	keyc := make(chan [2]string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -624,6 +687,29 @@ func startAppkb(bin, upstreamBase, databaseURL string, keep bool) (*appkb, error
 		time.Sleep(50 * time.Millisecond)
 	}
 	return a, nil
+}
+
+// importWorkflow imports workflow.yml with `appkb app import` into the
+// data directory (or database) the server will use, and returns its key.
+func importWorkflow(bin, dir string, data []string) (string, error) {
+	file := filepath.Join(dir, "workflow.yml")
+	if err := os.WriteFile(file, workflowYAML, 0o644); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
+		return "", err
+	}
+	out, err := exec.Command(bin, append(append([]string{"app", "import"}, data...), file)...).Output()
+	if err != nil {
+		return "", fmt.Errorf("import the workflow: %w", err)
+	}
+	var res struct {
+		APIKey string `json:"api_key"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil || res.APIKey == "" {
+		return "", fmt.Errorf("import the workflow: unexpected answer %q", out)
+	}
+	return res.APIKey, nil
 }
 
 func (a *appkb) stop() {
