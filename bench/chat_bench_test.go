@@ -35,6 +35,7 @@ import (
 type server struct {
 	e   *echo.Echo
 	key string // the demo chat app's key
+	gdb *gorm.DB
 }
 
 func newServer(b *testing.B) *server {
@@ -48,7 +49,7 @@ func newServer(b *testing.B) *server {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &server{e: router(b, gdb), key: keys.AppKey}
+	return &server{e: router(b, gdb), key: keys.AppKey, gdb: gdb}
 }
 
 // router is the real API router over gdb, logging nothing.

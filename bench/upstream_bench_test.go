@@ -10,7 +10,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -91,7 +93,7 @@ func newUpstreamServer(b *testing.B) *server {
 		b.Fatal(err)
 	}
 	e.Logger.SetOutput(io.Discard)
-	return &server{e: e, key: keys.AppKey}
+	return &server{e: e, key: keys.AppKey, gdb: gdb}
 }
 
 // checkpointInBackground checkpoints gdb's log in the background until the
@@ -116,6 +118,43 @@ func BenchmarkUpstreamChatParallel(b *testing.B) {
 // the client event by event.
 func BenchmarkUpstreamStreamingParallel(b *testing.B) {
 	sendParallel(b, newUpstreamServer(b), "streaming")
+}
+
+// BenchmarkUpstreamWorkflowParallel runs the load tool's workflow
+// (bench/load/workflow.yml: code, an llm node on the fake upstream, a
+// template) from 16 concurrent clients, blocking.
+func BenchmarkUpstreamWorkflowParallel(b *testing.B) {
+	s := newUpstreamServer(b)
+	def, err := os.ReadFile("load/workflow.yml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	app, err := apps.NewStore(s.gdb).Import(ctx, def)
+	if err != nil {
+		b.Fatal(err)
+	}
+	key, err := apikeys.NewStore(s.gdb).CreateAppKey(ctx, app.ID, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := &workflowServer{e: s.e, key: key}
+	w.steps(b) // fails unless a run succeeds
+	b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0)))
+	var n atomic.Int64
+	var l latencies
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			t := time.Now()
+			w.run(b, n.Add(1), "blocking")
+			l.add(time.Since(t))
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "runs/s")
+	l.report(b)
 }
 
 // BenchmarkUpstreamChat sends the same blocking messages one at a time:
