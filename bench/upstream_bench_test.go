@@ -10,9 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"runtime"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -140,21 +138,7 @@ func BenchmarkUpstreamWorkflowParallel(b *testing.B) {
 	}
 	w := &workflowServer{e: s.e, key: key}
 	w.steps(b) // fails unless a run succeeds
-	b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0)))
-	var n atomic.Int64
-	var l latencies
-	b.ReportAllocs()
-	b.ResetTimer()
-	start := time.Now()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			t := time.Now()
-			w.run(b, n.Add(1), "blocking")
-			l.add(time.Since(t))
-		}
-	})
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "runs/s")
-	l.report(b)
+	w.runParallel(b)
 }
 
 // BenchmarkUpstreamChat sends the same blocking messages one at a time:

@@ -393,6 +393,20 @@ func run(client *http.Client, ph phase, d time.Duration, do request) result {
 		p50: pct(0.5), p99: pct(0.99), max: pct(1), first: first}
 }
 
+// post sends a JSON body, with key as the bearer token when it is not
+// empty.
+func post(ctx context.Context, client *http.Client, url, key, body string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return client.Do(req)
+}
+
 // appkbRequest sends chat messages to the demo chat app. Every client is its
 // own end user and every message starts a new conversation. A stream
 // succeeds when it holds exactly one message_end and no error event.
@@ -400,13 +414,7 @@ func appkbRequest(base, key, mode string) request {
 	streaming := mode == "streaming"
 	return func(ctx context.Context, client *http.Client, n int64) error {
 		body := fmt.Sprintf(`{"query":"load test question %d","inputs":{},"user":"load-%d","response_mode":%q}`, n, n%64, mode)
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/chat-messages", strings.NewReader(body))
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Authorization", "Bearer "+key)
-		req.Header.Set("Content-Type", "application/json")
-		res, err := client.Do(req)
+		res, err := post(ctx, client, base+"/chat-messages", key, body)
 		if err != nil {
 			return err
 		}
@@ -429,12 +437,7 @@ func upstreamRequest(base, mode string) request {
 	streaming := mode == "streaming"
 	return func(ctx context.Context, client *http.Client, n int64) error {
 		body := fmt.Sprintf(`{"model":"builtin","messages":[{"role":"user","content":"load test question %d"}],"stream":%t}`, n, streaming)
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/chat/completions", strings.NewReader(body))
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		res, err := client.Do(req)
+		res, err := post(ctx, client, base+"/chat/completions", "", body)
 		if err != nil {
 			return err
 		}
@@ -455,13 +458,7 @@ func upstreamRequest(base, mode string) request {
 func workflowRequest(base, key string) request {
 	return func(ctx context.Context, client *http.Client, n int64) error {
 		body := fmt.Sprintf(`{"inputs":{"topic":"parcels for Lisbon, batch %d"},"user":"load-%d","response_mode":"blocking"}`, n, n%64)
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/workflows/run", strings.NewReader(body))
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Authorization", "Bearer "+key)
-		req.Header.Set("Content-Type", "application/json")
-		res, err := client.Do(req)
+		res, err := post(ctx, client, base+"/workflows/run", key, body)
 		if err != nil {
 			return err
 		}
