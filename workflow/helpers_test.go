@@ -2,8 +2,8 @@ package workflow
 
 import (
 	"context"
-	"reflect"
 	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -94,8 +94,8 @@ func (r *recorder) text() string {
 	return b.String()
 }
 
-//
-// It also checks that the run leaves its compiled graph as it found it:
+// run1 runs in with e and fails the test when the run cannot start. It
+// also checks that the run leaves its compiled graph as it found it:
 // servers compile a workflow version once and share the graph between
 // concurrent runs, so no executor may write into a node's settings.
 func run1(t testing.TB, e *Engine, in RunInput) (*Result, *recorder) {
