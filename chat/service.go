@@ -120,10 +120,8 @@ type Service struct {
 	// store hands out the same parsed definition.
 	defs sync.Map // string → *appConfig
 
-	// writeMu lets one of this service's write transactions run at a time.
-	// SQLite admits a single writer anyway; queueing here is much cheaper
-	// than SQLite's busy handler, which sleeps for milliseconds between
-	// retries when many answers finish at once.
+	// writeMu orders this service's writes that do not go through
+	// commits (a resumed chatflow's answer, conversation variables).
 	writeMu sync.Mutex
 	// commits batches the rows of concurrent answers (Config.Commits).
 	commits *groupcommit.Queue

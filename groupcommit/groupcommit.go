@@ -44,8 +44,8 @@ type unit struct {
 	lead chan struct{}
 }
 
-// MaxBatch bounds how many units share one transaction.
-const MaxBatch = 128
+// maxBatch bounds how many units share one transaction.
+const maxBatch = 128
 
 // New returns a Queue that writes to db.
 func New(db *gorm.DB) *Queue { return &Queue{db: db} }
@@ -141,7 +141,7 @@ func (q *Queue) lead(ctx context.Context, u *unit) {
 			next.lead <- struct{}{}
 			return
 		}
-		n := min(len(q.pending), MaxBatch)
+		n := min(len(q.pending), maxBatch)
 		batch := q.pending[:n:n]
 		q.pending = q.pending[n:]
 		q.mu.Unlock()

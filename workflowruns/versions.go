@@ -28,8 +28,8 @@ import (
 // for concurrent use.
 type Store struct {
 	db *gorm.DB
-	// writeMu queues this store's writes: SQLite has one writer, and
-	// waiting here is cheaper than its busy handler.
+	// writeMu orders this store's writes that do not go through commits
+	// (versions, forms, claims, closing interrupted runs).
 	writeMu sync.Mutex
 	// defs caches parsed definitions by version id, and graphs their
 	// compiled graphs; a version's text never changes, so entries stay
