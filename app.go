@@ -85,27 +85,33 @@ func newApplication(deps handlers.Deps, idx indexing.Config) (*application, erro
 	rep.OnSweep("replica rows", func(ctx context.Context) (int64, error) {
 		return rep.Forget(ctx, time.Hour)
 	})
+	workers := []namedWorker{
+		// Stopped after every writer, so that the last checkpoint
+		// follows the last write (SQLite only).
+		{"sqlite checkpoints", db.NewCheckpointer(deps.DB, log)},
+		// Started before the rest and stopped after it: work is
+		// stamped with the replica's id only while its heartbeat
+		// runs, and its row goes once nothing of it runs any more.
+		{"replica", rep},
+		// Next: the other workers publish and receive on the bus
+		// until they stop.
+		{"cluster bus", deps.Bus},
+		// Then: conversations named in the background are
+		// stored before the database closes.
+		{"chat background work", chatWork{svc.Chat}},
+		{"indexing", &indexingWorker{cfg: idx}},
+		{"annotation jobs", svc.Annotations},
+	}
+	// python3 sandboxes started ahead of the code nodes that will use
+	// them; stopped after the resumer, the last to run workflows.
+	if py, ok := deps.Python.(worker); ok {
+		workers = append(workers, namedWorker{"python sandboxes", py})
+	}
+	workers = append(workers, namedWorker{"workflow resumer", svc.Flows})
 	return &application{
-		log:  log,
-		http: &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second},
-		workers: []namedWorker{
-			// Stopped after every writer, so that the last checkpoint
-			// follows the last write (SQLite only).
-			{"sqlite checkpoints", db.NewCheckpointer(deps.DB, log)},
-			// Started before the rest and stopped after it: work is
-			// stamped with the replica's id only while its heartbeat
-			// runs, and its row goes once nothing of it runs any more.
-			{"replica", rep},
-			// Next: the other workers publish and receive on the bus
-			// until they stop.
-			{"cluster bus", deps.Bus},
-			// Then: conversations named in the background are
-			// stored before the database closes.
-			{"chat background work", chatWork{svc.Chat}},
-			{"indexing", &indexingWorker{cfg: idx}},
-			{"annotation jobs", svc.Annotations},
-			{"workflow resumer", svc.Flows},
-		},
+		log:     log,
+		http:    &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second},
+		workers: workers,
 	}, nil
 }
 

@@ -374,6 +374,8 @@ func setupServe(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
 		"tools file, YAML: maps the tool providers apps name to MCP servers, OpenAPI schemas, workflow apps or built-in tools; see tools/tools.example.yaml (env APPKB_TOOLS)")
 	codeNetwork := fs.Bool("code-network", envBool("APPKB_CODE_NETWORK"),
 		"let python3 code nodes make HTTP(S) requests, only through the SSRF guard and --fetch-allow (env APPKB_CODE_NETWORK=1)")
+	codeWarm := fs.Int("code-warm", envInt("APPKB_CODE_WARM", sandbox.DefaultWarm),
+		"python3 sandboxes kept started ahead of the code nodes that will use them; 0 starts each when its node runs (env APPKB_CODE_WARM)")
 	limits := addLimitFlags(fs)
 	return func(ctx context.Context) error {
 		registry, err := llm.Load(*providers, os.Getenv, !*fallback)
@@ -387,8 +389,11 @@ func setupServe(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
 		if *rateLimit < 0 || *rateBurst < 0 {
 			return usagef("--rate-limit and --rate-burst must not be negative")
 		}
+		if *codeWarm < 0 {
+			return usagef("--code-warm must not be negative")
+		}
 		cfg := serveConfig{dataDir: env.dataDir, databaseURL: env.databaseURL, addr: *addr, demo: *withDemo, models: registry, fetchAllow: allow,
-			fallback: *fallback, ready: &readiness{}, limits: limits, codeNetwork: *codeNetwork}
+			fallback: *fallback, ready: &readiness{}, limits: limits, codeNetwork: *codeNetwork, codeWarm: *codeWarm}
 		toolsCfg, err := tools.LoadConfig(*toolsFile, os.Getenv)
 		if err != nil {
 			return fmt.Errorf("--tools: %w", err)
@@ -446,6 +451,7 @@ type serveConfig struct {
 	limits        *limitFlags // connections, timeouts, admission, text sizes
 	tools         *tools.Registry
 	codeNetwork   bool // python3 code may use the network through the guard
+	codeWarm      int  // python3 sandboxes started ahead (0: none)
 }
 
 // serveGCPercent is the garbage collector's target for a server started
@@ -507,7 +513,10 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 		Limits: cfg.limits.handlerLimits()}
 	// python3 code nodes run in a bubblewrap sandbox; without one they fail
 	// with an error saying so, never unsandboxed.
-	pyCfg := sandbox.Config{}
+	pyCfg := sandbox.Config{Warm: cfg.codeWarm}
+	if cfg.codeWarm <= 0 {
+		pyCfg.Warm = -1 // the sandbox's zero means its default
+	}
 	if cfg.codeNetwork {
 		pyCfg.Network = &netguard.Guard{Allow: cfg.fetchAllow}
 	}

@@ -133,6 +133,16 @@ func envBool(name string) bool {
 	return v
 }
 
+// envInt reads an integer from the environment, or def when it is unset or
+// not a number.
+func envInt(name string, def int) int {
+	v, err := strconv.Atoi(strings.TrimSpace(os.Getenv(name)))
+	if err != nil {
+		return def
+	}
+	return v
+}
+
 func envFloat(name string) float64 {
 	v, _ := strconv.ParseFloat(strings.TrimSpace(os.Getenv(name)), 64)
 	return v

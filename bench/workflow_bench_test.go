@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,6 +20,8 @@ import (
 	"appkb/apikeys"
 	"appkb/apps"
 	"appkb/db"
+	"appkb/handlers"
+	"appkb/sandbox"
 )
 
 // workflowServer is the real HTTP handler over a fresh database holding
@@ -148,4 +152,83 @@ func (s *workflowServer) runParallel(b *testing.B) float64 {
 	b.ReportMetric(runs, "runs/s")
 	l.report(b)
 	return runs
+}
+
+// BenchmarkPythonWorkflow runs a three-node workflow whose code node runs
+// python3 in the bubblewrap sandbox, one run at a time through the router:
+// with a sandbox started for each run, and with the pool keeping two
+// started ahead (as serve does). With a pause of 100 ms between runs (the
+// timer stops during it), as when requests arrive now and then, a run finds
+// a sandbox ready; back to back, runs come as fast as they finish and may
+// find the pool still refilling.
+func BenchmarkPythonWorkflow(b *testing.B) {
+	for _, tc := range []struct {
+		name  string
+		warm  int
+		pause time.Duration
+	}{
+		{"started-for-each-run", -1, 100 * time.Millisecond},
+		{"started-ahead", sandbox.DefaultWarm, 100 * time.Millisecond},
+		{"started-for-each-run/back-to-back", -1, 0},
+		{"started-ahead/back-to-back", sandbox.DefaultWarm, 0},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			py, err := sandbox.NewPython(sandbox.Config{Warm: tc.warm})
+			if err != nil {
+				b.Fatal(err)
+			}
+			py.Start(context.Background())
+			b.Cleanup(py.Stop)
+			s := newPythonWorkflowServer(b, py)
+			s.steps(b)
+			var l latencies
+			var n int64
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if tc.pause > 0 {
+					b.StopTimer()
+					time.Sleep(tc.pause)
+					b.StartTimer()
+				}
+				n++
+				start := time.Now()
+				s.run(b, n, "blocking")
+				l.add(time.Since(start))
+			}
+			l.report(b)
+		})
+	}
+}
+
+// newPythonWorkflowServer is the router over a fresh database holding the
+// workflow of testdata/python.yml, with py running its python3 code.
+func newPythonWorkflowServer(b *testing.B, py *sandbox.Python) *workflowServer {
+	ctx := context.Background()
+	gdb, err := db.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close(gdb) })
+	def, err := os.ReadFile("testdata/python.yml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	app, err := apps.NewStore(gdb).Import(ctx, def)
+	if err != nil {
+		b.Fatal(err)
+	}
+	key, err := apikeys.NewStore(gdb).CreateAppKey(ctx, app.ID, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	spec, err := os.ReadFile("../openapi.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	e, err := handlers.NewServer(handlers.Deps{DB: gdb, SpecYAML: spec, Python: py, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e.Logger.SetOutput(io.Discard)
+	return &workflowServer{e: e, key: key}
 }

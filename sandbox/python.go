@@ -28,6 +28,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -86,6 +87,10 @@ type Config struct {
 	// MaxProcs limits the processes and threads of the sandbox
 	// (DefaultMaxProcs).
 	MaxProcs int
+	// Warm is how many sandboxes are kept started ahead of their runs
+	// while the pool runs (see Start): DefaultWarm when zero, none when
+	// negative.
+	Warm int
 	// Network, when set, lets code make HTTP and HTTPS requests (and other
 	// TCP connections through CONNECT) via a proxy that dials with this
 	// guard; HTTP_PROXY, HTTPS_PROXY and ALL_PROXY point at it inside the
@@ -94,12 +99,15 @@ type Config struct {
 }
 
 // Python runs python3 code in bubblewrap. It is safe for concurrent use;
-// every Run starts a new sandbox.
+// every run gets a sandbox of its own, used for nothing else.
 type Python struct {
 	bwrap string
 	args  []string // bwrap's arguments, up to and including the runner
 	cred  *syscall.Credential
 	cfg   Config
+
+	pool     atomic.Pointer[pool] // sandboxes started ahead; nil until Start
+	warmRuns atomic.Int64         // runs served by a sandbox started ahead
 }
 
 // NewPython checks that bwrap and python3 exist and prepares the sandbox.
@@ -119,6 +127,9 @@ func NewPython(cfg Config) (*Python, error) {
 	}
 	if cfg.MaxProcs <= 0 {
 		cfg.MaxProcs = DefaultMaxProcs
+	}
+	if cfg.Warm == 0 {
+		cfg.Warm = DefaultWarm
 	}
 	bwrap, err := findBwrap(cfg.Bwrap)
 	if err != nil {
@@ -395,6 +406,10 @@ func (e *limitError) Unwrap() error { return e.kind }
 // comes back decoded from JSON (numbers as float64). Failures of the code
 // come back as *CodeError; limits as errors wrapping ErrTimeout, ErrMemory
 // or ErrOutputTooLarge; a cancelled ctx as an error wrapping ctx.Err().
+//
+// While the pool runs (Start), the sandbox is one started ahead and waiting
+// for its request; otherwise, or when none is ready, one is started now.
+// Either way a sandbox serves exactly one run.
 func (p *Python) Run(ctx context.Context, code string, inputs map[string]any) (map[string]any, error) {
 	if inputs == nil {
 		inputs = map[string]any{}
@@ -406,42 +421,77 @@ func (p *Python) Run(ctx context.Context, code string, inputs map[string]any) (m
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("the code was not run: %w", err)
 	}
+	if s := p.pool.Load().take(); s != nil {
+		if res, err, ok := p.finish(ctx, s, in, true); ok {
+			p.warmRuns.Add(1)
+			return res, err
+		}
+		// It died while it waited (killed from outside); a fresh one
+		// runs the code instead.
+	}
+	s, err := p.spawn(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	res, err, _ := p.finish(ctx, s, in, false)
+	return res, err
+}
+
+// finish hands the request to the started sandbox s, waits for its answer
+// and reads it. For a sandbox started ahead (warm), ok is false when it had
+// ended without a word before it could read the request: the code never
+// ran, and the caller runs it elsewhere.
+//
+// A run is over once its answer line is complete: the sandbox is then
+// killed and reaped in the background, so the caller does not wait for its
+// namespaces to be torn down (several milliseconds). Without a complete
+// answer, finish waits for the sandbox to end to tell why.
+func (p *Python) finish(ctx context.Context, s *started, in []byte, warm bool) (res map[string]any, err error, ok bool) {
 	runCtx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
 	defer cancel()
+	stop := context.AfterFunc(runCtx, s.kill)
+	defer stop()
 
-	args := p.args
-	if p.cfg.Network != nil {
-		var owner *int
-		if p.cred != nil {
-			uid := int(p.cred.Uid)
-			owner = &uid
-		}
-		proxy, err := startProxy(p.cfg.Network, owner)
-		if err != nil {
-			return nil, err
-		}
-		defer proxy.close()
-		args = append([]string{"--ro-bind", proxy.path, proxySocket}, p.args...)
+	gone := s.ended()
+	_, werr := s.stdin.Write(in)
+	if cerr := s.stdin.Close(); werr == nil {
+		werr = cerr
 	}
+	select {
+	case <-s.stdout.answered:
+		if rep, ok := parseReply(s.stdout.answer()); ok {
+			go s.close()
+			res, err = p.fromReply(rep)
+			return res, err, true
+		}
+	case <-s.exited:
+	}
+	s.close()
+	if warm && (gone || werr != nil) && s.stdout.empty() && runCtx.Err() == nil {
+		return nil, nil, false
+	}
+	res, err = p.answer(ctx, runCtx, s)
+	return res, err, true
+}
 
-	stdout := &capBuffer{max: p.cfg.MaxOutput + 1, full: cancel} // +1: the newline
-	stderr := &tailBuffer{max: 4 << 10}
-	cmd := exec.CommandContext(runCtx, p.bwrap, args...)
-	cmd.Dir = "/"
-	cmd.Env = []string{}
-	cmd.Stdin = bytes.NewReader(in)
-	cmd.Stdout = stdout
-	cmd.Stderr = stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.cred, Pdeathsig: syscall.SIGKILL}
-	cmd.WaitDelay = 2 * time.Second
-	waitErr := cmd.Run()
+// parseReply reads the runner's answer line.
+func parseReply(line []byte) (reply, bool) {
+	var rep reply
+	if len(line) == 0 || json.Unmarshal(line, &rep) != nil || (rep.Error == nil && rep.Result == nil) {
+		return rep, false
+	}
+	return rep, true
+}
 
-	if stdout.over {
+// answer interprets what an ended sandbox wrote and how it ended.
+func (p *Python) answer(ctx, runCtx context.Context, s *started) (map[string]any, error) {
+	waitErr, stdout, stderr := s.waitErr, s.stdout, s.stderr
+	if stdout.overflowed() {
 		return nil, &limitError{ErrOutputTooLarge, fmt.Sprintf("the result is larger than %s", size(p.cfg.MaxOutput))}
 	}
-	var rep reply
-	line, _, _ := bytes.Cut(stdout.buf.Bytes(), []byte("\n"))
-	if len(line) == 0 || json.Unmarshal(line, &rep) != nil || (rep.Error == nil && rep.Result == nil) {
+	line := stdout.answer()
+	rep, ok := parseReply(line)
+	if !ok {
 		switch {
 		case ctx.Err() != nil:
 			return nil, fmt.Errorf("the code was stopped: %w", context.Cause(ctx))
@@ -449,11 +499,14 @@ func (p *Python) Run(ctx context.Context, code string, inputs map[string]any) (m
 			return nil, p.timedOut()
 		case isSignal(waitErr, syscall.SIGXCPU):
 			return nil, &limitError{ErrTimeout, fmt.Sprintf("the code ran longer than %s (it used up its CPU time)", p.cfg.Timeout)}
-		case errors.Is(waitErr, fs.ErrNotExist) || errors.Is(waitErr, fs.ErrPermission):
-			return nil, ErrNoBubblewrap
 		}
 		return nil, p.crashed(waitErr, stderr.String(), len(line) > 0)
 	}
+	return p.fromReply(rep)
+}
+
+// fromReply is the outcome a well-formed answer line names.
+func (p *Python) fromReply(rep reply) (map[string]any, error) {
 	if e := rep.Error; e != nil {
 		switch e.Kind {
 		case "memory":
@@ -545,27 +598,100 @@ func size(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// capBuffer keeps up to max bytes. Past that it notes the overflow, calls
-// full (which stops the sandbox) and drops the rest, so the writer never
-// blocks.
-type capBuffer struct {
-	buf  bytes.Buffer
-	max  int64
-	over bool
-	full func()
+// readyLine is the line the runner writes on stdout once it waits for its
+// request; its answer is the line after it.
+const readyLine = "ready"
+
+// answerBuffer takes a sandbox's stdout: the ready line, then the answer
+// line. It keeps up to max bytes of the answer. Past that it notes the
+// overflow, calls full (which stops the sandbox) and drops the rest, so the
+// writer never blocks. It is written by the goroutine copying the pipe and
+// read by the run at the same time.
+type answerBuffer struct {
+	max      int
+	full     func()
+	ready    chan struct{} // closed once the first line has come
+	answered chan struct{} // closed once a whole answer line has come
+
+	mu     sync.Mutex
+	buf    []byte // everything after the ready line
+	head   []byte // output before the first newline
+	first  bool   // the first line has come
+	over   bool
+	line   []byte // the complete answer line, set before answered closes
+	closed bool   // answered is closed
 }
 
-func (c *capBuffer) Write(p []byte) (int, error) {
-	if c.over {
-		return len(p), nil
+func newAnswerBuffer(max int64, full func()) *answerBuffer {
+	return &answerBuffer{max: int(max), full: full, ready: make(chan struct{}), answered: make(chan struct{})}
+}
+
+func (a *answerBuffer) Write(p []byte) (int, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := len(p)
+	if !a.first {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 && len(a.head)+len(p) <= len(readyLine) {
+			a.head = append(a.head, p...)
+			return n, nil
+		}
+		a.first = true
+		close(a.ready)
+		if i >= 0 && string(append(a.head, p[:i]...)) == readyLine {
+			p = p[i+1:]
+		} else {
+			// No ready line (the runner failed before it got there):
+			// all of it is the answer.
+			p = append(a.head, p...)
+		}
+		a.head = nil
 	}
-	if int64(c.buf.Len()+len(p)) > c.max {
-		c.over = true
-		c.full()
-		return len(p), nil
+	if a.over {
+		return n, nil
 	}
-	c.buf.Write(p)
-	return len(p), nil
+	if len(a.buf)+len(p) > a.max {
+		a.over = true
+		a.full()
+		return n, nil
+	}
+	a.buf = append(a.buf, p...)
+	if !a.closed {
+		if i := bytes.IndexByte(a.buf, '\n'); i >= 0 {
+			a.line = a.buf[:i:i]
+			a.closed = true
+			close(a.answered)
+		}
+	}
+	return n, nil
+}
+
+// answer is the first line of the answer, whole or not.
+func (a *answerBuffer) answer() []byte {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.line != nil {
+		return a.line
+	}
+	out := a.buf
+	if !a.first {
+		out = a.head
+	}
+	line, _, _ := bytes.Cut(out, []byte("\n"))
+	return line
+}
+
+// empty reports whether nothing but the ready line came.
+func (a *answerBuffer) empty() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.buf) == 0 && len(a.head) == 0 && !a.over
+}
+
+func (a *answerBuffer) overflowed() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.over
 }
 
 // tailBuffer keeps the last max bytes written to it.

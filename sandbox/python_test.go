@@ -15,14 +15,17 @@ import (
 	"time"
 )
 
-// newPython builds a sandbox or fails the test: a machine without bwrap
-// must not pass these tests by skipping them.
+// newPython builds a sandbox with its pool running, or fails the test: a
+// machine without bwrap must not pass these tests by skipping them.
 func newPython(t testing.TB, cfg Config) *Python {
 	t.Helper()
 	p, err := NewPython(cfg)
 	if err != nil {
 		t.Fatalf("NewPython: %v", err)
 	}
+	// As serve runs it: sandboxes started ahead of their runs.
+	p.Start(context.Background())
+	t.Cleanup(p.Stop)
 	return p
 }
 
@@ -625,9 +628,13 @@ func TestMissingTools(t *testing.T) {
 		}
 	})
 	t.Run("bwrap removed after construction: Run refuses instead of running unsandboxed", func(t *testing.T) {
-		p := newPython(t, Config{})
+		// No pool: a sandbox started ahead would still have the old path.
+		p, err := NewPython(Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
 		p.bwrap = "/nonexistent/bin/bwrap"
-		_, err := p.Run(context.Background(), "def main():\n    return {}\n", nil)
+		_, err = p.Run(context.Background(), "def main():\n    return {}\n", nil)
 		if !errors.Is(err, ErrNoBubblewrap) {
 			t.Fatalf("got %v", err)
 		}
@@ -671,15 +678,45 @@ func TestConcurrentRuns(t *testing.T) {
 	}
 }
 
-// BenchmarkPythonRun measures the cost of one sandboxed run of trivial
-// code, which is mostly starting bwrap and the interpreter.
+// BenchmarkPythonRun measures one sandboxed run of trivial code: in a
+// sandbox started for it (mostly the cost of starting bwrap and python3),
+// in one the pool started ahead (the timer stops while the pool gets one
+// ready), and back to back with the pool running, where runs that find the
+// pool empty start their own.
 func BenchmarkPythonRun(b *testing.B) {
-	p := newPython(b, Config{})
 	ctx := context.Background()
+	code := "def main(x):\n    return {'y': x + 1}\n"
 	inputs := map[string]any{"x": 1}
-	for b.Loop() {
-		if _, err := p.Run(ctx, "def main(x):\n    return {'y': x + 1}\n", inputs); err != nil {
+	run := func(b *testing.B, p *Python) {
+		if _, err := p.Run(ctx, code, inputs); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.Run("started-for-the-run", func(b *testing.B) {
+		p, err := NewPython(Config{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			run(b, p)
+		}
+	})
+	b.Run("started-ahead", func(b *testing.B) {
+		p := newPython(b, Config{})
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			waitWarm(b, p, 1)
+			b.StartTimer()
+			run(b, p)
+		}
+	})
+	b.Run("back-to-back", func(b *testing.B) {
+		p := newPython(b, Config{})
+		waitWarm(b, p, DefaultWarm)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			run(b, p)
+		}
+		b.ReportMetric(float64(p.warmRuns.Load())/float64(b.N), "warm/op")
+	})
 }

@@ -4,7 +4,9 @@ package sandbox
 // sandbox (as python3 -I -B -c runnerScript CPU MEM NPROC FSIZE NOFILE).
 //
 // It first lowers its resource limits, so nothing the user wrote ever runs
-// without them. Then it reads {"code": ..., "inputs": {...}} from stdin,
+// without them. Then it writes the line "ready" on stdout (a sandbox the
+// pool started ahead waits there, its start-up paid for) and reads
+// {"code": ..., "inputs": {...}} from stdin,
 // keeps a private copy of stdout for the answer and points fd 1 (and
 // sys.stdout) at stderr, so print() and even C-level writes to fd 1 cannot
 // mix with the answer. The code runs as a fresh __main__ module, main is
@@ -70,9 +72,10 @@ try:
 except Exception as e:
     fail("setup", "the resource limits could not be set: %s: %s" % (type(e).__name__, e))
 
-import traceback, types
+import types
 
 try:
+    os.write(1, b"ready\n")
     request = json.loads(sys.stdin.buffer.read())
     code = request["code"]
     inputs = request["inputs"]
@@ -157,6 +160,10 @@ def source_of(n):
 def raised(e):
     if isinstance(e, MemoryError):
         fail("memory", "out of memory", "MemoryError")
+    # traceback is imported only when needed: it costs a sixth of the
+    # runner's start-up, and most runs raise nothing.
+    import traceback
+
     line = 0
     for frame in traceback.extract_tb(e.__traceback__):
         if frame.filename == "<code>":

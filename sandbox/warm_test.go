@@ -1,0 +1,168 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// waitWarm waits until p's pool holds n sandboxes that wait for their
+// request.
+func waitWarm(t testing.TB, p *Python, n int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		pl := p.pool.Load()
+		if pl == nil {
+			t.Fatal("the pool does not run")
+		}
+		have := 0
+		pl.mu.Lock()
+		for _, s := range pl.ready {
+			select {
+			case <-s.stdout.ready:
+				have++
+			default:
+			}
+		}
+		pl.mu.Unlock()
+		if have >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the pool holds %d sandboxes after 20 s, want %d", have, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// outcome is what a run gave, in a form two runs can be compared by.
+func outcome(res map[string]any, err error) string {
+	if err != nil {
+		return fmt.Sprintf("error %T: %v", err, err)
+	}
+	return fmt.Sprintf("result %v", res)
+}
+
+// TestWarmRunsAsCold runs the same code in a sandbox started for the run
+// and in one started ahead by the pool, and expects the same outcome, also
+// when the code fails or hits a limit. Sandboxes started ahead serve one
+// run each: what a run leaves behind is gone for the next.
+func TestWarmRunsAsCold(t *testing.T) {
+	cfg := Config{Timeout: 2 * time.Second, MaxOutput: 4 << 10, Memory: 128 << 20}
+	cold, err := NewPython(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	warm := newPython(t, cfg)
+
+	tests := []struct {
+		name   string
+		code   string
+		inputs map[string]any
+	}{
+		{"inputs and result", "def main(a, b):\n    return {'sum': a + b, 'text': 'ü' * 3}\n", map[string]any{"a": 2, "b": 3.5}},
+		{"print does not garble the answer", "def main():\n    print('noise')\n    return {'ok': True}\n", nil},
+		{"exception with its line", "def main():\n    x = 1\n    return {'v': x / 0}\n", nil},
+		{"syntax error", "def main(:\n    return {}\n", nil},
+		{"no main", "x = 1\n", nil},
+		{"not a dict", "def main():\n    return [1]\n", nil},
+		{"time limit", "def main():\n    while True:\n        pass\n", nil},
+		{"output limit", "def main():\n    return {'s': 'x' * 100000}\n", nil},
+		{"memory limit", "def main():\n    b = bytearray(512 * 1024 * 1024)\n    return {'n': len(b)}\n", nil},
+		{"a file left in /tmp by the last run is gone", "import os\ndef main():\n    seen = os.path.exists('/tmp/left')\n    open('/tmp/left', 'w').write('x')\n    return {'seen': seen}\n", nil},
+		{"a process left running by the last run is gone", "import os, subprocess\ndef main():\n    pids = [p for p in os.listdir('/proc') if p.isdigit()]\n    subprocess.Popen(['sleep', '30'])\n    return {'pids': len(pids)}\n", nil},
+	}
+	ctx := context.Background()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Twice each, so the second run of the last two cases would
+			// see what the first left if sandboxes were reused.
+			for range 2 {
+				want := outcome(cold.Run(ctx, tt.code, tt.inputs))
+				waitWarm(t, warm, 1)
+				before := warm.warmRuns.Load()
+				got := outcome(warm.Run(ctx, tt.code, tt.inputs))
+				if warm.warmRuns.Load() != before+1 {
+					t.Fatal("the run did not use a sandbox started ahead")
+				}
+				if got != want {
+					t.Fatalf("started ahead: %s\nstarted for the run: %s", got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestPoolReplacesADeadSandbox kills the sandboxes waiting in the pool;
+// the next run still succeeds, in a sandbox of its own.
+func TestPoolReplacesADeadSandbox(t *testing.T) {
+	p := newPython(t, Config{})
+	waitWarm(t, p, DefaultWarm)
+	pl := p.pool.Load()
+	pl.mu.Lock()
+	for _, s := range pl.ready {
+		s.kill()
+		<-s.exited
+	}
+	pl.mu.Unlock()
+	before := p.warmRuns.Load()
+	got, err := p.Run(context.Background(), "def main(n):\n    return {'n': n * 2}\n", map[string]any{"n": 21})
+	if err != nil || !reflect.DeepEqual(got, map[string]any{"n": 42.0}) {
+		t.Fatalf("got %v, %v", got, err)
+	}
+	if p.warmRuns.Load() != before {
+		t.Fatal("a dead sandbox was counted as having served the run")
+	}
+}
+
+// TestStopKillsIdleSandboxes stops the pool while one run is in progress:
+// the sandboxes still waiting end, the run does not.
+func TestStopKillsIdleSandboxes(t *testing.T) {
+	p, err := NewPython(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Start(context.Background())
+	waitWarm(t, p, DefaultWarm)
+	// A run that has taken its sandbox from the pool, still in progress
+	// when the pool stops.
+	s := p.pool.Load().take()
+	if s == nil {
+		t.Fatal("no sandbox ready")
+	}
+	in, _ := json.Marshal(request{Code: "import time\ndef main():\n    time.sleep(0.5)\n    return {'slept': True}\n", Inputs: map[string]any{}})
+	type result struct {
+		res map[string]any
+		err error
+		ok  bool
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err, ok := p.finish(context.Background(), s, in, true)
+		done <- result{res, err, ok}
+	}()
+	pl := p.pool.Load()
+	pl.mu.Lock()
+	idle := append([]*started(nil), pl.ready...)
+	pl.mu.Unlock()
+	p.Stop()
+	for i, s := range idle {
+		if !s.ended() {
+			t.Errorf("idle sandbox %d still runs after Stop", i)
+		}
+	}
+	if r := <-done; !r.ok || r.err != nil || r.res["slept"] != true {
+		t.Fatalf("the run in progress got %v, %v", r.res, r.err)
+	}
+	if p.pool.Load() != nil {
+		t.Fatal("the pool still runs after Stop")
+	}
+	// Without the pool, runs start their own sandbox.
+	if _, err := p.Run(context.Background(), "def main():\n    return {}\n", nil); err != nil {
+		t.Fatal(err)
+	}
+}
