@@ -111,6 +111,9 @@ type Service struct {
 	waker  waker
 	cfg    Config
 	log    *slog.Logger
+	// transports keeps the connections of http-request nodes open
+	// between runs.
+	transports *workflow.HTTPTransports
 
 	sharedMu     sync.Mutex
 	sharedCancel context.CancelFunc
@@ -133,6 +136,7 @@ func New(cfg Config) *Service {
 		db: cfg.DB, apps: apps.NewStore(cfg.DB), chat: cfg.Chat, tasks: cfg.Chat.Tasks(),
 		runs: runs, forms: runs.Forms(), users: endusers.NewStore(cfg.DB), hub: resumer.NewHub(),
 		speech: audio.NewService(cfg.DB, cfg.Speech), bus: cfg.Bus, cfg: cfg, log: log,
+		transports: &workflow.HTTPTransports{},
 	}
 	if s.bus == nil {
 		s.bus = cluster.NewLocalBus(log)
@@ -164,6 +168,7 @@ func (s *Service) Start(ctx context.Context) {
 func (s *Service) Stop() {
 	s.resumer.Stop()
 	s.stopShared()
+	s.transports.CloseIdle()
 }
 
 // Runs is the store of workflow runs, versions and logs (for reads).
@@ -172,15 +177,16 @@ func (s *Service) Runs() *workflowruns.Store { return s.runs }
 // engine is a workflow engine for one run, recording it for meta's end user.
 func (s *Service) engine(meta workflowruns.RunMeta) *workflow.Engine {
 	return &workflow.Engine{
-		Models:    s.cfg.Models,
-		Retriever: s.cfg.Retriever,
-		Store:     s.runs.Recorder(meta),
-		HTTPGuard: s.cfg.HTTPGuard,
-		Tools:     s.cfg.Tools,
-		Forms:     s.forms,
-		Python:    s.cfg.Python,
-		Files:     s.cfg.Files,
-		Logger:    s.log,
+		Models:     s.cfg.Models,
+		Retriever:  s.cfg.Retriever,
+		Store:      s.runs.Recorder(meta),
+		HTTPGuard:  s.cfg.HTTPGuard,
+		Transports: s.transports,
+		Tools:      s.cfg.Tools,
+		Forms:      s.forms,
+		Python:     s.cfg.Python,
+		Files:      s.cfg.Files,
+		Logger:     s.log,
 	}
 }
 

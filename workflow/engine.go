@@ -52,6 +52,9 @@ type Engine struct {
 	// when HTTPClient is nil; nil is the zero files.Guard, which refuses
 	// loopback, private and metadata addresses.
 	HTTPGuard *files.Guard
+	// Transports, when set, keeps the connections of http-request nodes
+	// open for later requests and runs; nil gives each request its own.
+	Transports *HTTPTransports
 	// Tools finds the tools of tool and agent nodes; nil knows the built-in set only.
 	Tools *tools.Registry
 	// Python runs python3 code nodes in a sandbox; when nil, python3

@@ -3,10 +3,12 @@ package workflow
 import (
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -221,5 +223,82 @@ func TestHTTPRequestFormDataFiles(t *testing.T) {
 	res, _ = run1(t, localEngine(), RunInput{Workflow: graphYAML(t, httpGraph(node)), Inputs: map[string]any{"q": "hi"}, Files: []File{local}})
 	if res.Status != RunFailed || !strings.Contains(res.Error, `The file "a.pdf" cannot be read: this server keeps no uploaded files for workflows.`) {
 		t.Errorf("status %s: %s", res.Status, res.Error)
+	}
+}
+
+// TestHTTPRequestSharedTransports runs an http-request node in several runs
+// (a new Engine each, as flows makes them) against a server that counts the
+// connections it accepts. With shared transports the runs use one
+// connection; without, each run dials its own. The guard and the node's
+// read timeout hold either way.
+func TestHTTPRequestSharedTransports(t *testing.T) {
+	var mu sync.Mutex
+	conns := 0
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			select {
+			case <-time.After(3 * time.Second):
+			case <-r.Context().Done():
+			}
+			return
+		}
+		w.Write([]byte("ok"))
+	}))
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			mu.Lock()
+			conns++
+			mu.Unlock()
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	node := `{type: http-request, title: H, method: get, url: '` + srv.URL + `/x'}`
+
+	tests := []struct {
+		name       string
+		transports *HTTPTransports
+		wantConns  int
+	}{
+		{"a transport per request", nil, 3},
+		{"shared transports", &HTTPTransports{}, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			conns = 0
+			mu.Unlock()
+			guard := localEngine().HTTPGuard // one guard for all runs, as in flows
+			for i := range 3 {
+				e := &Engine{HTTPGuard: guard, Transports: tc.transports}
+				res, _ := run1(t, e, RunInput{Workflow: graphYAML(t, httpGraph(node)), Inputs: map[string]any{"q": "hi"}})
+				if res.Status != RunSucceeded || res.Outputs["body"] != "ok" {
+					t.Fatalf("run %d: %s %s %v", i, res.Status, res.Error, res.Outputs)
+				}
+			}
+			tc.transports.CloseIdle()
+			mu.Lock()
+			got := conns
+			mu.Unlock()
+			if got != tc.wantConns {
+				t.Fatalf("%d connections for 3 runs, want %d", got, tc.wantConns)
+			}
+
+			// The guard still decides: without an allowlist, loopback is
+			// refused even though a connection to it is open.
+			e := &Engine{Transports: tc.transports}
+			res, _ := run1(t, e, RunInput{Workflow: graphYAML(t, httpGraph(node)), Inputs: map[string]any{"q": "hi"}})
+			if res.Status != RunFailed || !strings.Contains(res.Error, "may not be requested") {
+				t.Fatalf("without an allowlist: %s %s", res.Status, res.Error)
+			}
+			// And so does the node's read timeout.
+			e = &Engine{HTTPGuard: guard, Transports: tc.transports}
+			start := time.Now()
+			res, _ = run1(t, e, RunInput{Workflow: graphYAML(t, httpGraph(`{type: http-request, title: H, method: get, url: '`+srv.URL+`/slow',
+      timeout: {connect: 1, read: 0.2, write: 0.2}}`)), Inputs: map[string]any{"q": "hi"}})
+			if res.Status != RunFailed || !strings.Contains(res.Error, "timed out") || time.Since(start) > 2*time.Second {
+				t.Fatalf("read timeout: %s %s after %v", res.Status, res.Error, time.Since(start))
+			}
+		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	"appkb/files"
@@ -36,9 +37,11 @@ const (
 	httpMaxRedirects = 5
 )
 
-// httpClient gives the client of one request: Engine.HTTPClient when set,
-// otherwise a fresh client whose transport dials through the guard. The
-// second result releases the client's idle connections.
+// httpClient gives the client of one request: Engine.HTTPClient when set;
+// otherwise a client whose transport dials through the guard, shared with
+// other requests and runs when Engine.Transports is set, made for this
+// request alone when not. The second result releases what the request
+// alone used.
 func (e *Engine) httpClient(connect, read time.Duration) (*http.Client, func()) {
 	if e.HTTPClient != nil {
 		return e.HTTPClient, func() {}
@@ -47,14 +50,12 @@ func (e *Engine) httpClient(connect, read time.Duration) (*http.Client, func()) 
 	if g == nil {
 		g = &files.Guard{}
 	}
-	tr := &http.Transport{
-		Proxy:                 nil, // a proxy would connect for us, unchecked
-		DialContext:           (&netguard.Guard{Allow: g.Allow, LookupNetIP: g.LookupNetIP, DialTimeout: connect}).DialContext,
-		ForceAttemptHTTP2:     true,
-		TLSHandshakeTimeout:   connect,
-		ResponseHeaderTimeout: read,
-		MaxIdleConns:          1,
-		IdleConnTimeout:       time.Second,
+	release := func() {}
+	tr := e.Transports.get(g, connect, read)
+	if tr == nil {
+		tr = newHTTPTransport(g, connect, read)
+		tr.MaxIdleConns, tr.IdleConnTimeout = 1, time.Second
+		release = tr.CloseIdleConnections
 	}
 	c := &http.Client{
 		Transport: tr,
@@ -68,7 +69,76 @@ func (e *Engine) httpClient(connect, read time.Duration) (*http.Client, func()) 
 			return nil
 		},
 	}
-	return c, tr.CloseIdleConnections
+	return c, release
+}
+
+// newHTTPTransport dials through g and waits read for response headers.
+func newHTTPTransport(g *files.Guard, connect, read time.Duration) *http.Transport {
+	return &http.Transport{
+		Proxy:                 nil, // a proxy would connect for us, unchecked
+		DialContext:           (&netguard.Guard{Allow: g.Allow, LookupNetIP: g.LookupNetIP, DialTimeout: connect}).DialContext,
+		ForceAttemptHTTP2:     true,
+		TLSHandshakeTimeout:   connect,
+		ResponseHeaderTimeout: read,
+	}
+}
+
+// HTTPTransports keeps the connections of http-request nodes open between
+// requests and runs, so that calling the same API again costs no new TCP
+// connection and TLS handshake (one round trip, where a fresh connection
+// takes three). Connections are checked by the guard when they are dialled,
+// so one that is reused goes to an address the guard let through. A
+// transport is kept per guard (the same *files.Guard, as the runs of one
+// service share) and pair of connect and read timeouts (nodes set their
+// own), up to maxSharedTransports of them; requests beyond that get a
+// transport of their own. Safe for concurrent use; nil shares nothing.
+type HTTPTransports struct {
+	mu sync.Mutex
+	tr map[transportKey]*http.Transport
+}
+
+type transportKey struct {
+	guard         *files.Guard
+	connect, read time.Duration
+}
+
+// maxSharedTransports bounds the transports an HTTPTransports keeps.
+const maxSharedTransports = 32
+
+// get is the shared transport for these settings, or nil when t is nil or
+// full.
+func (t *HTTPTransports) get(g *files.Guard, connect, read time.Duration) *http.Transport {
+	if t == nil {
+		return nil
+	}
+	k := transportKey{g, connect, read}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if tr := t.tr[k]; tr != nil {
+		return tr
+	}
+	if len(t.tr) >= maxSharedTransports {
+		return nil
+	}
+	if t.tr == nil {
+		t.tr = map[transportKey]*http.Transport{}
+	}
+	tr := newHTTPTransport(g, connect, read)
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost, tr.IdleConnTimeout = 64, 8, 90*time.Second
+	t.tr[k] = tr
+	return tr
+}
+
+// CloseIdle closes the connections no request is using.
+func (t *HTTPTransports) CloseIdle() {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, tr := range t.tr {
+		tr.CloseIdleConnections()
+	}
 }
 
 // httpSeconds reads one timeout of the node data.
