@@ -56,7 +56,10 @@ var mcpImplementation = &mcp.Implementation{Name: "appkb", Version: "1"}
 // connect opens a session with the server; the caller closes it. The
 // client goes through guard, and its context bounds the whole session.
 func (s MCPServer) connect(ctx context.Context, guard *netguard.Guard) (*mcp.ClientSession, error) {
-	hc := guard.Client(netguard.ClientOptions{MaxRedirects: -1})
+	// The SDK waits for the answer to each request it sends, whatever
+	// becomes of the call's context (a silent server held a call until it
+	// gave up itself): each exchange is bounded here instead.
+	hc := guard.Client(netguard.ClientOptions{MaxRedirects: -1, ResponseHeaderTimeout: s.timeout()})
 	hc.Transport = &headerTransport{base: hc.Transport, headers: s.Headers}
 	var tr mcp.Transport
 	switch s.Transport {
@@ -85,6 +88,8 @@ func mcpError(ctx context.Context, s MCPServer, err error) error {
 }
 
 // ListMCP connects to an MCP server and gives its tools, ready to call.
+// Each call of those tools opens a session of its own, so that a server
+// restarted between calls does no harm.
 func ListMCP(ctx context.Context, s MCPServer, guard *netguard.Guard) ([]*Tool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout())
 	defer cancel()
@@ -93,19 +98,71 @@ func ListMCP(ctx context.Context, s MCPServer, guard *netguard.Guard) ([]*Tool, 
 		return nil, err
 	}
 	defer cs.Close()
+	return s.listTools(ctx, cs, func(ctx context.Context) (*mcp.ClientSession, func(), error) {
+		cs, err := s.connect(ctx, guard)
+		if err != nil {
+			return nil, nil, err
+		}
+		return cs, func() { cs.Close() }, nil
+	})
+}
+
+// MCPSession is a session with an MCP server kept open for several calls.
+type MCPSession struct {
+	cs     *mcp.ClientSession
+	cancel context.CancelFunc
+}
+
+// OpenMCP connects to an MCP server and lists its tools, which call the
+// server over this one session until Close: one handshake for the list and
+// every call, where ListMCP's tools make one per call. Connecting and
+// listing are bounded by the server's timeout, and so is each call; the
+// session ends with ctx at the latest.
+func OpenMCP(ctx context.Context, s MCPServer, guard *netguard.Guard) (*MCPSession, []*Tool, error) {
+	sctx, cancel := context.WithCancel(ctx)
+	late := time.AfterFunc(s.timeout(), cancel)
+	cs, err := s.connect(sctx, guard)
+	var list []*Tool
+	if err == nil {
+		list, err = s.listTools(sctx, cs, func(context.Context) (*mcp.ClientSession, func(), error) {
+			return cs, func() {}, nil
+		})
+	}
+	if !late.Stop() {
+		// The time is up and sctx cancelled, whatever came of it.
+		err = fmt.Errorf("the MCP server %s did not answer within %s", s.URL, s.timeout())
+	}
+	if err != nil {
+		if cs != nil {
+			cs.Close()
+		}
+		cancel()
+		return nil, nil, err
+	}
+	return &MCPSession{cs: cs, cancel: cancel}, list, nil
+}
+
+// Close ends the session.
+func (m *MCPSession) Close() {
+	m.cs.Close()
+	m.cancel()
+}
+
+// listTools lists the tools of the server over cs; each tool calls it over
+// the session session gives, then releases that session.
+func (s MCPServer) listTools(ctx context.Context, cs *mcp.ClientSession, session func(context.Context) (*mcp.ClientSession, func(), error)) ([]*Tool, error) {
 	var out []*Tool
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
 			return nil, mcpError(ctx, s, err)
 		}
-		out = append(out, s.tool(t, guard))
+		out = append(out, s.tool(t, session))
 	}
 	return out, nil
 }
 
-// tool wraps one tool of the server. Each call opens its own session, so
-// that a server restart between calls does no harm.
-func (s MCPServer) tool(t *mcp.Tool, guard *netguard.Guard) *Tool {
+// tool wraps one tool of the server, called over the session session gives.
+func (s MCPServer) tool(t *mcp.Tool, session func(context.Context) (*mcp.ClientSession, func(), error)) *Tool {
 	schema := map[string]any{"type": "object", "properties": map[string]any{}}
 	if data, err := json.Marshal(t.InputSchema); err == nil {
 		var m map[string]any
@@ -126,11 +183,11 @@ func (s MCPServer) tool(t *mcp.Tool, guard *netguard.Guard) *Tool {
 		Run: func(ctx context.Context, _ *Env, args map[string]any) (*Output, error) {
 			ctx, cancel := context.WithTimeout(ctx, s.timeout())
 			defer cancel()
-			cs, err := s.connect(ctx, guard)
+			cs, release, err := session(ctx)
 			if err != nil {
 				return nil, err
 			}
-			defer cs.Close()
+			defer release()
 			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
 			if err != nil {
 				if ctx.Err() != nil {

@@ -2,11 +2,15 @@ package tools_test
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"appkb/netguard"
 	"appkb/tools"
@@ -185,5 +189,86 @@ func TestExampleFile(t *testing.T) {
 	}
 	if len(cfg.Providers) != 5 {
 		t.Errorf("%d providers", len(cfg.Providers))
+	}
+}
+
+// TestMCPSessionServesSeveralCalls compares the sessions a list and three
+// calls open: one for all of them through OpenMCP, one each through
+// ListMCP. After Close, the tools of the session fail instead of calling.
+func TestMCPSessionServesSeveralCalls(t *testing.T) {
+	for _, transport := range []string{tools.TransportStreamable, tools.TransportSSE} {
+		t.Run(transport, func(t *testing.T) {
+			srv, sessions := toolstest.MCPCounting(t)
+			path := "/mcp"
+			if transport == tools.TransportSSE {
+				path = "/sse"
+			}
+			server := tools.MCPServer{Name: "calc", URL: srv.URL + path, Transport: transport, Headers: map[string]string{"X-Test-Key": toolstest.MCPKey}}
+			add := func(list []*tools.Tool) *tools.Tool {
+				for _, tl := range list {
+					if tl.Name == "add" {
+						return tl
+					}
+				}
+				t.Fatal("no add tool")
+				return nil
+			}
+			callThrice := func(tl *tools.Tool) {
+				for i := range 3 {
+					out, err := tl.Run(context.Background(), nil, map[string]any{"a": float64(i), "b": 40.0})
+					if err != nil || out.Text != fmt.Sprint(i+40) {
+						t.Fatalf("call %d: %v, %v", i, out, err)
+					}
+				}
+			}
+
+			list, err := tools.ListMCP(context.Background(), server, loopback)
+			if err != nil {
+				t.Fatal(err)
+			}
+			callThrice(add(list))
+			if n := sessions.Load(); n != 4 {
+				t.Errorf("ListMCP: %d sessions for a list and three calls, want 4", n)
+			}
+
+			sessions.Store(0)
+			sess, list, err := tools.OpenMCP(context.Background(), server, loopback)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tl := add(list)
+			callThrice(tl)
+			if n := sessions.Load(); n != 1 {
+				t.Errorf("OpenMCP: %d sessions for a list and three calls, want 1", n)
+			}
+			sess.Close()
+			if _, err := tl.Run(context.Background(), nil, map[string]any{"a": 1.0, "b": 1.0}); err == nil {
+				t.Error("a call after Close succeeded")
+			}
+		})
+	}
+}
+
+// TestOpenMCPRefusals: OpenMCP goes through the guard and reports a server
+// that does not answer within its timeout.
+func TestOpenMCPRefusals(t *testing.T) {
+	srv := toolstest.MCP(t)
+	server := tools.MCPServer{Name: "calc", URL: srv.URL + "/mcp", Headers: map[string]string{"X-Test-Key": toolstest.MCPKey}}
+	if _, _, err := tools.OpenMCP(context.Background(), server, nil); err == nil || !strings.Contains(err.Error(), "may not be reached") {
+		t.Fatalf("error %v, want a refusal by the guard", err)
+	}
+	release := make(chan struct{})
+	silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer silent.Close()
+	defer close(release) // before Close, which waits for the handlers
+	start := time.Now()
+	_, _, err := tools.OpenMCP(context.Background(), tools.MCPServer{Name: "mute", URL: silent.URL + "/mcp", Timeout: 200 * time.Millisecond}, loopback)
+	if err == nil || !strings.Contains(err.Error(), "did not answer within 200ms") || time.Since(start) > 3*time.Second {
+		t.Fatalf("error %v after %v, want a timeout", err, time.Since(start))
 	}
 }

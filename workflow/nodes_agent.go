@@ -229,10 +229,13 @@ func runAgent(x *nodeRun) (*outcome, error) {
 			return nil, err
 		}
 		for _, s := range servers {
-			found, err := tools.ListMCP(x.ctx, s, x.r.e.Tools.Guard())
+			// One session per server for the whole node: listing and
+			// every call go over it.
+			sess, found, err := tools.OpenMCP(x.ctx, s, x.r.e.Tools.Guard())
 			if err != nil {
 				return nil, nodeErr("AgentNodeError", "The agent node %q cannot use the MCP server %q: %s.", x.n.title, s.Name, strings.TrimSuffix(err.Error(), "."))
 			}
+			defer sess.Close()
 			for _, t := range found {
 				list = append(list, &agent.Tool{Tool: t})
 			}

@@ -3,12 +3,15 @@
 package toolstest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -69,17 +72,41 @@ func requireKey(h http.Handler) http.Handler {
 // MCP starts the MCP server; its Streamable HTTP endpoint is URL+"/mcp"
 // and its SSE endpoint URL+"/sse". Both want the X-Test-Key header.
 func MCP(t testing.TB) *httptest.Server {
+	srv, _ := MCPCounting(t)
+	return srv
+}
+
+// MCPCounting is MCP, also counting the sessions clients open: initialize
+// requests on the Streamable HTTP endpoint, streams on the SSE endpoint.
+func MCPCounting(t testing.TB) (*httptest.Server, *atomic.Int64) {
 	t.Helper()
 	done := make(chan struct{})
 	s := newMCPServer(done)
+	var sessions atomic.Int64
+	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	sse := mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return s }, nil)
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", requireKey(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)))
-	mux.Handle("/sse", requireKey(mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return s }, nil)))
+	mux.Handle("/mcp", requireKey(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			if bytes.Contains(body, []byte(`"method":"initialize"`)) {
+				sessions.Add(1)
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		streamable.ServeHTTP(w, r)
+	})))
+	mux.Handle("/sse", requireKey(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			sessions.Add(1)
+		}
+		sse.ServeHTTP(w, r)
+	})))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	// Runs before srv.Close, which waits for calls in progress.
 	t.Cleanup(func() { close(done) })
-	return srv
+	return srv, &sessions
 }
 
 // WeatherSchema is the OpenAPI document of the OpenAPI test service; the
