@@ -90,6 +90,10 @@ func OpenAPITools(doc *openapi3.T, provider string, e *Provider, guard *netguard
 	if base == "" {
 		return nil, errors.New("the schema names no server; set base_url in the tools file")
 	}
+	// One client for all the provider's operations, so that calls to the
+	// service reuse its connections (each is checked by the guard when it
+	// is dialled).
+	client := guard.Client(netguard.ClientOptions{MaxIdleConns: 8})
 	var out []*Tool
 	paths := doc.Paths.InMatchingOrder()
 	sort.Strings(paths)
@@ -143,7 +147,7 @@ func OpenAPITools(doc *openapi3.T, provider string, e *Provider, guard *netguard
 			out = append(out, &Tool{
 				Provider: provider, Name: name, Label: name, Description: desc,
 				InputSchema: map[string]any{"type": "object", "properties": props, "required": required},
-				Run:         openAPICall(base, method, p, in, e, guard),
+				Run:         openAPICall(base, method, p, in, e, client),
 			})
 		}
 	}
@@ -165,7 +169,7 @@ func schemaMap(s *openapi3.Schema) map[string]any {
 }
 
 // openAPICall sends one operation's request with the arguments in place.
-func openAPICall(base, method, path string, in map[string]string, e *Provider, guard *netguard.Guard) func(context.Context, *Env, map[string]any) (*Output, error) {
+func openAPICall(base, method, path string, in map[string]string, e *Provider, c *http.Client) func(context.Context, *Env, map[string]any) (*Output, error) {
 	return func(ctx context.Context, env *Env, args map[string]any) (*Output, error) {
 		ctx, cancel := context.WithTimeout(ctx, e.timeout())
 		defer cancel()
@@ -225,8 +229,6 @@ func openAPICall(base, method, path string, in map[string]string, e *Provider, g
 				req.Header.Set(a.Name, a.Value)
 			}
 		}
-		c := guard.Client(netguard.ClientOptions{})
-		defer c.CloseIdleConnections()
 		res, err := c.Do(req)
 		if err != nil {
 			switch {

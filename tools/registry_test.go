@@ -3,14 +3,18 @@ package tools_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
 
 	"appkb/netguard"
 	"appkb/tools"
@@ -270,5 +274,50 @@ func TestOpenMCPRefusals(t *testing.T) {
 	_, _, err := tools.OpenMCP(context.Background(), tools.MCPServer{Name: "mute", URL: silent.URL + "/mcp", Timeout: 200 * time.Millisecond}, loopback)
 	if err == nil || !strings.Contains(err.Error(), "did not answer within 200ms") || time.Since(start) > 3*time.Second {
 		t.Fatalf("error %v after %v, want a timeout", err, time.Since(start))
+	}
+}
+
+// TestOpenAPICallsReuseConnections calls an operation of an OpenAPI tool
+// three times: the calls share one connection to the service.
+func TestOpenAPICallsReuseConnections(t *testing.T) {
+	var mu sync.Mutex
+	conns := 0
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"city":%q}`, strings.TrimPrefix(r.URL.Path, "/weather/"))
+	}))
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			mu.Lock()
+			conns++
+			mu.Unlock()
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	doc, err := openapi3.NewLoader().LoadFromData([]byte(strings.Replace(toolstest.WeatherSchema, "SERVER", srv.URL, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := tools.OpenAPITools(doc, "weather", &tools.Provider{}, loopback)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var weather *tools.Tool
+	for _, tl := range list {
+		if tl.Name == "getWeather" {
+			weather = tl
+		}
+	}
+	for _, city := range []string{"Oslo", "Rome", "Lima"} {
+		out, err := weather.Run(context.Background(), nil, map[string]any{"city": city})
+		if err != nil || !strings.Contains(out.Text, city) {
+			t.Fatalf("%s: %v, %v", city, out, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if conns != 1 {
+		t.Fatalf("%d connections for three calls, want 1", conns)
 	}
 }
