@@ -108,42 +108,18 @@ func (x *nodeRun) runJavaScript(code string, args map[string]any) (map[string]an
 	return m, nil
 }
 
-// jsCacheSize bounds how many compiled code texts jsPrograms keeps.
-const jsCacheSize = 256
-
-// jsPrograms keeps code nodes' compiled JavaScript by source text: a
-// workflow runs the same code on every run, and compiling it was a few
-// percent of a short run. A goja.Program is not tied to a runtime and may
-// run in several at once.
-var jsPrograms struct {
-	sync.Mutex
-	m map[string]*goja.Program
-}
+// jsPrograms keeps code nodes' compiled JavaScript by source text. A
+// goja.Program is not tied to a runtime and may run in several at once.
+var jsPrograms = textCache[*goja.Program]{size: 256}
 
 // compiledJS returns code compiled, or nil when it does not compile.
 func compiledJS(code string) *goja.Program {
-	jsPrograms.Lock()
-	prg, ok := jsPrograms.m[code]
-	jsPrograms.Unlock()
-	if ok {
-		return prg
-	}
-	prg, err := goja.Compile("", code, false)
+	prg, err := jsPrograms.get(code, func(code string) (*goja.Program, error) {
+		return goja.Compile("", code, false)
+	})
 	if err != nil {
 		return nil
 	}
-	jsPrograms.Lock()
-	defer jsPrograms.Unlock()
-	if jsPrograms.m == nil {
-		jsPrograms.m = make(map[string]*goja.Program)
-	}
-	if len(jsPrograms.m) >= jsCacheSize {
-		for k := range jsPrograms.m { // full: forget one at random
-			delete(jsPrograms.m, k)
-			break
-		}
-	}
-	jsPrograms.m[code] = prg
 	return prg
 }
 

@@ -3,6 +3,7 @@ package workflow
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -49,5 +50,68 @@ func TestJavaScriptRunsAlikeFromTheCache(t *testing.T) {
 	}
 	if a, b := compiledJS(`function main() { return {} }`), compiledJS(`function main() { return {} }`); a == nil || a != b {
 		t.Error("the same code was compiled twice")
+	}
+}
+
+// TestTemplatesRenderAlikeFromTheCache renders one template text from
+// several runs at once, each with its own input, then checks what a cached
+// template must still do per render: range() keeps its budget, a declared
+// variable named range hides it, and a template that does not parse is
+// not kept.
+func TestTemplatesRenderAlikeFromTheCache(t *testing.T) {
+	flow := func(tmpl string) string {
+		return graph(`
+  - id: x
+    data: {type: template-transform, title: T, template: '`+tmpl+`', variables: [{variable: range, value_selector: [start, q]}, {variable: v, value_selector: [start, q]}]}
+  - id: end
+    data: {type: end, title: End, outputs: [{variable: out, value_selector: [x, output]}]}`,
+			edge("start", "source", "x"), edge("x", "source", "end"))
+	}
+	plain := func(tmpl string) string {
+		return graph(`
+  - id: x
+    data: {type: template-transform, title: T, template: '`+tmpl+`', variables: [{variable: v, value_selector: [start, q]}]}
+  - id: end
+    data: {type: end, title: End, outputs: [{variable: out, value_selector: [x, output]}]}`,
+			edge("start", "source", "x"), edge("x", "source", "end"))
+	}
+	render := func(t *testing.T, wf, q string) *Result {
+		res, _ := run1(t, &Engine{}, RunInput{Workflow: graphYAML(t, wf), Inputs: map[string]any{"q": q}, UserID: "u"})
+		return res
+	}
+
+	// The same text from eight runs at once, each seeing its own input.
+	var wg sync.WaitGroup
+	errs := make([]string, 8)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			q := fmt.Sprintf("run-%d", i)
+			res := render(t, plain(`{% for i in range(3) %}{{ v }}{% endfor %}`), q)
+			if want := strings.Repeat(q, 3); res.Status != RunSucceeded || res.Outputs["out"] != want {
+				errs[i] = fmt.Sprintf("run %d: %s %s %v, want %q", i, res.Status, res.Error, res.Outputs["out"], want)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, e := range errs {
+		if e != "" {
+			t.Error(e)
+		}
+	}
+	for round := range 2 {
+		if res := render(t, plain(`{% for i in range(20000000) %}{{ i }}{% endfor %}`), "x"); res.Status != RunFailed || !strings.Contains(res.Error, "range() may make at most") {
+			t.Errorf("round %d, huge range: %s %s", round, res.Status, res.Error)
+		}
+		if res := render(t, flow(`{{ range }}/{{ v }}`), "shadow"); res.Status != RunSucceeded || res.Outputs["out"] != "shadow/shadow" {
+			t.Errorf("round %d, a variable named range: %s %s %v", round, res.Status, res.Error, res.Outputs["out"])
+		}
+		if res := render(t, plain(`{% for %}`), "x"); res.Status != RunFailed || !strings.Contains(res.Error, "does not parse") {
+			t.Errorf("round %d, a broken template: %s %s", round, res.Status, res.Error)
+		}
+	}
+	if _, err := jinjaTemplates.get(`{% for %}`, parseJinja); err == nil {
+		t.Error("a template that does not parse was cached")
 	}
 }

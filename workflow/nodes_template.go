@@ -116,6 +116,28 @@ func budgetRange(w *budgetWriter, done <-chan struct{}) func(*gexec.Evaluator, *
 	}
 }
 
+// jinjaTemplates keeps parsed templates by source text. A parsed template
+// keeps no state of its renders: each render gets its own context.
+var jinjaTemplates = textCache[*gexec.Template]{size: 256}
+
+// jinjaEnv is the environment templates are parsed with: Jinja's defaults.
+var jinjaEnv = func() *gexec.Environment {
+	env := *gonja.DefaultEnvironment
+	env.Context = gonja.DefaultContext.Inherit()
+	return &env
+}()
+
+// parseJinja parses a template held in memory, so include, import and
+// extends cannot read files.
+func parseJinja(src string) (*gexec.Template, error) {
+	const root = "/template"
+	loader, err := loaders.NewMemoryLoader(map[string]string{root: src})
+	if err != nil {
+		return nil, err
+	}
+	return gexec.NewTemplate(root, config.New(), loader, jinjaEnv)
+}
+
 // renderJinja renders a Jinja2 template (gonja v2) with the declared
 // variables. Templates are loaded from memory only, so include, import
 // and extends cannot read files.
@@ -128,10 +150,9 @@ func (x *nodeRun) renderJinja(src string, vars []map[string]any) (string, error)
 		}
 		data[name] = plain(x.get(selectorOf(v["value_selector"])))
 	}
-	const root = "/template"
-	loader, err := loaders.NewMemoryLoader(map[string]string{root: src})
+	tpl, err := jinjaTemplates.get(src, parseJinja)
 	if err != nil {
-		return "", nodeErr("TemplateTransformNodeError", "%v", err)
+		return "", nodeErr("TemplateTransformNodeError", "The template does not parse: %v", err)
 	}
 	limit := x.r.e.CodeTimeout
 	if limit <= 0 {
@@ -140,14 +161,11 @@ func (x *nodeRun) renderJinja(src string, vars []map[string]any) (string, error)
 	w := &budgetWriter{deadline: time.Now().Add(limit)}
 	done := make(chan struct{})
 	defer close(done)
-	// A fresh environment per render: its range() knows this render's
-	// budget.
-	env := *gonja.DefaultEnvironment
-	env.Context = gonja.DefaultContext.Inherit()
-	env.Context.Set("range", budgetRange(w, done))
-	tpl, err := gexec.NewTemplate(root, config.New(), loader, &env)
-	if err != nil {
-		return "", nodeErr("TemplateTransformNodeError", "The template does not parse: %v", err)
+	// range() knows this render's budget. It goes with the render's
+	// variables, which take precedence over the environment's: a declared
+	// variable named range still hides it, as it hides Jinja's own.
+	if _, ok := data["range"]; !ok {
+		data["range"] = budgetRange(w, done)
 	}
 	// The render runs aside so that a template that spins without writing
 	// or calling range() still answers at the time limit; its writes fail
