@@ -54,12 +54,20 @@ func newServer(b *testing.B) *server {
 
 // router is the real API router over gdb, logging nothing.
 func router(b *testing.B, gdb *gorm.DB) *echo.Echo {
+	return routerWith(b, handlers.Deps{DB: gdb})
+}
+
+// routerWith is the real API router over deps, with the spec and a logger
+// that logs nothing filled in.
+func routerWith(b *testing.B, deps handlers.Deps) *echo.Echo {
 	b.Helper()
 	spec, err := os.ReadFile("../openapi.yaml")
 	if err != nil {
 		b.Fatal(err)
 	}
-	e, err := handlers.NewServer(handlers.Deps{DB: gdb, SpecYAML: spec, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	deps.SpecYAML = spec
+	deps.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	e, err := handlers.NewServer(deps)
 	if err != nil {
 		b.Fatal(err)
 	}

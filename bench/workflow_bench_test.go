@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -32,6 +30,13 @@ type workflowServer struct {
 }
 
 func newWorkflowServer(b *testing.B) *workflowServer {
+	return newAppServer(b, "testdata/workflow20.yml", nil)
+}
+
+// newAppServer is the real router over a fresh database holding the app
+// of the DSL file def, with a key for it; py, when not nil, runs python3
+// code nodes.
+func newAppServer(b *testing.B, def string, py *sandbox.Python) *workflowServer {
 	b.Helper()
 	ctx := context.Background()
 	gdb, err := db.Open(b.TempDir())
@@ -40,11 +45,11 @@ func newWorkflowServer(b *testing.B) *workflowServer {
 	}
 	b.Cleanup(func() { db.Close(gdb) })
 	checkpointInBackground(b, gdb)
-	def, err := os.ReadFile("testdata/workflow20.yml")
+	text, err := os.ReadFile(def)
 	if err != nil {
 		b.Fatal(err)
 	}
-	app, err := apps.NewStore(gdb).Import(ctx, def)
+	app, err := apps.NewStore(gdb).Import(ctx, text)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -52,7 +57,11 @@ func newWorkflowServer(b *testing.B) *workflowServer {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &workflowServer{e: router(b, gdb), key: key}
+	deps := handlers.Deps{DB: gdb}
+	if py != nil {
+		deps.Python = py
+	}
+	return &workflowServer{e: routerWith(b, deps), key: key}
 }
 
 // run sends one POST /v1/workflows/run and returns the body; anything but
@@ -179,7 +188,7 @@ func BenchmarkPythonWorkflow(b *testing.B) {
 			}
 			py.Start(context.Background())
 			b.Cleanup(py.Stop)
-			s := newPythonWorkflowServer(b, py)
+			s := newAppServer(b, "testdata/python.yml", py)
 			s.steps(b)
 			var l latencies
 			var n int64
@@ -198,37 +207,4 @@ func BenchmarkPythonWorkflow(b *testing.B) {
 			l.report(b)
 		})
 	}
-}
-
-// newPythonWorkflowServer is the router over a fresh database holding the
-// workflow of testdata/python.yml, with py running its python3 code.
-func newPythonWorkflowServer(b *testing.B, py *sandbox.Python) *workflowServer {
-	ctx := context.Background()
-	gdb, err := db.Open(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { db.Close(gdb) })
-	def, err := os.ReadFile("testdata/python.yml")
-	if err != nil {
-		b.Fatal(err)
-	}
-	app, err := apps.NewStore(gdb).Import(ctx, def)
-	if err != nil {
-		b.Fatal(err)
-	}
-	key, err := apikeys.NewStore(gdb).CreateAppKey(ctx, app.ID, "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	spec, err := os.ReadFile("../openapi.yaml")
-	if err != nil {
-		b.Fatal(err)
-	}
-	e, err := handlers.NewServer(handlers.Deps{DB: gdb, SpecYAML: spec, Python: py, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		b.Fatal(err)
-	}
-	e.Logger.SetOutput(io.Discard)
-	return &workflowServer{e: e, key: key}
 }
