@@ -73,8 +73,9 @@ func chatBody(n int64, mode string) string {
 	return fmt.Sprintf(`{"query":"How do I reset my password, attempt %d?","inputs":{"name":"Ada"},"user":"bench-%d","response_mode":%q}`, n, n%64, mode)
 }
 
-// send serves one request in-process and fails the benchmark on a non-200.
-func (s *server) send(b *testing.B, body string) {
+// send serves one request in-process, fails the benchmark on a non-200
+// and returns the response body.
+func (s *server) send(b *testing.B, body string) []byte {
 	req := httptest.NewRequest(http.MethodPost, "/v1/chat-messages", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+s.key)
 	req.Header.Set("Content-Type", "application/json")
@@ -83,6 +84,7 @@ func (s *server) send(b *testing.B, body string) {
 	if rec.Code != http.StatusOK {
 		b.Fatalf("status %d: %s", rec.Code, rec.Body)
 	}
+	return rec.Body.Bytes()
 }
 
 // latencies collects per-request durations and reports percentiles.
