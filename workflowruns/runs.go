@@ -133,20 +133,12 @@ func (r *recorder) RunFinished(ctx context.Context, run *workflow.RunRecord, res
 		}
 		pause = &text
 	}
-	fields := map[string]any{
-		"pause_state":      pause,
-		"status":           res.Status,
-		"outputs":          jsonText(outputs, "{}"),
-		"error":            optString(res.Error),
-		"elapsed_time":     res.ElapsedTime,
-		"total_tokens":     res.TotalTokens,
-		"total_steps":      res.TotalSteps,
-		"exceptions_count": res.ExceptionsCount,
-		"finished_at":      now,
+	end := &models.WorkflowRunEnd{
+		Status: res.Status, Outputs: jsonText(outputs, "{}"), Error: optString(res.Error),
+		ElapsedTime: res.ElapsedTime, TotalTokens: res.TotalTokens, TotalSteps: res.TotalSteps,
+		ExceptionsCount: res.ExceptionsCount, FinishedAt: now, PauseState: pause,
 	}
-	return r.s.commits.Write(ctx, func(tx *gorm.DB) error {
-		return tx.Model(&models.WorkflowRun{}).Where("id = ?", run.ID).Updates(fields).Error
-	})
+	return r.s.commits.Write(ctx, func(tx *gorm.DB) error { return models.FinishWorkflowRun(tx, run.ID, end) })
 }
 
 // Fail ends a run that could not go on with the given error.
