@@ -171,13 +171,14 @@ func (s *Service) Runs() *workflowruns.Store { return s.runs }
 
 // engine is a workflow engine for one run, recording it for meta's end user.
 func (s *Service) engine(meta workflowruns.RunMeta) *workflow.Engine {
+	rec := s.runs.Recorder(meta)
 	return &workflow.Engine{
 		Models:    s.cfg.Models,
 		Retriever: s.cfg.Retriever,
-		Store:     s.runs.Recorder(meta),
+		Store:     rec,
 		HTTPGuard: s.cfg.HTTPGuard,
 		Tools:     s.cfg.Tools,
-		Forms:     s.forms,
+		Forms:     rec.Forms(),
 		Python:    s.cfg.Python,
 		Files:     s.cfg.Files,
 		Logger:    s.log,

@@ -182,7 +182,9 @@ func (s *Service) chatflow(ctx context.Context, app *models.App, req Request) (*
 		History:               turn.History,
 		Files:                 WorkflowFiles(turn.Files),
 	}
-	engine := s.engine(workflowruns.RunMeta{EndUserID: turn.EndUserID})
+	// A blocking turn's run is stored by the time it ends rather than
+	// step by step: nobody sees its events (see RunMeta.Blocking).
+	engine := s.engine(workflowruns.RunMeta{EndUserID: turn.EndUserID, Blocking: !turn.Streaming})
 	errorEvent := func(err error) any { return turn.ErrorEvent(err) }
 	return s.launch(ctx, turn.TaskID, errorEvent, func(ctx context.Context, r *Run) (*Result, error) {
 		defer s.tasks.Track(turn.TaskID, app.ID, req.User, r.cancel)()
