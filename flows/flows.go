@@ -171,7 +171,11 @@ func (s *Service) Runs() *workflowruns.Store { return s.runs }
 
 // engine is a workflow engine for one run, recording it for meta's end user.
 func (s *Service) engine(meta workflowruns.RunMeta) *workflow.Engine {
-	rec := s.runs.Recorder(meta)
+	return s.engineOn(s.runs.Recorder(meta))
+}
+
+// engineOn is the engine for a run that rec stores.
+func (s *Service) engineOn(rec *workflowruns.Recorder) *workflow.Engine {
 	return &workflow.Engine{
 		Models:    s.cfg.Models,
 		Retriever: s.cfg.Retriever,

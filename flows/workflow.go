@@ -182,12 +182,20 @@ func (s *Service) chatflow(ctx context.Context, app *models.App, req Request) (*
 		History:               turn.History,
 		Files:                 WorkflowFiles(turn.Files),
 	}
-	// A blocking turn's run is stored by the time it ends rather than
-	// step by step: nobody sees its events (see RunMeta.Blocking).
-	engine := s.engine(workflowruns.RunMeta{EndUserID: turn.EndUserID, Blocking: !turn.Streaming})
+	// A blocking turn's run is stored with its message rather than step
+	// by step: nobody sees its events (see RunMeta.Blocking).
+	rec := s.runs.Recorder(workflowruns.RunMeta{EndUserID: turn.EndUserID, Blocking: !turn.Streaming})
+	engine := s.engineOn(rec)
 	errorEvent := func(err error) any { return turn.ErrorEvent(err) }
 	return s.launch(ctx, turn.TaskID, errorEvent, func(ctx context.Context, r *Run) (*Result, error) {
 		defer s.tasks.Track(turn.TaskID, app.ID, req.User, r.cancel)()
+		defer func() {
+			// Whatever the run queued is committed by now (Finish queues
+			// after it and waits), unless Finish was not reached.
+			if err := rec.Flush(context.WithoutCancel(ctx)); err != nil {
+				s.log.Error("workflow: recording a run failed", "run", in.RunID, "err", err)
+			}
+		}()
 		var emit func(workflow.Event)
 		if turn.Streaming {
 			emit = func(ev workflow.Event) {

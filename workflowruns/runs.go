@@ -37,9 +37,10 @@ type RunMeta struct {
 	EndUserID string
 	// Blocking says that nobody sees the run's events as they happen: the
 	// request that started it answers once it has ended, and only then
-	// learns the run's id. Its start and node executions need not be
-	// stored before the engine goes on, only by the time the run ends, so
-	// they are queued without waiting (see Recorder).
+	// learns the run's id. Its rows need not be stored before the engine
+	// goes on, only by the time the request answers, so they are queued
+	// without waiting, its end too unless it paused; the caller must call
+	// Recorder.Flush before it answers (see Recorder).
 	Blocking bool
 }
 
@@ -57,10 +58,12 @@ func (s *Store) Recorder(meta RunMeta) *Recorder {
 // Recorder stores one run and its node executions through the shared
 // write queue. For a run someone follows, each call returns once its row
 // is committed, so that what the event after it announces can be read
-// back at once. For a blocking run (RunMeta.Blocking), the start and the
-// node executions are only queued: they ride along with whatever batch
-// commits next, and the run goes on at once; RunFinished waits for all of
-// them, so the run's rows are stored when the request answers. A queued
+// back at once. For a blocking run (RunMeta.Blocking), the start, the
+// node executions and the end are only queued: they ride along with
+// whatever batch commits next, and the run goes on at once; Flush waits
+// for all of them (RunFinished does for a run that paused, which the
+// resumer reads at once), so the run's rows are stored when the request
+// answers, in the same batch as the rows the caller writes next. A queued
 // row that failed is reported by the next call, which then stores
 // nothing (the node it records fails, and with it the run, as when a row
 // fails at once).
@@ -116,8 +119,11 @@ func (r *Recorder) settled() error {
 	return failed
 }
 
-// flush waits for every queued write and returns the first error.
-func (r *Recorder) flush(ctx context.Context) error {
+// Flush waits for every write a blocking run queued and returns the first
+// error. The caller of a blocking run calls it before it answers: the
+// end of a run that did not pause is only queued (see RunMeta.Blocking).
+// Without queued writes, it returns at once.
+func (r *Recorder) Flush(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.flushLocked(ctx)
@@ -147,7 +153,7 @@ func (r *Recorder) Forms() workflow.FormStore {
 type formsAfterFlush struct{ r *Recorder }
 
 func (f formsAfterFlush) CreateForm(ctx context.Context, runID string, form *workflow.HumanForm) error {
-	if err := f.r.flush(ctx); err != nil {
+	if err := f.r.Flush(ctx); err != nil {
 		return fmt.Errorf("store the run of a form: %w", err)
 	}
 	return f.r.s.Forms().CreateForm(ctx, runID, form)
@@ -231,7 +237,7 @@ func (r *Recorder) RunFinished(ctx context.Context, run *workflow.RunRecord, res
 	if res.Snapshot != nil {
 		text, err := res.Snapshot.Marshal()
 		if err != nil {
-			return err
+			return errors.Join(err, r.Flush(ctx))
 		}
 		pause = &text
 	}
@@ -240,9 +246,18 @@ func (r *Recorder) RunFinished(ctx context.Context, run *workflow.RunRecord, res
 		ElapsedTime: res.ElapsedTime, TotalTokens: res.TotalTokens, TotalSteps: res.TotalSteps,
 		ExceptionsCount: res.ExceptionsCount, FinishedAt: now, PauseState: pause,
 	}
+	fn := func(tx *gorm.DB) error { return models.FinishWorkflowRun(tx, run.ID, end) }
+	if r.meta.Blocking && res.Status != workflow.RunPaused {
+		// The caller's own rows (a chatflow's message) ride along with
+		// it; Flush waits for all.
+		r.mu.Lock()
+		r.queued = append(r.queued, r.s.commits.Later(fn))
+		r.mu.Unlock()
+		return nil
+	}
 	// Queued after the run's other writes, so committed after them.
-	err := r.s.commits.Write(ctx, func(tx *gorm.DB) error { return models.FinishWorkflowRun(tx, run.ID, end) })
-	return errors.Join(err, r.flush(ctx))
+	err := r.s.commits.Write(ctx, fn)
+	return errors.Join(err, r.Flush(ctx))
 }
 
 // Fail ends a run that could not go on with the given error.

@@ -285,9 +285,9 @@ workflow:
 
 // TestBlockingRunStoresAlike runs the same graphs with a recorder that
 // waits for every row (a run someone follows) and one that only queues
-// them (a blocking run): once Run returns, both have stored the same run,
-// node executions and forms, apart from ids and times. A blocking run
-// that pauses stores its run before its form, which names it.
+// them (a blocking run): once Run and Flush return, both have stored the
+// same run, node executions and forms, apart from ids and times. A
+// blocking run that pauses stores its run before its form, which names it.
 func TestBlockingRunStoresAlike(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -325,6 +325,9 @@ func TestBlockingRunStoresAlike(t *testing.T) {
 					Inputs: map[string]any{"q": "x"}}, nil)
 				if err != nil || res.Status != tc.wantStatus {
 					t.Fatalf("blocking %v: run %+v, %v", blocking, res, err)
+				}
+				if err := rec.Flush(ctx); err != nil {
+					t.Fatalf("blocking %v: %v", blocking, err)
 				}
 				if err := gdb.Take(&got[i].run, "id = ?", res.RunID).Error; err != nil {
 					t.Fatalf("blocking %v: %v", blocking, err)
