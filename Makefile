@@ -56,7 +56,7 @@ reliability:
 	$(GO) test -tags "$(TAGS) reliability" -count=1 -timeout 20m -v ./reliability/
 
 ## bench: appkb against a fake model server, next to that server alone (bench/README.md)
-BENCH_FLAGS ?= -c 16 -d 10s -relay -workflow
+BENCH_FLAGS ?= -c 16 -d 10s -relay -workflow -chatflow
 bench: build
 	$(GO) run ./bench/load -appkb $(BIN) $(BENCH_FLAGS)
 

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -81,8 +82,9 @@ func chatBody(n int64, mode string) string {
 	return fmt.Sprintf(`{"query":"How do I reset my password, attempt %d?","inputs":{"name":"Ada"},"user":"bench-%d","response_mode":%q}`, n, n%64, mode)
 }
 
-// send serves one request in-process and fails the benchmark on a non-200.
-func (s *server) send(b *testing.B, body string) {
+// send serves one request in-process, fails the benchmark on a non-200
+// and returns the response body.
+func (s *server) send(b *testing.B, body string) []byte {
 	req := httptest.NewRequest(http.MethodPost, "/v1/chat-messages", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+s.key)
 	req.Header.Set("Content-Type", "application/json")
@@ -91,6 +93,7 @@ func (s *server) send(b *testing.B, body string) {
 	if rec.Code != http.StatusOK {
 		b.Fatalf("status %d: %s", rec.Code, rec.Body)
 	}
+	return rec.Body.Bytes()
 }
 
 // latencies collects per-request durations and reports percentiles.
@@ -115,6 +118,24 @@ func (l *latencies) report(b *testing.B) {
 	}
 	b.ReportMetric(pct(0.50), "p50-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
+}
+
+// cpuClock reads the CPU time the whole benchmark process has used so far
+// (user and system, every thread).
+func cpuClock() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU reports the process's CPU time per operation since since, in
+// µs: on a machine that other work shares, it moves much less than the
+// throughput does. It includes the in-process fake upstream and the
+// clients.
+func reportCPU(b *testing.B, since time.Duration, unit string) {
+	b.ReportMetric(float64((cpuClock()-since).Microseconds())/float64(b.N), "cpu-µs/"+unit)
 }
 
 // BenchmarkModelCall times the builtin model alone, with a prompt like the
@@ -164,12 +185,12 @@ func BenchmarkBlockingChatParallel(b *testing.B) {
 
 // sendParallel sends chat messages in response mode from 16 concurrent
 // clients (8 per core on a 2-core machine) and reports the messages per
-// second and latency percentiles.
+// second, the process's CPU time per message and latency percentiles.
 func sendParallel(b *testing.B, s *server, mode string) {
 	b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0)))
 	var n atomic.Int64
 	var l latencies
-	start := time.Now()
+	start, cpu := time.Now(), cpuClock()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			t := time.Now()
@@ -178,6 +199,7 @@ func sendParallel(b *testing.B, s *server, mode string) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+	reportCPU(b, cpu, "msg")
 	l.report(b)
 }
 

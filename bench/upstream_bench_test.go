@@ -118,12 +118,11 @@ func BenchmarkUpstreamStreamingParallel(b *testing.B) {
 	sendParallel(b, newUpstreamServer(b), "streaming")
 }
 
-// BenchmarkUpstreamWorkflowParallel runs the load tool's workflow
-// (bench/load/workflow.yml: code, an llm node on the fake upstream, a
-// template) from 16 concurrent clients, blocking.
-func BenchmarkUpstreamWorkflowParallel(b *testing.B) {
-	s := newUpstreamServer(b)
-	def, err := os.ReadFile("load/workflow.yml")
+// importApp imports a DSL file of bench/load into the server's database and
+// returns the server with a new key of that app.
+func (s *server) importApp(b *testing.B, file string) *server {
+	b.Helper()
+	def, err := os.ReadFile(file)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -136,9 +135,48 @@ func BenchmarkUpstreamWorkflowParallel(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	w := &workflowServer{e: s.e, key: key}
+	return &server{e: s.e, key: key, gdb: s.gdb}
+}
+
+// BenchmarkUpstreamWorkflowParallel runs the load tool's workflow
+// (bench/load/workflow.yml: code, an llm node on the fake upstream, a
+// template) from 16 concurrent clients, blocking.
+func BenchmarkUpstreamWorkflowParallel(b *testing.B) {
+	s := newUpstreamServer(b).importApp(b, "load/workflow.yml")
+	w := &workflowServer{e: s.e, key: s.key}
 	w.steps(b) // fails unless a run succeeds
 	w.runParallel(b)
+}
+
+// BenchmarkUpstreamChatflowParallel sends blocking messages from 16
+// concurrent clients to the load tool's chatflow (bench/load/chatflow.yml:
+// an llm node with memory on the fake upstream, then an answer), each
+// starting a new conversation, as the chat benchmarks do.
+func BenchmarkUpstreamChatflowParallel(b *testing.B) {
+	s := newUpstreamServer(b).importApp(b, "load/chatflow.yml")
+	s.answers(b)
+	sendParallel(b, s, "blocking")
+}
+
+// BenchmarkUpstreamChatflowStreamingParallel is
+// BenchmarkUpstreamChatflowParallel with streamed answers.
+func BenchmarkUpstreamChatflowStreamingParallel(b *testing.B) {
+	s := newUpstreamServer(b).importApp(b, "load/chatflow.yml")
+	s.answers(b)
+	sendParallel(b, s, "streaming")
+}
+
+// answers sends one blocking message and fails the benchmark unless it
+// comes back with an answer.
+func (s *server) answers(b *testing.B) {
+	b.Helper()
+	var res struct {
+		Answer string `json:"answer"`
+	}
+	body := s.send(b, chatBody(0, "blocking"))
+	if err := json.Unmarshal(body, &res); err != nil || res.Answer == "" {
+		b.Fatalf("first message without an answer (%v): %s", err, body)
+	}
 }
 
 // BenchmarkUpstreamChat sends the same blocking messages one at a time:

@@ -141,15 +141,16 @@ func BenchmarkWorkflow20Parallel(b *testing.B) {
 }
 
 // runParallel runs the server's workflow in blocking mode from 16
-// goroutines for the benchmark's iterations, reports runs/s and the
-// latency percentiles, and returns the runs per second.
+// goroutines for the benchmark's iterations, reports runs/s, the
+// process's CPU time per run and the latency percentiles, and returns the
+// runs per second.
 func (s *workflowServer) runParallel(b *testing.B) float64 {
 	b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0)))
 	var n atomic.Int64
 	var l latencies
 	b.ReportAllocs()
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu := time.Now(), cpuClock()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			t := time.Now()
@@ -159,6 +160,7 @@ func (s *workflowServer) runParallel(b *testing.B) float64 {
 	})
 	runs := float64(b.N) / time.Since(start).Seconds()
 	b.ReportMetric(runs, "runs/s")
+	reportCPU(b, cpu, "run")
 	l.report(b)
 	return runs
 }

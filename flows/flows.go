@@ -176,14 +176,19 @@ func (s *Service) Runs() *workflowruns.Store { return s.runs }
 
 // engine is a workflow engine for one run, recording it for meta's end user.
 func (s *Service) engine(meta workflowruns.RunMeta) *workflow.Engine {
+	return s.engineOn(s.runs.Recorder(meta))
+}
+
+// engineOn is the engine for a run that rec stores.
+func (s *Service) engineOn(rec *workflowruns.Recorder) *workflow.Engine {
 	return &workflow.Engine{
 		Models:     s.cfg.Models,
 		Retriever:  s.cfg.Retriever,
-		Store:      s.runs.Recorder(meta),
+		Store:      rec,
 		HTTPGuard:  s.cfg.HTTPGuard,
 		Transports: s.transports,
 		Tools:      s.cfg.Tools,
-		Forms:      s.forms,
+		Forms:      rec.Forms(),
 		Python:     s.cfg.Python,
 		Files:      s.cfg.Files,
 		Logger:     s.log,

@@ -104,9 +104,13 @@ func (s *Service) Workflow(ctx context.Context, req Request) (*Run, error) {
 		UserID: req.User, AppID: app.ID, WorkflowID: version.ID,
 		TaskID: uuid.NewString(), RunID: models.NewID(),
 	}
-	engine := s.engine(workflowruns.RunMeta{EndUserID: user.ID})
+	// A blocking run's rows are committed together at its end: nobody
+	// sees its events (see RunMeta.Blocking).
+	rec := s.runs.Recorder(workflowruns.RunMeta{EndUserID: user.ID, Blocking: !req.Streaming})
+	engine := s.engineOn(rec)
 	return s.launch(ctx, in.TaskID, workflowError(in.TaskID, in.RunID), func(ctx context.Context, r *Run) (*Result, error) {
 		defer s.tasks.Track(in.TaskID, app.ID, req.User, r.cancel)()
+		defer s.flushRun(ctx, rec, in.RunID)
 		var (
 			end  *workflow.WorkflowFinished
 			text strings.Builder
@@ -182,10 +186,16 @@ func (s *Service) chatflow(ctx context.Context, app *models.App, req Request) (*
 		History:               turn.History,
 		Files:                 WorkflowFiles(turn.Files),
 	}
-	engine := s.engine(workflowruns.RunMeta{EndUserID: turn.EndUserID})
+	// A blocking turn's run is stored with its message rather than step
+	// by step: nobody sees its events (see RunMeta.Blocking).
+	rec := s.runs.Recorder(workflowruns.RunMeta{EndUserID: turn.EndUserID, Blocking: !turn.Streaming})
+	engine := s.engineOn(rec)
 	errorEvent := func(err error) any { return turn.ErrorEvent(err) }
 	return s.launch(ctx, turn.TaskID, errorEvent, func(ctx context.Context, r *Run) (*Result, error) {
 		defer s.tasks.Track(turn.TaskID, app.ID, req.User, r.cancel)()
+		// Whatever the run queued is committed by then (Finish queues
+		// after it and waits), unless Finish was not reached.
+		defer s.flushRun(ctx, rec, in.RunID)
 		var emit func(workflow.Event)
 		if turn.Streaming {
 			emit = func(ev workflow.Event) {
@@ -234,6 +244,14 @@ func (s *Service) chatflow(ctx context.Context, app *models.App, req Request) (*
 		}
 		return out, nil
 	}), nil
+}
+
+// flushRun waits for the rows a blocking run queued, before its request
+// answers; a failure is logged, as the engine logs one of a run's end.
+func (s *Service) flushRun(ctx context.Context, rec *workflowruns.Recorder, runID string) {
+	if err := rec.Flush(context.WithoutCancel(ctx)); err != nil {
+		s.log.Error("workflow: recording a run failed", "run", runID, "err", err)
+	}
 }
 
 // runFailure is the error a failed run reports to the client. As in Dify,

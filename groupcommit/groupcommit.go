@@ -42,6 +42,9 @@ type unit struct {
 	done chan error
 	// lead is signalled when this caller is handed the lead.
 	lead chan struct{}
+	// unwatched says that nobody waits on the unit yet (Later until
+	// Wait), so nobody would take the lead if it were handed to it.
+	unwatched bool
 }
 
 // maxBatch bounds how many units share one transaction.
@@ -59,7 +62,7 @@ func New(db *gorm.DB) *Queue { return &Queue{db: db} }
 // A batch carries other callers' work, so it runs on a context that ctx's
 // cancellation does not reach: once queued, a unit is committed.
 func (q *Queue) Write(ctx context.Context, fn func(tx *gorm.DB) error) error {
-	u, leader := q.enqueue(fn, true)
+	u, leader := q.enqueue(fn, true, false)
 	if leader {
 		q.lead(ctx, u)
 	}
@@ -71,7 +74,7 @@ func (q *Queue) Write(ctx context.Context, fn func(tx *gorm.DB) error) error {
 // and commits it itself only when no batch came within delay. Under load
 // this saves a transaction, and its commit.
 func (q *Queue) WriteSoon(ctx context.Context, fn func(tx *gorm.DB) error, delay time.Duration) error {
-	u, _ := q.enqueue(fn, false)
+	u, _ := q.enqueue(fn, false, false)
 	t := time.NewTimer(delay)
 	select {
 	case err := <-u.done:
@@ -88,10 +91,63 @@ func (q *Queue) WriteSoon(ctx context.Context, fn func(tx *gorm.DB) error, delay
 	return q.await(ctx, u)
 }
 
+// Later queues fn as Write does but returns at once, without leading: the
+// unit rides along with the next batch any caller commits. Units are
+// committed in the order they were queued, so a unit queued later (by
+// Later or by Write) is never committed before it, and once a later unit
+// of the same caller is committed, so is this one. The caller must call
+// Wait on the result in the end: until somebody writes or waits, the unit
+// stays queued.
+func (q *Queue) Later(fn func(tx *gorm.DB) error) *Pending {
+	u, _ := q.enqueue(fn, false, true)
+	return &Pending{q: q, u: u}
+}
+
+// Pending is a unit queued by Later. It is for one goroutine at a time.
+type Pending struct {
+	q    *Queue
+	u    *unit
+	done bool
+	err  error
+}
+
+// Done reports, without waiting, whether the unit has been committed (or
+// has failed), and its error.
+func (p *Pending) Done() (bool, error) {
+	if !p.done {
+		select {
+		case p.err = <-p.u.done:
+			p.done = true
+		default:
+		}
+	}
+	return p.done, p.err
+}
+
+// Wait returns once the unit is committed, with its error; when nobody is
+// leading, the caller commits the queue itself, as Write does.
+func (p *Pending) Wait(ctx context.Context) error {
+	if done, err := p.Done(); done {
+		return err
+	}
+	q, leader := p.q, false
+	q.mu.Lock()
+	p.u.unwatched = false
+	if !q.leading && len(q.pending) > 0 {
+		q.leading, leader = true, true
+	}
+	q.mu.Unlock()
+	if leader {
+		q.lead(ctx, p.u)
+	}
+	p.err, p.done = q.await(ctx, p.u), true
+	return p.err
+}
+
 // enqueue queues fn. With mayLead, the caller becomes the leader when
-// nobody leads.
-func (q *Queue) enqueue(fn func(tx *gorm.DB) error, mayLead bool) (u *unit, leader bool) {
-	u = &unit{fn: fn, done: make(chan error, 1), lead: make(chan struct{}, 1)}
+// nobody leads; an unwatched unit is never handed the lead.
+func (q *Queue) enqueue(fn func(tx *gorm.DB) error, mayLead, unwatched bool) (u *unit, leader bool) {
+	u = &unit{fn: fn, done: make(chan error, 1), lead: make(chan struct{}, 1), unwatched: unwatched}
 	q.mu.Lock()
 	q.pending = append(q.pending, u)
 	if mayLead && !q.leading {
@@ -125,8 +181,9 @@ func (q *Queue) await(ctx context.Context, u *unit) error {
 }
 
 // lead commits queued batches, oldest first, until u's work is done; then
-// it hands the lead to the oldest queued caller, or gives it up when the
-// queue is empty. Only the leader calls it.
+// it hands the lead to the oldest queued caller that waits, or gives it up
+// when there is none (units queued by Later stay queued until the next
+// Write or Wait). Only the leader calls it.
 func (q *Queue) lead(ctx context.Context, u *unit) {
 	for {
 		q.mu.Lock()
@@ -136,7 +193,18 @@ func (q *Queue) lead(ctx context.Context, u *unit) {
 			return
 		}
 		if len(u.done) > 0 { // ours is committed: pass the lead on
-			next := q.pending[0]
+			var next *unit
+			for _, p := range q.pending {
+				if !p.unwatched {
+					next = p
+					break
+				}
+			}
+			if next == nil {
+				q.leading = false
+				q.mu.Unlock()
+				return
+			}
 			q.mu.Unlock()
 			next.lead <- struct{}{}
 			return

@@ -2,6 +2,7 @@ package groupcommit
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -236,5 +237,134 @@ func TestGroupCommitSurvivesAPanic(t *testing.T) {
 	}
 	if n != units {
 		t.Errorf("%d rows, want %d", n, units)
+	}
+}
+
+// TestLaterRidesWithTheNextWrite queues units with Later: they stay queued
+// until a write or a wait commits them, in the order they were queued, and
+// a failing one reports its error on Wait without sinking the others.
+func TestLaterRidesWithTheNextWrite(t *testing.T) {
+	gdb := db.OpenTemp(t)
+	if err := gdb.Exec(`CREATE TABLE gc_later (n INTEGER PRIMARY KEY, seq INTEGER)`).Error; err != nil {
+		t.Fatal(err)
+	}
+	q := New(gdb)
+	ctx := context.Background()
+	var seq int
+	insert := func(n int) func(tx *gorm.DB) error {
+		return func(tx *gorm.DB) error {
+			seq++ // units run one at a time, under the lead
+			return tx.Exec(`INSERT INTO gc_later (n, seq) VALUES (?, ?)`, n, seq).Error
+		}
+	}
+	count := func() int {
+		var c int
+		if err := gdb.Raw(`SELECT count(*) FROM gc_later`).Scan(&c).Error; err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	tests := []struct {
+		name   string
+		finish func(last *Pending) error // what commits the queued units
+	}{
+		{"a write commits them", func(*Pending) error { return q.Write(ctx, insert(1000)) }},
+		{"waiting on the last commits them", func(last *Pending) error { return last.Wait(ctx) }},
+	}
+	for i, tc := range tests {
+		base := (i + 1) * 10
+		before := count()
+		var ps []*Pending
+		for k := range 4 {
+			n := base + k
+			if k == 2 {
+				n = base // the same key again: this unit fails
+			}
+			ps = append(ps, q.Later(insert(n)))
+		}
+		time.Sleep(20 * time.Millisecond)
+		if done, _ := ps[0].Done(); done || count() != before {
+			t.Fatalf("%s: committed before anybody wrote or waited", tc.name)
+		}
+		if err := tc.finish(ps[len(ps)-1]); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		for k, p := range ps {
+			done, err := p.Done()
+			if !done {
+				t.Errorf("%s: unit %d still queued after a later one was committed", tc.name, k)
+			}
+			if werr := p.Wait(ctx); (werr != nil) != (k == 2) || (err != nil) != (k == 2) {
+				t.Errorf("%s: unit %d: errors %v / %v", tc.name, k, err, werr)
+			}
+		}
+		var order []int
+		if err := gdb.Raw(`SELECT n FROM gc_later WHERE n BETWEEN ? AND ? ORDER BY seq`, base, base+9).Scan(&order).Error; err != nil {
+			t.Fatal(err)
+		}
+		if want := []int{base, base + 1, base + 3}; fmt.Sprint(order) != fmt.Sprint(want) {
+			t.Errorf("%s: committed %v, want %v in that order", tc.name, order, want)
+		}
+	}
+}
+
+// TestLaterNeverTakesTheLead mixes Later and Write from many goroutines:
+// a leader must not hand the lead to a unit nobody waits on (its writer
+// would never commit the queue), and every unit is committed once its
+// writer waits.
+func TestLaterNeverTakesTheLead(t *testing.T) {
+	gdb := db.OpenTemp(t)
+	if err := gdb.Exec(`CREATE TABLE gc_mixed (n INTEGER PRIMARY KEY)`).Error; err != nil {
+		t.Fatal(err)
+	}
+	q := New(gdb)
+	ctx := context.Background()
+	insert := func(n int) func(tx *gorm.DB) error {
+		return func(tx *gorm.DB) error { return tx.Exec(`INSERT INTO gc_mixed (n) VALUES (?)`, n).Error }
+	}
+	const writers, each = 32, 5
+	errs := make(chan error, writers*each)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			var ps []*Pending
+			for k := range each - 1 {
+				ps = append(ps, q.Later(insert(w*each+k)))
+				time.Sleep(time.Duration(w%3) * 100 * time.Microsecond)
+			}
+			if w%2 == 0 {
+				errs <- q.Write(ctx, insert(w*each+each-1))
+			} else {
+				ps = append(ps, q.Later(insert(w*each+each-1)))
+			}
+			for _, p := range ps {
+				errs <- p.Wait(ctx)
+			}
+		})
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(30 * time.Second):
+		t.Fatal("some writers were never done")
+	}
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	var n int
+	if err := gdb.Raw(`SELECT count(*) FROM gc_mixed`).Row().Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != writers*each {
+		t.Errorf("%d rows, want %d", n, writers*each)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.leading || len(q.pending) != 0 {
+		t.Errorf("after all units: leading %v, %d pending", q.leading, len(q.pending))
 	}
 }

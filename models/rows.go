@@ -132,6 +132,31 @@ func CountExchange(tx *gorm.DB, id, name string, now time.Time) error {
 	return err
 }
 
+// WorkflowRunEnd is what the end of a workflow run (or its pause) stores
+// in its row.
+type WorkflowRunEnd struct {
+	Status          string
+	Outputs         string // JSON object
+	Error           *string
+	ElapsedTime     float64
+	TotalTokens     int
+	TotalSteps      int
+	ExceptionsCount int
+	FinishedAt      time.Time
+	// PauseState is the snapshot of a run that paused, nil otherwise.
+	PauseState *string
+}
+
+// FinishWorkflowRun stores the end of run id with one fixed UPDATE inside
+// tx.
+func FinishWorkflowRun(tx *gorm.DB, id string, e *WorkflowRunEnd) error {
+	_, err := execFixed(tx, `UPDATE workflow_runs SET pause_state = ?, status = ?, outputs = ?, error = ?,
+		elapsed_time = ?, total_tokens = ?, total_steps = ?, exceptions_count = ?, finished_at = ? WHERE id = ?`,
+		e.PauseState, e.Status, e.Outputs, e.Error, e.ElapsedTime, e.TotalTokens, e.TotalSteps,
+		e.ExceptionsCount, e.FinishedAt, id)
+	return err
+}
+
 // execFixed runs a fixed statement, written with ? placeholders (and no ?
 // anywhere else), on tx's connection, bypassing gorm's statement
 // building. Errors are translated as gorm translates its own.

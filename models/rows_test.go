@@ -368,3 +368,70 @@ func cmpTimed(got, want any) string {
 	}
 	return ""
 }
+
+// TestFinishWorkflowRunLikeUpdates ends runs with FinishWorkflowRun and,
+// for each, a twin run with the gorm map update it replaces; read back,
+// the two rows must be alike in every column but the id and task.
+func TestFinishWorkflowRunLikeUpdates(t *testing.T) {
+	gdb := db.OpenTemp(t)
+	now := time.Date(2026, 11, 28, 4, 0, 0, 250000000, time.UTC)
+	later := now.Add(2345 * time.Millisecond)
+	app := models.App{ID: "app-f", Name: "f", Mode: "advanced-chat", CreatedAt: now, UpdatedAt: now}
+	version := models.WorkflowVersion{ID: "wf", AppID: app.ID, DefinitionHash: "h", Definition: "d", Version: "v", CreatedAt: now}
+	for _, row := range []any{&app, &version} {
+		if err := gdb.Create(row).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	str := func(s string) *string { return &s }
+	tests := []struct {
+		name string
+		end  models.WorkflowRunEnd
+	}{
+		{"succeeded", models.WorkflowRunEnd{Status: "succeeded", Outputs: `{"answer":"hi"}`, ElapsedTime: 0.125,
+			TotalTokens: 84, TotalSteps: 3, FinishedAt: later}},
+		{"failed", models.WorkflowRunEnd{Status: "failed", Outputs: "{}", Error: str("boom"), ElapsedTime: 1.5,
+			TotalSteps: 2, ExceptionsCount: 1, FinishedAt: later}},
+		{"paused", models.WorkflowRunEnd{Status: "paused", Outputs: "{}", ElapsedTime: 0.25, TotalTokens: 5,
+			TotalSteps: 4, FinishedAt: later, PauseState: str(`{"steps":4}`)}},
+	}
+	for _, tc := range tests {
+		var rows [2]models.WorkflowRun
+		for i := range rows {
+			// Running rows as RunStarted stores them; the first is ended
+			// the old way, the second the new.
+			rows[i] = models.WorkflowRun{AppID: app.ID, WorkflowID: version.ID, TaskID: fmt.Sprintf("%s-%d", tc.name, i),
+				TriggeredFrom: "app-run", CreatedFrom: "service-api", ConversationID: str("c"), MessageID: str("m"),
+				Status: "running", Inputs: `{"q":1}`, CreatedAt: now, PauseState: str("stale")}
+			if err := gdb.Transaction(func(tx *gorm.DB) error { return models.InsertWorkflowRun(tx, &rows[i]) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e := tc.end
+		err := gdb.Model(&models.WorkflowRun{}).Where("id = ?", rows[0].ID).Updates(map[string]any{
+			"pause_state": e.PauseState, "status": e.Status, "outputs": e.Outputs, "error": e.Error,
+			"elapsed_time": e.ElapsedTime, "total_tokens": e.TotalTokens, "total_steps": e.TotalSteps,
+			"exceptions_count": e.ExceptionsCount, "finished_at": e.FinishedAt,
+		}).Error
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := gdb.Transaction(func(tx *gorm.DB) error { return models.FinishWorkflowRun(tx, rows[1].ID, &e) }); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var old, got models.WorkflowRun
+		if err := gdb.Take(&old, "id = ?", rows[0].ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := gdb.Take(&got, "id = ?", rows[1].ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		old.ID, old.TaskID = got.ID, got.TaskID
+		if d := cmpTimed(got, old); d != "" {
+			t.Errorf("%s: %s", tc.name, d)
+		}
+		if got.Status != e.Status || got.FinishedAt == nil || !got.FinishedAt.Equal(later) {
+			t.Errorf("%s: status %q, finished %v", tc.name, got.Status, got.FinishedAt)
+		}
+	}
+}

@@ -3,12 +3,15 @@ package workflowruns
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
 
 	"appkb/cluster"
+	"appkb/groupcommit"
 	"appkb/models"
 	"appkb/workflow"
 )
@@ -27,10 +30,18 @@ const (
 	StatusPaused  = workflow.RunPaused
 )
 
-// RunMeta is what a run's records hold beyond what the engine reports.
+// RunMeta is what a run's records hold beyond what the engine reports,
+// and how they are written.
 type RunMeta struct {
 	// EndUserID is the stored end user who started the run.
 	EndUserID string
+	// Blocking says that nobody sees the run's events as they happen: the
+	// request that started it answers once it has ended, and only then
+	// learns the run's id. Its rows need not be stored before the engine
+	// goes on, only by the time the request answers, so they are queued
+	// without waiting, its end too unless it paused; the caller must call
+	// Recorder.Flush before it answers (see Recorder).
+	Blocking bool
 }
 
 // SetReplica makes the runs this store starts or resumes carry r's id, so
@@ -40,16 +51,113 @@ func (s *Store) SetReplica(r *cluster.Replica) { s.replica = r }
 
 // Recorder returns the workflow.RunStore for one run started by meta's
 // end user.
-func (s *Store) Recorder(meta RunMeta) workflow.RunStore {
-	return &recorder{s: s, meta: meta}
+func (s *Store) Recorder(meta RunMeta) *Recorder {
+	return &Recorder{s: s, meta: meta}
 }
 
-type recorder struct {
+// Recorder stores one run and its node executions through the shared
+// write queue. For a run someone follows, each call returns once its row
+// is committed, so that what the event after it announces can be read
+// back at once. For a blocking run (RunMeta.Blocking), the start, the
+// node executions and the end are only queued: they ride along with
+// whatever batch commits next, and the run goes on at once; Flush waits
+// for all of them (RunFinished does for a run that paused, which the
+// resumer reads at once), so the run's rows are stored when the request
+// answers, in the same batch as the rows the caller writes next. A queued
+// row that failed is reported by the next call, which then stores
+// nothing (the node it records fails, and with it the run, as when a row
+// fails at once).
+type Recorder struct {
 	s    *Store
 	meta RunMeta
+	// mu guards queued: nodes of parallel branches finish concurrently.
+	mu sync.Mutex
+	// queued are the blocking run's writes not yet seen committed.
+	queued []*groupcommit.Pending
 }
 
-var _ workflow.RunStore = (*recorder)(nil)
+var _ workflow.RunStore = (*Recorder)(nil)
+
+// write stores fn through the shared queue; see Recorder.
+func (r *Recorder) write(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	if !r.meta.Blocking {
+		return r.s.commits.Write(ctx, fn)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.settled(); err != nil {
+		return err
+	}
+	r.queued = append(r.queued, r.s.commits.Later(fn))
+	if len(r.queued) >= maxQueued {
+		// A long run on a quiet server: nobody else's write has taken
+		// these along, so commit them now rather than hold them all.
+		return r.flushLocked(ctx)
+	}
+	return nil
+}
+
+// maxQueued bounds the writes a blocking run keeps queued.
+const maxQueued = 64
+
+// settled drops the queued writes that are committed and returns the
+// error of the first one that failed (once). r.mu is held.
+func (r *Recorder) settled() error {
+	var failed error
+	kept := r.queued[:0]
+	for _, p := range r.queued {
+		done, err := p.Done()
+		switch {
+		case !done:
+			kept = append(kept, p)
+		case err != nil && failed == nil:
+			failed = err
+		}
+	}
+	clear(r.queued[len(kept):])
+	r.queued = kept
+	return failed
+}
+
+// Flush waits for every write a blocking run queued and returns the first
+// error. The caller of a blocking run calls it before it answers: the
+// end of a run that did not pause is only queued (see RunMeta.Blocking).
+// Without queued writes, it returns at once.
+func (r *Recorder) Flush(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.flushLocked(ctx)
+}
+
+func (r *Recorder) flushLocked(ctx context.Context) error {
+	var first error
+	for _, p := range r.queued {
+		if err := p.Wait(ctx); err != nil && first == nil {
+			first = err
+		}
+	}
+	r.queued = nil
+	return first
+}
+
+// Forms is the form store for the run's human-input nodes. A form names
+// its run, which must be stored first: for a blocking run, the queued
+// writes are waited for before a form is created.
+func (r *Recorder) Forms() workflow.FormStore {
+	if !r.meta.Blocking {
+		return r.s.Forms()
+	}
+	return formsAfterFlush{r}
+}
+
+type formsAfterFlush struct{ r *Recorder }
+
+func (f formsAfterFlush) CreateForm(ctx context.Context, runID string, form *workflow.HumanForm) error {
+	if err := f.r.Flush(ctx); err != nil {
+		return fmt.Errorf("store the run of a form: %w", err)
+	}
+	return f.r.s.Forms().CreateForm(ctx, runID, form)
+}
 
 // jsonText encodes v as JSON, giving empty for nil values.
 func jsonText(v any, empty string) string {
@@ -75,7 +183,7 @@ func optString(s string) *string {
 	return &s
 }
 
-func (r *recorder) RunStarted(ctx context.Context, run *workflow.RunRecord) error {
+func (r *Recorder) RunStarted(ctx context.Context, run *workflow.RunRecord) error {
 	row := &models.WorkflowRun{
 		ID: run.ID, AppID: run.AppID, WorkflowID: run.WorkflowID, TaskID: run.TaskID,
 		EndUserID: optString(r.meta.EndUserID), TriggeredFrom: TriggeredFromAppRun, CreatedFrom: CreatedFromService,
@@ -83,14 +191,14 @@ func (r *recorder) RunStarted(ctx context.Context, run *workflow.RunRecord) erro
 		Status: StatusRunning, Inputs: jsonText(run.Inputs, "{}"), CreatedAt: time.Unix(run.CreatedAt, 0).UTC(),
 		ReplicaID: r.s.replica.OwnerID(),
 	}
-	err := r.s.commits.Write(ctx, func(tx *gorm.DB) error { return models.InsertWorkflowRun(tx, row) })
+	err := r.write(ctx, func(tx *gorm.DB) error { return models.InsertWorkflowRun(tx, row) })
 	if err != nil {
 		return fmt.Errorf("store workflow run: %w", err)
 	}
 	return nil
 }
 
-func (r *recorder) RunResumed(ctx context.Context, run *workflow.RunRecord) error {
+func (r *Recorder) RunResumed(ctx context.Context, run *workflow.RunRecord) error {
 	err := r.s.commits.Write(ctx, func(tx *gorm.DB) error {
 		return tx.Model(&models.WorkflowRun{}).Where("id = ?", run.ID).Updates(map[string]any{
 			"status": StatusRunning, "pause_state": nil, "finished_at": nil, "replica_id": r.s.replica.OwnerID(),
@@ -102,7 +210,7 @@ func (r *recorder) RunResumed(ctx context.Context, run *workflow.RunRecord) erro
 	return nil
 }
 
-func (r *recorder) NodeFinished(ctx context.Context, d *workflow.NodeFinishedData, runID string) error {
+func (r *Recorder) NodeFinished(ctx context.Context, d *workflow.NodeFinishedData, runID string) error {
 	finished := time.Unix(d.FinishedAt, 0).UTC()
 	row := &models.WorkflowNodeExecution{
 		ID: d.ID, WorkflowRunID: runID, NodeID: d.NodeID, NodeType: d.NodeType, Title: d.Title,
@@ -112,14 +220,14 @@ func (r *recorder) NodeFinished(ctx context.Context, d *workflow.NodeFinishedDat
 		ExecutionMetadata: jsonText(d.ExecutionMetadata, "{}"),
 		CreatedAt:         time.Unix(d.CreatedAt, 0).UTC(), FinishedAt: &finished,
 	}
-	err := r.s.commits.Write(ctx, func(tx *gorm.DB) error { return models.InsertNodeExecution(tx, row) })
+	err := r.write(ctx, func(tx *gorm.DB) error { return models.InsertNodeExecution(tx, row) })
 	if err != nil {
 		return fmt.Errorf("store node execution: %w", err)
 	}
 	return nil
 }
 
-func (r *recorder) RunFinished(ctx context.Context, run *workflow.RunRecord, res *workflow.Result) error {
+func (r *Recorder) RunFinished(ctx context.Context, run *workflow.RunRecord, res *workflow.Result) error {
 	now := time.Now().UTC()
 	outputs := res.Outputs
 	if outputs == nil {
@@ -129,24 +237,27 @@ func (r *recorder) RunFinished(ctx context.Context, run *workflow.RunRecord, res
 	if res.Snapshot != nil {
 		text, err := res.Snapshot.Marshal()
 		if err != nil {
-			return err
+			return errors.Join(err, r.Flush(ctx))
 		}
 		pause = &text
 	}
-	fields := map[string]any{
-		"pause_state":      pause,
-		"status":           res.Status,
-		"outputs":          jsonText(outputs, "{}"),
-		"error":            optString(res.Error),
-		"elapsed_time":     res.ElapsedTime,
-		"total_tokens":     res.TotalTokens,
-		"total_steps":      res.TotalSteps,
-		"exceptions_count": res.ExceptionsCount,
-		"finished_at":      now,
+	end := &models.WorkflowRunEnd{
+		Status: res.Status, Outputs: jsonText(outputs, "{}"), Error: optString(res.Error),
+		ElapsedTime: res.ElapsedTime, TotalTokens: res.TotalTokens, TotalSteps: res.TotalSteps,
+		ExceptionsCount: res.ExceptionsCount, FinishedAt: now, PauseState: pause,
 	}
-	return r.s.commits.Write(ctx, func(tx *gorm.DB) error {
-		return tx.Model(&models.WorkflowRun{}).Where("id = ?", run.ID).Updates(fields).Error
-	})
+	fn := func(tx *gorm.DB) error { return models.FinishWorkflowRun(tx, run.ID, end) }
+	if r.meta.Blocking && res.Status != workflow.RunPaused {
+		// The caller's own rows (a chatflow's message) ride along with
+		// it; Flush waits for all.
+		r.mu.Lock()
+		r.queued = append(r.queued, r.s.commits.Later(fn))
+		r.mu.Unlock()
+		return nil
+	}
+	// Queued after the run's other writes, so committed after them.
+	err := r.s.commits.Write(ctx, fn)
+	return errors.Join(err, r.Flush(ctx))
 }
 
 // Fail ends a run that could not go on with the given error.

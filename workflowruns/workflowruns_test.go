@@ -2,7 +2,9 @@ package workflowruns_test
 
 import (
 	"context"
+	"encoding/json"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -258,3 +260,120 @@ func TestCurrentFollowsTheText(t *testing.T) {
 		}
 	}
 }
+
+// pausingDef is a workflow that pauses at a human-input node after a
+// template ran.
+const pausingDef = `app: {mode: workflow, name: P}
+kind: app
+version: 0.6.0
+workflow:
+  graph:
+    nodes:
+    - id: start
+      data: {type: start, title: Start, variables: [{variable: q, label: Q, type: text-input, required: true}]}
+    - id: t
+      data: {type: template-transform, title: T, template: 'got {{ q }}', variables: [{variable: q, value_selector: [start, q]}]}
+    - id: ask
+      data: {type: human-input, title: Ask, form_content: "Go?", inputs: [], user_actions: [{id: go, title: Go}]}
+    - id: end
+      data: {type: end, title: End, outputs: [{variable: out, value_selector: [t, output]}]}
+    edges:
+    - {source: start, sourceHandle: source, target: t}
+    - {source: t, sourceHandle: source, target: ask}
+    - {source: ask, sourceHandle: go, target: end}
+`
+
+// TestBlockingRunStoresAlike runs the same graphs with a recorder that
+// waits for every row (a run someone follows) and one that only queues
+// them (a blocking run): once Run and Flush return, both have stored the
+// same run, node executions and forms, apart from ids and times. A
+// blocking run that pauses stores its run before its form, which names it.
+func TestBlockingRunStoresAlike(t *testing.T) {
+	tests := []struct {
+		name       string
+		def        string
+		wantStatus string
+		wantNodes  int
+		wantForms  int64
+	}{
+		{"succeeds", def, workflow.RunSucceeded, 3, 0},
+		{"pauses for a form", pausingDef, workflow.RunPaused, 2, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			gdb := db.OpenTemp(t)
+			a, err := apps.NewStore(gdb).Import(ctx, []byte(tc.def))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := workflowruns.New(gdb)
+			v, err := s.Current(ctx, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			type stored struct {
+				run   models.WorkflowRun
+				nodes []models.WorkflowNodeExecution
+				forms int64
+			}
+			var got [2]stored
+			for i, blocking := range []bool{false, true} {
+				rec := s.Recorder(workflowruns.RunMeta{Blocking: blocking})
+				e := &workflow.Engine{Store: rec, Forms: rec.Forms()}
+				res, err := e.Run(ctx, workflow.RunInput{Workflow: v.Def.Workflow, AppID: a.ID, WorkflowID: v.ID,
+					Inputs: map[string]any{"q": "x"}}, nil)
+				if err != nil || res.Status != tc.wantStatus {
+					t.Fatalf("blocking %v: run %+v, %v", blocking, res, err)
+				}
+				if err := rec.Flush(ctx); err != nil {
+					t.Fatalf("blocking %v: %v", blocking, err)
+				}
+				if err := gdb.Take(&got[i].run, "id = ?", res.RunID).Error; err != nil {
+					t.Fatalf("blocking %v: %v", blocking, err)
+				}
+				if err := gdb.Where("workflow_run_id = ?", res.RunID).Order("node_index").Find(&got[i].nodes).Error; err != nil {
+					t.Fatal(err)
+				}
+				if err := gdb.Model(&models.HumanInputForm{}).Where("workflow_run_id = ?", res.RunID).Count(&got[i].forms).Error; err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := range got {
+				if len(got[i].nodes) != tc.wantNodes || got[i].forms != tc.wantForms || got[i].run.Status != tc.wantStatus {
+					t.Fatalf("run %d: status %s, %d node executions, %d forms", i, got[i].run.Status, len(got[i].nodes), got[i].forms)
+				}
+			}
+			// What differs between two runs by nature.
+			var runIDs [2]string
+			for i := range got {
+				runIDs[i] = got[i].run.ID
+				r := &got[i].run
+				r.ID, r.TaskID, r.ElapsedTime, r.CreatedAt, r.FinishedAt = "", "", 0, time.Time{}, nil
+				if r.PauseState != nil { // its elapsed time and clock differ
+					r.PauseState = new("a snapshot")
+				}
+				for k := range got[i].nodes {
+					n := &got[i].nodes[k]
+					n.ID, n.WorkflowRunID, n.ElapsedTime, n.CreatedAt, n.FinishedAt = "", "", 0, time.Time{}, nil
+				}
+			}
+			for k, what := range []any{got[0].run, got[0].nodes} {
+				followed, blocking := alike(what, runIDs[0]), alike([]any{got[1].run, got[1].nodes}[k], runIDs[1])
+				if followed != blocking {
+					t.Errorf("stored rows differ\n followed %s\n blocking %s", followed, blocking)
+				}
+			}
+		})
+	}
+}
+
+// alike is rows as JSON, with the run's id (which the start node's
+// outputs carry) and the run's timestamp left out.
+func alike(rows any, runID string) string {
+	b, _ := json.Marshal(rows)
+	text := strings.ReplaceAll(string(b), runID, "RUN")
+	return timestamps.ReplaceAllString(text, `"sys.timestamp\":0`)
+}
+
+var timestamps = regexp.MustCompile(`"sys\.timestamp\\":\d+`)

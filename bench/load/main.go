@@ -13,6 +13,7 @@
 //	go run ./bench/load -appkb bin/appkb -mode blocking -single=false -kb-docs 5000  # knowledge too
 //	go run ./bench/load -appkb bin/appkb -relay    # also a bare relay: the HTTP work alone
 //	go run ./bench/load -appkb bin/appkb -workflow # also workflow runs (workflow.yml)
+//	go run ./bench/load -appkb bin/appkb -chatflow # also chatflow messages (chatflow.yml)
 //	go run ./bench/load -url http://127.0.0.1:5001/v1 -key app-… -c 16   # a running server only
 //
 // It exits with status 1 when any request failed.
@@ -55,6 +56,7 @@ func main() {
 	relay := flag.Bool("relay", false, "with -appkb: also measure a bare relay that makes the same upstream calls as appkb and stores nothing (the cost of the HTTP work alone)")
 	kbDocs := flag.Int("kb-docs", 0, "also upload this many short documents to a new knowledge base, time their indexing and measure retrieval (0: skip)")
 	flow := flag.Bool("workflow", false, "with -appkb: also run the workflow of bench/load/workflow.yml (code, an llm node on the upstream, a template), blocking, with -c connections")
+	chatflow := flag.Bool("chatflow", false, "with -appkb: also send messages to the chatflow of bench/load/chatflow.yml (an llm node with memory on the upstream, an answer), blocking, a new conversation each, with -c connections")
 	flag.Parse()
 
 	var phases []phase
@@ -83,7 +85,7 @@ func main() {
 	}}
 
 	var up *upstream
-	relayBase, upBase, flowKey := "", "", ""
+	relayBase, upBase, flowKey, chatflowKey := "", "", "", ""
 	kbKey := os.Getenv("APPKB_KB_KEY")
 	if *appkbBin != "" {
 		var err error
@@ -100,12 +102,13 @@ func main() {
 			defer rl.srv.Close()
 			relayBase = rl.base
 		}
-		srv, err := startAppkb(*appkbBin, up.base, *databaseURL, *keep, *flow)
+		srv, err := startAppkb(*appkbBin, up.base, *databaseURL, *keep, *flow, *chatflow)
 		if err != nil {
 			fail("appkb: %v", err)
 		}
 		defer srv.stop()
-		*url, *key, kbKey, flowKey, upBase = srv.base, srv.key, srv.kbKey, srv.flowKey, up.base
+		*url, *key, kbKey, upBase = srv.base, srv.key, srv.kbKey, up.base
+		flowKey, chatflowKey = srv.flowKey, srv.chatflowKey
 	}
 	if *key == "" {
 		fail("give -appkb BIN, or -url and -key of a running server")
@@ -141,6 +144,19 @@ func main() {
 		up.print("upstream", ph)
 		ph.mode = "workflow"
 		r := run(client, ph, *duration, workflowRequest(*url, flowKey))
+		r.print("appkb", ph)
+		failed = failed || r.errs > 0 || up.errs > 0
+		r.printRatio(ph, &up)
+	}
+	if chatflowKey != "" {
+		// A message makes one model call, from an llm node, which always
+		// asks the upstream for a stream (as Dify's does): the upstream's
+		// streaming figures at the same connections are its floor.
+		ph := phase{mode: "streaming", conns: *clients}
+		up := run(client, ph, *duration, upstreamRequest(upBase, ph.mode))
+		up.print("upstream", ph)
+		ph.mode = "chatflow"
+		r := run(client, ph, *duration, appkbRequest(*url, chatflowKey, "blocking"))
 		r.print("appkb", ph)
 		failed = failed || r.errs > 0 || up.errs > 0
 		r.printRatio(ph, &up)
@@ -407,9 +423,10 @@ func post(ctx context.Context, client *http.Client, url, key, body string) (*htt
 	return client.Do(req)
 }
 
-// appkbRequest sends chat messages to the demo chat app. Every client is its
-// own end user and every message starts a new conversation. A stream
-// succeeds when it holds exactly one message_end and no error event.
+// appkbRequest sends chat messages to the chat app or chatflow of key (the
+// demo chat app unless a phase says otherwise). Every client is its own
+// end user and every message starts a new conversation. A stream succeeds
+// when it holds exactly one message_end and no error event.
 func appkbRequest(base, key, mode string) request {
 	streaming := mode == "streaming"
 	return func(ctx context.Context, client *http.Client, n int64) error {
@@ -581,10 +598,11 @@ func startUpstream() (*upstream, error) {
 type appkb struct {
 	cmd              *exec.Cmd
 	base, key, kbKey string
-	// flowKey is the key of the imported workflow (with -workflow).
-	flowKey string
-	dir     string
-	keep    bool
+	// flowKey is the key of the imported workflow (with -workflow),
+	// chatflowKey that of the imported chatflow (with -chatflow).
+	flowKey, chatflowKey string
+	dir                  string
+	keep                 bool
 }
 
 // workflowYAML is the workflow -workflow imports and runs.
@@ -592,11 +610,16 @@ type appkb struct {
 //go:embed workflow.yml
 var workflowYAML []byte
 
+// chatflowYAML is the chatflow -chatflow imports and sends messages to.
+//
+//go:embed chatflow.yml
+var chatflowYAML []byte
+
 // startAppkb starts `bin serve --demo` on a free port with a fresh data
 // directory (and databaseURL, when given, as its database) and a providers file that maps the demo apps' provider
 // ("appkb") to the upstream, and waits until it answers. With flow, it
-// first imports workflow.yml there.
-func startAppkb(bin, upstreamBase, databaseURL string, keep, flow bool) (*appkb, error) {
+// first imports workflow.yml there, with chatflow chatflow.yml.
+func startAppkb(bin, upstreamBase, databaseURL string, keep, flow, chatflow bool) (*appkb, error) {
 	dir, err := os.MkdirTemp("", "appkb-load-")
 	if err != nil {
 		return nil, err
@@ -617,9 +640,14 @@ func startAppkb(bin, upstreamBase, databaseURL string, keep, flow bool) (*appkb,
 	if databaseURL != "" {
 		data = append(data, "--database-url", databaseURL)
 	}
-	flowKey := ""
+	flowKey, chatflowKey := "", ""
 	if flow {
-		if flowKey, err = importWorkflow(bin, dir, data); err != nil {
+		if flowKey, err = importApp(bin, dir, data, "workflow.yml", workflowYAML); err != nil {
+			return nil, err
+		}
+	}
+	if chatflow {
+		if chatflowKey, err = importApp(bin, dir, data, "chatflow.yml", chatflowYAML); err != nil {
 			return nil, err
 		}
 	}
@@ -637,7 +665,7 @@ func startAppkb(bin, upstreamBase, databaseURL string, keep, flow bool) (*appkb,
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	a := &appkb{cmd: cmd, base: "http://" + addr + "/v1", dir: dir, keep: keep, flowKey: flowKey}
+	a := &appkb{cmd: cmd, base: "http://" + addr + "/v1", dir: dir, keep: keep, flowKey: flowKey, chatflowKey: chatflowKey}
 	keyc := make(chan [2]string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -686,11 +714,12 @@ func startAppkb(bin, upstreamBase, databaseURL string, keep, flow bool) (*appkb,
 	return a, nil
 }
 
-// importWorkflow imports workflow.yml with `appkb app import` into the
-// data directory (or database) the server will use, and returns its key.
-func importWorkflow(bin, dir string, data []string) (string, error) {
-	file := filepath.Join(dir, "workflow.yml")
-	if err := os.WriteFile(file, workflowYAML, 0o644); err != nil {
+// importApp writes def to name in dir and imports it with `appkb app
+// import` into the data directory (or database) the server will use, and
+// returns the new app's key.
+func importApp(bin, dir string, data []string, name string, def []byte) (string, error) {
+	file := filepath.Join(dir, name)
+	if err := os.WriteFile(file, def, 0o644); err != nil {
 		return "", err
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
@@ -698,13 +727,13 @@ func importWorkflow(bin, dir string, data []string) (string, error) {
 	}
 	out, err := exec.Command(bin, append(append([]string{"app", "import"}, data...), file)...).Output()
 	if err != nil {
-		return "", fmt.Errorf("import the workflow: %w", err)
+		return "", fmt.Errorf("import %s: %w", name, err)
 	}
 	var res struct {
 		APIKey string `json:"api_key"`
 	}
 	if err := json.Unmarshal(out, &res); err != nil || res.APIKey == "" {
-		return "", fmt.Errorf("import the workflow: unexpected answer %q", out)
+		return "", fmt.Errorf("import %s: unexpected answer %q", name, out)
 	}
 	return res.APIKey, nil
 }
