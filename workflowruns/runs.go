@@ -37,10 +37,12 @@ type RunMeta struct {
 	EndUserID string
 	// Blocking says that nobody sees the run's events as they happen: the
 	// request that started it answers once it has ended, and only then
-	// learns the run's id. Its rows need not be stored before the engine
-	// goes on, only by the time the request answers, so they are queued
-	// without waiting, its end too unless it paused; the caller must call
-	// Recorder.Flush before it answers (see Recorder).
+	// learns the run's id. Its node executions need not be stored before
+	// the engine goes on, only by the time the request answers, so they
+	// are queued without waiting, its end too unless it paused; the caller
+	// must call Recorder.Flush before it answers (see Recorder). The run
+	// itself is stored at once, so that the app's logs list it while it
+	// runs.
 	Blocking bool
 }
 
@@ -58,10 +60,10 @@ func (s *Store) Recorder(meta RunMeta) *Recorder {
 // Recorder stores one run and its node executions through the shared
 // write queue. For a run someone follows, each call returns once its row
 // is committed, so that what the event after it announces can be read
-// back at once. For a blocking run (RunMeta.Blocking), the start, the
-// node executions and the end are only queued: they ride along with
-// whatever batch commits next, and the run goes on at once; Flush waits
-// for all of them (RunFinished does for a run that paused, which the
+// back at once. For a blocking run (RunMeta.Blocking), the run is stored
+// at once, but its node executions and its end are only queued: they ride
+// along with whatever batch commits next, and the run goes on at once;
+// Flush waits for all of them (RunFinished does for a run that paused, which the
 // resumer reads at once), so the run's rows are stored when the request
 // answers, in the same batch as the rows the caller writes next. A queued
 // row that failed is reported by the next call, which then stores
@@ -191,7 +193,10 @@ func (r *Recorder) RunStarted(ctx context.Context, run *workflow.RunRecord) erro
 		Status: StatusRunning, Inputs: jsonText(run.Inputs, "{}"), CreatedAt: time.Unix(run.CreatedAt, 0).UTC(),
 		ReplicaID: r.s.replica.OwnerID(),
 	}
-	err := r.write(ctx, func(tx *gorm.DB) error { return models.InsertWorkflowRun(tx, row) })
+	// Stored at once even for a blocking run, as Dify does: the run is
+	// listed (running) in the app's logs while it runs, and a server that
+	// stops meanwhile leaves it to be closed as interrupted.
+	err := r.s.commits.Write(ctx, func(tx *gorm.DB) error { return models.InsertWorkflowRun(tx, row) })
 	if err != nil {
 		return fmt.Errorf("store workflow run: %w", err)
 	}

@@ -377,3 +377,41 @@ func alike(rows any, runID string) string {
 }
 
 var timestamps = regexp.MustCompile(`"sys\.timestamp\\":\d+`)
+
+// TestBlockingRunIsListedWhileItRuns: a blocking run queues its node
+// executions, but its own row is stored before its first node runs, as a
+// running run, so the app's logs list it (as Dify's do) and a server that
+// stops meanwhile leaves it to be closed as interrupted.
+func TestBlockingRunIsListedWhileItRuns(t *testing.T) {
+	ctx := context.Background()
+	gdb := db.OpenTemp(t)
+	a, err := apps.NewStore(gdb).Import(ctx, []byte(def))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := workflowruns.New(gdb)
+	v, err := s.Current(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := s.Recorder(workflowruns.RunMeta{Blocking: true})
+	e := &workflow.Engine{Store: rec, Forms: rec.Forms()}
+	running := int64(-1)
+	res, err := e.Run(ctx, workflow.RunInput{Workflow: v.Def.Workflow, AppID: a.ID, WorkflowID: v.ID,
+		Inputs: map[string]any{"q": "x"}}, func(workflow.Event) {
+		if running < 0 {
+			if err := gdb.Model(&models.WorkflowRun{}).Where("status = ?", workflowruns.StatusRunning).Count(&running).Error; err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	if err != nil || res.Status != workflow.RunSucceeded {
+		t.Fatalf("run %+v, %v", res, err)
+	}
+	if err := rec.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if running != 1 {
+		t.Fatalf("%d running runs stored at the first event, want 1", running)
+	}
+}
