@@ -72,11 +72,9 @@ func newUpstreamServer(b *testing.B) *server {
 	if err != nil {
 		b.Fatal(err)
 	}
-	gdb, err := db.Open(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { db.Close(gdb) })
+	// SQLite in a temporary directory, or a fresh PostgreSQL database
+	// when APPKB_TEST_DATABASE_URL names a server.
+	gdb := db.OpenTemp(b)
 	checkpointInBackground(b, gdb)
 	keys, err := demo.Ensure(context.Background(), apps.NewStore(gdb), apikeys.NewStore(gdb))
 	if err != nil {

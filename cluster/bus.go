@@ -202,11 +202,17 @@ func newPostgresBus(gdb *gorm.DB, dsn string, log *slog.Logger) *PostgresBus {
 
 // Publish implements Bus.
 func (b *PostgresBus) Publish(ctx context.Context, topic string, payload []byte) error {
+	return b.PublishTx(b.gdb.WithContext(ctx), topic, payload)
+}
+
+// PublishTx is Publish as part of tx: PostgreSQL delivers the message
+// when tx commits, and never when it rolls back, so subscribers hear of
+// rows only once they can read them.
+func (b *PostgresBus) PublishTx(tx *gorm.DB, topic string, payload []byte) error {
 	if err := check(topic, payload); err != nil {
 		return err
 	}
-	msg := topic + "\n" + string(payload)
-	if err := b.gdb.WithContext(ctx).Exec("SELECT pg_notify(?, ?)", notifyChannel, msg).Error; err != nil {
+	if err := tx.Exec("SELECT pg_notify(?, ?)", notifyChannel, topic+"\n"+string(payload)).Error; err != nil {
 		return fmt.Errorf("cluster: notify %s: %w", topic, err)
 	}
 	return nil

@@ -231,3 +231,48 @@ func TestPostgresBusStop(t *testing.T) {
 	}
 	t.Errorf("the listening connection %d is still open after Stop", pid)
 }
+
+// TestPostgresBusPublishTx checks that a message sent within a transaction
+// reaches the other replica only when the transaction commits, and never
+// when it rolls back.
+func TestPostgresBusPublishTx(t *testing.T) {
+	a, b, gdbA := postgresPair(t)
+	onB, cancel := b.Subscribe("runs")
+	defer cancel()
+
+	cases := []struct {
+		name   string
+		commit bool
+	}{
+		{"rolled back", false},
+		{"committed", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tx := gdbA.Begin()
+			if err := a.PublishTx(tx, "runs", []byte(c.name)); err != nil {
+				tx.Rollback()
+				t.Fatal(err)
+			}
+			// Nothing is delivered while the transaction is open.
+			quiet(t, onB)
+			if c.commit {
+				if err := tx.Commit().Error; err != nil {
+					t.Fatal(err)
+				}
+				if got := receive(t, onB); got != c.name {
+					t.Errorf("got %q", got)
+				}
+				return
+			}
+			if err := tx.Rollback().Error; err != nil {
+				t.Fatal(err)
+			}
+			quiet(t, onB)
+		})
+	}
+	// What Publish refuses, PublishTx refuses too.
+	if err := a.PublishTx(gdbA, "a\nb", []byte("x")); !errors.Is(err, ErrBadTopic) {
+		t.Errorf("bad topic: %v", err)
+	}
+}

@@ -145,7 +145,15 @@ func New(cfg Config) *Service {
 		// Replicas may share this database: runs write their events where
 		// a follower on any replica reads them.
 		s.events = workflowruns.NewEventLog(cfg.DB, s.bus, s.waker.wake, log)
-		s.hub.Record = func(runID string) resumer.SegmentRecorder { return s.events.Begin(runID) }
+		if cfg.Commits != nil {
+			s.events.ShareCommits(cfg.Commits)
+		}
+		s.hub.Record = func(runID string, first bool) resumer.SegmentRecorder {
+			if first {
+				return s.events.BeginRun(runID)
+			}
+			return s.events.Begin(runID)
+		}
 	}
 	s.resumer = &resumer.Resumer{Runs: runs, Forms: s.forms, Engine: s.engine, Hub: s.hub, Log: log,
 		ExpireEvery: cfg.FormExpiry,

@@ -54,7 +54,7 @@ func (c chatEvent) MarshalJSON() ([]byte, error) { return json.Marshal(c.ev) }
 // execute runs a graph, publishing its events on the hub as well as to
 // emit, and lets the resumer take up a run that paused.
 func (s *Service) execute(ctx context.Context, engine *workflow.Engine, in workflow.RunInput, emit func(workflow.Event)) (*workflow.Result, error) {
-	seg := s.hub.Begin(in.RunID)
+	seg := s.hub.BeginRun(in.RunID)
 	defer seg.End()
 	res, err := engine.Run(ctx, in, func(ev workflow.Event) {
 		seg.Publish(ev)

@@ -30,10 +30,11 @@ const (
 type Hub struct {
 	Retain      time.Duration
 	MaxRetained int
-	// Record, when set, is given every segment as it begins, and then its
-	// events and its end: on PostgreSQL the events are written where other
+	// Record, when set, is given every segment as it begins (first says
+	// that it is the run's first, begun by BeginRun), and then its events
+	// and its end: on PostgreSQL the events are written where other
 	// replicas can follow them.
-	Record func(runID string) SegmentRecorder
+	Record func(runID string, first bool) SegmentRecorder
 
 	mu       sync.Mutex
 	seq      int64
@@ -72,12 +73,18 @@ type Segment struct {
 	rec SegmentRecorder
 }
 
-// Begin starts a new segment of run runID; events go out through Publish
-// until End.
-func (h *Hub) Begin(runID string) *Segment {
+// BeginRun starts the first segment of a new run runID; events go out
+// through Publish until End.
+func (h *Hub) BeginRun(runID string) *Segment { return h.begin(runID, true) }
+
+// Begin starts a new segment of run runID, which resumes; events go out
+// through Publish until End.
+func (h *Hub) Begin(runID string) *Segment { return h.begin(runID, false) }
+
+func (h *Hub) begin(runID string, first bool) *Segment {
 	var rec SegmentRecorder
 	if h.Record != nil {
-		rec = h.Record(runID)
+		rec = h.Record(runID, first)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -119,13 +119,17 @@ func TestHubRecords(t *testing.T) {
 	h := NewHub()
 	var order []string
 	var recs []*recorder
-	h.Record = func(runID string) SegmentRecorder {
-		order = append(order, "begin "+runID)
+	h.Record = func(runID string, first bool) SegmentRecorder {
+		kind := "resumed"
+		if first {
+			kind = "new"
+		}
+		order = append(order, "begin "+kind+" "+runID)
 		r := &recorder{runID: runID, log: &order}
 		recs = append(recs, r)
 		return r
 	}
-	seg := h.Begin("r")
+	seg := h.BeginRun("r")
 	seg.Publish(ev("a"))
 	seg.Publish(ev("b"))
 	done := make(chan struct{})
@@ -140,7 +144,7 @@ func TestHubRecords(t *testing.T) {
 	if len(recs) != 2 || strings.Join(recs[0].events, ",") != "a,b" || recs[0].ended != 1 || len(recs[1].events) != 0 || recs[1].ended != 1 {
 		t.Fatalf("recorded %+v", recs)
 	}
-	if got := strings.Join(order, "; "); got != "begin r; end r; followed; begin r; end r" {
+	if got := strings.Join(order, "; "); got != "begin new r; end r; followed; begin resumed r; end r" {
 		t.Errorf("order %s", got)
 	}
 }

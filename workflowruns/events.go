@@ -13,6 +13,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"appkb/groupcommit"
 	"appkb/workflow"
 )
 
@@ -25,6 +26,15 @@ type Publisher interface {
 	Publish(ctx context.Context, topic string, payload []byte) error
 }
 
+// TxPublisher is a Publisher that can also send a message as part of a
+// write transaction, delivered only once it commits (cluster.PostgresBus
+// does, with NOTIFY). The log then announces a batch in the transaction
+// that stores it: one round trip and one commit fewer per batch.
+type TxPublisher interface {
+	Publisher
+	PublishTx(tx *gorm.DB, topic string, payload []byte) error
+}
+
 // EventLog writes the events of running workflow runs to the run_events
 // table and reads them back, so that a replica can follow a run another
 // replica executes. A run's events are kept in segments, one per stretch
@@ -32,8 +42,9 @@ type Publisher interface {
 // writer, so its rows are in order. Used on PostgreSQL only: one SQLite
 // process follows its runs from memory.
 type EventLog struct {
-	db  *gorm.DB
-	pub Publisher
+	db      *gorm.DB
+	commits *groupcommit.Queue // nil: each batch commits on its own
+	pub     Publisher
 	// wrote, when set, is told in this process after every batch written.
 	wrote func(runID string)
 	log   *slog.Logger
@@ -47,6 +58,21 @@ func NewEventLog(gdb *gorm.DB, pub Publisher, wrote func(runID string), log *slo
 		log = slog.Default()
 	}
 	return &EventLog{db: gdb, pub: pub, wrote: wrote, log: log}
+}
+
+// ShareCommits makes the log write its rows through q, in the batches of
+// every other writer that uses it (the runs' own rows, chat answers), so
+// that the events of concurrent runs share commits instead of making one
+// each. Call it before the log writes anything.
+func (l *EventLog) ShareCommits(q *groupcommit.Queue) { l.commits = q }
+
+// transact runs fn in a write transaction: the shared queue's when there
+// is one, else one of its own.
+func (l *EventLog) transact(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	if l.commits != nil {
+		return l.commits.Write(ctx, fn)
+	}
+	return l.db.WithContext(ctx).Transaction(fn)
 }
 
 // runEvent is a row of run_events. Seq 0 opens a segment; a null event
@@ -102,19 +128,40 @@ type SegmentWriter struct {
 // writeTimeout bounds each write of the log.
 const writeTimeout = 10 * time.Second
 
-// Begin opens the next segment of run runID: its number is taken now, so
-// segments are ordered as they began, whichever replica runs them.
+func (l *EventLog) newWriter(runID string) *SegmentWriter {
+	return &SegmentWriter{l: l, runID: runID, next: 1, wake: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+// BeginRun opens the first segment of a new run runID. Its number is 1
+// without asking, and its opening row goes with the first batch of
+// events, so starting a run waits for no write here. A follower who looks
+// before that batch is written finds the run without a segment yet, as
+// the stored run says it runs, and looks again.
+func (l *EventLog) BeginRun(runID string) *SegmentWriter {
+	w := l.newWriter(runID)
+	w.segment = 1
+	w.pending = []runEvent{{RunID: runID, Segment: 1, Seq: 0, CreatedAt: time.Now().UTC()}}
+	go w.loop()
+	return w
+}
+
+// Begin opens the next segment of run runID, which resumes: its number is
+// taken now, so segments are ordered as they began, whichever replica runs
+// them.
 func (l *EventLog) Begin(runID string) *SegmentWriter {
-	w := &SegmentWriter{l: l, runID: runID, next: 1, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	w := l.newWriter(runID)
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
 	var err error
 	for range 3 {
 		// Two replicas never open segments of one run at once (a run is
 		// claimed before it resumes); retry anyway should it happen.
-		err = l.db.WithContext(ctx).Raw(`INSERT INTO run_events (run_id, segment, seq, event, created_at)
-			SELECT ?, COALESCE(MAX(segment), 0) + 1, 0, NULL, ? FROM run_events WHERE run_id = ?
-			RETURNING segment`, runID, time.Now().UTC(), runID).Scan(&w.segment).Error
+		now := time.Now().UTC()
+		err = l.transact(ctx, func(tx *gorm.DB) error {
+			return tx.Raw(`INSERT INTO run_events (run_id, segment, seq, event, created_at)
+				SELECT ?, COALESCE(MAX(segment), 0) + 1, 0, NULL, ? FROM run_events WHERE run_id = ?
+				RETURNING segment`, runID, now, runID).Scan(&w.segment).Error
+		})
 		if err == nil {
 			break
 		}
@@ -194,18 +241,40 @@ func (w *SegmentWriter) loop() {
 	}
 }
 
-// write stores one batch, trying a few times, then announces it.
+// write stores one batch, trying a few times, then announces it: in the
+// same transaction when the publisher can (TxPublisher), else after it.
 func (w *SegmentWriter) write(batch []runEvent) {
+	last := batch[len(batch)-1]
+	note := []byte(EventNote{RunID: w.runID, Segment: w.segment, Seq: last.Seq}.String())
+	txPub, _ := w.l.pub.(TxPublisher)
 	var err error
+	announced := false
 	for attempt := range 3 {
 		if attempt > 0 {
 			time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-		err = w.l.db.WithContext(ctx).CreateInBatches(batch, 200).Error
+		err = w.l.transact(ctx, func(tx *gorm.DB) error {
+			announced = false // a batch that failed runs again
+			if err := tx.CreateInBatches(batch, 200).Error; err != nil {
+				return err
+			}
+			if txPub != nil {
+				if err := txPub.PublishTx(tx, EventsTopic, note); err != nil {
+					return err
+				}
+				announced = true
+			}
+			return nil
+		})
 		cancel()
-		if err == nil || errors.Is(err, gorm.ErrDuplicatedKey) {
-			err = nil
+		if err == nil {
+			break
+		}
+		if errors.Is(err, gorm.ErrDuplicatedKey) {
+			// Written by an attempt whose answer was lost; the note
+			// went with it, or goes now.
+			err, announced = nil, false
 			break
 		}
 	}
@@ -213,14 +282,12 @@ func (w *SegmentWriter) write(batch []runEvent) {
 		w.l.log.Error("workflow: writing run events failed; followers on other replicas miss them", "run", w.runID, "events", len(batch), "err", err)
 		return
 	}
-	last := batch[len(batch)-1]
 	if w.l.wrote != nil {
 		w.l.wrote(w.runID)
 	}
-	if w.l.pub != nil {
-		note := EventNote{RunID: w.runID, Segment: w.segment, Seq: last.Seq}
+	if w.l.pub != nil && !announced {
 		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-		if err := w.l.pub.Publish(ctx, EventsTopic, []byte(note.String())); err != nil {
+		if err := w.l.pub.Publish(ctx, EventsTopic, note); err != nil {
 			w.l.log.Warn("workflow: announcing run events failed; followers find them by polling", "run", w.runID, "err", err)
 		}
 		cancel()

@@ -8,8 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"appkb/apps"
 	"appkb/db"
+	"appkb/groupcommit"
 	"appkb/models"
 	"appkb/workflow"
 	"appkb/workflowruns"
@@ -44,10 +47,53 @@ func (n *notes) last() workflowruns.EventNote {
 	return n.sent[len(n.sent)-1]
 }
 
+// txNotes is notes as a TxPublisher: it records the notes sent within
+// a transaction apart, and counts the ones sent outside.
+type txNotes struct {
+	notes
+	outside int
+}
+
+func (n *txNotes) Publish(ctx context.Context, topic string, payload []byte) error {
+	n.mu.Lock()
+	n.outside++
+	n.mu.Unlock()
+	return n.notes.Publish(ctx, topic, payload)
+}
+
+func (n *txNotes) PublishTx(tx *gorm.DB, topic string, payload []byte) error {
+	if tx == nil {
+		return fmt.Errorf("no transaction")
+	}
+	return n.notes.Publish(tx.Statement.Context, topic, payload)
+}
+
 func TestEventLogSegments(t *testing.T) {
+	cases := []struct {
+		name string
+		// shared writes through a group-commit queue, with a publisher
+		// that announces in the writing transaction.
+		shared bool
+	}{
+		{"own transactions", false},
+		{"shared commits, announced in them", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { testEventLogSegments(t, c.shared) })
+	}
+}
+
+func testEventLogSegments(t *testing.T, shared bool) {
 	ctx := context.Background()
 	gdb := db.OpenTemp(t)
-	pub := &notes{}
+	var pub interface {
+		workflowruns.Publisher
+		last() workflowruns.EventNote
+	} = &notes{}
+	txPub := &txNotes{}
+	if shared {
+		pub = txPub
+	}
 	var wroteMu sync.Mutex
 	wrote := map[string]int{}
 	log := workflowruns.NewEventLog(gdb, pub, func(runID string) {
@@ -55,6 +101,9 @@ func TestEventLogSegments(t *testing.T) {
 		wrote[runID]++
 		wroteMu.Unlock()
 	}, nil)
+	if shared {
+		log.ShareCommits(groupcommit.New(gdb))
+	}
 
 	if _, ok, err := log.Latest(ctx, "r1"); err != nil || ok {
 		t.Fatalf("a run without events has a segment (%v)", err)
@@ -62,8 +111,8 @@ func TestEventLogSegments(t *testing.T) {
 
 	// Two segments of r1 and one of r2, numbered by run, in the order
 	// they began.
-	seg1 := log.Begin("r1")
-	other := log.Begin("r2")
+	seg1 := log.BeginRun("r1")
+	other := log.BeginRun("r2")
 	for i := range 250 {
 		seg1.Add(workflow.Envelope{Event: fmt.Sprintf("e%d", i), WorkflowRunID: "r1"})
 	}
@@ -130,6 +179,9 @@ func TestEventLogSegments(t *testing.T) {
 		t.Errorf("wrote callbacks %v", wrote)
 	}
 	wroteMu.Unlock()
+	if shared && (txPub.outside != 0 || len(txPub.sent) < 3) {
+		t.Errorf("%d notes sent in transactions, %d outside", len(txPub.sent), txPub.outside)
+	}
 }
 
 func TestEventLogPrune(t *testing.T) {
