@@ -1,13 +1,17 @@
 package handlers_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os/exec"
 	"slices"
 	"sort"
 	"strings"
@@ -28,20 +32,25 @@ import (
 //
 // Operations on app keys are sent to an app of each mode when their answer
 // depends on the mode. With real ids every operation reaches its handler
-// and succeeds at least once, except speech to text (the sweep sends no
-// recording).
+// and succeeds at least once; speech to text, which is sent a short
+// recording, only where ffmpeg and pocketsphinx are installed.
 func TestEveryOperationSurvivesHostileInput(t *testing.T) {
 	doc, _, _ := loadContract(t)
 	s := newTestServer(t)
 	bystander := s.sweepBystander(t)
 	kb := s.sweepKnowledge(t)
 	apps := s.sweepApps(t)
+	speech, canHear := s.sweepSpeech(t)
 
 	sent := 0
+	succeeded := map[string]bool{} // "METHOD /path" of the contract
 	for _, op := range sweepOperations(doc) {
 		targets := apps
-		if op.knowledge {
+		switch {
+		case op.knowledge:
 			targets = []sweepTarget{kb}
+		case op.path == "/audio-to-text":
+			targets = []sweepTarget{speech}
 		}
 		for i, target := range targets {
 			if i > 0 && !sweepByMode(op.path) {
@@ -74,6 +83,9 @@ func TestEveryOperationSurvivesHostileInput(t *testing.T) {
 					if rec.Code >= 500 {
 						t.Errorf("%s: %s %s (%s ids, body %s) → %d: %s", target.name, r.method, r.path, variant, truncate(r.body), rec.Code, truncate(rec.Body.String()))
 					}
+					if rec.Code < 300 {
+						succeeded[strings.ToUpper(op.method)+" "+op.path] = true
+					}
 					if rec.Code >= 400 && op.path != "/chat/completions" && !strings.HasPrefix(op.path, "/models") { // those answer in OpenAI's shape
 						var e struct{ Status int }
 						if json.Unmarshal(rec.Body.Bytes(), &e) != nil || e.Status != rec.Code {
@@ -85,6 +97,12 @@ func TestEveryOperationSurvivesHostileInput(t *testing.T) {
 		}
 	}
 	t.Logf("%d requests", sent)
+	for _, op := range sweepOperations(doc) {
+		name := strings.ToUpper(op.method) + " " + op.path
+		if !succeeded[name] && (canHear || name != "POST /audio-to-text") {
+			t.Errorf("%s never succeeded: the sweep did not reach its handler with a request it could serve", name)
+		}
+	}
 
 	after := s.sweepBystanderState(t, bystander)
 	for path, was := range bystander.state {
@@ -121,6 +139,7 @@ var sweepBases = map[string]string{
 	"POST /datasets/{dataset_id}/documents/download-zip":                  `{"document_ids":["{document_id}"]}`,
 	"PATCH /datasets/{dataset_id}/metadata/{metadata_id}":                 `{"name":"renamed"}`,
 	"POST /messages/{message_id}/feedbacks":                               `{"rating":"like","user":"sweep","content":"fine"}`,
+	"POST /conversations/{conversation_id}/name":                          `{"name":"renamed","user":"sweep"}`,
 	"PUT /conversations/{conversation_id}/variables/{variable_id}":        `{"value":"changed","user":"sweep"}`,
 	"POST /datasets/{dataset_id}/document/create-by-text":                 `{"name":"more.txt","text":"More text. And more.","indexing_technique":"high_quality","doc_form":"hierarchical_model","process_rule":{"mode":"hierarchical","rules":{"parent_mode":"paragraph"}}}`,
 	"POST /datasets/{dataset_id}/pipeline/run":                            `{"inputs":{},"datasource_type":"local_file","datasource_info_list":[{"reference":"{pipeline_file_id}"}],"start_node_id":"datasource_local_file","is_published":true,"response_mode":"blocking"}`,
@@ -312,6 +331,11 @@ func (o sweepOp) requests(path string, target sweepTarget, deep bool) []request 
 			r.body, r.contentType = b.body, b.ct
 			bodies = append(bodies, r)
 		}
+		if target.form != "" {
+			r := base
+			r.body, r.contentType = target.form, target.formType
+			bodies = append(bodies, r)
+		}
 	case media != "":
 		for _, raw := range []string{"{", "[]", "null", `"x"`, "1e999", `{"a":1,"a":2}`} {
 			r := base
@@ -493,6 +517,51 @@ type sweepTarget struct {
 	ids    map[string]string
 	inputs map[string]any
 	stream bool // the app answers only in streaming mode
+	// form is one more multipart body that the target's app can serve
+	// (a recording, for speech to text), with its content type.
+	form, formType string
+}
+
+// sweepSpeech returns a target for speech to text: a chat app that takes
+// recordings, with a short one for the builtin model to transcribe.
+// canHear reports whether this machine has the programs the builtin model
+// transcribes with; without them the recording fails like any other.
+func (s *testServer) sweepSpeech(t *testing.T) (target sweepTarget, canHear bool) {
+	t.Helper()
+	_, key := s.importText(t, mediaApp)
+	body, ct := multipartForm(t, fileField("tone.wav", "audio/wav", sweepRecording()), userField("sweep"))
+	canHear = true
+	for _, p := range []string{"ffmpeg", "pocketsphinx_continuous"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Logf("%s is not installed: speech to text is swept but need not succeed", p)
+			canHear = false
+		}
+	}
+	return sweepTarget{name: "speech", key: key, ids: map[string]string{}, form: body, formType: ct}, canHear
+}
+
+// sweepRecording is a quarter of a second of a 440 Hz tone: a WAV file,
+// 16 kHz, mono, 16-bit.
+func sweepRecording() []byte {
+	const rate, samples = 16000, 4000
+	var b bytes.Buffer
+	le := func(v any) { _ = binary.Write(&b, binary.LittleEndian, v) }
+	b.WriteString("RIFF")
+	le(uint32(36 + 2*samples))
+	b.WriteString("WAVEfmt ")
+	le(uint32(16))
+	le(uint16(1)) // PCM
+	le(uint16(1)) // mono
+	le(uint32(rate))
+	le(uint32(2 * rate))
+	le(uint16(2))
+	le(uint16(16))
+	b.WriteString("data")
+	le(uint32(2 * samples))
+	for i := range samples {
+		le(int16(8000 * math.Sin(2*math.Pi*440*float64(i)/rate)))
+	}
+	return b.Bytes()
 }
 
 // sweepPost creates a fixture and decodes the answer.
