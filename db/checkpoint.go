@@ -5,6 +5,9 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"gorm.io/gorm"
@@ -22,20 +25,34 @@ import (
 // and run every interval; the writer still checkpoints by itself past
 // backstopPages, should the background fall behind.
 //
+// It also flushes the log file to disk every flushInterval, from a
+// goroutine of its own. SQLite itself syncs the log only in a few commits:
+// the one that starts the log over, and the one that checkpoints past
+// backstopPages. Those commits hold the writer while the disk takes
+// everything written since the last sync, which on a slow disk is tens of
+// milliseconds for a log that grew for a second. Flushed ahead, they find
+// little left to write. The extra syncs only make data durable sooner; they
+// change nothing SQLite relies on.
+//
 // On PostgreSQL it does nothing.
 type Checkpointer struct {
-	gdb      *gorm.DB
-	log      *slog.Logger
-	interval time.Duration
+	gdb           *gorm.DB
+	log           *slog.Logger
+	interval      time.Duration
+	flushInterval time.Duration
 
-	conn   *sql.DB
-	cancel context.CancelFunc
-	done   chan struct{}
+	conn    *sql.DB
+	walPath string
+	flushes atomic.Int64 // syncs of the log file done so far
+	cancel  context.CancelFunc
+	done    chan struct{}
 }
 
 const (
 	// checkpointInterval is how often the log is checkpointed.
 	checkpointInterval = 100 * time.Millisecond
+	// flushInterval is how often the log file is synced to disk.
+	flushInterval = 10 * time.Millisecond
 	// backstopPages is the log size past which the writer checkpoints by
 	// itself (SQLite's default is 1,000).
 	backstopPages    = 10000
@@ -44,7 +61,7 @@ const (
 
 // NewCheckpointer returns a checkpointer for gdb, not yet started.
 func NewCheckpointer(gdb *gorm.DB, log *slog.Logger) *Checkpointer {
-	return &Checkpointer{gdb: gdb, log: log, interval: checkpointInterval}
+	return &Checkpointer{gdb: gdb, log: log, interval: checkpointInterval, flushInterval: flushInterval}
 }
 
 // Start opens the checkpointer's connection, raises the writer's own
@@ -69,11 +86,17 @@ func (c *Checkpointer) Start(ctx context.Context) {
 	}
 	ctx, c.cancel = context.WithCancel(ctx)
 	c.conn, c.done = conn, make(chan struct{})
-	go c.loop(ctx)
+	c.walPath = p.file + "-wal"
+	var wg sync.WaitGroup
+	wg.Go(func() { c.loop(ctx) })
+	wg.Go(func() { c.flushLoop(ctx) })
+	go func() {
+		wg.Wait()
+		close(c.done)
+	}()
 }
 
 func (c *Checkpointer) loop(ctx context.Context) {
-	defer close(c.done)
 	t := time.NewTicker(c.interval)
 	defer t.Stop()
 	for {
@@ -83,6 +106,54 @@ func (c *Checkpointer) loop(ctx context.Context) {
 		case <-t.C:
 			c.checkpoint(ctx)
 		}
+	}
+}
+
+// flushLoop syncs the log file every flushInterval when it was written
+// since the last sync (its modification time tells). The file is opened
+// when first needed and opened again after a failure, so a log that is
+// missing for a while costs nothing but a retry.
+func (c *Checkpointer) flushLoop(ctx context.Context) {
+	var (
+		f      *os.File
+		synced time.Time // the file's modification time at the last sync
+	)
+	defer func() {
+		if f != nil {
+			f.Close()
+		}
+	}()
+	t := time.NewTicker(c.flushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if f == nil {
+			var err error
+			if f, err = os.Open(c.walPath); err != nil {
+				f = nil
+				continue
+			}
+			synced = time.Time{}
+		}
+		st, err := f.Stat()
+		if err == nil && st.ModTime().Equal(synced) {
+			continue
+		}
+		if err == nil {
+			err = f.Sync()
+		}
+		if err != nil {
+			c.log.Debug("checkpointer: syncing the log failed", "err", err)
+			f.Close()
+			f = nil
+			continue
+		}
+		synced = st.ModTime()
+		c.flushes.Add(1)
 	}
 }
 

@@ -80,7 +80,8 @@ func Open(dataDir string) (*gorm.DB, error) {
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
-	base := "file:" + filepath.Join(dataDir, FileName) +
+	file := filepath.Join(dataDir, FileName)
+	base := "file:" + file +
 		"?_journal_mode=WAL&_busy_timeout=10000&_foreign_keys=on&_synchronous=NORMAL&_txlock=immediate&_stmt_cache_size=128"
 	writer, err := sql.Open("sqlite3", base)
 	if err != nil {
@@ -103,7 +104,7 @@ func Open(dataDir string) (*gorm.DB, error) {
 	}
 	readers.SetMaxOpenConns(Readers)
 	readers.SetMaxIdleConns(Readers)
-	p := &pool{writer: writer, readers: readers, dsn: base}
+	p := &pool{writer: writer, readers: readers, dsn: base, file: file}
 	gdb, err := gorm.Open(sqlite.New(sqlite.Config{DriverName: "sqlite3", DSN: base, Conn: p}), &gorm.Config{
 		Logger:         logger.Default.LogMode(logger.Silent),
 		NowFunc:        func() time.Time { return time.Now().UTC() },

@@ -27,6 +27,8 @@ type pool struct {
 	readers *sql.DB
 	// dsn opens another read-write connection (see Checkpointer).
 	dsn string
+	// file is the database file's path.
+	file string
 }
 
 func (p *pool) route(query string) *sql.DB {
