@@ -88,72 +88,70 @@ func (c *Checkpointer) Start(ctx context.Context) {
 	c.conn, c.done = conn, make(chan struct{})
 	c.walPath = p.file + "-wal"
 	var wg sync.WaitGroup
-	wg.Go(func() { c.loop(ctx) })
-	wg.Go(func() { c.flushLoop(ctx) })
+	wg.Go(func() { every(ctx, c.interval, func() { c.checkpoint(ctx) }) })
+	wg.Go(func() {
+		l := &logFlusher{c: c}
+		defer l.close()
+		every(ctx, c.flushInterval, l.flush)
+	})
 	go func() {
 		wg.Wait()
 		close(c.done)
 	}()
 }
 
-func (c *Checkpointer) loop(ctx context.Context) {
-	t := time.NewTicker(c.interval)
+// every calls fn each interval until ctx ends.
+func every(ctx context.Context, interval time.Duration, fn func()) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			c.checkpoint(ctx)
+			fn()
 		}
 	}
 }
 
-// flushLoop syncs the log file every flushInterval when it was written
-// since the last sync (its modification time tells). The file is opened
-// when first needed and opened again after a failure, so a log that is
-// missing for a while costs nothing but a retry.
-func (c *Checkpointer) flushLoop(ctx context.Context) {
-	var (
-		f      *os.File
-		synced time.Time // the file's modification time at the last sync
-	)
-	defer func() {
-		if f != nil {
-			f.Close()
-		}
-	}()
-	t := time.NewTicker(c.flushInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if f == nil {
-			var err error
-			if f, err = os.Open(c.walPath); err != nil {
-				f = nil
-				continue
-			}
-			synced = time.Time{}
-		}
-		st, err := f.Stat()
-		if err == nil && st.ModTime().Equal(synced) {
-			continue
-		}
-		if err == nil {
-			err = f.Sync()
-		}
+// logFlusher syncs the log file when it was written since its last sync
+// (the file's modification time tells). The file is opened when first
+// needed and opened again after a failure, so a log that is missing for a
+// while costs nothing but a retry. It is for one goroutine.
+type logFlusher struct {
+	c      *Checkpointer
+	f      *os.File
+	synced time.Time // the file's modification time at the last sync
+}
+
+func (l *logFlusher) flush() {
+	if l.f == nil {
+		f, err := os.Open(l.c.walPath)
 		if err != nil {
-			c.log.Debug("checkpointer: syncing the log failed", "err", err)
-			f.Close()
-			f = nil
-			continue
+			return
 		}
-		synced = st.ModTime()
-		c.flushes.Add(1)
+		l.f, l.synced = f, time.Time{}
+	}
+	st, err := l.f.Stat()
+	if err == nil && st.ModTime().Equal(l.synced) {
+		return
+	}
+	if err == nil {
+		err = l.f.Sync()
+	}
+	if err != nil {
+		l.c.log.Debug("checkpointer: syncing the log failed", "err", err)
+		l.close()
+		return
+	}
+	l.synced = st.ModTime()
+	l.c.flushes.Add(1)
+}
+
+func (l *logFlusher) close() {
+	if l.f != nil {
+		l.f.Close()
+		l.f = nil
 	}
 }
 
