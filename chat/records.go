@@ -91,9 +91,10 @@ func mustJSON(v any, empty string) string {
 func (g *Generation) insert(ctx context.Context, m *models.Message, name string) error {
 	return g.svc.commits.Write(ctx, func(tx *gorm.DB) error {
 		if g.newConv {
-			if err := models.InsertConversation(tx, g.conversation(name, 0)); err != nil {
-				return fmt.Errorf("store conversation: %w", err)
+			if err := models.InsertConversationWithMessage(tx, g.conversation(name, 0), m); err != nil {
+				return fmt.Errorf("store conversation and message: %w", err)
 			}
+			return nil
 		}
 		if err := models.InsertMessage(tx, m); err != nil {
 			return fmt.Errorf("store message: %w", err)
@@ -110,14 +111,15 @@ func (g *Generation) save(ctx context.Context, m *models.Message, name string, i
 	return g.svc.commits.Write(ctx, func(tx *gorm.DB) error {
 		if !inserted {
 			if g.newConv {
-				if err := models.InsertConversation(tx, g.conversation(name, 1)); err != nil {
-					return fmt.Errorf("store conversation: %w", err)
+				if err := models.InsertConversationWithMessage(tx, g.conversation(name, 1), m); err != nil {
+					return fmt.Errorf("store conversation and message: %w", err)
 				}
+				return nil
 			}
 			if err := models.InsertMessage(tx, m); err != nil {
 				return fmt.Errorf("store message: %w", err)
 			}
-			if g.newConv || g.ConversationID == "" {
+			if g.ConversationID == "" {
 				return nil
 			}
 		} else {

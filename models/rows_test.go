@@ -113,6 +113,64 @@ func TestInsertRowsReadBackAlike(t *testing.T) {
 	}
 }
 
+// TestInsertConversationWithMessage stores a conversation and its first
+// message together (one statement on PostgreSQL): both read back as
+// written, and when the message cannot be stored, neither row is.
+func TestInsertConversationWithMessage(t *testing.T) {
+	gdb := db.OpenTemp(t)
+	now := time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC)
+	app := models.App{ID: "app-1", Name: "a", Mode: "chat", CreatedAt: now, UpdatedAt: now}
+	user := models.EndUser{ID: "eu-1", AppID: app.ID, ExternalUserID: "u", Type: "service_api", CreatedAt: now, UpdatedAt: now}
+	if err := gdb.Create(&app).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := gdb.Create(&user).Error; err != nil {
+		t.Fatal(err)
+	}
+	pair := func(convID, msgID string) (*models.Conversation, *models.Message) {
+		c := &models.Conversation{ID: convID, AppID: app.ID, EndUserID: user.ID, Mode: "chat", Name: "New conversation",
+			Inputs: "{}", Status: "normal", DialogueCount: 1, CreatedAt: now, UpdatedAt: now}
+		m := &models.Message{ID: msgID, AppID: app.ID, ConversationID: &c.ID, EndUserID: user.ID, TaskID: "t",
+			Query: "q " + msgID, Inputs: "{}", Answer: "a", Status: "normal", MessageFiles: "[]",
+			RetrieverResources: "[]", AgentThoughts: "[]", CreatedAt: now, UpdatedAt: now}
+		return c, m
+	}
+	insert := func(c *models.Conversation, m *models.Message) error {
+		return gdb.Transaction(func(tx *gorm.DB) error { return models.InsertConversationWithMessage(tx, c, m) })
+	}
+	tests := []struct {
+		name, conv, msg string
+		wantErr         bool
+	}{
+		{"both stored", "c-1", "m-1", false},
+		{"ids filled in", "", "", false},
+		{"message id taken: neither stored", "c-2", "m-1", true},
+		{"conversation id taken: neither stored", "c-1", "m-3", true},
+	}
+	for _, tc := range tests {
+		c, m := pair(tc.conv, tc.msg)
+		err := insert(c, m)
+		if (err != nil) != tc.wantErr {
+			t.Fatalf("%s: error %v", tc.name, err)
+		}
+		var convs, msgs int64
+		gdb.Model(&models.Conversation{}).Where("id = ?", c.ID).Count(&convs)
+		gdb.Model(&models.Message{}).Where("id = ? AND conversation_id = ?", m.ID, c.ID).Count(&msgs)
+		switch {
+		case !tc.wantErr && (c.ID == "" || m.ID == "" || convs != 1 || msgs != 1):
+			t.Errorf("%s: conversation %q (%d rows), message %q (%d rows)", tc.name, c.ID, convs, m.ID, msgs)
+		case tc.wantErr && tc.conv == "c-2" && convs != 0:
+			t.Errorf("%s: the conversation was stored without its message", tc.name)
+		}
+	}
+	var convs, msgs int64
+	gdb.Model(&models.Conversation{}).Count(&convs)
+	gdb.Model(&models.Message{}).Count(&msgs)
+	if convs != 2 || msgs != 2 {
+		t.Errorf("in the end %d conversations and %d messages, want 2 and 2", convs, msgs)
+	}
+}
+
 func diffMessage(a, b models.Message) string {
 	str := func(p *string) string {
 		if p == nil {
