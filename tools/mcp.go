@@ -81,10 +81,22 @@ func mcpError(ctx context.Context, s MCPServer, err error) error {
 	switch {
 	case errors.Is(err, netguard.ErrBlocked) || strings.Contains(err.Error(), netguard.ErrBlocked.Error()):
 		return fmt.Errorf("the MCP server %s is at an address that may not be reached (see --fetch-allow)", s.URL)
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case expired(ctx):
 		return fmt.Errorf("the MCP server %s did not answer within %s", s.URL, s.timeout())
 	}
 	return fmt.Errorf("the MCP server %s cannot be reached: %v", s.URL, err)
+}
+
+// expired says whether ctx's deadline has passed. It reads the clock rather
+// than ctx.Err(): the transport's own wait for headers, as long as the
+// call's, can give up just before the context's timer has run, and the
+// caller should still hear that the server was too slow.
+func expired(ctx context.Context) bool {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return true
+	}
+	deadline, ok := ctx.Deadline()
+	return ok && !time.Now().Before(deadline)
 }
 
 // ListMCP connects to an MCP server and gives its tools, ready to call.
@@ -190,7 +202,7 @@ func (s MCPServer) tool(t *mcp.Tool, session func(context.Context) (*mcp.ClientS
 			defer release()
 			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
 			if err != nil {
-				if ctx.Err() != nil {
+				if expired(ctx) {
 					return nil, fmt.Errorf("the MCP tool %s did not answer within %s", name, s.timeout())
 				}
 				return nil, fmt.Errorf("the MCP tool %s failed: %v", name, err)
