@@ -58,7 +58,12 @@ func (p *Python) spawn(parent context.Context) (*started, error) {
 	cmd.Env = []string{}
 	cmd.Stdout = s.stdout
 	cmd.Stderr = s.stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.cred, Pdeathsig: syscall.SIGKILL}
+	// bwrap runs in a process group of its own, and the group is killed
+	// whole: bwrap 0.8 leaves the sandbox's inner bwrap waiting for ever
+	// when the outer one is killed before the sandbox is set up, and
+	// until then the inner one is still in the group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.cred, Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
 	stdin, err := cmd.StdinPipe()
 	if err == nil {

@@ -3,8 +3,13 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"reflect"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -165,4 +170,77 @@ func TestStopKillsIdleSandboxes(t *testing.T) {
 	if _, err := p.Run(context.Background(), "def main():\n    return {}\n", nil); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestKilledEarlyLeavesNothing kills sandboxes in their first moments,
+// while bwrap is still setting them up, and expects no process of theirs
+// to outlive them. bwrap 0.8 leaves the inner bwrap of a sandbox whose
+// outer bwrap was killed then waiting for ever, with init as its parent.
+func TestKilledEarlyLeavesNothing(t *testing.T) {
+	p, err := NewPython(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Run(context.Background(), "def main():\n    return {}\n", nil); errors.Is(err, ErrNoBubblewrap) {
+		t.Skip("bubblewrap is not installed")
+	}
+	before := orphanedBwraps(t, p.bwrap)
+	for i := range 60 {
+		s, err := p.spawn(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(i%6) * 250 * time.Microsecond)
+		s.close()
+	}
+	var left []int
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		left = left[:0]
+		for pid := range orphanedBwraps(t, p.bwrap) {
+			if !before[pid] {
+				left = append(left, pid)
+			}
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, pid := range left {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	if len(left) > 0 {
+		t.Fatalf("%d bwrap processes outlived their sandboxes: %v", len(left), left)
+	}
+}
+
+// orphanedBwraps lists the running processes of the bwrap binary whose
+// parent is init.
+func orphanedBwraps(t *testing.T, bwrap string) map[int]bool {
+	t.Helper()
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[int]bool{}
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		if err != nil || exe != bwrap {
+			continue
+		}
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			continue
+		}
+		for line := range strings.Lines(string(status)) {
+			if strings.HasPrefix(line, "PPid:") && strings.TrimSpace(strings.TrimPrefix(line, "PPid:")) == "1" {
+				found[pid] = true
+			}
+		}
+	}
+	return found
 }
