@@ -44,8 +44,25 @@ func OpenArchive(ctx context.Context, files []StoredFile, log *slog.Logger) (io.
 		}()
 		pw.CloseWithError(writeArchive(ctx, ctxWriter{ctx, pw}, files))
 	}()
-	return pr, nil
+	return ctxReader{ctx, pr}, nil
 }
+
+// ctxReader fails every read once ctx has ended, even when the writer had
+// already handed over the rest of the archive: the pipe's own close comes
+// from another goroutine and may lose that race.
+type ctxReader struct {
+	ctx context.Context
+	r   *io.PipeReader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+func (c ctxReader) Close() error { return c.r.Close() }
 
 // ctxWriter fails every write once ctx has ended.
 type ctxWriter struct {
