@@ -1,5 +1,9 @@
 package sandbox
 
+// runnerMarker opens the runner's source, so the sandboxes of appkb can be
+// told from other bwrap processes by their command line (see sweepOrphans).
+const runnerMarker = "# appkb sandbox runner\n"
+
 // runnerScript is the Python program that python3 runs inside the
 // sandbox (as python3 -I -B -c runnerScript CPU MEM NPROC FSIZE NOFILE).
 //
@@ -25,7 +29,7 @@ package sandbox
 // the sandbox's own loopback and relays every connection to that socket,
 // and the proxy variables name it, so requests, urllib and the like go
 // through the host's guarded proxy. Nothing else leaves the sandbox.
-const runnerScript = `
+const runnerScript = runnerMarker + `
 import json, os, resource, sys
 
 OUT = None

@@ -198,6 +198,9 @@ func (p *Python) fill(ctx context.Context, pl *pool) {
 			slog.Error("python sandbox pool: panic", "panic", v)
 		}
 	}()
+	if pids := sweepOrphans(p.bwrap); len(pids) > 0 {
+		slog.Warn("python sandbox pool: killed sandboxes left waiting by a server that was killed", "pids", pids)
+	}
 	for {
 		for {
 			pl.mu.Lock()

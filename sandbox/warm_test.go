@@ -8,7 +8,6 @@ import (
 	"os"
 	"reflect"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -228,19 +227,76 @@ func orphanedBwraps(t *testing.T, bwrap string) map[int]bool {
 		if err != nil {
 			continue
 		}
-		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-		if err != nil || exe != bwrap {
-			continue
-		}
-		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-		if err != nil {
-			continue
-		}
-		for line := range strings.Lines(string(status)) {
-			if strings.HasPrefix(line, "PPid:") && strings.TrimSpace(strings.TrimPrefix(line, "PPid:")) == "1" {
-				found[pid] = true
-			}
+		if p, ok := readProc(pid, ""); ok && p.exe == bwrap && p.ppid == 1 {
+			found[pid] = true
 		}
 	}
 	return found
+}
+
+// TestSweepOrphans leaks sandboxes the way a server killed outright does
+// (only the outer bwrap is killed, while it sets the sandbox up) and
+// expects sweepOrphans to end them, and to leave a live sandbox alone.
+func TestSweepOrphans(t *testing.T) {
+	p, err := NewPython(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Run(context.Background(), "def main():\n    return {}\n", nil); errors.Is(err, ErrNoBubblewrap) {
+		t.Skip("bubblewrap is not installed")
+	}
+	live, err := p.spawn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.close()
+	select {
+	case <-live.stdout.ready:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the live sandbox did not get ready")
+	}
+
+	before := orphanedBwraps(t, p.bwrap)
+	leaked := map[int]bool{}
+	var spawned []*started
+	defer func() {
+		for _, s := range spawned {
+			s.close()
+		}
+	}()
+	for i := 0; i < 300 && len(leaked) == 0; i++ {
+		s, err := p.spawn(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		spawned = append(spawned, s)
+		time.Sleep(time.Duration(i%8) * 200 * time.Microsecond)
+		s.cmd.Process.Kill() // the outer bwrap only, as a parent-death signal does
+		time.Sleep(20 * time.Millisecond)
+		for pid := range orphanedBwraps(t, p.bwrap) {
+			if !before[pid] {
+				leaked[pid] = true
+			}
+		}
+	}
+	if len(leaked) == 0 {
+		t.Fatal("no sandbox was left waiting in 300 tries; the test cannot show the sweep")
+	}
+	killed := map[int]bool{}
+	for _, pid := range sweepOrphans(p.bwrap) {
+		killed[pid] = true
+	}
+	for pid := range leaked {
+		if !killed[pid] {
+			t.Errorf("leaked bwrap %d was not swept (swept %v)", pid, killed)
+		}
+	}
+	if killed[live.cmd.Process.Pid] || live.ended() {
+		t.Fatal("the sweep killed a live sandbox")
+	}
+	in, _ := json.Marshal(request{Code: "def main():\n    return {\"x\": 1}\n", Inputs: map[string]any{}})
+	res, err, _ := p.finish(context.Background(), live, in, false)
+	if err != nil || fmt.Sprint(res) != "map[x:1]" {
+		t.Fatalf("the live sandbox after the sweep: %v, %v", res, err)
+	}
 }
