@@ -486,9 +486,18 @@ func (s *Store) checkEmbedding(curProvider, curModel string, provider, model *st
 	}
 	if _, err := s.models.Embedding(outProvider, outModel); err != nil {
 		return "", "", apperr.InvalidParam("The embedding model %q of provider %q cannot be used: %s",
-			outModel, outProvider, apperr.From(err).Message)
+			clip(outModel), clip(outProvider), apperr.From(err).Message)
 	}
 	return outProvider, outModel, nil
+}
+
+// clip shortens a name for an error message: the message need not repeat
+// the whole of an absurdly long one.
+func clip(name string) string {
+	if r := []rune(name); len(r) > 80 {
+		return string(r[:80]) + "…"
+	}
+	return name
 }
 
 // defaultEmbeddingModel is the embedding model a provider offers when none

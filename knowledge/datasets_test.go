@@ -135,6 +135,12 @@ func TestCreateDataset(t *testing.T) {
 		{name: "description of 401 characters → 400", params: knowledge.CreateParams{Name: "D", Description: ptr(strings.Repeat("x", 401))}, wantStatus: 400, wantCode: "invalid_param"},
 		{name: "external provider → 400", params: knowledge.CreateParams{Name: "Ext", Provider: ptr("external")}, wantStatus: 400, wantCode: "invalid_param"},
 		{name: "unknown permission → 400", params: knowledge.CreateParams{Name: "P", Permission: ptr("everyone")}, wantStatus: 400, wantCode: "invalid_param"},
+		{name: "embedding model name of 256 characters → 400", params: knowledge.CreateParams{Name: "L", EmbeddingModelProvider: ptr("appkb"),
+			EmbeddingModel: ptr(strings.Repeat("ä", 256))}, wantStatus: 400, wantCode: "invalid_param"},
+		{name: "reranking model name of 256 characters → 400", params: knowledge.CreateParams{Name: "L", RetrievalModel: &knowledge.RetrievalModel{
+			SearchMethod: "semantic_search", TopK: 2, RerankingEnable: true,
+			RerankingModel: &knowledge.RerankingModel{ProviderName: "appkb", ModelName: strings.Repeat("r", 256)}}},
+			wantStatus: 400, wantCode: "invalid_param"},
 		{name: "embedding model without provider → 400", params: knowledge.CreateParams{Name: "E", EmbeddingModel: ptr("x")}, wantStatus: 400, wantCode: "invalid_param"},
 		{name: "unconfigured embedding provider in strict mode → 400", models: strict,
 			params: knowledge.CreateParams{Name: "E", EmbeddingModel: ptr("m"), EmbeddingModelProvider: ptr("cohere")}, wantStatus: 400, wantCode: "invalid_param"},

@@ -161,7 +161,7 @@ func (s *Store) checkRetrievalModel(rm RetrievalModel) (RetrievalModel, error) {
 	if rm.RerankingEnable && rm.RerankingModel.ModelName != "" {
 		if _, err := s.models.Rerank(rm.RerankingModel.ProviderName, rm.RerankingModel.ModelName); err != nil {
 			return rm, apperr.InvalidParam("The reranking model %q of provider %q cannot be used: %s",
-				rm.RerankingModel.ModelName, rm.RerankingModel.ProviderName, apperr.From(err).Message)
+				clip(rm.RerankingModel.ModelName), clip(rm.RerankingModel.ProviderName), apperr.From(err).Message)
 		}
 	}
 	return rm, nil

@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // builtinNames are provider names that always mean the builtin backend
@@ -168,6 +169,12 @@ func (r *Registry) lookup(name string) (*provider, error) {
 
 // resolve maps the model name an app uses to the name sent to the backend
 // and its prices. An empty name selects the entry's default for the type.
+// MaxModelName is the longest model name accepted, as long as Dify's
+// columns for model names. Names are otherwise open (a remote server
+// serves what it serves), but every stored vector row carries its model's
+// name, so an absurd one would weigh on every write.
+const MaxModelName = 255
+
 func (p *provider) resolve(typ, model string) (string, *pricing, error) {
 	model = strings.TrimSpace(model)
 	if model == "" {
@@ -179,6 +186,10 @@ func (p *provider) resolve(typ, model string) (string, *pricing, error) {
 		}
 		return "", nil, modelError(apperr.CodeModelNotSupported, nil,
 			"No %s model is named and provider %q has no default for it.", strings.ReplaceAll(typ, "_", "-"), p.name)
+	}
+	if utf8.RuneCountInString(model) > MaxModelName {
+		return "", nil, modelError(apperr.CodeModelNotSupported, nil,
+			"A model name may be at most %d characters long.", MaxModelName)
 	}
 	ms, ok := p.models[model]
 	if !ok {

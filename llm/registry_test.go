@@ -166,6 +166,12 @@ func TestResolveModel(t *testing.T) {
 	if _, _, err := p.resolve(TypeEmbedding, ""); err == nil {
 		t.Error("an embedding model resolved without a default")
 	}
+	if got, _, err := p.resolve(TypeChat, strings.Repeat("é", MaxModelName)); err != nil || got != strings.Repeat("é", MaxModelName) {
+		t.Errorf("a name of %d characters: %q, %v", MaxModelName, got, err)
+	}
+	if _, _, err := p.resolve(TypeChat, strings.Repeat("m", MaxModelName+1)); apperr.From(err).Code != apperr.CodeModelNotSupported {
+		t.Errorf("a name of %d characters: %v", MaxModelName+1, err)
+	}
 }
 
 func TestNilRegistryIsBuiltin(t *testing.T) {
