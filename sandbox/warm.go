@@ -156,8 +156,13 @@ func (pl *pool) take() *started {
 }
 
 // Start keeps Config.Warm sandboxes started ahead of their runs until Stop.
-// It does nothing when Config.Warm is negative or the pool already runs.
+// It first ends sandboxes a server killed outright left behind (see
+// sweepOrphans). The pool does not run when Config.Warm is negative, and a
+// second Start leaves the running pool alone.
 func (p *Python) Start(ctx context.Context) {
+	if pids := sweepOrphans(p.bwrap); len(pids) > 0 {
+		slog.Warn("python sandbox: ended sandboxes left waiting by a server that was killed", "pids", pids)
+	}
 	if p.cfg.Warm < 0 {
 		return
 	}
@@ -198,9 +203,6 @@ func (p *Python) fill(ctx context.Context, pl *pool) {
 			slog.Error("python sandbox pool: panic", "panic", v)
 		}
 	}()
-	if pids := sweepOrphans(p.bwrap); len(pids) > 0 {
-		slog.Warn("python sandbox pool: killed sandboxes left waiting by a server that was killed", "pids", pids)
-	}
 	for {
 		for {
 			pl.mu.Lock()
