@@ -40,14 +40,24 @@ test-postgres:
 	$(GO) test -tags $(TAGS) -count=1 -p 2 $(PG_PKGS)
 
 ## fuzz: run the fuzz tests of the parsers and the DSL loader for FUZZTIME each
-## (FUZZ_PKGS="./textsplit ./llm ./handlers" fuzzes the others)
+## (FUZZ_PKGS="./textsplit ./llm ./handlers" fuzzes the others).
+## Go 1.26's fuzz coordinator can end a run whose time is up with a bare
+## "context deadline exceeded" and no failing input (golang/go#75804, fixed
+## in Go 1.27); such a run is reported and passed over. Any other failure,
+## and every failing input Go writes to testdata/fuzz, fails the target.
 FUZZTIME  ?= 3s
 FUZZ_PKGS ?= ./docparse ./apps
 fuzz:
 	@for pkg in $(FUZZ_PKGS); do \
 	  for fn in $$($(GO) test -tags $(TAGS) -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 	    echo "== $$pkg $$fn"; \
-	    $(GO) test -tags $(TAGS) -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	    out=$$($(GO) test -tags $(TAGS) -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$pkg 2>&1); rc=$$?; \
+	    echo "$$out"; \
+	    if [ $$rc -ne 0 ]; then \
+	      if echo "$$out" | grep -q '^    context deadline exceeded$$' && ! echo "$$out" | grep -q 'Failing input written'; then \
+	        echo "fuzz: $$fn stopped on Go's own deadline race (golang/go#75804), no failing input: passed over"; \
+	      else exit 1; fi; \
+	    fi; \
 	  done; \
 	done
 
