@@ -509,6 +509,17 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 		log.Warn("closed messages interrupted by the last stop", "messages", n)
 	}
 
+	// The token vocabulary takes a few hundred milliseconds to load; load
+	// it while the rest starts, not in the first request that counts.
+	go func() {
+		defer func() {
+			if v := recover(); v != nil {
+				log.Error("loading the token vocabulary panicked", "panic", v)
+			}
+		}()
+		llm.LoadTokenizer()
+	}()
+
 	deps := handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, Models: cfg.models, DataDir: dataDir, FetchAllow: cfg.fetchAllow, Ops: cfg.ops, Tools: cfg.tools,
 		Limits: cfg.limits.handlerLimits()}
 	// python3 code nodes run in a bubblewrap sandbox; without one they fail

@@ -38,6 +38,10 @@ func loadEncoder() *tiktoken.Tiktoken {
 	return encoder
 }
 
+// LoadTokenizer loads the token vocabulary now rather than on the first
+// count, so that no request waits for it; serve calls it as it starts.
+func LoadTokenizer() { loadEncoder() }
+
 // CountTokens returns the number of cl100k_base tokens in text. Special
 // tokens such as "<|endoftext|>" are counted as ordinary text.
 func CountTokens(text string) int {
