@@ -447,6 +447,12 @@ func (p *Python) Run(ctx context.Context, code string, inputs map[string]any) (m
 // namespaces to be torn down (several milliseconds). Without a complete
 // answer, finish waits for the sandbox to end to tell why.
 func (p *Python) finish(ctx context.Context, s *started, in []byte, warm bool) (res map[string]any, err error, ok bool) {
+	if !warm {
+		// The time limit is the code's: a sandbox started for this run
+		// first finishes starting (on a loaded machine that can take
+		// longer than a short limit), as one started ahead already has.
+		s.awaitReady(ctx)
+	}
 	runCtx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
 	defer cancel()
 	stop := context.AfterFunc(runCtx, s.kill)
@@ -472,6 +478,24 @@ func (p *Python) finish(ctx context.Context, s *started, in []byte, warm bool) (
 	}
 	res, err = p.answer(ctx, runCtx, s)
 	return res, err, true
+}
+
+// startLimit bounds how long a run waits for its sandbox to start before
+// its own time limit begins anyway.
+const startLimit = 10 * time.Second
+
+// awaitReady waits until the runner in s waits for its request, or s
+// ended, or ctx ended, or startLimit passed; what happened then shows in
+// the run itself.
+func (s *started) awaitReady(ctx context.Context) {
+	t := time.NewTimer(startLimit)
+	defer t.Stop()
+	select {
+	case <-s.stdout.ready:
+	case <-s.exited:
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }
 
 // parseReply reads the runner's answer line.

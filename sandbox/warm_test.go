@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"syscall"
@@ -305,5 +306,37 @@ func TestSweepOrphans(t *testing.T) {
 	res, err, _ := p.finish(context.Background(), live, in, false)
 	if err != nil || fmt.Sprint(res) != "map[x:1]" {
 		t.Fatalf("the live sandbox after the sweep: %v, %v", res, err)
+	}
+}
+
+// TestStartUpIsNotTheCodesTime starts each sandbox through a bwrap that
+// first sleeps longer than the code's time limit, as a loaded machine may
+// take to start one: the limit is the code's, so the run still succeeds.
+func TestStartUpIsNotTheCodesTime(t *testing.T) {
+	real, err := findBwrap("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "slowbwrap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	// Readable by the unprivileged user bwrap runs as when tests run as root.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	slow := filepath.Join(dir, "bwrap")
+	script := "#!/bin/sh\nsleep 0.8\nexec " + real + " \"$@\"\n"
+	if err := os.WriteFile(slow, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPython(Config{Bwrap: slow, Timeout: 500 * time.Millisecond, Warm: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Run(context.Background(), "def main():\n    return {'ok': True}\n", nil)
+	if err != nil || res["ok"] != true {
+		t.Fatalf("a run whose sandbox took 0.8 s to start, with a 0.5 s limit: %v, %v", res, err)
 	}
 }
