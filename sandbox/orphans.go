@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"fmt"
+	"iter"
 	"os"
 	"strconv"
 	"strings"
@@ -44,29 +45,37 @@ func isLeakedSandbox(p orphan, bwrap string) bool {
 // that this process may signal, and returns their pids. Processes it cannot
 // read are skipped.
 func sweepOrphans(bwrap string) []int {
-	dirs, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
 	ours, err := os.Readlink("/proc/self/ns/pid")
 	if err != nil {
 		return nil
 	}
 	var killed []int
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		p, ok := readProc(pid, ours)
-		if !ok || !isLeakedSandbox(p, bwrap) {
-			continue
-		}
-		if syscall.Kill(pid, syscall.SIGKILL) == nil {
+	for pid, p := range procs(ours) {
+		if isLeakedSandbox(p, bwrap) && syscall.Kill(pid, syscall.SIGKILL) == nil {
 			killed = append(killed, pid)
 		}
 	}
 	return killed
+}
+
+// procs yields the processes /proc lists, as readProc reads them against
+// the pid namespace ourNS; those it cannot read are left out.
+func procs(ourNS string) iter.Seq2[int, orphan] {
+	return func(yield func(int, orphan) bool) {
+		dirs, err := os.ReadDir("/proc")
+		if err != nil {
+			return
+		}
+		for _, d := range dirs {
+			pid, err := strconv.Atoi(d.Name())
+			if err != nil {
+				continue
+			}
+			if p, ok := readProc(pid, ourNS); ok && !yield(pid, p) {
+				return
+			}
+		}
+	}
 }
 
 // readProc reads what isLeakedSandbox looks at; ok is false when any of it

@@ -3,12 +3,10 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -177,14 +175,11 @@ func TestStopKillsIdleSandboxes(t *testing.T) {
 // to outlive them. bwrap 0.8 leaves the inner bwrap of a sandbox whose
 // outer bwrap was killed then waiting for ever, with init as its parent.
 func TestKilledEarlyLeavesNothing(t *testing.T) {
-	p, err := NewPython(Config{})
+	p, err := NewPython(Config{}) // fails when bwrap is missing: no skipping
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Run(context.Background(), "def main():\n    return {}\n", nil); errors.Is(err, ErrNoBubblewrap) {
-		t.Skip("bubblewrap is not installed")
-	}
-	before := orphanedBwraps(t, p.bwrap)
+	before := orphanedBwraps(p.bwrap)
 	for i := range 60 {
 		s, err := p.spawn(context.Background())
 		if err != nil {
@@ -196,7 +191,7 @@ func TestKilledEarlyLeavesNothing(t *testing.T) {
 	var left []int
 	for deadline := time.Now().Add(5 * time.Second); ; {
 		left = left[:0]
-		for pid := range orphanedBwraps(t, p.bwrap) {
+		for pid := range orphanedBwraps(p.bwrap) {
 			if !before[pid] {
 				left = append(left, pid)
 			}
@@ -216,19 +211,10 @@ func TestKilledEarlyLeavesNothing(t *testing.T) {
 
 // orphanedBwraps lists the running processes of the bwrap binary whose
 // parent is init.
-func orphanedBwraps(t *testing.T, bwrap string) map[int]bool {
-	t.Helper()
-	dirs, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
+func orphanedBwraps(bwrap string) map[int]bool {
 	found := map[int]bool{}
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		if p, ok := readProc(pid, ""); ok && p.exe == bwrap && p.ppid == 1 {
+	for pid, p := range procs("") {
+		if p.exe == bwrap && p.ppid == 1 {
 			found[pid] = true
 		}
 	}
@@ -239,12 +225,9 @@ func orphanedBwraps(t *testing.T, bwrap string) map[int]bool {
 // (only the outer bwrap is killed, while it sets the sandbox up) and
 // expects sweepOrphans to end them, and to leave a live sandbox alone.
 func TestSweepOrphans(t *testing.T) {
-	p, err := NewPython(Config{})
+	p, err := NewPython(Config{}) // fails when bwrap is missing: no skipping
 	if err != nil {
 		t.Fatal(err)
-	}
-	if _, err := p.Run(context.Background(), "def main():\n    return {}\n", nil); errors.Is(err, ErrNoBubblewrap) {
-		t.Skip("bubblewrap is not installed")
 	}
 	live, err := p.spawn(context.Background())
 	if err != nil {
@@ -259,7 +242,7 @@ func TestSweepOrphans(t *testing.T) {
 
 	// Other test processes start pools too, and their sweeps may end a
 	// leak of this test's first; so leak until this sweep has ended one.
-	before := orphanedBwraps(t, p.bwrap)
+	before := orphanedBwraps(p.bwrap)
 	var spawned []*started
 	defer func() {
 		for _, s := range spawned {
@@ -278,7 +261,7 @@ func TestSweepOrphans(t *testing.T) {
 			time.Sleep(time.Duration(i%8) * 200 * time.Microsecond)
 			s.cmd.Process.Kill() // the outer bwrap only, as a parent-death signal does
 			time.Sleep(20 * time.Millisecond)
-			for pid := range orphanedBwraps(t, p.bwrap) {
+			for pid := range orphanedBwraps(p.bwrap) {
 				if !before[pid] {
 					leaked[pid] = true
 				}
