@@ -10,7 +10,7 @@ export CGO_ENABLED := 1
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
-LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
+LDFLAGS := -X appkb/internal/cli.version=$(VERSION) -X appkb/internal/cli.commit=$(COMMIT) -X appkb/internal/cli.date=$(DATE)
 
 .PHONY: all build run test test-postgres generate check-generated lint fmt clean fuzz reliability bench
 
@@ -40,13 +40,13 @@ test-postgres:
 	$(GO) test -tags $(TAGS) -count=1 -p 2 $(PG_PKGS)
 
 ## fuzz: run the fuzz tests of the parsers and the DSL loader for FUZZTIME each
-## (FUZZ_PKGS="./textsplit ./llm ./handlers" fuzzes the others).
+## (FUZZ_PKGS="./internal/knowledge/textsplit ./internal/llm ./handlers" fuzzes the others).
 ## Go 1.26's fuzz coordinator can end a run whose time is up with a bare
 ## "context deadline exceeded" and no failing input (golang/go#75804, fixed
 ## in Go 1.27); such a run is reported and passed over. Any other failure,
 ## and every failing input Go writes to testdata/fuzz, fails the target.
 FUZZTIME  ?= 3s
-FUZZ_PKGS ?= ./docparse ./apps
+FUZZ_PKGS ?= ./internal/platform/docparse ./internal/apps
 fuzz:
 	@for pkg in $(FUZZ_PKGS); do \
 	  for fn in $$($(GO) test -tags $(TAGS) -list '^Fuzz' $$pkg | grep '^Fuzz'); do \

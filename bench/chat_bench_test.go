@@ -24,12 +24,12 @@ import (
 	"github.com/labstack/echo/v4"
 	"gorm.io/gorm"
 
-	"appkb/apikeys"
-	"appkb/apps"
 	"appkb/db"
-	"appkb/demo"
 	"appkb/handlers"
-	"appkb/llm"
+	"appkb/internal/apps"
+	"appkb/internal/apps/apikeys"
+	"appkb/internal/cli/demo"
+	"appkb/internal/llm"
 )
 
 // server is the real HTTP handler over a fresh database with the demo apps.

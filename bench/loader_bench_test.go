@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"appkb/db"
-	"appkb/indexing"
-	"appkb/knowledge"
+	"appkb/internal/knowledge/datasets"
+	"appkb/internal/knowledge/documents"
 	"appkb/models"
 )
 
@@ -36,7 +36,7 @@ func loaderParas() int {
 }
 
 // BenchmarkCorpusLoader indexes generated text documents the way the API
-// does: each is created through indexing.Service (which queues it) and
+// does: each is created through documents.Service (which queues it) and
 // the indexing workers split, embed with the builtin model and store it.
 // One iteration loads the whole corpus into a new knowledge base; it
 // reports documents/s and chunks/s, from the first create to the last
@@ -49,10 +49,10 @@ func BenchmarkCorpusLoader(b *testing.B) {
 	}
 	dataDir := b.TempDir()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	stop := indexing.Start(ctx, indexing.Config{DB: gdb, DataDir: dataDir, Poll: 20 * time.Millisecond, Logger: quiet})
+	stop := documents.Start(ctx, documents.Config{DB: gdb, DataDir: dataDir, Poll: 20 * time.Millisecond, Logger: quiet})
 	defer stop()
-	svc := indexing.NewService(gdb, nil, dataDir)
-	store := knowledge.NewStore(gdb, nil)
+	svc := documents.NewService(gdb, nil, dataDir)
+	store := datasets.NewStore(gdb, nil)
 	gen := newTextGen(3, vocabSize)
 	nDocs := loaderDocs()
 	// Documents of 40 paragraphs of two sentences each (about 2,000 words),
@@ -69,14 +69,14 @@ func BenchmarkCorpusLoader(b *testing.B) {
 	var elapsed, tail time.Duration
 	b.ResetTimer()
 	for it := 0; it < b.N; it++ {
-		hq := knowledge.TechniqueHighQuality
-		ds, err := store.CreateDataset(ctx, knowledge.Actor{}, knowledge.CreateParams{Name: fmt.Sprintf("loader%d", it), IndexingTechnique: &hq})
+		hq := datasets.TechniqueHighQuality
+		ds, err := store.CreateDataset(ctx, datasets.Actor{}, datasets.CreateParams{Name: fmt.Sprintf("loader%d", it), IndexingTechnique: &hq})
 		if err != nil {
 			b.Fatal(err)
 		}
 		start := time.Now()
 		for i, text := range texts {
-			if _, err := svc.CreateFromText(ctx, knowledge.Actor{}, ds.ID, fmt.Sprintf("doc%d", i), text, indexing.Settings{}); err != nil {
+			if _, err := svc.CreateFromText(ctx, datasets.Actor{}, ds.ID, fmt.Sprintf("doc%d", i), text, documents.Settings{}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -19,12 +19,12 @@ import (
 	"gorm.io/gorm"
 
 	"appkb/db"
-	"appkb/indexing"
-	"appkb/knowledge"
-	"appkb/llm"
+	"appkb/internal/knowledge/datasets"
+	"appkb/internal/knowledge/documents"
+	"appkb/internal/knowledge/retrieval"
+	"appkb/internal/knowledge/textsplit"
+	"appkb/internal/llm"
 	"appkb/models"
-	"appkb/retrieval"
-	"appkb/textsplit"
 )
 
 // retrievalChunks is the size of the generated corpus; APPKB_BENCH_CHUNKS
@@ -169,14 +169,14 @@ func generatedCorpus(b *testing.B, perDoc int) *corpus {
 		if err != nil {
 			b.Fatal(err)
 		}
-		hq := knowledge.TechniqueHighQuality
-		ds, err := knowledge.NewStore(gdb, nil).CreateDataset(context.Background(), knowledge.Actor{}, knowledge.CreateParams{Name: "bench", IndexingTechnique: &hq})
+		hq := datasets.TechniqueHighQuality
+		ds, err := datasets.NewStore(gdb, nil).CreateDataset(context.Background(), datasets.Actor{}, datasets.CreateParams{Name: "bench", IndexingTechnique: &hq})
 		if err != nil {
 			b.Fatal(err)
 		}
 		var row models.Dataset
 		gdb.Take(&row, "id = ?", ds.ID)
-		key := indexing.ModelKey(row.EmbeddingModelProvider, row.EmbeddingModel)
+		key := documents.ModelKey(row.EmbeddingModelProvider, row.EmbeddingModel)
 		gen := newTextGen(1, vocabSize)
 		now := time.Now().UTC()
 		n := retrievalChunks()
@@ -215,7 +215,7 @@ func generatedCorpus(b *testing.B, perDoc int) *corpus {
 					segs = append(segs, seg)
 					v := llm.BuiltinEmbedding2(text) // the default model's (llm.BuiltinEmbeddingModel)
 					vecs = append(vecs, models.SegmentEmbedding{NodeID: seg.IndexNodeID, Model: key, DatasetID: ds.ID, SegmentID: seg.ID,
-						Dims: len(v), Vector: indexing.EncodeVector(v)})
+						Dims: len(v), Vector: documents.EncodeVector(v)})
 				}
 				if len(segs) >= 1000 {
 					if err := flush(); err != nil {
@@ -261,9 +261,9 @@ func BenchmarkRetrieval(b *testing.B) {
 	svc := retrieval.New(gdb, nil)
 	queries := benchQueries()
 	b.Logf("corpus: %d chunks built in %s, RSS %.0f MB", retrievalChunks(), c.build.Round(time.Millisecond), c.rss)
-	for _, method := range []string{knowledge.SearchKeyword, knowledge.SearchFullText, knowledge.SearchSemantic, knowledge.SearchHybrid} {
+	for _, method := range []string{datasets.SearchKeyword, datasets.SearchFullText, datasets.SearchSemantic, datasets.SearchHybrid} {
 		b.Run(method, func(b *testing.B) {
-			rm := knowledge.RetrievalModel{SearchMethod: method, TopK: 4}
+			rm := datasets.RetrievalModel{SearchMethod: method, TopK: 4}
 			// Warm the vector cache, as a running server would have.
 			if _, err := svc.Search(context.Background(), []string{id}, queries[0], rm); err != nil {
 				b.Fatal(err)
@@ -271,7 +271,7 @@ func BenchmarkRetrieval(b *testing.B) {
 			// Large sets get an approximate vector index built in the
 			// background; wait for it (at most a minute) to measure the
 			// steady state.
-			if method == knowledge.SearchSemantic || method == knowledge.SearchHybrid {
+			if method == datasets.SearchSemantic || method == datasets.SearchHybrid {
 				waitIndex(b, gdb, id)
 			}
 			lat := make([]time.Duration, 0, b.N)
@@ -300,7 +300,7 @@ func waitIndex(b *testing.B, gdb *gorm.DB, datasetID string) {
 	if err := gdb.Take(&ds, "id = ?", datasetID).Error; err != nil {
 		b.Fatal(err)
 	}
-	key := indexing.ModelKey(ds.EmbeddingModelProvider, ds.EmbeddingModel)
+	key := documents.ModelKey(ds.EmbeddingModelProvider, ds.EmbeddingModel)
 	for start := time.Now(); time.Since(start) < time.Minute; time.Sleep(50 * time.Millisecond) {
 		if retrieval.VectorIndexReady(datasetID, key) {
 			b.Logf("vector index ready after %s", time.Since(start).Round(time.Millisecond))

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"appkb/apikeys"
-	"appkb/knowledge"
+	"appkb/internal/apps/apikeys"
+	"appkb/internal/knowledge/datasets"
 )
 
 // BenchmarkRetrieveHTTP sends POST /v1/datasets/{id}/retrieve (top_k 4)
@@ -49,12 +49,12 @@ func BenchmarkRetrieveHTTP(b *testing.B) {
 					b.Fatalf("no records: %s", rec.Body)
 				}
 			}
-			for _, method := range []string{knowledge.SearchFullText, knowledge.SearchSemantic, knowledge.SearchHybrid} {
+			for _, method := range []string{datasets.SearchFullText, datasets.SearchSemantic, datasets.SearchHybrid} {
 				b.Run(method, func(b *testing.B) {
 					// Warm the caches as a running server would have them,
 					// and wait for the approximate vector index.
 					send(b, method, queries[0])
-					if method != knowledge.SearchFullText {
+					if method != datasets.SearchFullText {
 						waitIndex(b, c.db, c.id)
 					}
 					lat := make([]time.Duration, 0, b.N)

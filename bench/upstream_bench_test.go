@@ -16,12 +16,12 @@ import (
 
 	"gorm.io/gorm"
 
-	"appkb/apikeys"
-	"appkb/apps"
 	"appkb/db"
-	"appkb/demo"
 	"appkb/handlers"
-	"appkb/llm"
+	"appkb/internal/apps"
+	"appkb/internal/apps/apikeys"
+	"appkb/internal/cli/demo"
+	"appkb/internal/llm"
 )
 
 // fakeUpstream answers every chat completion at once with 64 tokens and

@@ -15,11 +15,11 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"appkb/apikeys"
-	"appkb/apps"
 	"appkb/db"
 	"appkb/handlers"
-	"appkb/sandbox"
+	"appkb/internal/apps"
+	"appkb/internal/apps/apikeys"
+	"appkb/internal/run/sandbox"
 )
 
 // workflowServer is the real HTTP handler over a fresh database holding

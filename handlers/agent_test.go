@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"appkb/apps"
-	"appkb/netguard"
-	"appkb/tools"
-	"appkb/tools/toolstest"
+	"appkb/internal/apps"
+	"appkb/internal/platform/netguard"
+	"appkb/internal/run/tools"
+	"appkb/internal/run/tools/toolstest"
 )
 
 // agentApp is an agent-chat app whose tools come from every source: the

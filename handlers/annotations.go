@@ -3,9 +3,9 @@ package handlers
 import (
 	"context"
 
-	"appkb/annotations"
-	"appkb/apperr"
 	"appkb/gen"
+	"appkb/internal/conversation/annotations"
+	"appkb/internal/platform/apperr"
 	"appkb/models"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"appkb/annotations"
+	"appkb/internal/conversation/annotations"
 )
 
 type annotationJSON struct {

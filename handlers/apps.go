@@ -3,8 +3,8 @@ package handlers
 import (
 	"context"
 
-	"appkb/apps"
 	"appkb/gen"
+	"appkb/internal/apps"
 	"appkb/models"
 )
 

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"testing"
 
-	"appkb/apikeys"
-	"appkb/apps"
+	"appkb/internal/apps"
+	"appkb/internal/apps/apikeys"
 	"appkb/models"
 )
 

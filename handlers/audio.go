@@ -6,9 +6,9 @@ import (
 	"io"
 	"net/http"
 
-	"appkb/apperr"
-	"appkb/audio"
 	"appkb/gen"
+	"appkb/internal/conversation/audio"
+	"appkb/internal/platform/apperr"
 )
 
 // AudioToText serves POST /audio-to-text: the transcript of the recording

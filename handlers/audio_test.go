@@ -11,8 +11,8 @@ import (
 	"sync"
 	"testing"
 
-	"appkb/endusers"
-	"appkb/llm"
+	"appkb/internal/conversation/endusers"
+	"appkb/internal/llm"
 	"appkb/models"
 )
 

@@ -7,10 +7,10 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"appkb/apperr"
-	"appkb/chat"
-	"appkb/flows"
 	"appkb/gen"
+	"appkb/internal/platform/apperr"
+	"appkb/internal/run/chat"
+	"appkb/internal/run/flows"
 )
 
 // sendChatMessage serves POST /chat-messages for chat, agent and chatflow

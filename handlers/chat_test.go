@@ -16,16 +16,16 @@ import (
 	"testing"
 	"time"
 
-	"appkb/apikeys"
-	"appkb/apperr"
-	"appkb/apps"
-	"appkb/chat"
 	"appkb/db"
-	"appkb/demo"
 	"appkb/handlers"
-	"appkb/llm"
+	"appkb/internal/apps"
+	"appkb/internal/apps/apikeys"
+	"appkb/internal/cli/demo"
+	"appkb/internal/llm"
+	"appkb/internal/platform/apperr"
+	"appkb/internal/run/chat"
+	"appkb/internal/run/tools"
 	"appkb/models"
-	"appkb/tools"
 )
 
 // chatServer is the real server with the demo apps and a few test apps

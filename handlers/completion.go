@@ -6,9 +6,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"appkb/apperr"
-	"appkb/flows"
 	"appkb/gen"
+	"appkb/internal/platform/apperr"
+	"appkb/internal/run/flows"
 )
 
 // createCompletionMessage serves POST /completion-messages; like chat

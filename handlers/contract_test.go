@@ -22,12 +22,12 @@ import (
 	"github.com/labstack/echo/v4"
 	"gorm.io/gorm"
 
-	"appkb/apikeys"
-	"appkb/apps"
 	"appkb/db"
-	"appkb/demo"
 	"appkb/handlers"
-	"appkb/indexing"
+	"appkb/internal/apps"
+	"appkb/internal/apps/apikeys"
+	"appkb/internal/cli/demo"
+	"appkb/internal/knowledge/documents"
 )
 
 // The contract checker reads openapi.yaml from disk (not the copy compiled
@@ -90,7 +90,7 @@ func newTestServer(t *testing.T) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stopIndexing := indexing.Start(context.Background(), indexing.Config{DB: gdb, DataDir: dataDir, Poll: 20 * time.Millisecond, Logger: log})
+	stopIndexing := documents.Start(context.Background(), documents.Config{DB: gdb, DataDir: dataDir, Poll: 20 * time.Millisecond, Logger: log})
 	t.Cleanup(stopIndexing)
 	return &testServer{e: e, db: gdb, appID: keys.AppID, appKey: keys.AppKey, knowledgeKey: keys.KnowledgeKey}
 }

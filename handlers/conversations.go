@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 
-	"appkb/conversations"
 	"appkb/gen"
+	"appkb/internal/conversation/conversations"
 	"appkb/models"
 )
 

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"appkb/apikeys"
-	"appkb/apps"
-	"appkb/endusers"
+	"appkb/internal/apps"
+	"appkb/internal/apps/apikeys"
+	"appkb/internal/conversation/endusers"
 	"appkb/models"
 )
 

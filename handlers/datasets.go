@@ -3,9 +3,9 @@ package handlers
 import (
 	"context"
 
-	"appkb/apperr"
 	"appkb/gen"
-	"appkb/knowledge"
+	"appkb/internal/knowledge/datasets"
+	"appkb/internal/platform/apperr"
 )
 
 // CreateDataset serves POST /datasets: a new, empty knowledge base.
@@ -18,7 +18,7 @@ func (s *Server) CreateDataset(ctx context.Context, req gen.CreateDatasetRequest
 	if b == nil {
 		return nil, apperr.InvalidParam("request body is required")
 	}
-	p := knowledge.CreateParams{
+	p := datasets.CreateParams{
 		Name:                   b.Name,
 		Description:            b.Description,
 		IndexingTechnique:      (*string)(b.IndexingTechnique),
@@ -28,14 +28,14 @@ func (s *Server) CreateDataset(ctx context.Context, req gen.CreateDatasetRequest
 		EmbeddingModelProvider: b.EmbeddingModelProvider,
 	}
 	if b.RetrievalModel != nil {
-		rm, err := toWire[knowledge.RetrievalModel](b.RetrievalModel)
+		rm, err := toWire[datasets.RetrievalModel](b.RetrievalModel)
 		if err != nil {
 			return nil, err
 		}
 		p.RetrievalModel = &rm
 	}
 	if b.SummaryIndexSetting != nil {
-		sis, err := toWire[knowledge.SummaryIndexSetting](b.SummaryIndexSetting)
+		sis, err := toWire[datasets.SummaryIndexSetting](b.SummaryIndexSetting)
 		if err != nil {
 			return nil, err
 		}
@@ -57,7 +57,7 @@ func (s *Server) ListDatasets(ctx context.Context, req gen.ListDatasetsRequestOb
 	}
 	// openapi.yaml bounds page and limit; the validator has checked them.
 	q := req.Params
-	p := knowledge.ListParams{Page: valueOf(q.Page), Limit: valueOf(q.Limit), Keyword: valueOf(q.Keyword)}
+	p := datasets.ListParams{Page: valueOf(q.Page), Limit: valueOf(q.Limit), Keyword: valueOf(q.Keyword)}
 	if q.TagIds != nil {
 		p.TagIDs = *q.TagIds
 	}
@@ -92,7 +92,7 @@ func (s *Server) UpdateDataset(ctx context.Context, req gen.UpdateDatasetRequest
 	if b == nil {
 		return nil, apperr.InvalidParam("request body is required")
 	}
-	p := knowledge.UpdateParams{
+	p := datasets.UpdateParams{
 		Name:                   b.Name,
 		Description:            b.Description,
 		IndexingTechnique:      (*string)(b.IndexingTechnique),
@@ -101,7 +101,7 @@ func (s *Server) UpdateDataset(ctx context.Context, req gen.UpdateDatasetRequest
 		EmbeddingModelProvider: b.EmbeddingModelProvider,
 	}
 	if b.RetrievalModel != nil {
-		rm, err := toWire[knowledge.RetrievalModel](b.RetrievalModel)
+		rm, err := toWire[datasets.RetrievalModel](b.RetrievalModel)
 		if err != nil {
 			return nil, err
 		}
@@ -168,12 +168,12 @@ func (s *Server) searchDataset(ctx context.Context, datasetID string, body *gen.
 	if err != nil {
 		return retrieveJSON{}, err
 	}
-	rm, err := knowledge.EffectiveRetrievalModel(ds)
+	rm, err := datasets.EffectiveRetrievalModel(ds)
 	if err != nil {
 		return retrieveJSON{}, err
 	}
 	if body.RetrievalModel != nil {
-		if rm, err = toWire[knowledge.RetrievalModel](body.RetrievalModel); err != nil {
+		if rm, err = toWire[datasets.RetrievalModel](body.RetrievalModel); err != nil {
 			return retrieveJSON{}, err
 		}
 	}
@@ -182,10 +182,10 @@ func (s *Server) searchDataset(ctx context.Context, datasetID string, body *gen.
 
 // knowledgeFor returns the knowledge store and the actor that the request's
 // knowledge key stands for.
-func (s *Server) knowledgeFor(ctx context.Context) (*knowledge.Store, knowledge.Actor, error) {
+func (s *Server) knowledgeFor(ctx context.Context) (*datasets.Store, datasets.Actor, error) {
 	p, err := principalFrom(ctx)
 	if err != nil {
-		return nil, knowledge.Actor{}, err
+		return nil, datasets.Actor{}, err
 	}
-	return knowledge.NewStore(s.db, s.models), knowledge.Actor{KeyID: p.KeyID, Datasets: p.Datasets}, nil
+	return datasets.NewStore(s.db, s.models), datasets.Actor{KeyID: p.KeyID, Datasets: p.Datasets}, nil
 }

@@ -18,20 +18,20 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"appkb/apperr"
-	"appkb/docparse"
 	"appkb/gen"
-	"appkb/indexing"
-	"appkb/knowledge"
-	"appkb/textsplit"
+	"appkb/internal/knowledge/datasets"
+	"appkb/internal/knowledge/documents"
+	"appkb/internal/knowledge/textsplit"
+	"appkb/internal/platform/apperr"
+	"appkb/internal/platform/docparse"
 )
 
 // documentsFor returns the documents service and the actor of the request's
 // knowledge key.
-func (s *Server) documentsFor(ctx context.Context) (*indexing.Service, knowledge.Actor, error) {
+func (s *Server) documentsFor(ctx context.Context) (*documents.Service, datasets.Actor, error) {
 	_, actor, err := s.knowledgeFor(ctx)
 	if err != nil {
-		return nil, knowledge.Actor{}, err
+		return nil, datasets.Actor{}, err
 	}
 	return s.docs, actor, nil
 }
@@ -58,8 +58,8 @@ func (r kbJSON) write(w http.ResponseWriter) error {
 
 // settingsFrom converts the generated request fields shared by the text
 // operations.
-func settingsFrom(technique, docForm, language *string, rule *gen.ProcessRule, rm *gen.RetrievalModel, em, emp *string) (indexing.Settings, error) {
-	st := indexing.Settings{IndexingTechnique: technique, DocForm: docForm, DocLanguage: language,
+func settingsFrom(technique, docForm, language *string, rule *gen.ProcessRule, rm *gen.RetrievalModel, em, emp *string) (documents.Settings, error) {
+	st := documents.Settings{IndexingTechnique: technique, DocForm: docForm, DocLanguage: language,
 		EmbeddingModel: em, EmbeddingModelProvider: emp}
 	if rule != nil {
 		r, err := toWire[textsplit.ProcessRule](rule)
@@ -69,7 +69,7 @@ func settingsFrom(technique, docForm, language *string, rule *gen.ProcessRule, r
 		st.ProcessRule = &r
 	}
 	if rm != nil {
-		r, err := toWire[knowledge.RetrievalModel](rm)
+		r, err := toWire[datasets.RetrievalModel](rm)
 		if err != nil {
 			return st, err
 		}
@@ -101,8 +101,8 @@ func (s *Server) CreateDocumentFromText(ctx context.Context, req gen.CreateDocum
 
 // documentForm is a read multipart form of the file operations.
 type documentForm struct {
-	file     *indexing.Upload
-	settings indexing.Settings
+	file     *documents.Upload
+	settings documents.Settings
 	spool    *os.File // where the file part was written; removed by close
 }
 
@@ -166,13 +166,13 @@ func readDocumentForm(body *multipart.Reader, fileRequired bool, dir string) (_ 
 			if _, err := form.spool.Seek(0, io.SeekStart); err != nil {
 				return nil, err
 			}
-			form.file = &indexing.Upload{Name: path.Base(strings.ReplaceAll(name, `\`, "/")), MimeType: part.Header.Get("Content-Type"), Body: form.spool}
+			form.file = &documents.Upload{Name: path.Base(strings.ReplaceAll(name, `\`, "/")), MimeType: part.Header.Get("Content-Type"), Body: form.spool}
 		case part.FormName() == "data":
 			b, err := io.ReadAll(io.LimitReader(part, 1<<20))
 			if err != nil {
 				return nil, multipartError(err)
 			}
-			if form.settings, err = indexing.ParseFileSettings(string(b)); err != nil {
+			if form.settings, err = documents.ParseFileSettings(string(b)); err != nil {
 				return nil, err
 			}
 		}
@@ -220,7 +220,7 @@ func (s *Server) ListDocuments(ctx context.Context, req gen.ListDocumentsRequest
 		return nil, err
 	}
 	q := req.Params
-	p := indexing.ListParams{}
+	p := documents.ListParams{}
 	if q.Page != nil {
 		// As on every other paged list: pages count from 1.
 		if *q.Page < 1 {
@@ -277,7 +277,7 @@ func (s *Server) DeleteDocument(ctx context.Context, req gen.DeleteDocumentReque
 }
 
 // updateByForm is the PATCH and the older update-by-file operation.
-func (s *Server) updateByForm(ctx context.Context, datasetID, documentID string, body *multipart.Reader) (*indexing.Created, error) {
+func (s *Server) updateByForm(ctx context.Context, datasetID, documentID string, body *multipart.Reader) (*documents.Created, error) {
 	svc, actor, err := s.documentsFor(ctx)
 	if err != nil {
 		return nil, err
@@ -287,7 +287,7 @@ func (s *Server) updateByForm(ctx context.Context, datasetID, documentID string,
 		return nil, err
 	}
 	defer form.close()
-	return svc.UpdateDocument(ctx, actor, datasetID, documentID, indexing.UpdateParams{File: form.file, Settings: form.settings})
+	return svc.UpdateDocument(ctx, actor, datasetID, documentID, documents.UpdateParams{File: form.file, Settings: form.settings})
 }
 
 // UpdateDocument serves PATCH /datasets/{dataset_id}/documents/{document_id}.
@@ -322,7 +322,7 @@ func (s *Server) UpdateDocumentByText(ctx context.Context, req gen.UpdateDocumen
 	if err != nil {
 		return nil, err
 	}
-	out, err := svc.UpdateDocument(ctx, actor, req.DatasetId, req.DocumentId, indexing.UpdateParams{Name: b.Name, Text: b.Text, Settings: st})
+	out, err := svc.UpdateDocument(ctx, actor, req.DatasetId, req.DocumentId, documents.UpdateParams{Name: b.Name, Text: b.Text, Settings: st})
 	if err != nil {
 		return nil, err
 	}
@@ -383,7 +383,7 @@ func (s *Server) DownloadDocumentsZip(ctx context.Context, req gen.DownloadDocum
 	if err != nil {
 		return nil, err
 	}
-	archive, err := indexing.OpenArchive(ctx, files, s.log)
+	archive, err := documents.OpenArchive(ctx, files, s.log)
 	if err != nil {
 		return nil, err
 	}
@@ -404,7 +404,7 @@ func (s *Server) serveDocumentFile(c echo.Context) error {
 		return apperr.Forbidden("The download link is invalid or has expired.")
 	}
 	ctx := c.Request().Context()
-	f, err := s.docs.File(ctx, knowledge.Actor{}, ds, doc)
+	f, err := s.docs.File(ctx, datasets.Actor{}, ds, doc)
 	if err != nil {
 		return err
 	}

@@ -86,7 +86,7 @@ func TestDocumentsAndChunksAPI(t *testing.T) {
 	doc := "/documents/" + text.Document.ID
 
 	// A file upload, an unsupported type and a bad batch.
-	body, ct := multipartBody(t, "sample.md", mustRead(t, "../docparse/testdata/sample.md"), `{"doc_form":"hierarchical_model"}`)
+	body, ct := multipartBody(t, "sample.md", mustRead(t, "../internal/platform/docparse/testdata/sample.md"), `{"doc_form":"hierarchical_model"}`)
 	rec = s.do(t, request{method: "POST", path: base + "/document/create-by-file", key: key, body: body, contentType: ct})
 	expectStatus(t, rec, 200, "")
 	var file docCreated
@@ -170,7 +170,7 @@ func TestDocumentsAndChunksAPI(t *testing.T) {
 	expectStatus(t, rec, 200, "")
 	var link struct{ URL string }
 	kbDecode(t, rec, &link)
-	original := mustRead(t, "../docparse/testdata/sample.md")
+	original := mustRead(t, "../internal/platform/docparse/testdata/sample.md")
 	got := httptest.NewRecorder()
 	s.e.ServeHTTP(got, httptest.NewRequest("GET", link.URL, nil))
 	if got.Code != 200 || !bytes.Equal(got.Body.Bytes(), original) {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"appkb/apperr"
-	"appkb/oaicompat"
+	"appkb/handlers/oaicompat"
+	"appkb/internal/platform/apperr"
 )
 
 // errorHandler is Echo's central error handler: it is the one place where an

@@ -12,10 +12,10 @@ import (
 	"net/url"
 	"strings"
 
-	"appkb/apperr"
-	"appkb/apps"
-	"appkb/files"
 	"appkb/gen"
+	"appkb/internal/apps"
+	"appkb/internal/conversation/files"
+	"appkb/internal/platform/apperr"
 	"appkb/models"
 )
 

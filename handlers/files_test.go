@@ -14,12 +14,12 @@ import (
 	"strings"
 	"testing"
 
-	"appkb/apikeys"
-	"appkb/apps"
 	"appkb/db"
-	"appkb/demo"
 	"appkb/handlers"
-	"appkb/llm"
+	"appkb/internal/apps"
+	"appkb/internal/apps/apikeys"
+	"appkb/internal/cli/demo"
+	"appkb/internal/llm"
 )
 
 // mediaApp is a chat app that takes images, documents and .dat files,

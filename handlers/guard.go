@@ -11,8 +11,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"appkb/admission"
-	"appkb/apperr"
+	"appkb/handlers/admission"
+	"appkb/internal/platform/apperr"
 )
 
 // Limits protect the server from overload and from slow or oversized

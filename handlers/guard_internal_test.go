@@ -11,7 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"appkb/admission"
+	"appkb/handlers/admission"
 )
 
 // A stream gives its admission slot back once its headers are out, so that

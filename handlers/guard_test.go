@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"appkb/admission"
-	"appkb/apikeys"
-	"appkb/apps"
 	"appkb/db"
-	"appkb/demo"
 	"appkb/handlers"
+	"appkb/handlers/admission"
+	"appkb/internal/apps"
+	"appkb/internal/apps/apikeys"
+	"appkb/internal/cli/demo"
 )
 
 func newLimitedServer(t *testing.T, lim handlers.Limits) *testServer {

@@ -6,8 +6,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"appkb/flows"
 	"appkb/gen"
+	"appkb/internal/run/flows"
 	"appkb/models"
 )
 

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"appkb/apikeys"
 	"appkb/db"
 	"appkb/handlers"
-	"appkb/llm"
+	"appkb/internal/apps/apikeys"
+	"appkb/internal/llm"
 )
 
 // kbDecode reads a JSON answer into v.

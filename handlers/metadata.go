@@ -3,9 +3,9 @@ package handlers
 import (
 	"context"
 
-	"appkb/apperr"
 	"appkb/gen"
-	"appkb/indexing"
+	"appkb/internal/knowledge/documents"
+	"appkb/internal/platform/apperr"
 )
 
 // CreateMetadataField serves POST /datasets/{dataset_id}/metadata.
@@ -115,9 +115,9 @@ func (s *Server) BatchUpdateDocumentMetadata(ctx context.Context, req gen.BatchU
 	if req.Body == nil {
 		return nil, apperr.InvalidParam("request body is required")
 	}
-	ops := make([]indexing.MetadataOp, 0, len(req.Body.OperationData))
+	ops := make([]documents.MetadataOp, 0, len(req.Body.OperationData))
 	for _, item := range req.Body.OperationData {
-		op := indexing.MetadataOp{DocumentID: item.DocumentId, Values: map[string]any{}}
+		op := documents.MetadataOp{DocumentID: item.DocumentId, Values: map[string]any{}}
 		if item.PartialUpdate != nil {
 			op.Partial = *item.PartialUpdate
 		}

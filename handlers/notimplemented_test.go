@@ -9,12 +9,12 @@ import (
 	"strings"
 	"testing"
 
-	"appkb/apikeys"
-	"appkb/apperr"
-	"appkb/apps"
 	"appkb/db"
-	"appkb/demo"
 	"appkb/gen"
+	"appkb/internal/apps"
+	"appkb/internal/apps/apikeys"
+	"appkb/internal/cli/demo"
+	"appkb/internal/platform/apperr"
 	"appkb/models"
 )
 

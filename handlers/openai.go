@@ -11,10 +11,10 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"appkb/apperr"
-	"appkb/flows"
 	"appkb/gen"
-	"appkb/oaicompat"
+	"appkb/handlers/oaicompat"
+	"appkb/internal/platform/apperr"
+	"appkb/internal/run/flows"
 )
 
 // The OpenAI-compatible operations: POST /chat/completions, GET /models

@@ -7,13 +7,13 @@ import (
 	"strings"
 	"time"
 
-	"appkb/apperr"
-	"appkb/apps"
-	"appkb/chat"
-	"appkb/flows"
-	"appkb/llm"
-	"appkb/oaicompat"
-	"appkb/workflow"
+	"appkb/handlers/oaicompat"
+	"appkb/internal/apps"
+	"appkb/internal/llm"
+	"appkb/internal/platform/apperr"
+	"appkb/internal/run/chat"
+	"appkb/internal/run/flows"
+	"appkb/internal/run/workflow"
 )
 
 // openaiRunner runs the turns of the OpenAI-compatible endpoint through

@@ -14,10 +14,10 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3filter"
 
-	"appkb/apikeys"
-	"appkb/apperr"
-	"appkb/apps"
-	"appkb/llm"
+	"appkb/internal/apps"
+	"appkb/internal/apps/apikeys"
+	"appkb/internal/llm"
+	"appkb/internal/platform/apperr"
 	"appkb/models"
 )
 

@@ -13,14 +13,14 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
-	"appkb/apidocs"
-	"appkb/apikeys"
-	"appkb/apperr"
 	"appkb/db"
-	"appkb/health"
-	"appkb/metrics"
+	"appkb/handlers/apidocs"
+	"appkb/handlers/health"
+	"appkb/handlers/ratelimit"
+	"appkb/internal/apps/apikeys"
+	"appkb/internal/platform/apperr"
+	"appkb/internal/platform/metrics"
 	"appkb/models"
-	"appkb/ratelimit"
 )
 
 // Ops configures what operators (not API clients) use: probes, metrics,

@@ -21,12 +21,12 @@ import (
 
 	"gorm.io/gorm"
 
-	"appkb/apikeys"
-	"appkb/apps"
 	"appkb/db"
-	"appkb/demo"
 	"appkb/handlers"
-	"appkb/health"
+	"appkb/handlers/health"
+	"appkb/internal/apps"
+	"appkb/internal/apps/apikeys"
+	"appkb/internal/cli/demo"
 )
 
 // opsServer is a real HTTP server with the operator settings under test and

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"appkb/llm"
+	"appkb/internal/llm"
 )
 
 // panicModels serves a model that panics in the middle of an answer.

@@ -5,22 +5,22 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"appkb/apperr"
-	"appkb/apps"
-	"appkb/files"
 	"appkb/gen"
-	"appkb/knowledge"
-	"appkb/netguard"
-	"appkb/pipeline"
-	"appkb/workflow"
+	"appkb/internal/apps"
+	"appkb/internal/conversation/files"
+	"appkb/internal/knowledge/datasets"
+	"appkb/internal/knowledge/pipeline"
+	"appkb/internal/platform/apperr"
+	"appkb/internal/platform/netguard"
+	"appkb/internal/run/workflow"
 )
 
 // pipelineFor returns the pipeline service and the actor of the request's
 // knowledge key.
-func (s *Server) pipelineFor(ctx context.Context) (*pipeline.Service, knowledge.Actor, error) {
+func (s *Server) pipelineFor(ctx context.Context) (*pipeline.Service, datasets.Actor, error) {
 	_, actor, err := s.knowledgeFor(ctx)
 	if err != nil {
-		return nil, knowledge.Actor{}, err
+		return nil, datasets.Actor{}, err
 	}
 	guard := &netguard.Guard{Allow: s.fetchAllow}
 	var engine *workflow.Engine

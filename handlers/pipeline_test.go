@@ -12,14 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"appkb/apikeys"
-	"appkb/apps"
 	"appkb/db"
-	"appkb/demo"
 	"appkb/handlers"
-	"appkb/indexing"
-	"appkb/knowledge"
-	"appkb/pipeline"
+	"appkb/internal/apps"
+	"appkb/internal/apps/apikeys"
+	"appkb/internal/cli/demo"
+	"appkb/internal/knowledge/datasets"
+	"appkb/internal/knowledge/documents"
+	"appkb/internal/knowledge/pipeline"
 )
 
 // newPipelineServer is newTestServer whose network guard lets pipelines
@@ -39,7 +39,7 @@ func newPipelineServer(t *testing.T) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := indexing.Start(context.Background(), indexing.Config{DB: gdb, DataDir: dataDir, Poll: 20 * time.Millisecond, Logger: log})
+	stop := documents.Start(context.Background(), documents.Config{DB: gdb, DataDir: dataDir, Poll: 20 * time.Millisecond, Logger: log})
 	t.Cleanup(stop)
 	return &testServer{e: e, db: gdb, appID: keys.AppID, appKey: keys.AppKey, knowledgeKey: keys.KnowledgeKey}
 }
@@ -278,14 +278,14 @@ func TestImportedKnowledgePipeline(t *testing.T) {
 	base := "/v1/datasets/" + ds + "/pipeline"
 
 	svc := pipeline.NewService(s.db, nil, t.TempDir(), nil, nil)
-	imp, err := svc.Import(context.Background(), knowledge.Actor{KeyID: "test"}, ds, []byte(importedPipeline))
+	imp, err := svc.Import(context.Background(), datasets.Actor{KeyID: "test"}, ds, []byte(importedPipeline))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if imp.Name != "notes" || len(imp.Datasources) != 2 || strings.Join(imp.Unsupported, ",") != "magic (knowledge-magic)" {
 		t.Fatalf("import %+v", imp)
 	}
-	if _, err := svc.Import(context.Background(), knowledge.Actor{KeyID: "test"}, ds, []byte("kind: app\napp: {}\n")); err == nil {
+	if _, err := svc.Import(context.Background(), datasets.Actor{KeyID: "test"}, ds, []byte("kind: app\napp: {}\n")); err == nil {
 		t.Fatal("an app file was accepted as a pipeline")
 	}
 

@@ -3,8 +3,8 @@ package handlers
 import (
 	"context"
 
-	"appkb/apikeys"
-	"appkb/apperr"
+	"appkb/internal/apps/apikeys"
+	"appkb/internal/platform/apperr"
 )
 
 type principalKey struct{}

@@ -3,9 +3,9 @@ package handlers
 import (
 	"context"
 
-	"appkb/apperr"
 	"appkb/gen"
-	"appkb/llm"
+	"appkb/internal/llm"
+	"appkb/internal/platform/apperr"
 	"appkb/models"
 )
 

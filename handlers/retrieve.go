@@ -1,12 +1,12 @@
 package handlers
 
 import (
-	"appkb/indexing"
+	"appkb/internal/knowledge/documents"
 	"context"
 	"strings"
 
-	"appkb/apperr"
-	"appkb/knowledge"
+	"appkb/internal/knowledge/datasets"
+	"appkb/internal/platform/apperr"
 )
 
 // retrieveRecord is one hit as POST /datasets/{id}/retrieve returns it.
@@ -22,7 +22,7 @@ type retrieveRecord struct {
 // retrievedSegment is a chunk as the chunk operations show it, plus a
 // summary of its document.
 type retrievedSegment struct {
-	indexing.Segment
+	documents.Segment
 	Document retrievedDocInfo `json:"document"`
 }
 
@@ -51,7 +51,7 @@ type retrieveJSON struct {
 }
 
 // retrieve runs a search of one knowledge base and shapes the answer.
-func (s *Server) retrieve(ctx context.Context, datasetID, query string, rm knowledge.RetrievalModel) (retrieveJSON, error) {
+func (s *Server) retrieve(ctx context.Context, datasetID, query string, rm datasets.RetrievalModel) (retrieveJSON, error) {
 	var out retrieveJSON
 	out.Query.Content = query
 	if strings.TrimSpace(query) == "" {
@@ -71,7 +71,7 @@ func (s *Server) retrieve(ctx context.Context, datasetID, query string, rm knowl
 	for _, h := range hits {
 		seg := h.Segment
 		rec := retrieveRecord{Score: h.Score, Files: []any{}, Segment: retrievedSegment{
-			Segment: indexing.SegmentView(&seg),
+			Segment: documents.SegmentView(&seg),
 			Document: retrievedDocInfo{ID: h.Document.ID, DataSourceType: h.Document.DataSourceType, Name: h.Document.Name,
 				DocMetadata: h.Document.Metadata},
 		}}

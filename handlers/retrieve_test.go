@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"appkb/apikeys"
-	"appkb/apps"
+	"appkb/internal/apps"
+	"appkb/internal/apps/apikeys"
 )
 
 // retrieveCorpus makes a knowledge base with one document of two chunks

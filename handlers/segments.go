@@ -3,9 +3,9 @@ package handlers
 import (
 	"context"
 
-	"appkb/apperr"
 	"appkb/gen"
-	"appkb/indexing"
+	"appkb/internal/knowledge/documents"
+	"appkb/internal/platform/apperr"
 )
 
 // CreateSegments serves POST /datasets/{dataset_id}/documents/{document_id}/segments.
@@ -17,9 +17,9 @@ func (s *Server) CreateSegments(ctx context.Context, req gen.CreateSegmentsReque
 	if req.Body == nil {
 		return nil, apperr.InvalidParam("request body is required")
 	}
-	in := make([]indexing.NewSegment, 0, len(req.Body.Segments))
+	in := make([]documents.NewSegment, 0, len(req.Body.Segments))
 	for _, n := range req.Body.Segments {
-		seg := indexing.NewSegment{Content: n.Content, Answer: n.Answer}
+		seg := documents.NewSegment{Content: n.Content, Answer: n.Answer}
 		if n.Keywords != nil {
 			seg.Keywords = append([]string{}, *n.Keywords...)
 		}
@@ -38,7 +38,7 @@ func (s *Server) ListSegments(ctx context.Context, req gen.ListSegmentsRequestOb
 	if err != nil {
 		return nil, err
 	}
-	q := indexing.SegmentQuery{}
+	q := documents.SegmentQuery{}
 	p := req.Params
 	if p.Page != nil {
 		q.Page = *p.Page
@@ -82,7 +82,7 @@ func (s *Server) UpdateSegment(ctx context.Context, req gen.UpdateSegmentRequest
 		return nil, apperr.InvalidParam("request body is required")
 	}
 	b := req.Body.Segment
-	u := indexing.SegmentUpdate{Content: b.Content, Answer: b.Answer, Keywords: b.Keywords, Enabled: b.Enabled}
+	u := documents.SegmentUpdate{Content: b.Content, Answer: b.Answer, Keywords: b.Keywords, Enabled: b.Enabled}
 	if b.RegenerateChildChunks != nil {
 		u.RegenerateChildChunks = *b.RegenerateChildChunks
 	}

@@ -15,25 +15,25 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 	"gorm.io/gorm"
 
-	"appkb/annotations"
-	"appkb/apikeys"
-	"appkb/apps"
-	"appkb/audio"
-	"appkb/cachever"
-	"appkb/chat"
-	"appkb/cluster"
-	"appkb/conversations"
-	"appkb/endusers"
-	"appkb/files"
-	"appkb/flows"
 	"appkb/gen"
-	"appkb/groupcommit"
-	"appkb/indexing"
-	"appkb/llm"
-	"appkb/ratelimit"
-	"appkb/retrieval"
-	"appkb/tools"
-	"appkb/workflow"
+	"appkb/handlers/ratelimit"
+	"appkb/internal/apps"
+	"appkb/internal/apps/apikeys"
+	"appkb/internal/conversation/annotations"
+	"appkb/internal/conversation/audio"
+	"appkb/internal/conversation/conversations"
+	"appkb/internal/conversation/endusers"
+	"appkb/internal/conversation/files"
+	"appkb/internal/knowledge/documents"
+	"appkb/internal/knowledge/retrieval"
+	"appkb/internal/llm"
+	"appkb/internal/platform/cachever"
+	"appkb/internal/platform/cluster"
+	"appkb/internal/platform/groupcommit"
+	"appkb/internal/run/chat"
+	"appkb/internal/run/flows"
+	"appkb/internal/run/tools"
+	"appkb/internal/run/workflow"
 )
 
 // basePath is where every operation of the API is mounted.
@@ -109,9 +109,9 @@ type Server struct {
 	convs   *conversations.Store
 	users   *endusers.Store
 	uploads *files.Store
-	docs    *indexing.Service
+	docs    *documents.Service
 	// links signs the download links of document files.
-	links *indexing.LinkSigner
+	links *documents.LinkSigner
 	// fetchAllow lists address ranges that the network guard lets
 	// knowledge pipelines fetch web pages from (Deps.FetchAllow).
 	fetchAllow []netip.Prefix
@@ -223,11 +223,11 @@ func NewServer(d Deps) (*echo.Echo, error) {
 		pingInterval: d.PingInterval, fetchAllow: d.FetchAllow, chat: svc.Chat, search: svc.Search, flows: svc.Flows,
 		annotations: svc.Annotations, speech: svc.Speech, uploads: svc.Uploads,
 		convs: conversations.NewStore(d.DB), users: endusers.NewStore(d.DB),
-		docs: indexing.NewService(d.DB, d.Models, d.DataDir)}
+		docs: documents.NewService(d.DB, d.Models, d.DataDir)}
 	if srv.pingInterval <= 0 {
 		srv.pingInterval = DefaultPingInterval
 	}
-	if srv.links, err = indexing.NewLinkSigner(); err != nil {
+	if srv.links, err = documents.NewLinkSigner(); err != nil {
 		return nil, err
 	}
 

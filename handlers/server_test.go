@@ -10,7 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"appkb/apikeys"
+	"appkb/internal/apps/apikeys"
 )
 
 const (

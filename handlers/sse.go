@@ -10,7 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"appkb/flows"
+	"appkb/internal/run/flows"
 )
 
 // frameWriteTimeout bounds the write of one frame: a client that stops

@@ -13,8 +13,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"appkb/apperr"
-	"appkb/flows"
+	"appkb/internal/platform/apperr"
+	"appkb/internal/run/flows"
 )
 
 // panicky fails to encode.

@@ -3,8 +3,8 @@ package handlers
 import (
 	"context"
 
-	"appkb/apperr"
 	"appkb/gen"
+	"appkb/internal/platform/apperr"
 )
 
 // CreateKnowledgeTag serves POST /datasets/tags.

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"appkb/llm"
+	"appkb/internal/llm"
 )
 
 // spokenAnswer is what the canned model answers, and so what auto-play

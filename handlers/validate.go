@@ -18,9 +18,9 @@ import (
 	"github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/labstack/echo/v4"
 
-	"appkb/apikeys"
-	"appkb/apperr"
-	"appkb/cachever"
+	"appkb/internal/apps/apikeys"
+	"appkb/internal/platform/apperr"
+	"appkb/internal/platform/cachever"
 	"appkb/models"
 )
 

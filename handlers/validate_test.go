@@ -10,8 +10,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers/legacy"
 
-	"appkb/apperr"
 	"appkb/gen"
+	"appkb/internal/platform/apperr"
 )
 
 // FuzzNormalizeJSONBody feeds arbitrary bodies to the JSON clean-up that runs

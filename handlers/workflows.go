@@ -11,12 +11,12 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
-	"appkb/apperr"
-	"appkb/chat"
-	"appkb/flows"
 	"appkb/gen"
+	"appkb/internal/platform/apperr"
+	"appkb/internal/run/chat"
+	"appkb/internal/run/flows"
+	"appkb/internal/run/workflowruns"
 	"appkb/models"
-	"appkb/workflowruns"
 )
 
 // workflowRequest is the body of the two run operations. It is decoded

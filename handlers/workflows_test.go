@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"appkb/apikeys"
-	"appkb/apps"
 	"appkb/handlers"
+	"appkb/internal/apps"
+	"appkb/internal/apps/apikeys"
 )
 
 // workflowApp wraps a graph in a workflow app definition.

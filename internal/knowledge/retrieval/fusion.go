@@ -1,0 +1,147 @@
+package retrieval
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"strings"
+
+	"appkb/internal/knowledge/datasets"
+)
+
+// Joining candidate lists (the maximum for several knowledge bases, the
+// weighted sum of scores for hybrid search) and reranking hits.
+
+type candKey struct{ segment, child string }
+
+// fuseMax merges candidate lists, keeping each candidate's best score.
+func fuseMax(lists ...[]cand) []cand {
+	merged := map[candKey]int{}
+	var out []cand
+	for _, l := range lists {
+		for _, c := range l {
+			k := candKey{c.segment, c.child}
+			if i, ok := merged[k]; ok {
+				out[i].score = max(out[i].score, c.score)
+				continue
+			}
+			merged[k] = len(out)
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// fuseScores joins semantic and full-text candidates the way Dify's
+// weighted_score mode does (its WeightRerankRunner): a chunk scores
+// vector weight × its cosine similarity + keyword weight × its keyword
+// score, here the full-text score (BM25 or ts_rank_cd mapped into [0, 1)
+// by fullTextScore) where Dify computes a TF-IDF cosine over the
+// candidates. A chunk the full-text side found but the semantic side did
+// not keep gets the lowest cosine the semantic side kept: its own is no
+// higher. A chunk without a full-text match gets keyword score 0.
+// Negative cosines count as 0. The sum is divided by the sum of the
+// weights, so scores stay in [0, 1] and thresholds written for Dify's
+// scores keep their meaning.
+//
+// Scores, not ranks: a side that is sure (one chunk far above the others)
+// moves the fused order more than a side whose scores are all alike,
+// which ranks hide. bench/README.md (Quality) compares it with weighted
+// reciprocal rank fusion, which appkb used before.
+func fuseScores(sem, ft []cand, vw, kw float64) []cand {
+	vw, kw = max(vw, 0), max(kw, 0)
+	// Best first on each side, so that equal fused scores keep the
+	// semantic order, then the full-text order.
+	sem, ft = slices.Clone(sem), slices.Clone(ft)
+	sortCands(sem)
+	sortCands(ft)
+	merged := make(map[candKey]int, len(sem)+len(ft))
+	out := make([]cand, 0, len(sem)+len(ft))
+	floor := 0.0
+	if len(sem) > 0 {
+		floor = max(sem[len(sem)-1].score, 0)
+	}
+	for _, c := range sem {
+		k := candKey{c.segment, c.child}
+		if _, ok := merged[k]; ok {
+			continue // a chunk counts once per side, with its best score
+		}
+		merged[k] = len(out)
+		out = append(out, cand{segment: c.segment, child: c.child, score: vw * max(c.score, 0)})
+	}
+	seen := make(map[candKey]bool, len(ft))
+	for _, c := range ft {
+		k := candKey{c.segment, c.child}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		i, ok := merged[k]
+		if !ok {
+			i = len(out)
+			merged[k] = i
+			out = append(out, cand{segment: c.segment, child: c.child, score: vw * floor})
+		}
+		out[i].score += kw * c.score
+	}
+	if sum := vw + kw; sum > 0 {
+		for i := range out {
+			out[i].score /= sum
+		}
+	}
+	return out
+}
+
+// weights returns the vector and keyword weights of hybrid search; Dify's
+// default leans on the vector side (0.7 / 0.3).
+func weights(w *datasets.Weights) (float64, float64) {
+	vw, kw := 0.7, 0.3
+	if w == nil {
+		return vw, kw
+	}
+	if w.VectorSetting != nil && w.VectorSetting.VectorWeight != nil {
+		vw = *w.VectorSetting.VectorWeight
+	}
+	if w.KeywordSetting != nil && w.KeywordSetting.KeywordWeight != nil {
+		kw = *w.KeywordSetting.KeywordWeight
+	}
+	return vw, kw
+}
+
+// rerank orders hits by the rerank model's scores, which replace theirs.
+// Parent-child hits are judged by their matching child chunks' text.
+func (s *Service) rerank(ctx context.Context, query string, hits []Hit, m *datasets.RerankingModel) ([]Hit, error) {
+	if len(hits) == 0 {
+		return hits, nil
+	}
+	r, err := s.models.Rerank(m.ProviderName, m.ModelName)
+	if err != nil {
+		return nil, err
+	}
+	texts := make([]string, len(hits))
+	for i, h := range hits {
+		texts[i] = h.Segment.Content
+		if len(h.ChildChunks) > 0 {
+			parts := make([]string, len(h.ChildChunks))
+			for j, c := range h.ChildChunks {
+				parts[j] = c.Content
+			}
+			texts[i] = strings.Join(parts, "\n")
+		}
+	}
+	res, err := r.Rerank(ctx, query, texts, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Hit, 0, len(res))
+	for _, x := range res {
+		if x.Index < 0 || x.Index >= len(hits) {
+			continue
+		}
+		h := hits[x.Index]
+		h.Score = x.Score
+		out = append(out, h)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Score > out[j].Score })
+	return out, nil
+}

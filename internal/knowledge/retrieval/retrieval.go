@@ -1,0 +1,697 @@
+// Package retrieval searches the chunks of knowledge bases. It serves
+// POST /datasets/{id}/retrieve, the knowledge context of chat and
+// completion apps, and the knowledge-retrieval node of workflows. It knows
+// nothing of HTTP.
+//
+// # Search methods
+//
+//   - keyword_search: the query's keywords (textsplit.Keywords, the same
+//     function indexing uses for chunks) are matched against each chunk's
+//     stored keywords; the score is the share of query keywords the chunk
+//     has. Economy knowledge bases, which have no vectors, are always
+//     searched this way.
+//   - full_text_search: SQLite FTS5 with BM25 over chunk text (child chunk
+//     text for parent-child documents). The query is reduced to quoted
+//     terms joined by OR, so no FTS5 syntax from the user reaches the
+//     engine. A BM25 rank r (positive after sign change) scores r/(r+1).
+//     While nothing has changed since it was read, an in-memory index of
+//     the knowledge base's chunk texts computes the same BM25 (on either
+//     engine) without scoring every match (see textindex.go).
+//   - semantic_search: the query is embedded with the knowledge base's
+//     embedding model and compared by cosine with every stored vector of
+//     that model, in Go. The vectors of a knowledge base are kept in memory
+//     and reloaded when the stored ones change (see cache.go).
+//   - hybrid_search: semantic and full-text candidates together, scored
+//     either by weighted_score (vector weight times cosine plus keyword
+//     weight times the full-text score divided by the best full-text score)
+//     or by the named rerank model.
+//
+// Any method with reranking_enable and a named rerank model (and mode not
+// weighted_score) has its candidates reordered by that model.
+//
+// # What is returned
+//
+// Only enabled, completed chunks of enabled, unarchived, completed
+// documents are returned, and only documents that pass the metadata
+// filter. Candidates count towards top_k one by one; for parent-child
+// documents the candidates are child chunks, and child chunks of the same
+// parent merge into one hit that carries them (the hit's score is the best
+// child's). With score_threshold_enabled, hits below score_threshold are
+// dropped. Every returned chunk's hit_count goes up by one.
+package retrieval
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"gorm.io/gorm"
+
+	appdb "appkb/db"
+	"appkb/internal/knowledge/datasets"
+	"appkb/internal/knowledge/documents"
+	"appkb/internal/knowledge/textsplit"
+	"appkb/internal/llm"
+	"appkb/internal/platform/apperr"
+	"appkb/internal/platform/cachever"
+	"appkb/models"
+)
+
+// Document forms, as indexing stores them.
+const formHierarchical = "hierarchical_model"
+
+// Service runs searches. It is cheap to make: the vector cache is shared
+// by every Service of the process.
+type Service struct {
+	db     *gorm.DB
+	models *llm.Registry
+	// usableDocs caches, per set of knowledge bases, the ids of their
+	// documents that searches may return; any change to a document's
+	// usability moves its counter (migration 0015).
+	usableDocs *cachever.Cache[string, *usableSet]
+	// crowded are the sets of knowledge bases whose full-text searches
+	// skip ranking by the index first for a while (see fullTextSegments).
+	crowded crowdedSets
+	// facts are the unchanging facts of chunks full-text search has read.
+	facts factCache
+	// text holds the full-text ranking indexes of knowledge bases (see
+	// textindex.go).
+	text textCache
+}
+
+// New returns a Service over db; models resolves embedding and rerank
+// models (nil means the builtin ones).
+func New(db *gorm.DB, models *llm.Registry) *Service {
+	return &Service{db: db, models: models, usableDocs: cachever.New[string, *usableSet](db, "documents")}
+}
+
+// Hit is one chunk found by a search.
+type Hit struct {
+	DatasetID   string
+	DatasetName string
+	// Segment is the chunk as stored; HitCount already counts this hit.
+	Segment  models.Segment
+	Document DocumentSummary
+	Score    float64
+	// ChildChunks are the matching child chunks of a parent-child chunk,
+	// best first; nil for other chunks.
+	ChildChunks []ChildHit
+}
+
+// DocumentSummary is what a hit tells of its document.
+type DocumentSummary struct {
+	ID             string
+	Name           string
+	DataSourceType string
+	DocForm        string
+	// Metadata holds the document's custom metadata values by field name.
+	Metadata map[string]any
+}
+
+// ChildHit is a child chunk that matched.
+type ChildHit struct {
+	ID       string
+	Content  string
+	Position int
+	Score    float64
+}
+
+// Search runs query over the given knowledge bases with the settings rm
+// and counts the hits. Unknown knowledge bases are skipped; callers check
+// access before.
+func (s *Service) Search(ctx context.Context, datasetIDs []string, query string, rm datasets.RetrievalModel) ([]Hit, error) {
+	hits, err := s.search(ctx, datasetIDs, query, rm)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.countHits(ctx, hits); err != nil {
+		return nil, err
+	}
+	return hits, nil
+}
+
+// search is Search without counting hits.
+func (s *Service) search(ctx context.Context, datasetIDs []string, query string, rm datasets.RetrievalModel) ([]Hit, error) {
+	query = strings.TrimSpace(query)
+	if query == "" || len(datasetIDs) == 0 {
+		return []Hit{}, nil
+	}
+	topK := rm.TopK
+	if topK <= 0 {
+		topK = datasets.DefaultTopK
+	}
+	var rows []models.Dataset
+	if err := s.db.WithContext(ctx).Where("id IN ?", datasetIDs).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return []Hit{}, nil
+	}
+	docs, err := s.allowedDocuments(ctx, rows, rm.MetadataFilteringConditions)
+	if err != nil {
+		return nil, err
+	}
+	if len(docs.allowed) == 0 {
+		return []Hit{}, nil
+	}
+
+	rerank := rm.RerankingEnable && rm.RerankingModel != nil && rm.RerankingModel.ModelName != "" &&
+		(rm.RerankingMode == nil || *rm.RerankingMode != datasets.ModeWeightedScore)
+	// Economy knowledge bases have no vectors: keyword search is their only
+	// method, whatever was asked.
+	var economy, quality []models.Dataset
+	for _, d := range rows {
+		if d.IndexingTechnique != nil && *d.IndexingTechnique == datasets.TechniqueEconomy {
+			economy = append(economy, d)
+		} else {
+			quality = append(quality, d)
+		}
+	}
+	pool := topK * 4
+	if rerank {
+		pool = max(topK*4, 20)
+	}
+	// Plain full-text search ranks only the first few candidates at first
+	// (shortLimit): enough when the best of them may be returned, as they
+	// nearly always may; when they fall short it ranks again in full.
+	short := !rerank && len(economy) == 0 && rm.SearchMethod == datasets.SearchFullText
+	var cands []cand
+	if len(economy) > 0 {
+		c, err := s.keywordCandidates(ctx, ids(economy), query, docs, pool)
+		if err != nil {
+			return nil, err
+		}
+		cands = append(cands, c...)
+	}
+	if len(quality) > 0 {
+		var c []cand
+		switch rm.SearchMethod {
+		case datasets.SearchKeyword:
+			c, err = s.keywordCandidates(ctx, ids(quality), query, docs, pool)
+		case datasets.SearchFullText:
+			lim := fullTextLimit(pool)
+			if short {
+				lim = shortLimit(pool)
+			}
+			c, err = s.fullTextCandidates(ctx, ids(quality), query, docs, lim)
+		case datasets.SearchHybrid:
+			c, err = s.hybridCandidates(ctx, quality, query, docs, pool, rm)
+		default:
+			c, err = s.semanticCandidates(ctx, quality, query, docs, semanticLimit(pool))
+		}
+		if err != nil {
+			return nil, err
+		}
+		cands = append(cands, c...)
+	}
+	sortCands(cands)
+	// Chunks and child chunks were ranked apart; only the first shortLimit
+	// of both together are surely the first of a full ranking.
+	truncated := short && len(cands) >= shortLimit(pool)
+	if truncated {
+		cands = cands[:shortLimit(pool)]
+	}
+
+	var threshold *float64
+	if rm.ScoreThresholdEnabled && rm.ScoreThreshold != nil {
+		threshold = rm.ScoreThreshold
+	}
+	limit := topK
+	if rerank {
+		limit = pool
+	}
+	hits, exhausted, err := s.collect(ctx, cands, docs, limit, threshold, !rerank)
+	if err != nil {
+		return nil, err
+	}
+	if exhausted && truncated {
+		if cands, err = s.fullTextCandidates(ctx, ids(quality), query, docs, fullTextLimit(pool)); err != nil {
+			return nil, err
+		}
+		sortCands(cands)
+		if hits, _, err = s.collect(ctx, cands, docs, limit, threshold, !rerank); err != nil {
+			return nil, err
+		}
+	}
+	// Semantic search keeps only its best candidates. When disabled chunks
+	// used them all up before limit hits were found, score every vector
+	// again without the bound: slow, but rare.
+	if exhausted && len(economy) == 0 && len(quality) > 0 && isSemantic(rm.SearchMethod) && len(cands) >= semanticLimit(pool) {
+		if cands, err = s.semanticCandidates(ctx, quality, query, docs, 0); err != nil {
+			return nil, err
+		}
+		sortCands(cands)
+		if hits, _, err = s.collect(ctx, cands, docs, limit, threshold, !rerank); err != nil {
+			return nil, err
+		}
+	}
+	if rerank {
+		if hits, err = s.rerank(ctx, query, hits, rm.RerankingModel); err != nil {
+			return nil, err
+		}
+		hits = applyThreshold(hits, threshold)
+		if len(hits) > topK {
+			hits = hits[:topK]
+		}
+	}
+	names := map[string]string{}
+	for _, d := range rows {
+		names[d.ID] = d.Name
+	}
+	for i := range hits {
+		hits[i].DatasetName = names[hits[i].DatasetID]
+	}
+	return hits, nil
+}
+
+// fullTextLimit is how many full-text candidates (chunks, and child
+// chunks apart) a search with the given pool ranks.
+func fullTextLimit(pool int) int { return pool*10 + 100 }
+
+// shortLimit is how many a plain full-text search ranks at first.
+func shortLimit(pool int) int { return pool * 2 }
+
+// semanticLimit is how many semantic candidates a search with the given
+// pool keeps.
+func semanticLimit(pool int) int { return pool*10 + 100 }
+
+// isSemantic tells whether method is served by semanticCandidates alone.
+func isSemantic(method string) bool {
+	switch method {
+	case datasets.SearchKeyword, datasets.SearchFullText, datasets.SearchHybrid:
+		return false
+	}
+	return true
+}
+
+func ids(rows []models.Dataset) []string {
+	out := make([]string, len(rows))
+	for i := range rows {
+		out[i] = rows[i].ID
+	}
+	return out
+}
+
+// cand is a scored chunk (child empty) or child chunk.
+type cand struct {
+	segment, child string
+	score          float64
+}
+
+func sortCands(c []cand) {
+	sort.SliceStable(c, func(i, j int) bool { return c[i].score > c[j].score })
+}
+
+// collect turns candidates, best first, into hits: it drops those of
+// chunks or documents that may not be returned, merges child chunks into
+// their parent and stops after limit accepted candidates. With
+// stopAtThreshold, candidates below threshold end the walk. exhausted
+// reports that every candidate was looked at and fewer than limit passed.
+func (s *Service) collect(ctx context.Context, cands []cand, docs *docSet, limit int, threshold *float64, stopAtThreshold bool) (hits []Hit, exhausted bool, err error) {
+	hits = []Hit{}
+	index := map[string]int{} // segment id → position in hits
+	bad := map[string]bool{}  // segment ids that may not be returned
+	segs := map[string]*models.Segment{}
+	accepted := 0
+	// The first stretch is small: its best candidates nearly always pass,
+	// and each one read costs a chunk and a document row. Later stretches
+	// are larger.
+	for start, window := 0, max(limit*2, 8); start < len(cands) && accepted < limit; start, window = start+window, max(limit*4, 32) {
+		part := cands[start:min(start+window, len(cands))]
+		var need []string
+		for _, c := range part {
+			if _, ok := segs[c.segment]; !ok && !bad[c.segment] {
+				need = append(need, c.segment)
+			}
+		}
+		if len(need) > 0 {
+			var rows []models.Segment
+			if err := s.db.WithContext(ctx).Where("id IN ? AND enabled AND status = 'completed'", uniq(need)).Find(&rows).Error; err != nil {
+				return nil, false, err
+			}
+			var docIDs []string
+			for i := range rows {
+				if docs.allowed[rows[i].DocumentID] {
+					segs[rows[i].ID] = &rows[i]
+					docIDs = append(docIDs, rows[i].DocumentID)
+				}
+			}
+			if err := s.load(ctx, docs, docIDs); err != nil {
+				return nil, false, err
+			}
+			for _, id := range need {
+				if segs[id] == nil {
+					bad[id] = true
+				}
+			}
+		}
+		for _, c := range part {
+			if accepted >= limit {
+				break
+			}
+			if stopAtThreshold && threshold != nil && c.score < *threshold {
+				hits, err = s.fillChildren(ctx, hits)
+				return hits, false, err
+			}
+			seg := segs[c.segment]
+			if seg == nil || docs.byID[seg.DocumentID] == nil {
+				continue
+			}
+			accepted++
+			i, ok := index[seg.ID]
+			if !ok {
+				d := docs.byID[seg.DocumentID]
+				i = len(hits)
+				index[seg.ID] = i
+				hits = append(hits, Hit{DatasetID: seg.DatasetID, Segment: *seg, Score: c.score, Document: d.summary()})
+			}
+			if c.child != "" {
+				hits[i].ChildChunks = append(hits[i].ChildChunks, ChildHit{ID: c.child, Score: c.score})
+			}
+		}
+	}
+	hits, err = s.fillChildren(ctx, hits)
+	return hits, accepted < limit, err
+}
+
+// fillChildren loads the text and place of the matched child chunks.
+func (s *Service) fillChildren(ctx context.Context, hits []Hit) ([]Hit, error) {
+	var idList []string
+	for _, h := range hits {
+		for _, c := range h.ChildChunks {
+			idList = append(idList, c.ID)
+		}
+	}
+	if len(idList) == 0 {
+		return hits, nil
+	}
+	var rows []models.ChildChunk
+	if err := s.db.WithContext(ctx).Where("id IN ?", idList).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	byID := map[string]*models.ChildChunk{}
+	for i := range rows {
+		byID[rows[i].ID] = &rows[i]
+	}
+	for i := range hits {
+		kept := hits[i].ChildChunks[:0]
+		for _, c := range hits[i].ChildChunks {
+			if r := byID[c.ID]; r != nil {
+				c.Content, c.Position = r.Content, r.Position
+				kept = append(kept, c)
+			}
+		}
+		if hits[i].ChildChunks != nil {
+			hits[i].ChildChunks = kept
+		}
+	}
+	return hits, nil
+}
+
+func uniq(in []string) []string {
+	seen := map[string]bool{}
+	out := in[:0:0]
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func applyThreshold(hits []Hit, threshold *float64) []Hit {
+	if threshold == nil {
+		return hits
+	}
+	out := hits[:0]
+	for _, h := range hits {
+		if h.Score >= *threshold {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// countHits adds one to the hit_count of each returned chunk, and to the
+// copies in hits.
+func (s *Service) countHits(ctx context.Context, hits []Hit) error {
+	if len(hits) == 0 {
+		return nil
+	}
+	idList := make([]string, len(hits))
+	for i := range hits {
+		idList[i] = hits[i].Segment.ID
+		hits[i].Segment.HitCount++
+	}
+	return s.db.WithContext(ctx).Exec(`UPDATE segments SET hit_count = hit_count + 1 WHERE id IN ?`, idList).Error
+}
+
+// keywordCandidates scores chunks by the share of the query's keywords
+// among their stored keywords. Child chunks of parent-child documents
+// that share a query keyword are attached to their parent.
+func (s *Service) keywordCandidates(ctx context.Context, datasetIDs []string, query string, docs *docSet, pool int) ([]cand, error) {
+	kw := textsplit.Keywords(query, 50)
+	if len(kw) == 0 {
+		return nil, nil
+	}
+	q := s.db.WithContext(ctx).Table("segments AS s").
+		Select("s.id AS id, COUNT(*) AS n, d.doc_form AS form").
+		Joins(keywordsJoin(s.db)).
+		Joins("JOIN documents AS d ON d.id = s.document_id").
+		Where("s.dataset_id IN ? AND s.enabled AND j.value IN ?", datasetIDs, kw).
+		Where("d.enabled AND NOT d.archived AND d.indexing_status = 'completed'").
+		Group("s.id, s.seq, d.doc_form").Order("n DESC, s.seq")
+	q = docs.restrict(q, "s.document_id", pool*10+100)
+	var rows []struct {
+		ID   string
+		N    int
+		Form string
+	}
+	if err := q.Scan(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]cand, 0, len(rows))
+	var parents []string
+	for _, r := range rows {
+		out = append(out, cand{segment: r.ID, score: float64(r.N) / float64(len(kw))})
+		if r.Form == formHierarchical {
+			parents = append(parents, r.ID)
+		}
+	}
+	if len(parents) == 0 {
+		return out, nil
+	}
+	// Parent-child chunks: the children that share keywords become the
+	// candidates, so that hits carry them.
+	var children []models.ChildChunk
+	if err := s.db.WithContext(ctx).Where("segment_id IN ?", parents).Order("position").Find(&children).Error; err != nil {
+		return nil, err
+	}
+	want := map[string]bool{}
+	for _, k := range kw {
+		want[k] = true
+	}
+	isParent := map[string]bool{}
+	for _, p := range parents {
+		isParent[p] = true
+	}
+	kept := out[:0]
+	for _, c := range out {
+		if !isParent[c.segment] {
+			kept = append(kept, c)
+		}
+	}
+	for _, ch := range children {
+		n := 0
+		for _, k := range textsplit.Keywords(ch.Content, 1000) {
+			if want[k] {
+				n++
+			}
+		}
+		if n > 0 {
+			kept = append(kept, cand{segment: ch.SegmentID, child: ch.ID, score: float64(n) / float64(len(kw))})
+		}
+	}
+	return kept, nil
+}
+
+// semanticCandidates scores every stored vector of the knowledge bases'
+// embedding models against the query.
+// Only vectors of allowed documents count; with limit > 0 only the limit
+// best candidates are kept, best first.
+func (s *Service) semanticCandidates(ctx context.Context, datasetIDs []models.Dataset, query string, docs *docSet, limit int) ([]cand, error) {
+	// Start the checks of the cached vectors first, so that they run while
+	// the query is embedded and scored (see scoreDataset).
+	sigs := make([]chan sigResult, len(datasetIDs))
+	for i, d := range datasetIDs {
+		sigs[i] = s.checkVectors(ctx, d.ID, documents.ModelKey(d.EmbeddingModelProvider, d.EmbeddingModel))
+	}
+	qvecs := map[string][]float32{}
+	var out []cand
+	for i, d := range datasetIDs {
+		key := documents.ModelKey(d.EmbeddingModelProvider, d.EmbeddingModel)
+		qv, ok := qvecs[key]
+		if !ok {
+			e, err := s.models.Embedding(d.EmbeddingModelProvider, d.EmbeddingModel)
+			if err != nil {
+				return nil, err
+			}
+			vecs, _, err := e.Embed(ctx, []string{query})
+			if err != nil {
+				return nil, err
+			}
+			if len(vecs) != 1 {
+				return nil, apperr.Internal(fmt.Errorf("the embedding model returned %d vectors for one text", len(vecs)))
+			}
+			qv = vecs[0]
+			qvecs[key] = qv
+		}
+		scored, err := s.scoreDataset(ctx, d.ID, key, qv, docs, limit, sigs[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, scored...)
+	}
+	if limit > 0 && len(datasetIDs) > 1 {
+		sortCands(out)
+		if len(out) > limit {
+			out = out[:limit]
+		}
+	}
+	return out, nil
+}
+
+// sigResult is the outcome of checkVectors: the signature of the stored
+// vectors, and (SQLite) the signature of the whole table read before it.
+type sigResult struct {
+	sig, table string
+	err        error
+}
+
+// checkVectors reads the signature of the stored vectors of a knowledge
+// base on its own goroutine; the channel receives it once.
+func (s *Service) checkVectors(ctx context.Context, datasetID, model string) chan sigResult {
+	c := make(chan sigResult, 1)
+	go func() {
+		var r sigResult
+		defer func() {
+			if p := recover(); p != nil {
+				r = sigResult{err: apperr.Internal(fmt.Errorf("retrieval: reading the vector signature panicked: %v", p))}
+			}
+			c <- r
+		}()
+		if !appdb.IsPostgres(s.db) {
+			// A cheap look at the whole table first: when it is as it was
+			// the last time the cached set was found current, so is the
+			// set, and the count over the set's rows is not needed.
+			if r.table, r.err = tableSignature(ctx, s.db); r.err != nil {
+				return
+			}
+			if set := cachedSet(datasetID, model); set != nil {
+				if t := set.verified.Load(); t != nil && *t == r.table {
+					r.sig = set.sig
+					return
+				}
+			}
+		}
+		r.sig, r.err = signatureOf(ctx, s.db, datasetID, model)
+	}()
+	return c
+}
+
+// scoreDataset scores the vectors of one knowledge base. Checking that
+// the cached vectors are current costs an SQL count, about as long as the
+// scoring itself at 50,000 vectors; so the check (sigc, from checkVectors)
+// runs meanwhile, and the scores of the cached vectors are used only if
+// the check then finds them current. Otherwise the vectors are read again
+// and scored anew.
+func (s *Service) scoreDataset(ctx context.Context, datasetID, model string, qv []float32, docs *docSet, limit int, sigc chan sigResult) ([]cand, error) {
+	set := cachedSet(datasetID, model)
+	var out []cand
+	if set != nil {
+		out = set.score(qv, docs, limit)
+	}
+	r := <-sigc
+	if r.err != nil {
+		return nil, r.err
+	}
+	if set != nil && set.sig == r.sig {
+		set.markVerified(r.table)
+		return out, nil
+	}
+	set, err := loadVectors(ctx, s.db, datasetID, model, r.sig)
+	if err != nil {
+		return nil, err
+	}
+	set.markVerified(r.table)
+	return set.score(qv, docs, limit), nil
+}
+
+// hybridCandidates joins semantic and full-text candidates.
+//
+// With weighted scoring (no rerank model follows) the two lists are joined
+// by fuseScores, the weighted sum of cosine similarity and full-text score
+// that Dify's weighted_score mode computes. When a rerank model follows, a
+// candidate keeps the better of its two raw scores.
+//
+// The full-text query runs on its own goroutine while the query is
+// embedded and the vectors scored; the two lists are joined only once both
+// are complete, so the result is the same as running one after the other.
+// Either side failing fails the search; a semantic failure cancels the
+// full-text query.
+func (s *Service) hybridCandidates(ctx context.Context, datasetIDs []models.Dataset, query string, docs *docSet, pool int, rm datasets.RetrievalModel) ([]cand, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ftc := goCandidates(func() ([]cand, error) {
+		return s.fullTextCandidates(ctx, ids(datasetIDs), query, docs, fullTextLimit(pool))
+	})
+	sem, err := s.semanticCandidates(ctx, datasetIDs, query, docs, semanticLimit(pool))
+	if err != nil {
+		return nil, err
+	}
+	r := <-ftc
+	if r.err != nil {
+		return nil, r.err
+	}
+	ft := r.cands
+	weighted := !(rm.RerankingEnable && rm.RerankingModel != nil && rm.RerankingModel.ModelName != "" &&
+		(rm.RerankingMode == nil || *rm.RerankingMode != datasets.ModeWeightedScore))
+	if !weighted {
+		return fuseMax(sem, ft), nil
+	}
+	vw, kw := weights(rm.Weights)
+	return fuseScores(sem, ft, vw, kw), nil
+}
+
+// candResult is the outcome of a candidate search run by goCandidates.
+type candResult struct {
+	cands []cand
+	err   error
+}
+
+// goCandidates runs find on its own goroutine; the channel receives its
+// outcome once. A panic in find becomes an internal error.
+func goCandidates(find func() ([]cand, error)) chan candResult {
+	c := make(chan candResult, 1)
+	go func() {
+		var r candResult
+		defer func() {
+			if p := recover(); p != nil {
+				r = candResult{err: apperr.Internal(fmt.Errorf("retrieval: candidate search panicked: %v", p))}
+			}
+			c <- r
+		}()
+		r.cands, r.err = find()
+	}()
+	return c
+}
+
+// metadataJSON decodes a document's stored metadata values.
+func metadataJSON(s string) map[string]any {
+	m := map[string]any{}
+	_ = json.Unmarshal([]byte(s), &m)
+	return m
+}

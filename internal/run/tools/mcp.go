@@ -1,0 +1,274 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"appkb/internal/platform/netguard"
+)
+
+// MCPServer is an MCP server tools are called on.
+type MCPServer struct {
+	// Name identifies the server in tool keys and errors.
+	Name string
+	URL  string
+	// Transport is TransportStreamable (default) or TransportSSE.
+	Transport string
+	Headers   map[string]string
+	// Timeout bounds connecting plus one call; DefaultTimeout when zero.
+	Timeout time.Duration
+}
+
+func (s MCPServer) timeout() time.Duration {
+	if s.Timeout > 0 {
+		return s.Timeout
+	}
+	return DefaultTimeout
+}
+
+// headerTransport adds fixed headers to every request.
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if len(t.headers) > 0 {
+		req = req.Clone(req.Context())
+		for k, v := range t.headers {
+			req.Header.Set(k, v)
+		}
+	}
+	return t.base.RoundTrip(req)
+}
+
+// mcpImplementation is how appkb introduces itself to MCP servers.
+var mcpImplementation = &mcp.Implementation{Name: "appkb", Version: "1"}
+
+// connect opens a session with the server; the caller closes it. The
+// client goes through guard, and its context bounds the whole session.
+func (s MCPServer) connect(ctx context.Context, guard *netguard.Guard) (*mcp.ClientSession, error) {
+	// The SDK waits for the answer to each request it sends, whatever
+	// becomes of the call's context (a silent server held a call until it
+	// gave up itself): each exchange is bounded here instead.
+	hc := guard.Client(netguard.ClientOptions{MaxRedirects: -1, ResponseHeaderTimeout: s.timeout()})
+	hc.Transport = &headerTransport{base: hc.Transport, headers: s.Headers}
+	var tr mcp.Transport
+	switch s.Transport {
+	case TransportSSE:
+		tr = &mcp.SSEClientTransport{Endpoint: s.URL, HTTPClient: hc}
+	default:
+		tr = &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}
+	}
+	client := mcp.NewClient(mcpImplementation, nil)
+	cs, err := client.Connect(ctx, tr, nil)
+	if err != nil {
+		return nil, mcpError(ctx, s, err)
+	}
+	return cs, nil
+}
+
+// mcpError words a failure to reach a server.
+func mcpError(ctx context.Context, s MCPServer, err error) error {
+	switch {
+	case errors.Is(err, netguard.ErrBlocked) || strings.Contains(err.Error(), netguard.ErrBlocked.Error()):
+		return fmt.Errorf("the MCP server %s is at an address that may not be reached (see --fetch-allow)", s.URL)
+	case expired(ctx):
+		return fmt.Errorf("the MCP server %s did not answer within %s", s.URL, s.timeout())
+	}
+	return fmt.Errorf("the MCP server %s cannot be reached: %v", s.URL, err)
+}
+
+// expired says whether ctx's deadline has passed. It reads the clock rather
+// than ctx.Err(): the transport's own wait for headers, as long as the
+// call's, can give up just before the context's timer has run, and the
+// caller should still hear that the server was too slow.
+func expired(ctx context.Context) bool {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return true
+	}
+	deadline, ok := ctx.Deadline()
+	return ok && !time.Now().Before(deadline)
+}
+
+// ListMCP connects to an MCP server and gives its tools, ready to call.
+// Each call of those tools opens a session of its own, so that a server
+// restarted between calls does no harm.
+func ListMCP(ctx context.Context, s MCPServer, guard *netguard.Guard) ([]*Tool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout())
+	defer cancel()
+	cs, err := s.connect(ctx, guard)
+	if err != nil {
+		return nil, err
+	}
+	defer cs.Close()
+	return s.listTools(ctx, cs, func(ctx context.Context) (*mcp.ClientSession, func(), error) {
+		cs, err := s.connect(ctx, guard)
+		if err != nil {
+			return nil, nil, err
+		}
+		return cs, func() { cs.Close() }, nil
+	})
+}
+
+// MCPSession is a session with an MCP server kept open for several calls.
+type MCPSession struct {
+	cs     *mcp.ClientSession
+	cancel context.CancelFunc
+}
+
+// OpenMCP connects to an MCP server and lists its tools, which call the
+// server over this one session until Close: one handshake for the list and
+// every call, where ListMCP's tools make one per call. Connecting and
+// listing are bounded by the server's timeout, and so is each call; the
+// session ends with ctx at the latest.
+func OpenMCP(ctx context.Context, s MCPServer, guard *netguard.Guard) (*MCPSession, []*Tool, error) {
+	sctx, cancel := context.WithCancel(ctx)
+	late := time.AfterFunc(s.timeout(), cancel)
+	cs, err := s.connect(sctx, guard)
+	var list []*Tool
+	if err == nil {
+		list, err = s.listTools(sctx, cs, func(context.Context) (*mcp.ClientSession, func(), error) {
+			return cs, func() {}, nil
+		})
+	}
+	if !late.Stop() {
+		// The time is up and sctx cancelled, whatever came of it.
+		err = fmt.Errorf("the MCP server %s did not answer within %s", s.URL, s.timeout())
+	}
+	if err != nil {
+		if cs != nil {
+			cs.Close()
+		}
+		cancel()
+		return nil, nil, err
+	}
+	return &MCPSession{cs: cs, cancel: cancel}, list, nil
+}
+
+// Close ends the session.
+func (m *MCPSession) Close() {
+	m.cs.Close()
+	m.cancel()
+}
+
+// listTools lists the tools of the server over cs; each tool calls it over
+// the session session gives, then releases that session.
+func (s MCPServer) listTools(ctx context.Context, cs *mcp.ClientSession, session func(context.Context) (*mcp.ClientSession, func(), error)) ([]*Tool, error) {
+	var out []*Tool
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, mcpError(ctx, s, err)
+		}
+		out = append(out, s.tool(t, session))
+	}
+	return out, nil
+}
+
+// tool wraps one tool of the server, called over the session session gives.
+func (s MCPServer) tool(t *mcp.Tool, session func(context.Context) (*mcp.ClientSession, func(), error)) *Tool {
+	schema := map[string]any{"type": "object", "properties": map[string]any{}}
+	if data, err := json.Marshal(t.InputSchema); err == nil {
+		var m map[string]any
+		if json.Unmarshal(data, &m) == nil && m != nil {
+			schema = m
+		}
+	}
+	label := t.Title
+	if label == "" && t.Annotations != nil {
+		label = t.Annotations.Title
+	}
+	if label == "" {
+		label = t.Name
+	}
+	name := t.Name
+	return &Tool{
+		Provider: s.Name, Name: name, Label: label, Description: t.Description, InputSchema: schema,
+		Run: func(ctx context.Context, _ *Env, args map[string]any) (*Output, error) {
+			ctx, cancel := context.WithTimeout(ctx, s.timeout())
+			defer cancel()
+			cs, release, err := session(ctx)
+			if err != nil {
+				return nil, err
+			}
+			defer release()
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+			if err != nil {
+				if expired(ctx) {
+					return nil, fmt.Errorf("the MCP tool %s did not answer within %s", name, s.timeout())
+				}
+				return nil, fmt.Errorf("the MCP tool %s failed: %v", name, err)
+			}
+			out := mcpOutput(res)
+			if res.IsError {
+				return nil, fmt.Errorf("the MCP tool %s reported an error: %s", name, strings.TrimSpace(out.Text))
+			}
+			return out, nil
+		},
+	}
+}
+
+// mcpOutput turns a call's content into an Output: text parts become the
+// text, structured content the json, images, audio and embedded blobs
+// files.
+func mcpOutput(res *mcp.CallToolResult) *Output {
+	out := &Output{}
+	var texts []string
+	for i, c := range res.Content {
+		switch x := c.(type) {
+		case *mcp.TextContent:
+			texts = append(texts, x.Text)
+		case *mcp.ImageContent:
+			out.Files = append(out.Files, File{Name: fmt.Sprintf("image-%d%s", i+1, extFor(x.MIMEType)), MimeType: x.MIMEType, Data: x.Data})
+		case *mcp.AudioContent:
+			out.Files = append(out.Files, File{Name: fmt.Sprintf("audio-%d%s", i+1, extFor(x.MIMEType)), MimeType: x.MIMEType, Data: x.Data})
+		case *mcp.EmbeddedResource:
+			if r := x.Resource; r != nil {
+				if r.Text != "" {
+					texts = append(texts, r.Text)
+				} else if len(r.Blob) > 0 {
+					out.Files = append(out.Files, File{Name: resourceName(r.URI, i), MimeType: r.MIMEType, Data: r.Blob})
+				}
+			}
+		case *mcp.ResourceLink:
+			texts = append(texts, x.URI)
+		}
+	}
+	out.Text = strings.Join(texts, "\n")
+	if res.StructuredContent != nil {
+		if data, err := json.Marshal(res.StructuredContent); err == nil {
+			var v any
+			if json.Unmarshal(data, &v) == nil {
+				if m, ok := v.(map[string]any); ok {
+					out.JSON = []any{m}
+				}
+				if out.Text == "" {
+					out.Text = string(data)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func extFor(mimeType string) string {
+	if exts, _ := mime.ExtensionsByType(mimeType); len(exts) > 0 {
+		return exts[0]
+	}
+	return ""
+}
+
+func resourceName(uri string, i int) string {
+	if j := strings.LastIndexByte(uri, '/'); j >= 0 && j+1 < len(uri) {
+		return uri[j+1:]
+	}
+	return fmt.Sprintf("resource-%d", i+1)
+}

@@ -1,0 +1,104 @@
+package tools
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"appkb/internal/platform/jsonnum"
+)
+
+// fileIdentity marks a JSON object as a file, as workflow variables write
+// them.
+const fileIdentity = "__dify__file__"
+
+// Text renders an argument as text: strings as they are, numbers without
+// needless decimals, files by their URL (or name), everything else as JSON.
+func Text(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case bool:
+		if x {
+			return "true"
+		}
+		return "false"
+	case map[string]any:
+		if x["dify_model_identity"] == fileIdentity {
+			for _, k := range []string{"url", "remote_url", "filename"} {
+				if s, ok := x[k].(string); ok && s != "" {
+					return s
+				}
+			}
+		}
+	case fmt.Stringer:
+		return x.String()
+	}
+	if f, ok := jsonnum.Float(v); ok {
+		return formatNumber(f)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// parseNumber accepts a number or the text of one.
+func parseNumber(v any) (float64, bool) {
+	if f, ok := jsonnum.Float(v); ok {
+		return f, true
+	}
+	if s, ok := v.(string); ok {
+		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// toBool accepts a boolean, its text or a number (non-zero is true).
+func toBool(v any) (bool, bool) {
+	switch x := v.(type) {
+	case bool:
+		return x, true
+	case string:
+		b, err := strconv.ParseBool(strings.TrimSpace(x))
+		return b, err == nil
+	}
+	if f, ok := jsonnum.Float(v); ok {
+		return f != 0, true
+	}
+	return false, false
+}
+
+// formatNumber writes integers without a fraction.
+func formatNumber(f float64) string {
+	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
+		return strconv.FormatInt(int64(f), 10)
+	}
+	return strconv.FormatFloat(f, 'f', -1, 64)
+}
+
+// asList returns the elements of an array value.
+func asList(v any) ([]any, bool) {
+	switch x := v.(type) {
+	case []any:
+		return x, true
+	case []string:
+		out := make([]any, len(x))
+		for i, s := range x {
+			out[i] = s
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+func asMap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
