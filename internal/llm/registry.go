@@ -23,7 +23,14 @@ type Registry struct {
 	strict    bool
 	providers map[string]*provider
 	fallback  *provider
+	// scenarios, when set, script the built-in chat model (serve --scenario
+	// and the admin API).
+	scenarios *Scenarios
 }
+
+// FollowScenarios makes the built-in chat model follow s. It is called once,
+// while the server is built, before any model is looked up.
+func (r *Registry) FollowScenarios(s *Scenarios) { r.scenarios = s }
 
 // provider is one configured entry with its backend.
 type provider struct {
@@ -219,7 +226,11 @@ func (r *Registry) Chat(providerName, model string) (ChatModel, error) {
 		return nil, err
 	}
 	if p.remote == nil {
-		return observedChat{&builtinChat{model: name, price: price}, p.name}, nil
+		builtin := &builtinChat{model: name, price: price}
+		if r.scenarios != nil {
+			return observedChat{&scenarioChat{builtin: builtin, scenarios: r.scenarios, provider: p.name}, p.name}, nil
+		}
+		return observedChat{builtin, p.name}, nil
 	}
 	return observedChat{&remoteChat{p: p, model: name, price: price}, p.name}, nil
 }
