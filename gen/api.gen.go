@@ -8079,6 +8079,16 @@ type CreateDocumentFromFileMultipartRequestBody = CreateDocumentByFileForm
 // CreateDocumentFromTextJSONRequestBody defines body for CreateDocumentFromText for application/json ContentType.
 type CreateDocumentFromTextJSONRequestBody = CreateDocumentByTextRequest
 
+// CreateDocumentFromFileUnderscoreMultipartRequestBody defines body for CreateDocumentFromFileUnderscore for multipart/form-data ContentType.
+//
+// Deprecated: this type has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+type CreateDocumentFromFileUnderscoreMultipartRequestBody = CreateDocumentByFileForm
+
+// CreateDocumentFromTextUnderscoreJSONRequestBody defines body for CreateDocumentFromTextUnderscore for application/json ContentType.
+//
+// Deprecated: this type has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+type CreateDocumentFromTextUnderscoreJSONRequestBody = CreateDocumentByTextRequest
+
 // DownloadDocumentsZipJSONRequestBody defines body for DownloadDocumentsZip for application/json ContentType.
 type DownloadDocumentsZipJSONRequestBody = DownloadDocumentsZipRequest
 
@@ -8110,6 +8120,16 @@ type UpdateDocumentByFileMultipartRequestBody = UpdateDocumentByFileForm
 
 // UpdateDocumentByTextJSONRequestBody defines body for UpdateDocumentByText for application/json ContentType.
 type UpdateDocumentByTextJSONRequestBody = UpdateDocumentByTextRequest
+
+// UpdateDocumentByFileUnderscoreMultipartRequestBody defines body for UpdateDocumentByFileUnderscore for multipart/form-data ContentType.
+//
+// Deprecated: this type has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+type UpdateDocumentByFileUnderscoreMultipartRequestBody = UpdateDocumentByFileForm
+
+// UpdateDocumentByTextUnderscoreJSONRequestBody defines body for UpdateDocumentByTextUnderscore for application/json ContentType.
+//
+// Deprecated: this type has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+type UpdateDocumentByTextUnderscoreJSONRequestBody = UpdateDocumentByTextRequest
 
 // HitTestSegmentsJSONRequestBody defines body for HitTestSegments for application/json ContentType.
 type HitTestSegmentsJSONRequestBody = RetrieveRequest
@@ -9697,6 +9717,16 @@ type ServerInterface interface {
 	// CreateDocumentFromText Create a document from text
 	// (POST /datasets/{dataset_id}/document/create-by-text)
 	CreateDocumentFromText(ctx echo.Context, datasetId DatasetId) error
+	// CreateDocumentFromFileUnderscore Create a document from a file (underscore spelling)
+	// (POST /datasets/{dataset_id}/document/create_by_file)
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	CreateDocumentFromFileUnderscore(ctx echo.Context, datasetId DatasetId) error
+	// CreateDocumentFromTextUnderscore Create a document from text (underscore spelling)
+	// (POST /datasets/{dataset_id}/document/create_by_text)
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	CreateDocumentFromTextUnderscore(ctx echo.Context, datasetId DatasetId) error
 	// ListDocuments List documents
 	// (GET /datasets/{dataset_id}/documents)
 	ListDocuments(ctx echo.Context, datasetId DatasetId, params ListDocumentsParams) error
@@ -9759,6 +9789,16 @@ type ServerInterface interface {
 	// UpdateDocumentByText Update a document from text
 	// (POST /datasets/{dataset_id}/documents/{document_id}/update-by-text)
 	UpdateDocumentByText(ctx echo.Context, datasetId DatasetId, documentId DocumentId) error
+	// UpdateDocumentByFileUnderscore Update a document from a file (older form, underscore spelling)
+	// (POST /datasets/{dataset_id}/documents/{document_id}/update_by_file)
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	UpdateDocumentByFileUnderscore(ctx echo.Context, datasetId DatasetId, documentId DocumentId) error
+	// UpdateDocumentByTextUnderscore Update a document from text (underscore spelling)
+	// (POST /datasets/{dataset_id}/documents/{document_id}/update_by_text)
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	UpdateDocumentByTextUnderscore(ctx echo.Context, datasetId DatasetId, documentId DocumentId) error
 	// HitTestSegments Search a knowledge base (retrieval-testing path)
 	// (POST /datasets/{dataset_id}/hit-testing)
 	HitTestSegments(ctx echo.Context, datasetId DatasetId) error
@@ -10413,6 +10453,38 @@ func (w *ServerInterfaceWrapper) CreateDocumentFromText(ctx echo.Context) error 
 	return err
 }
 
+// CreateDocumentFromFileUnderscore converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateDocumentFromFileUnderscore(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateDocumentFromFileUnderscore(ctx, datasetId)
+	return err
+}
+
+// CreateDocumentFromTextUnderscore converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateDocumentFromTextUnderscore(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateDocumentFromTextUnderscore(ctx, datasetId)
+	return err
+}
+
 // ListDocuments converts echo context to params.
 func (w *ServerInterfaceWrapper) ListDocuments(ctx echo.Context) error {
 	var err error
@@ -11030,6 +11102,54 @@ func (w *ServerInterfaceWrapper) UpdateDocumentByText(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.UpdateDocumentByText(ctx, datasetId, documentId)
+	return err
+}
+
+// UpdateDocumentByFileUnderscore converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateDocumentByFileUnderscore(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// ------------- Path parameter "document_id" -------------
+	var documentId DocumentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "document_id", ctx.Param("document_id"), &documentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter document_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateDocumentByFileUnderscore(ctx, datasetId, documentId)
+	return err
+}
+
+// UpdateDocumentByTextUnderscore converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateDocumentByTextUnderscore(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// ------------- Path parameter "document_id" -------------
+	var documentId DocumentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "document_id", ctx.Param("document_id"), &documentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter document_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateDocumentByTextUnderscore(ctx, datasetId, documentId)
 	return err
 }
 
@@ -11776,7 +11896,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/datasets/:dataset_id", wrapper.GetDatasetDetail, options.OperationMiddlewares["getDatasetDetail"]...)
 	router.PATCH(options.BaseURL+"/datasets/:dataset_id", wrapper.UpdateDataset, options.OperationMiddlewares["updateDataset"]...)
 	router.POST(options.BaseURL+"/datasets/:dataset_id/document/create-by-text", wrapper.CreateDocumentFromText, options.OperationMiddlewares["createDocumentFromText"]...)
+	router.POST(options.BaseURL+"/datasets/:dataset_id/document/create_by_text", wrapper.CreateDocumentFromTextUnderscore, options.OperationMiddlewares["createDocumentFromTextUnderscore"]...)
 	router.POST(options.BaseURL+"/datasets/:dataset_id/document/create-by-file", wrapper.CreateDocumentFromFile, options.OperationMiddlewares["createDocumentFromFile"]...)
+	router.POST(options.BaseURL+"/datasets/:dataset_id/document/create_by_file", wrapper.CreateDocumentFromFileUnderscore, options.OperationMiddlewares["createDocumentFromFileUnderscore"]...)
 	router.GET(options.BaseURL+"/datasets/:dataset_id/documents", wrapper.ListDocuments, options.OperationMiddlewares["listDocuments"]...)
 	router.DELETE(options.BaseURL+"/datasets/:dataset_id/documents/:document_id", wrapper.DeleteDocument, options.OperationMiddlewares["deleteDocument"]...)
 	router.GET(options.BaseURL+"/datasets/:dataset_id/documents/:document_id", wrapper.GetDocumentDetail, options.OperationMiddlewares["getDocumentDetail"]...)
@@ -11784,7 +11906,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/datasets/:dataset_id/documents/:document_id/download", wrapper.DownloadDocument, options.OperationMiddlewares["downloadDocument"]...)
 	router.GET(options.BaseURL+"/datasets/:dataset_id/documents/:batch/indexing-status", wrapper.GetDocumentIndexingStatus, options.OperationMiddlewares["getDocumentIndexingStatus"]...)
 	router.POST(options.BaseURL+"/datasets/:dataset_id/documents/:document_id/update-by-text", wrapper.UpdateDocumentByText, options.OperationMiddlewares["updateDocumentByText"]...)
+	router.POST(options.BaseURL+"/datasets/:dataset_id/documents/:document_id/update_by_text", wrapper.UpdateDocumentByTextUnderscore, options.OperationMiddlewares["updateDocumentByTextUnderscore"]...)
 	router.POST(options.BaseURL+"/datasets/:dataset_id/documents/:document_id/update-by-file", wrapper.UpdateDocumentByFile, options.OperationMiddlewares["updateDocumentByFile"]...)
+	router.POST(options.BaseURL+"/datasets/:dataset_id/documents/:document_id/update_by_file", wrapper.UpdateDocumentByFileUnderscore, options.OperationMiddlewares["updateDocumentByFileUnderscore"]...)
 	router.POST(options.BaseURL+"/datasets/:dataset_id/documents/download-zip", wrapper.DownloadDocumentsZip, options.OperationMiddlewares["downloadDocumentsZip"]...)
 	router.PATCH(options.BaseURL+"/datasets/:dataset_id/documents/status/:action", wrapper.BatchUpdateDocumentStatus, options.OperationMiddlewares["batchUpdateDocumentStatus"]...)
 	router.GET(options.BaseURL+"/datasets/:dataset_id/documents/:document_id/segments", wrapper.ListSegments, options.OperationMiddlewares["listSegments"]...)
@@ -14433,6 +14557,198 @@ func (response CreateDocumentFromTextdefaultJSONResponse) VisitCreateDocumentFro
 	return err
 }
 
+type CreateDocumentFromFileUnderscoreRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+	Body      *multipart.Reader
+}
+
+type CreateDocumentFromFileUnderscoreResponseObject interface {
+	VisitCreateDocumentFromFileUnderscoreResponse(w http.ResponseWriter) error
+}
+
+type CreateDocumentFromFileUnderscore200JSONResponse DocumentCreatedResult
+
+func (response CreateDocumentFromFileUnderscore200JSONResponse) VisitCreateDocumentFromFileUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentFromFileUnderscore400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateDocumentFromFileUnderscore400JSONResponse) VisitCreateDocumentFromFileUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentFromFileUnderscore401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateDocumentFromFileUnderscore401JSONResponse) VisitCreateDocumentFromFileUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentFromFileUnderscore403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateDocumentFromFileUnderscore403JSONResponse) VisitCreateDocumentFromFileUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentFromFileUnderscore404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateDocumentFromFileUnderscore404JSONResponse) VisitCreateDocumentFromFileUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentFromFileUnderscoredefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response CreateDocumentFromFileUnderscoredefaultJSONResponse) VisitCreateDocumentFromFileUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentFromTextUnderscoreRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+	Body      *CreateDocumentFromTextUnderscoreJSONRequestBody
+}
+
+type CreateDocumentFromTextUnderscoreResponseObject interface {
+	VisitCreateDocumentFromTextUnderscoreResponse(w http.ResponseWriter) error
+}
+
+type CreateDocumentFromTextUnderscore200JSONResponse DocumentCreatedResult
+
+func (response CreateDocumentFromTextUnderscore200JSONResponse) VisitCreateDocumentFromTextUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentFromTextUnderscore400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateDocumentFromTextUnderscore400JSONResponse) VisitCreateDocumentFromTextUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentFromTextUnderscore401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateDocumentFromTextUnderscore401JSONResponse) VisitCreateDocumentFromTextUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentFromTextUnderscore403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateDocumentFromTextUnderscore403JSONResponse) VisitCreateDocumentFromTextUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentFromTextUnderscore404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateDocumentFromTextUnderscore404JSONResponse) VisitCreateDocumentFromTextUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentFromTextUnderscoredefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response CreateDocumentFromTextUnderscoredefaultJSONResponse) VisitCreateDocumentFromTextUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListDocumentsRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 	Params    ListDocumentsParams
@@ -16326,6 +16642,230 @@ type UpdateDocumentByTextdefaultJSONResponse struct {
 }
 
 func (response UpdateDocumentByTextdefaultJSONResponse) VisitUpdateDocumentByTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFileUnderscoreRequestObject struct {
+	DatasetId  DatasetId  `json:"dataset_id"`
+	DocumentId DocumentId `json:"document_id"`
+	Body       *multipart.Reader
+}
+
+type UpdateDocumentByFileUnderscoreResponseObject interface {
+	VisitUpdateDocumentByFileUnderscoreResponse(w http.ResponseWriter) error
+}
+
+type UpdateDocumentByFileUnderscore200JSONResponse DocumentCreatedResult
+
+func (response UpdateDocumentByFileUnderscore200JSONResponse) VisitUpdateDocumentByFileUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFileUnderscore400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateDocumentByFileUnderscore400JSONResponse) VisitUpdateDocumentByFileUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFileUnderscore401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateDocumentByFileUnderscore401JSONResponse) VisitUpdateDocumentByFileUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFileUnderscore403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateDocumentByFileUnderscore403JSONResponse) VisitUpdateDocumentByFileUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFileUnderscore404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateDocumentByFileUnderscore404JSONResponse) VisitUpdateDocumentByFileUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFileUnderscore413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateDocumentByFileUnderscore413JSONResponse) VisitUpdateDocumentByFileUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFileUnderscore415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateDocumentByFileUnderscore415JSONResponse) VisitUpdateDocumentByFileUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFileUnderscoredefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response UpdateDocumentByFileUnderscoredefaultJSONResponse) VisitUpdateDocumentByFileUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByTextUnderscoreRequestObject struct {
+	DatasetId  DatasetId  `json:"dataset_id"`
+	DocumentId DocumentId `json:"document_id"`
+	Body       *UpdateDocumentByTextUnderscoreJSONRequestBody
+}
+
+type UpdateDocumentByTextUnderscoreResponseObject interface {
+	VisitUpdateDocumentByTextUnderscoreResponse(w http.ResponseWriter) error
+}
+
+type UpdateDocumentByTextUnderscore200JSONResponse DocumentCreatedResult
+
+func (response UpdateDocumentByTextUnderscore200JSONResponse) VisitUpdateDocumentByTextUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByTextUnderscore400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateDocumentByTextUnderscore400JSONResponse) VisitUpdateDocumentByTextUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByTextUnderscore401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateDocumentByTextUnderscore401JSONResponse) VisitUpdateDocumentByTextUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByTextUnderscore403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateDocumentByTextUnderscore403JSONResponse) VisitUpdateDocumentByTextUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByTextUnderscore404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateDocumentByTextUnderscore404JSONResponse) VisitUpdateDocumentByTextUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByTextUnderscoredefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response UpdateDocumentByTextUnderscoredefaultJSONResponse) VisitUpdateDocumentByTextUnderscoreResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -19554,6 +20094,16 @@ type StrictServerInterface interface {
 	// CreateDocumentFromText Create a document from text
 	// (POST /datasets/{dataset_id}/document/create-by-text)
 	CreateDocumentFromText(ctx context.Context, request CreateDocumentFromTextRequestObject) (CreateDocumentFromTextResponseObject, error)
+	// CreateDocumentFromFileUnderscore Create a document from a file (underscore spelling)
+	// (POST /datasets/{dataset_id}/document/create_by_file)
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	CreateDocumentFromFileUnderscore(ctx context.Context, request CreateDocumentFromFileUnderscoreRequestObject) (CreateDocumentFromFileUnderscoreResponseObject, error)
+	// CreateDocumentFromTextUnderscore Create a document from text (underscore spelling)
+	// (POST /datasets/{dataset_id}/document/create_by_text)
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	CreateDocumentFromTextUnderscore(ctx context.Context, request CreateDocumentFromTextUnderscoreRequestObject) (CreateDocumentFromTextUnderscoreResponseObject, error)
 	// ListDocuments List documents
 	// (GET /datasets/{dataset_id}/documents)
 	ListDocuments(ctx context.Context, request ListDocumentsRequestObject) (ListDocumentsResponseObject, error)
@@ -19616,6 +20166,16 @@ type StrictServerInterface interface {
 	// UpdateDocumentByText Update a document from text
 	// (POST /datasets/{dataset_id}/documents/{document_id}/update-by-text)
 	UpdateDocumentByText(ctx context.Context, request UpdateDocumentByTextRequestObject) (UpdateDocumentByTextResponseObject, error)
+	// UpdateDocumentByFileUnderscore Update a document from a file (older form, underscore spelling)
+	// (POST /datasets/{dataset_id}/documents/{document_id}/update_by_file)
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	UpdateDocumentByFileUnderscore(ctx context.Context, request UpdateDocumentByFileUnderscoreRequestObject) (UpdateDocumentByFileUnderscoreResponseObject, error)
+	// UpdateDocumentByTextUnderscore Update a document from text (underscore spelling)
+	// (POST /datasets/{dataset_id}/documents/{document_id}/update_by_text)
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	UpdateDocumentByTextUnderscore(ctx context.Context, request UpdateDocumentByTextUnderscoreRequestObject) (UpdateDocumentByTextUnderscoreResponseObject, error)
 	// HitTestSegments Search a knowledge base (retrieval-testing path)
 	// (POST /datasets/{dataset_id}/hit-testing)
 	HitTestSegments(ctx context.Context, request HitTestSegmentsRequestObject) (HitTestSegmentsResponseObject, error)
@@ -20967,6 +21527,85 @@ func (sh *strictHandler) CreateDocumentFromText(ctx echo.Context, datasetId Data
 	return nil
 }
 
+// CreateDocumentFromFileUnderscore operation middleware
+func (sh *strictHandler) CreateDocumentFromFileUnderscore(ctx echo.Context, datasetId DatasetId) error {
+	var request CreateDocumentFromFileUnderscoreRequestObject
+
+	request.DatasetId = datasetId
+
+	if reader, err := ctx.Request().MultipartReader(); err != nil {
+		return err
+	} else {
+		request.Body = reader
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateDocumentFromFileUnderscore(ctx.Request().Context(), request.(CreateDocumentFromFileUnderscoreRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateDocumentFromFileUnderscore")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateDocumentFromFileUnderscoreResponseObject); ok {
+		return validResponse.VisitCreateDocumentFromFileUnderscoreResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateDocumentFromTextUnderscore operation middleware
+func (sh *strictHandler) CreateDocumentFromTextUnderscore(ctx echo.Context, datasetId DatasetId) error {
+	var request CreateDocumentFromTextUnderscoreRequestObject
+
+	request.DatasetId = datasetId
+
+	var body CreateDocumentFromTextUnderscoreJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateDocumentFromTextUnderscore(ctx.Request().Context(), request.(CreateDocumentFromTextUnderscoreRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateDocumentFromTextUnderscore")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateDocumentFromTextUnderscoreResponseObject); ok {
+		return validResponse.VisitCreateDocumentFromTextUnderscoreResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListDocuments operation middleware
 func (sh *strictHandler) ListDocuments(ctx echo.Context, datasetId DatasetId, params ListDocumentsParams) error {
 	var request ListDocumentsRequestObject
@@ -21687,6 +22326,87 @@ func (sh *strictHandler) UpdateDocumentByText(ctx echo.Context, datasetId Datase
 		return err
 	} else if validResponse, ok := response.(UpdateDocumentByTextResponseObject); ok {
 		return validResponse.VisitUpdateDocumentByTextResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateDocumentByFileUnderscore operation middleware
+func (sh *strictHandler) UpdateDocumentByFileUnderscore(ctx echo.Context, datasetId DatasetId, documentId DocumentId) error {
+	var request UpdateDocumentByFileUnderscoreRequestObject
+
+	request.DatasetId = datasetId
+	request.DocumentId = documentId
+
+	if reader, err := ctx.Request().MultipartReader(); err != nil {
+		return err
+	} else {
+		request.Body = reader
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateDocumentByFileUnderscore(ctx.Request().Context(), request.(UpdateDocumentByFileUnderscoreRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateDocumentByFileUnderscore")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateDocumentByFileUnderscoreResponseObject); ok {
+		return validResponse.VisitUpdateDocumentByFileUnderscoreResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateDocumentByTextUnderscore operation middleware
+func (sh *strictHandler) UpdateDocumentByTextUnderscore(ctx echo.Context, datasetId DatasetId, documentId DocumentId) error {
+	var request UpdateDocumentByTextUnderscoreRequestObject
+
+	request.DatasetId = datasetId
+	request.DocumentId = documentId
+
+	var body UpdateDocumentByTextUnderscoreJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateDocumentByTextUnderscore(ctx.Request().Context(), request.(UpdateDocumentByTextUnderscoreRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateDocumentByTextUnderscore")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateDocumentByTextUnderscoreResponseObject); ok {
+		return validResponse.VisitUpdateDocumentByTextUnderscoreResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -23266,364 +23986,369 @@ var swaggerSpec = []string{
 	"+g9fw3dT/BlLPnrIkSKgy2k54xtZtlZ6+NPxJa/ZS6kOCVppa8Pt1LFoMKLmWdkDfGykcs080YicJNVg",
 	"ODkmxWvEjYYL2XIaL7AKdueLVQEEkWt2RfSeNt6Us/bzsLPwNok1ecqNtkrdmEEAWTthneyZYs+SmIjL",
 	"cpd964pQQw6yC13uQha5oOp4iujXbYnVBWblpAaSqsD0goKM+7STmyKrL0uo7D+ww2B8KxLnmMQg6JjU",
-	"9ChbAwij/P9j7+2X47iRfNFXQTBOhMiN4oc89sYd8y9aljw6K9taid45sWOfbnQX2A2zGqgpoEj1KBRx",
-	"HuI+w32w8yQ3kJlAoapR3dUkm6Qk7h87Mruq8JXI7/ylagaCoAvpTa1cWf+tuRSVI085DdSf7f2T0z+H",
-	"XB434YKrWR0SVf2kX6pZIc18ZcZv6GmvBJFuPqz0pp9L+zW7R06ZgnwZ4JgiMkGdjTp0LF8fWtXFFqBf",
-	"b/Gtd+6lNEOYOvELF9NZMO744puTBGXfHYfq6ks+d3iTetRrIYPuXheFP9ZTALrFci5fZ1iJQ3/rb2he",
-	"4l38Dz/Jc97v/z4DHuWogmJtlieS6/vBVf3bGauBO3mX4rWuLk3Jp12d4LsVnaDHPd3rnXb8oRI9eK7J",
-	"UMEe3Yx+u+5nAmh45Qy04XvlcR36HF6bt+20s21twsoCZ/7mu+8ix+bmhW9Y73sxW0ApUe9KkQO7vdaK",
+	"9ChbAwij/P9j792X47iRfOFXQTBOhMiN4kUee+Mb8y9atjw644tWondO7NqnG90FdsOsBmoKKFI9CkWc",
+	"h/ie4Xuw8yRfIDOBQlWjuqtJNklR3D92ZHZV4ZbIe/5SNQNB0IX0plaurP/WXIrKkaecBurP9v7J6Z9D",
+	"Lo+bcMHVrA6Jqn7SP6hZIc18ZcY/0dNeCSLdfFjpTT+X9mt2j5wyBfkywDFFZII6G3XoWL4+tKqLLUC/",
+	"3uJb79xLaYYwdeIXLqazYNzxxTcnCcq+Ow7V1Zd87vAm9ajXQgbdvS4Kf6ynAHSL5Vy+zrASh/7W39C8",
+	"xLv4dz/Jc97v/z4DHuWogmJtlieS6/vBVf3bGauBO3mX4rWuLk3Jp12d4JsVnaDHPd3rnXb8oRI9eK7J",
+	"UMEe3Yx+u+5nAmh47Qy04XvlcR36HF6bt+20s21twsoCZ/7qm28ix+bmhW9Y73sxW0ApUe9KkQO7vdaK",
 	"wDRX12fwM5u8eTQaDr0yVf+R5GzTCf6Qr4GV3iZjZSU9amXBrVDTpeOdbtrADtiUFwXE/eskdopHIRzB",
 	"d1oB1VxM5YIXaZdJ+71RraS9wctNSsqqQzp6zH19ywnWVeX2IukdoX1anzUM++bThpshde2YUcI+Kyu9",
 	"KLecZfzOVltIL67bPnpk+63DZKEbvNI/mySXNqI6m6Z9PL/CpQNf46S2FsqWg8OShy7+HbcgPDkydplS",
-	"/dwn9QUbl5Vc8Go5ztiYtBH3Tz6dCkWu79lcG5vOz+rjyzRJuTUwAr0IIYmhTkYjKggOOI3/tRWL9Foh",
-	"OkAav2PP3zvDDb+CyOLiA5/aYgmc4lKABev19imGHai+GP34GG/BcSYePMfzfa3EAH2jL6byKdugNfGK",
-	"Q6H0lu+9h3q3LV/6BS70li+9mIvp5UR/2PI1Z/Hc4JU30my7qv9ptPoVDn/LF1+SS+xHbvm51kX39ZTY",
-	"+ruYnJWlN+X681t8+juGGKIobOkMgELry1SW2pzb0VQXuhrZuehTMCBDDgMAGUYAXrx/7yMCPf2NUlKk",
-	"M9hIqiuRztELIWeo4kR1JpqFMy7yil8HuAX4khH0czoqOtXlspKz+bBI87Q2Vi9GuTTTgsvFwDAuMcGO",
-	"mbZqrc7EM8P8QxBLicCahTr87X2aZW4b0JfT3s4IC/2nDMknES69B6MPUNqDBhltF0aaiLlUOQ5NUalh",
-	"w6QxHMawGhQ4CHXN9seFVJdghkIPkFIbIycFOjiGjbUBGds9g7vUwcemlHz4xT1kEoDZm2fgWPuok0bQ",
-	"ufFSWbwhdAt8rHiiP2TowXTiCAzxoXa4vOLT5ajUhUxpdG+kuvRZFfQsw2eHNYeY6+tRlMCYTMyOs02A",
-	"dbm3TGijR16eOB03fd2DnpCKE4/ggLkZYZRulL4nIfUCHsKOLJheAjK/4baehruz6FqQMKUkk6fl/FDo",
-	"6SWkmPWx+fOmBwEk5k3ojZUdSbsa10mnbmGlk1Kd9NCUEW0uI/YRgHAG4dgPynnH5OKM1QYK6sPWu78j",
-	"EhBzK+UDR12x6m9QO+536qVf7cbEEDfZiGrdIlYPaW2l4ZyrPEKOdN8DQAGZEzsKqdKDGlKg0isL8evw",
-	"ZiAbUrlX5VGjyXaP/uOKyfdx9Q5/XNn5jzdeXHsxf3Rl6d5/OTWmccr5k3pm0JMWAB1M5vR7tJ0CyAO4",
-	"cfaJH7CSV3whIGmskAawTxYHR8zNp/kMNBhgHJ+ghg1kUcQumTi/HVkC+CUTItAzAsxzd4wfwgjEK6hd",
-	"pXAmyDjk9eCzRlRXojqErALI1janEVsBMbKQllLfvG+7yQ3K9vzDg7zYm7N00LeeC2XlhcSdXkLuSVme",
-	"NsSvcmjnBHcGOPOVBAHPtCqWeE2kwawfSO2/5lU+wNlFRE7zXHf5W2wy3V+ptlO9EGmJdV81G/7Lk+V2",
-	"RRh/n2sP8ObHPcXyGKmoXIaoBXZ8UI3GzarMt6/Qe9xl5zfcxpuWpG8a7isoV9+oiDyC8vVWieP3G6vW",
-	"s1TNehYKIpmuMnfkFXQR5FAoPK5qpRzXf2Sl7YxPK20g/QLLV++j1n07LbGtIMJ/0Tm2qvbWiYs3epb2",
-	"L56xQs+YULZaBtEN5WktTdfUiwWvMLv2OmLNKcS4rVCAYOCtZcmIT3sY4Dm6PI0uBKOHcONXhEnT7pGr",
-	"JkW3hxV3MPEWlOra41TeeOF9NG2AizhatFD5yOsvw6LCL1X+mxHVezy9RFS4lZ48YJ/8lia3qT3bShei",
-	"xyLxbcKmvChEFRFTxsZ+kehOofHGa4GLLiq9WOcqcQR8zY0fJwBziOpKTsUhL2WfuwuAXrdjyy8/2Ioz",
-	"qZAGIA+46QLkiH0rpOz+Nsr+zg4UMbF5OdQSf1erQDkpjjSc9axxHP+qyNGiL9pVzoVel7Q0yBDrMr9E",
-	"8eOcm9FCV2vqjgpuRQVTdCJIGpt2+BRyIW2/w5UZ+S8RoFQSEb617lpWCVtXqu9lkHVrlEFHKVIYtuCW",
-	"Km4uZAEWor4SFS+K1Gc7Jw4T9Mv0Q0b7N8Bf8a6mKoH11NCigtA4Fy2jzCs71DWrVj6J4HFCVc05mtrq",
-	"kVkSN9GPgyiAFrgW1qa0fTi1ufEIrS/gZ0ZUkheSiq55k+GYRUVo00I6QwVOTLOSVwNT5e9GeT8l+FXc",
-	"XeW0MKc78ysuYXi2FPZOFXyvjWc30/UJtgq1/X2P8tLB/Tn4koBRPg89P5LZfSRwWIgrUfjOxj7B6KEc",
-	"RE9OmbwQOcvrKpQG1mqoH+aWTJx4wMNx8AdgVp8lsJ6t5GwmqjW2zqrl9j0b87I8rGrlNuVaTOZaX8JW",
-	"Tecir32P+rKoZ1Klt4U4Wg8+ALE7yHfy5nzgIlsB+23P5iLEpbOZUPaNnqWYh0IoOsGncwjfggk7g+Rx",
-	"gFfnl8IMxd/evnsQRt8ocryBn0Re6vWMCr51M0411JgcintwxsxcV7ZJI/bzO7q7LvxoTl/wqY27x/lB",
-	"Nm4mwOw33ev6diCiiVYIebuOIM1XQi/1VFWYUHZQx5LZYH/BMIbqNg0DivbGsP6wxFGhZ585/HqCj0C/",
-	"9uTGhWBgZdiUVxVFBbGPBkyjE2OjEnyKd4B+wMal9313gXU2pzecQrGcREACq8tYTbjLLIdhGuuQzfyb",
-	"MwJCZusrAJDpYdDUngreYK+bTFdniE0EuB3NNeQLcxWEG6S1SlUPZ998upYDTOfaCEU5vP3Xl77S3/ag",
-	"+52+bOABzYVQhuprRQm6lCjd012oLy+Z200tedy1UjloF2vRE+BUIOGryT/C8H4ACEp+3dQTDODfoAEf",
-	"ApzR+5jsGadAUIeNVibEALkwiNWBHTvCRDi39BGu8stjfO27ei4XQtd2y8sqPpRueqxW/rY2uRKgZYEP",
-	"z+K32aTiajon7cXdc6rWHHKPYSTE60ubjJ2+q9HsBlqkj+Zi3oxMaZO/ZDp91wtX9ZI4RZOcNu5AzhI6",
-	"UdMyzwn0K2EYtx3CVr4nyjWHVB9dIYiLo+/tpI5ZVzBCzg0xlSU4IKdzrY0wgN+3psL/MVTIEGDthE8v",
-	"IXUcVzvu1El+c+LUXmtF5T7wv/9xdvjf/PBfoz/oHyeHfx398W//45bFNtF4z09OBl2lbiiI4B9GUo1q",
-	"uT4z2EeYm+RgFI5ap4NDWzAtBIJt3NIRAzM3dNQAW9hGtDcuzZAvuF7Ewwh95AIfDxDxkhLUCz3DIA6l",
-	"jZtThKvhRQGeETZGbqYvRY93ovm9r6zS26Qr4ipk7Bryh9WqECY6SWlYLgp5BXqnnVe6nuFxbAYWHBaf",
-	"IPwkq2FnaV97rnovTKMvuvGIXtI4ykTHbh5H7i3EwqE5nRoCgdPbXOwtt3OfBLxCJdvBzvbUUrirZbnn",
-	"Tv7TPf4ppw/2+DSgp2jht2agdEV9sumy1l/1HHVY49ZxbwFCJKAZnoLCcymWTDqFCXRYAERJ+x97e4OG",
-	"VAms1fK5C6UvowOHHhwX+EOld+u5fx0WMs3ah3DDR2WeGF1cOfuB6pvQDliXCr6+dGnvR/wQNFbMMe+J",
-	"uP8G4wKSgx2jTCRJd9QfzxO37G8a63Phc1+cLvfad/x9gYXhG7wDqtMiGIwGgu0Aba/AHAHHfIaqZsND",
-	"Ws3Ydx/YAqfODmJa0t44nOWdpTdz2L6isGKU9RRUbV9jCEKbDe068jCduwcG16TdSfJwsj/4FgkR23lY",
-	"AoFv2eIbHh3ZqlaEB94LX0eAvpiGN9eVFe1kpqGdcdtsoN9PN7Tj9t12E5vqwklikW+Vkk3PDtpHenbQ",
-	"Rm7qVNbsZaDgRDwhGRINEW3guBjJDux4YEjzxi3Et8n0kAqcANIORDW8XW/ypuf9NIi1L1d0/5J0gq+T",
-	"2gvtdGREInXyGmDSHQndrcz2PVMpSDhEVj+IiLlr5p+LD71cc8GUvqaOMOGmZphBCZlblV6wk6PtHaL3",
-	"wpFvzizu8E6rdpfqL+0693asWnejsRXVo1G5v4hr/AXocDczHTA53DRmgttEMHYcSw/G3bCkjyd+ta5F",
-	"12fNst5oXQ7zG7BC67LxGHibLjgMABVmB+wLhn1yFjw5C75AZ4Gj7UfvJwj3/rG5CGj3Pgf/AOzhzV0D",
-	"yFt9DvDX6RBwW/gl+wKcJN7oBoiEMMFCcwVdh5BEnmz/ndr+CHznjH/YfKlmd2H175q/lpUYweVBhtaH",
-	"bAVAcOJK6pp0uQh2xPEgKPTrgYh8WDUdFvdlehQcUxjiTIj4wq7cCNvr4V+xB+GxKHa3cx40poRbz+39",
-	"BbvmdA/Ng75YL8EvOhceJG09H1r1D9Cdc7KSul9f1EWxZLryFe93y6ca5WhwlvLwullM1tlV4WyoaX3k",
-	"3gMCjEi33OycW9RvYHMH6h6E/cH727VdbtJ7bSMiG5yS140eBewayrZH5A1JatBvtYHdQbtCmvjDKi7D",
-	"SszvhmLYy5qHFsONI3lzsWLbqb5VxSIIoSHlkCSGt/r4xiRGbFdJRwkJlY/IV0QTfAy+orISuXByUFej",
-	"gZmhFVfsT+wWfqGr7c7Nd+TaXia8VlZUC5FLbgWDhkYr7C9rBZiwtQp2C0NM600dWpvdjqc5aMvjF+7E",
-	"R9dw0YBqlsBHwLaaHqdi/Nj0UHjYi44vUxF9J2y1XK+F4lnhicqg1Gg2EcxCyTE0t/3MdE9aFLdWLMod",
-	"RK/O5wFQBblOEYGUC4KWfABFtL3ugTGkDTpcZy8flTbXmduTXvek1z3pdSlK+JXgCylO0b43W0GDPql6",
-	"K6peclMfiSYH0mjUw47+DuWe8AiyI2kGRmnWAb54yW5FqAKkMdx8czGVfbHdh1YGYZZfpiY4KDISB0uD",
-	"L/JxqH5fbrT0SSd40gm20Am8wV0UCzSwpzrvqVO+Z5H60Nz7iw0pdXvv9DBxrabCc3IPAk3gm5ibArhg",
-	"jtqdzQh4D9LebdO0lYMJC/9y/Sz+T28B52WdgA09atyThhomeoAKqwHwpYtlfMomywC0cJNjfFyAuoCu",
-	"GmCQt/fH3Mr48a4LYm7UbHFoii/i+AAjXaP4NpjB0jCPT83tdhgVleAmCd8TwwbjfG7uhukOOggUN2PK",
-	"nVlRLO8M2fYxgW2vwyrE5Q7EPxyEodWBiPpyWeMg44MYjlTGqTWVMPVCmIfna3faMOAmSP1baOnINxLo",
-	"NlJJK3mBnQ85u6iEmWO7pTFsNAZo8CQI4hL4FkgX3jDJfpIbDFOPtaCDb9EGnPoNuM39V+5LUBYd0xbT",
-	"upJ2+d4pZngVzsryPwQEfSaCV6J65afDy/Lw//6f/2+vS2pnChp4XorlKZMIqwzQiPBXrnKmS8dVocOk",
-	"+1ODYuWOEFRCsOtgtGa9c2tLt0P/ofR1IfKZSM/Krc0Im54Zu/Qvh+lFk2l+bKaUMSGxfTG2VwPEqLku",
-	"kBJNyafCsRe8B4WEfvFGAJJu87kJN2LI4j7B5b7Qq6TPy/Jygj1GcQ5/Oz9/C0hjYGb9KC+Wh06v5ha6",
-	"d2ITEMNMKfgl2/997z02iXJv/L538P3vajrnNmOU0w/4gSpvIf9Cgbs7NSOdBdtZjG8nDwnwR7+rlwAi",
-	"HLYNIn+1nQtlJdj3CMjGGa7bbf4RO2udPbVyVb8rIh62X1biQn5A/PfxQZY8H8bbZ9q85QlhfODmV1W6",
-	"MowX13xpGPQTDXB/H3/fczbv73sZ+32PYNzwP1CF+X3v0/jod7UXLFI6jf/7f/5ft4bCrdDvYCBO9gM3",
-	"sN17Ef783vOjk6MT0DtLoXgp977f+8vRydFf9gBacA737ZiX5fGFELmbIPxlJmyqi7ixhrldUDNEWQwd",
-	"0BCQDv7kEf7oz4W8FBmcKrRjAqxIJ8kcbYY9fZ3vfb/3k7Av5tyeleWrMBWA/aamvNCzbZU9Pz905JHj",
-	"562mhk+gVLpH/lmLarnnG8f5ZkxoBbYg4p5newup5MJx2eep5LENUB4cZzDXBdZFpkb3PaASw39zAlCM",
-	"NP7Jptn80TQWhgP75uQElIgGq5A3dHL8J8nUZtx1pnF8AqHhFHCK/gZknnqOHKl9e/K8b4ww6ePflLuu",
-	"upL/EjnijAWsvvUvwsVqiQ6gDC80/vGH2xzjW7nsvQW6ICBCXhRhqmwmr6DVftQQ3kMqgqbAZ47m9vxe",
-	"7P3hxnR3xRxzpbSFvT2sRFksjz8igucn0Ot0qqP4e6rgAS4ww5qLP/UEuakjWcNyWYmpZc3Hmfu4RN6n",
-	"K6YvLgIyo5dsSO7IoeFzmpW6KI7YWVG4ZQvBJjpfethEaCs6F9PLtg2Js3c8tND6EkJAmbM/7Fws4R0F",
-	"mTEw+jiX0NF97FjZtcAeaO2r/BqVtbOwkHduk94LC6xj060OeKEa9mXtfoSb5phZc9FwPXuxnoIKZ3MD",
-	"vD4lFCikgGIK/1rVp/C2Qaf4H3S+vLOLtn6bfG/6T219iypwdnb7N02qnx+cexJ0FB21jXx8POH9tbTT",
-	"+VrCihhAsxVmEA84RiF+/PFPPRnJ/FOvQH0nSu14wlxfO0ufcdg+341msiSk+NYkl8zg5OfcsJm2R+wV",
-	"VG+AtvPtyQkbS3XFC5mP4I6RRaQ0pu6570MrRpOUv+vP/r1vNbNRJhu+CDzFM6aIIGCy93Nzs489RCqx",
-	"IwJtZtwlMjEpPMi1k9pkMv3xYFcWj23AxW1anMB9Pdl87X7geeBSj03s66JA1PHO9flTT7a52/3q8Fto",
-	"bBpDHKMOEb2bMV2is6RYosFn59qAOWcEg42TyHGoH4QjBy7RxhDLa13lR+yMjUFvHDM+0VeCPT85cYLa",
-	"ot/ACeHnJyfJ69wszqnuj1qZfus7vZ5SrwposAprdepHJdDtbbVf7E3U661mdC4+UANsd7TxWUX9Oxa1",
-	"sf7Q+mZFB9ma131yhzYVDFXoIyp+fPLbLSSeYe+FznqVcQ1pp0yJ6+ZsnT5NB1tyWTWn75TtKfccBEQt",
-	"6uruv9D3C4eOfYKhZ8fqhXwBF7aZ395ulMruMFupkc93QHXYQDotdYw7hzw6ysdHa2d53pYjW0mP44/N",
-	"f3hdMBeFsCKlDiLMY1tqWT1Dcyg0dK7EVFeAbT6X1nQUwG/ZWGk7unD25bgJ2kYflIbV6lLpa7VKoz/C",
-	"1Fo0ulFmtObKcHF9yl28F3esTn3b01qutfAZoPjflMS+xUHWv/SLtq/c5u+SJvGYBpJltpfEgXA6Ip92",
-	"ye2ZSbHDO6Wx38qc347GpnOuZvdEY3fPoLvrfyA7fxiDjjYeQ2nQxIX2/7O/Ry9gIduw9zqX+tDqQ9/H",
-	"Lq1evKvJI0f9DEshpnP/GpbJoX7rnqnLQvPcSUH38RWnHvRMWDHyeVmOahWanEMzCxhlZDU02RuRURxf",
-	"0AvBbY3tTPTFRQa52FcyF9XIXWdTl6Wu7Kj9nXH3MQrEyn+J1k//rLXlI/GhKaGDZY6wJNwWy3gMn/bn",
-	"Q0EjumcjKFYan7Jvn/+FjWE/RlbrUcGrmfD2z19O2M8/uEe+Y+Na0RdFPqLHl6XwQeKfX//8krk/oCYH",
-	"XVws49OpKK3IT9l36C6xolK8GEGoq6IprLKtM/f5c+3MgrWa26IurCx5ZY8dfzn0wf6Bl7IZ5KHYQjyD",
-	"9S4DW3GFf7tXj8G3z/+y+aW3fOlu1bnWbxzt4HvfDRksENTPIpf83MmET9ned0MW95pIibjQ7vjWOe38",
-	"BHkX8A3UCinbPXAw9xPxrumc20Mf4OjnXW+1sRg8r43jUHWlsLr3xZzbibYZg77R7ga7v/jgbYhae7As",
-	"Mq6mWl2JynBvPEe5GRDNVdgeBtyd4/jhkczHR+zvjuON/UaNHE8Zs/Gk0NNLqWZjZGs1uHrIgbIQJgRa",
-	"3dcByQrzDU6RgY4xARHel7ZpY2fYe2ABh5DTA+k/hlw1ENr9fsxKJCuMo1DsXSo2/nBojDiERAgzZvs8",
-	"lFZG3ekp7VE6BR4pzA3JFRsjy6GGuNhgPgTc0Zfs/mdp2DcnJwdHtP8UMC+W9OHvGY83hhiUjxfRuH9i",
-	"k4VGjkx47pnveFXKOJbtyGbEyzKSI5di+cyAUexZqlMJLJLBimiKFER8YyFN02wrW3FYI+9e8MLxT5H7",
-	"lWTtyfqugrWqQc5F7Qol1m37vQB5y0CfpUbTNE/oyOyWWNaTAlJ7ndhq0WBAIIxW0aJoaTCPNX8AMQlb",
-	"gMpEWelJIRbmlH178pdoKygPIGrk7T7Pi0JfhzWVUim8ryuZTnS8paiwO+TpivIfTgGU/ZXb7r94yr79",
-	"5q9s7GT5gqulX4jBFVbcihE47/zKYGLwF7xqc2m3FNfvhcodf/oZGd6unC1z/lCC2g39IpBGJKuzPae3",
-	"HQM3OUTe0P5qN4Gxy/NOse2/53mFVJTW0PBT6t0NXDWZVRczRFhnaH/+/V6UXgms7I2e7WX0BMmn9lOQ",
-	"FuJ+bg4Tn7ZzXc/mtufpc/o11MB3n0Kpm/U2LG69kGzMnfV3kV3zsu8UnKV7lvW8GXq3Zsl2Ka23El3C",
-	"sm5DhvQLv6B+uwqGnn7c58VmXcTW1uNt3PEswnBceYzGbyGsrTzUjNpLLw2p0CMjofLex16q6GPu+Pu/",
-	"+EoW8VcrdKP0Pk5uFl8OFIpIWs+3ENeyuJJz5THEw8ja9UIrTzUbVLoLuTK5t+6vPttWqtloOq/V5epz",
-	"7/wDL+B3ZC19DzubITxnTf9dPremOZ7oyfQRNU/jKa0W5LReWSk1ylay1JPPU/FLtppgm3zc73Cv38Sp",
-	"o04ni/RPpyq2tJIMQ3/ETr2CqFhQUOGp+7WuTgZYV690NZF5LtSNvDnffvPXzS+ca/0zV0tajnl8NtiZ",
-	"uYz0Xmb0Qtg56FHgwIG2puSuL4tlbJQ5omY/e0MsYZwdf6RU6k/Hxuqy31Y7M5ehWgd0OJiOe9mZbELl",
-	"TPCqWEIM2VlzY5bLiwvhNE1M1vQmGPhHfHYGeJ3cNxbQfx50Xu5MLKb0oS79w7IoyJIxHutxsAXRYzvo",
-	"Kp2+QpNH28GQjdvR96wuI7b7k1D06xD3MqxW5mzqbMEm9Qav4TOD99P0OJybtPd+V/MdupbbVSNuY/qq",
-	"gjE111mwK0e7uYIVPpxI2L9XHfe9dDrDO2HcBe4PIZbB2r12FjX5976INBZH1oxHAgEvCzo7vFcT7yKW",
-	"pcyQ8KlefQPHOW5syzUeoTcCkOeX7NdSqLPXlOpP0KCYiGoIwBT6GXogOHaOvgJWyull8IefkskL11lM",
-	"59rdN/DXqJzlWiBXwM7MblRgqkfsla4YVhCQDa9y+O+meACQi7mxSPXESyFTBvM3qmUG//Rc1ue/ggsI",
-	"PS5zaayulmxfaeTlsLkQokZz8xB6IFDP8xV3FUQY5ZVQBzA9szRWLBxTy8WVKNy1bQZ3Q/I8b0C3MFQg",
-	"lbFVPcW8C/YiKpZwS5wJ27dM4KuyYmNY6Rhrrtg+en9kxS5kZSwL3a8hjwWaCLrnDk47hRhU648vNc8R",
-	"TowkLx9BDURpE8D48Ql4yyMwsrEVC+DXdQUOEavLUQnuD/6BiiHHMFv4Q+TyoN9wR8fuso8Z6dxx3jZ6",
-	"QQKfD90M+AL9i96T6H1ljnON40yeyAs4dnR11MzhCPRd8s9hpYNQOUk5tJLZP3789ZeXf4xPWeP6a+Jl",
-	"pNhBzV48EA829oWbOBjZqEEEnyCZ2IyqSdydw1v4zDAz56WAYhJ4+Pe979nHTjmJ4974L6w3+fRp3JeY",
-	"gp9texV25DVJDfVAXpTkqu/Ah/L9Wh9KalSwnNwVyELRIlGSu2H0CpDBwWnDBODD0nTIMCXe15opblJd",
-	"svfEB2rZdeL2dA0XfdF7dfBL3lcKvv7OhIfK6mgfBgvrlXe+3f6dITZL553vbrCewXpE673BcSNeXHp5",
-	"0zjxfQprYCygY0SqAcNMiVijIFXgBRUAysINTYpFeHFAtAki5Zw5nb4QhxBsmgXVvbFRsFSH6ogHBYUq",
-	"UBoh1D0kCCRN0LIcHfcGggYFgDInHxwjx5Ei7wbKuG7MJ0uGe9wHMOAzIPjfsZr2AWFHabKcDh4miN/j",
-	"8m9ZgXOAmtfU+cpRg1TsopCz+bYefxRjDUPdsef/oSXX5+P79973ZsaRP8374JPOwgFO3IEO3C2ctyuO",
-	"W3KhJqdPjtS2uzP55Aan54Z33Pp6ZHiw+EDl/hxdjl+EP5A8Tpiw5YvP3b8PI4HGy7Jllzf2Xdc6XxWi",
-	"N/cKRhNY8Q06i4Xca9hazs65Cn6iZ4bpa0WOQGcoMyMLRzjgCdwsmW7r0fOb+uTEe3LifUFOPGAR8a1s",
-	"OfLo2g5lFI0PaptatdZ7TuV18t2TWxZDtnmfDltoYyGy4TRBVkMac44+otumDh0auywEBgEAFqQ30Xzs",
-	"zF5wtiHKi9KtpaRhJeK1Di2Fi6+e6e5Xo/33VX3B1VvHPVYKzl7UldEV2vYyD5DMUvGik1ej2v0bSz4T",
-	"R+yN4BBwYroOWV/B6xdly3dr5nA7t5tqgL5o70ooGGTcArXcHgdj67K997qyCHbgJFshOBhi48MxMxCp",
-	"ApNSiWvHaKxmushF/zzdK6PJMj3TvUO6AiMA/vNVyRGeU7Z32Pqv1vPx23/cb73wyn0YWhTYOu57Dks/",
-	"kpIBKD1sM92YTcd/TzDo44+dmMGwgrA2i4O4SiUgjjsFzmQrDqq+kZi7620AQP7YL7UxclIs2fjjp/HB",
-	"KUMsIV4YTWLWjUBqGL5C0FJWVLxgY1UXxRjYsoVax6lFRu8YjVceNwkAyBPEKA3HeItj/jHrV3l/ZVE3",
-	"5XJD/Vp8DJtY/evAaVuDACtzu9+jL3aO8b70xvXt9wbqkfqaSku6gnMDPvKnpCLZAcYEoWwHDXnKFnzJ",
-	"JoKJRWmXmSc0RykTIxRWFQyr8usSSFTn95XxJ18a2NqS27GoY6T5XmAjCA+3xntmWC5NWfAlaGmhNoBc",
-	"z+jNHbuf4LidHFaxIwOEtLQNHhPpfry2euQfGyMKQi1uy3uyftwUDvPHMv9JPMMJtStqEd6cgz4aJr0U",
-	"NrsjxvZOuIncBWNzezBzRwZ9DMQ1hkcfFZcbqrvgpjyY/7WZiFMK1lVRtk4g1HE3m/81Mio8vLtlVFe8",
-	"kk6AbWMIh3fYpSjRcnLMKP52C8ZF8arS15i34auXdsiBGns3GMx+xqHdRnuud8NwOmbzf4WdHWA6t8kd",
-	"zOdmlxOm890xnezmys/ujfjm3FIG/E7s82bbH4Nt/qsqln4W8dXzLiZH4bEw6szMPz6C/45nuOAf3gg1",
-	"s/O977/57juYlv/v5w9nWoc7cxPzujm6r9jObvNnfbEjaXH8MZAWWeTrETNwWkUtvN80eXCnQcPCZzHS",
-	"zS5ke13PoKFYwSsnUpblXcmSVq1kYP8wk2cGi+JDsuWF3EpPJd9iuL2bwT4w02n1ZmwtTFrjTkSh1cxt",
-	"6h1Iko2Q56m5halsAiWJ6OsxQpKkzgZP7hEo135C6xTscBA9ICVfGfP0uCZpxrSBbRKK+TY6dBeqnSI9",
-	"gJlmhEjrz5OlN68JIQ9Y0GTJ3ORWOYkTCD/6qW1EEJbTeQfEsNsW8vl9QoR3N+huwcJvpoh154SKOhxI",
-	"gKEEnQwQaG4BbpglAJ4VeG5WQf6jtDrvYq7EjFc+TV5W4LM2hhmEN+2bmFTTos7FiBdFeg8veGHEaku/",
-	"gZs15VW1JGQHI4BkT1klSkGIgYE8QV5DTpXlM2q3Ij6Uhc6DmzU1fctnI5mb1tSHd18CRWDvexAnezvV",
-	"d+lGQlB1g3a70pziocL07XYeScWzM9eIY7bbLazDmPwZkmYQBaX9PdTtlGa5ntYLyC6Vikl7Gv2hqQ8B",
-	"kXbNq7wTwIfI4uFkiaBSuor+ciGLuGPFMIxoFJraCMXEYiJyCJxCH6OKq5A/Vjim7pTGCQDE5BkiTlz4",
-	"itDoY027Eqf6QuupugTPV7MdPucDMk+9EvrX0EoDTL1RXiN5xlgiwKekYbyoBM+X0MtD9SWFEpXuFHGT",
-	"xngghcmvsEc/6tBfQGin8PSjrzAekCD4QquLQmLTpN1yCDxvSKJclLYrG9byili/Oi5lKQqpxLG7rocI",
-	"A7eufwRA1jpzE643dGeAdir+O9DQC2FqLzDYIi3bd/dtLPMxmzlzTyqr2TgEj8doVI8LPeUFpM2OmdF1",
-	"NRUHR+xMLXGopgpOfJiK0mJGKfynFco4FnPqbibEeNx4wJHcTCaCQd9jQB0yc31tWn0kne1LHM8NAu2F",
-	"RZ6ygGFuIw+V16Daw/xKXmH6FOTSwxvu78A7nDWLiPctbBmS0dbHbOA7GKuC90PauvvB56wvsF0GV80p",
-	"rI46Cpsyom3ykEYru8b2y0rPKr7AojI8bXOQIfwdfCxCv2tg/NzAmKSPqraR/xKIluOOExgstNkFbtqF",
-	"ycPPAkpeeyfICwHbEZDzUha9O4O3RHOUUH0LOLx2CBszt1O2NqyaPtxqvDaRioPqtD4XEr58s1zIu0NF",
-	"jrcNN3JjXmQFOXaF+PIx9nbLtXG7GUdCwhsZc84k3/bn1WXd+GR/5g5G4Z3257R+KJAtCriZEwmlQeaU",
-	"0nhnM5Gn7OeFEcWVwEogzPgB+8EQWp5s5fgMw+d1Hwg+P+CJfQk0YQPO+WxHStPqQFtpTj15ILRHnxnM",
-	"83rCDRkdXSUOzsbT7Ln7X2eM9HSaQUBZAU3zVj/kA1VBZc/QZgWCmvd5McAITmLd/yRsfLRm75aqbzB9",
-	"15FUi2pXrOJVBntWFImt+JwMU5hvighKbqfzVTL4SRK+PNx+cF9wD9SZjmMnk2IUVoo0c4GvkCEGYQ6n",
-	"mGJ4f11UYQhDQjf0PTCk1YEeyJRrk3FaL6gEigHLZ1+2h3v9lQg5JMNYY9qwQnPOe2ocTTrlYFbpunQ3",
-	"pOu2GnZFOpcD2Gu4E3RT+hpx4YTugeRXB3rEJE+H81kVBA3zIwyi3hX185g0yTW4PVJRISAmXLq3EMq5",
-	"PeBpgG9FFzU6H+VMOdtjmGrZWcEmpv6DVLlb17nerWfunM9+wF26I+WS/LLW8un8No0NHxkfPYMF9RLI",
-	"EGqs1UZ6/FHAthkcB4Jw3ZGyCAycQiCI5Yy1nLrIRUVgEf6B8U4o9DdYzjmfvar0YudE+pvfvDsl01x8",
-	"YWSKBLSGfDYQ6kcfVRhYd5Ogm3Y3JjSnGhcmBnEwJ7OJkqjcmaNtKk2ETM7evvaxTWzQ4RNtWjES8DiW",
-	"4HJM6dYdPO727PvM/Zi+h1BYZ0/uwODeOebog5joG8KGay11rUQyaghVEToXRcaM4NV07gPh6EOGHAdR",
-	"mW3JDfugijz0mJZ2QyGuuwUCk5Kxt+wmWvtJ+PwNd49lsfdYwmFfMeH+JOy2VNtJvElNqnnEH8TrHNIQ",
-	"etwSmK5kfIdU0ZB0WQlDnNX9HYoTHVkWgnsGXTnWyItVFru2pCe/gxj3QzBs9FLsViFpjfFZxLMfOOvv",
-	"M2cCeN7b8YFeverYa0PH7XQUMAtuwzrSUDe5s1YbDQy0Quhd5JuqQbRn/+2PrzJ2/r/OM/bjry/+F0Zb",
-	"5UIWvCKoVssrSwFowH1tWA6fXs4qdxCnrNRFQRcc24Wz8cRxNLzFEMvtAcHuhK+zlQBzti5kvQa9LQWw",
-	"sy8+IObRinHli7zHfqEjK6ZzJf9Z05fKSjt+NqrqQowPVvnefsTziOFxVhacmrWwSoDFcXAnvI7yauhs",
-	"nSF2+2jzgDweGu+HpRvtFWTQ3TPvoxngfDZEiJW4bsifavQZUCWhykBOBXYkfmKKN3DOtXkLho8j1ugP",
-	"a2umGDpI7pwpBgAbS3k2kUtQfLB3wgADSJD/wiEhWYYrvVE724dM2Q98URYCoCuTTEqtyKlnhmBu/IIR",
-	"4o5NeM7GuZ5CW57xgedvaTa6r7RX/SqRC+V+MJsZYLbCAbVqkjgzdiWmVlcMsyBBz0T4ul0zyo1dKm+d",
-	"7Ri45AP2qnxilI+XUVqkwJuxyW1qT5qUaUhl7Ko8UeXJhSysqNZVnnjQCuRdN3HZ3cFthkKXsBEPVumy",
-	"RXVLlLUe1bWckilfXYmKKeH+v+9r3CRSPj85uWH9y8Aql2Zu91ff0h04VDd36KsPdQx+bQ3pwcX+WYsa",
-	"EWe9cAQCoc5VgrB0A/7mXrbn20C7P1fTubwS+X3DjXliHlIkEnbtK3bKQaJPHnGAFBO9jSNuAAM+zvW1",
-	"ctbq4b9kuRs19Yda5QU58YK5jsnnoGSHJh6oqkZMBr3j/5IlPHeKfsPmdxDnU3fPgf21XAGG/bPmhbxY",
-	"rmXuK1oeevLIjacrp55CU1RjIkDGjlMKgERgprSOMMODpJjYTwsI6B/T1mwbzd6jsKn2Kg8SkR46z0BD",
-	"/y3LXaV2Joa6Mw2RyDFRMt2bB55UB//79VtGDPFrDlzRUTHj5DMvVm/Zf79+e3M17nghLPdOmLvnIIA8",
-	"5odAbANAP+woJRJv4ZQXRUAiQ+R3pyJBnqt/+JkJn6kyat9Q8spZgyPE6xxnbCGqGdjICmtSF0MDD3Gt",
-	"i7/soBtiPmVYCTqxVwCBAzYR8pPF5rCEj0c4BR3NU3zYWTkbEB+2zehxhhQFDmiVP/uz3xWXaQ/zoHgF",
-	"QzCuibCgRRrWdTwZmtvwqvfCpi77CueK2FUgwWHcChXv448c+q99uhXTShS9c0AcznXjLAtDf8/GQjWI",
-	"+aS0j7Fz/wU4jmwlxRUvMjYmsTUmJuBeqNWo9dceGBJc2FoEEm9p4HQaA6KxH/ayvWa4HluiJ9B75i4Y",
-	"FTGSf5B4ndWUTEPF/42nxjKtpmtiu7imFSsb/wytq9rM9xnU1NiIpUE7fKiVhMQHZSxXU0FdgeLeilSf",
-	"eDA0Hnwnzr0EZ33vDcRd8NXe8R4paz0rii7REJNF0nristu58+g+zsMN1Rdreey2KuFH8Ll+Ou4ECno9",
-	"fu+wxXDWAGkE3gAOP/hcxq7BERbiF8ZCV0ys7yVnO9zGUMxElbLQoI7yJbUSp9Td1GCso1ZWFsSZhLLV",
-	"EnrthS73yK2pIdUdeQv7NDDS5WC5Ud00Tn0djKM/oNe0NxH32NGVbY/U5/Z5S/FydxKriZRhrV95dlag",
-	"6DLaLqL6u3cNJVHOMEgic483gDFMR5BoEjUxvhAX7NE//Ky3QBEexFL8P4cD6rciQbwoOuwAKoC0zlcv",
-	"tXeijpoxF4vaoroW7m5s6fk3dplFtjowfWRLM47ygekjgxOC4+U+pQKLVjis95JuTP+N2eFFXRQYUBl7",
-	"G2gcgUzlYipzhEkPIBxdWwmKehAVK89YIS6gVUyGYWkK52/Io2yG7iix0aRgtDWoQJdiCbj/jgorwfMV",
-	"sh2mRq8VdSHBeG3sbMyLYgzeZV8YDX1jMjYmv+o4/rPHPoGUgrBcnNtYq2I5Zn/WxgLWSoZPIcoGPNB6",
-	"qS/ws2g8Jql+Mwhl5g00/C838F62RxN+qMgO7XeP48Mf7ikpabCd0ARKcEe6JXTT1jEVPens22dxb2Q4",
-	"t9EKNj3sdcy1ed4BQLdljfvEJGqZqMQ1dBeL8ze5yo91BSkcPjU8w2Y0TdYG4zMu1fAkzfO5ND4ZqgRA",
-	"pErk7JovmdVesUlnf63yx10mc8ZZUdF8fMs4x0YBDASdGhT7AuQlajC16q7Iusy0B3FoA35Qb3Z6rD7s",
-	"JFOzPc5nkqnpG+atS0KqxOGXm4f0RYIK5TvIEu1YNCEW3+sj+Rt3EnTCp5fQoXWmnIZn5UIcQtRH5KyQ",
-	"KnR+15WcQUMC5K1ROJkbtuA5xs3XB8iTAfAmTJ3IkmybM2DLbIiDN58bEPKm0HgEmIU3as7RJPG57wNC",
-	"43v3oTHRmL9Va9Qmis26szt60m6i3SD4rkej8Wx/pY2YbZPo2FaYwEexBlS7k9UYO0VX0xpP1ugjwWhr",
-	"iuUwSRp8UHM5mx9COs0KCKbXTGqIHd0uXrLGIRr7HXr7SL+Rxr73273BJHx+6D6dYzqaqhcTUd0DTLg7",
-	"awBxPA22+kRfCfb85ASsdovqBePmFvmS203pP4QoMa+KPGLokjWiTU3CsH0o/uUtt3jWJO+7f6Pie7AG",
-	"IJsCDAPBsRMJkjfFxt68cEwbRUTTVtooDnGbxNFdmuZE8UNyLnGhTyb31jmaWHAKVAIMMSGPXsDP921+",
-	"95cFQfpQhQnYzpym6QPoS8sw8WZIOr/pPiRGbxoVzBnxguHnTtyes//8vT45+ebfz5oV4StedxxzZa5F",
-	"hTVBVmvqZd1EAk2UebBRePnsUF1hHdBNU6zS8iyjDj1KmrnIA/cFddfndvdVBEVSb3eVQH6Qh+oU05nE",
-	"OgvcEzugn0OGwGcCf/64wKLyPMk2Ulzv5orx8Uf61xZNsuGSA/PypYwQtJeiN6C3phVCl4G1+FOctukN",
-	"26gZAcyVuoPgtAblaiIfuSH/yFpBlMAje9ViDFTRxRkc6QvffYAOy5/5vUFC9XSa1hEGgPdiMArEKQGh",
-	"wfduTtiPwJbblnZ/Et6i2z2UUHugdZLl6Tps69aBtPz+23BPGvPmp4kG1qrXHsSoqViiOCe2rWxkUydi",
-	"dRfK9VDd2cYcvJXT6u4dFiiCRunTR1CINghjkEIA3318Ag198bFA2xU0Eo3xUAmxgxnSEy7SXaTCrhHY",
-	"d6TeHk/nsshHqFRvUfoOr0UeCA1OnSoYvJtdxDtOWm1f4Xhqm8T7C7c02ucnn+32PtuIMD5TB2ZDAcN8",
-	"mM2Kj57ckiusgX85elYLrj9aJ5PKyFxEChj8+ZQtBFdQ+diuCUV2dIhf2B/PpaggVXfKixGoVeMDUK/u",
-	"W0HzmEFWV4JV4k8xtSa0EocihPtySd6QfeMJNfd3V+7HMMAL/NxDeSDDPNarZB1yfdLFtnU68nj77ksd",
-	"O/4Y/dc2vsiGL0FKkLTG36DtfJFtX+YygqatYLSc8JY6nOP+eUTW5hBgs0XMeaMrssMwhnkjWwM8+SRv",
-	"4ZNce7Mep46w+eGGpgZnJkc78cw0AImb3TZby3O0yT+ni4rujyfJvoYNPblc7qj6GLuaX+xC6mMm9p0g",
-	"U98iN6OsxJTbpgiya8yXqClgzxuqSj5lEzEH6PtCXuI+vT07f/G3bgau0xpEceHLokH1pLpmM9e1205o",
-	"SKqMFTy/z4KGhypGwCKBp5KEp5KEr7kkge0jO3EEfnBn9QkNP701qPUd5br5YFwrbxrbu6NcgUowp11B",
-	"JivFt06xySA2r6+pEXNUcqWd1eUDZqAFslrlokqWm23Gu4aBTKuogebYBa/u4v75Ki/fo4SusdLX62Gu",
-	"E8x3a4SaOE9tM9PdIRB1aqjPAYg6yXRlDL4e4148KY634Xo3QqGeS3toBfRH3g1uIXT25wvhO3hxw8Zv",
-	"f31/znomROBf7v42/Kbkds5+lBdLxgujEWcZzFOtENFfL0RQ+py2d8Tc9XM33lyLCp4BBQ7D+haiRL5P",
-	"bYPav3LD/ybtuWhVVOzicr+jJT/QhW6GX3eTIWIWdKY4u3TBsZval6cxfTdkKa8VNqChq7x7ZEC8Rl1J",
-	"tR9Q8/x9hltzcMPORjGY6dpEvVXny7MIjoPSggIIIIasW+DXrDYemhQltMf1mNSysIcy5BZBsnpo3ad2",
-	"jUG1CT7mjTQBj/MVzHCXmXmtkfqCxO6edrb+a48Pd7YjjZeZ7UDu/SgupGpCt7WxetGZDbLPVk+HBB1O",
-	"uWJTXlXL4V5YwP2Xhll+KVTGCq1mIEi5Yt989x2bznnFp24l4A8tuJkL4yEp2rfuMcHuosLZugg7LfZo",
-	"jbSVbH6+m2u/LtgKp/WkRm8fZm1fyW3xdP3bx/7aDJKXXfEIAJRLY8WCXciigIyNyZL8mmx/HBwQ7mKP",
-	"MzYmNICq+feI8LrHBTeW4LvD37DRwPjgoUXmT8L+4Pbptbo/wZkesOcmdVSOr114hu3YuRTd4obtCLI6",
-	"YFKTiom3squDapVFiNXxowt3W3YARd2DOZ22tQOH6Tu5VN8ohtDRbvrb8Id1gv9Ouca5ns0KkbrHew+M",
-	"co/nD1AyMFCorvwqIetxM/opz1PZjWXsR/+vTalJmGMDCQ5pvVvP0MQMdimlNTe6+Nw9h73hH+ZW7NOX",
-	"YMYHA8FMN9yOnswi3JQnONMAZzpEJ7xr4OEOico+WOHoDqwVKKFVUF3Dk8MbF/wkr9bcHbRn3WS+dHt0",
-	"yxuIXvn7ME8TIz2Q63iQeVpBLkX+ZKLeJGURrs5trdRSlqKQSuDPYAwelkU9k8oMsldhZOpWp3QuelxV",
-	"zwzzI2WNaMWB2ETMpcrJzYvllmVtUSwaQiEP0YWmLbH7fcGXrDbiyClZl5MWiHHnylofbKJjCfNh+9Ea",
-	"KC4uPtgKNfMM4xkQjlwSSCoEzFlVF8LDpRfcilbn5WZwiGYe0JqvdcO0olENLE/peHWnbNwcyajQU15A",
-	"ms+Y7Y+j/8qonV9Ifg7LgjwH9AAcEPhy871rMRmVfAZfuxYTI60YTSt+XYwzKp+bCXYh0KE+WbLf3r05",
-	"ZWUlryC6qHJWaF0i0GKeV8IYAtauxEVtRD7AncCZmepS5C0g7JoOqpuyedfO+R/DTrwlWt9QXPfOI3SX",
-	"9aRACJqGfhwrPfDSJa/4hWX7F7ww2H8wVVQmzSh8KF32hjKbJPNE60JwdQeVZgEfbG0Yv7M7q/BhPUiN",
-	"XV7wxNFvVLTWy1M9ySUDd2/9j7tytyRExTFM7/ij+x8M0dfqbn0vKbqCFs+1yhg3vuUR8eb4SZJi7Rh+",
-	"QmumuW/XjqPPzfKuVqZBJFmZeOccMUHBVoIvDFbG+OYm7ocKHAxukdg8+hBypMQVtAVmbmOuxYTKfWFX",
-	"+KUwTtN2wvOorgpMFvVwhFGoFd7ZJ9/vyD2ZsbGVFuTJmJjJ+OCUdNwiOQBghQs1dTKki0L7zDBJUicx",
-	"PD2RQzK5OWVhjzr5XNAWAUDxsQNlJL+SvYZWzYxOBheeQeVMB50vfYyNxMWFtGAH7AKjc5NMelerhun+",
-	"onOxq2aRrUHe1epWxoFTlY6BHg+RiNsTWYGg/HBojDhEAoar05xnwMx0tnb480v36IvwU7bXpYDVp19S",
-	"7+/oySbDcfXxt81v2V6ZfqSne+7Z6rWku+yvuSO3Z82lfpKGW9k3Nbar7fLQTbJvgPy6rZBaz/3dyV/P",
-	"dRGxeX1FyWrUwjvS/E+Jt/ndgpLrMRsjJUk1g0aWPllNgnDpITvfqHdS6OklvBkE0f98/+svTE/+FFME",
-	"c0Q/SK2Aux6xl3w693s8EVO9EO3OOxn7Zy1qQV5Pn54JpRfQQs7OReWFheIF07UFA64IGk3TpQ3tOFm1",
-	"2lEEjJ2mEV4kt9lrRfbd2Fhe2RGJ7DF4j0zcWzxlXZEO5RvUSCVC06oxO27+VkHb0GCRNdZMr3w5Ymfr",
-	"RNcFCCfO/IHAjvfnQYMwgUqO/hzk2J7jdO6Q8iS8U8wNKnI2vtbV5UWhr0ceM9N9qygC9InyeMRIQ8M9",
-	"dh3RNucG2sAHWqf+fE7ANtikw8XqzUQqiuPvAJWAZjKqakV6QvMRdwJwLEkZ/LbRr3chff3nbyt372gG",
-	"FL7Kbi3HvSj2X28JYrirnga7Dzkt5JX/jZ6FK55+9D39FER164m3KMVXCL/73N/pgWjg8E7P4P4VP4E+",
-	"d2atnhnS0Nl+YOHgG3DqPXJH0uv3PVs4eMqNvR91os1FhhrT/QqFz0ffoTLBfXL1jEtl7GqAHg3Fxh87",
-	"EcYeQtq1Ezge+ogsL1kxM9WV0zooT36i7dwJq6LprO0/Sf9FGcNH7O+Oh47DD4QN4/h200Mv6fh1cosy",
-	"/BsEvbIsElmLfnfb9TogBbCTiUiAciZaU2dDAWoQlsY/xwo+vTSxF7b7IShBH4kPUyFyEUunuQY/RGhS",
-	"CXpDXdL7MMxoWleVULZYwnyoKC4S8aFMDqdF75JpJLUakVBakWq4CihlBeGW9RrDE56jd314tIxgfXui",
-	"ZlvVTEVSWtL1H6E2u7IkIhjKc5tUgl+mZDbdwKcqjKcqjEdehXHDYgt8Z0Agzj3IuLXY4ttqsAk6TfUf",
-	"OMfzPx2Fkug7d+vaZSliGGZdRUSzX3z2hJfnqSiRCBhRL5zc7WMMQuWHtXG/fBQqH7l/+tytjbRO3c0q",
-	"MdUVYoCDJ8MJ3Spj4mh2hA3eFOaXENYnuZ3H1O1gNFl2HcjfsnGYS4LeK8IAZ9Dqxw+YzGV+qfLfjKhe",
-	"zLndFFp0dOi/BX7znjhFtEu3ze7Z2a2jZa+HiWk27ub37Z5vz1lZpu+N1pesLoHS/LIgPR8O0d+Ylypn",
-	"bls8p4eI/TG6csB2SOr/7x2Ro3MLQjDeT4Y+xDBabABA9XTu0U4Kbpu2DFGGAGRBwLtTrlgI40D5LVUM",
-	"gBdK5okAi9L4ow/30O1QGidZ8go6QBjwGnbxU/BZaLoDGV5ubc3D/dAqjcSB75PLCQNTABSAbjPxwQpl",
-	"nKIMprVo1NHwS3DpQY7INdzpfXDQ8wW6CPEIDAvtvI7EBwiLHU24hf8tzfPxQZZqUovt+IJQhcmdpmFc",
-	"GkVX/ivSq+EIL6XK2b5c8JnImLM7dMZ4nUuN+Afe40r9HsO58rJ8ZnyxSMNyDtwWe4vldB12TGebczEt",
-	"eAUinf38+ueXzD10xM5a44NLejoVpTNbrufcCu/rxukgnTSGn+FL9BS7RZqsORnKgQlFoJjWQh9ivCj0",
-	"NTplp3PhzraZbJhGpPxwthDGAChuxapapXLy3MQcg749IA7Pc4kA028rN4qVjrUiYy6jv3zc80BLqUzb",
-	"Qvge0BDZDs57NyieiHfxesJ3qwrsfiIVhxyTFX+du+vpQQMXuZ5rdu3MaGe0+U2FyOycO1Hrk6boYaGC",
-	"0e/moOqigIqEdtpKEDmxuPoH7kFTu4BhifuunnOHjiTwjoboE1ew29fckNZxvybU54jL0ycscbs9/bpL",
-	"ChfW/QtFFV1ZQ3fWxDLUnVdbfn4kIfXpuKzElRTXg1TH9jXrpiQ46g+sDrg/Ie8dus0Z+2AdNyOcO8aQ",
-	"jLBMWrKYRIVo502r1oTZ5WaOdtYoF0q2PEkww4kotGOXbpeov5Jjg7pi17q6NCWfxllx3aARfUuCn81H",
-	"pSrBwaGyygrf4v5FvHCjwirzBuiHcm+I029Kt6FTu5UKu5Il9F6Q2wNbOTtZwpoTYhWHHQSdA0OYEKrK",
-	"pSkLvuxL0mudcjpLD7L8Eml62Vpmu+CXvikWCZ1TPDJQ7TLErrdd9hwSbMI6F3yJgUZpMxTJhs2E7aWx",
-	"voWCfLgdvv2/Hf9bm/duFEufshb31lMr0uGnzV9Kx2L49VaXfd/pc30zoiuF/RA71HXwRfsN+pi5b9yN",
-	"QYelFeQ2wKxjAy0aAwsC2A/k7b08XVeL43m94GoE/unjj+4vI6svhdrsFHCKJ+Os5DAyhuH+5j7GXruP",
-	"kQpVCXeA5ntQsiuhcuDVVnygyIUvuQbTomBSZRQ0qYTRxVWjBpkGILC21umuVrPpXGvje8b/6q6wG9Ww",
-	"XBTyCkeKepZciwkx56paMs5goavuiH7POrxAqCjw+PNv2DjaQEBMG5l6spDWOgHj6Hvld/GhdCw4Fj9u",
-	"q6Rh00Ib0qUh98T09Cfh9qLQ17DZsNcA9jhAgrhxnhnvbaTVQBWQB+przdYLi7HPscKshR4ZE0hn26zO",
-	"W3lGEoi4+CrdjVIo6IXQpUy3iraZAMcCw4ysXCQsht+U/MDcT+6aGTHVKjeEuYvGfzhKpX1RFZppJj7P",
-	"wFulsv/+bb8mH7qt4CujaEvSJ4tlFECYPrbOrngl3beb/pDumgGnOEqZLZhnuqYu0ZAIncpSAtQZASQA",
-	"VfhE9/bGcsyAGbX9BYlBXjZ26T4soxAcDi/X9iC2eIViYyyHG2PrSxigNYWVlfXscujN3Zql+zExwVcg",
-	"27gVMw2dPcOUwNc5xlIRd+fdvw4LaezYl1lFU/O15eBs2Mv2oiam4HHYy/bAAbGX7eEiE0XnW66HXEwL",
-	"Yec6Tyzsb/ra17SAx0saKi906s5EMGe0YD11Yh1NZQzc/IW2kN98o1lHonN1hpyNHYubVbyc08ZCSjOa",
-	"yY5/anUhZ3Ul8lPsuYLKJpS4jL1AGdELIywyHjdIxL/UzhivGJ8gMmbHBa1Eyu5u07oRBUCup1poWTC7",
-	"QBB1r2eGadIyZxeywjDO8K7y+N8rAApTDV2p7ZjtOxbPxrDeMSukFRUviiXidfopjNl+QZ7VsV/F+CDJ",
-	"JOBDaR5BHw+H4ljSUVIR7Xgi3MYuJqIagVuuhwMttLFEp3z1kmGu/NEgjorNyUaYSLg62N/h1LnfiYbY",
-	"pnMtp8JR2gLVjlO0HLTqPGvuilb8+bC5LvKmry9M447pxO2lib/vBB2RzWlMKaWWkFdqMR9SqhmcQ5ir",
-	"m5fnDv5vjpvRSEnOsIao/GzsXCyMKK62W3iK1jBZduTnNkIdJjX2ylX1yNRTAXWPDa98ZhC24BRBMcGp",
-	"LJZuCzkDldAYstB7JpwaHtzS+gKUmkoXFGiL2GAW6C5LC6CBt69LLD3cst/zmjiHFQQ2YAmE7UDaSMOl",
-	"M7ddKEvHqfMZZ4wX13xpnDXY4SvNOiBah2WkPUwkmA8tPcYJOlTcQYNao87g+yNjlym3spNTjZHCHEs1",
-	"mc+WHpeVdLacOyvaV/dPp0a4++cObjbX6UPL9mS+bkFM5qfOWM6xhNd91T3jrWi0SaizxoJ/eCPUzM6x",
-	"1V/JrRWV+9z//sfZ4X/zw3+N/qB/nBz+dfTHv/2PJNFK2+dX94vnE1F0xnt+cnIDevyU9Fyn1eB7DHF+",
-	"+/ybAa7iCkwFuDKvIFF8lz4CKJrtN3siT0D0E6YWpCOiUAvWuivPvHLom0+q3LFoI5Q/eIzJkWegO4VT",
-	"rIYIurNPEXdWuRSI6eRhqS/qCryIlN475apJ9PchuCgBmOzUI3ZGBhEUz2kVajmcrF6Nr0547tP8Eka5",
-	"0jZq48fZtZgc8rKMeEcclQRTLeeWx114PJpNqHnz38+28Dg8gLPhPXz8y/M33CxbsWPVIohYkv+NpTuO",
-	"i1gQtKUNXJcNBvi6AGd7yP9C+griE4IOXidJy9Lv0VlwAYj9jU0F9TptPTZrsiGomAmvASkbhEIDpTGg",
-	"A1IYmR428dNdizgpvDcETZFWpZpBvFZCzvCFxHUvdQ0hm7TKE4dDaZezBgoOhr5ZgPQ2DqsXxPQgtcKb",
-	"DYNEHXE0ADsjVnraqgLiiolFaZd0Evechvr5S9IzwqrfXpZ+yvaOpbrQvS70n8h08Kk00a8ZpANmkF6O",
-	"1wo21nMTJ3ggk0Mso3hlr5v4rCxfu4nsMP2MhtgU0ceIxIQbOY2Xe3NlbWdBFpjcRPjtjk75rNkkH0Lx",
-	"IZZBcXAlroWxbAwujnEUeodOY1pdicpwJAJNYHhj8AdB3SVlVxr2Z20sm4gLSumy/kOZB2bQRS7AUVIZ",
-	"tGakChAEp2w852a00JUYM+OsKY/vjt15wqQqsUi2GnS6ynTO7YiXJakrZUlJ77wSoOK43w/BQIqDJX0Z",
-	"zfHKfQVEtG6fVCSN14rS5B595W/SWA1hy40qSmtwq0G37IvZxs9ui16RbUwF0tdEJvEwNw4fr4z3oq6M",
-	"pophmXt+QqTi99gHCczcbTN7I/iVgL4eNbQgmglUXQl6KY4vpibpz3C7iToLesHVsiFFOBZ3jZgjdm3s",
-	"TVva8w/U0v5kU4P7nXaXX6XUddwzbjXf7PhjFuY7y/z1GfP9nDNu0hj9ucuujz/SvyCX6UKIfMKnl2ZN",
-	"YjBHEMZxIS/JxZZLg/+BsSr0KPOCTfUCUhRI86WBTt3Lqi6KMXN8S82ohTJlSNEMwgWErJRh9eFjxwvG",
-	"Ue9U4qEhcz58HO6RG3RQ6y2aeCJ1SRtQLn7GB17R54dwW89nsHCw4lb042r687l94v3dF6d1lv5ANWpD",
-	"MJHD4TtDAYs37juf8rGwj3eIo0eWU9Cx8opfg7HEq0KKiq5nK2fGU/g6JmLq2UwYqGPvUQXfVjqvsdHz",
-	"hbhmsKvSe6KbRDU5mwMGI1OQJDPhBsAmojoEfzM36GZBwXJGAzmyOOhmPq+xx/Plfp1zQ9gVh3XJaHEw",
-	"26bnz8XF6UAmcrquADWpzr332/mffpu24S+Q5B/NGVeyW1azbf7hBtXu/lJo1rKYlWPYZOiFe9AQ+ONm",
-	"Nw9Tz7pWx2kuXsMkykqX4LDFjKPAx45afam5ZT97k9RzqzVdw8ARkbFSVMxqXfg2pc5EmKI95CwBuNQC",
-	"08Z1EVgEdkIqinXeh5/d6Lv1PrghhnkfYPZuYfdLkTsN9TRr2uCo0Lko+t0U6OyCgP+vpVBnr58ZQjgo",
-	"kCAd7ztiZwAKBd4nSG0XhokPfGohAwK2OWMG8xbgPSdFsE7PVktn5RowPqWJqpWwbm8VLxbn8TPOe4ck",
-	"FI2zrmz5UiyfYW4/FBrA5gz3XuEg23OP1ntb20mtOfvqXDxW/HBo0glgwFTd5KmIHnmhFyW3ciILN25M",
-	"Tccf4X/7U4XPKPsxPmyPy4N1ek1hHQTJfCgK1ArQa6Y6Fx7Lo1EzkiwnOsghukI8Ib/0lHZA33sc8jhe",
-	"430Q6iBpeq/E3fLPptc6iIRj+ljrpqc8d7wpTAmRk0cqtMPlZYn57boUCpp6W25F6K+c0Ih8uXBwGlwI",
-	"butKrHTVjLDZMXDrg3I+GZ4qgDBrbtUi4GU5qhW/4rLA1K2UUVBDayO2D2L+A3dGJZOh5LdB3/bplUC4",
-	"B+RDcIPMoBmatg3AdjAE4DcYDCbV+t6VqEyyz2+jP7xtTmm3WkQz0DBdAsnh8IJPsbWrf/sL0iwaHtmQ",
-	"nztzotVQX7xe8TASWwJtCIRBNlEGmkzGprrQdWWwMQAmmBRczWrygjYzIwQoj8m8GWwlNm+VZm5yXiCF",
-	"Ij8InlbTubwSeS9t/l1MzsryfbMFOyPO9kibqNPXuPjDeeToQzun4IhCkGQKrS/XU6wjukOrDzEZv9cl",
-	"jN3dxu7pcebjVj7P6CL2UzeAKOPG1zBm+ygDriUUUwmFwHBOAICb5yBjUlmNKATUlbmhfD9JUwoRgbxt",
-	"lgBZ2otM38FkkQAMGrmRLYDbOYuwFPwSlCbNrrSk++K/n/UjwGX9mG7ZBrg2Xa3BZNvSuXQuPthzfeZ2",
-	"laBiduEhjka5nXfYfeF4UYrZnVRomqWyc2HchUXCulf+8LhcLe/DXnjqx5xC8QFS+ihDjXCPVp0tcLbE",
-	"MnyW+PHHgGpa1Qr8wg1ka1ICOg2VAJbWIJsDnIrENvJVrRCaMmOxwoZuIWl92qX7DZLrSHwTg9KVnEkM",
-	"UyklIPuJ5ZUuS5EfsTP4OITynYD0wSin6easbNzXBJKRwjvGmXvtlFYAqYbmiL28og7zUWugEpEUjDdR",
-	"6RWYBCHDhhRR0FCnlI4IeQeORWkTtAJIPAjRQfzUQdpPHua+6isn5cA/MSSHwc2uSVDA2g2CAuC9mFXv",
-	"YX4e5xY3Z4jlCpDWsGzKi7V6vYe7Q5S7c3OfsgUmpwRvw/Vcd4/xzhzfWaJsRzF4i5JfKgH1X0hXiHDe",
-	"tAkwntKvmsQHaHFi3WccD5aqFqyQV6K3p5CaFjXiJ1sxMoqXZq5vi1sQreJSiDK+Fc7ADCXNzfXDKz/2",
-	"5EAFbVA3UmhQHDjlHMOuUCVbT4oLrHqkFX51u7X8sfP+FWhrFnrmNiogRLsPwf05cz+/0bO9LCBkR796",
-	"fOyVLGksik1/sp32/AqfTHzDyoXQtR3ykXN6tP2VhvDXf+Gdfw5KVKhkOW7mkXj7tX8w7uzRvK3EB7vh",
-	"xV/cI/E7DWz3utca+PBC63LTNN9oXcYzhHf6J+cep3nBk2un5B5uZkNCok0fFDppfh4JlScfeanyBM56",
-	"YtQU2nolLCggPY+/g59XkNl7nl7BZ49+J3T2SnCjlVSzESDUtp955398Ab8hMn3qQafRhmesGSV38Nya",
-	"ZhOjp1Y3snkS9zIFIZ9Y8jogeWSD6997i88k4efXvLYGhP4s0tNWm0ZlGDgDlO3vxwwwcHwlp5OP0CWE",
-	"6hy+yqQM0SBS8UQtT6Rw+7Ng7+pgq/tTNMeFXgPa+xbzCAMWSIBIKbmxTY1nVSuT+TRdkJWneHwYv8JZ",
-	"S0M1RaCRolqRMSsXUJQAFSkmY8aK0qCPNFaBJGHi6NqCDnJYiCtRUFuuYflegPdisTFNrdB3mxHEkrEc",
-	"aqsU49Oprh0VLrgsYkhqp9pOdL7MGAcwC2P5ouy2Uil5ZUSO0IfgWcsILlFXQZGqrZG5QFwXrlKJYj+J",
-	"cH/e6NlG1RbwW9wRkHJb6NkMvc4Wama0slwqKrn1BaApJeZSLK91tWXaaTM67AXaPB5PB/S7vuFwQ1qj",
-	"+eJnU0/Rw7GX7WGTGPeYBXMrUQWdVq4h+TPkwGYMDtbxD7BQn/dNq0QmnNDenkepsH91/7chGbY/Rdfd",
-	"C0nXAabpWJvZfXrumtMjpOEmQV4a9vr9r+z/+feT53RDegnHoxRzOxrh+3tJ0yjnVhwCSEy2DWH5qaGp",
-	"fuOZwet3OjHPnSZdCDRE7wK4WKheZzJn+5Cfj0mnELQ92DTpyXIUgJTpQ1tnhfdOdqqV0YUIDK+ZM7I+",
-	"6pU7YI70hb2Hiu3GvHJoQriTQU7yfRFhJ8hbiIUxLG2wBuBbzCW99S8/iGltKdgUxiAlIEQkww8Btw4z",
-	"Lqn9Jvt7sm9c0/xtH6AfsCfMnF9JXRNyK0JVevzWg05/OerihnMA/54BxdBjX0aN6fBDfK3OGSSYb+K5",
-	"6qfLEt4DXfn2ZOjxcgILY9LEr4IbYs4Nm4iZm2hVyStE7Yw7mznNJBdBV/jm5GSAE241MrEPaBc8JLYT",
-	"18HYw+qpHWRrogQbQgxr4hawMX2Ri1P27Td/jUC3PfQ3vlVxKxDR5maxCqJaT/c7ilUEDySMJvVDdUrz",
-	"8/iB7lPEBLMnx9GT4+hROI6efD5PPh+CQ4wEdtNY0KeTtEJ4UV/C+3XzfPPXzS+da/0zV0sayzy+QK3v",
-	"I7gq8bfRDVdjswP73nArMtIAs9BmF9us124LqAyRgqKOGiDIFHxMQancb/ROgMyJ4pg7D1L6DjrQgBj6",
-	"fDRQjwSZ0eu8eVcr6i4zMDgpc0DnCGjlrTApwvqjDQdOK7guMeKLuYMw5kMYbmGfNiVpQRD0K/X2UuPk",
-	"yMobfIktN5fm+KP7Hyy5s7rst/jOzKUzlMJI7rXGD6tYYMmItWE1c987YueNewONPyVEzsgxui6sfesb",
-	"nOhuk67wTaUS6NJv3jk3lz8JRT8PubOwNTInCK7gWkFv/JCbSUfyMEhMQ1CDDFTf+XZO7qBvhR90b2hB",
-	"ty3/dSsN7URjrKAvwmH0N17Y7hUfzE0adQD6Cq9zHrkPGey9X9VK+UzMVX0kY5PaMhH7mlbS3SkbNGCy",
-	"2PmpP6HM+4SgbADvHa+aZKmh0HVYYrXghbMvRahwgQYpFb+w2RDvy8M4U07+EnmmaMdGwjsm4GuEbB23",
-	"ziq4ajphwu/YGgBSX/zGn/amb7WbDPrhd+vaeVer4O9Yvs6HsOmEn9LTlNWe6jbpTvfHpZ9cTk8upyeX",
-	"05PL6cnl9FW5nHbfX+nL8GpRbAcgWQA8uSvUB2iyUK9mjkkL82XZ8D+H0MOESrShoUm/v+uNNJZgILxq",
-	"hoWn+EGfNE2KgDN5lyVhD/pwKlbOTblyBlfSm3TmS4R2X9IPI7yllfQV9fvfQ2MpWdF6Hw6UcmDH8OZY",
-	"tBJwGBGt0PYmuoV308zldB4aDCAqgNWA23Da6URu0AcCtW6HYjEReQ7BaIALrkTF1eV4Xfn8iKbYr3b6",
-	"hKn2CPCK+7oTmsUCef1etoflOt9YFKduCPJ1JFKq/th0IUFNxw2qq2Lv+73jq+d77hfa0BUgxQhXjheh",
-	"xk98mM65mgmCLSCUJWwDglvRRmdJ53o1Be0wr6Z/WUDlgC83hhlSLxEE5gHFYyYL4FeHxjah4CIJXYCw",
-	"P2htoN1VqKmB1tfUJ5TGwJZy6wtDPEAowMYUBda5L3gOGOHRt5q23avfe8exnbHPbqAPz+SV6KCY+4l5",
-	"3K4EGmYM+1kg+5sjFmPmbWWVN+2z4mNs4Qom+mJiLZnVWEkGzMX9A0snxXQefQtryFK9Nal1s3s7/HTl",
-	"jgLP2E2bTwCW03drTmAC+1HiGtckMiiP0QkQdhgdESWXlWGhoCyXlZhiWY1sbcqZUtr2jvAKmvLBuVF1",
-	"Wivlll1zaRkCAdD3YkDlBCWQEyY4c6gjO/cNcmTlTzP6ZluIJjYdAjiHADQKJzYLTtSVqxzu37oL/aIS",
-	"QLJZQE4Af4TKmRFQYK5mXUYbjRFkAfvB/ZL4/o/UOMy3ScZeM+0vRh8Mj/fcVVDGDds3YgaPHUA/XXwH",
-	"WsaXhbRQk5xFInM6l0VO77aYnftDYqSfheU5t9y3k4PYWXvO0depdYJWYSbxIP5bqQVxzylmla7LNfvs",
-	"nkzNE1lqKGyOe3eBshPPA0Xu6keaMyxlKbABrls79p1KctPmlbf0yt6nPz79/wEAAP//",
+	"/dwn9QUbl5Vc8Go5ztiYtBH3Tz6dCkWu79lcG5vOz+rjyzRJuTUwAr0IIYmhTkYjKggOOI3/jRWL9Foh",
+	"OkAav2PP3zrDDb+CyOLiA5/aYgmc4lKABev19imGHai+GP34GG/BcSYePMfzfa3EAH2jL6byKdugNfGK",
+	"Q6H0lu+9h3q3LV/6BS70li+9movp5UR/2PI1Z/Hc4JWfpNl2Vf/TaPUrHP6WL/5ALrHvueXnWhfd11Ni",
+	"6x9iclaW3pTrz2/x6e8YYoiisKUzAAqtL1NZanNuR1Nd6Gpk56JPwYAMOQwAZBgBePX+vY8I9PQ3SkmR",
+	"zmAjqa5EOkcvhJyhihPVmWgWzrjIK34d4BbgS0bQz+mo6FSXy0rO5sMizdPaWL0Y5dJMCy4XA8O4xAQ7",
+	"ZtqqtToTLwzzD0EsJQJrFurwt/dplrltQF9OezsjLPSfMiSfRLj0How+QGkPGmS0XRhpIuZS5Tg0RaWG",
+	"DZPGcBjDalDgINQ12x8XUl2CGQo9QEptjJwU6OAYNtYGZGz3DO5SBx+bUvLhF/eQSQBmb56BY+2jThpB",
+	"58ZLZfGG0C3wseKJ/pChB9OJIzDEh9rh8opPl6NSFzKl0f0k1aXPqqBnGT47rDnEXF+PogTGZGJ2nG0C",
+	"rMu9ZUIbPfLyxOm46ese9IRUnHgEB8zNCKN0o/Q9CakX8BB2ZMH0EpD5Dbf1NNydRdeChCklmTwt57tC",
+	"Ty8hxayPzZ83PQggMW9Cb6zsSNrVuE46dQsrnZTqpIemjGhzGbGPAIQzCMd+UM47JhdnrDZQUB+23v0d",
+	"kYCYWykfOOqKVX+D2nG/Uz/41W5MDHGTjajWLWL1kNZWGs65yiPkSPc9ABSQObGjkCo9qCEFKr2yEL8O",
+	"bwayIZV7VR41mmz36D+umHwfV+/wx5Wd/3jjxbUX80dXlu79p1NjGqecP6kXBj1pAdDBZE6/R9spgDyA",
+	"G2ef+AErecUXApLGCmkA+2RxcMTcfJrPQIMBxvEJathAFkXskonz25ElgF8yIQI9I8A8d8f4IYxAvILa",
+	"VQpngoxDXg8+a0R1JapDyCqAbG1zGrEVECMLaSn1zfu2m9ygbM8/PMiLvTlLB33ruVBWXkjc6SXknpTl",
+	"aUP8Kod2TnBngDNfSRDwTKtiiddEGsz6gdT+a17lA5xdROQ0z3WXv8Um0/2VajvVC5GWWPdVs+G/PFlu",
+	"V4Txj7n2AG9+3FMsj5GKymWIWmDHB9Vo3KzKfPsKvcdddn7DbbxpSfqm4b6AcvWNisgjKF9vlTh+u7Fq",
+	"PUvVrGehIJLpKnNHXkEXQQ6FwuOqVspx/UdW2s74tNIG0i+wfPU+at230xLbCiL8F51jq2pvnbj4Sc/S",
+	"/sUzVugZE8pWyyC6oTytpemaerHgFWbXXkesOYUYtxUKEAy8tSwZ8WkPAzxHl6fRhWD0EG78ijBp2j1y",
+	"1aTo9rDiDibeglJde5zKGy+8j6YNcBFHixYqH3n9ZVhU+AeV/2ZE9R5PLxEVbqUnD9gnv6XJbWrPttKF",
+	"6LFIfJuwKS8KUUXElLGxXyS6U2i88VrgootKL9a5ShwBX3PjxwnAHKK6klNxyEvZ5+4CoNft2PIPH2zF",
+	"mVRIA5AH3HQBcsS+FVJ2fxtlf2cHipjYvBxqib+rVaCcFEcaznrWOI5/VeRo0RftKudCr0taGmSIdZlf",
+	"ovhxzs1ooas1dUcFt6KCKToRJI1NO3wKuZC23+HKjPyXCFAqiQjfWnctq4StK9X3Msi6NcqgoxQpDFtw",
+	"SxU3F7IAC1FfiYoXReqznROHCfpl+iGj/Rvgr3hXU5XAempoUUFonIuWUeaVHeqaVSufRPA4oarmHE1t",
+	"9cgsiZvox0EUQAtcC2tT2j6c2tx4hNYX8DMjKskLSUXXvMlwzKIitGkhnaECJ6ZZyauBqfJ3o7yfEvwq",
+	"7q5yWpjTnfkVlzA8Wwp7pwq+18azm+n6BFuF2v6+R3np4P4cPCVglM9Dz49kdh8JHBbiShS+s7FPMHoo",
+	"B9GzUyYvRM7yugqlgbUa6oe5JRMnHvBwHPwBmNVnCaxnKzmbiWqNrbNquX3LxrwsD6tauU25FpO51pew",
+	"VdO5yGvfo74s6plU6W0hjtaDD0DsDvKdvDkfuMhWwH7bs7kIcelsJpT9Sc9SzEMhFJ3g0zmEb8GEnUHy",
+	"OMCr80thhuJvb989CKNvFDnewE8iL/V6RgXfuhmnGmpMDsU9OGNmrivbpBH7+R3dXRd+NKcv+NTG3eP8",
+	"IBs3E2D2m+51fTsQ0UQrhLxdR5DmK6GXeqoqTCg7qGPJbLC/YBhDdZuGAUV7Y1h/WOKo0LPPHH49wUeg",
+	"X3ty40IwsDJsyquKooLYRwOm0YmxUQk+xTtAP2Dj0vu+u8A6m9MbTqFYTiIggdVlrCbcZZbDMI11yGb+",
+	"zRkBIbP1NQDI9DBoak8Fb7A3TaarM8QmAtyO5hryhbkKwg3SWqWqh7NvPl3LAaZzbYSiHN7+60tf6W97",
+	"0P1OXzbwgOZCKEP1taIEXUqU7uku1JeXzO2mljzuWqkctIu16AlwKpDw1eQfYXg/AAQlv27qCQbwb9CA",
+	"DwHO6H1M9oxTIKjDRisTYoBcGMTqwI4dYSKcW/oIV/n0GF/7rp7LhdC13fKyig+lmx6rlb+tTa4EaFng",
+	"w7P4bTapuJrOSXtx95yqNYfcYxgJ8frSJmOn72o0u4EW6aO5mDcjU9rkp0yn73rhqn4gTtEkp407kLOE",
+	"TtS0zHMC/UoYxm2HsJXviXLNIdVHVwji4uh7O6lj1hWMkHNDTGUJDsjpXGsjDOD3ranwfwwVMgRYO+HT",
+	"S0gdx9WOO3WSX504tddaUbkP/O//Pjv8L374r9Ef9I+Tw7+O/vi3/3HLYptovJcnJ4OuUjcURPAPI6lG",
+	"tVyfGewjzE1yMApHrdPBoS2YFgLBNm7piIGZGzpqgC1sI9obl2bIF1wv4mGEPnKBjweIeEkJ6oWeYRCH",
+	"0sbNKcLV8KIAzwgbIzfTl6LHO9H83ldW6W3SFXEVMnYN+cNqVQgTnaQ0LBeFvAK9084rXc/wODYDCw6L",
+	"TxB+ktWws7SvPVe9F6bRF914RC9pHGWiYzePI/cWYuHQnE4NgcDpbS72ltu5TwJeoZLtYGd7ainc1bLc",
+	"cyf/6R7/lNMHe3wa0FO08FszULqiPtl0Weuveo46rHHruLcAIRLQDE9B4bkUSyadwgQ6LACipP2Pvb1B",
+	"Q6oE1mr53IXSl9GBQw+OC/yh0rv13L8OC5lm7UO44aMyT4wurpz9QPVNaAesSwVfX7q09z1+CBor5pj3",
+	"RNx/g3EBycGOUSaSpDvqj+eJW/Y3jfW58Lknp8u98R1/X2Fh+AbvgOq0CAajgWA7QNsrMEfAMZ+hqtnw",
+	"kFYz9t0HtsCps4OYlrQ3Dmd5Z+nNHLavKawYZT0FVdvXGILQZkO7jjxM5+6BwTVpd5I8nOwPvkVCxHYe",
+	"lkDgW7b4hkdHtqoV4YH3wtcRoC+m4c11ZUU7mWloZ9w2G+j30w3tuH233cSmunCSWORbpWTTs4P2kZ4d",
+	"tJGbOpU1exkoOBFPSIZEQ0QbOC5GsgM7HhjSvHEL8W0yPaQCJ4C0A1ENb9ebvOl5Pw1i7emK7l+STvB1",
+	"UnuhnY6MSKROXgNMuiOhu5XZvmcqBQmHyOoHETF3zfxz8aGXay6Y0tfUESbc1AwzKCFzq9ILdnK0vUP0",
+	"XjjyzZnFHd5p1e5S/dSuc2/HqnU3GltRPRqV+0lc4yegw93MdMDkcNOYCW4TwdhxLD0Yd8OSPp751boW",
+	"XZ81y/pJ63KY34AVWpeNx8DbdMFhAKgwO2BfMOyzs+DZWfAEnQWOth+9nyDc+8fmIqDd+xz8A7CHN3cN",
+	"IG/1OcBfpkPAbeFT9gU4SbzRDRAJYYKF5gq6DiGJPNv+O7X9EfjOGf+w+VLN7sLq3zV/LSsxgsuDDK0P",
+	"2QqA4MSV1DXpchHsiONBUOjXAxH5sGo6LO5pehQcUxjiTIj4wq7cCNvr4V+wB+GxKHa3cx40poRbz+39",
+	"BbvmdA/Ng56sl+AXnQsPkraeD636B+jOOVlJ3a8v6qJYMl35ive75VONcjQ4S3l43Swm6+yqcDbUtD5y",
+	"7wEBRqRbbnbOLeo3sLkDdQ/C/uD97douN+m9thGRDU7J60aPAnYNZdsj8oYkNei32sDuoF0hTfxhFZdh",
+	"JeZ3QzHsZc1Di+HGkby5WLHtVN+qYhGE0JBySBLDW318YxIjtquko4SEykfkK6IJPgZfUVmJXDg5qKvR",
+	"wMzQiiv2J3YLv9DVdufmO3JtLxPeKCuqhcglt4JBQ6MV9pe1AkzYWgW7hSGm9aYOrc1ux9MctOXxC3fi",
+	"o2u4aEA1S+AjYFtNj1Mxfmx6KDzsRcfTVETfCVst12uheFZ4ojIoNZpNBLNQcgzNbT8z3ZMWxa0Vi3IH",
+	"0avzeQBUQa5TRCDlgqAlH0ARba97YAxpgw7X2ctHpc115vas1z3rdc96XYoSfiX4QopTtO/NVtCgz6re",
+	"iqqX3NRHosmBNBr1sKN/QLknPILsSJqBUZp1gC9eslsRqgBpDDffXExlX2z3oZVBmOXT1AQHRUbiYGnw",
+	"RT4O1e/pRkufdYJnnWALncAb3EWxQAN7qvOeOuV7FqkPzb2fbEip23unh4lrNRWek3sQaALfxNwUwAVz",
+	"1O5sRsB7kPZum6atHExY+NP1s/g/vQWcl3UCNvSocU8aapjoASqsBsCXLpbxKZssA9DCTY7xcQHqArpq",
+	"gEHe3h9zK+PHuy6IuVGzxaEpvojjA4x0jeLbYAZLwzw+NbfbYVRUgpskfE8MG4zzubkbpjvoIFDcjCl3",
+	"ZkWxvDNk28cEtr0OqxCXOxD/cBCGVgci6umyxkHGBzEcqYxTayph6oUwD8/X7rRhwE2Q+rfQ0pFvJNBt",
+	"pJJW8gI7H3J2UQkzx3ZLY9hoDNDgSRDEJfAtkC68YZL9JDcYph5rQQffog049Rtwm/uv3FNQFh3TFtO6",
+	"knb53ilmeBXOyvLvAoI+E8ErUb320+Flefh//8//t9cltTMFDTwvxfKUSYRVBmhE+CtXOdOl46rQYdL9",
+	"qUGxckcIKiHYdTBas965taXbob8rfV2IfCbSs3JrM8KmZ8Yu/cthetFkmh+bKWVMSGxfjO3VADFqrguk",
+	"RFPyqXDsBe9BIaFfvBGApNt8bsKNGLK4T3C5L/Qq6fOyvJxgj1Gcw9/Oz98C0hiYWd/Li+Wh06u5he6d",
+	"2ATEMFMKfsn2f997j02i3Bu/7x18+7uazrnNGOX0A36gylvIv1Dg7k7NSGfBdhbj28lDAvzR7+oHABEO",
+	"2waRv9rOhbIS7HsEZOMM1+02/4idtc6eWrmq3xURD9svK3EhPyD++/ggS54P4+0zbd7yhDA+cPOrKl0Z",
+	"xotrvjQM+okGuL+Pv+85m/f3vYz9vkcwbvgfqML8vvdpfPS72gsWKZ3G//0//69bQ+FW6HcwECf7jhvY",
+	"7r0If37v5dHJ0QnonaVQvJR73+795ejk6C97AC04h/t2zMvy+EKI3E0Q/jITNtVF3FjD3C6oGaIshg5o",
+	"CEgHf/IIf/TnQl6KDE4V2jEBVqSTZI42w56+yfe+3ftR2Fdzbs/K8nWYCsB+U1Ne6Nm2yp5fHjryyPHz",
+	"VlPDJ1Aq3SP/rEW13PON43wzJrQCWxBxL7O9hVRy4bjsy1Ty2AYoD44zmOsC6yJTo/seUInhvzoBKEYa",
+	"/2TTbP5oGgvDgX11cgJKRINVyBs6Of6TZGoz7jrTOD6B0HAKOEV/AzJPPUeO1L4+edk3Rpj08W/KXVdd",
+	"yX+JHHHGAlbf+hfhYrVEB1CGFxr//YfbHONbuey9BbogIEJeFGGqbCavoNV+1BDeQyqCpsBnjub2/F7s",
+	"/eHGdHfFHHOltIW9PaxEWSyPPyKC5yfQ63Sqo/h7quABLjDDmos/9QS5qSNZw3JZiallzceZ+7hE3qcr",
+	"pi8uAjKjl2xI7sih4XOalboojthZUbhlC8EmOl962ERoKzoX08u2DYmzdzy00PoSQkCZsz/sXCzhHQWZ",
+	"MTD6OJfQ0X3sWNm1wB5o7av8BpW1s7CQd26T3gsLrGPTrQ54oRr2Ze1+hJvmmFlz0XA9e7GeggpncwO8",
+	"PiUUKKSAYgr/WtWn8LZBp/jvdL68s4u2fpt8b/pPbX2LKnB2dvs3TaqfH5x7EnQUHbWNfHw84f21tNP5",
+	"WsKKGECzFWYQDzhGIX788U89Gcn8U69AfSdK7XjCXF87S59x2D7fjWayJKT41iSXzODk59ywmbZH7DVU",
+	"b4C28/XJCRtLdcULmY/gjpFFpDSm7rnvQytGk5S/68/+vW81s1EmG74IPMUzpoggYLL3c3Ozjz1EKrEj",
+	"Am1m3CUyMSk8yLWT2mQy/fFgVxaPbcDFbVqcwH092XztvuN54FKPTezrokDU8c71+VNPtrnb/erwW2hs",
+	"GkMcow4RvZsxXaKzpFiiwWfn2oA5ZwSDjZPIcagfhCMHLtHGEMtrXeVH7IyNQW8cMz7RV4K9PDlxgtqi",
+	"38AJ4ZcnJ8nr3CzOqe6PWpl+6zu9nlKvCmiwCmt16kcl0O1ttV/sTdTrrWZ0Lj5QA2x3tPFZRf07FrWx",
+	"/tD6ZkUH2ZrXfXKHNhUMVegjKn588tstJJ5h74XOepVxDWmnTInr5mydPk0HW3JZNafvlO0p9xwERC3q",
+	"6u6/0PcLh459gqFnx+qFfAUXtpnf3m6Uyu4wW6mRL3dAddhAOi11jDuHPDrKx0drZ3neliNbSY/jj81/",
+	"eF0wF4WwIqUOIsxjW2pZPUNzKDR0rsRUV4BtPpfWdBTAr9lYaTu6cPbluAnaRh+UhtXqUulrtUqj38PU",
+	"WjS6UWa05spwcX3KXbwXd6xOfd3TWq618Bmg+N+UxL7GQda/9Iu2r93m75Im8ZgGkmW2l8SBcDoin3bJ",
+	"7YVJscM7pbHfypzfjsamc65m90Rjd8+gu+t/IDt/GIOONh5DadDEhfb/s79Hr2Ah27D3Opf60OpD38cu",
+	"rV68q8kjR/0MSyGmc/8alsmhfuueqctC89xJQffxFace9ExYMfJ5WY5qFZqcQzMLGGVkNTTZG5FRHF/Q",
+	"C8Ftje1M9MVFBrnYVzIX1chdZ1OXpa7sqP2dcfcxCsTKf4nWT/+steUj8aEpoYNljrAk3BbLeAyf9udD",
+	"QSO6ZyMoVhqfsq9f/oWNYT9GVutRwauZ8PbPX07Yz9+5R75h41rRF0U+oseXpfBB4p/f/PwDc39ATQ66",
+	"uFjGp1NRWpGfsm/QXWJFpXgxglBXRVNYZVtn7vPn2pkFazW3RV1YWfLKHjv+cuiD/QMvZTPIQ7GFeAbr",
+	"XQa24gr/dq8eg69f/mXzS2/50t2qc61/crSD730zZLBAUD+LXPJzJxM+ZXvfDFncGyIl4kK741vntPMT",
+	"5F3AN1ArpGz3wMHcT8S7pnNuD32Ao593vdXGYvC8No5D1ZXC6t5Xc24n2mYM+ka7G+z+4oO3IWrtwbLI",
+	"uJpqdSUqw73xHOVmQDRXYXsYcHeO44dHMh8fsX84jjf2GzVyPGXMxpNCTy+lmo2RrdXg6iEHykKYEGh1",
+	"XwckK8w3OEUGOsYERHhf2qaNnWHvgQUcQk4PpP8YctVAaPfbMSuRrDCOQrF3qdj4w6Ex4hASIcyY7fNQ",
+	"Whl1p6e0R+kUeKQwNyRXbIwshxriYoP5EHBHX7L7n6VhX52cHBzR/lPAvFjSh79lPN4YYlA+XkTj/olN",
+	"Fho5MuG5Z77jVSnjWLYjmxEvy0iOXIrlCwNGsWepTiWwSAYroilSEPGNhTRNs61sxWGNvHvBC8c/Re5X",
+	"krUn67sK1qoGORe1K5RYt+33AuQtA32WGk3TPKEjs1tiWU8KSO11YqtFgwGBMFpFi6KlwTzW/AHEJGwB",
+	"KhNlpSeFWJhT9vXJX6KtoDyAqJG3+zwvCn0d1lRKpfC+rmQ60fGWosLukKcryn84BVD2V267/+Ip+/qr",
+	"v7Kxk+ULrpZ+IQZXWHErRuC88yuDicFf8KrNpd1SXL8XKnf86WdkeLtytsz5QwlqN/SrQBqRrM72nN52",
+	"DNzkEHlD+6vdBMYuzzvFtv+e5xVSUVpDw0+pdzdw1WRWXcwQYZ2h/fm3e1F6JbCyn/RsL6MnSD61n4K0",
+	"EPdzc5j4tJ3reja3PU+f06+hBr77FErdrLdhceuFZGPurL+L7JqXfafgLN2zrOfN0Ls1S7ZLab2V6BKW",
+	"dRsypF/4BfXbVTD09OM+LzbrIra2Hm/jjmcRhuPKYzR+C2Ft5aFm1F56aUiFHhkJlfc+9oOKPuaOv/+L",
+	"r2URf7VCN0rv4+Rm8eVAoYik9XwLcS2LKzlXHkM8jKxdL7TyVLNBpbuQK5N76/7qs22lmo2m81pdrj73",
+	"zj/wCn5H1tL3sLMZwnPW9N/lc2ua44meTB9R8zSe0mpBTuuVlVKjbCVLPfk8Fb9kqwm2ycf9Dvf6TZw6",
+	"6nSySP90qmJLK8kw9Efs1CuIigUFFZ66X+vqZIB19VpXE5nnQt3Im/P1V3/d/MK51j9ztaTlmMdng52Z",
+	"y0jvZUYvhJ2DHgUOHGhrSu76sljGRpkjavazN8QSxtnxR0ql/nRsrC77bbUzcxmqdUCHg+m4l53JJlTO",
+	"BK+KJcSQnTU3Zrm8uBBO08RkTW+CgX/EZ2eA18l9YwH950Hn5c7EYkof6tI/LIuCLBnjsR4HWxA9toOu",
+	"0ukrNHm0HQzZuB19z+oyYrs/CkW/DnEvw2plzqbOFmxSb/AavjB4P02Pw7lJe+93Nd+ha7ldNeI2pq8q",
+	"GFNznQW7crSbK1jhw4mE/XvVcd9LpzO8E8Zd4P4QYhms3WtnUZN/70mksTiyZjwSCHhZ0NnhvZp4F7Es",
+	"ZYaET/XqGzjOcWNbrvEI/SQAeX7Jfi2FOntDqf4EDYqJqIYATKGfoQeCY+foK2ClnF4Gf/gpmbxwncV0",
+	"rt19A3+NylmuBXIF7MzsRgWmesRe64phBQHZ8CqH/26KBwC5mBuLVE+8FDJlMH+jWmbwT89lff4ruIDQ",
+	"4zKXxupqyfaVRl4OmwshajQ3D6EHAvU8X3FXQYRRXgl1ANMzS2PFwjG1XFyJwl3bZnA3JM/zBnQLQwVS",
+	"GVvVU8y7YK+iYgm3xJmwfcsEviorNoaVjrHmiu2j90dW7EJWxrLQ/RryWKCJoHvu4LRTiEG1/vhS8xzh",
+	"xEjy8hHUQJQ2AYwfn4C3PAIjG1uxAH5dV+AQsbocleD+4B+oGHIMs4U/RC4P+g13dOwu+5iRzh3nbaMX",
+	"JPD50M2AL9C/6D2J3lfmONc4zuSJvIBjR1dHzRyOQN8l/xxWOgiVk5RDK5n99/e//vLDH+NT1rj+mngZ",
+	"KXZQsxcPxIONfeEmDkY2ahDBJ0gmNqNqEnfn8Ba+MMzMeSmgmAQe/n3vW/axU07iuDf+C+tNPn0a9yWm",
+	"4GfbXoUdeU1SQz2QFyW56jvwoXy71oeSGhUsJ3cFslC0SJTkbhi9AmRwcNowAfiwNB0yTIn3tWaKm1SX",
+	"7D3xgVp2nbg9XcNFX/ReHfyS95WCr78z4aGyOtqHwcJ65Z2vt39niM3SeeebG6xnsB7Rem9w3IgXl17e",
+	"NE58n8IaGAvoGJFqwDBTItYoSBV4RQWAsnBDk2IRXhwQbYJIOWdOpy/EIQSbZkF1b2wULNWhOuJBQaEK",
+	"lEYIdQ8JAkkTtCxHx72BoEEBoMzJB8fIcaTIu4EyrhvzyZLhHvcBDPgMCP53rKZ9QNhRmiyng4cJ4ve4",
+	"/FtW4Byg5jV1vnLUIBW7KORsvq3HH8VYw1B37Pl/aMn1+fj+vfe9mXHkT/M++KSzcIATd6ADdwvn7Yrj",
+	"llyoyemTI7Xt7kw+ucHpueEdt74eGR4sPlC5P0eX45PwB5LHCRO2fPG5+/dhJNB4Wbbs8sa+61rnq0L0",
+	"5l7BaAIrvkFnsZB7DVvL2TlXwU/0wjB9rcgR6AxlZmThCAc8gZsl0209en5Tn514z068J+TEAxYR38qW",
+	"I4+u7VBG0figtqlVa73nVF4n3z25ZTFkm/fpsIU2FiIbThNkNaQx5+gjum3q0KGxy0JgEABgQXoTzcfO",
+	"7AVnG6K8KN1aShpWIl7r0FK4+OqZ7n412n9f1RdcvXXcY6Xg7FVdGV2hbS/zAMksFS86eTWq3b+x5DNx",
+	"xH4SHAJOTNch6yt4/aJs+W7NHG7ndlMN0BftXQkFg4xboJbb42BsXbb3XlcWwQ6cZCsEB0NsfDhmBiJV",
+	"YFIqce0YjdVMF7non6d7ZTRZpme6d0hXYATAf74qOcJzyvYOW//Vej5++4/7rRdeuQ9DiwJbx33PYelH",
+	"UjIApYdtphuz6fjvCQZ9/LETMxhWENZmcRBXqQTEcafAmWzFQdU3EnN3vQ0AyB/7pTZGToolG3/8ND44",
+	"ZYglxAujScy6EUgNw1cIWsqKihdsrOqiGANbtlDrOLXI6B2j8crjJgEAeYIYpeEYb3HMP2b9Ku+vLOqm",
+	"XG6oX4uPYROrfxM4bWsQYGVu93v0xc4x3pfeuL793kA9Ul9TaUlXcG7AR/6UVCQ7wJgglO2gIU/Zgi/Z",
+	"RDCxKO0y84TmKGVihMKqgmFVfl0Cier8vjD+5EsDW1tyOxZ1jDTfC2wE4eHWeC8My6UpC74ELS3UBpDr",
+	"Gb25Y/cTHLeTwyp2ZICQlrbBYyLdj9dWj/xjY0RBqMVteU/Wj5vCYf5Y5j+JZzihdkUtwptz0EfDpJfC",
+	"ZnfE2N4JN5G7YGxuD2buyKCPgbjG8Oij4nJDdRfclAfzvzYTcUrBuirK1gmEOu5m879ERoWHd7eM6opX",
+	"0gmwbQzh8A67FCVaTo4Zxd9uwbgoXlX6GvM2fPXSDjlQY+8Gg9nPOLTbaM/1bhhOx2z+z7CzA0znNrmD",
+	"+dzscsJ0vjumk91c+dm9Ed+cW8qA34l93mz7Y7DNf1XF0s8ivnrexeQoPBZGnZn5x0fw3/EMF/zDT0LN",
+	"7Hzv26+++Qam5f/75cOZ1uHO3MS8bo7uC7az2/xZX+xIWhx/DKRFFvl6xAycVlEL7zdNHtxp0LDwWYx0",
+	"swvZXtcLaChW8MqJlGV5V7KkVSsZ2D/M5IXBoviQbHkht9JTybcYbu9msA/MdFq9GVsLk9a4E1FoNXOb",
+	"egeSZCPkeWpuYSqbQEki+nqMkCSps8GTewTKtZ/QOgU7HEQPSMkXxjw9rkmaMW1gm4Rivo0O3YVqp0gP",
+	"YKYZIdL682TpzWtCyAMWNFkyN7lVTuIEwvd+ahsRhOV03gEx7LaFfHmfEOHdDbpbsPCbKWLdOaGiDgcS",
+	"YChBJwMEmluAG2YJgGcFnptVkP8orc67mCsx45VPk5cV+KyNYQbhTfsmJtW0qHMx4kWR3sMLXhix2tJv",
+	"4GZNeVUtCdnBCCDZU1aJUhBiYCBPkNeQU2X5jNqtiA9lofPgZk1N3/LZSOamNfXh3ZdAEdj7FsTJ3k71",
+	"XbqREFTdoN2uNKd4qDB9u51HUvHszDXimO12C+swJn+GpBlEQWl/D3U7pVmup/UCskulYtKeRn9o6kNA",
+	"pF3zKu8E8CGyeDhZIqiUrqK/XMgi7lgxDCMahaY2QjGxmIgcAqfQx6jiKuSPFY6pO6VxAgAxeYaIExe+",
+	"IjT6WNOuxKm+0HqqLsHz1WyHz/mAzFOvhP41tNIAU2+U10ieMZYI8ClpGC8qwfMl9PJQfUmhRKU7Rdyk",
+	"MR5IYfIr7NGPOvQXENopPP3oK4wHJAi+0uqikNg0abccAs8bkigXpe3KhrW8ItavjktZikIqceyu6yHC",
+	"wK3rHwGQtc7chOsN3RmgnYr/DjT0QpjaCwy2SMv23X0by3zMZs7ck8pqNg7B4zEa1eNCT3kBabNjZnRd",
+	"TcXBETtTSxyqqYITH6aitJhRCv9phTKOxZy6mwkxHjcecCQ3k4lg0PcYUIfMXF+bVh9JZ/sSx3ODQHth",
+	"kacsYJjbyEPlNaj2ML+SV5g+Bbn08Ib7O/AOZ80i4n0LW4ZktPUxG/gOxqrg/ZC27n7wOesLbJfBVXMK",
+	"q6OOwqaMaJs8pNHKrrH9stKzii+wqAxP2xxkCH8HH4vQ7xoYPzcwJumjqm3kvwSi5bjjBAYLbXaBm3Zh",
+	"8vCzgJLX3gnyQsB2BOS8lEXvzuAt0RwlVN8CDq8dwsbM7ZStDaumD7car02k4qA6rc+FhC/fLBfy7lCR",
+	"423DjdyYF1lBjl0hnj7G3m65Nm4340hIeCNjzpnk2/68uqwbn+zP3MEovNP+nNYPBbJFATdzIqE0yJxS",
+	"Gu9sJvKU/bwworgSWAmEGT9gPxhCy5OtHJ9h+LzuA8HnBzyxL4EmbMA5n+1IaVodaCvNqScPhPboM4N5",
+	"Xk+4IaOjq8TB2XiaPXf/64yRnk4zCCgroGne6od8oCqo7BnarEBQ8z4vBhjBSaz7H4WNj9bs3VL1Dabv",
+	"OpJqUe2KVbzKYM+KIrEVn5NhCvNNEUHJ7XS+SgY/SsKXh9sP7gvugTrTcexkUozCSpFmLvAVMsQgzOEU",
+	"Uwzvr4sqDGFI6Ia+B4a0OtADmXJtMk7rBZVAMWD57Gl7uNdfiZBDMow1pg0rNOe8p8bRpFMOZpWuS3dD",
+	"um6rYVekczmAvYY7QTelrxEXTugeSH51oEdM8nQ4n1VB0DA/wiDqXVE/j0mTXIPbIxUVAmLCpXsLoZzb",
+	"A54G+FZ0UaPzUc6Usz2GqZadFWxi6t9Jlbt1nevdeubO+ew73KU7Ui7JL2stn85v09jwkfHRM1hQL4EM",
+	"ocZabaTH7wVsm8FxIAjXHSmLwMApBIJYzljLqYtcVAQW4R8Y74RCf4PlnPPZ60ovdk6kv/nNu1MyzcUT",
+	"I1MkoDXks4FQP/qowsC6mwTdtLsxoTnVuDAxiIM5mU2UROXOHG1TaSJkcvb2jY9tYoMOn2jTipGAx7EE",
+	"l2NKt+7gcbdn32fux/Q9hMI6e3IHBvfOMUcfxETfEDZca6lrJZJRQ6iK0LkoMmYEr6ZzHwhHHzLkOIjK",
+	"bEtu2AdV5KHHtLQbCnHdLRCYlIy9ZTfR2o/C52+4eyyLvccSDvuCCfdHYbel2k7iTWpSzSP+IN7kkIbQ",
+	"45bAdCXjO6SKhqTLShjirO7vUJzoyLIQ3DPoyrFGXqyy2LUlPfkdxLgfgmGjl2K3CklrjM8inv3AWX+f",
+	"ORPA896OD/TqVcdeGzpup6OAWXAb1pGGusmdtdpoYKAVQu8i31QNoj37b79/nbHz/3Wese9/ffW/MNoq",
+	"F7LgFUG1Wl5ZCkAD7mvDcvj0cla5gzhlpS4KuuDYLpyNJ46j4S2GWG4PCHYnfJ2tBJizdSHrNehtKYCd",
+	"ffEBMY9WjCtf5D32Cx1ZMZ0r+c+avlRW2vGzUVUXYnywyvf2I55HDI+zsuDUrIVVAiyOgzvhdZRXQ2fr",
+	"DLHbR5sH5PHQeN8t3WivIYPunnkfzQDnsyFCrMR1Q/5Uo8+AKglVBnIqsCPxM1O8gXOuzVswfByxRn9Y",
+	"WzPF0EFy50wxANhYyrOJXILig70TBhhAgvwXDgnJMlzpjdrZPmTKfuCLshAAXZlkUmpFTr0wBHPjF4wQ",
+	"d2zCczbO9RTa8owPPH9Ls9F9pb3qV4lcKPeD2cwAsxUOqFWTxJmxKzG1umKYBQl6JsLX7ZpRbuxSeets",
+	"x8AlH7BX5TOjfLyM0iIF3opNjibL0d3qjmUlptw2lVeJjCu+iFKnAQ7+7a/vz9l22u44Y7XKPfx7KYoi",
+	"wAHD380UkjmB8NCpjU0VDNsHP/fFhZxKXrC3SzvXir3//u+MLzSWGywOoB3LEXtjIevZNEj33vB05D2T",
+	"V/FPiPRtTrEpJw1m5rouoDga2x8sy7lQgG9RcjsfqpH9Flb0rJs9s5yH1s3YfnPDwtU7uAtWdLca232w",
+	"Imrg/WWwIqeIDGRFz9rPMyvaufZzx4xom3rcpowMyju6bqCoGvdCFlZU66pxPZAX2nM3CWPegYUDxb9h",
+	"Ix6s+neLit+oki+q9T2l8EZ1JSqmhPv/FQX8muKSlycnN6wJHlj528zt/mp+uwMHxJcOffUhscKvrSE9",
+	"4Oo/a1EjCr93GACBUDdPQf0FAib5XraXS2gZ7n7m1XQur0R+3xCsnpiHFM6GXfuCA5WQ/JxHHCDFRG8T",
+	"nBzAgI9zfa0KzfPDf8lyN66772qVF6QrhRAGFuSBchsam6H7LmIymDHwL1nCc6cYS21+ByE/dfcc2F8r",
+	"PGLYP2teyIvlWua+4vnC6CaFNnXFlMZG8cZEINWdQB2Aq8FMaR1hhgdJMbGfFhDQU6/t7Wu8nR6ZVrVX",
+	"eZDIfqHzDDT0X7LcVblLYqg70xuJHBMwMr21cUkl8b/evGXEEL/kZB46KmacfObF6i37rzdvb67GHS+E",
+	"5d75cfccBNBY/RCI9wSI0B2lROItdNZbQGfFbjhORYLaH//wCxM+U2XU0qrklZW8GCGG+ThjC1HNIG6g",
+	"EKdjMTQZI67/9ZcddEOsMQkrwcD+SpOEgNeI/GSxOVXD52g4tR1d9viws302oGBtm+XszCtKpqBV/uzP",
+	"fldcpj3Mg2I4Den7QYQFbWOx1vXZ/NyGV70XNnXZVzhXxK4CCQ7jVqh4H3/k0JP2062YVgIIiEMXhlw3",
+	"AcQw9LdsLFTTRYiUdujut4BrXwlbSXHFi4yNSWyNiQm4F2o1av21B5oNF7YWlc1bGjidxoBo7Ie9bK8Z",
+	"rseW6El+O3MXjIAdKGZKvM5qSjAmQKTGf2OZVtM1+W64phUrG/8M7TzbzPcF1BnbiKXxotDXgB8ByaDK",
+	"WK6mgjolxv2mCbPhYGiO3J0EPBOc9b03EHfBV3vHe6Ss9awoukRDTBZJ65nLbufko/s4DzdUX6zlsduq",
+	"hB/BE/vpuJM80evxeydKXVmTNeBigTeAww8+l7FrcISFnA5joVM4Yp5QAgLcxlDgTegh0LSXaki0EqfB",
+	"SQ/5H7WysiDOJJStltB/mBrWiRy5NTXpvCNvYZ8GRrocLDfCksGpr4O29gf0hvYm4h47urLtkfrcPm8p",
+	"h9CdxGpxSVjrF56xHii6jLaLqP7uXUNJ5FcMncjcYzBhzM0RJJpEUdzO50r16B9+1lt0VhjEUvw/hzcZ",
+	"asWHeFF02AFURWudr15q70QdNWMuFrVFdS3c3djS82/sMrN+dWD6yJZmHNVI0UcGF0nFy30ujxKtIFnv",
+	"Jd1YEhWzw4u6KDCgMvY20DgC3szFVObYOiYAk3VtJSh0RqTQPGOFuID2eRmm6lGK44bakmbojhIbTQpG",
+	"W4OUeCmW0AvJUWEleL5CtsPU6LWiLhRdrY2djXlRjClgjwIIeullbEx+1XH8Z48HB2mWYbk4t7FWxXLM",
+	"/qyNBfy5DJ9C5DF4oPVSX+Bn0XhMUj34EN7VG2j4X27gvWyPJvxQkR3a7x7Hhz/cU1LSYDuhMabgjnRL",
+	"oaDndkRFzzr79pVtGxnObbSCTQ97HXNt7VtoKtCyxn2yNrWRVuIaOq7GNS1c5ce6gsQOXy6XYYO+JpeD",
+	"8RmXanjhyvlcGp8gXgJIZCVyds2XzGqv2KSzrlb54y4LXOJM8Wg+vo2uY6MAkIZODYp9ARolNd1cdVdk",
+	"XWbag8K4AVOxt2IvVh92kiHZHuczyZD0TYTXpSZV4vDpZic9SaDFfAeVMx2LJsTie30kf+NOgk749BK6",
+	"1s+U0/CsXIhDiPqInBVSXfqWhLqSM2jShLw1CidzwxY8x7j5+gB5MgDehKkTlSNtcwZsmQ1x8OZzA0Le",
+	"FBqPQETxRs05miS+HnBAaHzvPjQmGvO3ao3aRLFZd3ZHz9pNtBsEafpoNJ7tr7QRs20SHdsKE/go1jQa",
+	"6WQ1xk7R1bTGkzX6SDDaGgABLBwDH9RczuaHkE6zAgzuNZMaYke3i5escYjGfge63+l8yvd+uzeYhC8P",
+	"3adzTEdT9WIiqntoneLOGoCtT4OtPtFXgr08OQGr3aJ6wbi5Rb7kdlP6uxAl5lWRRwxdska0qUkYtg+A",
+	"KLzlFs+agkb3b1R8D9Y0DaEAw8CGIYkEyZv2C9m8cEwbRZT3VtooDnGbxNFdmuZE8UNyLnGhzyb31jma",
+	"CMIBVAIMMSGPXsHP921+95dKQ/pQhQnYUJKC0wcgvJZh4s2QdH7TfUiM3jQqmDP2UICfO3F7zv7j9/rk",
+	"5Kt/P2tWhK943XGMVTlYJ221xoBgFAk0UebBRuHls0N1hbXRN02xSsuzjLoWKmnmIg/cF9Rdn9vdVzEU",
+	"Sb3d1Qf5QR6qe15nEusscE/s0BEGMgQ+k5YwjwtAM8+TbCPF9W6uGB9/pH8Nj+nhJQfm5eEdIGgvRW9A",
+	"b017qC4Da/GnOG3TG7ZRgyaYK3VMw2kNytVEPnJD/pG1giiBR/aqxRioooszONIXvhuF+Z7vzUAAb0eo",
+	"nk7TOsKAhgYYjAJxSuCw8L2bE/YjsOW2pd0fhbfodg+v2B5onWR5vg7bunUgLb//NtyTxrz5aaKBteq1",
+	"B3ZsKpYozomtvBvZ1IlY3YVyPVR3tjEHb+W0unuHBYqgUfr0ERSiDeoqpBDAdx+fQENffCzQdgUXSWM8",
+	"VELsYIb0jBV5F6mwawT2Ham3x9O5LPIRKtVblL7Da5EHQoNTpwoG72YX8Y6TVttXOJ7aJvH+yi2N9vnZ",
+	"Z7u9zzYijM/UgdlQwDAfZrPio2e35Apr4E9Hz2q1MIrWyaQyMheRAgZ/PmULwRVUPrZrQpEdHeIX9sdz",
+	"KSpI1Z3yYgRq1fgA1Kv7VtA8jqLVlWCV+FNMLWqVbr1QhHBfLskbsm88oeb+7sr9GAZ4hZ97KA9kmMd6",
+	"laxDrs+62LZORx5v332pY8cfo//axhfZ8CVICZLW+Bu0nS+y7ctcRnD9FYyWEwpTh3PcP4/I2hwCbLaI",
+	"OW90RXYYxjBvZGuAZ5/kLXySa2/W49QRNj/c0NTgzORoJ16YBjR6s9tma3mONvnndFHR/fEs2dewoWeX",
+	"yx1VH8PNI8vljqU+ZmLfSbeOW+RmrAdF/bsoUVNo4ZSesomYQzugQl7iPr09O3/1t24GrtMaRHHhy6IT",
+	"4KNTaNKujBU8v8+ChocqRsAigeeShOeShC+5JIHtIztxBH5wZ/UJDT+9NWz0HeW6+WBcK2/asa+M5ApU",
+	"gjntCjJZKb6FKM3oKeW1oWBeU3KlndXlA2agBUZw091ys809QGAg0ypqoDl2G3p0cf98lZfv20bXWOnr",
+	"9a0/Esx3a4SaOE9tM9PdYXOO1FCfAzx1kunKuCFNjHvxrDjehuvdqjNHms3dSaOOnamNt8DSX68lP1Fo",
+	"/ZTadh89Pp7VxWd18fNSFzN2txD/vcz1IXXIB2CuT7hvSUpD23nXkme18FktHKIW3lHLkrm0h1YYZz/u",
+	"BuQ6MB1qgb+J4xBSbFthc/eTfS8vlowXRmNTDohlOBamcmb0QoRrjuzCXcqM+AA8A94+zAG1kFIEMNSO",
+	"I4W2lysc4G/SnotW+e0urvw7WvIDXfNm+HX3G9KrgsYUlyIt3L0W+RPUl74ZspQ3Cjs40wXfPYw0XqOu",
+	"W2M/QCz7+wy35uCGrcFj5Pu1VR2rkboXEXYb5ZAHxGjMb2x1SmG18Tj26M7xIHCTWhb2UIZEdKhsvJZI",
+	"bCtNau8csHQT1uBP0gTw9tcww12WcbRG6ssodPe0s/VfejJhZzvS4OrZDuTe9+JCqibPrzZWLzqzQfbZ",
+	"agCWoMMpV2zKq2o5PGQPTaKkAX1ZZazQagaClCv21TffsOmcV3zqVgLB84KbuTAev6x96x5TjwZUQ1sX",
+	"YaeVwa2RtpLNL3dz7ddl5sFpPSvX2+fkta/kts0X/NvH/toMkpdd8Qhm69JYsWAXsiggvXeypCA42x8H",
+	"09td7HHGxgQdVTX/HlFzl3HBjaVeL+Fv2JVqfPDQIvNHYb9z+/RG3Z/gTA/Yc5M6KseXLjzDduxcim5x",
+	"w3bU3yQ0MCEVE29lVwfVKovam8SPLtxt2UHfkp4GJWlbO3CYvpNLNRll2GfETX8b/rBO8N8p1zjXs1kh",
+	"Uvd474FbIuH5A+4gDBSgOL7I/ka4Gf2U56nsxjL2o//Xpjx2TMiGbNi03q1naGIGu5Rq4BpdfO6eA1we",
+	"+zC3Yp++BDM+GIh8v+F29KSh46Y8Y98H7PshOuFdd6nokKjs60ER3YG1AiX0laxreHJ4l6sf5dWau4P2",
+	"rJvMU7dHt7yB6Ku/D/M0MdIDuY4HmacVJN7mzybqTepb4Orc1kotZSkKqQT+DMbgYVnUM6nMIHsVRqbW",
+	"xkrnosdV9cIwP1LWiFYciE3EXKqc3LyIzVHWFsWioZY1IbpQiVwoK3kBvy/4ktVGHDkl63LS6njRubIh",
+	"/kvHEubD9qM1UBKl+GAr1MwzjGdAkHJJiPqQXcmquhC+t07BrYg6W2fR4BDjPKA1X+uGaUWjGlie0vHq",
+	"Ttm4OZJRoae8gOSsMdsfR/+VUe/nUCkXlgVZDugBOKBOHc33rsVkVPIZfO1aTIy0YjSt+HUxzghrYSbY",
+	"hUCH+mTJfnv30ykrK3kFMUeVs0LrElG587wSxlAXlkpc1EbkA9wJnJmpLkXe6pri4+/d+p67ds5/H3bi",
+	"LdH6BiSGd76dS1lPCsQrbOjHsdIDL13yil9Ytn/BC4PNqlMIBNKMwofSGAkos0kyT7QuBFd3AEsQwGTX",
+	"Bvc7u7OKNdsD693lBc8c/UYIB7081ZNcMnD31v+4K3dLQlQcw/SOP7r/wRB9re7W95KiK2Y1q2qVMW58",
+	"f0zizfGTJMXaMfyE1kxz3653W5+b5V2tTANftzLxzjligoKtBF8YLKP2nfDcDxU4GNwiIamhOoSEenHl",
+	"tu+IuY25FhPChoFdgRSoMQrPo7oqsLLIY1dHoVZ4Z598vyP3ZMbGVlqQJ2NiJuODU9Jxi+QA0FhGqKmT",
+	"Id2WBS8MkyR1EsPTEzlUHppTFvaok/wPPbSggxK2K4/kV7Ix5aqZ0Un3xzOonOmg86WPsZG4uJAW7IBd",
+	"ALpvkknvatUw3V90vqsMsvYg72p1K+PAqUrHQI+HSMTtiazglX84NEYcIgHD1WnOMwCsO1s7/PkH9+ir",
+	"8FO216WA1aeR87aebMphVh9/2/yW7ZXpR/DKr3bnXb2WdJf9NXfk9qK51M/ScCv7plbYKrDDQzfJvgHy",
+	"67ZCaj33dyd/PddFxOb1FSWrIXhPrPmfEm/zuwX4PGM2RkqSagZdz32ymgTh0kN2ZFiNJ4WeXsKbQRD9",
+	"z/e//sL05E8xReRv9IPUCrjrEfuBT+d+jydiqhei3aYxY/+sRS3I6+mTNqFOF/oN27movLBQvGC6tmDA",
+	"FUGjaVr6oh0nq1bvsgDI2HRNjuQ2e6PIvhsbyys7IpE9Bu8RIb9ftIMbqzqU72YolQgdTsfsuPlbBT3m",
+	"g0XWWDO98uWIna0TXRcgnDjzBwI73l80B8IEyn77C9Zie47TuUPKk/BOMTeoyNn4WleXF4W+HnmAdfet",
+	"ogg4eco3r0AaGu6x64i2OXeSLaJ1aubsBGwDZD9crN5MpKI4/gYgrGgmo6pWpCc0H3EnAMeSlMFvG/16",
+	"F9LXf/62cveOZkDhq+zWctyLYv/1liCGu+ppsPuQ00Je+9/oWbji6Uff009BVLeeeItSfIXwu8/9gx6I",
+	"Bg7v9AzuX/ET6HNn1uqFIQ2d7QcWDr4Bp94jdyS9ft+zhYPn3Nj7USfaXGSoMd2vUPh89B0qE9wnV8+4",
+	"VMauBujRUGz8sRNh7CGkXTuB43EyyfKSFcN6m1OfJz/Rdu6ElaNKyhH2n6T/oozhI/YPx0PH4QcCEnR8",
+	"u2m4nHT8OrlFGf4N3HJZFomsRb+77eJukALY9k4kENyNlUXRxnzOhqIZIoahf44VfHppYi9s90OAVzQS",
+	"H6ZC5CKWTnMNfojQ0Rz0hrqk92GY0bSuKqFssYT5UElcJOJDkRxOi94l00hqNSKhtCLVcBWAewLCLes1",
+	"hic8R+/68GgZVVL1RM22KrCPpLSk6z9CbXZlSUQwlOc2qQS/TMlsuoHPVRjPVRiPvArjhsUW+M6AQJx7",
+	"kHFrORy11WATtKfw0Dme/+EolETfuVvXLgsUwzDrKiKa/eKzZ3BlT0WJRMCIeuHkbh9jECo/rI375aNQ",
+	"+cj90+dubaR1aoVbiamusGEMeDKc0K0yJo5mR9gNWGF+CQHDk9t5TK2xRpNl14H8NRuHuSTovaKGMQz6",
+	"QvoBk7nMP6j8NyOqV3NuN4UWHR36b4HfvCdOEe3SbbN7dnbraNnrMQWbjbv5fbvn23NWlul7o/Ulq0ug",
+	"NL8sSM+HQ/Q35geVM7ctntNDxP4YXTlgOyT1//cWKuO1D+V7Pxn6EMNosQEANdW5h8YruG16eEUZApAF",
+	"Ae9OuWIhjAPlt1QxAF4omScCLErjjz7cQ7dDaZxkyStoF2bAa9gF28NnoUMjZHi5tTUP9+PwNRIHvk8u",
+	"JwxMAaoUus3EByuUcYoymNaiUUfDL8GlBzki13Cn98FBzxfoIsQjMCz0fj0SHyAsdjThFv63NC/HB1kC",
+	"AJB6NwehCpM7TWP+NYqu/FekV8MRXkqVs3254DORMWd36IzxOpcawbK8x5Wag4dz5WX5wvhikYblHLgt",
+	"9hbL6Tqgwc4252Ja8ApEOvv5zc8/MPfQETtrjQ8u6elUlM5suZ5zK7yvG6eDdNIYfoYv0VPsFmmy5mQo",
+	"ByYUgWJaC32I8aLQ1+iUnc6FO9tmsmEakfLD2UIYAx0UKlbVKpWT5ybmGPTt0RN5nkvsRvK2cqNY6Vgr",
+	"MuYy+svHPQ+vlMq0LQSjQSGyHZz3blA8Ee/i9YTvVhXY/UQqDjkmK/46d9fTgwYucj3X7NqZ0c5o85sK",
+	"kdk5d6LWJ03Rw0IFo9/NQdVFARUJ7bSVIHJicfXfuAdN7QKGJe67eg7QkIAE3tEQfeIKdvuaG9I67teE",
+	"+hxRefqEJW63p193SeHCun+hqKIra+jOmliGuvNqy8+PJKQ+HZeVuJLiepDq2L5m3ZQER/2B1QH3J5jm",
+	"Q7c5Yx+s42aEc8cYkhGWSUsWk6iwNU7T1z9hdrmZo501yoWSLU8SzHAiCu3Ypdslasbp2KCu2LWuLk3J",
+	"p3FWXDdoRN+S4GfzUalKcHCorLLCt7h/ES/cqLDKvEGFpNwb4vSb0m3o1G6lwq5kCb0X5PaAzXO7r1hz",
+	"QqzisIOgc2AIE0JVuTRlwZd9SXqtU05n6UGWXyJNL1vLbBf80ndQJaFzikcGql2GjY5slz2HBJuwzgVf",
+	"YqBR2gxFsmEzYXtprG+hIB9u1wzp347/rc17N4qlT1mLe+upFenw0+YvpWMx/Hqry77v9Lm+GdGVwubZ",
+	"Heo6eNJ+gz5m/j0xNww6LK0gtwFmHRvo5x1YEMB+IG/v5em6WhzP6wVXI/BPH390fxlZfSnUZqeAUzwZ",
+	"ZyWHkTEM9zf3MfbGfYxUqEq4AzTfgpJdCZUDr7biA0UufMk1mBYFkyqjoEkljC6uGjXINPCAtbVOd7Wa",
+	"TedaGwHq+BH71V1hN6phuSjkFY4UNbi7FhNizlW1ZJzBQlfdEf2edXiBUFHg8ZdfsXG0gQCvOzL1ZCGt",
+	"dQLG0ffK7+JD6VhwLH7cVknDpoU2pEsjYFpPMztuLwp9DZsNew1QjwMkiBvnhfHeRloNVAF5mL7WbL2w",
+	"GPscK8xa6JExgXS2zeq8lWck0T4BX6W7UQoFjbO6lOlW0TYT4FhgmJGVi4TF8JuSH5j7yV0zI6Za5YYa",
+	"NKDxH45SaV9UhWaaic8z8Fap7L9/3a/Jh9Z8+Moo2pL0yWIZBRCmj62zK15J9+2mmbi7ZsApjlJmC+aZ",
+	"rqlLNCRCp7KUAIBGAAlAFT7Rvb2xHDNgRm1/QWKQHxq7dB+WUQgOh5drexBbvEKxMZbDjbFPOgzQmsLK",
+	"ynp2mZLrs/Ys3Y+JCb4G2catmGloAx+mBL7OMZaKuDvv/nVYSGPHvswqmpqvLQdnw162F3W8B4/DXrYH",
+	"Doi9bA8XmSg633I95GJaCDvXeWJhf9PXvqYFPF7SUHmhU3cmgjmjBeupE+toKmPg5i+0hfzmG806Ep2r",
+	"M+Rs7FjcrOLlnDYWUprRTHb8U6sLOasrkZ9igz5UNqHEZewFyoheGGGR8bhpW/FL7YzxivEJwqh3XNBK",
+	"pOzuNq0bUUB/nlS/VQtmFwii7vXMME1a5uxCVhjG6afk7p7hf68AKEy1MpY7W2nfsXg2hvWOWSGtqHhR",
+	"LBHc3U9hzPYL8qyO/SrGB0kmAR9K8wj6eDgUx5KOkopoxxPhNnYxEdUI3HI9HGihjSU65auXDHPljwZx",
+	"VOxkO8JEwtXB/gGnzv1ONMQ2nWs5FY7SFqh2nKLloFXnWXNXtOLPh811kXsThqZxx3Ti9tLE33eCjsjm",
+	"NKaUUkvIK7WYDynVDM4hzNXNy3MH/zfHzWikJGdYQ1R+NnYuFkYUV9stPEVrmCw78nMboQ6TGnvlqnpc",
+	"6qkgiFvPK18YhC04RVBMcCqLpdtCzkAlNIYs9J4Jp4YHt7S+AKWm0gUF2iI2mAW6y9ICaODt6xJLD7fs",
+	"97wmzmEFgQ1YAmE7kDbScOnMbRfK0nHqfMYZ48U1XxpnDXb4SrMOiNZhGWkPEwnmQ0uPcYIOFXfQoNao",
+	"M/j+yNhlyq3s5FRjpDDHUk3ms6XHZSWdLefOivbV/dOpEe7+uYObzXX60LI9ma9bEJP5qTOWcyzhdV91",
+	"z3grGm0SasO24B9+Empm59gXuuTWisp97n//99nhf/HDf43+oH+cHP519Me//Y8k0Urb51f3i+cTUXTG",
+	"e3lycgN6/JT0XKfV4HsMcX798qsBruIKTAW4Mq8hUXyXPgIomu03eyJPQPQTphakI6JQC9a6Ky+8cug7",
+	"lavcsWgjlD94jMmRZ6A7hVOshgi6s08Rd1a5FIjp5MGqL+oKvIiU3jvlqkn09yG4KAGY7NQjdkYGERTP",
+	"aRVqOZysXo2vTnju0/wSRrnSNur5zNm1mBzysox4RxyVBFMt55bHLRs9mk2oefPfz7bwODyAs+E9fPzp",
+	"+Rtulq3YsWoRRCzJ/8bSHcdFLAja0gauywYDfF2Asz3kfyJ9BfEJQQevk6Rl6bfoLLiA9k6NTQX1Om09",
+	"NmuyIaiYCa8BKRuEQgOlMaADUhiZHjbx012LOCm8NwRNkValmkG8VkLO8IXEdS91DSGbtMoTh0Npl7MG",
+	"Cg6GvlmA9DYOq1fE9CC1wpsNg0QdcTQAOyNWetqqAuKKiUVpl3QS95yG+vlL0jPCqt9eln7K9o6lutC9",
+	"LvQfQ3cMTKWJfs0gHTCD9HK8VrCxnps4wQOZHGIZxSt73cRnZfnGTWSH6Wc0xKaIPkYkJtzIabzcmytr",
+	"OwuywOQmwm93dMpnzSb5EIoPsQyKgytxLYxlY3BxjKPQO7Sl1epKVIYjEWgCwxuDPwjqLim70rA/a2PZ",
+	"RFxQSpf1H8o8MIMucgGOksqgNSNVgCA4ZeM5N6OFrsSYGWdNeXx37AQTJlWJRbIvtdNVpnNuR7wsSV0p",
+	"S0p655UAFcf9fggGUhws6ctojlfuKyCidfukImm8VpQm9+grf5PGaghbblRRWoNbDbplX8w2fnZb9Ips",
+	"YyqQviYyiYe5cfh4ZbxXdWU0VQzL3PMTIhW/xz5IYOZum9lPgl8J6OtRQ7/KmUDVlaCX4vhiapL+DLeb",
+	"qLOgF1wtG1KEY3HXiDli18b2DQgXK5014OzcBf8gF/WCjNCFVPRfqw7CnSbsJih1Hff81UND6Ytoxx+z",
+	"MN9Z5q/PmO/nnHFH7+jPXXZ9/JH+BblMF0LkEz69NGsSgzmCMI4LeUkutlwa/A+MVaFHmRdsqheQokCa",
+	"Lw106l5WdVGMmeNbauYYrPZqgJ9BuICQlTKsPnzseME4arRPPDRkzoePwz1ygw7q00oTT6QuaQPKxc/4",
+	"wGv6/BBu6/kMFg5W3Ip+XE1/PrdPvL/74rTO0h+oRm0IJnI4fGcoYPHGfedTPhb28Q5x9MhyCjpWXvFr",
+	"MJZ4VUhR0fVs5cx4Cl/HREw9mwkDdew9quDbSuc1wFywC3HNYFel90Q3iWpyNgcMRqYgSWbCDYBNRHUI",
+	"/mZu0M2CguWMBnJkcdDNfF5jj+fL/TrnhrArDuuS0eJgtk3Pn4uL04FM5HRdAWpSnXvvt/M//DZtw18g",
+	"yT+aM65kt6xm2/zDDard/aXQrGUxK8ewydAL96Ah8MfNbh6mnnWtjtNcvIZJlJUuwWGLGUeBj8WMykll",
+	"9rM3ST23WtM1DBwRGStFxazWhe9p70yEKdpDzhKASy0wbVwXgUVgJ6SiWOd9+NmNvlvvgxtimPcBZu8W",
+	"dr8UudNQT7OmDY4KnYui302Bzi4I+P9aCnX25oUhhIMCCdLxviN2BqBQ4H2C1HZhmPjApxYyIGCbM2Yw",
+	"bwHec1IE6/RstXRWrgHjU5qoWgnr9lbxYnEeP+O8d0hC0TjrypYvxfIF5vZDoQFsznDvFQ6yPfdovbe1",
+	"ndSas6/OxWPFD4cmnQAGTNVNnorokVd6UXIrJ7Jw48bUdPwR/rc/VfiMsh/jw/a4PFin1xTWQZDMh6JA",
+	"rQC9Zqpz4bE8GjUjyXKigxyiK8QT8ktPaQf0vcchj+M13gehDpKm90rcLf9seq2DSDimj7Vuespzx5vC",
+	"lBA5eaRCO1xelpjfrkuhnJZnLLcidF1OaES+XDg4DS4Et3UlVrpqRtjsGLj1QTmfDE8VQJg1t2oR8LIc",
+	"1YpfcVlg6lbKKKihtRHbBzH/gTujkslQ8tugb/v0SiDcA/IhuEFm0AxN2wZgOxgC8BsMBpNqfe9KVCbZ",
+	"57fRH942p7RbLaIZaJgugeRweMGn2NrVv/2ENIuGRzbk586caDXUF69XPIzElkAbAmGQTZSBJpOxqS50",
+	"XRlsDIAJJgVXs5q8oM3MCAHKYzJvBluJzVulmZucF0ihyA+Cp9V0Lq9E3kub/xCTs7J832zBzoizPdIm",
+	"6vQ1Lv5wHjn60M4pOKIQJJlC68v1FOuI7tDqQ0zG73UJY3e3sXt6nPm4lc8zuoj91A0gyrjxNYzZPsqA",
+	"awnFVEIhMJwTAODmOciYVFYjCgF1ZW4o30/SlEJEIG+bJUCW9iLTdzBZJACDRm5kC+B2ziIsBb8EpUmz",
+	"Ky3pvvjvZ/0IcFk/plu2Aa5NV2sw2bZ0Lp2LD/Zcn7ldJaiYXXiIo1Fu5x12XzhelGJ2JxWaZqnsXBh3",
+	"YZGw7pU/PC5Xy/uwF576MadQfICUPspQI9yjVWcLnC2xDJ8lfvwxoJpWtQK/cAPZmpSATkMlgKU1yOYA",
+	"pyKxjXxVK4SmzFissKFbSFqfdul+g+Q6Et/EoHQlZxLDVEoJyH5ieaXLUuRH7Aw+DqF8JyB9MMppujkr",
+	"G/c1gWSk8I5x5l47pRVAqqE5Yj9cUYf5qDVQiUgKxpuo9ApMgpBhQ4ooaKhTSkeEvAPHorQJWgEkHoTo",
+	"IH7qIO0nD3Nf9ZWTcuCfGJLD4GbXJChg7QZBAfBezKr3MD+Pc4ubM8RyBUhrWDblxVq93sPdIcrdublP",
+	"2QKTU4K34Xquu8d4Z47vLFG2oxi8RckvlYD6L6QrRDhv2gQYT+lXTeIDtDix7jOOB0tVC1bIK9HbU0hN",
+	"ixrxk60YGcVLM9e3xS2IVnEpRBnfCmdghpLm5vrhlR97cqCCNqgbKTQoDpxyjmFXqJKtJ8UFVj3SCr+6",
+	"3Vr+2Hn/CrQ1Cz1zGxUQot2H4P6cuZ9/0rO9LCBkR796fOyVLGksik1/sp32/BqfTHzDyoXQtR3ykXN6",
+	"tP2VhvDXf+Gdfw5KVKhkOW7mkXj7jX8w7uzRvK3EB7vhxV/cI/E7DWz3utca+PBC63LTNH/SuoxnCO/0",
+	"T849TvOCJ9dOyT3czIaERJs+KHTS/DwSKk8+8oPKEzjriVFTaOuVsKCA9Dz+Dn5eQWbveXoFnz36ndDZ",
+	"K8GNVlLNRoBQ237mnf/xFfyGyPSpB51GG56xZpTcwXNrmk2MnlrdyOZJ3MsUhHxiyeuA5JENrn/vLT6T",
+	"hJ9f89oaEPqzSE9bbRqVYeAMULa/HTPAwPGVnE4+QpcQqnP4IpMyRINIxRO1PJHC7c+CvauDre5P0RwX",
+	"eg1o71vMIwxYIAEipeTGNjWeVa1M5tN0QVae4vFh/ApnLQ3VFIFGimpFxqxcQFECVKSYjBkrSoM+0lgF",
+	"koSJo2sLOshhIa5EQW25huV7Ad6LxcY0tULfbUYQS8ZyqK1SjE+nunZUuOCyiCGpnWo70fkyYxzALIzl",
+	"i7LbSqXklRE5Qh+CZy0juERdBUWqtkbmAnFduEoliv0owv35Sc82qraA3+KOgJTbQs9m6HW2UDOjleVS",
+	"UcmtLwBNKTGXYnmtqy3TTpvRYS/Q5vF4OqDf9Q2HG9IazRc/m3qKHo69bA+bxLjHLJhbiSrotHINyZ8h",
+	"BzZjcLCOf4CF+rJvWiUy4YT29jJKhf2r+78NybD9KbruXki6DjBNx9rM7tNz15weIQ03CfLSsDfvf2X/",
+	"z7+fvKQb0ks4HqWY29EI399LmkY5t+IQQGKybQjLTw1N9RvPDF6/04l57jTpQqAhehfAxUL1OpM524f8",
+	"fEw6haDtwaZJT5ajAKRMH9o6K7x3slOtjC5EYHjNnJH1Ua/cAXOkL+w9VGw35pVDE8KdDHKS70mEnSBv",
+	"IRbGsLTBGoBvMZf01v/wQUxrS8GmMAYpASEiGX4IuHWYcUntN9k/kn3jmuZv+wD9gD1h5vxK6pqQWxGq",
+	"0uO3HnT6y1EXN5wD+PcMKIYe+zJqTIcf4mt1ziDBfBPPVT9dlvAe6Mq3J0OPlxNYGJMmfhXcEHNu2ETM",
+	"3ESrSl4hamfc2cxpJrkIusJXJycDnHCrkYl9QLvgIbGduA7GHlZP7SBbEyXYEGJYE7eAjemLXJyyr7/6",
+	"awS67aG/8a2KW4GINjeLVRDVerrfUawieCBhNKkfqlOan8d3dJ8iJpg9O46eHUePwnH07PN59vkQHGIk",
+	"sJvGgj6dpBXCi/oS3q+b56u/bn7pXOufuVrSWObxBWp9H8FVib+Nbrgamx3Y94ZbkZEGmIU2u9hmvXZb",
+	"QGWIFBR11ABBpuBjCkrlfqN3AmROFMfceZDSd9CBBsTQ56OBeiTIjF7nzbtaUXeZgcFJmQM6R0Arb4VJ",
+	"EdYfbThwWsF1iRFfzB2EMR/CcAv7tClJC4KgX6i3lxonR1be4Etsubk0xx/d/2DJndVlv8V3Zi6doRRG",
+	"cq81fljFAktGrA2rmfveETtv3Bto/CkhckaO0XVh7Vvf4ER3m3SFbyqVQJd+8865ufxRKPp5yJ2FrZE5",
+	"QXAF1wp644fcTDqSh0FiGoIaZKD6zrdzcgd9K/yge0MLum35r1tpaCcaYwU9CYfR33hhu1d8MDdp1AHo",
+	"K7zOeeQ+ZLD3flUr5TMxV/WRjE1qy0Tsa1pJd6ds0IDJYuen/oQy7xOCsgG8d7xqkqWGQtdhidWCF86+",
+	"FKHCBRqkVPzCZkO8Lw/jTDn5S+SZoh0bCe+YgK8RsnXcOqvgqumECb9jawBIffEbf9qbvtVuMuiH361r",
+	"512tgr9j+SYfwqYTfkpPU1Z7qtukO90fl352OT27nJ5dTs8up2eX0xflctp9f6Wn4dWi2A5AsgB4cleo",
+	"D9BkoV7NHJMW5suy4X8OoYcJlWhDQ5N+f9dP0liCgfCqGRae4gd90jQpAs7kXZaEPejDqVg5N+XKGVxJ",
+	"b9KZLxHafUk/jPCWVtJX1O9/D42lZEXrfThQyoEdw5tj0UrAYUS0Qtub6BbeTTOX03loMICoAFYDbsNp",
+	"pxO5QR8I1LodisVE5DkEowEuuBIVV5fjdeXzI5piv9rpE6baI8Ar7utOaBYL5PV72R6W63xlUZy6IcjX",
+	"kUip+mPThQQ1HTeoroq9b/eOr17uuV9oQ1eAFCNcOV6EGj/xYTrnaiYItoBQlrANCG5FG50lnevVFLTD",
+	"vJr+ZQGVA77cGGZIvUQQmAcUj5ksgF8dGtuEgoskdAHC/qC1gXZXoaYGWl9Tn1AaA1vKrS8M8QChABtT",
+	"FFjnvuA5YIRH32radq9+7x3HdsY+u4E+PJNXooNi7ifmcbsSaJgx7GeB7G+OWIyZt5VV3rTPio+xhSuY",
+	"6IuJtWRWYyUZMBf3DyydFNN59C2sIUv11qTWze7t8NOVOwo8YzdtPgFYTt+tOYEJ7EeJa1yTyKA8RidA",
+	"2GF0RJRcVoaFgrJcVmKKZTWytSlnSmnbO8JraMoH50bVaa2UW3bNpWUIBEDfiwGVE5RATpjgzKGO7Nw3",
+	"yJGVP83om20hmth0COAcAtAonNgsOFFXrnK4f+su9KtKAMlmATkB/BEqZ0ZAgbmadRltNEaQBew790vi",
+	"+99T4zDfJhl7zbS/GH0wPN5zV0EZN2zfiBk8dgD9dPEdaBlfFtJCTXIWiczpXBY5vdtidu4PiZF+Fpbn",
+	"3HLfTg5iZ+05R1+n1glahZnEg/hvpRbEPaeYVbou1+yzezI1T2SpobA57t0Fyk48DxS5qx9pzrCUpcAG",
+	"uG7t2HcqyU2bV97SK3uf/vj0/wcAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
