@@ -153,7 +153,7 @@ func TestKnowledgePipelineAPI(t *testing.T) {
 			Data struct {
 				Status  string `json:"status"`
 				Outputs struct {
-					Batch     string `json:"batch"`
+					Batch     string                  `json:"batch"`
 					Documents []struct{ Name string } `json:"documents"`
 				} `json:"outputs"`
 			} `json:"data"`
