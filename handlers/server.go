@@ -112,6 +112,9 @@ type Server struct {
 	docs    *documents.Service
 	// links signs the download links of document files.
 	links *documents.LinkSigner
+	// previews signs the preview links of uploaded files that messages
+	// list (their url).
+	previews *files.PreviewSigner
 	// fetchAllow lists address ranges that the network guard lets
 	// knowledge pipelines fetch web pages from (Deps.FetchAllow).
 	fetchAllow []netip.Prefix
@@ -230,10 +233,14 @@ func NewServer(d Deps) (*echo.Echo, error) {
 	if srv.links, err = documents.NewLinkSigner(); err != nil {
 		return nil, err
 	}
+	if srv.previews, err = files.NewPreviewSigner(); err != nil {
+		return nil, err
+	}
 
 	// Signed download links of knowledge documents (outside /v1: the link
 	// itself is the credential).
 	e.GET(documentFilePath, srv.serveDocumentFile)
+	e.GET(files.PreviewPathPrefix+":file_id/file-preview", srv.serveSignedFilePreview)
 
 	gen.RegisterHandlers(e.Group(basePath), api{ServerInterface: gen.NewStrictHandler(srv, nil), srv: srv})
 	return e, nil
