@@ -232,8 +232,15 @@ func (v *requestValidator) authenticate(ctx context.Context, scheme string, req 
 		if p.Kind != models.KeyKindKnowledge {
 			return nil, apperr.Unauthorized("This operation needs a knowledge key (dataset-…).")
 		}
-		if id, ok := pathParams["dataset_id"]; ok && !p.MayUseDataset(id) {
+		id, ok := pathParams["dataset_id"]
+		if ok && !p.MayUseDataset(id) {
 			return nil, apperr.Forbidden("This key may not use knowledge base %s.", id)
+		}
+		// As in Dify, a key bound to some knowledge bases may only call the
+		// operations on one of them: listing or creating knowledge bases,
+		// tags and uploads for pipelines are for workspace keys.
+		if !ok && len(p.Datasets) > 0 {
+			return nil, apperr.Forbidden("This knowledge key is limited to some knowledge bases; this operation names none of them and needs a workspace knowledge key.")
 		}
 	default:
 		return nil, apperr.Unauthorized("Unknown security scheme %q.", scheme)
