@@ -2108,6 +2108,18 @@ type AnnotationListResponse struct {
 	Total int `json:"total"`
 }
 
+// ApiIndex What the base path of the API answers.
+type ApiIndex struct {
+	// ApiVersion The API's version, `v1`.
+	ApiVersion string `json:"api_version"`
+
+	// ServerVersion The version of the server that answers.
+	ServerVersion string `json:"server_version"`
+
+	// Welcome A fixed greeting.
+	Welcome string `json:"welcome"`
+}
+
 // AppFeedbacksResponse One page of feedback items.
 type AppFeedbacksResponse struct {
 	// Data The feedback items on this page.
@@ -4088,7 +4100,7 @@ type MessageFileItem struct {
 	// UploadFileId The upload this file came from, for `local_file` files.
 	UploadFileId *string `json:"upload_file_id,omitempty"`
 
-	// Url Where the file can be viewed.
+	// Url Where the file can be viewed. For a `local_file` this is a signed preview link (`/files/{id}/file-preview?timestamp=…&nonce=…&sign=…`, outside `/v1`) that needs no key and works for five minutes after the listing.
 	Url *string `json:"url,omitempty"`
 }
 
@@ -4719,14 +4731,24 @@ type PipelineFileUploadResult struct {
 	Size *int `json:"size,omitempty"`
 }
 
-// PipelineLocalFileSource A file uploaded for the pipeline.
+// PipelineLocalFileSource A file uploaded for the pipeline, named by `reference` or by its older name `related_id` (which Dify's web app sends); when both are given, `reference` wins.
 type PipelineLocalFileSource struct {
 	// Name Document title; `untitled` when absent.
 	Name *string `json:"name,omitempty"`
 
 	// Reference The id returned by the pipeline file upload.
-	Reference string `json:"reference"`
+	Reference *string `json:"reference,omitempty"`
+
+	// RelatedId The same as `reference`, under the name Dify's own clients use.
+	RelatedId *string `json:"related_id,omitempty"`
+	union     json.RawMessage
 }
+
+// PipelineLocalFileSource0 defines model for PipelineLocalFileSource.0.
+type PipelineLocalFileSource0 = interface{}
+
+// PipelineLocalFileSource1 defines model for PipelineLocalFileSource.1.
+type PipelineLocalFileSource1 = interface{}
 
 // PipelineOnlineDocumentPage A page in an online document platform.
 type PipelineOnlineDocumentPage struct {
@@ -8079,6 +8101,16 @@ type CreateDocumentFromFileMultipartRequestBody = CreateDocumentByFileForm
 // CreateDocumentFromTextJSONRequestBody defines body for CreateDocumentFromText for application/json ContentType.
 type CreateDocumentFromTextJSONRequestBody = CreateDocumentByTextRequest
 
+// CreateDocumentFromFileUnderscoreMultipartRequestBody defines body for CreateDocumentFromFileUnderscore for multipart/form-data ContentType.
+//
+// Deprecated: this type has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+type CreateDocumentFromFileUnderscoreMultipartRequestBody = CreateDocumentByFileForm
+
+// CreateDocumentFromTextUnderscoreJSONRequestBody defines body for CreateDocumentFromTextUnderscore for application/json ContentType.
+//
+// Deprecated: this type has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+type CreateDocumentFromTextUnderscoreJSONRequestBody = CreateDocumentByTextRequest
+
 // DownloadDocumentsZipJSONRequestBody defines body for DownloadDocumentsZip for application/json ContentType.
 type DownloadDocumentsZipJSONRequestBody = DownloadDocumentsZipRequest
 
@@ -8110,6 +8142,16 @@ type UpdateDocumentByFileMultipartRequestBody = UpdateDocumentByFileForm
 
 // UpdateDocumentByTextJSONRequestBody defines body for UpdateDocumentByText for application/json ContentType.
 type UpdateDocumentByTextJSONRequestBody = UpdateDocumentByTextRequest
+
+// UpdateDocumentByFileUnderscoreMultipartRequestBody defines body for UpdateDocumentByFileUnderscore for multipart/form-data ContentType.
+//
+// Deprecated: this type has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+type UpdateDocumentByFileUnderscoreMultipartRequestBody = UpdateDocumentByFileForm
+
+// UpdateDocumentByTextUnderscoreJSONRequestBody defines body for UpdateDocumentByTextUnderscore for application/json ContentType.
+//
+// Deprecated: this type has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+type UpdateDocumentByTextUnderscoreJSONRequestBody = UpdateDocumentByTextRequest
 
 // HitTestSegmentsJSONRequestBody defines body for HitTestSegments for application/json ContentType.
 type HitTestSegmentsJSONRequestBody = RetrieveRequest
@@ -9101,6 +9143,130 @@ func (t *OpenAIChatMessage_Content) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsPipelineLocalFileSource0 returns the union data inside the PipelineLocalFileSource as a PipelineLocalFileSource0
+func (t PipelineLocalFileSource) AsPipelineLocalFileSource0() (PipelineLocalFileSource0, error) {
+	var body PipelineLocalFileSource0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPipelineLocalFileSource0 overwrites any union data inside the PipelineLocalFileSource as the provided PipelineLocalFileSource0
+func (t *PipelineLocalFileSource) FromPipelineLocalFileSource0(v PipelineLocalFileSource0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePipelineLocalFileSource0 performs a merge with any union data inside the PipelineLocalFileSource, using the provided PipelineLocalFileSource0
+func (t *PipelineLocalFileSource) MergePipelineLocalFileSource0(v PipelineLocalFileSource0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPipelineLocalFileSource1 returns the union data inside the PipelineLocalFileSource as a PipelineLocalFileSource1
+func (t PipelineLocalFileSource) AsPipelineLocalFileSource1() (PipelineLocalFileSource1, error) {
+	var body PipelineLocalFileSource1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPipelineLocalFileSource1 overwrites any union data inside the PipelineLocalFileSource as the provided PipelineLocalFileSource1
+func (t *PipelineLocalFileSource) FromPipelineLocalFileSource1(v PipelineLocalFileSource1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePipelineLocalFileSource1 performs a merge with any union data inside the PipelineLocalFileSource, using the provided PipelineLocalFileSource1
+func (t *PipelineLocalFileSource) MergePipelineLocalFileSource1(v PipelineLocalFileSource1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t PipelineLocalFileSource) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.Name != nil {
+		object["name"], err = json.Marshal(t.Name)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'name': %w", err)
+		}
+	}
+
+	if t.Reference != nil {
+		object["reference"], err = json.Marshal(t.Reference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reference': %w", err)
+		}
+	}
+
+	if t.RelatedId != nil {
+		object["related_id"], err = json.Marshal(t.RelatedId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'related_id': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *PipelineLocalFileSource) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &t.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+	}
+
+	if raw, found := object["reference"]; found {
+		err = json.Unmarshal(raw, &t.Reference)
+		if err != nil {
+			return fmt.Errorf("error reading 'reference': %w", err)
+		}
+	}
+
+	if raw, found := object["related_id"]; found {
+		err = json.Unmarshal(raw, &t.RelatedId)
+		if err != nil {
+			return fmt.Errorf("error reading 'related_id': %w", err)
+		}
+	}
+
+	return err
+}
+
 // AsPipelineLocalFileSource returns the union data inside the PipelineRunRequest_DatasourceInfoList_Item as a PipelineLocalFileSource
 func (t PipelineRunRequest_DatasourceInfoList_Item) AsPipelineLocalFileSource() (PipelineLocalFileSource, error) {
 	var body PipelineLocalFileSource
@@ -9601,6 +9767,9 @@ func (t *WorkflowExecutionRequest_Inputs_AdditionalProperties) UnmarshalJSON(b [
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// GetApiIndex Say which API and server version answer here
+	// (GET /)
+	GetApiIndex(ctx echo.Context) error
 	// GetChatAppFeedbacks Page through all feedback given on the app's messages.
 	// (GET /app/feedbacks)
 	GetChatAppFeedbacks(ctx echo.Context, params GetChatAppFeedbacksParams) error
@@ -9697,6 +9866,16 @@ type ServerInterface interface {
 	// CreateDocumentFromText Create a document from text
 	// (POST /datasets/{dataset_id}/document/create-by-text)
 	CreateDocumentFromText(ctx echo.Context, datasetId DatasetId) error
+	// CreateDocumentFromFileUnderscore Create a document from a file (underscore spelling)
+	// (POST /datasets/{dataset_id}/document/create_by_file)
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	CreateDocumentFromFileUnderscore(ctx echo.Context, datasetId DatasetId) error
+	// CreateDocumentFromTextUnderscore Create a document from text (underscore spelling)
+	// (POST /datasets/{dataset_id}/document/create_by_text)
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	CreateDocumentFromTextUnderscore(ctx echo.Context, datasetId DatasetId) error
 	// ListDocuments List documents
 	// (GET /datasets/{dataset_id}/documents)
 	ListDocuments(ctx echo.Context, datasetId DatasetId, params ListDocumentsParams) error
@@ -9759,6 +9938,16 @@ type ServerInterface interface {
 	// UpdateDocumentByText Update a document from text
 	// (POST /datasets/{dataset_id}/documents/{document_id}/update-by-text)
 	UpdateDocumentByText(ctx echo.Context, datasetId DatasetId, documentId DocumentId) error
+	// UpdateDocumentByFileUnderscore Update a document from a file (older form, underscore spelling)
+	// (POST /datasets/{dataset_id}/documents/{document_id}/update_by_file)
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	UpdateDocumentByFileUnderscore(ctx echo.Context, datasetId DatasetId, documentId DocumentId) error
+	// UpdateDocumentByTextUnderscore Update a document from text (underscore spelling)
+	// (POST /datasets/{dataset_id}/documents/{document_id}/update_by_text)
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	UpdateDocumentByTextUnderscore(ctx echo.Context, datasetId DatasetId, documentId DocumentId) error
 	// HitTestSegments Search a knowledge base (retrieval-testing path)
 	// (POST /datasets/{dataset_id}/hit-testing)
 	HitTestSegments(ctx echo.Context, datasetId DatasetId) error
@@ -9866,6 +10055,15 @@ type ServerInterface interface {
 // ServerInterfaceWrapper converts echo contexts to parameters.
 type ServerInterfaceWrapper struct {
 	Handler ServerInterface
+}
+
+// GetApiIndex converts echo context to params.
+func (w *ServerInterfaceWrapper) GetApiIndex(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetApiIndex(ctx)
+	return err
 }
 
 // GetChatAppFeedbacks converts echo context to params.
@@ -10410,6 +10608,38 @@ func (w *ServerInterfaceWrapper) CreateDocumentFromText(ctx echo.Context) error 
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.CreateDocumentFromText(ctx, datasetId)
+	return err
+}
+
+// CreateDocumentFromFileUnderscore converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateDocumentFromFileUnderscore(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateDocumentFromFileUnderscore(ctx, datasetId)
+	return err
+}
+
+// CreateDocumentFromTextUnderscore converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateDocumentFromTextUnderscore(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateDocumentFromTextUnderscore(ctx, datasetId)
 	return err
 }
 
@@ -11030,6 +11260,54 @@ func (w *ServerInterfaceWrapper) UpdateDocumentByText(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.UpdateDocumentByText(ctx, datasetId, documentId)
+	return err
+}
+
+// UpdateDocumentByFileUnderscore converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateDocumentByFileUnderscore(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// ------------- Path parameter "document_id" -------------
+	var documentId DocumentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "document_id", ctx.Param("document_id"), &documentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter document_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateDocumentByFileUnderscore(ctx, datasetId, documentId)
+	return err
+}
+
+// UpdateDocumentByTextUnderscore converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateDocumentByTextUnderscore(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// ------------- Path parameter "document_id" -------------
+	var documentId DocumentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "document_id", ctx.Param("document_id"), &documentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter document_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateDocumentByTextUnderscore(ctx, datasetId, documentId)
 	return err
 }
 
@@ -11752,6 +12030,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/conversations/:conversation_id/name", wrapper.RenameConversation, options.OperationMiddlewares["renameConversation"]...)
 	router.PUT(options.BaseURL+"/conversations/:conversation_id/variables/:variable_id", wrapper.UpdateChatConversationVariable, options.OperationMiddlewares["updateChatConversationVariable"]...)
 	router.DELETE(options.BaseURL+"/conversations/:conversation_id", wrapper.DeleteConversation, options.OperationMiddlewares["deleteConversation"]...)
+	router.GET(options.BaseURL+"/", wrapper.GetApiIndex, options.OperationMiddlewares["getApiIndex"]...)
 	router.GET(options.BaseURL+"/info", wrapper.GetChatAppInfo, options.OperationMiddlewares["getChatAppInfo"]...)
 	router.GET(options.BaseURL+"/parameters", wrapper.GetChatAppParameters, options.OperationMiddlewares["getChatAppParameters"]...)
 	router.GET(options.BaseURL+"/meta", wrapper.GetChatAppMeta, options.OperationMiddlewares["getChatAppMeta"]...)
@@ -11776,7 +12055,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/datasets/:dataset_id", wrapper.GetDatasetDetail, options.OperationMiddlewares["getDatasetDetail"]...)
 	router.PATCH(options.BaseURL+"/datasets/:dataset_id", wrapper.UpdateDataset, options.OperationMiddlewares["updateDataset"]...)
 	router.POST(options.BaseURL+"/datasets/:dataset_id/document/create-by-text", wrapper.CreateDocumentFromText, options.OperationMiddlewares["createDocumentFromText"]...)
+	router.POST(options.BaseURL+"/datasets/:dataset_id/document/create_by_text", wrapper.CreateDocumentFromTextUnderscore, options.OperationMiddlewares["createDocumentFromTextUnderscore"]...)
 	router.POST(options.BaseURL+"/datasets/:dataset_id/document/create-by-file", wrapper.CreateDocumentFromFile, options.OperationMiddlewares["createDocumentFromFile"]...)
+	router.POST(options.BaseURL+"/datasets/:dataset_id/document/create_by_file", wrapper.CreateDocumentFromFileUnderscore, options.OperationMiddlewares["createDocumentFromFileUnderscore"]...)
 	router.GET(options.BaseURL+"/datasets/:dataset_id/documents", wrapper.ListDocuments, options.OperationMiddlewares["listDocuments"]...)
 	router.DELETE(options.BaseURL+"/datasets/:dataset_id/documents/:document_id", wrapper.DeleteDocument, options.OperationMiddlewares["deleteDocument"]...)
 	router.GET(options.BaseURL+"/datasets/:dataset_id/documents/:document_id", wrapper.GetDocumentDetail, options.OperationMiddlewares["getDocumentDetail"]...)
@@ -11784,7 +12065,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/datasets/:dataset_id/documents/:document_id/download", wrapper.DownloadDocument, options.OperationMiddlewares["downloadDocument"]...)
 	router.GET(options.BaseURL+"/datasets/:dataset_id/documents/:batch/indexing-status", wrapper.GetDocumentIndexingStatus, options.OperationMiddlewares["getDocumentIndexingStatus"]...)
 	router.POST(options.BaseURL+"/datasets/:dataset_id/documents/:document_id/update-by-text", wrapper.UpdateDocumentByText, options.OperationMiddlewares["updateDocumentByText"]...)
+	router.POST(options.BaseURL+"/datasets/:dataset_id/documents/:document_id/update_by_text", wrapper.UpdateDocumentByTextUnderscore, options.OperationMiddlewares["updateDocumentByTextUnderscore"]...)
 	router.POST(options.BaseURL+"/datasets/:dataset_id/documents/:document_id/update-by-file", wrapper.UpdateDocumentByFile, options.OperationMiddlewares["updateDocumentByFile"]...)
+	router.POST(options.BaseURL+"/datasets/:dataset_id/documents/:document_id/update_by_file", wrapper.UpdateDocumentByFileUnderscore, options.OperationMiddlewares["updateDocumentByFileUnderscore"]...)
 	router.POST(options.BaseURL+"/datasets/:dataset_id/documents/download-zip", wrapper.DownloadDocumentsZip, options.OperationMiddlewares["downloadDocumentsZip"]...)
 	router.PATCH(options.BaseURL+"/datasets/:dataset_id/documents/status/:action", wrapper.BatchUpdateDocumentStatus, options.OperationMiddlewares["batchUpdateDocumentStatus"]...)
 	router.GET(options.BaseURL+"/datasets/:dataset_id/documents/:document_id/segments", wrapper.ListSegments, options.OperationMiddlewares["listSegments"]...)
@@ -11843,6 +12126,44 @@ type TooManyRequestsJSONResponse Error
 type UnauthorizedJSONResponse Error
 
 type UnsupportedMediaTypeJSONResponse Error
+
+type GetApiIndexRequestObject struct {
+}
+
+type GetApiIndexResponseObject interface {
+	VisitGetApiIndexResponse(w http.ResponseWriter) error
+}
+
+type GetApiIndex200JSONResponse ApiIndex
+
+func (response GetApiIndex200JSONResponse) VisitGetApiIndexResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApiIndexdefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response GetApiIndexdefaultJSONResponse) VisitGetApiIndexResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
 
 type GetChatAppFeedbacksRequestObject struct {
 	Params GetChatAppFeedbacksParams
@@ -14433,6 +14754,198 @@ func (response CreateDocumentFromTextdefaultJSONResponse) VisitCreateDocumentFro
 	return err
 }
 
+type CreateDocumentFromFileUnderscoreRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+	Body      *multipart.Reader
+}
+
+type CreateDocumentFromFileUnderscoreResponseObject interface {
+	VisitCreateDocumentFromFileUnderscoreResponse(w http.ResponseWriter) error
+}
+
+type CreateDocumentFromFileUnderscore200JSONResponse DocumentCreatedResult
+
+func (response CreateDocumentFromFileUnderscore200JSONResponse) VisitCreateDocumentFromFileUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentFromFileUnderscore400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateDocumentFromFileUnderscore400JSONResponse) VisitCreateDocumentFromFileUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentFromFileUnderscore401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateDocumentFromFileUnderscore401JSONResponse) VisitCreateDocumentFromFileUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentFromFileUnderscore403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateDocumentFromFileUnderscore403JSONResponse) VisitCreateDocumentFromFileUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentFromFileUnderscore404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateDocumentFromFileUnderscore404JSONResponse) VisitCreateDocumentFromFileUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentFromFileUnderscoredefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response CreateDocumentFromFileUnderscoredefaultJSONResponse) VisitCreateDocumentFromFileUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentFromTextUnderscoreRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+	Body      *CreateDocumentFromTextUnderscoreJSONRequestBody
+}
+
+type CreateDocumentFromTextUnderscoreResponseObject interface {
+	VisitCreateDocumentFromTextUnderscoreResponse(w http.ResponseWriter) error
+}
+
+type CreateDocumentFromTextUnderscore200JSONResponse DocumentCreatedResult
+
+func (response CreateDocumentFromTextUnderscore200JSONResponse) VisitCreateDocumentFromTextUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentFromTextUnderscore400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateDocumentFromTextUnderscore400JSONResponse) VisitCreateDocumentFromTextUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentFromTextUnderscore401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateDocumentFromTextUnderscore401JSONResponse) VisitCreateDocumentFromTextUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentFromTextUnderscore403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateDocumentFromTextUnderscore403JSONResponse) VisitCreateDocumentFromTextUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentFromTextUnderscore404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateDocumentFromTextUnderscore404JSONResponse) VisitCreateDocumentFromTextUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentFromTextUnderscoredefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response CreateDocumentFromTextUnderscoredefaultJSONResponse) VisitCreateDocumentFromTextUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListDocumentsRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 	Params    ListDocumentsParams
@@ -16326,6 +16839,230 @@ type UpdateDocumentByTextdefaultJSONResponse struct {
 }
 
 func (response UpdateDocumentByTextdefaultJSONResponse) VisitUpdateDocumentByTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFileUnderscoreRequestObject struct {
+	DatasetId  DatasetId  `json:"dataset_id"`
+	DocumentId DocumentId `json:"document_id"`
+	Body       *multipart.Reader
+}
+
+type UpdateDocumentByFileUnderscoreResponseObject interface {
+	VisitUpdateDocumentByFileUnderscoreResponse(w http.ResponseWriter) error
+}
+
+type UpdateDocumentByFileUnderscore200JSONResponse DocumentCreatedResult
+
+func (response UpdateDocumentByFileUnderscore200JSONResponse) VisitUpdateDocumentByFileUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFileUnderscore400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateDocumentByFileUnderscore400JSONResponse) VisitUpdateDocumentByFileUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFileUnderscore401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateDocumentByFileUnderscore401JSONResponse) VisitUpdateDocumentByFileUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFileUnderscore403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateDocumentByFileUnderscore403JSONResponse) VisitUpdateDocumentByFileUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFileUnderscore404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateDocumentByFileUnderscore404JSONResponse) VisitUpdateDocumentByFileUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFileUnderscore413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateDocumentByFileUnderscore413JSONResponse) VisitUpdateDocumentByFileUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFileUnderscore415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateDocumentByFileUnderscore415JSONResponse) VisitUpdateDocumentByFileUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFileUnderscoredefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response UpdateDocumentByFileUnderscoredefaultJSONResponse) VisitUpdateDocumentByFileUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByTextUnderscoreRequestObject struct {
+	DatasetId  DatasetId  `json:"dataset_id"`
+	DocumentId DocumentId `json:"document_id"`
+	Body       *UpdateDocumentByTextUnderscoreJSONRequestBody
+}
+
+type UpdateDocumentByTextUnderscoreResponseObject interface {
+	VisitUpdateDocumentByTextUnderscoreResponse(w http.ResponseWriter) error
+}
+
+type UpdateDocumentByTextUnderscore200JSONResponse DocumentCreatedResult
+
+func (response UpdateDocumentByTextUnderscore200JSONResponse) VisitUpdateDocumentByTextUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByTextUnderscore400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateDocumentByTextUnderscore400JSONResponse) VisitUpdateDocumentByTextUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByTextUnderscore401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateDocumentByTextUnderscore401JSONResponse) VisitUpdateDocumentByTextUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByTextUnderscore403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateDocumentByTextUnderscore403JSONResponse) VisitUpdateDocumentByTextUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByTextUnderscore404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateDocumentByTextUnderscore404JSONResponse) VisitUpdateDocumentByTextUnderscoreResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByTextUnderscoredefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response UpdateDocumentByTextUnderscoredefaultJSONResponse) VisitUpdateDocumentByTextUnderscoreResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -19458,6 +20195,9 @@ func (response GetAvailableModelsdefaultJSONResponse) VisitGetAvailableModelsRes
 
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// GetApiIndex Say which API and server version answer here
+	// (GET /)
+	GetApiIndex(ctx context.Context, request GetApiIndexRequestObject) (GetApiIndexResponseObject, error)
 	// GetChatAppFeedbacks Page through all feedback given on the app's messages.
 	// (GET /app/feedbacks)
 	GetChatAppFeedbacks(ctx context.Context, request GetChatAppFeedbacksRequestObject) (GetChatAppFeedbacksResponseObject, error)
@@ -19554,6 +20294,16 @@ type StrictServerInterface interface {
 	// CreateDocumentFromText Create a document from text
 	// (POST /datasets/{dataset_id}/document/create-by-text)
 	CreateDocumentFromText(ctx context.Context, request CreateDocumentFromTextRequestObject) (CreateDocumentFromTextResponseObject, error)
+	// CreateDocumentFromFileUnderscore Create a document from a file (underscore spelling)
+	// (POST /datasets/{dataset_id}/document/create_by_file)
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	CreateDocumentFromFileUnderscore(ctx context.Context, request CreateDocumentFromFileUnderscoreRequestObject) (CreateDocumentFromFileUnderscoreResponseObject, error)
+	// CreateDocumentFromTextUnderscore Create a document from text (underscore spelling)
+	// (POST /datasets/{dataset_id}/document/create_by_text)
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	CreateDocumentFromTextUnderscore(ctx context.Context, request CreateDocumentFromTextUnderscoreRequestObject) (CreateDocumentFromTextUnderscoreResponseObject, error)
 	// ListDocuments List documents
 	// (GET /datasets/{dataset_id}/documents)
 	ListDocuments(ctx context.Context, request ListDocumentsRequestObject) (ListDocumentsResponseObject, error)
@@ -19616,6 +20366,16 @@ type StrictServerInterface interface {
 	// UpdateDocumentByText Update a document from text
 	// (POST /datasets/{dataset_id}/documents/{document_id}/update-by-text)
 	UpdateDocumentByText(ctx context.Context, request UpdateDocumentByTextRequestObject) (UpdateDocumentByTextResponseObject, error)
+	// UpdateDocumentByFileUnderscore Update a document from a file (older form, underscore spelling)
+	// (POST /datasets/{dataset_id}/documents/{document_id}/update_by_file)
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	UpdateDocumentByFileUnderscore(ctx context.Context, request UpdateDocumentByFileUnderscoreRequestObject) (UpdateDocumentByFileUnderscoreResponseObject, error)
+	// UpdateDocumentByTextUnderscore Update a document from text (underscore spelling)
+	// (POST /datasets/{dataset_id}/documents/{document_id}/update_by_text)
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	UpdateDocumentByTextUnderscore(ctx context.Context, request UpdateDocumentByTextUnderscoreRequestObject) (UpdateDocumentByTextUnderscoreResponseObject, error)
 	// HitTestSegments Search a knowledge base (retrieval-testing path)
 	// (POST /datasets/{dataset_id}/hit-testing)
 	HitTestSegments(ctx context.Context, request HitTestSegmentsRequestObject) (HitTestSegmentsResponseObject, error)
@@ -19730,6 +20490,29 @@ func NewStrictHandler(ssi StrictServerInterface, middlewares []StrictMiddlewareF
 type strictHandler struct {
 	ssi         StrictServerInterface
 	middlewares []StrictMiddlewareFunc
+}
+
+// GetApiIndex operation middleware
+func (sh *strictHandler) GetApiIndex(ctx echo.Context) error {
+	var request GetApiIndexRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetApiIndex(ctx.Request().Context(), request.(GetApiIndexRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetApiIndex")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetApiIndexResponseObject); ok {
+		return validResponse.VisitGetApiIndexResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
 }
 
 // GetChatAppFeedbacks operation middleware
@@ -20967,6 +21750,85 @@ func (sh *strictHandler) CreateDocumentFromText(ctx echo.Context, datasetId Data
 	return nil
 }
 
+// CreateDocumentFromFileUnderscore operation middleware
+func (sh *strictHandler) CreateDocumentFromFileUnderscore(ctx echo.Context, datasetId DatasetId) error {
+	var request CreateDocumentFromFileUnderscoreRequestObject
+
+	request.DatasetId = datasetId
+
+	if reader, err := ctx.Request().MultipartReader(); err != nil {
+		return err
+	} else {
+		request.Body = reader
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateDocumentFromFileUnderscore(ctx.Request().Context(), request.(CreateDocumentFromFileUnderscoreRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateDocumentFromFileUnderscore")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateDocumentFromFileUnderscoreResponseObject); ok {
+		return validResponse.VisitCreateDocumentFromFileUnderscoreResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateDocumentFromTextUnderscore operation middleware
+func (sh *strictHandler) CreateDocumentFromTextUnderscore(ctx echo.Context, datasetId DatasetId) error {
+	var request CreateDocumentFromTextUnderscoreRequestObject
+
+	request.DatasetId = datasetId
+
+	var body CreateDocumentFromTextUnderscoreJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateDocumentFromTextUnderscore(ctx.Request().Context(), request.(CreateDocumentFromTextUnderscoreRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateDocumentFromTextUnderscore")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateDocumentFromTextUnderscoreResponseObject); ok {
+		return validResponse.VisitCreateDocumentFromTextUnderscoreResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListDocuments operation middleware
 func (sh *strictHandler) ListDocuments(ctx echo.Context, datasetId DatasetId, params ListDocumentsParams) error {
 	var request ListDocumentsRequestObject
@@ -21687,6 +22549,87 @@ func (sh *strictHandler) UpdateDocumentByText(ctx echo.Context, datasetId Datase
 		return err
 	} else if validResponse, ok := response.(UpdateDocumentByTextResponseObject); ok {
 		return validResponse.VisitUpdateDocumentByTextResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateDocumentByFileUnderscore operation middleware
+func (sh *strictHandler) UpdateDocumentByFileUnderscore(ctx echo.Context, datasetId DatasetId, documentId DocumentId) error {
+	var request UpdateDocumentByFileUnderscoreRequestObject
+
+	request.DatasetId = datasetId
+	request.DocumentId = documentId
+
+	if reader, err := ctx.Request().MultipartReader(); err != nil {
+		return err
+	} else {
+		request.Body = reader
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateDocumentByFileUnderscore(ctx.Request().Context(), request.(UpdateDocumentByFileUnderscoreRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateDocumentByFileUnderscore")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateDocumentByFileUnderscoreResponseObject); ok {
+		return validResponse.VisitUpdateDocumentByFileUnderscoreResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateDocumentByTextUnderscore operation middleware
+func (sh *strictHandler) UpdateDocumentByTextUnderscore(ctx echo.Context, datasetId DatasetId, documentId DocumentId) error {
+	var request UpdateDocumentByTextUnderscoreRequestObject
+
+	request.DatasetId = datasetId
+	request.DocumentId = documentId
+
+	var body UpdateDocumentByTextUnderscoreJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateDocumentByTextUnderscore(ctx.Request().Context(), request.(UpdateDocumentByTextUnderscoreRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateDocumentByTextUnderscore")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateDocumentByTextUnderscoreResponseObject); ok {
+		return validResponse.VisitUpdateDocumentByTextUnderscoreResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -22822,808 +23765,821 @@ func (sh *strictHandler) GetAvailableModels(ctx echo.Context, modelType string) 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3dkhw3lieIvwos/2NG8m+RLFV1ddus0uYiixKnOC1KHJJqmU0P1wPhjoiA0gPwAuCZGVUms7ndt9iL",
-	"3XmwfpI1nAPAvwB3RGSSoqp4IyXD3fF5cHA+f+dvF6U8NFIwYfTF13+7aKiiB2aYgn+92PO6erFvxc2r",
-	"yv67YrpUvDFciouvL97vGSntG6S0rxBePb9YXXD7qKFmf7G6EPTALr6+gJcKeKng1cXqQrG/tFyx6uJr",
-	"o1q2utDlnh2o7WEr1YGai68v2hbeNMfGtqCN4mJ38csvq4tvqKGamdSAboS8q1m1Y2RDNUuPqcJmHmE8",
-	"smwPTCQHVLnnM0Nxbzx8LO/Ybm4oC9uk8euHDuMX+7FupNAMiOhPtHrL/tIybey/SikME/AnbZqal9QO",
-	"8Hc/azvKv/W6+U+KbS++vvj//a4j0N/hU/27b5WSCruazlJhZ+SOaqLYz6w0rLoi61JWbE00PWpytz+S",
-	"p2submnNqwJIfk22UhEaPjZ7ashGMXqjidlzHbbx2fOLX1YXL6TY1rz8xDMqXa+a3HGzJ+yea8PFjlha",
-	"hmFhKx99TNeCMPtsRbggxhKWPByk+5HoPW0YDOelVBteVUx8mmW6YUdyoEcipCG0NEQK3DrFtGxViWN6",
-	"JQxTgtafbqlawe4boEKypbxuFbsiFTOU15pQxUgtdztWrWDYiplWCVbBUL+X5qVsRfWpiAxXiVSSaRgM",
-	"0NeKSEU4/nDLNd/UjBiJC2sXnIqKtJopGPEPDRPXrx53afttztAikVsgRXz90jZEDYxWNkxBxxroFV94",
-	"ont0+oYea0mr91J+R9WOfZr1bhvbp13a2naqLMsRhNa1vHP7/0axUoqK249eUl6zT00Jbtu5IJRoQw1D",
-	"tghj1P5sAWuC8b6X8jUVR8fs9ScYrJTkQMXRj0JbWi2lKFul7I2rWqGBr8NQadPAMH8UtDV7qfhfP9WC",
-	"bhhVTMFx4ZocuNZc7FakFVZYESui2K28YRXpqPhOSbEjN1xU5Om67Q14/czNQbdNI5Vh1WtWcfoe7uBP",
-	"R7aWl3HLCY5NIBNalqwxQLu/eHkBiOB6x4R5v5ftbm9eGXaYCic/CEt1VEthrzO7YVLWlyWta/tvbVhD",
-	"7Nmw7dhHN+Rub3unQt8xK3VYgaZR9qAbjkJHuadcWEnm679diLau6aZmXpQZCSyri1IxalhVUDMd2o+C",
-	"3xMNB9EKDgwvPBgSChilVBUDkSoIRlyYf/ljJxlxYdiOKduTXTQ97eRVpe3Ow1PSKFm1JasINUi4tjMQ",
-	"2Qw7wMeTCSRmSJWiR/sc12FBcFtdHJjWdMeKzNflRjN1S3EO4yn9tIfhM9hK3bvYVsv70UjN462+d2v/",
-	"RJOmppZFuf2wDECUbGX5lAKhiBry++fRTTBIivHWD7Ji9RPdI8fxNiwO38542vj39MC0P9+4KJbA7c2v",
-	"mZVBrYCwOZL11Tq7l4KLpk1MxD4nVO1AatUrQjX5b+9++J4Ydm/yO6jphtVAdLTCm4jWb3onDb8d9v4N",
-	"101NjwS/HUx5ZWcII7M6x8ww5MYK7heoTHhN5N8vgBB7ZNqjlQ+Tb1cX10JIAwQa5zvXpGxx4eH+4FKA",
-	"PIN8hTSUqylnwYfxNVesqY9kx2+Z6HhFaPpATblnOmvxT2dJNMwVGJNrIMqXEr33jsiem6KUrYj0/md5",
-	"R+TWTHvdU002jAkrDlaW3Ciux/OsHjN5jl/M+Pp3u2j/VHjdwqpXhO4oFzqH9Kc0N09b33Ft3jqNN363",
-	"NXTH7DnoVktPCctqcfb/gc3P3dEjyv5lyvP3VBcHqViMNTOzZ4psWwX/t6PTKO33GOZGyppRYZuq+YEn",
-	"uAzMTPO/OtHQUh4IHkh5022278+0JNrDhqnBbRHh39LQOk6YIA32Vhl3HyTYuo61Ntpr2IPe2vm5+07d",
-	"BKL00DQvGas2tLzRedSwda8T2PE0QUzXavhlUHRtwwNBYY6C/GDj9BNbl8SsX4mtTE8Y5F+qeUl6v+NZ",
-	"QIl8wl9B1i3QJjUlXek5G7KfJu9KHrSSIRFaKSA+F9o0IPV+TdZ2UWtmn61XZF3uqbH/Byn1MvyruqWi",
-	"ZBX+QJ7a/21refdsRdZ3Ut3Yv9egY+OH6+cxrucXY3pH051eEjXoThNqDAUuCKp7WLe0RDlLDTAct0gJ",
-	"onjNDE0ThZcQLFk5Bc3LREgW9g6JnAiUeUopZiSSv11IwX7YXnz97/3rRNWRdZ0/IO+lrF+VUnwDtpqL",
-	"Xz5M9CH7lDRMdRLNFWEceCoVhB/sOf/x7Xd2d6kg7CB/5gQup1LWslVW3qPlzU7JVvRZXU/2iS3tm2Ci",
-	"Ty/wt7dMHc0exFdS1twqToKxSlsCaBTT9gdc6q+JbBgIulYyXBF9x+HCvJSCbBk1rWJ6BRsEwqbdrgNa",
-	"fdCAAQxSPyfX/m2CowVT3IaRtT1s656c0jQgKghJNDMgqlsK4GZltbpyTw6MCg2v+ga5JeZtTBTzjL4A",
-	"SSN91cE1AKvRuxuoYuGmsfJKxZUdt22Kx8W0YfdM2GdV7/yEOzO2dVa7K3DREuoS6n925sxZ1WAR8fDa",
-	"naPEyb7PyQ91ZcmsaSz7r4+kpEod4ds1EN6abGpZ3lwRwawsKwXThNZagnQK7+2YYIrWZMtZXWVM15mm",
-	"CpgHuzdMaO5O4kiqdoYA0r1EnoLF2oA/xDwLZ35dttrIw5qU1LCdVMeH6bmDIdqHc6NzXXJL3lslD37h",
-	"VmTtjf3AwduKS/vHLa8Y/OHG/IhDRaooDszsZRUZ81qxgzSsaFVtB1DLktbwJV4dG2n2DxtNj5QTsiLY",
-	"W4AQQZ+Ew+MtPgSNgjM3cU+YhEWO363IMbtePIPIIE40qMebveWWBp3NndTsltUrst7z3X4NF6+9grOk",
-	"iJkDb7+2omuB7HBGOoVJ2kPL/GGGQw7nNyHvKir0lqmPSB+T637CvXKnhzwsObslRTDWtZXEi5rfsMJK",
-	"uWkatfeql8jgmpHbLVOW7YHLx1jGh0wvaGCPyuDdPVqAqfzAYsrze3Zvwi24U4yZEb+3bDKLFhUzirNb",
-	"pgpvrp9ZGDBZaFJyg6y/c5KDSxjGcAS9/dEXRdsbwC59cSdVVdBbySsrEadHi2KGlTBka+BPhWY55Q0a",
-	"8wMspdjy3Wkmq3eO0Xih2XUHVhs4dBmmqgX+YJyJPm5yHHS2Irot91YkWd+wo103bY+1pS/Ki+51ZF+0",
-	"4es8q8Z0cxrGyn1hZGFlv/SW3EpeevmPa0JvKYeuHp9a2t2OacOqwptyIuf9v/tHeMA7rSacog3bSoWk",
-	"vuVKmyA2PeiSjAyuoFvDVJGyCYbbU9rb/rJtgoUKL1C7VhKsZbYZwqyYh209/soetWGHYhjfMz4E6pap",
-	"yztesZFwH1HSKy5RdtH8r6xIWIjAnaoNgdfhagAX7Os/PU96R7La60TXhRbhss0fJ7w+2yAIgfkNwuvL",
-	"w/SWgIE0mGj6tdSmd8v6T4lqBVy1ht6whKVrQhT21NvTj3wg4wKhwqp0itGK0Fq21Qr49F7eZagPrZFv",
-	"ahpR0taOlNegnNZW43H92W8O1PCS1vXRyuVcd2/eUW6CIsFCGMJD5biail2bFFH9UzsA3TB6k9Uh8M+E",
-	"cAqs1Ug7+jO5uJ03eoIKq5wnZOtOeUeFDwiycoYYqSpcuyzT4Y+aqVe2vZdSHbLsh+MhxvhR1JJkGcd7",
-	"acWmXgzZJAIE+Qv6YsGSIQkIzaXiGzblXvb0JKx7tqGV1WcO9pj901fk9Z9WIBQcG+Z0wd8dmn8KiuHv",
-	"Dn+k3T/u6G33D3pQ7oJ2X+3oeuCO2XBB1TFm77PLFR9gzzBwAzPtwsNO92zAOiwu+5xlVzHd1gbMuWHF",
-	"4XnEdheVMLCRUu4E/6u9yJ1zcn7c0FR03F4weS0rVset7+DgJdTevZY7K6clRMzvrFGstDJnnFF441jE",
-	"+nZvFCV0w2tuG+sLlfXDRJAtM+W+2CoZOeXrRrGKbblg1SV0hdSH1gr+V9us+z1qY95TXfiQSLh/NrSm",
-	"orQKDUrUOsUvN7jUcxwD9uPV7/+zsCQFXw17mOXIh/hmBm89WF4dC7VMzVsNOimaHTasspyhmFkAeFSM",
-	"Lq1sDQJmSLqvQ+cYHykszYKjLGLo9X3Pqwg1xAOBI5/qG1ZZZh6diNU/25iVgJZWEevZYrFZd6t79W/+",
-	"7OFmxA7fn6gp9z82FTXMx0S/g5EkOXc/PFq7GLNWk3JPxY45P6ImRkbOZhcynQ6nMYPmjXQNP8DxMeg2",
-	"ugYtr80r8ZoZWlFDX9qbNhZ2AFcwRq7APWgFulpb4t0cCTea1RFzd9wlBv5AaM4+76mOYbD2d+QFTrK0",
-	"WxQ/A3EKXOML2Ibhh+jHcR8RvJS7UjrhPrSvXnLQjim6jILJenyx+1ay5JjobmVZw17sqXkRjE3zd6Qz",
-	"SvlwNbwsSwikbBrY8lqWcJnbs3VawMm2rWvfbuLuXF2UUtwypdFRwlO5Ab2X0Jvs7XcbVkvLTfEcLkZo",
-	"zEWu/BQYj2u7F6kC8mg/tCUzpI7dRi1t1/UdPWqydj3FyT21GLxC/sF1Tx0/MXwuwsTdpHm1Ii0oMqC+",
-	"BGe+VaWcjcHbJzP6RNo97bL6Ecax5Tt07pXcsGpqFAQTHOh/PlzdMdVuTYaUOrVJ6qUknc7+6Mm4UuyO",
-	"oACZdYjf+k7fejtoJBim1U6jm1dr7EsJE/RcPIB9Sp7GIgBQ/h/EADyLM16qb5KE0xmtiX3viXY5PMsJ",
-	"QX2OjAel62oViaYbswo385VnQoPj/SHBGJP3vRW/QXkxrbJiGkTz9phhNBhEFm76rBcTsqVtbeK03XkD",
-	"DDc1OI99A5VL8hHsbsDv4lFPZ7BNCZIeFy27IuzQmCO4/jcwUwhM1a53KViW4SARL/wSzD/DoA6uYVmz",
-	"zw0q8LxmP/R8PAthxPaTE+Vi6IbcUsWB4d3SumWQOYLRruGBjwedUBQE8s3EFweNWFNeRc+Wz0Yr4qfY",
-	"SjeMHkDAsfThzKDv7KZ9e4vBs2t/R+MrUjAMpnU86ymImkiVKF3XbGuIbM2z5wTC39FTjw5TdNj3urWj",
-	"ZqI92FMafr1YXfhO7UlbJJVlmwHwDSYM33KmVqTcS81A4AQVhdY1U1eEG6JL2TA9IG28DIAao0scDJix",
-	"c/JSKvLCxT3BOqys+t1uaq4t9QYLpu3NHSPVCsKFNoxW/tKpqTnLyIH0E4jXLVScd7HyZiPvX0hhVCyE",
-	"u+8louTI9O+ERFk0Zj1wPCplU7Vz2sh7zxcML29mw+N7nOnUaLY9r9j8QFCBgJSuBujWTlHz3d74CPu9",
-	"1JaB3rHNQtBdb5x7jpLZ4gCDDSHCYClGDOq9vBNEgP9U+sVLHHe/+UtLf2i1sZovnuKB9tubhWdRCVGG",
-	"HUkrKqZc9BK2DR+TnWRWpzOSrJH6MvQmXIperxmU+pOiTRM7/dcLRFq6dpbuivHJGA86tBMfrE8ijw1Q",
-	"H4DxkIazEmOkSUMhewtEwxVGk1um2yhWcs26WC4u3KuXmIUeV596KVHz6etp/WlGo3lhnwHT4gdGnvb1",
-	"l76gh9ETcyrHNJH+hLSY319uqF0mzIm542bvTm1/KeOup17SdyIsO9rCoskguG6cuSlkNW2ORDc1B066",
-	"6syTrHIv3iluMLtAyXaHB+r6zato3y1Ym+I78x3VxpuScjcHQhQSeQ/fMbEz+xBVOySWVDw5iNCDvHpP",
-	"jr3tHPTrmhxQ3WCi80fsBTY/a3IDU6SzQgSie/yDM+YRrrn58X+TiOO6JpqLXc3mh+w14XleFthRdpR7",
-	"9813PKXY+Kj+3gAfmuTRH+pUGs/KyhgZdT9NJsb3+K3cdry6vypE3lr9rK4x82Sm6QJemOsAc1d8il6Y",
-	"d36qh8/r6PfnFscvcZQiesa/xFH7k6yO7ph1YWlP4fA5hVSqZyB3xz2UmXrfwP/396r5OVn64mI14co7",
-	"Wh6RpcEgfcAz6FuG3kAUEEfraLhT+uJYRqTdr6k+fjaq4TKHz9CwTjWZD/zL7N5c9kxhj2Q974xDZwmA",
-	"v0GTNi7qpzBpfzFh/5ZM2KtBStvnbKY+1SgdZvUOWCiw5T/RGPdBPyTRe6rwmgITI7DxOBdCphyRnj8x",
-	"z1g6qTwY0jq/nuWaXi/LOqonb3/gCkYSbWRDuMmjiLw9DEhDE/86Ai1hUjITlXaoHfbLK/j7z+/fv/EB",
-	"B25h8LH98ajJH776KqYSxc7QNTlQK+WyS8VoBdNFSKLS3Uif+EJZTrYPF4wXLWC8vbMzuQFis963Byp6",
-	"c75vairGDpXz7hIQgiC8NQFl4AhnUfRJxcK8H5EAGEEd0dzJtq7Int4ysqcpzWfuJNiH3TQA5OeMwSf4",
-	"opvRComx26BsxvfGth7ZzhvGmkta81v23F4JN5sVqfkNI9/w7XFFNJwibhDYYUMVI2sY0tekAcG25gJN",
-	"T0RIsrYX+tf445WDT4ErymWBb1yeY4PIW3hONUjO2hlSKwl9uiBnuyMuQnYUBj8m5cZJxTmrmb1m741+",
-	"3R0EWtcuwXhWe0/eOr+s/haLp4+okFSzf/kjef3mnyBV+iqINcrqC5YAKhBxfpZcsMoyhxDI20WZHg2L",
-	"HcfJwhmjiykxZd/SQz/y3IX8YTWFYQFDktwSfRRmzzQEg2JU+godxXCUaGvkJQQscw0C1vJ+fYv4eZ9s",
-	"y37ULa3rI7p/n5+68AUT1Sde/NdU3XRJaP4qnGyDh70MLsE/c22kOmYCnwy8iU9CcNGDLWS9Vt2Gn4+H",
-	"IiGl2o8MAVHIhh2lqIb4Gh8RIWXsDXLoIz1AkrSRsrcW33FtkpBH/ZAFqp1nDUD+agcBky/KxrGIBl1s",
-	"2I6KTCk2EwXoHHMUKPxSHbwhajJOuzPgjGUV3GOrqJVqMQmQCwMidRqlqI+34FbfxTJA9/4MjiNUFmWd",
-	"dHyoT/MYmdryxKTBIkFu6xVZC7tFtUfNtUJDKqImz1szoKOBx78XtbtIQDHviwtE7cSmU/wqCfYS5XXs",
-	"3nmbuBjxO4TPcHY2BKYKcAi0aZ7opDkCQskKB1inU+kTAanOMiopa4Cq0x5kx4efZJsjJniNOXAGyQxI",
-	"2iU8I7JG3LmJDRRG3rBYzud7+N0HI3TLNWUhkbCtB8WsxjlcRDnLZHEITlpGQppeuCd249bOH6F4ydYr",
-	"70LlJUPhL+gUy7lucRX5p/2xr7BvAV7W9bPGs7K2QtYavs+ER7g3ihbOzxfzXji8MfcGMbzzYbj17MLX",
-	"QbnsZa1pFycIkUINhaiAkYktqp/2E9+Q11atCplTLQD+rYgUZRcGYpfB3dS63Ry4cZs7ctFIdSgg32YG",
-	"qxLBckBvss055J2cLHZahuznMMHhG5vWGCkKbY51HByKV/EMB26iH0QTREfH3F0kBRdFy+PZOuy+4UhV",
-	"heGxCwkOFHrkvTO+O1ewYNAEQ+utNjIEziGPg9TQRAKx3ZOk39pKupWlALh43VTcZR86jzInaDexnPAM",
-	"2FZWqFMnuiS2tRc4Nk8hmtWsNHi4c/NZkuEaXs6BzFrvNkNRCcFxKBwW/xqYioU2VBiUAbb8fs6DAg1l",
-	"0hyiPhS+qyINfhafSkMV3Sna7NcrssZFsn8BHArEY9u/Lq2omwjHWjwFQlYsRQ7wLHXEwJko61tWFW6b",
-	"C5RGl0TZZZTUKdyUpUvgX1rbwxhHE/xpwumufMByKwyvu0MZciHyuVdqjdxTnxEaX8Nz11dUdoh9LpAD",
-	"hOFnvxAmaRci4JzOhw2mk/kA1ltu/T14RdZwU2F+tDtO9sabj7RVbWJ94+g9S3ml6LBb9BJbzi52Qy/a",
-	"ivBtMNYC+O0ygWA7kdNb8xt3TCuu4R+Zh/QTqo5okMJbo0uUytIOvaEmBHhkSeRO93jJa5YrkPuO8gTq",
-	"RslDY1KBQsoqIbnme1gSSw0IeqJRHdooKjASyOwVoxXQDBXHs4z6PnW7CKEZVlWMytTvnODeZbuGvG8j",
-	"5dBBXcnW9hqJC8zOQYDE3ERUcoZj+V/HTmV0a0+0nvO9yosYN6ncYa/w9/CmwdeNYi36EFdeXcC3JvpF",
-	"3KXcKToRlUhq0wGIW4qd0YW6jWQlP0BUVwbIue09dUjewLHoY4Ljm8TIHdwKuSGg07yqRZd198FbZkWg",
-	"ZJwZUqGEMJ2J4WFY1EiiV4tixnyIfFnIuxpIpVta6wmD/K/uTd8ySIxjG1bP6tvP7Wi15QprSFLOSytI",
-	"27kEu3MwrIKxilWkFTXTmqwH8wHFFhq3Jwu9TSUUCwN0K74TUmVWKsgA6rjbSyLvhD7HpvfLAmX8m5OR",
-	"U6beYL3Eui2dAn3DWKMDeE7Nt2Clt1x7PMKHmoLDEE63lJya5pIpAST1iY9vn+wpQhE7q6taA69cEW1U",
-	"WxpACXZih2V2WFvg5FoO0MIMvkTFyhoiXhy0tUv4X5E1XoIAPwckiEpVqVinVK3I2p1OhJukgsB94owu",
-	"Ho8Afvt3bPkD5MnCD9hB7wfsp/eD7aT3T9dX7xcqjh8yUmv65uDegnzIPGQIbTEbWW/5j9OZpRrx4nAS",
-	"pqfqI3ORJNVdiyPSkSM5bjAlSrfcDA7vE03W3YqBeN4LPCYQU7iNw0eONwGHkrvm+kz3oh/4Y/oXB8z2",
-	"LAejfdoNzQnIvzXXoj6l3EVfdRzkkz7ivgRf5/l7Mkx1/Q3tC9ynXS2QNEYasKYO/HwuTnq25spirq12",
-	"KU2uvfSoXR3X5JBDsm3I2V+5nPphiddY6u1AbpjJHnipmEuHohvZGrT7m2kV2b10cDMHeo95YBdf//Gr",
-	"r3J8IkPkqXitBi9QhJdRVQWop5pr00WiBuRVRPLSXXHDPA/NcDSF14Wjmo9HR4sPDfXB+mhF6LVUOyr4",
-	"X7HYXFO3Oy5+59teB7N6jgMJanMWYfkL2vCkxcG/3tut6zev7GEWrPSADK1mzqvVDQj8Wu7j9bkj41kF",
-	"iCEKFgu09AaseZWH/8BFxe7tfhlW7gX/S+wWByTz4i8trbk5rgl8wlyJWCg7Mdi5K7K2Uqw89F7dHInH",
-	"GQZsgn7SSb9x+zN+m5V2EtfTvunFIlyRFibVT1m9k+pGN7Rkk/O2ujhw4f/5+5hdiCln7R6eezunAsS+",
-	"aTWZAwXg68ip769C1wKt68IweigOdmEVJospw2kdfvlwgglrONBbJiqpJuNc4+8+2mLEnCBlf88UW/Wo",
-	"OuQZQVAl8A9LC9ET059oGIF/NWs2zrhl18BzubyAu7f+QwRsnEan/Rku4mlZb000o6rcs+rKxY36BCq8",
-	"a48uYBBcGRGpdHWh28OBqmMBh6BwmIFzELiAc+siFfFj7pWykEJk38JTlY2kHuEirRLadXEkngWQWR4/",
-	"hktM1E9ClEKUShQ3LgwqzCaLJw2vjkRHw/sD8FQd+OVyyLbbGLRJJ41yEAEA1WzA+EioX7Gz7Cox9LoZ",
-	"2cVB6/3p+JLX7GUSdPfQ1oZb9uCAd6VCEwjW5QmV4Z2D1eq5uVXArjsDAEgnPqKhUbJkUF82wGCusNJx",
-	"hdHcaz92O3IvY8WTfdIwuVj7VSKOEwBcdLO5IuyelqY+epCjRbzbXFTa8drPowKDxBuWONhNmppy4Uod",
-	"wRXJjY6tWhRzsoev7Fk2QGgj1xvzLsjcJjU9ytZ87Tp2dv2n6+679bOVR1mw7GOQKf10vedMWUbHS89d",
-	"18+s/p0qWGm/+Qv1b/ZZ+2Ck02YvVhf+uyyeb5djiJXtl+Rbsau53k9zdT12dhfgaJgwq3CUTSv6FHyO",
-	"SHuSgP1pZeZHE/heO9gapOmYTPBEu7oH3aGsqbF3ZIBD3dK6hvJjPgJr0kIYwccVB/0JTcamSsV33Mre",
-	"PfTVKAo4BGzb5Q6nPvgiuQde8xhTcvs809NoibFQbX1C5scb/Oqt/Wgq0rywF7UP14RzPuY7E1nl48lX",
-	"70CK6iCTvUtgKgpPBpUG9Ia8ah/lNwLizUeOTYF84zUQXKXv6W7hEjB0dwqYrqE7B6XrlJMFxeSflxST",
-	"02SLARrtwsyGgLjnIQZfjaY53PkOC/8P//zPpNxTRUszjL9bCsjqh7ygcbxDHAuGlR7GAQIcOOf76gKC",
-	"CBdTYhxozsLavkMknnlEap/PLQmtKjKQbaYr7LB98kM5vmd3bhQgS3Oo36v7ZBOHng4d5cxOR5Hn+pMD",
-	"DYApZucYcwCfZI3tTWgSMDoQmqKj8RfkmFMMhaQV6cQaqN42FYuWWYvDfAmDiq2ls0tGMySHSmgQHwP3",
-	"BI4uW2GiBQVo08wV1cbaxU2jZ+wRU4didrlcbiChBa5ZzO/0ZThpCaPSV86ruWF1ENG8tnL95hVA3WlD",
-	"IQ8UQwsGbBFd/2toOsSJUAOfuZ6g7SjrAIzvgosC+EKxWI/QzOCCk6dVX6hYuWJGTonXkkjxDPT2JPKr",
-	"JcsiOGAjYSloBPAveLyU+OXZD3V6UN33IdZcJBN8ErfkW9sco3Uw7a7jHnVEkldOmRpaYFBRwqn8094y",
-	"F3s4OpGzlC405Cog0WNQLuDfYHOW8NgtU0egOP/tM3K3tyonBmhow+t6JsFyYv+fM/nnCDsJ7SfO1/pa",
-	"n53NYA2+JiOeFuFjEPwYeN1zYiXbiN8Dshn0qD08wNA1HakAZMeM9gExkMd943wrQo5CmYbT7OOzxML+",
-	"hmfPVSDxJu/p0ibC3mMy/etB2ylYxISla/htUruIk++/oZxybMKtFCSs/BiDZHTBUhBeUHSWbovubHHT",
-	"yVIRvIegwwYH0jxrHamu/RIhRAEsrIjX/Irkgywp6N+O+gqAn14X/qhqujdNXrn03yHBavAP2JNGqP2f",
-	"MkuJoOMqYwVt+Pxaj441prpodGXRutbxOyrmkRJbGQuhDO4wh4F0hQDUdokjDgGYdobxOu6rY6JqJI+i",
-	"V1WVsqzHr3rnpnts3+BPENGX8A5uuABa4zpZ7zS37zjj6exNjzLJ2ARfne1RHAMJRPubW+z5xVgtkkWM",
-	"HYZvImaOeWsF3VEutJkuxRWxCwEkPj7QwV22TOO6lIoVZq+Ytsw1ggkr75gGwHSrSXm0Ossy9vR2bj86",
-	"EW3Ux7Lkux59sfaFkhJpKLIpbhJVJHG8oOpCYbGM6BRsbjLsi/REYjvOSykS7OpVGcC+c21R422zrSca",
-	"5pWVrthB/szzzLF2oBta3uyUbEUVQ2jxz0gpa9mq/Gbjkse/OkuJfSW/rVbVsxyXEsRZhmaxzOnp3KIb",
-	"NfZ6MV2f3nA+JHN0UjkP6NmNC3lnBEJYMdqHOjh+gCltqK3lLa4uwId3kFUM6DYEkYV3gtmTB69SKkGM",
-	"6yIUQThJQrBN+w/jTR8oF4ZyERN/+vEXljTu9tIqXKSW8ka7QsTcgNKqmXkA8ES/o9VSoMfU8j4Iqijq",
-	"KO6y12F5pQmta3mHyTIu3idEg2DEzyhMY30VwI3J5kgw+FtjQdvNEWrc6k5Qgtu8a/FhVRzHcSqjKdkz",
-	"6664r8nahZ5AtPMo9gRpfDyv+HLyhtVcxOWJ7gj61wLG8EnGi7TMHSJYEBEtGrECjzLDVZYiUIqKl+YR",
-	"3ST9+Hw9FELiDhvLaQ4pyGCrv/XqHirWsQpCDSRa269PipZYCGN5N44m8cN3nBEWXwAjwGqfrXpICIvn",
-	"XpMgFofb9SVu5ZHiVlYXhu5i6Z10NwUKf5Ax5j3dnWaBee/8aKe4iugOXEVXZB3Gug7C+iewvGA6YDCS",
-	"BJezzjLC2JPcQ0EOPIk8dcJwPz7s2Rzu/Uy/HfZ9eCne0lw603veBUXUvUIZEaPyogbj+1k2MkMfFeEG",
-	"+sw6VHMVOX7CgFVfTGBgaH1+GjpUv+HePTa4qiNm76hcuuo5eia2vFGtj56BfujKSeBUwXu9jZ2a12Ys",
-	"YXE7YOLuTN0sjuH0LOBpW9SMaj8yLScdQEPJZXSxTj01fdVyJGFPj9bccR+Y78Z6wEDAnvEhLhcLiZjd",
-	"cqL/pnHmmviyrT5jJctz652dJ6XOvFeti6nfOkSnpgNMPClZ5s0D6pS4qT7RrlTJSRVKXvu6JJNVXCxN",
-	"Encp97J1fAKPryzSpNB53eK/p7s4obhgFO1TcxfzXk7x2Xedv2XbKFDQUm2XTrqgu9RKzczZdhvxsRu6",
-	"G8gtdHHaaRTmUwWWXvDPKfJGcm/hpnihGFTWoNGqRmV4Sihg/Ho/qJAVA7dLe8qce83xagVSyLr7reBV",
-	"omiELjLqFXINifMYZQxXyhMdypZ0vcQ5wIkoTqPJhMr33r3o8qEw1yhrs+Z3CZB+HfwvSyzuZHu2XMDd",
-	"ckVKqiAbABLIuEFz6lxcTQJIBJvFj8lT4EErLLtJIHac3tXeavssxHW7tegPz65XVDGdgA9XYQmKMkw/",
-	"BgQP124phW4PcQ2zh7QC0/D4KgsCZDYw92izEtj/8Y0C+JGrcSWACJp4Ci0RwqWE1T5lrkNyZqVTcPvn",
-	"rsUypHtAZnf2yU8ApD4eY4jrjqrGu85UPd6+WB2G5EHt7ie4BsNh0pJs6Zx1fq48Qm/ruvD0+ClZujVx",
-	"VN7jMi4RsDS2Mxb/e1mxt206NRgyrLDirhUyMha/f58scm5MwbwaXBvDWlepHK1E3NEo7KiXoWeVBC/B",
-	"WzlMlrSGCCOrdbGN5oYVwEIvVuF1xW9ZdCPPwQn7N8TpcHq1Xb0n2uGPDgAJpn6RWVfA29aBdIWSycDU",
-	"ntohPPNheJWiW0OeAjzPs9gVnCrWNV7T0WjmiesN3L8x1jPhwW5Vbia25jkK06fJs2OBKyfWZkpSY0S6",
-	"QEeAgjKks/5PlpbQJD+gtrjI1cM4jOCI2AXzApxqhfDpXbiSCvBUACy8cO2sXelcb79XbRyDGwWmdLVX",
-	"eEw2bM8B9L7jAWkQtrQw3UGtdU0rtuM6HUHugR0TawLP4+DimilEUAzIoTFAL78+o1PZq3MHsapGEt1C",
-	"Gik6f7gOCxGocY4vnGh4HGcIONqInj1mL76s7AevzxhJKvhqetIM3RVz+tPg04UIfGwqOmbPlGN8wocn",
-	"AkzgJPkAARAwshos/x3igXb+Oxe0Ooq1VuWe3845VjGW1L+XCAT+TUTj+na3Sh7SkbjDOlJr2vDAq+Ic",
-	"qm/txMixzquWfSW+wxvAV99j9w0VFXOcjd1TK8chOj7GaFeg7TzR6J6GeG1XznURWrM/Xh9bcvZAoRaE",
-	"VFZpMFjl3eqeDRYkwvJGfUvw+uQRxi8bn+7uowisWnlrl4s93z0fRU3bzRMSEQUPjVQmvY2amaKfypaM",
-	"KtuOk4jt28OsDAALbmpuyCYRfs3BBTJT3cwRo38xuCB5zYgz/GZ5HkJPm2M898G/QLg5sZPBdADyPIWM",
-	"ee1LiFmKdi+vSCkPGy6wSr33uBq6Q5L23iAoppGMu14OLz8jmvy8IG+/+QDh6OKqEZTu7zCiewakj+v+",
-	"UsBrZ4RRjR2VqxlQtCXxNStRpsuHpTdMEwAkAFHM+WQSEcbpyhGBpr1hpYsh4IZU3GooeXfXns9Gucut",
-	"Yb2BgmwGNcXD7ZiqIZTIMl4KL0ud8leDU/w1Wd9RbhxEYkOVdn+WLrcXUBItk/Tv+A7WXZFVVq07wFwM",
-	"5Gk1S1hoz02eFoxVhfPkzYCbhEANzK1xIvBmhBE7pZFG6kT1izc1LacpfdEc0yc6FJ6a7ubIC5nYnneW",
-	"k0L9uFHASZ80h6AtQpr8CPA8FO0u274VYNJxAYcziDDTCS97vEe9nWE3AhYU9i7q2J5IU2mBMC1jBD43",
-	"EFFHbu+Bo9st9PREen7UsbyhpDGUBladAjC5wUcu+I4DDXzaI/d0lAxHx2tO9cEM3SqVmnvdxyxwkIE/",
-	"t7pTBaTy4ROrrl7JxnJC/MBDecV0IXgtFrpsv+YYjES19lFCfuUvfXXcPsRcTHgIut2sfca/N3GgdhY7",
-	"HOjcMn4DZBcVwrjY1X0xNYLt4oT75+Qn+3Dtt/e/SFEf17jeaw5c2e4+Qp1aeW3dJ4a1C9iDSj5X2E/X",
-	"lP2nbM16/A3Xoab/x1JW6S1TdMcKlyle1A6QYCpHUYdDQ/AVArg0kcz+nurqr6y0UN9b584vBsx3w7bS",
-	"1WLOEuu/aN2PpMVegU6CSiOauO72snbwTYqVUln1GrJCK6aG6uVy7Gfv7bjWMFDph3JA6VHil7uZhRxv",
-	"sHrwPC30i6/lEkMYeyY1sHvDRDyi+yVonP55XtpBlWgmIb4e+CFlUXj96vW3oPY8IJL/B4fAgxuZLiLJ",
-	"/xr5+B3/K2zO5mhYZpjIL5+z7eT00jETaXdkX8m2HX0x43wx48ybcYaAbBnga9lgB18MRB/VQHQORkCC",
-	"DwajgH08qM2Vm88VYpYfxvfG/AeWtbdCWXzvi4HrcQ1ci5WywtSNlDeDvElugmSfxddPNKqBt0+KDqH0",
-	"iyVsaAlzel2CmroQI8T4+mJOOzcLxk2Sb31CHBpeTo9lXHCHfyPvhJVJf4wmb5OaixssBslcsDrtXy6y",
-	"L5RHasrEGn3Hd4JVhPahOFAdhOIvWGv3TirAZMNUYIqy1rL/P5XzHcMbjgsRgGiMH7qA2lD6bo1WFERR",
-	"htu9N/ZLe3Sq7mh1EQLPySt/J0DUp9U6O/AIp5hDfTooWBZAgWVrXEUytP/YJ+urzorfZfusMUX4QI1h",
-	"ypW98qBpjwwh/FvA8v0C2RuHJgg3XXgnlKjLwu99JAjeL1C6nyOU7i8zXNMTzrvETW1lyC1VvSoBKO6H",
-	"fbMCzE5GjM7eVVlk2Hb9u6fJfxkNd3L2eQ334VcjnFN7WaEX/h0J9z5VD+hA9Lq6pmfZ9B7sln7hMQke",
-	"0yuNyCnol35Kay2Da/pZCqpDZxKSe/W07cbOM4gIatHCy8ONwt/y+go6awHxtZkejw3bUZGH9+TXP2e5",
-	"wsunLZiV45rsFXNvD5fM/ZjVHWbRLh5FI7FfiPSs69wM7akjOL5HCTpcJRhdcidGfKtPfp0PurfCUXY0",
-	"WZQ5yXg5TXiQ1p6bINzhEpyXGhwctv+oucG9BfyUWcGuV2/NXCg7GoyeqKWi2KGt3krrOboJSlJxUtqw",
-	"7+4H/3m88uJoOUadxaeNyrCfvv4fvJmNbO92B+IXyhssRGOFH+cnj+pfXuyNmaO60r6Dxrko63YU/L9Y",
-	"ZfhA7z2y+1dfnQL0PhhjbKW+FdWPmqlkKERXdNMe/Lu91Ixs2J7WW0KbBjFFwWRzoLH0Lto0yZQA+/2g",
-	"3v2G1dLKukaeVch/zrf7k68g3dXApV4t0oyNKr5Twy6hUsAcqibmiCTmtrZP16FCATUuH0QTbUcQ8kD8",
-	"cM4W+vp1faE8YGzpYinaVEhxPMiYHNix3cmK+bAGb9egg5nOJ2tPgpR6kG55mEgMsFPiaiZxTwmHfK0t",
-	"Z6pXV5JZFdcev/V4/+J2YcMETSi07wcw9ScQ8BkVLnzLV2StmbrlJbuEoA+IxNCWnPyGmL2S7W6PVJXC",
-	"NZszX4YT4kI5eibMKvd0xCSubiVDgPKA+gbbmgCqoWaOd71LmeH/pDjbki0tjXb47L0awvkwCJ/oeLmq",
-	"BmibRiIeQNL3TtTcQbAj7o4A1nltGojJYxWk+sGBPbHkiiUEAaBpvRFD3I0jPB8Y0SfTs5EUZrLxN7I6",
-	"drD+IEG7gmWxxO6KJXzzm9reWFYyY5eK0Qp+wNbsV12deS5uac2roqGKHkKoR7GVrUiwjgPTOipJXpN9",
-	"e6Ci1999U1ORjoZM6el2Hf78/v0bH2RgR7wiijUu5AwJy65UhnBZIvaRH3XoNbovjnd+Qw19L2X9Qgqj",
-	"ZD1TbhnySHu3YB+HEQRNI2WN2ZE8hliE8IGne4tts080sUcpbcCbdxAvg9HvebWAfO/iDhxOtKvhoAHy",
-	"3u3SXkJF5ju2scc0DwQfCp8kzilt0AXhzIW5QQN9msiZesbV5bfZbsWqO1CeMSwOyKfTJrphRxdoeAcA",
-	"7bDaDp0B6W0nmUYpfo3p6Rn8KPR5AvX/pGjTxNwB124gflhYmDN6ABR1JEMFBFoEGJb0bRXkGIhls60s",
-	"aVup05vEce9anluOYMpO++PGxmxArQw34BSQuL9Iru7n3wW2Oh+U7s84ZXlw65i5nJm5MdnHl4xVG1re",
-	"gO4dNRwprNqEFSKlIJS42+I8fc99fKq07JyC8bZlg3cDKeXhkOs6LKW4ZUqjLSGJPtJ7KTH8Xn0A9xBV",
-	"f3ZvfKCHVHrlOJUlOIedExrWH0/h3brtBfUNtjBf17Ucq3AFveYWSMua+cJfeM/v7CS5caBhtDpwsQ5D",
-	"OWuyMBYmqnm9u1NW93I0CNRTHz4GDBuOQHtgB8DW8KiMdbJVWIneS04OcKsYd9wkJuvnkq+YOPJMLh/W",
-	"He+d7sUWkTfEgE74jQuNrriGf5yvkgYafiyl1LGpKQsYLFGY3XDnT1NSX/KaZcrJmHV0CXHxIDledTIc",
-	"0S7OywszxHnQ4W3sLsKOEcYe4tSLkDWg40Dxjd377iXyNKSGVdI8CyLlGos/rElJDdtJhJo+H75+MET7",
-	"cG50rksOQHZWnFpD9QmXZBUwdGhbcWn/uOUVgz/cmB9xqC4D4MDMXsbsv2vFDtKwolUQhT3A/ZGKbKTZ",
-	"P2w0SYzFa6SJwF5odUtFOVM5cFrlLiMQ9ddRffauGtTiADN0JKwLI+wt7ZIV0zHafe0oFesJq37ol9OO",
-	"W2/OUGxgP8/QZ3AVVvN6TY9DzegyuJ+GQlCMZzxTjuMTuOYUkT5LzK7Xbz/6jmuTyUsBYPkEVkohVtZ+",
-	"22Oo+gtH/cJRXbac/sJQH5OhHuh9OqfY6reIU0sdneaFZ2dwaUNqZoXIIDp9NIatyU5+NH7d44S5PNu7",
-	"8WFsccZ96QsjLXHvPiOOcXBsKDV4TLR9y3QjhU6sqvNCWV4uhrm/USPxGXo87D7XxHDABu+f5kfVxBfS",
-	"ikNfXJh/+ePJecbo7gkRx331d5R1fPKkZrKQ3/v1A2C109KRgdffsMhcvndZH2hPeZBL3OG+8WrlEm7a",
-	"4P3qMne993dZbU5nRNvOHiMrGoxYeZnRIe46mpVhG/rx7XcdifvX62OXKH9iIS52y9ldoixgl1ni3vPo",
-	"ov6sZngetkwxEbOpXNv71hmCw2s9c5tHIzjQiiXLcD5WavnqwmWMJxZCYz5MWI/KBSGNF+QhwQbUVWYe",
-	"NHjyyU6a0KYn8MS2Z9DJYNUHrDJ6P0h1eGWvy7gpOqTrUPLn9kAFgXchlScSoNXJc3lR+aHzb9yX07h8",
-	"jwsAA+lVLOC6V+pslOGJnv2YH8Oe5tb0YWZnAHAtHWxreReAZnsqDfcIk4SL5+fFmpR4n3tHfkMV3Sna",
-	"7CHOm9WsBEWgQzwI93xCrklv7Tcz1SHAPdNlZvVWGCdaygPTAexj5AWCUcYiB95Qq3fJUClysIwrj5CM",
-	"8WDzOsSksEkc5rmUQhsqzJo8bTUjaxj8GvC1177fNXlaS3lD2sYvsFSJoPhkijgjNTcYnYnLlLkXcHhg",
-	"M16k3CpQpmB4zLCMiKUTvmmNL6miWrHCM2G3jYpqRaQomQvLYBU+TAVp2I8KKMQRMl7zDms3BUtY33Qt",
-	"xAsu4uC0x1oaHlIXi2cgU5eKCgNfqeiNenJwYeC63biKXiHy9ZzRvwvNfGNbic8AxzJIog6rDk5TXO7o",
-	"YGGcxiylvkNbll1tGBODFnNDAK7rO3rUZA2hLgihHTf8+2NYqDYttCsHVg/jGvoLTyLyEYXEVCXbg0mQ",
-	"vFVsY7YgqMWeCNDZtMZIoYncbv0aZsVE/6iZui6RkCMmCgc8wkXR8oy9tPcCaOVDNxMxUiZgDO4b7qKr",
-	"wZ0yVWes/gLKDKb09pRe2yF8n5Kf4MjM+nFxG9i9IU9fU3VjRSjLM5uachFnjdBmUg2ANQBWXCbxjqAF",
-	"SCJP5JC7+osoyVFRuYMR5DqpDsN8l4rV/Nbues8FyDLsMrGCETHdhoEEKK0AWLsLP4u2OuEqQlqzNQQm",
-	"R2IAcuZXIV2bIAnFT40vbZFG41dMy/qWVb6sVIFgMKdFhTmhQ8NGHofAPDfsiCE3KIx1AtZIB5uDlJpl",
-	"6PF4CKAi7yuWWSItspyZwM+QQg1lyR0Xiq6qa8oetoRkQTeszm/vDPq5ozp2yTwu7YjKNp/LdoKFPtyY",
-	"DnoIDltKvo4RxDDZNp6WFTK5m17NIkbL/aiSAWBZ5qZrWT0JZZmGqUHS90mpWqNk4aWsnGQuzit76dL6",
-	"Wghp4GJ5y5r66L01s1k5owR64L0HB1PqgqrQsIPSmu+AKJYIJx3n8qeVrXHXQK+mVUL3O4Kxg2sHDL23",
-	"IMPHi5F0XZ9UNHoykl4opWyYoDwuXi1GxL070LqGmDh+4DVV3ByJPZJwnYPkG2YJcT0AcUFx+QeGgW0t",
-	"EWx3vhJbYvqr+J5MJ3AOac0ZmDe0vNkp2YqK/Cw3TvTDMGSnrwzI6Uj0HY8ewp/lJgWdZyRpZI1iuu3E",
-	"Mpcsg6NtMxX9HdKyEeY7pK+uiQJnEIplvkswDEBa67L3wc1k0P3py478Yn7xtYcEGhIaLvTPcpOopVcc",
-	"9C6eWu+nG2rzHRpz9OLYupsP+HpdOnqWINbt7uNs2mqwZalM+cfcKyuR8Jr9gD+lokX2UEkFxBBhz8GK",
-	"MA6qxOYI5uSnfe8r2DFchDKvHG8MGK0dZI6LTGUVedp31z6LlA5SVOgtU87726/F1vU7LMP2YcbK5b8F",
-	"X3avbjbUxa64vFhdgCP7YnWBfuxoa0NXwZzENfZRDfBY+lPPormofRltY77UXw9qqd9Tb4+GfAYW7zTb",
-	"rUvWGu9MjMj+m5YC6SszOsM5JoFuAFCJ9vGaZi25EbcJgjw1CkLn6i4DBnqB2ABuNHZgZbx/DH/9z1qK",
-	"AmW62KGH1XgHj2EsbhH1XrZ1RTQ1XG+PK6ecgJjuX8GCcfOr+StEX6F5+KN4893EP1oA1uT45Lr0F04N",
-	"kIAMfH9O6J+e4MmF02ssNol+EblUKW4MDVeybfRysfoNFxXiaSTxLg9UHCdF10uqFF5Nhu5WUOfNOBom",
-	"FSv5gdYEd+tBHubHLgg+56Kxn91wUV2RdZjt2oePaTaumX5WjfHXGPfss0GSetm1Twex3UvB0rkgSY37",
-	"WnT5GlvF2CVo3qdkbpwQdX6F2URNzUtu0Er3VCpSM3oLSMzAmp+BaF4peqc7tLJ+qoAXKGyTWAQE/vqQ",
-	"6WzNSFZQrGT81hnTemu6gJNoG5/bTl6zeGLPtQfSp6ZnWZ/L7XFvFUbOJz8MAlFcamcFeRhrqjV3frHw",
-	"KmQnK1m1ZT5Avh16sgZ8prg+COp4rJiB5Ri1iKSbG+YIdG2k7MmSJzAR2G4fYdqzImC8ZyI5Y1kAdjI/",
-	"eNBcFyHIZCz9drFnp4cszMjE3eSEvftvObsbpYecI/8mctM9Zs1LexHHjhUqFB1yeS9kYQrel4dAcAZ8",
-	"effZiffNGl+wpIemHEd2/MDWp9wx7s3FJYwbRt8DE+yvoM5bwk3La1NwUcBHRRbgN3xzyYXviCrmrD2s",
-	"IjIhRo5h7E8CPIKZ/wgJ9zG76vyK/ZiCFxiRHBUV2XspqcMgajWLFnZaRILumgAjuRe5fRT7WHxfwBj/",
-	"1HTdD3XxgAS+KQipenTirg34CF9IgT6qGJhdeEak6Gz+YSOdQxrASJ/o3gtWzTmwOAL/RArrdZ8onmBJ",
-	"lSoOIn6D+ap9M4qV5CiHSmpCGtL7J9gWgR5ASKr8nxyqrmkiJADdHRpAl7Uf+7+5cD/AH//lYnXxH//X",
-	"/32xuvif7Vdf/RPzf5Tw+/8L//1/LlYXWP3pYnUBVs6p1WZ1cX9pR315S5XdKW2H/6Ib7/fS9P71zo7+",
-	"Jxzxt6Jyf73S8J/vYejfuuF+L43/85XAf8P/v/1LCwhs9rn787+CV1S931P7wndMa/ene/CD8m/aZ92/",
-	"/uTndo1z652B3ICga6fZrAh1YHVg/uiSW/CxXrnyw5jLg0qu2/cYRUnBXEjLeCB/m+TJ/y07eOrDpFK5",
-	"K+8XIcZzqpnWcgcg1n2K7rCoqah6cj3+Czs6o75GHMhu/lZzbkUjiWbG7kIfaXcWbW4ews62iCmyCXga",
-	"7L/wsf7nIfVBgZNYGEFDleG0LjAtdrDmW1rriV/+XxlrBih5TzSRcDW7BeJCG0aBbyvW1LR0cReHEe5n",
-	"uJvTEHgX4+l/yNnLf0udNXeNSAy97CnE/Ws4X8o7PKBaTeT75P04E0w4nNEVoXF+Eg/PP9HeICtWv/r9",
-	"fxbvowEI1+iOlwq8D1wQhx0PUs07fmhqvrVq5Ys9FywmCDJR/PguyoX+ui/+TPE6POeo23G/SWLAXzt/",
-	"sfdywni50fhzgIRUaF6x6r7LGxjRSClFoQ+0PgFTfLiiv3yI2GW7ZouKqptHbTvYfE9oZ3WBy5LNh65v",
-	"KYduHW56hP8kt8ZVEcJtsXTZU4JrKnY7Jnirf4de9d/NOtdTXj5aGn7LesaN0N+eQgUnXpFSMYBno7V+",
-	"OPRgaD9g66CVJhkk2T+gYak+LNF5XEnzT3WImuGqR+eWF8ap+zSdaXDgstSl79ndO8RKjkfHYL1SIwmt",
-	"IvwZI5JmY7Ysbxp43v67lVb/8C/X5GlXV+3ZEDF30cRBjaHlfhFRduBoRJsdfPiw3NfZ8Ci3Xs7bc+Di",
-	"O5e5+fvING7Y8U6q2AT+1T2BFXOvEQ3YUA8Z/ATQDmcSI2pUZjOdlKI9MMXL1DU+65PEizThkrwaS+f4",
-	"j76r4h/HT/nIrkIrIDKrz+MJPgn27ldwLbqd/2iuxQHBz7gVF2jdaXcLnHp4uibaHbYRG+UPDRPXr17s",
-	"qXmB0TCJIH0sOOx4MBcEv3uiybrcU/O8DB9jcScas3LtJS9jiAjf3tPS1Ee4tfCl7IhJP3z7UUwkWcxP",
-	"pk1zs+nSaL/2ofrDhGU3b1dlAXO9VkM/yg1jjZ4ii6XylWcglwadQfzY6szs5XRCtt8tSNQlT2ETy0NT",
-	"X2KhLIjCxYk6nxS8GE8DSBR/AixuX/R0IHrHU2tTQVIuq2VMZn3X4OhZNKLI1QtiqlAMk0l1JjV0du/S",
-	"FcDoNqnkhukRJUDKCqjJAzKei5efHMsxHeujNuxQbLnYMdUoLtIrlZ3A3Xpj9vIBc/bymJbpxtwRtieI",
-	"VTjwvqtc/gN1RhLB1bdQGG6L6jGjB1blMKXnsHNnsKYfAktC7RsKZ+FWw5yQJE5mV624eTyeteokHME1",
-	"VLyAUZ3Ayz5bTgWV/jjIcAg7jfKwU3G6FMHPgyk5MpthTfjGozGo+a1fZFy/Ef6UZycZcKpJFuf3bV0T",
-	"dl9aQdutmUM0tPQE/HuNHKXAABn93JULKWAcEL0crbt8LlfM5YYz4UAlZIKFNz0pD1ihY3nkpXOwAgFV",
-	"Vuh1lV7JUyNlrVeklrtGyY1ekYYJWhsAplIumLzAdv7jf/3vZ+Ck9ehAaGTbCenyiE6Eh5lcuFaF5AJc",
-	"hF1i/YCHAfMvXc5A30Tdap8W6NbhiSaMqpqzHjgs1WTPbbPH56RnVegn8edGwnSJgvmpcJP5+gwnGeoF",
-	"WEkrpKGRp+jmg8Qtr27g6yGZnjaNfpYFsX6g90VHLkWyeq/VjtidM9XZpV3bL/H19RW548JVSN1Iswdy",
-	"CJrZgQt+sKzv9zkROV2z01G8BY+DTwmBdeleP6MrRwEZEEVYY3BFrCoLcFhKm6uOZUBwlYci5ji+v7Rs",
-	"hB2XIwZQ42LFMCgqWVkoeZ19W+5lZ+HwWeoGNd4VnHA4R2hybXh5E5Yz7uGISUADzcxO2IeMwSbQ+7AJ",
-	"p22INrKJu1FlQ7Q9waJkQxdq20AUvmzVlXNI9cnjVPdp2ujV1Xz649Rzakdu74mYDcupTo6p0LQgCnKs",
-	"zrPnDK+lyA41LowhIhUvBykMbrnEnMC1JpW3RmIkAFn/+zc/fP/thzWaoDHtZ+1ut06NhPPq8tgSLsOp",
-	"dMEO4AFsY5XpInyh9/6AJv/Qo8mvsgogNkWT16N9M0n/OX1lxKaC+E7r2p45gFnaSnUFKRz3DJ2M9kmH",
-	"6M8BCweSn7MirEeCixdQAqecl1Bep4qt/NBFJveqSgf2ekK0MgRgQzHvARtw75OGKgNk3xn1sMK3e2Iv",
-	"JsVodTZjyODhOJQ3VJlYlEWyAlcvDFv0imTT1uztHvcEqqmeIOuoWVmSOyUNGwcxe0UEJXSo/33Larv8",
-	"F44IVxchNhjqGkpLBNtWlAlbyohsYDxzpAJ6bjx9qLtWgHltallidkUKsQbUnEIxqmNmSp+O6PgvExWu",
-	"YVgDe+WsLhz4ZfC8FFsIGItqZVC1NKnLfBUPuvOS9Lk6UE9iSx2y94EVpUswzZyqnjMtkfazbXWsqOap",
-	"SlycWr3+3AWl97epI8c84lvNOJ7GyhlsZ7/m0pCk5ui4M9ok63TtmA8ZJBuI9vJek6Fpe+zNqlM4FXZ6",
-	"5CnWSoRmIf0TvBfs3pCGMzw6fh9PoIBRA/tZa0p8F98x09kfwhCJFPXxhO2crPfCIR/0OrB6THpePu8Z",
-	"St6veP4TxIsEM0OqvUspUY5YOSNqZ913a/OcvAfCCBfoz5ILVl0RyFVwv2MQsiB7Y5qn+hnECYFRALzh",
-	"mMsctCIrBmNeBbYRyTeD39OYmtg15vquw7t4y8eOU7ye6quZO3UhxQEHwHUm/Ega1wUDq+zC9wSVMyOp",
-	"YROfYjur/rr8x//638+WfZjJKGqkoZk6gFirz1cDtOuDn1xC9Kjhm5p1eeg6gScQC4SeLRkItQGfhqKA",
-	"tOHFDTvamTvsilAaEKXFprnZuDJ09lOdqiv4LOsae7zKgtBrCngZzXcuh8AQiHJw3iUoTpk11jTpwMrb",
-	"s15TrXuL6TouEAEBMOfNngnDS7Tchd8VNayACtjdb5qpW6bcv/Nor7t9XaY77P3i5Y2Ek6bZ13EjybVw",
-	"iW4OfdChqdiXI3fmstOjafr1eB/b4+EsgFXSq5HptXQWMzg15Z6aFaE7Jsyl+xtx9Cv3z85AsQp2xWcn",
-	"xMDOjCCNpbzgW0EvTf86RwU1JqXLO5EA6Q6Sph1hbhZVxHofelggv5mcKozOoxCMcnDFl1cDWz0ouCkf",
-	"ZZVEM7thxyfa2/ROUF6TgZxLWxOgZ7vcXJ0hrIdlTQJW9X04CUBAh4g0kVmnWTVLVm74PSn89o5qo+Sh",
-	"MUsNaZcAYPxeP9XP4u0ZaWg9a33X7cEOzNfVWKgjOxzfKjL5UZ+xpX/jQYdPqvJSc+GkmnNC9eDDRKRe",
-	"1lX3JSTvgaU+yj1VtDRMnVrv4zcW7Hd+XdqsWL/x4ZkJ98s8NwEDfImVT87thDuElqIj5w2zg/n2lgkz",
-	"I/Q37j3ABQ5QX8LB4aPX4eQy4F3V714+gO8J0ImTmFyrC3Ch9FMlx+JhVHo/udL3Zc1vmC/37S4LO3/n",
-	"a4hwd6pvnK978VREkJhPs9njIixu7PeyYi/BWMKiifNhd8HPDHZT2JGSab1t6/qIwU8zUklUinZFWTKk",
-	"YVbTRrMqAXz8DiVrNHwBhKmUN1mVg4OumVFyhZUt3Jn91PI5z/6i8XbrVjy1DMtcNqUk4Db5Eae0hWC7",
-	"yugoK5ZhccY9INoEoKzTTacSPMD/PnwEjWIVs2QrVdEbTUalFUAGLB5l41M85Z3ncXC0WMUqqOsA3NRh",
-	"EEKEko9vnar2Ho/3jOy5Cb+E5fE0Gsf0+0xZ2TsMNlzmZBu2o+KjMa1/nNN57ql6fHp1caa/GXJ9EwXL",
-	"uoZ0gUta81uG1nSsSm6i+eeTlWhsox8eaYQ/uZVIywcT+e+zFhCgcMXjywcf7zK3A07wiMe6Fc+/kLSR",
-	"TcOqxHUERgVtWKPzGNnY8rH8RTinuWd0mY+EJn9zd58/qsn7b3JSf50LcIaiH+kq+5hk8Ru6YgYlPecq",
-	"krvgZqgV2KMPnXSA5NTTfPXuB/Kf/+Wr3z8/pU5nzEj/U79k5my9vvMKY55Uu9JXrmw1A9YYih+unee2",
-	"j6qHiRrPz6hceWAVp5Ck30sfc4h+AiI4o2XrTkTrmitmeWYtxpOgRjyhfmfXzFLrO1iwJJ12GfYuzsVT",
-	"ayQxNjrtbwIUjxU9r8i6FfBX5ZAh6EZnI52mi2M6+PGAse4A2cPR6s1l2cLY9fMhSMwXsGDErtjFzLL+",
-	"IOx//ZzfJDzUDUQvCACShg86wKKmpiZe7sZ+lFIW4Fli/bGwD1Ddg1Y/fXJgOjdcVH2jIaToAPgsNXRD",
-	"dQ5iop/iDKRcfKHTRAxjg2LuM4sdhv29TATEBpySdE3l8IrjVVdDUBJfuvHUZW8yckJnqM9de4CSkoGj",
-	"4lISLbOGQrN9cpzfu0Evbti944NDI990xQeWtlbx2yXmJBXZgsdjdJjspzE4zPKGmVQRDqkspeA7K1fD",
-	"10O6YK1Zeuuf6xPQsjNvh5f+ZvgIZ/SaaC52NXJBF7rt1u1uL7Uv0Q4BY3UNVQhE35m8RaaHnyyrucMD",
-	"PNp/uzVzm/+2ncuvs3KsM/l3uZTpG8myHlenmIutDDBvkf3H/E6oUoOGxxXRe9qwitCylAoLF0vkZq5J",
-	"O4f1wMPfxbDnnNbxFfzL6pxTfuLHP7GN5oa9UPSuPq/f3rmEgPpJWcbhCs3HzAFGG759BYj0lcvqgMWH",
-	"TLfYJq4JrPkg4qGrhrK6QEZQ9Eqd3OG8i9JOvPcG0OOHR0om/DfMHXQUGoQPzB4MyYJXZP23XzpcLHvq",
-	"FAtFkScng+uiaTd1whT01lUFDa903T61QwzxyZWiW0OeAu7gs7gXN6SWxqOaXDoulFey/BHjzC4hzALT",
-	"p1Zk7TMG1gECEMoy+AQs4xHRh1HBrt2L1YX/PronoAgWs8X1egTlPVOYCh/qJC8wL9z2KRmv4txkPKjR",
-	"fo0X9cMS6/NKYz7RoV6BVeHt16PMjb52eUW2rQLf/g07aoh5ok3DqEobJPLHYSkRzVorVztSr6xm6guF",
-	"Yt5Zq1lWnsVH1+uT2xDhkDH4HbZB2dJIAjwlUscpXqsxKEQPvu1dkPRCVQRV9+9hNzvywvHB6TLg9fe2",
-	"jY39z/KO0D46KURMcE1Ky0Nc8rluam4wqgNhDqZLk2AwtDXyQA0v15ZO9BCQXLU1sxwGMeXdG2v4db2C",
-	"jtd7zhRV5Z6XtF7Dl5UmDVV2te0L5Z7XlcdeeNpQrgh3ZS7XlSwhpf5r0m/Fw9cN0if8KLuKWauL/kdx",
-	"NAk70ITqYBfPHxNYPai54WEMrzCjcHPs5j6d7XJeKa5Dgre/tJracPnsi19bmgSG4VbRrZ29sEIYiyZl",
-	"a2B4GoEGKcJOuYsHgar6YL7BaxICYVYX27auLytZZuWANIoVXeW4IrG0L+yyXrYNAXu4K2hY+WTZsM4D",
-	"CW6Mm5qBmG9bD6a76aXKo5/zco/b7sfXXxfFDvKWFdrIBtEDV/4ndm8ULUDN6v3aqloX7EB5rTMzepYQ",
-	"EPsbuah8dgzjXf8zrLQOBFM8Snu/LIWjp2/YRJOpDBPP1NoBGwtFBGqqdpCHgmHDG5aBPA/LIG+Zqmkz",
-	"CMP8apWIXt1ThadeML7bb2SrQl5VZnmVOTCHH5uGKQKZAyCvYqdcuMQ4h6GUARrA7CmeIIr/T3ExLToN",
-	"vaEU2AUC+sWG85iXIz3Z37eI1EPrRMIBXlvDchkIH2PZXQwnJUBjb33pgmJYPCCvssW07AGQrKLCymau",
-	"IkfvDh8I4/4tz7E79tB/UoNyw3d7w6oCCsUus9DVxf2ltHsBKP6IRT7pso7JUcNVGn1QJCH6uxcnBX+X",
-	"tjcx1khN30Xf8uibfkGUCMgD0EakBqcDay3wBasAsAMVhpfdL/Yyg2Li3U/740bx8FHUkyWb4qY3lr7P",
-	"FfZXL29INzbji4LFX8AWe731ShVPjheWck43mqokfUrd5ykyO3Z60kDx5WJc+TRsECTFXgRY3vBvFKv4",
-	"X6M+xjyKHF1FQ+qJnHm/32mq/JBmdOwtK6Wq4rmk2DXZR+vaWAG4wDsk4QWjpnQJvD1ZGbMbMVvJ/hzA",
-	"nLGiHCCN+FwZV7FggPeclQPjJ1e9sH0g5mDEvgTGyrgBVU8SXk9DA3TCwXUAn86SlYDnRjBKagYpXd4c",
-	"tOfmiuz5bo/oVhtmTBwOZsq3OvzurPXzeN8ggR0OVB2TSS32oUP0CD7PPTdd4TJCw2sQH5dnhtaCFY3U",
-	"3EtZ+VaEN+6r3qph2f8/XH5DzOW7778lTS39cO0qtPMpEglZ0a/pangm/HaO5+DJrlvR+eOZtGC702kl",
-	"QRC1lmp4nQ2E7jqyyu2KUKhWyCsWRK6HIaR7/1ChvOTViQxzJPqt+y4IbD6FyTYKyekzeUndpLZYmudA",
-	"7z34+h/++as0gmN/dHnQhSOBcope+A4HEioNoHeca8ywvxp5KOzWutTn8IVVR4/zJp8xzeICzROeTpeG",
-	"bk0pDw7YpUOaH5LbzB4E7ABuIN1WtaciB2ELCYiTE5DrFdx++YUyRrfmLwug+bgGXTdzC96/q6J4kOES",
-	"RSciXK8upiZA1CWXMNel2Ge1ERUt64Ky+m432ox7Keb182PvDcn3P7uKyQoV127xAEjAKsOedFe+8J6/",
-	"neQWSsuki0Z1pSyWQ6MwXzMEXS3e0HN7Nozfmn46CMOaJlRyDeJg7kjC+9jecsKmd5HliUbB6+huwV4L",
-	"qdiUWS0rP9x3z01X/joV+RiP6UfnzJ7qfVZPvW8yHRDwhRXuMzepXxbk/Et44dTznSjm6LILQY48ghjj",
-	"3Ol0NqZouHCV3rcYD+lxjmG5so65DOa28id70FkYVW+1x1s7JY8+mXWUOzyFwzMW1nFwkgenfkgfI+7i",
-	"j8Bg0XvHco5tqrcOlzquCI7QpvECsjc3uBOoQxi6R6WNihzcsgXmlhGhDEa1UXjAlClRQzXzHGWxerV/",
-	"PWlLGLGo5Qb9+8kWs7jRYj8R7pRKlc0dep8pDEni95dWDK2IoojX7q58Sxn0AGWyIBao5IYlStcGQSKM",
-	"YltL2ovlmqisuaP2ry+wtE6ZzfEJz/OdyalalEFAcPakscLwYMENniuuUT92PlCPHf+QklpS1MeumFZX",
-	"cRgC0XJjkTv98XOymSzbofrmpyvi4ChgRSA0L2qMyh7z0MC0XA5sKA1GYIg8g8dELPK0Dz/0LMvGk1lz",
-	"jDx1moPGTEYRIZBnc8UjonN4YZ9BOQp+YJHRLwit09wB93xITkuybQLeyRUEoJr4989Z35FcPB1yaHww",
-	"5mz5OaMU7b6DawZzTLwu4SrP6+xIgt4wjcBzXJBg7oh7olkcTOKn/bGjX8w0WxFutSlS8TzUl8FtOHW9",
-	"ya0Z7OWearJhTAy55AnVkqCVuSze4Z06GhHVe29d9Cw7XmIuRzcYW+MCwLIrU86EAdMpgp6AT+MEQ+pI",
-	"sZjjPJBYds7JyKhR6ONPHq9OYY6gAog2g/XEWhBDJX9Z85nlp2BFsF+witQcarJIgn4qb009qezpK78f",
-	"9oU+isod5YaLHSBDunfs3+FycXADaXiVoVI2RwqukpB9+xyCmPUZeLp2Lzk7/MhJ4FHQ85wFcyheiC7m",
-	"iWBkOuztOVbYji/Od1hWBsCAcy84317ygoPmepcFVKK4AuqEy08q0grDa4cBz6qRWJ2SVEdDB/N2f/r2",
-	"CHQYUb+D85mbFPZ3qFn39n2waefo3CNHUF9ynnf7TEXgVMJKX9SmnZQxcqd/kpTKR0mRzMdA/cQ5kasL",
-	"Z2NYABKGzksqyIaRLTM+GCgjwQUm5MbXT4PtL+JgFDOU800CITkk7jg1XfQYjmX0ACa6aPj2odwZWpyT",
-	"aCEQdob/9/s2exa7jxNLB2Pp9TG3KCNTc5x42F0nYW+xohbi8Tn3QBAxU6ctZpCairD9WcL9Sqsqwc/t",
-	"3HIRq9LqwhNNfCO+JNXm6MAQ/WFZDKK3Q0mf5k4zgQPNsYQfCA/MnJDhNtNygs2kmUHVD47PPImTHQyH",
-	"M8x/tCszVBeHi0WMdsQ8T8W0n1TIvXfeJvlTj3r+Vhd7qotD1AMYgB6FdDHeO0a2sq7lXSKYGSI4Z5KA",
-	"LTcMkl8EozJZOQO+dgWgfRL3DFbrtBGst2wXpBfBhLFLt3aKdQ195MhKYx7l++wtpV+JXp5rgp5+BJlk",
-	"Tg1xXMt4ofLK/1KzLQKe3jDW2H3mCllBvk3xe3bXtymuhvX5P0pJfn+r6p5srPeyrStSUjWqyfZ4pfnt",
-	"TIel+ZcBBlN2lm/hgdXHnDyaZRPqHZO0Sm2H6bXomusHhuEotmOCAQb81KLqQrEhPHGSq8UgOcbNqxfo",
-	"ByFfWM7kbqxu9YNjU3eynZ9XBT1ixKnxY3HjfM1Kk4mE7CoYnQOAjEWgbAsaNGqPy34Fd6PckrWr+rb+",
-	"Aof8CHDIyRJ63V7YPd0yVyckfVSmR2MR3tiX/AoAx7jrj4Vw7GjI9fHRkI4HJ2MG5tgdCnT1YcE6X1d3",
-	"ckQ0tLksw/TP5DTAEtqIDplbZTwJkCQILYPvGoRBuDh8LVngnWsHdbeeDl6Fdtk9tR3ZBca3M5Bf4Nvo",
-	"oCFJGVC/rndWUJS7mPXPlcLd1vLuicaquJjevEI8essUGS33mDZGBRaBcKnK9CZWjCdSs3fRoXqWX34a",
-	"2X+6DvPT3uV4w/zmHQg97K+0ayK0dZ5rIqWi1HLnbfNx1pTgdNeWvynUT7obziXwRZz35+iB394bRcmW",
-	"lkYTurE8vt9JHqpoh56crGvSEV54Oa6tzeXbd62ki6S4zNNUE0yUtYRS0WFTYJepOGZt8RxguF20JxqN",
-	"8ZnFoiY4dDDFopa7OSjz3IPZy2tfeDeKPdc1MOh5NWESMzU9epzsT1RHsWicHcVnIAJmAyA89Ip9pyHm",
-	"F0qMT8o79wpkjnyjJ/K5hAfZt/0IRYKGux3FIHM6UDchQGHoVWg+hUamPTiJH9aN6hs4dSvSOj1FYrVm",
-	"zP1ZJrA52nixp3jT9erK5kXPjwnsl9XfToiBGdZBXKqLmTitvsDAh0c/VgP3g5vH9JRNEgau+1NCrhlK",
-	"hbp4H3gBc+tLKUpqmIAgCi6IVBVTz1Mb9H4vW5ck91gblFhW43r6cMJN61gwz6N9v/qJLC9nZEADgz9U",
-	"yKK4DldkUBOWj9qk0JJm6jaZHe5kGyNlrWN2qpw4vN6aDD3dd9zsuRiXC45YwLrtThS1emIHR7UEUImQ",
-	"mpKUUqDCcDzvBibaagCXxkxvh0RxtU42VYCCk26QULVDu9OKUI34QHlJIQ87rLzKOag/CNZbPLt2UtaX",
-	"rXZSaO/8xs5jomDLta9QgsGCozItmC705/fv34zKmuBj++NRkz989VV+PZcDLfdcsF4VxFDZJR4ddvKl",
-	"bW+doQ9wfNiyEWg/zuW9jF1wXsGaB5abXJIg/HzD+nqnjJv8WSu9VFPH012vlg65A5stBJvuabVYWidy",
-	"1qm+eTiZJFhAFxtgT0C3QR+WhZrfljyTlmTSV25HQ4TuKBfAZ7/h2yOhtZZEA//JlRF/ZWnJjMOizxGT",
-	"3JZ/K6qPKiT5xWAiDlZ+Uuo6TtoHWImh42TOmHAy2s8yGWWKbucYO6C2JNnyXauYXmH6wTh1BaF3HK4A",
-	"xEos1pv0fn9VKJckk2B/k656BFcpdkeQj5+UaNol5kREzFZnIPpixc1lyKNPIRH1EhO49pVp2RVYZTmz",
-	"4qHdQcBXg81zyz1zDgFF+xEPojMaFEYmxG2f+Q7hPp2JYUXWoRb+muyZYifxZEQb/XBi7FW+LrQMn4qA",
-	"vl0h7QPdsfU5BdUTcVDdEFX9WUjnLo7OeE0sbF/PwpIku7cMFK1PdfEjaAGMFML0AabVxzRbLnE0e4wU",
-	"tr0EZLrTSFC5OUUhB0GNSZvV3aGGZH5spnp+tkD2sUUCt3kD/qwl2VK1Iuz57jmhW8OUQx4FNVg5IXxK",
-	"D8s1oJ5jvfoVgWKTVnRaBbEJy5VvrACyhtl/TRpAvAWYVV88CnCLv8Yfr5wCDmRFsNeNpwh6xBoeYFMF",
-	"SF3tvIgVimqoAYA03sYgQh69GtVotd56bTjAHDzW6Yk7nbguAM82cqpUGyDqUUCEVStriWihXHtPRNDg",
-	"497cOSXsHT1AnRE09DSXNbtlNVl3n6yzmPes1+S7716j5wW5lndtDkadUQ7DvZ2jd3QmDUwjQ+BCB90k",
-	"fZlngPy3nzw711kS+sFYlI9tgE04OWbNr+SFc9CGbXiie9atMIPzVI337N58ooOyVfJQ+OCAAh3uyXLB",
-	"tMsj8HjJAZK8yy4o5YHpAJV9fmSSbSyHLNN2v2VSA4C9z5XKYDXZgRtnMO1RnQAjXIRyjP4Ypom24hGx",
-	"2L79L38kr9/8E0CmX/WRfStWysolMv8suRhQfI/1bY6GZQkrxuhP45HJ2qOQza2PwuyZ5n+1SkvDGCJL",
-	"DZRviNlADbw18hIq6XBN4mJFt4GPbGhI7OGPuqV1fUQm/vzUnUhYKT7tbrymyqncTATX6XRfxqu9aGav",
-	"EC13bGN3BnUnMKDEGMVJjJrVIVhh3o7+q5iU8627XLsJnGjcPdngHIHkj1YlhGo0tjU8ZNzY4RAhDXFF",
-	"/351i/Gf7V68Ek1rXkp1eAlABOcEfrk8SWiOQHsESk+FZGhkOY7t+rqppRSGi/YzCwuj5byfCCMfN60x",
-	"UqTDglwraVFh3A6EZJ0eooSxdXZD5J1wPo54SStfdTleuOG9bcKJi/BKtAXFRGW3cT4DGba+S0Du6bQO",
-	"6oInjnq7QZmiOC+9KHzvkopW5IYdUUJxmnOQCTOzjLJENWBo6BeGnIoCZ/lpA6qiXOmRb79xD3lhWEMe",
-	"854fmIw50M9nMuy+sVMirfBc5rPiJzA87DheThqcvZC77U+vn1Jm3NZnwyDOOy7GkcSX8zI6L2+TYf6z",
-	"h8UrZnBeQvQroUrxW3DFjQ4RUIi9l+8oNzoDMO3XvZkTsiBepK4oOyt5w7GkiwRpeKL0j6sn2o8LbY51",
-	"Am9Obsm6UfxA1XG9ImuXZ2P/pGXJhEGEi91earM+KWMdu4ZQAuByG1regL8DZ7seYwF/tbpoqDFM2Qb+",
-	"z3+/vvwf9PKvxQf3x1eX/0fx4f//n6JnI3WuwxiCCNLr7/dffZV1zCeJnliZteCiaPkC2o8UWtYMcms6",
-	"BkWMlAmon3yGikpQl7bSY67nxtUAyzpF/JkYpPSCGAQ9JJ1stnEutAFwW0s19rzWcoduZMeR9BW5fvOK",
-	"lLTGCDeyRk4rb5hYpzuF5ymwEm89mNy/9iDBdugr1HZaUTPd20muScVqfgsKgNkr2e5wO5bTuGIlC2Oe",
-	"R59lalfWrWviqCcz5EImvKtlC+5ggb776qqnx2FZQzDHi4zqOGnT5RtqpWMZN1uelhEW96au7dFC/6/l",
-	"Tr7pOAWAzJzIJ+GGKVr7pcm8+VHm7my46cT4nqmWGsu9GdxUgCplR4XQMzfsiGj5IOfrJDbIsme5xLQu",
-	"51tbh1Jdlp3jdtm/sOa6XTj71yWU5syc+nh7PisVTsv61upYuJkF6kppbetvC5mfF99gQ+CXqjAz1nH/",
-	"BQUMIrdGRvJEKIjnid1SfjhV1gzNfZEzQc58ZRzbfuHhg85XygThvjUk5z3VvtYwqwCgwJ7gUNf2sxEp",
-	"56J0h3pZN0EAo8tUzVhNG82qhKDyDiN8CTdW2rnJAjCbAzo0Z+YRbrmAiq4Ly8ANQoCeKTnN8r9OT0nB",
-	"qsyx0CH1pa1yyD6T9wOMxF4S8XxurPt6ul2qlLW9U1jlS8dmZTqmDN9eTunmHDYlYjxnTaKJAxVHPJDk",
-	"zsoz4bTmlcab0SYWryBAHClmofEcLCMXEN02WztvFhXupNsirGgRENW+XBajy+L7qEH77HviIK2gJ4UV",
-	"g+0NAQ50S5W/wVsi5LVgJlLO7XBvFD2Robx0Ra7t8l3qhpV8y0sfOJzFWB7GhwHoJMmFD0TIuy4tFDnK",
-	"CoEuIV9LyQP56vnpZsxPwuHPZ2qPyHvsEfjCdkZs5x06TB+R82zYjot/MGH0N8luzpO5wgpZViGyha7z",
-	"0jy+cWkbPlYdMKYCZlvQevLALb5wQBcd8YUJIhP8TsrmEXR0UkvZdNq51/mCcq5k67JNf4MMEeb2RTH/",
-	"7BTzQHOfm05uB/ZEP6pCDnM9XxfH80cUFf+4Grhdwi/Kd+wCeJje3eP9cLnqAIsLVPdF2f7tKduwcaBt",
-	"w45ysXsMNftj8+tGsQIOOTLeGRiaRrFbLlsnl4QMyCtieSXAqgS44FFh4V9VioXJfVHhh8zrwdp7j3/9",
-	"pvX208XUfyCV3Ylkn0xb79Anbc8PV9A/Nu/8tbnaF7V8wNhOTmdzOjxYMx8Pc+fvFGznUaB1PIB8dSa6",
-	"zjkJb6fs8uNi7ATEwLs9rzssTbGbBq/ZFfDRa4k4uYVCTeExBjlyo0nNaGWFz0rGCdIO/txKSQu1m16/",
-	"ev0tVHpJhDzVQEzZuKaXMBjFSqmqRIsHaRL1lwDdXfEd5Jv/+PY7CIjCDxDacYVgP3dcsy67cRnl7Nxa",
-	"UUZRobdMFQdm9rJK2y+wdpYme1ZX5Om6m+N6Rda1LGlddCFxgIUI/3z2/KPDuzS1pBX0lrGHAFVfA6I6",
-	"fuhKHT4ickxGBOAXWKp/WFiq04F//msHe5wGoVoNEahgewLLd7U8o9eXB6SKgg0lL42V5ae8hBxsKggc",
-	"z+mWz4FTXdd39Kj7KFTPoTqiw9z1v0Yvui+oVCehUiXk+CktnIwS9VhC62ePF4UJGx8VLeoRsKFglJ1Y",
-	"ew5G1PeyYi+dX+kBFpmpI9EZBhDg5zdonOnM49mZl3lexND4Y/gSQ2PneRS70hnniQ4vUWjoGU86e1AI",
-	"f4B8oVY73ESpTZZxZVa5CdPuFxv4OIihmU7XMKJfz/WacA+8cfDsKK9x3W9IePSFRFX6M2133uyVb7vr",
-	"wj2WS6cMQ19Oqp8Clquc4izOdndS44tpPSB4+EWHFKPPyAXuBniKC7xRrGIl01qqIjOnSVFBfsYaZPZC",
-	"P2l9XQTpGXAQr4RhCio6GwYYUHEG8mCf/5ABfE4mW3jZs7IvNttO9rEK4/EBgg/eu7jzPFyE0orxVhN1",
-	"htIvMtBUBnIrR41hh+bhkVXve3j+wGrqDl9c2U3+lQSi4TQfR/QZLd1nJQSNxvZFHPoiDv3WxKEf8KNQ",
-	"4nlA0Rlr8HchIUUnnzVp4LZF4vj9BOgb8AoeP64zI5XmoP/8RWVY8Gu5Pu6oJhUr+ecqk8EovwhknUD2",
-	"8OigfmDjP6IV6u8nsvHLXf13eld7rJW6PqADOfgAL53bkNbrVMjop7xRf+3r4UuU1eCCWK5mgTcBql/g",
-	"SCKGCV8874rwnZCKRYGQP2ZtiWldiRnMfl/XMorT/7PkAJWrgRHeMh/FZCTZMdQ47/ayjjhnH6kChSvo",
-	"mF1/Iq84BDTN9eOWhegKQcD4r0isEkRNtSEu+OnjVIF48NF7aCzdeWdtUN1hHvzfeRmDtxajBzywM9dk",
-	"J6Mi2MNrPUzLOvRLXqFVriJbrtDr9DGqPJgQgLl8C5hhKsC5FR9+qxQ1qPqQJKmZWgVIaFNCyq38gOUe",
-	"QrWHjrfp08o+nJSVFGgjR3g/rZ7Er0wI2fvtYmbPLIiQudsuwihdIiJf7XJklzZenrZzyQjez3n3fnL9",
-	"PTg6ZBSGGbAt7d2wp7pb5d+gfm7n8PiJ5r7lx4oQsW2dGyBSMmhNF2Ckm8lYDmEo4AABFLE9FVWdiyG2",
-	"6PWws/isXB12QB/DvwFC0yO791UrHjnBPczeK/O6LUvGKlYBXCqQG0CoGtk0rEI9v6HKcFpfdu/OZKQn",
-	"cuS/lxXzpqBsgLrcFPe85gIvTm1hB+DLFORFeEtElqUgS0IMY/ji1o9fXG+o3dAHXVvAcmwzGpG1A9S2",
-	"kYCPDz8CrCxaDL/cYr1bzLaKIamDZre1hJjXxUvtQb67EMmORj9Xf9QVFV322wHpgIFxxuOk+yquJQcr",
-	"3lBzGlY32g/0/OWN4zn/0ht3OudLg20z1DCrP6sDhPyvcQAPZtY9enhEnn1Sq1nlunC6I+/CSWah0A02",
-	"9Wl580P57ilc9qH+ujntALP7CWTM6fbA9D8Ifz1DMDzX34Vy4QnurlTmxJoLbkW7NZaMIVvF9B7r3q1h",
-	"9+DFtctLoB0zTssV2cIVIowmT+uDpKsvHpjVxbt2t2PasOq/t0yDNviW6UYKHbn9wyv2Cm4kAL53Vp5W",
-	"M/XEAfuaVom0TThW0M2NgvzF93HqVaujtT58ahooJVqvl6nItTSzZO/p7k9cVFzs3jIYbmROFMzUhBpD",
-	"Syj9QXu5kBsaK4Bu6K7gVeLmNoMG59fmwMUrfPj7iLGbqh0zyfM3HGScI40N327c/bYTy/aj2GQuXMVg",
-	"4SBoaLx0V2THbxlZu47XUH0TTMh1xZT/fZ1aYey0UaykcLnF2Oc10Vzsalj3bjhXrgd7wlfE4B2BtfUp",
-	"kYJdspod7O0XhpbniM7ZeBzBCRu/6PX4CIQwu/3s3kAtoRdYkyWmXBgrZmt0leIGXNZcOD8M1P6JMJVU",
-	"mZ/3vqgMaRQk+mMlJpeS6dpa3JxBm39bfn/PYzV3+1WwoG+rVtywBvxr4Bjhu73xo9tLYIXLRZN6vtg9",
-	"x0tuOdiEblgCzKCkDaZ37eWdcIxcDtdrSnP0vqhdCbGJF0BqY2VDRUvDlCa0LFmTbdeBZMg9nLisialk",
-	"ET2/+tTRwwEjRoCNiLhr2zsfE4eDHVGw7VUcw6Z3EvxNRpI1Cl4ZNw7uSK/PnOPzk6JNw6LVo3NPjn12",
-	"CaNcSpifnN2Y89M1lRr8e3ndVlwmOT/iwUmiG0ZvAotn966kVSfxRBj7UFgbr4dHWrjbSx3QB7gmurF6",
-	"5pVlD1umFKuIvIX7AzoFDWYjzR4wVDQzZ9Rwttq4VYrioS3uNIBQbRedGr7hNTdHcGJiOEuVd/oTLmx3",
-	"gmFJs7idleFSYWgo4ZEDvfE1yRXuZVbLt5KXUd8wPCByu4WicRs0jNCmeaK9q65R8pZXTF31Hvnabe5r",
-	"D7OSl8o9pU8p61elFAgYFhmlIOwgf+aElzIi125oebMD9MKYn9o/I6WsZausyEzJnt2ny6/PFh2EgWSa",
-	"Ln5sKmrYtRDSgHaQFrtgN4HjggDjpXCgRHdi7K1sf/CNRZy3ARZgMiXf4LKyE96cSZ33M/uGGqqZmZ2W",
-	"9lKFkfYuEjt2RegGjBSumuANY40lLa46pMmxjDEQAkZmMHZnNWJ2Cby292xUYPOPX32V45U7bFhlReQC",
-	"YsUi3dEu/CC8jIFleW6/YQeFP12REF335EG93RumBK2LIE8WtOHpYFf3ek/8hPKWUggGVVLtLrZZ5zza",
-	"d560ixGxLogsDEnz6sR+Q7xrai/fMarKfUeiYJmErEJt7GGLLIfXHRdKUZZSscLsFdNWgpr2/J28Y9oQ",
-	"eI9QgkovBNHt6S3LckyP+iiYsK/PiF/r0Rdry8trznTmHSeb4iYhZOL4sTAoM6gnZWBYTwO+RcXu7dkw",
-	"rNwL/pdYncz1nu/2xV9aaq/qNXnaHQu7N9UzEFdYKYU82Mc37HgnVeUe9oFx+u3Yn/ETy+6Wg7qj6GqW",
-	"E7mCjAFgbcCAQEUMBX9zso7Qp1sc7CRVUfMUl8UXNKF1Le9QzwIBat0w5Up4rq3MtR62iOJxApjOihtx",
-	"ka6EgAUHBWYvJdcrNvpIwF3dyGMkLeGwtBqtwNPz6TdZivpYHJi9zeq6MIwe/NQvxsurs7Y+wlTyAH7e",
-	"+g9fw3dT/BlLPnrIkSKgy2k54xtZtlZ6+NPxJa/ZS6kOCVppa8Pt1LFoMKLmWdkDfGykcs080YicJNVg",
-	"ODkmxWvEjYYL2XIaL7AKdueLVQEEkWt2RfSeNt6Us/bzsLPwNok1ecqNtkrdmEEAWTthneyZYs+SmIjL",
-	"cpd964pQQw6yC13uQha5oOp4iujXbYnVBWblpAaSqsD0goKM+7STmyKrL0uo7D+ww2B8KxLnmMQg6JjU",
-	"9ChbAwij/P9j7+2X47iRfNFXQTBOhMiN4oc89sYd8y9aljw6K9taid45sWOfbnQX2A2zGqgpoEj1KBRx",
-	"HuI+w32w8yQ3kJlAoapR3dUkm6Qk7h87Mruq8JXI7/ylagaCoAvpTa1cWf+tuRSVI085DdSf7f2T0z+H",
-	"XB434YKrWR0SVf2kX6pZIc18ZcZv6GmvBJFuPqz0pp9L+zW7R06ZgnwZ4JgiMkGdjTp0LF8fWtXFFqBf",
-	"b/Gtd+6lNEOYOvELF9NZMO744puTBGXfHYfq6ks+d3iTetRrIYPuXheFP9ZTALrFci5fZ1iJQ3/rb2he",
-	"4l38Dz/Jc97v/z4DHuWogmJtlieS6/vBVf3bGauBO3mX4rWuLk3Jp12d4LsVnaDHPd3rnXb8oRI9eK7J",
-	"UMEe3Yx+u+5nAmh45Qy04XvlcR36HF6bt+20s21twsoCZ/7mu+8ix+bmhW9Y73sxW0ApUe9KkQO7vdaK",
-	"wDRX12fwM5u8eTQaDr0yVf+R5GzTCf6Qr4GV3iZjZSU9amXBrVDTpeOdbtrADtiUFwXE/eskdopHIRzB",
-	"d1oB1VxM5YIXaZdJ+71RraS9wctNSsqqQzp6zH19ywnWVeX2IukdoX1anzUM++bThpshde2YUcI+Kyu9",
-	"KLecZfzOVltIL67bPnpk+63DZKEbvNI/mySXNqI6m6Z9PL/CpQNf46S2FsqWg8OShy7+HbcgPDkydplS",
-	"/dwn9QUbl5Vc8Go5ztiYtBH3Tz6dCkWu79lcG5vOz+rjyzRJuTUwAr0IIYmhTkYjKggOOI3/tRWL9Foh",
-	"OkAav2PP3zvDDb+CyOLiA5/aYgmc4lKABev19imGHai+GP34GG/BcSYePMfzfa3EAH2jL6byKdugNfGK",
-	"Q6H0lu+9h3q3LV/6BS70li+9mIvp5UR/2PI1Z/Hc4JU30my7qv9ptPoVDn/LF1+SS+xHbvm51kX39ZTY",
-	"+ruYnJWlN+X681t8+juGGKIobOkMgELry1SW2pzb0VQXuhrZuehTMCBDDgMAGUYAXrx/7yMCPf2NUlKk",
-	"M9hIqiuRztELIWeo4kR1JpqFMy7yil8HuAX4khH0czoqOtXlspKz+bBI87Q2Vi9GuTTTgsvFwDAuMcGO",
-	"mbZqrc7EM8P8QxBLicCahTr87X2aZW4b0JfT3s4IC/2nDMknES69B6MPUNqDBhltF0aaiLlUOQ5NUalh",
-	"w6QxHMawGhQ4CHXN9seFVJdghkIPkFIbIycFOjiGjbUBGds9g7vUwcemlHz4xT1kEoDZm2fgWPuok0bQ",
-	"ufFSWbwhdAt8rHiiP2TowXTiCAzxoXa4vOLT5ajUhUxpdG+kuvRZFfQsw2eHNYeY6+tRlMCYTMyOs02A",
-	"dbm3TGijR16eOB03fd2DnpCKE4/ggLkZYZRulL4nIfUCHsKOLJheAjK/4baehruz6FqQMKUkk6fl/FDo",
-	"6SWkmPWx+fOmBwEk5k3ojZUdSbsa10mnbmGlk1Kd9NCUEW0uI/YRgHAG4dgPynnH5OKM1QYK6sPWu78j",
-	"EhBzK+UDR12x6m9QO+536qVf7cbEEDfZiGrdIlYPaW2l4ZyrPEKOdN8DQAGZEzsKqdKDGlKg0isL8evw",
-	"ZiAbUrlX5VGjyXaP/uOKyfdx9Q5/XNn5jzdeXHsxf3Rl6d5/OTWmccr5k3pm0JMWAB1M5vR7tJ0CyAO4",
-	"cfaJH7CSV3whIGmskAawTxYHR8zNp/kMNBhgHJ+ghg1kUcQumTi/HVkC+CUTItAzAsxzd4wfwgjEK6hd",
-	"pXAmyDjk9eCzRlRXojqErALI1janEVsBMbKQllLfvG+7yQ3K9vzDg7zYm7N00LeeC2XlhcSdXkLuSVme",
-	"NsSvcmjnBHcGOPOVBAHPtCqWeE2kwawfSO2/5lU+wNlFRE7zXHf5W2wy3V+ptlO9EGmJdV81G/7Lk+V2",
-	"RRh/n2sP8ObHPcXyGKmoXIaoBXZ8UI3GzarMt6/Qe9xl5zfcxpuWpG8a7isoV9+oiDyC8vVWieP3G6vW",
-	"s1TNehYKIpmuMnfkFXQR5FAoPK5qpRzXf2Sl7YxPK20g/QLLV++j1n07LbGtIMJ/0Tm2qvbWiYs3epb2",
-	"L56xQs+YULZaBtEN5WktTdfUiwWvMLv2OmLNKcS4rVCAYOCtZcmIT3sY4Dm6PI0uBKOHcONXhEnT7pGr",
-	"JkW3hxV3MPEWlOra41TeeOF9NG2AizhatFD5yOsvw6LCL1X+mxHVezy9RFS4lZ48YJ/8lia3qT3bShei",
-	"xyLxbcKmvChEFRFTxsZ+kehOofHGa4GLLiq9WOcqcQR8zY0fJwBziOpKTsUhL2WfuwuAXrdjyy8/2Ioz",
-	"qZAGIA+46QLkiH0rpOz+Nsr+zg4UMbF5OdQSf1erQDkpjjSc9axxHP+qyNGiL9pVzoVel7Q0yBDrMr9E",
-	"8eOcm9FCV2vqjgpuRQVTdCJIGpt2+BRyIW2/w5UZ+S8RoFQSEb617lpWCVtXqu9lkHVrlEFHKVIYtuCW",
-	"Km4uZAEWor4SFS+K1Gc7Jw4T9Mv0Q0b7N8Bf8a6mKoH11NCigtA4Fy2jzCs71DWrVj6J4HFCVc05mtrq",
-	"kVkSN9GPgyiAFrgW1qa0fTi1ufEIrS/gZ0ZUkheSiq55k+GYRUVo00I6QwVOTLOSVwNT5e9GeT8l+FXc",
-	"XeW0MKc78ysuYXi2FPZOFXyvjWc30/UJtgq1/X2P8tLB/Tn4koBRPg89P5LZfSRwWIgrUfjOxj7B6KEc",
-	"RE9OmbwQOcvrKpQG1mqoH+aWTJx4wMNx8AdgVp8lsJ6t5GwmqjW2zqrl9j0b87I8rGrlNuVaTOZaX8JW",
-	"Tecir32P+rKoZ1Klt4U4Wg8+ALE7yHfy5nzgIlsB+23P5iLEpbOZUPaNnqWYh0IoOsGncwjfggk7g+Rx",
-	"gFfnl8IMxd/evnsQRt8ocryBn0Re6vWMCr51M0411JgcintwxsxcV7ZJI/bzO7q7LvxoTl/wqY27x/lB",
-	"Nm4mwOw33ev6diCiiVYIebuOIM1XQi/1VFWYUHZQx5LZYH/BMIbqNg0DivbGsP6wxFGhZ585/HqCj0C/",
-	"9uTGhWBgZdiUVxVFBbGPBkyjE2OjEnyKd4B+wMal9313gXU2pzecQrGcREACq8tYTbjLLIdhGuuQzfyb",
-	"MwJCZusrAJDpYdDUngreYK+bTFdniE0EuB3NNeQLcxWEG6S1SlUPZ998upYDTOfaCEU5vP3Xl77S3/ag",
-	"+52+bOABzYVQhuprRQm6lCjd012oLy+Z200tedy1UjloF2vRE+BUIOGryT/C8H4ACEp+3dQTDODfoAEf",
-	"ApzR+5jsGadAUIeNVibEALkwiNWBHTvCRDi39BGu8stjfO27ei4XQtd2y8sqPpRueqxW/rY2uRKgZYEP",
-	"z+K32aTiajon7cXdc6rWHHKPYSTE60ubjJ2+q9HsBlqkj+Zi3oxMaZO/ZDp91wtX9ZI4RZOcNu5AzhI6",
-	"UdMyzwn0K2EYtx3CVr4nyjWHVB9dIYiLo+/tpI5ZVzBCzg0xlSU4IKdzrY0wgN+3psL/MVTIEGDthE8v",
-	"IXUcVzvu1El+c+LUXmtF5T7wv/9xdvjf/PBfoz/oHyeHfx398W//45bFNtF4z09OBl2lbiiI4B9GUo1q",
-	"uT4z2EeYm+RgFI5ap4NDWzAtBIJt3NIRAzM3dNQAW9hGtDcuzZAvuF7Ewwh95AIfDxDxkhLUCz3DIA6l",
-	"jZtThKvhRQGeETZGbqYvRY93ovm9r6zS26Qr4ipk7Bryh9WqECY6SWlYLgp5BXqnnVe6nuFxbAYWHBaf",
-	"IPwkq2FnaV97rnovTKMvuvGIXtI4ykTHbh5H7i3EwqE5nRoCgdPbXOwtt3OfBLxCJdvBzvbUUrirZbnn",
-	"Tv7TPf4ppw/2+DSgp2jht2agdEV9sumy1l/1HHVY49ZxbwFCJKAZnoLCcymWTDqFCXRYAERJ+x97e4OG",
-	"VAms1fK5C6UvowOHHhwX+EOld+u5fx0WMs3ah3DDR2WeGF1cOfuB6pvQDliXCr6+dGnvR/wQNFbMMe+J",
-	"uP8G4wKSgx2jTCRJd9QfzxO37G8a63Phc1+cLvfad/x9gYXhG7wDqtMiGIwGgu0Aba/AHAHHfIaqZsND",
-	"Ws3Ydx/YAqfODmJa0t44nOWdpTdz2L6isGKU9RRUbV9jCEKbDe068jCduwcG16TdSfJwsj/4FgkR23lY",
-	"AoFv2eIbHh3ZqlaEB94LX0eAvpiGN9eVFe1kpqGdcdtsoN9PN7Tj9t12E5vqwklikW+Vkk3PDtpHenbQ",
-	"Rm7qVNbsZaDgRDwhGRINEW3guBjJDux4YEjzxi3Et8n0kAqcANIORDW8XW/ypuf9NIi1L1d0/5J0gq+T",
-	"2gvtdGREInXyGmDSHQndrcz2PVMpSDhEVj+IiLlr5p+LD71cc8GUvqaOMOGmZphBCZlblV6wk6PtHaL3",
-	"wpFvzizu8E6rdpfqL+0693asWnejsRXVo1G5v4hr/AXocDczHTA53DRmgttEMHYcSw/G3bCkjyd+ta5F",
-	"12fNst5oXQ7zG7BC67LxGHibLjgMABVmB+wLhn1yFjw5C75AZ4Gj7UfvJwj3/rG5CGj3Pgf/AOzhzV0D",
-	"yFt9DvDX6RBwW/gl+wKcJN7oBoiEMMFCcwVdh5BEnmz/ndr+CHznjH/YfKlmd2H175q/lpUYweVBhtaH",
-	"bAVAcOJK6pp0uQh2xPEgKPTrgYh8WDUdFvdlehQcUxjiTIj4wq7cCNvr4V+xB+GxKHa3cx40poRbz+39",
-	"BbvmdA/Ng75YL8EvOhceJG09H1r1D9Cdc7KSul9f1EWxZLryFe93y6ca5WhwlvLwullM1tlV4WyoaX3k",
-	"3gMCjEi33OycW9RvYHMH6h6E/cH727VdbtJ7bSMiG5yS140eBewayrZH5A1JatBvtYHdQbtCmvjDKi7D",
-	"SszvhmLYy5qHFsONI3lzsWLbqb5VxSIIoSHlkCSGt/r4xiRGbFdJRwkJlY/IV0QTfAy+orISuXByUFej",
-	"gZmhFVfsT+wWfqGr7c7Nd+TaXia8VlZUC5FLbgWDhkYr7C9rBZiwtQp2C0NM600dWpvdjqc5aMvjF+7E",
-	"R9dw0YBqlsBHwLaaHqdi/Nj0UHjYi44vUxF9J2y1XK+F4lnhicqg1Gg2EcxCyTE0t/3MdE9aFLdWLMod",
-	"RK/O5wFQBblOEYGUC4KWfABFtL3ugTGkDTpcZy8flTbXmduTXvek1z3pdSlK+JXgCylO0b43W0GDPql6",
-	"K6peclMfiSYH0mjUw47+DuWe8AiyI2kGRmnWAb54yW5FqAKkMdx8czGVfbHdh1YGYZZfpiY4KDISB0uD",
-	"L/JxqH5fbrT0SSd40gm20Am8wV0UCzSwpzrvqVO+Z5H60Nz7iw0pdXvv9DBxrabCc3IPAk3gm5ibArhg",
-	"jtqdzQh4D9LebdO0lYMJC/9y/Sz+T28B52WdgA09atyThhomeoAKqwHwpYtlfMomywC0cJNjfFyAuoCu",
-	"GmCQt/fH3Mr48a4LYm7UbHFoii/i+AAjXaP4NpjB0jCPT83tdhgVleAmCd8TwwbjfG7uhukOOggUN2PK",
-	"nVlRLO8M2fYxgW2vwyrE5Q7EPxyEodWBiPpyWeMg44MYjlTGqTWVMPVCmIfna3faMOAmSP1baOnINxLo",
-	"NlJJK3mBnQ85u6iEmWO7pTFsNAZo8CQI4hL4FkgX3jDJfpIbDFOPtaCDb9EGnPoNuM39V+5LUBYd0xbT",
-	"upJ2+d4pZngVzsryPwQEfSaCV6J65afDy/Lw//6f/2+vS2pnChp4XorlKZMIqwzQiPBXrnKmS8dVocOk",
-	"+1ODYuWOEFRCsOtgtGa9c2tLt0P/ofR1IfKZSM/Krc0Im54Zu/Qvh+lFk2l+bKaUMSGxfTG2VwPEqLku",
-	"kBJNyafCsRe8B4WEfvFGAJJu87kJN2LI4j7B5b7Qq6TPy/Jygj1GcQ5/Oz9/C0hjYGb9KC+Wh06v5ha6",
-	"d2ITEMNMKfgl2/997z02iXJv/L538P3vajrnNmOU0w/4gSpvIf9Cgbs7NSOdBdtZjG8nDwnwR7+rlwAi",
-	"HLYNIn+1nQtlJdj3CMjGGa7bbf4RO2udPbVyVb8rIh62X1biQn5A/PfxQZY8H8bbZ9q85QlhfODmV1W6",
-	"MowX13xpGPQTDXB/H3/fczbv73sZ+32PYNzwP1CF+X3v0/jod7UXLFI6jf/7f/5ft4bCrdDvYCBO9gM3",
-	"sN17Ef783vOjk6MT0DtLoXgp977f+8vRydFf9gBacA737ZiX5fGFELmbIPxlJmyqi7ixhrldUDNEWQwd",
-	"0BCQDv7kEf7oz4W8FBmcKrRjAqxIJ8kcbYY9fZ3vfb/3k7Av5tyeleWrMBWA/aamvNCzbZU9Pz905JHj",
-	"562mhk+gVLpH/lmLarnnG8f5ZkxoBbYg4p5newup5MJx2eep5LENUB4cZzDXBdZFpkb3PaASw39zAlCM",
-	"NP7Jptn80TQWhgP75uQElIgGq5A3dHL8J8nUZtx1pnF8AqHhFHCK/gZknnqOHKl9e/K8b4ww6ePflLuu",
-	"upL/EjnijAWsvvUvwsVqiQ6gDC80/vGH2xzjW7nsvQW6ICBCXhRhqmwmr6DVftQQ3kMqgqbAZ47m9vxe",
-	"7P3hxnR3xRxzpbSFvT2sRFksjz8igucn0Ot0qqP4e6rgAS4ww5qLP/UEuakjWcNyWYmpZc3Hmfu4RN6n",
-	"K6YvLgIyo5dsSO7IoeFzmpW6KI7YWVG4ZQvBJjpfethEaCs6F9PLtg2Js3c8tND6EkJAmbM/7Fws4R0F",
-	"mTEw+jiX0NF97FjZtcAeaO2r/BqVtbOwkHduk94LC6xj060OeKEa9mXtfoSb5phZc9FwPXuxnoIKZ3MD",
-	"vD4lFCikgGIK/1rVp/C2Qaf4H3S+vLOLtn6bfG/6T219iypwdnb7N02qnx+cexJ0FB21jXx8POH9tbTT",
-	"+VrCihhAsxVmEA84RiF+/PFPPRnJ/FOvQH0nSu14wlxfO0ufcdg+341msiSk+NYkl8zg5OfcsJm2R+wV",
-	"VG+AtvPtyQkbS3XFC5mP4I6RRaQ0pu6570MrRpOUv+vP/r1vNbNRJhu+CDzFM6aIIGCy93Nzs489RCqx",
-	"IwJtZtwlMjEpPMi1k9pkMv3xYFcWj23AxW1anMB9Pdl87X7geeBSj03s66JA1PHO9flTT7a52/3q8Fto",
-	"bBpDHKMOEb2bMV2is6RYosFn59qAOWcEg42TyHGoH4QjBy7RxhDLa13lR+yMjUFvHDM+0VeCPT85cYLa",
-	"ot/ACeHnJyfJ69wszqnuj1qZfus7vZ5SrwposAprdepHJdDtbbVf7E3U661mdC4+UANsd7TxWUX9Oxa1",
-	"sf7Q+mZFB9ma131yhzYVDFXoIyp+fPLbLSSeYe+FznqVcQ1pp0yJ6+ZsnT5NB1tyWTWn75TtKfccBEQt",
-	"6uruv9D3C4eOfYKhZ8fqhXwBF7aZ395ulMruMFupkc93QHXYQDotdYw7hzw6ysdHa2d53pYjW0mP44/N",
-	"f3hdMBeFsCKlDiLMY1tqWT1Dcyg0dK7EVFeAbT6X1nQUwG/ZWGk7unD25bgJ2kYflIbV6lLpa7VKoz/C",
-	"1Fo0ulFmtObKcHF9yl28F3esTn3b01qutfAZoPjflMS+xUHWv/SLtq/c5u+SJvGYBpJltpfEgXA6Ip92",
-	"ye2ZSbHDO6Wx38qc347GpnOuZvdEY3fPoLvrfyA7fxiDjjYeQ2nQxIX2/7O/Ry9gIduw9zqX+tDqQ9/H",
-	"Lq1evKvJI0f9DEshpnP/GpbJoX7rnqnLQvPcSUH38RWnHvRMWDHyeVmOahWanEMzCxhlZDU02RuRURxf",
-	"0AvBbY3tTPTFRQa52FcyF9XIXWdTl6Wu7Kj9nXH3MQrEyn+J1k//rLXlI/GhKaGDZY6wJNwWy3gMn/bn",
-	"Q0EjumcjKFYan7Jvn/+FjWE/RlbrUcGrmfD2z19O2M8/uEe+Y+Na0RdFPqLHl6XwQeKfX//8krk/oCYH",
-	"XVws49OpKK3IT9l36C6xolK8GEGoq6IprLKtM/f5c+3MgrWa26IurCx5ZY8dfzn0wf6Bl7IZ5KHYQjyD",
-	"9S4DW3GFf7tXj8G3z/+y+aW3fOlu1bnWbxzt4HvfDRksENTPIpf83MmET9ned0MW95pIibjQ7vjWOe38",
-	"BHkX8A3UCinbPXAw9xPxrumc20Mf4OjnXW+1sRg8r43jUHWlsLr3xZzbibYZg77R7ga7v/jgbYhae7As",
-	"Mq6mWl2JynBvPEe5GRDNVdgeBtyd4/jhkczHR+zvjuON/UaNHE8Zs/Gk0NNLqWZjZGs1uHrIgbIQJgRa",
-	"3dcByQrzDU6RgY4xARHel7ZpY2fYe2ABh5DTA+k/hlw1ENr9fsxKJCuMo1DsXSo2/nBojDiERAgzZvs8",
-	"lFZG3ekp7VE6BR4pzA3JFRsjy6GGuNhgPgTc0Zfs/mdp2DcnJwdHtP8UMC+W9OHvGY83hhiUjxfRuH9i",
-	"k4VGjkx47pnveFXKOJbtyGbEyzKSI5di+cyAUexZqlMJLJLBimiKFER8YyFN02wrW3FYI+9e8MLxT5H7",
-	"lWTtyfqugrWqQc5F7Qol1m37vQB5y0CfpUbTNE/oyOyWWNaTAlJ7ndhq0WBAIIxW0aJoaTCPNX8AMQlb",
-	"gMpEWelJIRbmlH178pdoKygPIGrk7T7Pi0JfhzWVUim8ryuZTnS8paiwO+TpivIfTgGU/ZXb7r94yr79",
-	"5q9s7GT5gqulX4jBFVbcihE47/zKYGLwF7xqc2m3FNfvhcodf/oZGd6unC1z/lCC2g39IpBGJKuzPae3",
-	"HQM3OUTe0P5qN4Gxy/NOse2/53mFVJTW0PBT6t0NXDWZVRczRFhnaH/+/V6UXgms7I2e7WX0BMmn9lOQ",
-	"FuJ+bg4Tn7ZzXc/mtufpc/o11MB3n0Kpm/U2LG69kGzMnfV3kV3zsu8UnKV7lvW8GXq3Zsl2Ka23El3C",
-	"sm5DhvQLv6B+uwqGnn7c58VmXcTW1uNt3PEswnBceYzGbyGsrTzUjNpLLw2p0CMjofLex16q6GPu+Pu/",
-	"+EoW8VcrdKP0Pk5uFl8OFIpIWs+3ENeyuJJz5THEw8ja9UIrTzUbVLoLuTK5t+6vPttWqtloOq/V5epz",
-	"7/wDL+B3ZC19DzubITxnTf9dPremOZ7oyfQRNU/jKa0W5LReWSk1ylay1JPPU/FLtppgm3zc73Cv38Sp",
-	"o04ni/RPpyq2tJIMQ3/ETr2CqFhQUOGp+7WuTgZYV690NZF5LtSNvDnffvPXzS+ca/0zV0tajnl8NtiZ",
-	"uYz0Xmb0Qtg56FHgwIG2puSuL4tlbJQ5omY/e0MsYZwdf6RU6k/Hxuqy31Y7M5ehWgd0OJiOe9mZbELl",
-	"TPCqWEIM2VlzY5bLiwvhNE1M1vQmGPhHfHYGeJ3cNxbQfx50Xu5MLKb0oS79w7IoyJIxHutxsAXRYzvo",
-	"Kp2+QpNH28GQjdvR96wuI7b7k1D06xD3MqxW5mzqbMEm9Qav4TOD99P0OJybtPd+V/MdupbbVSNuY/qq",
-	"gjE111mwK0e7uYIVPpxI2L9XHfe9dDrDO2HcBe4PIZbB2r12FjX5976INBZH1oxHAgEvCzo7vFcT7yKW",
-	"pcyQ8KlefQPHOW5syzUeoTcCkOeX7NdSqLPXlOpP0KCYiGoIwBT6GXogOHaOvgJWyull8IefkskL11lM",
-	"59rdN/DXqJzlWiBXwM7MblRgqkfsla4YVhCQDa9y+O+meACQi7mxSPXESyFTBvM3qmUG//Rc1ue/ggsI",
-	"PS5zaayulmxfaeTlsLkQokZz8xB6IFDP8xV3FUQY5ZVQBzA9szRWLBxTy8WVKNy1bQZ3Q/I8b0C3MFQg",
-	"lbFVPcW8C/YiKpZwS5wJ27dM4KuyYmNY6Rhrrtg+en9kxS5kZSwL3a8hjwWaCLrnDk47hRhU648vNc8R",
-	"TowkLx9BDURpE8D48Ql4yyMwsrEVC+DXdQUOEavLUQnuD/6BiiHHMFv4Q+TyoN9wR8fuso8Z6dxx3jZ6",
-	"QQKfD90M+AL9i96T6H1ljnON40yeyAs4dnR11MzhCPRd8s9hpYNQOUk5tJLZP3789ZeXf4xPWeP6a+Jl",
-	"pNhBzV48EA829oWbOBjZqEEEnyCZ2IyqSdydw1v4zDAz56WAYhJ4+Pe979nHTjmJ4974L6w3+fRp3JeY",
-	"gp9texV25DVJDfVAXpTkqu/Ah/L9Wh9KalSwnNwVyELRIlGSu2H0CpDBwWnDBODD0nTIMCXe15opblJd",
-	"svfEB2rZdeL2dA0XfdF7dfBL3lcKvv7OhIfK6mgfBgvrlXe+3f6dITZL553vbrCewXpE673BcSNeXHp5",
-	"0zjxfQprYCygY0SqAcNMiVijIFXgBRUAysINTYpFeHFAtAki5Zw5nb4QhxBsmgXVvbFRsFSH6ogHBYUq",
-	"UBoh1D0kCCRN0LIcHfcGggYFgDInHxwjx5Ei7wbKuG7MJ0uGe9wHMOAzIPjfsZr2AWFHabKcDh4miN/j",
-	"8m9ZgXOAmtfU+cpRg1TsopCz+bYefxRjDUPdsef/oSXX5+P79973ZsaRP8374JPOwgFO3IEO3C2ctyuO",
-	"W3KhJqdPjtS2uzP55Aan54Z33Pp6ZHiw+EDl/hxdjl+EP5A8Tpiw5YvP3b8PI4HGy7Jllzf2Xdc6XxWi",
-	"N/cKRhNY8Q06i4Xca9hazs65Cn6iZ4bpa0WOQGcoMyMLRzjgCdwsmW7r0fOb+uTEe3LifUFOPGAR8a1s",
-	"OfLo2g5lFI0PaptatdZ7TuV18t2TWxZDtnmfDltoYyGy4TRBVkMac44+otumDh0auywEBgEAFqQ30Xzs",
-	"zF5wtiHKi9KtpaRhJeK1Di2Fi6+e6e5Xo/33VX3B1VvHPVYKzl7UldEV2vYyD5DMUvGik1ej2v0bSz4T",
-	"R+yN4BBwYroOWV/B6xdly3dr5nA7t5tqgL5o70ooGGTcArXcHgdj67K997qyCHbgJFshOBhi48MxMxCp",
-	"ApNSiWvHaKxmushF/zzdK6PJMj3TvUO6AiMA/vNVyRGeU7Z32Pqv1vPx23/cb73wyn0YWhTYOu57Dks/",
-	"kpIBKD1sM92YTcd/TzDo44+dmMGwgrA2i4O4SiUgjjsFzmQrDqq+kZi7620AQP7YL7UxclIs2fjjp/HB",
-	"KUMsIV4YTWLWjUBqGL5C0FJWVLxgY1UXxRjYsoVax6lFRu8YjVceNwkAyBPEKA3HeItj/jHrV3l/ZVE3",
-	"5XJD/Vp8DJtY/evAaVuDACtzu9+jL3aO8b70xvXt9wbqkfqaSku6gnMDPvKnpCLZAcYEoWwHDXnKFnzJ",
-	"JoKJRWmXmSc0RykTIxRWFQyr8usSSFTn95XxJ18a2NqS27GoY6T5XmAjCA+3xntmWC5NWfAlaGmhNoBc",
-	"z+jNHbuf4LidHFaxIwOEtLQNHhPpfry2euQfGyMKQi1uy3uyftwUDvPHMv9JPMMJtStqEd6cgz4aJr0U",
-	"NrsjxvZOuIncBWNzezBzRwZ9DMQ1hkcfFZcbqrvgpjyY/7WZiFMK1lVRtk4g1HE3m/81Mio8vLtlVFe8",
-	"kk6AbWMIh3fYpSjRcnLMKP52C8ZF8arS15i34auXdsiBGns3GMx+xqHdRnuud8NwOmbzf4WdHWA6t8kd",
-	"zOdmlxOm890xnezmys/ujfjm3FIG/E7s82bbH4Nt/qsqln4W8dXzLiZH4bEw6szMPz6C/45nuOAf3gg1",
-	"s/O977/57juYlv/v5w9nWoc7cxPzujm6r9jObvNnfbEjaXH8MZAWWeTrETNwWkUtvN80eXCnQcPCZzHS",
-	"zS5ke13PoKFYwSsnUpblXcmSVq1kYP8wk2cGi+JDsuWF3EpPJd9iuL2bwT4w02n1ZmwtTFrjTkSh1cxt",
-	"6h1Iko2Q56m5halsAiWJ6OsxQpKkzgZP7hEo135C6xTscBA9ICVfGfP0uCZpxrSBbRKK+TY6dBeqnSI9",
-	"gJlmhEjrz5OlN68JIQ9Y0GTJ3ORWOYkTCD/6qW1EEJbTeQfEsNsW8vl9QoR3N+huwcJvpoh154SKOhxI",
-	"gKEEnQwQaG4BbpglAJ4VeG5WQf6jtDrvYq7EjFc+TV5W4LM2hhmEN+2bmFTTos7FiBdFeg8veGHEaku/",
-	"gZs15VW1JGQHI4BkT1klSkGIgYE8QV5DTpXlM2q3Ij6Uhc6DmzU1fctnI5mb1tSHd18CRWDvexAnezvV",
-	"d+lGQlB1g3a70pziocL07XYeScWzM9eIY7bbLazDmPwZkmYQBaX9PdTtlGa5ntYLyC6Vikl7Gv2hqQ8B",
-	"kXbNq7wTwIfI4uFkiaBSuor+ciGLuGPFMIxoFJraCMXEYiJyCJxCH6OKq5A/Vjim7pTGCQDE5BkiTlz4",
-	"itDoY027Eqf6QuupugTPV7MdPucDMk+9EvrX0EoDTL1RXiN5xlgiwKekYbyoBM+X0MtD9SWFEpXuFHGT",
-	"xngghcmvsEc/6tBfQGin8PSjrzAekCD4QquLQmLTpN1yCDxvSKJclLYrG9byili/Oi5lKQqpxLG7rocI",
-	"A7eufwRA1jpzE643dGeAdir+O9DQC2FqLzDYIi3bd/dtLPMxmzlzTyqr2TgEj8doVI8LPeUFpM2OmdF1",
-	"NRUHR+xMLXGopgpOfJiK0mJGKfynFco4FnPqbibEeNx4wJHcTCaCQd9jQB0yc31tWn0kne1LHM8NAu2F",
-	"RZ6ygGFuIw+V16Daw/xKXmH6FOTSwxvu78A7nDWLiPctbBmS0dbHbOA7GKuC90PauvvB56wvsF0GV80p",
-	"rI46Cpsyom3ykEYru8b2y0rPKr7AojI8bXOQIfwdfCxCv2tg/NzAmKSPqraR/xKIluOOExgstNkFbtqF",
-	"ycPPAkpeeyfICwHbEZDzUha9O4O3RHOUUH0LOLx2CBszt1O2NqyaPtxqvDaRioPqtD4XEr58s1zIu0NF",
-	"jrcNN3JjXmQFOXaF+PIx9nbLtXG7GUdCwhsZc84k3/bn1WXd+GR/5g5G4Z3257R+KJAtCriZEwmlQeaU",
-	"0nhnM5Gn7OeFEcWVwEogzPgB+8EQWp5s5fgMw+d1Hwg+P+CJfQk0YQPO+WxHStPqQFtpTj15ILRHnxnM",
-	"83rCDRkdXSUOzsbT7Ln7X2eM9HSaQUBZAU3zVj/kA1VBZc/QZgWCmvd5McAITmLd/yRsfLRm75aqbzB9",
-	"15FUi2pXrOJVBntWFImt+JwMU5hvighKbqfzVTL4SRK+PNx+cF9wD9SZjmMnk2IUVoo0c4GvkCEGYQ6n",
-	"mGJ4f11UYQhDQjf0PTCk1YEeyJRrk3FaL6gEigHLZ1+2h3v9lQg5JMNYY9qwQnPOe2ocTTrlYFbpunQ3",
-	"pOu2GnZFOpcD2Gu4E3RT+hpx4YTugeRXB3rEJE+H81kVBA3zIwyi3hX185g0yTW4PVJRISAmXLq3EMq5",
-	"PeBpgG9FFzU6H+VMOdtjmGrZWcEmpv6DVLlb17nerWfunM9+wF26I+WS/LLW8un8No0NHxkfPYMF9RLI",
-	"EGqs1UZ6/FHAthkcB4Jw3ZGyCAycQiCI5Yy1nLrIRUVgEf6B8U4o9DdYzjmfvar0YudE+pvfvDsl01x8",
-	"YWSKBLSGfDYQ6kcfVRhYd5Ogm3Y3JjSnGhcmBnEwJ7OJkqjcmaNtKk2ETM7evvaxTWzQ4RNtWjES8DiW",
-	"4HJM6dYdPO727PvM/Zi+h1BYZ0/uwODeOebog5joG8KGay11rUQyaghVEToXRcaM4NV07gPh6EOGHAdR",
-	"mW3JDfugijz0mJZ2QyGuuwUCk5Kxt+wmWvtJ+PwNd49lsfdYwmFfMeH+JOy2VNtJvElNqnnEH8TrHNIQ",
-	"etwSmK5kfIdU0ZB0WQlDnNX9HYoTHVkWgnsGXTnWyItVFru2pCe/gxj3QzBs9FLsViFpjfFZxLMfOOvv",
-	"M2cCeN7b8YFeverYa0PH7XQUMAtuwzrSUDe5s1YbDQy0Quhd5JuqQbRn/+2PrzJ2/r/OM/bjry/+F0Zb",
-	"5UIWvCKoVssrSwFowH1tWA6fXs4qdxCnrNRFQRcc24Wz8cRxNLzFEMvtAcHuhK+zlQBzti5kvQa9LQWw",
-	"sy8+IObRinHli7zHfqEjK6ZzJf9Z05fKSjt+NqrqQowPVvnefsTziOFxVhacmrWwSoDFcXAnvI7yauhs",
-	"nSF2+2jzgDweGu+HpRvtFWTQ3TPvoxngfDZEiJW4bsifavQZUCWhykBOBXYkfmKKN3DOtXkLho8j1ugP",
-	"a2umGDpI7pwpBgAbS3k2kUtQfLB3wgADSJD/wiEhWYYrvVE724dM2Q98URYCoCuTTEqtyKlnhmBu/IIR",
-	"4o5NeM7GuZ5CW57xgedvaTa6r7RX/SqRC+V+MJsZYLbCAbVqkjgzdiWmVlcMsyBBz0T4ul0zyo1dKm+d",
-	"7Ri45AP2qnxilI+XUVqkwJuxyW1qT5qUaUhl7Ko8UeXJhSysqNZVnnjQCuRdN3HZ3cFthkKXsBEPVumy",
-	"RXVLlLUe1bWckilfXYmKKeH+v+9r3CRSPj85uWH9y8Aql2Zu91ff0h04VDd36KsPdQx+bQ3pwcX+WYsa",
-	"EWe9cAQCoc5VgrB0A/7mXrbn20C7P1fTubwS+X3DjXliHlIkEnbtK3bKQaJPHnGAFBO9jSNuAAM+zvW1",
-	"ctbq4b9kuRs19Yda5QU58YK5jsnnoGSHJh6oqkZMBr3j/5IlPHeKfsPmdxDnU3fPgf21XAGG/bPmhbxY",
-	"rmXuK1oeevLIjacrp55CU1RjIkDGjlMKgERgprSOMMODpJjYTwsI6B/T1mwbzd6jsKn2Kg8SkR46z0BD",
-	"/y3LXaV2Joa6Mw2RyDFRMt2bB55UB//79VtGDPFrDlzRUTHj5DMvVm/Zf79+e3M17nghLPdOmLvnIIA8",
-	"5odAbANAP+woJRJv4ZQXRUAiQ+R3pyJBnqt/+JkJn6kyat9Q8spZgyPE6xxnbCGqGdjICmtSF0MDD3Gt",
-	"i7/soBtiPmVYCTqxVwCBAzYR8pPF5rCEj0c4BR3NU3zYWTkbEB+2zehxhhQFDmiVP/uz3xWXaQ/zoHgF",
-	"QzCuibCgRRrWdTwZmtvwqvfCpi77CueK2FUgwWHcChXv448c+q99uhXTShS9c0AcznXjLAtDf8/GQjWI",
-	"+aS0j7Fz/wU4jmwlxRUvMjYmsTUmJuBeqNWo9dceGBJc2FoEEm9p4HQaA6KxH/ayvWa4HluiJ9B75i4Y",
-	"FTGSf5B4ndWUTEPF/42nxjKtpmtiu7imFSsb/wytq9rM9xnU1NiIpUE7fKiVhMQHZSxXU0FdgeLeilSf",
-	"eDA0Hnwnzr0EZ33vDcRd8NXe8R4paz0rii7REJNF0nristu58+g+zsMN1Rdreey2KuFH8Ll+Ou4ECno9",
-	"fu+wxXDWAGkE3gAOP/hcxq7BERbiF8ZCV0ys7yVnO9zGUMxElbLQoI7yJbUSp9Td1GCso1ZWFsSZhLLV",
-	"EnrthS73yK2pIdUdeQv7NDDS5WC5Ud00Tn0djKM/oNe0NxH32NGVbY/U5/Z5S/FydxKriZRhrV95dlag",
-	"6DLaLqL6u3cNJVHOMEgic483gDFMR5BoEjUxvhAX7NE//Ky3QBEexFL8P4cD6rciQbwoOuwAKoC0zlcv",
-	"tXeijpoxF4vaoroW7m5s6fk3dplFtjowfWRLM47ygekjgxOC4+U+pQKLVjis95JuTP+N2eFFXRQYUBl7",
-	"G2gcgUzlYipzhEkPIBxdWwmKehAVK89YIS6gVUyGYWkK52/Io2yG7iix0aRgtDWoQJdiCbj/jgorwfMV",
-	"sh2mRq8VdSHBeG3sbMyLYgzeZV8YDX1jMjYmv+o4/rPHPoGUgrBcnNtYq2I5Zn/WxgLWSoZPIcoGPNB6",
-	"qS/ws2g8Jql+Mwhl5g00/C838F62RxN+qMgO7XeP48Mf7ikpabCd0ARKcEe6JXTT1jEVPens22dxb2Q4",
-	"t9EKNj3sdcy1ed4BQLdljfvEJGqZqMQ1dBeL8ze5yo91BSkcPjU8w2Y0TdYG4zMu1fAkzfO5ND4ZqgRA",
-	"pErk7JovmdVesUlnf63yx10mc8ZZUdF8fMs4x0YBDASdGhT7AuQlajC16q7Iusy0B3FoA35Qb3Z6rD7s",
-	"JFOzPc5nkqnpG+atS0KqxOGXm4f0RYIK5TvIEu1YNCEW3+sj+Rt3EnTCp5fQoXWmnIZn5UIcQtRH5KyQ",
-	"KnR+15WcQUMC5K1ROJkbtuA5xs3XB8iTAfAmTJ3IkmybM2DLbIiDN58bEPKm0HgEmIU3as7RJPG57wNC",
-	"43v3oTHRmL9Va9Qmis26szt60m6i3SD4rkej8Wx/pY2YbZPo2FaYwEexBlS7k9UYO0VX0xpP1ugjwWhr",
-	"iuUwSRp8UHM5mx9COs0KCKbXTGqIHd0uXrLGIRr7HXr7SL+Rxr73273BJHx+6D6dYzqaqhcTUd0DTLg7",
-	"awBxPA22+kRfCfb85ASsdovqBePmFvmS203pP4QoMa+KPGLokjWiTU3CsH0o/uUtt3jWJO+7f6Pie7AG",
-	"IJsCDAPBsRMJkjfFxt68cEwbRUTTVtooDnGbxNFdmuZE8UNyLnGhTyb31jmaWHAKVAIMMSGPXsDP921+",
-	"95cFQfpQhQnYzpym6QPoS8sw8WZIOr/pPiRGbxoVzBnxguHnTtyes//8vT45+ebfz5oV4StedxxzZa5F",
-	"hTVBVmvqZd1EAk2UebBRePnsUF1hHdBNU6zS8iyjDj1KmrnIA/cFddfndvdVBEVSb3eVQH6Qh+oU05nE",
-	"OgvcEzugn0OGwGcCf/64wKLyPMk2Ulzv5orx8Uf61xZNsuGSA/PypYwQtJeiN6C3phVCl4G1+FOctukN",
-	"26gZAcyVuoPgtAblaiIfuSH/yFpBlMAje9ViDFTRxRkc6QvffYAOy5/5vUFC9XSa1hEGgPdiMArEKQGh",
-	"wfduTtiPwJbblnZ/Et6i2z2UUHugdZLl6Tps69aBtPz+23BPGvPmp4kG1qrXHsSoqViiOCe2rWxkUydi",
-	"dRfK9VDd2cYcvJXT6u4dFiiCRunTR1CINghjkEIA3318Ag198bFA2xU0Eo3xUAmxgxnSEy7SXaTCrhHY",
-	"d6TeHk/nsshHqFRvUfoOr0UeCA1OnSoYvJtdxDtOWm1f4Xhqm8T7C7c02ucnn+32PtuIMD5TB2ZDAcN8",
-	"mM2Kj57ckiusgX85elYLrj9aJ5PKyFxEChj8+ZQtBFdQ+diuCUV2dIhf2B/PpaggVXfKixGoVeMDUK/u",
-	"W0HzmEFWV4JV4k8xtSa0EocihPtySd6QfeMJNfd3V+7HMMAL/NxDeSDDPNarZB1yfdLFtnU68nj77ksd",
-	"O/4Y/dc2vsiGL0FKkLTG36DtfJFtX+YygqatYLSc8JY6nOP+eUTW5hBgs0XMeaMrssMwhnkjWwM8+SRv",
-	"4ZNce7Mep46w+eGGpgZnJkc78cw0AImb3TZby3O0yT+ni4rujyfJvoYNPblc7qj6GLuaX+xC6mMm9p0g",
-	"U98iN6OsxJTbpgiya8yXqClgzxuqSj5lEzEH6PtCXuI+vT07f/G3bgau0xpEceHLokH1pLpmM9e1205o",
-	"SKqMFTy/z4KGhypGwCKBp5KEp5KEr7kkge0jO3EEfnBn9QkNP701qPUd5br5YFwrbxrbu6NcgUowp11B",
-	"JivFt06xySA2r6+pEXNUcqWd1eUDZqAFslrlokqWm23Gu4aBTKuogebYBa/u4v75Ki/fo4SusdLX62Gu",
-	"E8x3a4SaOE9tM9PdIRB1aqjPAYg6yXRlDL4e4148KY634Xo3QqGeS3toBfRH3g1uIXT25wvhO3hxw8Zv",
-	"f31/znomROBf7v42/Kbkds5+lBdLxgujEWcZzFOtENFfL0RQ+py2d8Tc9XM33lyLCp4BBQ7D+haiRL5P",
-	"bYPav3LD/ybtuWhVVOzicr+jJT/QhW6GX3eTIWIWdKY4u3TBsZval6cxfTdkKa8VNqChq7x7ZEC8Rl1J",
-	"tR9Q8/x9hltzcMPORjGY6dpEvVXny7MIjoPSggIIIIasW+DXrDYemhQltMf1mNSysIcy5BZBsnpo3ad2",
-	"jUG1CT7mjTQBj/MVzHCXmXmtkfqCxO6edrb+a48Pd7YjjZeZ7UDu/SgupGpCt7WxetGZDbLPVk+HBB1O",
-	"uWJTXlXL4V5YwP2Xhll+KVTGCq1mIEi5Yt989x2bznnFp24l4A8tuJkL4yEp2rfuMcHuosLZugg7LfZo",
-	"jbSVbH6+m2u/LtgKp/WkRm8fZm1fyW3xdP3bx/7aDJKXXfEIAJRLY8WCXciigIyNyZL8mmx/HBwQ7mKP",
-	"MzYmNICq+feI8LrHBTeW4LvD37DRwPjgoUXmT8L+4Pbptbo/wZkesOcmdVSOr114hu3YuRTd4obtCLI6",
-	"YFKTiom3squDapVFiNXxowt3W3YARd2DOZ22tQOH6Tu5VN8ohtDRbvrb8Id1gv9Ouca5ns0KkbrHew+M",
-	"co/nD1AyMFCorvwqIetxM/opz1PZjWXsR/+vTalJmGMDCQ5pvVvP0MQMdimlNTe6+Nw9h73hH+ZW7NOX",
-	"YMYHA8FMN9yOnswi3JQnONMAZzpEJ7xr4OEOico+WOHoDqwVKKFVUF3Dk8MbF/wkr9bcHbRn3WS+dHt0",
-	"yxuIXvn7ME8TIz2Q63iQeVpBLkX+ZKLeJGURrs5trdRSlqKQSuDPYAwelkU9k8oMsldhZOpWp3QuelxV",
-	"zwzzI2WNaMWB2ETMpcrJzYvllmVtUSwaQiEP0YWmLbH7fcGXrDbiyClZl5MWiHHnylofbKJjCfNh+9Ea",
-	"KC4uPtgKNfMM4xkQjlwSSCoEzFlVF8LDpRfcilbn5WZwiGYe0JqvdcO0olENLE/peHWnbNwcyajQU15A",
-	"ms+Y7Y+j/8qonV9Ifg7LgjwH9AAcEPhy871rMRmVfAZfuxYTI60YTSt+XYwzKp+bCXYh0KE+WbLf3r05",
-	"ZWUlryC6qHJWaF0i0GKeV8IYAtauxEVtRD7AncCZmepS5C0g7JoOqpuyedfO+R/DTrwlWt9QXPfOI3SX",
-	"9aRACJqGfhwrPfDSJa/4hWX7F7ww2H8wVVQmzSh8KF32hjKbJPNE60JwdQeVZgEfbG0Yv7M7q/BhPUiN",
-	"XV7wxNFvVLTWy1M9ySUDd2/9j7tytyRExTFM7/ij+x8M0dfqbn0vKbqCFs+1yhg3vuUR8eb4SZJi7Rh+",
-	"QmumuW/XjqPPzfKuVqZBJFmZeOccMUHBVoIvDFbG+OYm7ocKHAxukdg8+hBypMQVtAVmbmOuxYTKfWFX",
-	"+KUwTtN2wvOorgpMFvVwhFGoFd7ZJ9/vyD2ZsbGVFuTJmJjJ+OCUdNwiOQBghQs1dTKki0L7zDBJUicx",
-	"PD2RQzK5OWVhjzr5XNAWAUDxsQNlJL+SvYZWzYxOBheeQeVMB50vfYyNxMWFtGAH7AKjc5NMelerhun+",
-	"onOxq2aRrUHe1epWxoFTlY6BHg+RiNsTWYGg/HBojDhEAoar05xnwMx0tnb480v36IvwU7bXpYDVp19S",
-	"7+/oySbDcfXxt81v2V6ZfqSne+7Z6rWku+yvuSO3Z82lfpKGW9k3Nbar7fLQTbJvgPy6rZBaz/3dyV/P",
-	"dRGxeX1FyWrUwjvS/E+Jt/ndgpLrMRsjJUk1g0aWPllNgnDpITvfqHdS6OklvBkE0f98/+svTE/+FFME",
-	"c0Q/SK2Aux6xl3w693s8EVO9EO3OOxn7Zy1qQV5Pn54JpRfQQs7OReWFheIF07UFA64IGk3TpQ3tOFm1",
-	"2lEEjJ2mEV4kt9lrRfbd2Fhe2RGJ7DF4j0zcWzxlXZEO5RvUSCVC06oxO27+VkHb0GCRNdZMr3w5Ymfr",
-	"RNcFCCfO/IHAjvfnQYMwgUqO/hzk2J7jdO6Q8iS8U8wNKnI2vtbV5UWhr0ceM9N9qygC9InyeMRIQ8M9",
-	"dh3RNucG2sAHWqf+fE7ANtikw8XqzUQqiuPvAJWAZjKqakV6QvMRdwJwLEkZ/LbRr3chff3nbyt372gG",
-	"FL7Kbi3HvSj2X28JYrirnga7Dzkt5JX/jZ6FK55+9D39FER164m3KMVXCL/73N/pgWjg8E7P4P4VP4E+",
-	"d2atnhnS0Nl+YOHgG3DqPXJH0uv3PVs4eMqNvR91os1FhhrT/QqFz0ffoTLBfXL1jEtl7GqAHg3Fxh87",
-	"EcYeQtq1Ezge+ogsL1kxM9WV0zooT36i7dwJq6LprO0/Sf9FGcNH7O+Oh47DD4QN4/h200Mv6fh1cosy",
-	"/BsEvbIsElmLfnfb9TogBbCTiUiAciZaU2dDAWoQlsY/xwo+vTSxF7b7IShBH4kPUyFyEUunuQY/RGhS",
-	"CXpDXdL7MMxoWleVULZYwnyoKC4S8aFMDqdF75JpJLUakVBakWq4CihlBeGW9RrDE56jd314tIxgfXui",
-	"ZlvVTEVSWtL1H6E2u7IkIhjKc5tUgl+mZDbdwKcqjKcqjEdehXHDYgt8Z0Agzj3IuLXY4ttqsAk6TfUf",
-	"OMfzPx2Fkug7d+vaZSliGGZdRUSzX3z2hJfnqSiRCBhRL5zc7WMMQuWHtXG/fBQqH7l/+tytjbRO3c0q",
-	"MdUVYoCDJ8MJ3Spj4mh2hA3eFOaXENYnuZ3H1O1gNFl2HcjfsnGYS4LeK8IAZ9Dqxw+YzGV+qfLfjKhe",
-	"zLndFFp0dOi/BX7znjhFtEu3ze7Z2a2jZa+HiWk27ub37Z5vz1lZpu+N1pesLoHS/LIgPR8O0d+Ylypn",
-	"bls8p4eI/TG6csB2SOr/7x2Ro3MLQjDeT4Y+xDBabABA9XTu0U4Kbpu2DFGGAGRBwLtTrlgI40D5LVUM",
-	"gBdK5okAi9L4ow/30O1QGidZ8go6QBjwGnbxU/BZaLoDGV5ubc3D/dAqjcSB75PLCQNTABSAbjPxwQpl",
-	"nKIMprVo1NHwS3DpQY7INdzpfXDQ8wW6CPEIDAvtvI7EBwiLHU24hf8tzfPxQZZqUovt+IJQhcmdpmFc",
-	"GkVX/ivSq+EIL6XK2b5c8JnImLM7dMZ4nUuN+Afe40r9HsO58rJ8ZnyxSMNyDtwWe4vldB12TGebczEt",
-	"eAUinf38+ueXzD10xM5a44NLejoVpTNbrufcCu/rxukgnTSGn+FL9BS7RZqsORnKgQlFoJjWQh9ivCj0",
-	"NTplp3PhzraZbJhGpPxwthDGAChuxapapXLy3MQcg749IA7Pc4kA028rN4qVjrUiYy6jv3zc80BLqUzb",
-	"Qvge0BDZDs57NyieiHfxesJ3qwrsfiIVhxyTFX+du+vpQQMXuZ5rdu3MaGe0+U2FyOycO1Hrk6boYaGC",
-	"0e/moOqigIqEdtpKEDmxuPoH7kFTu4BhifuunnOHjiTwjoboE1ew29fckNZxvybU54jL0ycscbs9/bpL",
-	"ChfW/QtFFV1ZQ3fWxDLUnVdbfn4kIfXpuKzElRTXg1TH9jXrpiQ46g+sDrg/Ie8dus0Z+2AdNyOcO8aQ",
-	"jLBMWrKYRIVo502r1oTZ5WaOdtYoF0q2PEkww4kotGOXbpeov5Jjg7pi17q6NCWfxllx3aARfUuCn81H",
-	"pSrBwaGyygrf4v5FvHCjwirzBuiHcm+I029Kt6FTu5UKu5Il9F6Q2wNbOTtZwpoTYhWHHQSdA0OYEKrK",
-	"pSkLvuxL0mudcjpLD7L8Eml62Vpmu+CXvikWCZ1TPDJQ7TLErrdd9hwSbMI6F3yJgUZpMxTJhs2E7aWx",
-	"voWCfLgdvv2/Hf9bm/duFEufshb31lMr0uGnzV9Kx2L49VaXfd/pc30zoiuF/RA71HXwRfsN+pi5b9yN",
-	"QYelFeQ2wKxjAy0aAwsC2A/k7b08XVeL43m94GoE/unjj+4vI6svhdrsFHCKJ+Os5DAyhuH+5j7GXruP",
-	"kQpVCXeA5ntQsiuhcuDVVnygyIUvuQbTomBSZRQ0qYTRxVWjBpkGILC21umuVrPpXGvje8b/6q6wG9Ww",
-	"XBTyCkeKepZciwkx56paMs5goavuiH7POrxAqCjw+PNv2DjaQEBMG5l6spDWOgHj6Hvld/GhdCw4Fj9u",
-	"q6Rh00Ib0qUh98T09Cfh9qLQ17DZsNcA9jhAgrhxnhnvbaTVQBWQB+przdYLi7HPscKshR4ZE0hn26zO",
-	"W3lGEoi4+CrdjVIo6IXQpUy3iraZAMcCw4ysXCQsht+U/MDcT+6aGTHVKjeEuYvGfzhKpX1RFZppJj7P",
-	"wFulsv/+bb8mH7qt4CujaEvSJ4tlFECYPrbOrngl3beb/pDumgGnOEqZLZhnuqYu0ZAIncpSAtQZASQA",
-	"VfhE9/bGcsyAGbX9BYlBXjZ26T4soxAcDi/X9iC2eIViYyyHG2PrSxigNYWVlfXscujN3Zql+zExwVcg",
-	"27gVMw2dPcOUwNc5xlIRd+fdvw4LaezYl1lFU/O15eBs2Mv2oiam4HHYy/bAAbGX7eEiE0XnW66HXEwL",
-	"Yec6Tyzsb/ra17SAx0saKi906s5EMGe0YD11Yh1NZQzc/IW2kN98o1lHonN1hpyNHYubVbyc08ZCSjOa",
-	"yY5/anUhZ3Ul8lPsuYLKJpS4jL1AGdELIywyHjdIxL/UzhivGJ8gMmbHBa1Eyu5u07oRBUCup1poWTC7",
-	"QBB1r2eGadIyZxeywjDO8K7y+N8rAApTDV2p7ZjtOxbPxrDeMSukFRUviiXidfopjNl+QZ7VsV/F+CDJ",
-	"JOBDaR5BHw+H4ljSUVIR7Xgi3MYuJqIagVuuhwMttLFEp3z1kmGu/NEgjorNyUaYSLg62N/h1LnfiYbY",
-	"pnMtp8JR2gLVjlO0HLTqPGvuilb8+bC5LvKmry9M447pxO2lib/vBB2RzWlMKaWWkFdqMR9SqhmcQ5ir",
-	"m5fnDv5vjpvRSEnOsIao/GzsXCyMKK62W3iK1jBZduTnNkIdJjX2ylX1yNRTAXWPDa98ZhC24BRBMcGp",
-	"LJZuCzkDldAYstB7JpwaHtzS+gKUmkoXFGiL2GAW6C5LC6CBt69LLD3cst/zmjiHFQQ2YAmE7UDaSMOl",
-	"M7ddKEvHqfMZZ4wX13xpnDXY4SvNOiBah2WkPUwkmA8tPcYJOlTcQYNao87g+yNjlym3spNTjZHCHEs1",
-	"mc+WHpeVdLacOyvaV/dPp0a4++cObjbX6UPL9mS+bkFM5qfOWM6xhNd91T3jrWi0SaizxoJ/eCPUzM6x",
-	"1V/JrRWV+9z//sfZ4X/zw3+N/qB/nBz+dfTHv/2PJNFK2+dX94vnE1F0xnt+cnIDevyU9Fyn1eB7DHF+",
-	"+/ybAa7iCkwFuDKvIFF8lz4CKJrtN3siT0D0E6YWpCOiUAvWuivPvHLom0+q3LFoI5Q/eIzJkWegO4VT",
-	"rIYIurNPEXdWuRSI6eRhqS/qCryIlN475apJ9PchuCgBmOzUI3ZGBhEUz2kVajmcrF6Nr0547tP8Eka5",
-	"0jZq48fZtZgc8rKMeEcclQRTLeeWx114PJpNqHnz38+28Dg8gLPhPXz8y/M33CxbsWPVIohYkv+NpTuO",
-	"i1gQtKUNXJcNBvi6AGd7yP9C+griE4IOXidJy9Lv0VlwAYj9jU0F9TptPTZrsiGomAmvASkbhEIDpTGg",
-	"A1IYmR428dNdizgpvDcETZFWpZpBvFZCzvCFxHUvdQ0hm7TKE4dDaZezBgoOhr5ZgPQ2DqsXxPQgtcKb",
-	"DYNEHXE0ADsjVnraqgLiiolFaZd0Evechvr5S9IzwqrfXpZ+yvaOpbrQvS70n8h08Kk00a8ZpANmkF6O",
-	"1wo21nMTJ3ggk0Mso3hlr5v4rCxfu4nsMP2MhtgU0ceIxIQbOY2Xe3NlbWdBFpjcRPjtjk75rNkkH0Lx",
-	"IZZBcXAlroWxbAwujnEUeodOY1pdicpwJAJNYHhj8AdB3SVlVxr2Z20sm4gLSumy/kOZB2bQRS7AUVIZ",
-	"tGakChAEp2w852a00JUYM+OsKY/vjt15wqQqsUi2GnS6ynTO7YiXJakrZUlJ77wSoOK43w/BQIqDJX0Z",
-	"zfHKfQVEtG6fVCSN14rS5B595W/SWA1hy40qSmtwq0G37IvZxs9ui16RbUwF0tdEJvEwNw4fr4z3oq6M",
-	"pophmXt+QqTi99gHCczcbTN7I/iVgL4eNbQgmglUXQl6KY4vpibpz3C7iToLesHVsiFFOBZ3jZgjdm3s",
-	"TVva8w/U0v5kU4P7nXaXX6XUddwzbjXf7PhjFuY7y/z1GfP9nDNu0hj9ucuujz/SvyCX6UKIfMKnl2ZN",
-	"YjBHEMZxIS/JxZZLg/+BsSr0KPOCTfUCUhRI86WBTt3Lqi6KMXN8S82ohTJlSNEMwgWErJRh9eFjxwvG",
-	"Ue9U4qEhcz58HO6RG3RQ6y2aeCJ1SRtQLn7GB17R54dwW89nsHCw4lb042r687l94v3dF6d1lv5ANWpD",
-	"MJHD4TtDAYs37juf8rGwj3eIo0eWU9Cx8opfg7HEq0KKiq5nK2fGU/g6JmLq2UwYqGPvUQXfVjqvsdHz",
-	"hbhmsKvSe6KbRDU5mwMGI1OQJDPhBsAmojoEfzM36GZBwXJGAzmyOOhmPq+xx/Plfp1zQ9gVh3XJaHEw",
-	"26bnz8XF6UAmcrquADWpzr332/mffpu24S+Q5B/NGVeyW1azbf7hBtXu/lJo1rKYlWPYZOiFe9AQ+ONm",
-	"Nw9Tz7pWx2kuXsMkykqX4LDFjKPAx45afam5ZT97k9RzqzVdw8ARkbFSVMxqXfg2pc5EmKI95CwBuNQC",
-	"08Z1EVgEdkIqinXeh5/d6Lv1PrghhnkfYPZuYfdLkTsN9TRr2uCo0Lko+t0U6OyCgP+vpVBnr58ZQjgo",
-	"kCAd7ztiZwAKBd4nSG0XhokPfGohAwK2OWMG8xbgPSdFsE7PVktn5RowPqWJqpWwbm8VLxbn8TPOe4ck",
-	"FI2zrmz5UiyfYW4/FBrA5gz3XuEg23OP1ntb20mtOfvqXDxW/HBo0glgwFTd5KmIHnmhFyW3ciILN25M",
-	"Tccf4X/7U4XPKPsxPmyPy4N1ek1hHQTJfCgK1ArQa6Y6Fx7Lo1EzkiwnOsghukI8Ib/0lHZA33sc8jhe",
-	"430Q6iBpeq/E3fLPptc6iIRj+ljrpqc8d7wpTAmRk0cqtMPlZYn57boUCpp6W25F6K+c0Ih8uXBwGlwI",
-	"butKrHTVjLDZMXDrg3I+GZ4qgDBrbtUi4GU5qhW/4rLA1K2UUVBDayO2D2L+A3dGJZOh5LdB3/bplUC4",
-	"B+RDcIPMoBmatg3AdjAE4DcYDCbV+t6VqEyyz2+jP7xtTmm3WkQz0DBdAsnh8IJPsbWrf/sL0iwaHtmQ",
-	"nztzotVQX7xe8TASWwJtCIRBNlEGmkzGprrQdWWwMQAmmBRczWrygjYzIwQoj8m8GWwlNm+VZm5yXiCF",
-	"Ij8InlbTubwSeS9t/l1MzsryfbMFOyPO9kibqNPXuPjDeeToQzun4IhCkGQKrS/XU6wjukOrDzEZv9cl",
-	"jN3dxu7pcebjVj7P6CL2UzeAKOPG1zBm+ygDriUUUwmFwHBOAICb5yBjUlmNKATUlbmhfD9JUwoRgbxt",
-	"lgBZ2otM38FkkQAMGrmRLYDbOYuwFPwSlCbNrrSk++K/n/UjwGX9mG7ZBrg2Xa3BZNvSuXQuPthzfeZ2",
-	"laBiduEhjka5nXfYfeF4UYrZnVRomqWyc2HchUXCulf+8LhcLe/DXnjqx5xC8QFS+ihDjXCPVp0tcLbE",
-	"MnyW+PHHgGpa1Qr8wg1ka1ICOg2VAJbWIJsDnIrENvJVrRCaMmOxwoZuIWl92qX7DZLrSHwTg9KVnEkM",
-	"UyklIPuJ5ZUuS5EfsTP4OITynYD0wSin6easbNzXBJKRwjvGmXvtlFYAqYbmiL28og7zUWugEpEUjDdR",
-	"6RWYBCHDhhRR0FCnlI4IeQeORWkTtAJIPAjRQfzUQdpPHua+6isn5cA/MSSHwc2uSVDA2g2CAuC9mFXv",
-	"YX4e5xY3Z4jlCpDWsGzKi7V6vYe7Q5S7c3OfsgUmpwRvw/Vcd4/xzhzfWaJsRzF4i5JfKgH1X0hXiHDe",
-	"tAkwntKvmsQHaHFi3WccD5aqFqyQV6K3p5CaFjXiJ1sxMoqXZq5vi1sQreJSiDK+Fc7ADCXNzfXDKz/2",
-	"5EAFbVA3UmhQHDjlHMOuUCVbT4oLrHqkFX51u7X8sfP+FWhrFnrmNiogRLsPwf05cz+/0bO9LCBkR796",
-	"fOyVLGksik1/sp32/AqfTHzDyoXQtR3ykXN6tP2VhvDXf+Gdfw5KVKhkOW7mkXj7tX8w7uzRvK3EB7vh",
-	"xV/cI/E7DWz3utca+PBC63LTNN9oXcYzhHf6J+cep3nBk2un5B5uZkNCok0fFDppfh4JlScfeanyBM56",
-	"YtQU2nolLCggPY+/g59XkNl7nl7BZ49+J3T2SnCjlVSzESDUtp955398Ab8hMn3qQafRhmesGSV38Nya",
-	"ZhOjp1Y3snkS9zIFIZ9Y8jogeWSD6997i88k4efXvLYGhP4s0tNWm0ZlGDgDlO3vxwwwcHwlp5OP0CWE",
-	"6hy+yqQM0SBS8UQtT6Rw+7Ng7+pgq/tTNMeFXgPa+xbzCAMWSIBIKbmxTY1nVSuT+TRdkJWneHwYv8JZ",
-	"S0M1RaCRolqRMSsXUJQAFSkmY8aK0qCPNFaBJGHi6NqCDnJYiCtRUFuuYflegPdisTFNrdB3mxHEkrEc",
-	"aqsU49Oprh0VLrgsYkhqp9pOdL7MGAcwC2P5ouy2Uil5ZUSO0IfgWcsILlFXQZGqrZG5QFwXrlKJYj+J",
-	"cH/e6NlG1RbwW9wRkHJb6NkMvc4Wama0slwqKrn1BaApJeZSLK91tWXaaTM67AXaPB5PB/S7vuFwQ1qj",
-	"+eJnU0/Rw7GX7WGTGPeYBXMrUQWdVq4h+TPkwGYMDtbxD7BQn/dNq0QmnNDenkepsH91/7chGbY/Rdfd",
-	"C0nXAabpWJvZfXrumtMjpOEmQV4a9vr9r+z/+feT53RDegnHoxRzOxrh+3tJ0yjnVhwCSEy2DWH5qaGp",
-	"fuOZwet3OjHPnSZdCDRE7wK4WKheZzJn+5Cfj0mnELQ92DTpyXIUgJTpQ1tnhfdOdqqV0YUIDK+ZM7I+",
-	"6pU7YI70hb2Hiu3GvHJoQriTQU7yfRFhJ8hbiIUxLG2wBuBbzCW99S8/iGltKdgUxiAlIEQkww8Btw4z",
-	"Lqn9Jvt7sm9c0/xtH6AfsCfMnF9JXRNyK0JVevzWg05/OerihnMA/54BxdBjX0aN6fBDfK3OGSSYb+K5",
-	"6qfLEt4DXfn2ZOjxcgILY9LEr4IbYs4Nm4iZm2hVyStE7Yw7mznNJBdBV/jm5GSAE241MrEPaBc8JLYT",
-	"18HYw+qpHWRrogQbQgxr4hawMX2Ri1P27Td/jUC3PfQ3vlVxKxDR5maxCqJaT/c7ilUEDySMJvVDdUrz",
-	"8/iB7lPEBLMnx9GT4+hROI6efD5PPh+CQ4wEdtNY0KeTtEJ4UV/C+3XzfPPXzS+da/0zV0sayzy+QK3v",
-	"I7gq8bfRDVdjswP73nArMtIAs9BmF9us124LqAyRgqKOGiDIFHxMQancb/ROgMyJ4pg7D1L6DjrQgBj6",
-	"fDRQjwSZ0eu8eVcr6i4zMDgpc0DnCGjlrTApwvqjDQdOK7guMeKLuYMw5kMYbmGfNiVpQRD0K/X2UuPk",
-	"yMobfIktN5fm+KP7Hyy5s7rst/jOzKUzlMJI7rXGD6tYYMmItWE1c987YueNewONPyVEzsgxui6sfesb",
-	"nOhuk67wTaUS6NJv3jk3lz8JRT8PubOwNTInCK7gWkFv/JCbSUfyMEhMQ1CDDFTf+XZO7qBvhR90b2hB",
-	"ty3/dSsN7URjrKAvwmH0N17Y7hUfzE0adQD6Cq9zHrkPGey9X9VK+UzMVX0kY5PaMhH7mlbS3SkbNGCy",
-	"2PmpP6HM+4SgbADvHa+aZKmh0HVYYrXghbMvRahwgQYpFb+w2RDvy8M4U07+EnmmaMdGwjsm4GuEbB23",
-	"ziq4ajphwu/YGgBSX/zGn/amb7WbDPrhd+vaeVer4O9Yvs6HsOmEn9LTlNWe6jbpTvfHpZ9cTk8upyeX",
-	"05PL6cnl9FW5nHbfX+nL8GpRbAcgWQA8uSvUB2iyUK9mjkkL82XZ8D+H0MOESrShoUm/v+uNNJZgILxq",
-	"hoWn+EGfNE2KgDN5lyVhD/pwKlbOTblyBlfSm3TmS4R2X9IPI7yllfQV9fvfQ2MpWdF6Hw6UcmDH8OZY",
-	"tBJwGBGt0PYmuoV308zldB4aDCAqgNWA23Da6URu0AcCtW6HYjEReQ7BaIALrkTF1eV4Xfn8iKbYr3b6",
-	"hKn2CPCK+7oTmsUCef1etoflOt9YFKduCPJ1JFKq/th0IUFNxw2qq2Lv+73jq+d77hfa0BUgxQhXjheh",
-	"xk98mM65mgmCLSCUJWwDglvRRmdJ53o1Be0wr6Z/WUDlgC83hhlSLxEE5gHFYyYL4FeHxjah4CIJXYCw",
-	"P2htoN1VqKmB1tfUJ5TGwJZy6wtDPEAowMYUBda5L3gOGOHRt5q23avfe8exnbHPbqAPz+SV6KCY+4l5",
-	"3K4EGmYM+1kg+5sjFmPmbWWVN+2z4mNs4Qom+mJiLZnVWEkGzMX9A0snxXQefQtryFK9Nal1s3s7/HTl",
-	"jgLP2E2bTwCW03drTmAC+1HiGtckMiiP0QkQdhgdESWXlWGhoCyXlZhiWY1sbcqZUtr2jvAKmvLBuVF1",
-	"Wivlll1zaRkCAdD3YkDlBCWQEyY4c6gjO/cNcmTlTzP6ZluIJjYdAjiHADQKJzYLTtSVqxzu37oL/aIS",
-	"QLJZQE4Af4TKmRFQYK5mXUYbjRFkAfvB/ZL4/o/UOMy3ScZeM+0vRh8Mj/fcVVDGDds3YgaPHUA/XXwH",
-	"WsaXhbRQk5xFInM6l0VO77aYnftDYqSfheU5t9y3k4PYWXvO0depdYJWYSbxIP5bqQVxzylmla7LNfvs",
-	"nkzNE1lqKGyOe3eBshPPA0Xu6keaMyxlKbABrls79p1KctPmlbf0yt6nPz79/wEAAP//",
+	"7L39jhw3li/4KkTtBSQtsmS5p6dxV4XBolof07pj2RpJHgN3rjaTGcHMpCuSjCYZVZU2DMy/+xb7x+48",
+	"2DzJgueQjC8ygplVkqVu/WOXMiL4eXh4Pn/n17NC7mspmDD67OmvZzVVdM8MU/CvZztelc92jbh6Vdp/",
+	"l0wXiteGS3H29Oz9jpHCvkEK+wrh5eOzxRm3j2pqdmeLM0H37OzpGby0hJeWvDxbnCn214YrVp49Naph",
+	"izNd7Nie2h42Uu2pOXt61jTwpjnUtgVtFBfbs99+W5w9p4ZqZlIDuhLypmLllpE11Sw9phKbuYfxyKLZ",
+	"M5EcUOmeTwzFvXH3sbxj26mhzGyTxq/vOozf7Me6lkIzIKI/0/It+2vDtLH/KqQwTMCftK4rXlA7wG9+",
+	"1naUv3a6+W+Kbc6env1v37QE+g0+1d+8UEoq7Go8S4WdkRuqiWI/s8Kw8oKsClmyFdH0oMnN7kAerri4",
+	"phUvl0DyK7KRitDwsdlRQ9aK0StNzI7rsI2PHp/9tjh7JsWm4sUnnlHhetXkhpsdYbdcGy62xNIyDAtb",
+	"+ehjuhSE2WcLwgUxlrDkfi/dj0TvaM1gOC+lWvOyZOLTLNMVO5A9PRAhDaGFIVLg1immZaMKHNMrYZgS",
+	"tPp0S9UIdlsDFZIN5VWj2AUpmaG80oQqRiq53bJyAcNWzDRKsBKG+r00L2Ujyk9FZLhKpJRMw2CAvhZE",
+	"KsLxh2uu+bpixEhcWLvgVJSk0UzBiH+ombh8db9L221zghaJ3AAp4uvntiFqYLSyZgo61kCv+MID3aHT",
+	"N/RQSVq+l/I7qrbs06x3U9s+7dJWtlNlWY4gtKrkjdv/N4oVUpTcfvSS8op9akpw284FoUQbahiyRRij",
+	"9mcLWBOM972Ur6k4OGavP8FgpSR7Kg5+FNrSaiFF0Shlb1zVCA18HYZK6xqG+aOgjdlJxX/5VAu6ZlQx",
+	"BceFa7LnWnOxXZBGWGFFLIhi1/KKlaSl4hslxZZccVGSh6umM+DVIzcH3dS1VIaVr1nJ6Xu4gz8d2Vpe",
+	"xi0nONSBTGhRsNoA7f7m5QUggsstE+b9TjbbnXll2H4snPwgLNVRLYW9zuyGSVmdF7Sq7L+1YTWxZ8O2",
+	"Yx9dkZud7Z0KfcOs1GEFmlrZg244Ch3FjnJhJZmnv56JpqroumJelBkILIuzQjFqWLmkZjy0HwW/JRoO",
+	"ohUcGF54MCQUMAqpSgYiVRCMuDB/+mMrGXFh2JYp25NdND3u5FWp7c7DU1IrWTYFKwk1SLi2MxDZDNvD",
+	"x6MJJGZIlaIH+xzXYUZwW5ztmdZ0y5aZr8u1Zuqa4hyGU/ppB8NnsJW6c7Et5vejlprHW33v1v6BJnVF",
+	"LYty+2EZgCjYwvIpBUIRNeTbx9FNMEiK8db3smTVA90hx+E2zA7fznjc+Pd0z7Q/37golsDtza+ZlUGt",
+	"gLA+kNXFKruXJRd1k5iIfU6o2oLUqheEavI/3v3wPTHs1uR3UNE1q4DoaIk3Ea3edE4aftvv/TnXdUUP",
+	"BL/tTXlhZwgjszrHxDDk2gruZ6hMeE3k38+AEDtk2qGVD6NvF2eXQkgDBBrnO5ekaHDh4f7gUoA8g3yF",
+	"1JSrMWfBh/E1V6yuDmTLr5loeUVoek9NsWM6a/GPZ0k0zBUYk2sgypcSvXeOyI6bZSEbEen9L/KGyI0Z",
+	"97qjmqwZE1YcLC25UVyPx1k9ZvIcv5jx9W930f6p8LqFVS8J3VIudA7pj2lumra+49q8dRpv/G6r6ZbZ",
+	"c9Culh4TltXi7P8Dm5+6oweU/duY5++oXu6lYjHWzMyOKbJpFPzfjk6jtN9hmGspK0aFbarie57gMjAz",
+	"zX9xoqGlPBA8kPLG22zfn2hJNPs1U73bIsK/paFVnDBBGuysMu4+SLBVFWttsNewB52183P3nboJROmh",
+	"5q9EyW4nrkKwSNXU7DxPvHzzyjGbCD3Qmi+vmdJJar98Y9UY98qCrK6/XT2OnRl7SzM13ZZ76AeGnzhx",
+	"vx3gqOkbVhVyz2KcdcNvWUm2ijHjJLTpY+abWvQmPhp9fOnrl4yVa1pc6byDuHGvEzhs6bM4Xqj+l8HG",
+	"YBvuyWhTh9cPNn50YySZmPUrsZHpCb9HkuMF6fyObAiVoRHFgZqxRHPgmIqlv1SQ89d50lCvlQxh3Apg",
+	"8bnQugaF4ylZ2UWtmH22WpBVsaPG/h8UhPPwr/KaioKV+AN5aP+3qeTNowVZ3Uh1Zf9egXkDP4wfHr8Y",
+	"Y/GIbvWclEe3mlBjKFxAYDUJ65YW5iepAYbjFilBFK+ZoWmi8MKZJSunG3txFMnCXt+RE4HiZiHFhDD4",
+	"65kU7IfN2dN/797kqoqs6/QBeS9l9aqQ4jmYyc5++zBSRe1TUjPVCpMXhHG4zqggfG/P+Y9vv7O7SwVh",
+	"e/kzJyAXFLKSjbKiNi2utko2onvLdMTO2NK+Cd6R9AK/uGbqYHagOZCi4lZnFYyV2hJArZi2P+BSPyWy",
+	"ZqBjWKF8QfQNB1nlXAqyYdQ0iukFbBDI+Xa79mhwQ9sR3E36Mbn0bxMcLVhB14ys7GFbdUTEugYpTUii",
+	"mQEtyVIANwurUBc7smdUaHjVN8gtMW9iUrC/Y5cg5KWlDLiBYTU61zJVLFzyVlQsubLjtk3xuITc754J",
+	"+6zsnJ8grsS2zirWS1y0xPWMqredOXMGTVhEPLx25yhxasdj8kNVWjKra8v+qwMpqFIH+HYFhLci60oW",
+	"VxdEMKtGSME0oZWWoBjAe1smmKIV2XBWlRnTdVbBJcyD3Rom7F0YYT+XzgZD2pfIQ3AWGHBFmUfhzK+K",
+	"Rhu5X5GCGraV6nA3E0NviPbh1Ohcl9yS90bJvV+4BVl5Pwtw8Kbk0v5xzUsGf7gx3+NQkSqWe2Z2soyM",
+	"eaXYXhq2bFRlB1DJglbwJV4da2l2dxtNh5QTYjqYuoAQQZWHw+ONbQTtsRM3cUeOh0WO363IMdtePIPI",
+	"IE70ZSTESg5SJb5CKnbNqgVZ7fh2t4KL117BWVLExIG3X1utYYnscEIxgEnaQ8v8YYZDDuc3oWooKvSG",
+	"qY9IH6PrfsS9cqeHPCw5uzkdPNa1VYKWFb9iSyvlpmnU3qteIoNrRm42TFm2B942YxkfMr2g/N4rg3f3",
+	"6BK8FHsWs1u8Z7cm3IKglgz4vWWTWbSomFGcWaXEe0omFgaVJ1Jwg6y/jU8AbzyM4QAmk3tfFG1vALv0",
+	"yxupyiW9lry0EnF6tChmWAlDNgb+VGgRVd6WND3AQooN3x5nLXznGI0Xml13YDCDQ5dhJZzhD8Z5R+LW",
+	"3l5nC6KbYmdFktUVO9h10/ZYW/qifNm+juyL1nyVZ1Aab07NWLFbGrm0sl96S64lL7z8xzWh15RDV/dP",
+	"Lc12y7Rh5dJb0SLn/V/9IzzgrVYTTtGabaRCUt9wpU0Qm+50SUYGt6Qbw9QyZY4Nt6e0t/15UwfjIF6g",
+	"dq0kGCptM4RZMQ/buv+VPWjD9st+aNXwEKhrps5veMkGwn1ESS+5RNlF81/YMmGcA0+2NgReh6sBvN+v",
+	"//w46ZjKaq8VXWdahMs2f5zw+mSDIATmNwivzw/TWwJ60mCi6ddSm84t6z8lqhFw1Rp6xRJGxhFR2FNv",
+	"Tz/ygYwLhAqr0ilGS0Ir2ZQL4NM7eZOhPjRGvqloRElbOVJegXJaWY3H9We/2VPDC1pVByuXc92+eUO5",
+	"CYoECxEgd5XjKiq2TVJE9U/tAHTN6FVWh8A/E8IpsFYj7ehP5OJ23uiEW1rlPCFbt8o7KnxAkKUzxEhV",
+	"4tplmQ5/1Ey9su29lGqfZT8cDjHGj6KWJMs43ksrNnXC90bBN8hf0A0OlgxJQGguFF+zMfeypydh3bMN",
+	"Law+s7fH7B+ekNd/XoBQcKiZ0wW/2df/EBTDb/Z/pO0/buh1+w+6V+6Cdl9t6arnCVtzQdUhZu+zyxUf",
+	"YMcwcAUzbSPzjncqwTrMLvuUZVcx3VQGzLlhxeF5xHYXlTCwkUJuBf/FXuTOLzw9bmgqOm4vmLyWJavi",
+	"1nfwrRNq717LnZXTEiLmd1YrVliZM84ovHEsYn27NYoSuuYVt411hcrqbiLIhplit9woGTnlq1qxkm24",
+	"YOU5dIXUh9YK/ott1v0etTHvqF76aFS4f9a0oqKwCg1K1DrFL9e41FMcA/bj1bf/XViSgq/6PUxy5H18",
+	"M0OgBFheHQu1TM1bDVopmu3XrLScYTmxAPBoObi0sjUImCFpvw6dY2iqsDQLPsqIodf3Pa0iVBCKBTEU",
+	"VF+x0jLzuKvNUNPErAS0sIpYxxaLzbpb3at/02cPNyN2+P5MTbH7sS6pYT4c/R2MJMm5u5Hp2oX3NZoU",
+	"Oyq2zLlwNTEycjbbaPV0JJPpNW+ka/gOjo9et9E1aHhlXonXzNCSGvrS3rRxvySr0IOF96AV6CptiXd9",
+	"INxoVkXM3XGXGPgDoTn7vKM6hsHa35EXOMnSblH8DMQpcIUvYBuG76Mfx31E8FLuSumE+9C+es5BO6bo",
+	"Mgom6+HF7lvJkmOiu5VlDXu2o+ZZMDZN35HOKOUjBfGyLMCpXdew5ZUs4DK3Z+u4WJ9NU1W+3cTduTgr",
+	"pLhmSqOjhKfSMjovoTfZ2+/WrJKWm+I5nA2OmQoa+ikwHtd2J0gI5NFuVFFmNCO7jlraLqsbetBk5XqK",
+	"k3tqMXiJ/IPrjjp+ZORihIm7SfNyQRpQZEB9Cc58q0o5G4O3T2b0ibR73GX1I4xjw7fo3Cu4YeXYKAgm",
+	"OND/fKaAY6rtmvQpdWyT1HP5Ua390ZNxqdgNQQEy6xC/9Z2+9XbQSBxSo51GN63W2JcSJuipeAD7lDyM",
+	"RQCg/N+LAXgUZ7xUXyUJpzVaE/veA+3Sp+ZzsbocGQ9K29UiEsg4ZBVu5gvPhHrH+0OCMSbveyt+g/Ji",
+	"GmXFNAik7jDDaDCIXLrps05MyIY2lYnTdusNMNxU4Dz2DZQuv0qwmx6/iwecncA2JUh6XDTsgrB9bQ7g",
+	"+l/DTCEmWLvepWBZhoNEqPZLMP/0gzq4hmXNPjeowPOK/dDx8cxEcNtPjpSLoRtyTRUHhndNq4ZB0g4G",
+	"GocHPhR3RFEQQzkRzxY0Yk15GT1bPhFwGT/FVrphdA8CjqUPZwZ9ZzftxTXGLa/8HY2vSMEwjtnxrIcg",
+	"aiJVonRdsY0hsjGPHhPIPEBPPTpM0WHf6daOmolmb09p+PVsceY7tSdtllTmbQbAN5gwfMOZWpBiJzUD",
+	"gRNUFFpVTF0QboguZM10j7TxMgBqjIfgeQNm7Jy8lIo8c3FPsA4Lq34364prS73BgunD/4wEYyYX2jBa",
+	"+kunouYkIwfSTyBet1Bx3sWKq7W8fSaFUbHo+a6XiJID098IibJozHrgeFTKpgqxmPLW8wXDi6vJzIQO",
+	"Zzo2mm3HSzY9EFQgIJuuBrq1U9R8uzM+uWEntWWgN2w9E3TXGeeOo2Q2O8BgQ4gwWIoRg3onbwQR4D+V",
+	"fvESx91v/tzS7xttrOaLp7in/XZm4VlUQpRhB9KIkikXvYRtw8dkK5nV6YwkK6S+DL0Jl6LTawal/qRo",
+	"XcdO/+UMkRaunbm7YngyhoMO7cQH6/P3YwPUe2A8pOaswPB0UlNInAPRcIGB/Jbp1ooVXLM2losL9+o5",
+	"AgDE1adONto0ckBaf5rQaJ7ZZ8C0+J6Rh139pSvoYfTElMoxxjA4IiPp2/M1tcuE6Ug33Ozcqe0uZdz1",
+	"1Mm3T0TER1uYNRkE140zN4WEsvWB6LriwEkXrXmSle7FG8UNJnYo2Wx3PkQ92ncD1qb4znxHtfGmpNzN",
+	"gRCFRMrJd0xs26D5AbGkQvlBhO5BGnhy7Gxnr1/XZI/qehOdPmLPsPlJkxuYIp0VIhDd/R+cIY9wzU2P",
+	"/3kijuuSaC62FZsesteEp3lZYEfZUe7tN9/xlGLjo/o7A7xrfk13qGNpPCshZmDU/TRJMN/jt3LT8uru",
+	"qhB5bfWzqsKkn4mml/DCVAeYNuSzI8O887NsfEpNtz+3OH6JoxTRMf4ljtqfZXlwx6wNS3sIh88ppFI9",
+	"Ark77qHM1Pt6/r+/Vc3PydJnZ4sRV97S4oAsDQbpA55B3zL0CqKAOFpHw53SFccyIu1+T/Xxs1EN5zl8",
+	"hoZ1rMm8519mt+a8Ywq7J+t5axw6SQD8Ak3auKifwqT91YT9JZmwF72Uts/ZTH2sUTrM6h2wUGDLf6Yx",
+	"7oN+SKJ3VOE1BSZGYONxLoRMOSI9f2KeMXdSeTCktX49yzW9XpZ1VI/e/sAVjCTayJpwk0cReXsYQJ5G",
+	"/nXEuMLcYSZK7QBT7JcX8Pdf3r9/4wMOfL4xPLY/HjT5w5MnMZWojKYZ76mVctm5YrSE6SIaVOFupE98",
+	"oczjHIQLxosWMN7O2RndALFZ75o9FZ0539YVFUOHyml3CQhBEN6aQJFwhDMr+qRiYd4PSACMoI5obmRT",
+	"lWRHrxnZ0ZTmM3US7MN2GoCvdMLgE3zRzWiBxNhuUDbje2Nbj2znFWP1Oa34NXtsr4Sr9YJU/IqR53xz",
+	"WBANp4gbxNRYU8XICob0lNQg2FZcoOmJCElW9kJ/ij9eOOQauKJcFvja5TnWCHqG5xST7LUzpJYS+nRB",
+	"znZHXITsIAx+SMq1k4pzVjN7zd4b/bo9CLSqXILxpPaevHV+W/wai6ePqJBUsz/9kbx+8w+QKn0RxBpl",
+	"9QVLACWIOD9LLlhpmUMI5G2jTA+GxY7jaOGM0csxMWXf0n0/8tSF/GExRsABQ5LcEH0QZsc0BINiVPoC",
+	"HcVwlGhj5DkELHMNAtb8fr1A6MJPtmU/6oZW1QHdv4+PXfglE+UnXvzXVF21SWj+Khxtg0ccDS7Bv3Bt",
+	"pDpkYs70vIkPQnDRnS1knVbdhp8ORSMhpdqPDLFoyJodpCj7+BofEZxm6A1ywC8dLJi0kbKzFt9xbZJo",
+	"U92QBaqdZw3wFSuHvpMvysZhoHpdrNmWikwpNhOA6RRzFCj8Uu29IWo0Trsz4IxlJdxji6iVajYJkAsD",
+	"InUaIKqLt+BW38UyQPf+DA4jVGZlnXR8qE/zGJja8sSk3iJBbusFWQm7RZUHLLZCQyqiJs9b06Ojnse/",
+	"E7U7S0Ax74sLRG3FpmP8Kgn2EuV17NZ5m7gY8DuEz3B2NsQEC3AItK4f6KQ5AkLJlg4rUKfSJwJIoGVU",
+	"UlaAEqg9yI4PP8k2R4ygMnPgDJIZkLRNeEZkjbhzExtYGnnFYjmf7+F3H4zQLteYhUTCtu4UsxrncBHl",
+	"LJPFIS5sEQlpeuae2I1bOX+E4gVbLbwLlRcMhb+gU8znusVV5J92h67CvgFkX9fPCs/KygpZK/g+Ex7h",
+	"1ii6dH6+mPfCQb25N4jhrQ/DrWcbvg7KZSdrTbs4QYgUqilEBQxMbFH9tJv4hry2bFTInGoAa3FBpCja",
+	"MBC7DO6m1s16z43b3IGLRqr9EvJtJmBCESwH9CbbnEPeyclip0XIfg4T7L+xboyRYqnNoYqDQ/EynuHA",
+	"TfSDaILo4Ji7i2TJxbLh8WwddltzpKql4bELCQ4UeuS9M749V7Bg0ARD6602MgTOIY8bAsF1E4jtniT9",
+	"1lbSLS0FwMXrpuIu+9B5lDlBu4nlhGfAtrJCnVrRJbGtncCxaQrRrGKFwcOdm8+SDNfwcg5k1nq3GYpK",
+	"CI5D4bD418BULLShwqAMgEB7SQ8KNJRJc4j6sPRdLdPgZ/Gp1FTRraL1brUgK1wk+xfAoUA8tv3r3Iq6",
+	"iXCs2VMgZMlS5ADPUkcMnImyumbl0m3zEqXROVF2HqB2DDdl6RL4l9b2MMbRBH8acboLH7DcCMOr9lCG",
+	"XIh87pVaI/fUZ4TG1/DU9RWlHWKXC+QAYfjZz4RJ2oUIELPTYYPpZD5AVJcbfw9ekBXcVJgf7Y6TvfGm",
+	"I21Vk1jfOHrPXF4pOuxmvcSWs4tt34u2IHwTjLWAOzxPINhO5PRW/Mod05Jr+EfmIf2EqiMapPDWaBOl",
+	"srRDb6gJAR5ZErnTPV7yiuUK5L6jPIG6VnJfm1SgkLJKSK75HpbEUgOCnmhUh9aKCowEMjvFaAk0Q8Xh",
+	"JKO+T91ehtAMqypGZep3TnBvs11D3reRsu+gLmVje43EBWbnIEBibiIqOcOx/C9DpzK6tUdaz+le5VmM",
+	"m1TusFf4O1Df4OtGsRZ9iAuvLuBbI/0i7lJuFZ2ISiS1abHbLcVO6ELtRrKC7yGqKwNf3vaeOiRv4Fh0",
+	"4djxTWLkFm6F3BDQcV7VrMu6/eAtsyJQMs4MqVBCmM7I8NCvJyXRq0UxYz5EvszkXfWk0g2t9IhB/rN7",
+	"07cMEuPQhtWx+nZzOxptucIKkpTz0grSdi7BbhwMq2CsZCVpRMW0JqvefECxhcbtyUJvUwF12gDdim+F",
+	"VJlFIjKAOm52ksgboU+x6f02Qxn/5mTklKk3WC8RQ7tVoK8Yq3UAz6n4Bqz0lmsPR3hXU3AYwvGWkmPT",
+	"XDIlgKQ+8fHtkx1FKGJndQWD4JULoo1qCgMowU7ssMwOyzocXUYDWpjAlyhZUUHEi4O2dgn/C7LCSxDg",
+	"54AEUakqFGuVqgVZudOJcJNUELhPnNHF4xHAb/+OLX+APFn4ATvo/ID9dH6wnXT+6frq/ELF4UNGak3X",
+	"HNxZkA+ZhwyhLSYj6y3/cTqzVANeHE7C+FR9ZC6SpLpLcUA6ciTHDaZE6Yab3uF9oMmqXTEQzzuBxwRi",
+	"Cjdx+MjhJuBQctdcn+he9AO/T/9ij9me5GC0T9uhOQH5S3Mt6mMqjXRVx14+6T3uS/B1nr4n/VTXL2hf",
+	"4D5ty7CkMdKANbXg51Nx0pPlbmZzbbVLaXLtpUftSugmhxySbUPO/sLl1Per68ZSb3tyw0T2wEvFXDoU",
+	"XcvGoN3fjAv47qSDm9nTW8wDO3v6xydPcnwifeSpeK0GL1CEl1FVBainimvTRqIG5FVE8tJtXck8D01/",
+	"NEuvC0c1H4+OFh8a6oPVwYrQK6m2VPBfsM5fXTVbLr7xba+CWT3HgQRlUZdh+Ze05kmLg3+9s1uXb17Z",
+	"wyxY4QEZGs2cV6sdEPi13MerU0fGs2o/QxQsFmjpDFjzMg//gYuS3dr9MqzYCf7X2C0OSObLvza04uaw",
+	"IvAJc9V5oexEb+cuyMpKsXLfeXV9IB5nGLAJukkn3cbtz/htVtpJXE973olFuCANTKqbsnoj1ZWuacFG",
+	"521xtufC//PbmF2IKWft7p97O6cliH3jajJ7CsDXkVPfXYW2BVpVS8Pofrm3C6swWUwZTqvwy4cjTFj9",
+	"gV4zUUo1GucKf/fRFgPmBCn7O6bYokPVIc8IgiqBf1haiJ6Y7kTDCPyrWbNxxi27Bp7L5QXcvfUfImDj",
+	"ODrtL3ARjyuqa6IZVcWOlRe+TpRbRrxrDy5gEFwZEal0caab/Z6qwxIOwdJhBk5B4ALOrYtUxI+5V8pC",
+	"CpF9C09VNpJ6hIs0SmjXxYF4FkAmefwQLjFRPwlRClEqUdy4MKgwmyye1L86Eh317w/AU3Xgl/Mh225j",
+	"0CadNMpBBABUswHjI6F+xU6yq8TQ6yZkFwet9+fDS16xl0nQ3X1TGW7ZgwPelQpNIFiXJxTldw5Wq+fm",
+	"VgG7bA0AIJ34iIZayYJBad8Ag7nAItMlRnOv/NjtyL2MFU/2ScPkYtldiThOAHDRzuaCsFtamOrgQY5m",
+	"8W5zUWmHaz+NCgwSb1jiYDepK8qFK3UEVyQ3OrZqUczJDr6yZ9kAoY1cb8i7IHObVPQgG/PUdezs+g9X",
+	"7XerRwuPsmDZRy9T+uFqx5myjI4XnruuHln9O1Ur1H7zV+rf7LL23kjHzZ4tzvx3WTzfLkcfK9svyQux",
+	"rbjejXN1PXZ2G+BomDCLcJRNI7oUfIpIe5SA/Wll5nsT+F472Bqk6ZhM8EC7ugftoayosXdkgEPd0KqC",
+	"8mM+AmvUQhjBxxUH/QlNxqZKxbfcyt4d9NUoCjgEbNvlDqc++CK5B15rS0w+zvQ0WmJcqqY6IvPjDX71",
+	"1n40Fmme2Yvah2vCOR/ynZGs8vHkq3cgRbWQyd4lMBaFR4NKA3pDXrWP8hsA8eYjx6ZAvvEaCK7S93Q7",
+	"cwkYuj0GTNfQrYPSdcrJjGLyj3OKyXGyRQ+NdmZmfUDc0xCDLwbT7O98i4X/h3/8R1LsqKKFSRVinQ95",
+	"QeN4izgWDCsdjAMEOHDO98UZBBHOpsQ40JyZtX2HSDzTiNQ+n1sSWpakJ9uMV9hh++SHcnzPbtwoQJbm",
+	"UDpZd8kmDj0dOsqZnY4iz3UnBxoAU8zOMeYAPsoa25nQKGC0JzRFR+MvyCGn6AtJC9KKNVC9bSwWzbMW",
+	"h/kSBhVbS2eXjGZI9pXQID4G7gkcXTbCJGop11P1zLFsdF3rCXvE2KGYXS6XG0hogWsW8zt9GU5awKj0",
+	"hfNqrlkVRDSvrVy+eQVQd9pQyAPF0IIeW0TX/wqaDnEi1MBnridoO8o6AON7ycUS+MJyth6hmcAFJw/L",
+	"rlCxcMWMnBKvJZHiEejtSeRXS5bL4ICNhKWgEcC/4PFS4pdnN9TpTiX3+1hzkUzwUdySb219iNbBtLuO",
+	"e9QSSV45ZWroEoOKEk7ln3aWudjD0YqchXShIRcBiR6DcgH/BpuzhMeumToAxflvH5GbnVU5MUBDG15V",
+	"EwmWI/v/lMk/R9hJaD9xvtbV+uxsemvwlAx4WoSPQfBj4HWPiZVsI34PyGbQg/bwAEPXdKACkC0z2gfE",
+	"QB73lfOtCDkIZepPs4vPEgv76589V4HEm7zHS5sIe4/J9K97badgEROWrv63Se0iTr7/hnLKoQ63UpCw",
+	"8mMMktEFc0F4QdGZuy3as8VNK0tF8B6CDhscSNOsdaC6dkuEEAWwsCJe8yuSDzKnoL8Y9BUAP70u/FHV",
+	"dG+avHDpv32C1eAfsCeNUPs/ZeYSQYdVxpa05tNrPTjWmOqi0ZVFq0rH76iYR0psZCyEMrjDHAbSBQJQ",
+	"2yWOOARg2hnG67ivjomyljyKXlWWyrIev+qtm+6+fYM/QURfwju45gJojetkvdPcvuOMp7U33cskYxN8",
+	"dbJHcQgkEO1varGnF2MxSxYxdhi+iZg5pq0VdEu50Ga8FBfELgSQ+PBAB3fZPI3rQiq2NDvFtGWuEUxY",
+	"ecM0AKZbTcqj1VmWsaPXU/vRimiDPuYl39Xgi5UvlJRIQ5H18ipRRRLHC6ouFBbLiE7B5kbDPktPJLbj",
+	"vJAiwa5eFQHsO9cWNdw223qiYV5a6Yrt5c88zxxrB7qmxdVWyUaUMYQW/4wUspKNym82Lnn8i7OU2Ffy",
+	"22pUNclxKUGcZWgWy5wezy3aUWOvZ+P16QznQzJHJ5XzgJ7duJB3QiCEFaN9qIPjB5jShtpa3uLqJfjw",
+	"9rKMAd2GILLwTjB78uBVSiWIcb0MRRCOkhBs0/7DeNN7yoWhXMTEn278hSWNm520CheppLzSrhAxN6C0",
+	"ambuADzR7WgxF+gxtrz3giqWVRR32euwvNSEVpW8wWQZF+8TokEw4mcQprG6CODGZH0gGPytsaDt+gA1",
+	"bnUrKMFt3rZ4tyqOwziVwZTsmXVX3FOycqEnEO08iD1BGh/OK76cvGYVF3F5oj2C/rWAMXyU8SItc4cI",
+	"FkREi0aswKPMcJW5CJRlyQtzj26Sbny+7gshcYeN5TT7FGSw1d86dQ8Va1kFoQYSre3XR0VLzISxvBtG",
+	"k/jhO84Iiy+AEWC1z0bdJYTFc69REIvD7foat3JPcSuLM0O3sfROuh0Dhd/JGPOebo+zwLx3frRjXEV0",
+	"C66iC7IKY10FYf0TWF4wHTAYSYLLWWcZYexJ7qAgB55EHjphuBsf9mgK936i3xb7PrwUb2kqnek9b4Mi",
+	"qk6hjIhReVaD8f3MG5mhj5JwA31mHaqpihw/YcCqLybQM7Q+Pg4dqttw5x7rXdURs3dULl10HD0jW96g",
+	"1kfHQN935SRwquC9zsaOzWsTlrC4HTBxd6ZuFsdwOhbwtC1qQrUfmJaTDqC+5DK4WMeemq5qOZCwx0dr",
+	"6rj3zHdDPaAnYE/4EOeLhUTMbjnRf+M4c0182VafsZLlufXOzqNSZ96rxsXUbxyiU90CJh6VLPPmDnVK",
+	"3FQfaFeq5KgKJa99XZLRKs6WJom7lDvZOj6Bx1cWqVPovG7x39NtnFBcMIr2qbmzeS/H+Ozbzt+yTRQo",
+	"aK62Sytd0G1qpSbmbLuN+NgN3fbkFjo77TQK87ECSyf45xh5I7m3cFM8Uwwqa9BoVaMiPCUUMH69H1TI",
+	"koHbpTlmzp3meLkAKWTV/rbkZaJohF5m1CvkGhLnMcoYrpQHOpQtaXuJc4AjUZwGkwmV77170eVDYa5R",
+	"1mZN7xIg/Tr4X5ZY3NH2bLiAu+WCFFRBNgAkkHGD5tSpuJoEkAg2ix+Th8CDFlh2k0DsOL2pvNX2UYjr",
+	"dmvRHZ5dr6hiOgIfLsMSLIsw/RgQPFy7hRS62cc1zA7SCkzD46vMCJDZwNyDzUpg/8c3CuBHLoaVACJo",
+	"4im0RAiXElb7lLkOyYmVTsHtn7oW85DuAZnd2Sc/AZD6cIwhrjuqGm9bU/Vw+2J1GJIHtb2f4BoMh0lL",
+	"sqFT1vmp8gidrWvD0+OnZO7WxFF5j8uwRMDc2E5Y/O9lyd426dRgyLDCirtWyMhY/O59Msu5MQXzondt",
+	"9GtdpXK0EnFHg7CjToaeVRK8BG/lMFnQCiKMrNbF1pobtgQWerYIryt+zaIbeQpO2L8hTofTq+3qPdAO",
+	"f7QHSDD2i0y6At42DqQrlEwGpvbQDuGRD8MrFd0Y8hDgeR7FruBUsa7hmg5GM01cb+D+jbGeEQ92q3I1",
+	"sjVPUZg+Tp4dClw5sTZjkhoi0gU6AhSUPp11f7K0hCb5HrXFRa4OxmEER8QumBfgVCOET+/ClVSApwJg",
+	"4UvXzsqVzvX2e9XEMbhRYEpXe4XHZM12HEDvWx6QBmFLC9Mt1FrbtGJbrtMR5B7YMbEm8DwOLq6ZQgTF",
+	"gBwaA/Ty6zM4lZ06dxCraiTRDaSRovOH67AQgRqn+MKRhsdhhoCjjejZY/biy8p+8PqMkaSEr8YnzdDt",
+	"ckp/6n06E4GPTUXH7JlyjE/48ESACRwlHyAAAkZWg+W/RTzQzn/nglYHsdaq2PHrKccqxpL69xKBwF9E",
+	"NK5vd6PkPh2J268jtaI1D7wqzqG61k6MHGu9atlX4ju8AXz1PXZbU1Eyx9nYLbVyHKLjY4x2CdrOA43u",
+	"aYjXduVcZ6E1u+P1sSUnDxRqQUhllQaDVd6t7lljQSIsb9S1BK+OHmH8svHp7j6KwKqV13a52OPt40HU",
+	"tN08IRFRcF9LZdLbqJlZdlPZklFlm2ESsX27n5UBYMF1xQ1ZJ8KvObhAJqqbOWL0LwYXJK8YcYbfLM9D",
+	"6Gl9iOc++BcIN0d20psOQJ6nkDEvfQkxS9Hu5QUp5H7NBVap9x5XQ7dI0t4bBMU0knHX8+HlJ0STnxbk",
+	"7TcfIBxdXDWC0v0NRnRPgPRx3V0KeO2EMKqho3IxAYo2J75mJcq0+bD0imkCgAQgijmfTCLCOF05ItC0",
+	"N6y0MQTckJJbDSXv7trxySh3uTGsM1CQzaCmeLgdUzWEElnGc+FlqVP+qneKn5LVDeXGQSTWVGn3Z+Fy",
+	"ewEl0TJJ/47vYNUWWWXlqgXMxUCeRrOEhfbU5GnBWLl0nrwJcJMQqIG5NU4EXg8wYsc0UkudqH7xpqLF",
+	"OKUvmmP6QIfCU+PdHHghE9vzznJSqB83CDjpkmYftEVIkx8Bnoei3WbbNwJMOi7gcAIRZjzheY/3oLcT",
+	"7EbAgsLeRR3bI2kqLRCmZYzA53oi6sDt3XN0u4Uen0jPj1qW15c0+tLAolUARjf4wAXfcqCeT3vgno6S",
+	"4eB4Tak+mKFbplJzL7uYBQ4y8OdGt6qAVD58YtHWK1lbTogfeCivmC4Er8VCl+3XHIORqNY+Ssiv/Lmv",
+	"jtuFmIsJD0G3m7TP+PdGDtTWYocDnVrG50B2USGMi23VFVMj2C5OuH9MfrIPV357/0mK6rDC9V5x4Mp2",
+	"9xHq1Mprqy4xrFzAHlTyucB+2qbsP2VjVsNvuA41/T+WskqvmaJbtnSZ4svKARKM5SjqcGgIvkIAlyaS",
+	"2d9RXf2VlRbqO+vc+sWA+a7ZRrpazFli/Vet+5602AvQSVBpRBPXzU5WDr5JsUIqq15DVmjJVF+9nI/9",
+	"7Lwd1xp6Kn1fDig8Svx8N5OQ4zVWD56mhW7xtVxiCGPPpAZ2a5iIR3S/BI3TP89LOygTzSTE1z3fpywK",
+	"r1+9fgFqzx0i+X9wCDy4kekikvyXyMfv+C+wOeuDYZlhIr99zraT40vHjKTdgX0l23b01Yzz1Ywzbcbp",
+	"A7JlgK9lgx18NRB9VAPRKRgBCT4YjAL2ca82V24+V4hZvhvfG/IfWNbOCmXxva8Grvs1cM1WygpTN1Je",
+	"9fImuQmSfRZfP9KoBt4+KVqE0q+WsL4lzOl1CWpqQ4wQ4+urOe3ULBg3Sb7xCXFoeDk+lnHGHf5c3ggr",
+	"k/4YTd4mFRdXWAySuWB12r1cZFcoj9SUiTX6jm8FKwntQnGgOgjFX7DW7o1UgMmGqcAUZa15/38q5zuG",
+	"NxwXIgDRGD90AbWh9N0KrSiIogy3e2fs5/bolO3RaiMEHpNX/k6AqE+rdbbgEU4xh/p0ULAsgALLxriK",
+	"ZGj/sU9WF60Vv832WWGK8J4aw5Qre+VB0+4ZQvhLwPL9CtkbhyYIN114J5Soy8LvvScI3q9Qup8jlO5v",
+	"E1zTE867xE1tZcgNVZ0qASjuh32zAsxWRozO3lW5zLDt+nePk/8yGm7l7NMa7sKvRjin9rJCJ/w7Eu59",
+	"rB7Qgui1dU1Psund2S39zGMS3KdXGpFT0C/9kFZaBtf0oxRUh84kJPfqcduNnWcQEdSihZf7G4W/5fUV",
+	"dNYlxNdmejzWbEtFHt6TX/+c5QovH7dgVo6rs1fMvd1fMvdjVneYRTt7FI3EfiHSs6pyM7THjuD4HiXo",
+	"cJFgdMmdGPCtLvm1PujOCkfZ0WhRpiTj+TThXlp7boJwi0twWmpwcNj+veYGdxbwU2YFu169NXOm7Ggw",
+	"eqKWimKHtnorraboJihJy6PShn13P/jP45UXB8sx6Cw+bVSG/fT1/+T1ZGR7uzsQv1BcYSEaK/w4P3lU",
+	"//Jib8wc1Zb27TXORVE1g+D/2SrDe3rrkd2fPDkG6L03xthKvRDlj5qpZChEW3TTHvybndSMrNmOVhtC",
+	"6xoxRcFks6ex9C5a18mUAPt9r979mlXSyrpGnlTIf8q3+5OvIN3WwKVeLdKMDSq+U8POoVLAFKom5ogk",
+	"5rayT1ehQgE1Lh9EE21HEPJA/HBOFvq6dX2hPGBs6WIp2lRIcdjLmBzYst3RivmwBm/XoL2ZTidrj4KU",
+	"OpBueZhIDLBT4momcU8Jh3ytDWeqU1eSWRXXHr/VcP/idmHDBE0otO97MPVHEPAJFS58yxdkpZm65gU7",
+	"h6APiMTQlpz8hpidks12h1SVwjWbMl+GE+JCOTomzDL3dMQkrnYlQ4Byj/p625oAqqFmine9S5nh/6w4",
+	"25ANLYx2+OydGsL5MAif6Hi5qgZom0Yi7kHSd07U1EGwI26PANZ5rWuIyWMlpPrBgT2y5IolBAGgaZ0R",
+	"Q9yNIzwfGNEl05ORFCay8deyPLSw/iBBu4JlscTukiV88+vK3lhWMmPnitESfsDW7FdtnXkurmnFy2VN",
+	"Fd2HUI/lRjYiwTr2TOuoJHlJds2eik5/t3VFRToaMqWn23X4y/v3b3yQgR3xgihWu5AzJCy7UhnCZYHY",
+	"R37Uodfovjje+Zwa+l7K6pkURslqotwy5JF2bsEuDiMImkbKCrMjeQyxCOEDj/cW22YfaGKPUtqAN+0g",
+	"ngej3/FyBvnexR04nGhXw0ED5L3bpZ2Eisw3bG2PaR4IPhQ+SZxTWqMLwpkLc4MGujSRM/WMq8tvs92K",
+	"RXugPGOYHZBPp010ww4u0PAGANphtR06A9LbVjKNUvwK09Mz+FHo8wjq/0nRuo65Ay7dQPywsDBn9AAo",
+	"6kiGCgi0CDAs6dsqyDEQy2ZbmdO2Uqc3iePetjy1HMGUnfbHDY3ZgFoZbsAxIHF3kVzdz78JbHXeK92f",
+	"ccry4NYxczkzc2O0jy8ZK9e0uALdO2o4Uli1CStESkEocbfFafqe+/hYadk5BeNtyxrvBlLI/T7XdVhI",
+	"cc2URltCEn2k81Ji+J36AO4hqv7s1vhAD6n0wnEqS3AOOyc0rD+ewrtx2wvqG2xhvq5rOdbSFfSaWiAt",
+	"K+YLf+E9v7WT5MaBhtFyz8UqDOWkycJYmCin9e5WWd3JwSBQT737GDBsOALtgR0AW8OjMtTJFmElOi85",
+	"OcCtYtxxk5isn0u+YuLIM7l8WHe8c7pnW0TeEAM64VcuNLrkGv5xukoaaPi+lFLHpsYsoLdEYXb9nT9O",
+	"SX3JK5YpJ2PW0TnExYPkeNHKcES7OC8vzBDnQYe3sbsIO0YYe4hTX4asAR0Hiq/t3rcvkYchNayU5lEQ",
+	"KVdY/GFFCmrYViLU9Onw9b0h2odTo3NdcgCys+LUCqpPuCSrgKFDm5JL+8c1Lxn84cZ8j0N1GQB7ZnYy",
+	"Zv9dKbaXhi0bBVHYPdwfqchamt3dRpPEWLxEmgjshZbXVBQTlQPHVe4yAlF/H9Vn56pBzQ4wQ0fCujDC",
+	"3tIuWTEdo93VjlKxnrDq+2457bj15gTFBvbzBH0GV2Exrdd0ONSELoP7aSgExXjGM+Y4PoFrShHpssTs",
+	"ev32o++4Npm8FACWj2ClFGJl7bcdhqq/ctSvHNVly+mvDPU+Geqe3qZziq1+izi11NFpXnh2Bpc2pGJW",
+	"iAyi00dj2Jps5Ufj1x1OmMuzvRsfxhZn3Oe+MNIc9+4y4hgHx4ZSg8dE27dM11LoxKo6L5Tl5aKf+xs1",
+	"Ep+gx8Puc00MB2zw7mm+V018Jq049MWF+dMfj84zRndPiDjuqr+DrOOjJzWRhfzerx8Aqx2Xjgy8/opF",
+	"5vK9y/pAe8qdXOIO942XC5dw0wTvV5u5672/82pzOiPadnYfWdFgxMrLjA5x19GsDNvQj2+/a0ncv14d",
+	"2kT5IwtxsWvObhJlAdvMEveeRxf1ZzXD87BhiomYTeXS3rfOEBxe65jbPBrBnpYsWYbzvlLLF2cuYzyx",
+	"EBrzYcJ6lC4Iabggdwk2oK4yc6/Bo0920oQ2PoFHtj2BTgar3mOV0ftBqv0re13GTdEhXYeSvzR7Kgi8",
+	"C6k8kQCtVp7Li8oPnT93X47j8j0uAAykU7GA606ps0GGJ3r2Y34Me5ob04WZnQDAtXSwqeRNAJrtqDTc",
+	"I0wSLh6fFmtS4H3uHfk1VXSraL2DOG9WsQIUgRbxINzzCbkmvbXPJ6pDgHumzczqrDBOtJB7pgPYx8AL",
+	"BKOMRQ68oVbvkqFSZG8ZFx4hGePBpnWIUWGTOMxzIYU2VJgVedhoRlYw+BXga698vyvysJLyijS1X2Cp",
+	"EkHxyRRxRipuMDoTlylzL+DwwGY8S7lVoExB/5hhGRFLJ3zdGF9SRTVigWfCbhsV5YJIUTAXlsFKfJgK",
+	"0rAfLaEQR8h4zTus7RQsYT1vW4gXXMTBaY+11D+kLhbPQKYuFSUGvlLRGfXo4MLAdbN2Fb1C5Ospo38X",
+	"mnluW4nPAMfSS6IOqw5OU1zu6GBhnMbMpb5DW5ZdrRkTvRZzQwAuqxt60GQFoS4IoR03/PtjuFRNWmhX",
+	"DqwextX3Fx5F5AMKialKtgeTIHmr2MZsQVCLPRGgs26MkUITudn4NcyKif5RM3VZICFHTBQOeISLZcMz",
+	"9tLeC6CV991MxEiZgDG4rbmLrgZ3ylidsfoLKDOY0ttRem2H8H1KfoIjM+nHxW1gt4Y8fE3VlRWhLM+s",
+	"K8pFnDVCm0k1ANYAWHGRxDuCFiCJPJFD7uovoiRHRekORpDrpNr3811KVvFru+sdFyDLsMvECkbEdBsG",
+	"EqC0AmDlLvws2mqFqwhpTdYQGB2JHsiZX4V0bYIkFD81vrRFGo1fMS2ra1b6slJLBIM5LirMCR0aNvLQ",
+	"B+a5YgcMuUFhrBWwBjrYFKTUJEOPx0MAFXlfscwSaZHlTAR+hhRqKEvuuFB0VV1T9rAlJAu6ZlV+eyfQ",
+	"zw3VsUvmfmlHlLb5XLYTLPThxnTQQ3DYUvJ1jCD6ybbxtKyQyV13ahYxWuwGlQwAyzI3XcvqSSjL1Ez1",
+	"kr6PStUaJAvPZeUkc3Fe2UuXVpdCSAMXy1tWVwfvrZnMyhkk0APv3TuYUhdUhYYdlNZ8B0SxRDjpMJc/",
+	"rWwNuwZ6NY0SutsRjB1cO2DovQYZPl6MpO36qKLRo5F0QillzQTlcfFqNiLu3Z5WFcTE8T2vqOLmQOyR",
+	"hOscJN8wS4jrAYgLisvfMwxsKolgu9OV2BLTX8T3ZDyBU0hrysC8psXVVslGlORnuXaiH4YhO32lR04H",
+	"om949BD+LNcp6DwjSS0rFNNtJ5a5ZBkcbZup6O+Qlo0w3yF9dUUUOINQLPNdgmEA0lrnvQ9uJr3uj192",
+	"5BfTi689JFCf0HChf5brRC295V5v46n1frqhNt++Ngcvjq3a+YCv16WjZwli7e7ez6YteluWypS/z72y",
+	"Egmv2A/4UypaZAeVVEAMEfYcLAjjoEqsD2BOftj1voIdw0Uo89LxxoDR2kLmuMhUVpKHXXfto0jpIEWF",
+	"3jDlvL/dWmxtv/0ybB8mrFz+W/Bld+pmQ13sksuzxRk4ss8WZ+jHjrbWdxVMSVxDH1UPj6U79Syai9qX",
+	"0TbmS/11oJa6PXX2qM9nYPGOs926ZK3hzsSI7H9oKZC+MqMznGMS6AYAlWgXr2nSkhtxmyDIU60gdK5q",
+	"M2CgF4gN4EZjB1bG+/vw1/+spViiTBc79LAa7+AxjMUtot7JpiqJpobrzWHhlBMQ0/0rWDBuejV/h+gr",
+	"NA9/FG++m/hHC8AaHZ9cl/7MqQESkIHvTwn94xM8unA6jcUm0S0ilyrFjaHhSja1ni9Wv+aiRDyNJN7l",
+	"norDqOh6QZXCq8nQ7QLqvBlHw6RkBd/TiuBu3cnDfN8FwadcNPazKy7KC7IKs1358DHNhjXTT6ox/hrj",
+	"nn02SFIvu/TpILZ7KVg6FySpcV+KNl9joxg7B837mMyNI6LOLzCbqK54wQ1a6R5KRSpGrwGJGVjzIxDN",
+	"S0VvdItW1k0V8AKFbRKLgMBfHzKdrRnJCooVjF87Y1pnTWdwEm3jU9vJKxZP7Ln0QPrUdCzrU7k97q2l",
+	"kdPJD71AFJfaWUIexopqzZ1fLLwK2clKlk2RD5Bvh56sAZ8prveCOu4rZmA+Ri0i6eaGOQJdGyk7suQR",
+	"TAS220eYdqwIGO+ZSM6YF4CdzA8eNNdFCDIZSr9t7NnxIQsTMnE7OWHv/mvOblj5mLwELMRe/zBKiPZ1",
+	"wRouZgWDNh6uvoEBfvMrL3+DP8/d8//T8D3Thu7rf/qv//jP/9U8efKHPwkpCtb+0zZo/7VaWIaiecnI",
+	"6pvrb1eP8IhZKR3z+9kB649KdYVuxg2/ZmTPRWOsIBy09wrZ0J3l+ESOvcfeeWkFihh7QMWoRWDvhF6M",
+	"QQjzkBROgGFvPzvy3lzhC/YIoUnKHR++Z6tj7kr35uwSxg2874GZd1dQ5y3huuGVWXKxhI+WWcDl8M05",
+	"F74jqpizWrGSyIQ4PITjPwq4CWb+IwAHxOzD0yv2YwomYUBy9rTsvLTXYik1mkULVM0iWrdNgLHfqw4+",
+	"Gn+ohsxgpX9quu6G7HhgBd8UhIbdO3FXBnydz6RAX1sMlC88I1K0vouwkc6xDqCqD3TnBauu7Vm8ksBI",
+	"mux0nygCYUmVKg6qSo15t11zkJVIKYeKcEIa0vkn2EiBHkDYK/2fHKrHWcYNgH37GlBy7cf+by7cD/DH",
+	"P50tzv7r//5/zhZn9lb4B+b/KOD3/w/++/+eLc6witXZ4gz4/dj6tDi7PbejPr+myu6UtsN/1o73e2k6",
+	"/3pnR/8TjviFKN1frzT853sY+gs33O+l8X++Evhv+P+LvzaAJGefuz//Gby76v2O2he+Y1q7P92DH5R/",
+	"0z5r//VnP7dLnFvnDOQGNl06DW1BqAPdAzNOm6SDj/XClVHGnCRU1t2+xyhKCuZCc4YD+XWU7/9rdhDY",
+	"h1HFdVemMEKMp1RlreQWwLi7FN1ialNRdvQT/Bd2dEKdkDgg3/St5tyjRhLNjN2FLmLwJGreNBSfbRFT",
+	"fRMwO9j/0ucsnIY4CIVaYuEQNVWG02qJ6b29Nd/QSo/iC/6FsbqH9vdAEwlXs1sgLrRhFPi2YnVFCxc/",
+	"sh/gl4a7OQ3ldzac/oecvfy31Flz14jEENKOYt+9hvOlvP0dqu5Evk/ejxNBkf0ZXVh5P8ZP4mkGR9pN",
+	"ZMmqV9/+d/E+GkhxiWEFUoEXhQviMPBBqnnH93XFN1Y9frbjgsUEQSaWP76LcqFfdsu/ULwOTznqdtxv",
+	"klj2l87v7b21MF5uNP4coC0VmolYGfIfBjRSSLHUe1odgY3eX9HfPkTsy22zy5Kqq3ttO9iuj2hncYbL",
+	"ks2HLq8ph24d/nuE/yS3xlVDwm2xdNlR5isqtlsmeKO/weiAbyaDBFLeSloYfs06RprQ345CJSpekkIx",
+	"gJmjlb47hGJoP2AEobUpGezZPaBhqT7M0XlcSfNPdYj+4apD55YXxqn7OJ2pd+Cy1KXv2c07xHyOR/lg",
+	"3VUjCS0j/BkjqyZjzyxv6nkQ/xWNGZfkYVsf7lEf+XfWVEONocVuFhm35zBF2yN8eLcc3skwL7dezmu1",
+	"5+I7l4H6bWQaV+xwI1VsAv/insCKudeIBoyruwx+BMyHM4kRNSqzmc5W0eyZ4kXqGp/0reJFmnCtXgyl",
+	"c/xH1+Xy9+NvvWeXpxUQmdXn8QQfBd/3O7hI3c5/NBdpj+An3KMztO60uxlO3T9dI+0O24iN8oeaictX",
+	"z3bUPMOonkSyARZOdjyYC4LfPdBkVeyoeVyEj7FIFY1ZuXaSFzFkhxe3tDDVAW4tfCk78tMP334UE0lm",
+	"86xpXV+t23Tgpz7loJ947ebtqkVgztqi7w+6YqzWY4S0VN71BHRUrzOIg1ucmIWdTiz3uwUJx+QhbGKx",
+	"r6tzLPgF0cQ4Uedbgxfj6QyJIlaAKe6Lt/ZE73iKcCrYy2XnDMms6+IcPItGRrm6R0wtFcOkWJ1JDa3d",
+	"u3CFPNpNKrhhekAJkHoDanKPjKfi/kfHckjH+qAN2y83XGyZqhUX6ZXKTkRvvDF7/oA5e3lMy3Rjbgnb",
+	"E8QiHHjfVS7/gXopiSDxayhwt0H1mNE9K3OY0mPYuRNY0w+BJaH2DQXAcKthTkgSR7OrRlzdH89atBKO",
+	"4Boqd8CojuBlny2ngoqFHGQ4hM9GedipOG2q4+fBlByZTbAmfOPeGNT01s8yri+EP+XZSXqcapSN+n1T",
+	"VYTdFlbQdmvmkBktPQH/XiFHWWKgj37syp4sYRwQhR2tH30qV8zlhhNhTQVktIU3PSn3WKFjeeSlc7AC",
+	"AZVW6HUVa8lDI2WlF6SS21rJtV6QmglaGQDYUi4ofont/Nd//OcjcNJ6lCM0sm2FdPlQR8LcjC5cq0Jy",
+	"AS7CFiCgx8OA+Rcu96From60T2906/BAE0ZVxVkH5JZqsuO22cNj0rEqdMEIciN62oTH/JS+0Xx9ppYM",
+	"dQ+spBXS6chDdPNBAppXN/D1AApA61o/yoKK39PbZUsuy2QVYqsdsRtnqrNLu7Jf4uurC3LDhav0upZm",
+	"B+QQNLM9F3xvWd+3OZFFbbPjUbwFj4NPbYF1aV8/oStHARlQS1grcUGsKguwXkqbi5ZlQJCYh1TmOL6/",
+	"NmyAgZcjBlDjYt4wuCtZISl5nb0odrK1cPhse4Ma7wJOOJwjNLnWvLgKyxn3cMQkoJ5mZifsQ99gE+ht",
+	"2ITjNkQbWcfdqLIm2p5gUbC+C7WpIZtANurCOaS65HGs+zRt9GprV/1x7Dm1I7f3RMyG5VQnx1RoWhAF",
+	"OVbn2XP611Jkh2oXxhCRiueDFHq3XGJO4FqTylsjMRKArP79+Q/fv/iwQhM0pi+t3O3WqpFwXl0+XsJl",
+	"OJYu2B48gE2swl6EL3Te79HkHzo0+SSrkGO9rPN6tG8m6T+nr4wYWxDfaVXZMwdwURupLiAV5Zahk9E+",
+	"aSsTcMD0gSTurEjxgeDiBZTAKacllNepojE/tBHWnerYgb0eEXUNgeRQlLzHBtz7pKbKANm3Rj2sVO6e",
+	"2ItJMVqezBgyeDgO5Q1VJhZlkawk1gknF51i37QxO7vHHYFqrCfIKmpWluRGScOGwdheEUEJHeqYX7PK",
+	"Lv+ZI8LFWYhxhvqM0hLBphFFwpYyIBsYzxSpgJ4bT4NqrxVgXutKFpglkkLeATVnqRjVMTOlT6t0/JeJ",
+	"EtcwrIG9chZnDsQzeF6WGwgYi2plUH01qcs8iQfdeUn6VB2oI7GlDtn7wIrSpaQmTlXHmZZIX9o0OlYc",
+	"9FglLk6tXn9ug+u729SSYx7xLSYcT0PlDLazWzuqT1JTdNwabZL1xrbMhwySNUR7ea9J37Q99GZVKbwN",
+	"Oz3yEGs+QrOQxgreC3ZrSM0ZHh2/j0dQwKCB3aQ1Jb6L75hp7Q9hiESK6nDEdo7We+aQ93rtWT1GPc+f",
+	"9wwl73c8/wniRYKZINXOpZQoq6ycEbW17ru1eUzeA2GEC/RnyQUrLwjkXLjfMQhZkJ0x9UP9COKEwCgA",
+	"3nDMyQ5akRWDMT8E24jkzcHvaWxQ7BpzllfhXbzlY8cpXhf21cSdOpOqgQPgOhNGJY1Pg4FVduE7gsqJ",
+	"kdSwiQ+xnUV3Xf7rP/7z0bwPMxlFjTQ0Uc8Qaw76qoZ2ffCTc4geNXxdsTafXidwEWKB0JOlD6HG4cNQ",
+	"3JDWfHnFDnbmDoMjlDhEabGur9aunJ79VKfqIz7Kusbur0Ii9JoCkEbzncshMASiHJx3CYpsZo01TTqw",
+	"8vasV1TrzmK6jpeI5ADY+WbHhOEFWu7C74oatoRK3u1vmqlrpty/82ivvX1dxj7s/ezljYSTptnXcSPJ",
+	"pXAJew5F0aHC2Jcjd+a806Ouu3WF79vj4SyAZdKrkem1dBYzODXFjpoFoVsmzLn7G+sBlO6frYFiEeyK",
+	"j46IgZ0YQRoTesa3gl6a7nWOCmpMSpc3IgE2HiRNO8LcLKqI9T70MEN+EzlVGJ1HIRhl74pIL3q2elBw",
+	"Uz7KMonKdsUOD7S36R2hvCYDOee2JkDotjnGOkNYD8uaBN7q+nASwIYO2Wkks46zauas3PB7UvjtHNVa",
+	"yX1t5hrSLgHA+L1+qB/F2zPS0GrS+q6bvR2Yrw8yUw+3P75FZPKDPmNL/8aDJx9Vrabiwkk1p4TqwYeJ",
+	"SL2sq+5rSN4dS5YUO6poYZg6tm7JFxbsd3p93axYv+HhmQj3yzw3Act8jpWPzu2IO4SWoiPnNbODeXHN",
+	"hJkQ+mv3HuAbB8gy4WD90etwdDnztnp5Jx/A9wQoy0lsscUZuFC6qZJD8TAqvR9dsfy84lfMly13l4Wd",
+	"v/M1RLg71VfO1z17KiKI0sfZ7HERZjf2e1myl2AsYdHE+bC74GcGuynsSMG03jRVdcDgpwmpJCpFu+Iy",
+	"GdIwq2itWZkAcH6HkjUavgCKVcqrrArIQdfMKB3DigbuzG5q+ZRnf9Z4u3ErnlqGeS6bUhJwm/yIU9pC",
+	"sF1ldJQVyzA74w6gbgIY1+mmYwkeYIzvPoJasZJZspVq2RlNRsUYQDhc3svGp3jKO8/j4GixkpVQnwK4",
+	"qcNShAglH986Vu09rvAJ2XMjfgnL42k0jk34mbKydxhsOM/J1mxLxUdjWn8/p/PUU3X/9OriTL8Ycn0T",
+	"Bf26hHSBc1rxa4bWdKyubqL556OVqG2jH+5phD+5lUjLByP577MWEKAAx/3LBx/vMrcDTvCI+7oVT7+Q",
+	"tJF1zcrEdQRGBW1YrfMY2dDyMf9FOKe5Z3Sej4Qmv7i7zx/V5P03Oqm/zwU4QdH3dJV9TLL4gq6YXmnS",
+	"qcrqLrgZah526EMnHSA5dUFfvfuB/Pc/Pfn28TH1RmNG+p+6pT8n6w6eVuDzqBqcvgJnoxmwxlDEceU8",
+	"t110PkzUeHxCBc49KzmFJP1O+phDJhQQwRktv3ckWtdUUc4Ta0oeBTXiCfU7u2aWWt/BgmGu/8FF4PUC",
+	"ekJlzQ+/LYaPKqAgXp59GCd4OEJvU/RdoIwn94Vb1fWhv6WACs+NhmhvF/G+artakYdoRXzON4cH2pt9",
+	"iWai1I8uYmHwi14HNzx2yuJ79jzgCFm5+YKsGgF/lQ7Wgq51NtxsukKpw4APQPcOFT/whc46JmLDwj6k",
+	"c7b6J2fhDLJgwLGP3WqCd77iHhwvEV+BSsQZ0BCxRHQ2QWk/CPtfv5JvEk77GgI6BGCEwwcthlNdUROv",
+	"ZGQ/SulP8Cyxq1izCSZ+pz1NMxOYzhUXZdeOCllLgCtMDV1TnQMi6ac4gbIXX+j2XEeXGur0Tyx2GPb3",
+	"MhEjHKBb0uWywyuOfV/0cVp8Vc5jl73OSJOdoD4nCQBwTAa0jMvStPcX1BDukuP03vV6ccP+0B4fHBp5",
+	"3taVmNtaxa9Zel9dpWayQcbZP0z20xhCaHHFTKq+ilSWUvCdhSvP7FFusIwwvfbP9RFA6JkX5kt/WX6E",
+	"M3pJNBfbCnmri2Z363azk9pX34cYuqqCAhOi61/fINPDT+Y1//4BHuy/3ZqpzX/bTKUcWtHeeUHa9FJ/",
+	"dcQVDVeCmouNDMh3kf3HlFcoQIS22AXRO1qzktCikAprUkvkZq5JO4dVL+ihDevPOa1DqcRKHMef8iM/",
+	"/omtNTfsmaI31Wn9ds4l5BiMKm72V2g6jBBg6/DtCyg2ULpEF1h8SP6LbeKKwJr3gkDaQjeLM2QEy04V",
+	"mxuc97KwE++8AfT44Z7yK/8N0ykdhQaRBhMqQ/7kBVn9+lsLFWZPnWKh3vXoZHC9rJt1lbCOvXUFX8Mr",
+	"bbcP7RBDyHap6MaQhwDF+Cju2A7ZtvFAL5ehDJWzLH/E0LtziDzBjLIFWfkkilVARYSKGz4nzXiw+36g",
+	"tGv3bHHmv4/uCejGy8m6iR2C8s46RAcIJbBnmBdu+5iMF3FuMhzUYL+Gi/phjvV5PTqf6FDVwoL/9utB",
+	"MktX4b4gm0ZBuMMVO2gIA6N1zahK22jyx2EpES19C1cWVC+ssu5rwGIqnpOzZ00sH93UkdyGCIeMIRKx",
+	"NcqWRhLgKZESXfEynEHNuvNt7+LGZwpeqKp7D7vZkWeOD46XAa+/t01s7H+RN4R2AVshiIRrUlge4vLx",
+	"dV1xg4EuiPwwXpoEg6GNkXtqeLGydKL7GO2qqZjlMAiz795Ywa+rBXS82nGmqCp2vKDVCr4sNampsqtt",
+	"Xyh2vCo9HMXDmnJFuKtguiplASgDT0m3FY/o18so8aNsi6EtzrofxQE27EATqoNdPH9MYPWgnIpHdrzA",
+	"JMv1oZ37eLbzqba4Dgne/tJqav3lsy8+tTQJDMOtols7e2GFyB5NisbA8DRiL1JE4nIXD2J3dfGNgyMp",
+	"xAYtzjZNVZ2XsshKi6kVW7ZFAZeJpX1ml/W8qQm4CFytytLnD4d17klwQyjZjCICtvVgzRxfqjz6OS92",
+	"uO1+fN11UWwvr9lSG1kjoOLC/8RujaJLULM6vzaq0ku2p7zSmUlOc6CQ3Y2cVT5bhvGu+xkW0QeCWd5L",
+	"e7/NReinb9hEk6mkG8/Umh4bC3UVKqq2kJqDkdRrlgHGD8sgr5mqaN2LTH2ySAT07qjCUy8Y3+7WslEh",
+	"1Syzcs4UvsWPdc0UgWQKkFexUy5crqCDlcrAUWD2FI9A1v+XOBvXE4feUApsYyP9YsN5zEsbH+3vWwQv",
+	"olUiBwOvrX4FEUTUsewuBh0T0MI3vprDsl9PIa/Yx7gSBJCsosLKZq5ISecO7wnj/i3PsVv20H1SgXLD",
+	"tzvDyiXUAJ5noYuz23Np9wIKGyA8+6jLKiZH9Vdp8MEyWbWgfXFUy3luexNjjZRrnnW3D77p1oiJ4F4A",
+	"bUTKqzr82iW+YBUAtqfC8KL9xV5mUCe+/Wl3WCsePoo692S9vOqMpeuGhv3V8xvSjs34em/xF7DFTm+d",
+	"KtSj44VVutONpoqEH1PSewxWj50eNVB8eTksahs2CPKEzwJScfg3ilX8l6jbNY8iB1dRn3oiZ97vd5oq",
+	"P6QZHXvLCqnKeHotdk120VI/VgBe4h2ScAxSU7ic5o6sjAmfmMBlfw741lgsEMBXfPqQK+LQg8DOSgvy",
+	"kyuf2T4QhjFiXwJjZdyAqkc5wMcBJDrh4DLgcWfJSsBzI7AtFYMsN28O2nFzQXZ8u0PArzUzJo6QM+Zb",
+	"LaR51vp5CHSQwPZ7qg7JPB/70IGcBDfwjpu2Jh2h4TUIGcwzQ2vBlrXU3EtZ+VaEN+6rzqqBcZ/84fw5",
+	"Mefvvn9B6kr64dpVaKazRhKyol/TRf9M+O0czsGTXbui08czacF2p9NKgiBqzZU1Oxkb3nVkldsFoVCI",
+	"kpcsiFx3A433/qGl8pJXKzJMkegL910Q2HxWl20U8vUnUrXaSW2wWtGe3no8+j/845M0qGV3dHlojgOB",
+	"cuzvf4cDCcUX0N/PNYIOXAw8FHZrnb85fGHV0cO0yWdIs7hA04Sn01W/G1PIvcO6acH3++Q2sQcBToEb",
+	"yEBWzbFgSthCAvXlCDB/Bbdffu2Qwa3520wdAVyDtpupBe/eVVGIzHCJohMRrlcXZhRQ+5JLmOtS7LLa",
+	"iIqWdUFZfbcdbca9FPP6+bF3huT7n1zFZNGOS7d4gK1glWFPugtfi9DfTnIDcTTpOlptdY/5aDFMYQ1x",
+	"aLM39NSe9UPaxp/2ItPGOaZcgziYO5LwPrY3n8PqXWR5olHwOrpbsNNCKjZlUsvKj4DecdNWNk8Fg8bT",
+	"HNA5s6N6l9VT55tMBwR8YYX7zE3qVko5/RKeOfV8K5ZTdNlGZUceQdh17nRaG1M0grpM71uMh3Q4R7+C",
+	"W8tcenNb+JPd6yyMqrPaw60dk0eXzFrK7Z/C/hkL69g7yb1T36ePAXfxR6C36J1jOcU21VsH1R1XBAcA",
+	"3HgB2Zsb3AnUgS7dotJGRQ6U2wxzywjaBqPaIDxgzJSooZp5jjJbmNy/nrQlDFjUfIP+/WSLWdxotp8I",
+	"d0plD+cOvcsU+iTx7bkVQ0uiKELYuyvfUgbdQ+UwiAUquGGJar5BkAij2FSSdmK5Ripr7qj96zMsrVVm",
+	"c3zC03xndKpmZRAQnD1pLDBiWnCD54pr1I+dD9TD6d+lypgU1aGtL9YWYYZAtNzw7FZ//JxsJvN2qK75",
+	"6YI4hA5YEQjNixqjssfcNzDNV0jrS4MRZCbP4DE3jTzsIjI9yrLxZJZhIw+d5qAxuVNECOTRVD2N6Bye",
+	"2WdQoYPvWWT0M0LrOJ3CPe+T05xsm0C8cjUSqCb+/VPWdyAXj4ccGu+NOVt+zqjOu2sRrMEcEy/VuMjz",
+	"OjuSoFdMIxYfFySYO+KeaBbH1/hpd2jpF5PvFoRbbYqUPA8Ip3cbjl1vcmN6e7mjmqwZE30ueUQBKWhl",
+	"KrG5f6cORkT1zlsXPcuOV93L0Q2G1riAOe0qtzNhwHSKODDg0zjCkDpQLKY4D+TanXIyMso2+viT+yvd",
+	"mCOoAMhPbz2xPEZfyZ/XfCb5KVgR7BesJBWHMjWSoJ/KW1OPqgT7yu+HfaELLHNDueFiC2CZ7h37d7hc",
+	"HAJDGnGmr5RNkYIrrmTfPoUgJn0Gnq7dS84OP3ASeGD4PGfBFLAZAq55IhiYDjt7jkXH44vzHVbaAXzk",
+	"3AvOt5e84KC5zmUBxTkugDrh8pOKNMLwysHis3IgVqck1cHQwbzdnb49Ai1s1jdwPnPz5P4GNevOvvc2",
+	"7RSde+AI6krO026fsQicSljpitq0lTIG7vRPkmV6L1mj+bCwnzhNdHHmbAwz2MrQeUEFWTOyYcYHA2Uk",
+	"uMCE3Pi6mcHdReyNYoJynidAo0PijlPTRYfhWEYP+Kqzhm8fyp2hxTmJFgJhJ/h/t2+zY7H7OLF0MJZO",
+	"H1OLMjA1x4mH3bQS9gaLjCFEoXMPBBEzddpiBqmxCNudJdyvtCwT/NzOLRfEK60uPNDEN+KrdK0PDh/S",
+	"H5bZIHo7lPRpbjUTONAcqxqC8MDMERluEy0n2EyaGZTd4PjMkzjawXA4w/wHuzJBdXEEXYStRxj4VEz7",
+	"UbXtO+dtlD91r+dvcbajermPegAD9qWQLsZ7y8hGVpW8SQQzQwTnRBKw5YZB8ovAdiaLicDXria2Tw2f",
+	"gK8dN4IlqO2CdCKYMHbp2k6xqqCPHFlpyKN8n52l9CvRyXNN0NOPIJNMqSGOaxkvVF74Xyq2QQzYK8Zq",
+	"u89cISvItyl+z266NkXMax1bjI60JE5GovhbVXdkY72TTVWSgqpBmbqjtcakWmdn2qp1WRNK2llewAOr",
+	"jzl5NMsm1DkmaZXaDtNr0RXXdwzDUWzLBANY/LFF1YViQ3jiKFeLQXKMm1cn0A9CvrDCy81Q3eoGx6bu",
+	"ZDs/rwp6DIxj48fixvmKFSYTHNoVdToFExrrYtkWNGjUHqr+Au5GuSErVwhv9RUh+h4QopNVBdu9sHu6",
+	"Ya50SvqojI/GLOKzr4IWMJ9x1+8L9NnRkOvjo4E/907GBPKzOxTo6sMafr7U8OiIaGhzXobpnslxgCW0",
+	"ER0yt8p4EjNKEFoE3zUIg3Bx+PK6wDtXDv1vNR68Cu2yW2o7sguMb8+uuPs2OmhIUgYgtMutFRTlNmb9",
+	"c9WBN5W8eaCxUDCmNy8Qot8yRUaLHaaNUYF1MVyqMr2K1SeKlDGedaie5JcfR/Yfr8P8tHM53jC/aQdC",
+	"Bw4t7ZoIbZ3mmkipKJXcett8nDUlON2l5W8K9ZP2hnMJfBHn/Sl64ItboyjZ0MJoQteWx3c7yQNabQGl",
+	"k6VeWsILL8e1tal8+7aVdN0Yl3maaoKJopJQPTtsCuwyFYesLZ7CULeL9kCjMT6zftYImg+muKzkdgrd",
+	"PfdgdvLaZ96NwvG1DfR6XoyYxESZkw4n+zPVUSwaZ0fxGYiA2QAID53652nU/Zmq66OK152aoQPf6JF8",
+	"LuFB9m3fQ92k/m5Hkc2cDtROCFAYOkWrj6GRcQ9O4od1o/oKTt2CNE5PkVjAGnN/5glsijae7SjedJ1S",
+	"u3nR80MC+23x6xExMP3SkHOlQhOn1ddc+HDvx6rnfnDzGJ+yCEBgZ0rINUP1VBfvAy9gbn0hRUENExBE",
+	"wQWRqmTqcWqD3u9k45Lk7muDEstqXE8fjrhpHQvmebTvVz+R5eWMDGhg8IcKWRTX4YoMasL8URvVntJM",
+	"XSezw51sY6SsdMxOlROH11mTvqf7hpsdF8MKyhELWLvdiTpfD+zgqJYAKhFSU5JSChRdjufdwEQbDXjb",
+	"mOntkCguVsmmlqDgpBskVG3R7rQgVCM+UF5SyN0OKy9zDuoPgnUWz66dlNV5o50U2jm/sfOYqGFz6Yu2",
+	"YLDgoHINpgv95f37N4NKL/jY/njQ5A9PnuSXuNnTYscF6xSGDMVu4tFhR1/a9tbp+wCHhy0blPfjXN7z",
+	"2AWn1fC5YwXOOQnCzzesr3fKuMmftNJzZYY83XXKC5EbsNlCsOmOlrPVhiJnneqru5NJggW0sQH2BLQb",
+	"9GFeqPmy5Jm0JJO+clsaInRLuQA++5xvDoRWWiJ6cLaM+DtLS2YYFn2KmOS2/IUoP6qQ5BeDiTh++1Gp",
+	"6zhpH2Al+o6TKWPC0Wg/82SUKbqdYuyAcptkw7eNYnqB6QfD1BWE3nG4AhArMVuC0/v91VK5JJkE+xt1",
+	"1SG4UrEbgnz8qETTNjEnImI2OgPRF4uQzkMefQqJqJOYwLUv1ssuwCrLmRUP7Q4CvhpsnlvuiXMIKNr3",
+	"eBCd0WBpZELc9pnvEO7TmhgWZEW15tpQYVZkxxQ7iicj2uiHI2Ov8nWhefhUBPRta4vv6ZatTqkxn4iD",
+	"aoeoqs9COndxdMZrYmH7OhaWJNm9ZaBofaqLH0ELYKQQpg8wrT6m2XKJg9lhpLDtJSDTHUeCys0pCjkI",
+	"akzarO4ONSTzYzPl45MFso8tErjN6/FnLcmGqgVhj7ePCd0YphzyKKjBygnhY3qYL4v1GEv4LwjU37Si",
+	"0yKITVjBfW0FkBXM/impAfEWYFZ9PS3ALX6KP144BRzIimCva08R9IBlTcCmCpC62nkRSxTVUAMAabyJ",
+	"QYTce4GuwWq99dpwgDm4r9MTdzpxvQQ828ipUk2AqEcBEVatqCSihXLtPRFBg497c6eUsHeugAQaeurz",
+	"il2ziqzaT1ZZzHvSa/Ldd6/R84Jcy7s2e6POKLLh3s7RO1qTBqaRIXChg26SvvI1QP7bTx6d6iwJ/WAs",
+	"ysc2wCacHJPmV/LMOWjDNjzQHetWmMFpqsZ7dms+0UHZKLlf+uCAJTrckxWUaZtH4PGSAyR5m11QyD3T",
+	"ASr79Mgk21gOWabtfvOkBgB7nyuVwWqyPTfOYNqhOgFGuAjlGP0xTBNNySNisX37T38kr9/8A0CmX3SR",
+	"fUtWyNIlMv8suehRfIf1rQ+GZQkrxuhP45HJ2qOQza0PwuyY5r9YpaVmDJGleso3xGygBt4YeQ6VdLgm",
+	"cbGi3cB7NjQk9vBH3dCqOiATf3zsTiSsFJ92N15T5VRuJoLrdLwvw9WeNbOXiJY7tLE7g7oTGFBijOIk",
+	"Rs3qEKwwbUf/XUzK+dZdrt0EjjTuHm1wjkDyRws1QjUa2xoeMm7scIiQhrg6iL+7xfgvdi9eiboxL6Xa",
+	"vwQgglMCv1yeJDRHoD0CpadCMjSyHMd2fSnZQgrDRfOZhYXRYtpPhJGP68YYKdJhQa6VtKgwbAdCso4P",
+	"UcLYOrsh8kY4H0e8pJUvRB0v3PDeNuHERXglUZ9OlHYbpzOQYevbBOSOTuugLnjiqDdrlCmWp6UXhe9d",
+	"UtGCXLEDSihOcw4yYWaWUZaoBgwN/cKQU7HEWX7agKooV7rn22/YQ14YVp/HvOd7JmMO9NOZDLut7ZRI",
+	"IzyX+az4CQwPO45X2AZnL+Ru+9Prp5QZt/XZMIjTjotxJPH1vAzOy9tkmP/kYfGKGZyXEP1KqFL8Glxx",
+	"g0MEFGLv5RvKjc4ATPt9b+aELIgXqatTzwpecyzpIkEaHin9w+qJ9uOlNocqgTcnN2RVK76n6rBakJXL",
+	"s7F/0qJgwiDCxXYntVkdlbGOXUMoAXC5NS2uwN+Bs10NsYCfLM5qagxTtoH/698vz/8nPf9l+cH98eT8",
+	"/1h++N//W/RspM51GEMQQTr9ffvkSdYxHyV6YmXWJRfLhs+g/UihZcUgt6ZlUMRImYD6yWeoqAS1aSsd",
+	"5npqXA2wrGPEn5FBSs+IQdBD0slmG+dCGwC3tVRjz2slt+hGdhxJX5DLN69IQSuMcCMr5LTyiolVulN4",
+	"ngIr8daD0f1rDxJsh75AbacRFdOdneSalKzi16AAmJ2SzRa3Yz6NK1ayMOZ59FmmdmXduiaOejJDLmTC",
+	"u1q24A4W6LsvLzp6HJY1BHO8yKiOkzZdvqFWOpZxs+VxGWFxb+rKHi30/1ru5JuOUwDIzIl8Em6YopVf",
+	"msybH2Xu1oabTozvmGqpsdybwU0FqFJ2VAg9c8UOiJYPcr5OYoPMe5YLTOtyvrVVKNVl2Tlul/0Ly9Db",
+	"hbN/nUNpzsypD7fns1LhtKyurY6Fm7lEXSmtbf06k/l59hwbAr9UiZmxjvvPKGAQuTUwkidCQTxPbJfy",
+	"w7GyZmjuq5wJcuYr49j2Mw8fdLpSJgj3rSE576j2tYZZCQAF9gSHurafjUg5FaXb18vaCQIYXaZqxipa",
+	"a1YmBJV3GOFLuLHSzlUWgNkU0KE5MY9wwwVUdJ1ZBm4QAvREyWmS/7V6SgpWZYqF9qkvbZVD9pm8H2Ak",
+	"9pKI53Nj3dfj7VKFrOydwkpfOjYr0zFl+PZySjvnsCkR4zmrE03sqTjggSQ3Vp4JpzWvNN6ENjF7BQHi",
+	"yHISGs/BMnIB0W2TtfMmUeGOui3Cii4DotrXy2JwWXwfNWiffE/spRX0pLBisL0hwIFuqfILvCVCXgtm",
+	"IuXcDrdG0SMZyktX5Nou37muWcE3vPCBw1mM5W58GIBOklx4T4S8adNCkaMsEOgS8rWU3JMnj483Y34S",
+	"Dn86U7tH3mOPwFe2M2A779Bheo+cZ822XPydCaNfJLs5TeYKK2RZhcgWuk5L83ju0jZ8rDpgTAXMtqD1",
+	"5IFbfOWALjriKxNEJvidlPU96OikkrJutXOv8wXlXMnGZZt+gQwR5vZVMf/sFPNAc5+bTm4H9kDfq0IO",
+	"cz1dF8fzRxQVf78auF3Cr8p37AK4m97d4f1wueoAiwtU91XZ/vKUbdg40LZhR7nY3oea/bH5da3YEg45",
+	"Mt4JGJpasWsuGyeXhAzIC2J5JcCqBLjgQWHh31WKhcl9VeH7zOvO2nuHf33RevvxYurfkcruRLJPpq23",
+	"6JO257sr6B+bd/7eXO2rWt5jbEenszkdHqyZ94e58zcKtnMv0DoeQL48EV3nlIS3Y3b5fjF2AmLgzY5X",
+	"LZam2I6D1+wK+Oi1RJzcTKGm8BiDHLnRpGK0tMJnKeMEaQd/aqWkmdpNr1+9fgGVXhIhTxUQUzau6TkM",
+	"RrFCqjLR4l6aRP0lQHdXfAv55j++/Q4CovADhHZcINjPDdeszW6cRzk7tVaUUVToDVPLPTM7WabtF1g7",
+	"S5Mdq0rycNXOcbUgq0oWtFq2IXGAhQj/fPT4o8O71JWkJfSWsYcAVV8Bojp+6Eod3iNyTEYE4FdYqr9b",
+	"WKrjgX/+uYU9ToNQLfoIVLA9geW7Wp7R68sDUkXBhpKXxsLyU15ADjYVBI7neMunwKkuqxt60F0UqsdQ",
+	"HdFh7vpfoxfdV1Sqo1CpEnL8mBaORom6L6H1s8eLwoSNj4oWdQ/YUDDKVqw9BSPqe1myl86vdAeLzNiR",
+	"6AwDCPDzBRpnWvN4duZlnhcxNH4fvsTQ2GkexbZ0xmmiw0sUGjrGk9YeFMIfIF+o0Q43UWqTZVyZVG7C",
+	"tLvFBj4OYmim0zWM6PdzvSbcA28cPDvKa1x3GxIefSFRlf5E2503e+Xb7tpwj/nSKf3Ql6Pqp4DlKqc4",
+	"i7PdHdX4bFoPCB5+0SHF6DNygbsBHuMCrxUrWcG0lmqZmdOkqCA/Yw0ye6Eftb4ugvQEOIhXwjAFFZ0N",
+	"AwyoOAO5s8+/zwA+J5MtvOxZ2VebbSv7WIXxcAfBB+9d3HkeLkJpxXiriTpD6VcZaCwDuZWjxrB9fffI",
+	"qvcdPH9gNVWLL67sJv9OAlF/mvcj+gyW7rMSggZj+yoOfRWHvjRx6Af8KJR47lF0xhr8TUhI0clnTRq4",
+	"7TJx/H4C9A14BY8f15mRSlPQf/6iMiz4tVwfN1STkhX8c5XJYJRfBbJWILt7dFA3sPHv0Qr1txPZ+PWu",
+	"/hu9qz3WSlXt0YEcfIDnzm1Iq1UqZPRT3qi/9/XwNcqqd0HMV7PAmwDVL3AkEcOEL553QfhWSMWiQMgf",
+	"s7bEuK7EBGa/r2sZxen/WXKAytXACK+Zj2IykmwZapw3O1lFnLP3VIHCFXTMrj+RVxwCmub6fstCtIUg",
+	"YPwXJFYJoqLaEBf89HGqQNz56N01lu60s9ar7jAN/u+8jMFbi9EDHtiZa7KVURHs7rUexmUduiWv0CpX",
+	"kg1X6HX6GFUeTAjAnL8FTD8V4NSKD18qRfWqPiRJaqJWARLamJByKz9guYdQ7aHlbfq4sg9HZSUF2sgR",
+	"3o+rJ/E7E0L2fruY2RMLImTutoswSpeIyFe7HNmljZfH7Vwygvdz3r2fXH93jg4ZhGEGbEt7N+yoblf5",
+	"C9TP7RzuP9Hct3xfESK2rVMDRAoGreklGOkmMpZDGAo4QABFbEdFWeViiM16PewsPitXhx3Qx/BvgNB0",
+	"z+591Yh7TnAPs/fKvG6KgrGSlQCXCuQGEKpG1jUrUc+vqTKcVuftuxMZ6Ykc+e9lybwpKBugLjfFPa+5",
+	"wItTW9gC+DIFeRHeEpFlKciSEMMYvrr14xfXG2o39E7XFrAc24xGZO0AtW0k4OPDjwArixbDr7dY5xaz",
+	"rWJIaq/ZTSUh5nX2UruT7y5EsqPRz9UfdUVF5/12QDpgYJzwOOmuimvJwYo31ByH1Y32Az19eeN4Tr/0",
+	"hp1O+dJg2ww1zOrPag8h/yscwJ2ZdYce7pFnH9VqVrkunO7Au3CUWSh0g019Wt58V757DJe9q79uSjvA",
+	"7H4CGXO62TP9d8JfTxAMT/V3oVx4hLsrlTmx4oJb0W6FJWPIRjG9w7p3K9g9eHHl8hJoy4zTckW2cIUI",
+	"o8nTeifp6qsHZnH2rtlumTas/NeGadAG3zJdS6Ejt394xV7BtQTA99bK02imHjhgX9MokbYJxwq6uVGQ",
+	"v/o+jr1qdbTWh09NA6VE69U8FbmWJpbsPd3+mYuSi+1bBsONzImCmZpQY2gBpT9oJxdyTWMF0A3dLnmZ",
+	"uLlNr8Hptdlz8QoffhsxdlO1ZSZ5/vqDjHOkoeHbjbvbdmLZfhTrzIUrGSwcBA0Nl+6CbPk1IyvX8Qqq",
+	"b4IJuSqZ8r+vUiuMndaKFRQutxj7vCSai20F694O58L1YE/4ghi8I7C2PiVSsHNWsb29/cLQ8hzRORuP",
+	"Izhi42e9Hh+BECa3n90aqCX0DGuyxJQLY8Vsja5S3IDzigvnh4HaPxGmkirz894XlSG1gkR/rMTkUjJd",
+	"W7Ob02vz1/n3dzxWc7dbBQv6tmrFFavBvwaOEb7dGT+6nQRWOF80qeOL3XG85OaDTeiaJcAMClpjetdO",
+	"3gjHyGV/vcY0R2+XlSshNvICSG2sbKhoYZjShBYFq7PtOpAMuYMTlzUxlSyi51efOnrYY8QIsBERd217",
+	"52PicLADCradimPY9FaCv8lIskLBK+PGwR3p9JlzfH5StK5ZtHp07smxz85hlHMJ86OzG3N+uqZSg38v",
+	"L5uSyyTnRzw4SXTN6FVg8ezWlbRqJZ4IY+8La8P18EgLNzupA/oA10TXVs+8sOxhw5RiJZHXcH9Ap6DB",
+	"rKXZAYaKZuaEGs5WG7dKUTy0xZ0GEKrtolPD17zi5gBOTAxnKfNOf8KF7U4wLGkWt7MyXCoMDSU8sqdX",
+	"via5wr3Mavla8iLqG4YHRG42UDRujYYRWtcPtHfV1Upe85Kpi84jX7vNfe1hVvJSucf0KWX1qpACAcMi",
+	"oxSE7eXPnPBCRuTaNS2utoBeGPNT+2ekkJVslBWZKdmx23T59cmigzCQTNPFj3VJDbsUQhrQDtJiF+wm",
+	"cFwQYLwUDpToToy9le0PvrGI8zbAAoym5BucV3bCmxOp835mz6mhmpnJaWkvVRhp7yKxZReErsFI4aoJ",
+	"XjFWW9LiqkWaHMoYPSFgYAZjN1YjZufAazvPBgU2//jkSY5Xbr9mpRWRlxArFumOtuEH4WUMLMtz+/U7",
+	"WPrTFQnRdU/u1NutYUrQahnkySWteTrY1b3eET+hvKUUgkGVVLuLTdY5j/adJ+1iRKwLIgtD0rw8st8Q",
+	"75ray3eMqmLXkihYJiGrUBt72CLL4XXHmVKUhVRsaXaKaStBjXv+Tt4wbQi8RyhBpReC6Hb0mmU5pgd9",
+	"LJmwr0+IX6vBFyvLyyvOdOYdJ+vlVULIxPFjYVBmUE/KwLAeB3yLkt3as2FYsRP8r7E6masd3+6Wf22o",
+	"vapX5GF7LOzelI9AXGGFFHJvH1+xw41UpXvYBcbptmN/xk8su5sP6o6iq1lO5AoyBoC1HgMCFTEU/M3J",
+	"OkKf7nJvJ6n+f/bedzluG9sXfRWU6lRZ2kVJdibZdSf6pDhxxmeSibft7Dk1k5wmugl1I2IDHAKU3ONK",
+	"1XmI+wz3wc6T3MJaCyDIBrvZklqSHe0Pexw1SfxbWP/Xb01KOcRl8QHDeFnqa7SzQIHKK1FTC8/c6Vx5",
+	"94uoHg8A0zl1I63SzSBhgaDAnFCiUfGjdwTc1c48RdIaLktj0Au8fj/9IWtVriZL4aRZWU6s4Eu/9IP+",
+	"9ppRR59gKuMAft76F3+E99bxZxz5mC5HSoAuD+sZ3+pZ47SHb1avZCle6Xo5QCtNaaVbOjYNRtQ8p3tA",
+	"jI0V9JlnBpGTdN2ZzhiX4jniRoNAdpzGK6xKXPtmVQBBRJ/NmFnwyrtycr8Otwrvk8jZobTGGXV9BgFk",
+	"Tco6W4haHA1iIm7Xu9xTZ4xbttRt6nKbsigVr1e7qH7tkThbYKOeVEFRFbheUJGhV1u9KbH7egad/Tt+",
+	"GMxvReLskxgkHbOSr3RjAWFUqnYgCLqQ3tTJlfXfWkhRO/KUs0D92cG/OP1zzOVxEy65mjchUdVP+js1",
+	"L6VZrM34B3raK0Gkm48rvRnm0n7N7pEzpiBfBjimiExQZ6OOHcvXh9ZNuQPo1xt86617Kc0QZk78wsV0",
+	"Fow7vvjmJEHZ98eh+vqSzx3eph4NWsiguzdl6Y/1DIBusZzL1xnW4tjf+hual3gX/+on+Z4P+7/PgUc5",
+	"qqBYm+WJ5PphcFX/dsYa4E7epXit60tT8VlfJ/hqTScYcE8Peqcdf6jFAJ5rMlRwQDdj2K77kQAaXjkD",
+	"bfxeeVyHIYfX9m07621bl7CywJm/+OqryLG5feFb1vtOzJdQSjS4UuTAbq+1IjDN9fUZ/Mw2bx6NhkOv",
+	"TdV/JDnbdII/5GtgpbfJWFVLj1pZcivUbOV4p5s2sAM242UJcf8miZ3iUQgn8J1OQLUQM7nkZdpl0n1v",
+	"0ihpb/Bym5Ky7pCOHnNf33GCTV27vUh6R2ifNmcNw775tOF2SN04ZpSwz6paL6sdZxm/s9MW0oubto8e",
+	"2X3rMFnoBq8MzybJpY2oz2dpH89PcOnA1zhtrIWy5eCw5KGLf88tCE9OjF2lVD/3SX3B8qqWS16v8ozl",
+	"pI24f/LZTChyfc8X2th0ftYQX6ZJyp2BEehFCEmMdTIaUUNwwGn8r61YptcK0QHS+B17/toZbvgVRBYX",
+	"H/jMlivgFJcCLFivt88w7ED1xejHx3gLjjP14Dme72slRugbQzGV37MtWhOvORRK7/jeO6h32/Glv8GF",
+	"3vGllwsxu5zqDzu+5iyeG7zygzS7rup/Gq1+gsPf8cXvyCX2Lbf8vdZl//WU2Pq7mJ5XlTflhvNbfPo7",
+	"hhiiKGzlDIBS68tUltqC28lMl7qe2IUYUjAgQw4DABlGAF6+e+cjAgP9jVJSpDfYRKorkc7RCyFnqOJE",
+	"dSaahTMuippfB7gF+JIR9HM6KjrT1aqW88W4SPOsMVYvJ4U0s5LL5cgwLjHBnpm2bq3OxTPD/EMQS4nA",
+	"moU6/vldmmXuGtCXs8HOCEv9mwzJJxEuvQejD1DaowaZ7BZGmoqFVAUOTVGpccOkMRxyWA0KHIS6Zod5",
+	"KdUlmKHQA6TSxshpiQ6OcWNtQcZ2z+Au9fCxKSUffnEPmQRg9vYZONY+6aUR9G68VBZvCN0CHyue6g8Z",
+	"ejCdOAJDfKwdLq/4bDWpdClTGt0PUl36rAp6luGz45pDLPT1JEpgTCZmx9kmwLrcWya00SMvT5yOm77u",
+	"QU9IxYkncMDcTDBKN0nfk5B6AQ9hRxZMLwGZ33JbT8P9WfQtSJhSksnTcr4p9ewSUsyG2Pz7tgcBJOZN",
+	"6Y21HUm7GjdJp35hpZNSvfTQlBFtLiP2EYBwRuHYj8p5x+TijDUGCurD1ru/IxIQcyvlI0dds+pvUDvu",
+	"d+o7v9qtiSFushHVukWsH9LGSsMFV0WEHOm+B4ACsiB2FFKlRzWkQKVXluKn8c1AtqRyr8ujVpPtH/3H",
+	"NZPv4/od/ri28x9vvLjuYn7ty9KD/3ZqTOuU8yf1zKAnLQA6mMzp92g7BZAHcOMcEj9gFa/5UkDSWCkN",
+	"YJ8sj06Ym0/7GWgwwDg+QQ0byKKIXTJxfjuyBPBLJkSgZwSY5+4YP4QRiFdQu0rhTJA85PXgs0bUV6I+",
+	"hqwCyNY2ZxFbATGylJZS37xvu80Nyg78w6O82NuzdNC3Xghl5YXEnV5B7klVnbXErwpo5wR3BjjzlQQB",
+	"z7QqV3hNpMGsH0jtv+Z1McLZRURO89x0+TtsMt1fqbEzvRRpiXVfNRv+y9PVbkUYf19oD/Dmxz3D8hip",
+	"qFyGqAV2fFSNxs2qzHev0HvcZec33MablqRvG+4PUK6+VRF5BOXrnRLHr7dWrWepmvUsFEQyXWfuyGvo",
+	"IsihUDivG6Uc139kpe2Mz2ptIP0Cy1fvo9Z9Ny2xqyDCf9E5dqr2NomLH/Q87V88Z6WeM6FsvQqiG8rT",
+	"OpquaZZLXmN27XXEmlOIcTuhAMHAO8uSCZ8NMMD36PI0uhSMHsKNXxMmbbtHrtoU3QFW3MPEW1Kq64BT",
+	"eeuF99G0ES7iaNFCFROvv4yLCn+nip+NqN/h6SWiwp305BH75Lc0uU3d2da6FAMWiW8TNuNlKeqImDKW",
+	"+0WiO4XGyzcCF13UernJVeII+JobP04A5hD1lZyJY17JIXcXAL3uxpa/+2BrzqRCGoA84LYLkCP2nZCy",
+	"h9so+zs7UsTE5uVYS/xtowLlpDjSeNazwXH8kyJHi77oVjmXelPS0ihDrM/8EsWPC24mS11vqDsquRU1",
+	"TNGJIGls2uFTyqW0ww5XZuS/RYBSSUT4NrprWS1sU6uhl0HWbVAGHaVIYdiSW6q4uZAlWIj6StS8LFOf",
+	"7Z04TNAv0w8Z7d8If8XbhqoENlNDhwpC41y0jDKv7FDXrEb5JILHCVW14Ghqq0dmSdxEPw6iAFrgWlib",
+	"0vbh1ObWI7S5gJ8ZUUteSiq65m2GYxYVoc1K6QwVODHNKl6PTJW/G+X9jOBXcXeV08Kc7syvuITh2UrY",
+	"O1XwvTae3UzXJ9gq1PYPPcpLD/fn6HMCRvk09PxIZg+RwHEprkTpOxv7BKOHchA9OWWKUhSsaOpQGtio",
+	"sX6YWzJx4gEPx8EfgFl9ksB6tpbzuag32DrrltvXLOdVdVw3ym3KtZgutL6ErZotRNH4HvVV2cylSm8L",
+	"cbQBfABid5Dv5M35wEV2Avbbnc1FiEvnc6HsD3qeYh4KoegEny0gfAsm7BySxwFenV8KMxZ/e/fuQRh9",
+	"o8jxFn4Seak3Myr41s041VhjcizuwTkzC13bNo3Yz+/k7rrwozl9wWc27h7nB9m6mQCz33avG9qBiCY6",
+	"IeTdOoK0Xwm91FNVYULZUR1L5qP9BeMYqts0DCjaG8P6wxInpZ5/4vDrCT4C/dqTGxeCgbVhM17XFBXE",
+	"PhowjV6MjUrwKd4B+gHLK+/77gPrbE9vOINiOYmABFZXsZpwl1kO4zTWMZv5F2cEhMzWVwAgM8CgqT0V",
+	"vMFet5muzhCbCnA7mmvIF+YqCDdIa5WqGc+++WwjB5gttBGKcniHry99ZbjtQf87Q9nAI5oLoQzV14oS",
+	"dClReqC70FBeMrfbWvK4a6UK0C42oifAqUDCV5t/hOH9ABCU/LppphjAv0EDPgQ4o/cx2TNOgaAOG51M",
+	"iBFyYRSrAzt2golwbukTXOXnx/i6d/W9XArd2B0vq/hQuemxRvnb2uZKgJYFPjyL32bTmqvZgrQXd8+p",
+	"WnPMPYaREK8vbTL2+q5GsxtpkT6ai3kzMqVN/pzp9O0gXNV3xCna5LS8BzlL6ERtyzwn0K+EYdz2CFv5",
+	"nijXHFJ9dI0gLo6+d5M6ZlPBCDk3xExW4ICcLbQ2wgB+34YK/8dQIUOAtVM+u4TUcVxt3quT/OK5U3ut",
+	"FbX7wP/+5/nxP/jxvye/0j+eH/958ut//I9bFttE4714/nzUVeqHggj+YSLVpJGbM4N9hLlNDkbhqHU6",
+	"OLQD00Ig2NYtHTEwc0NHDbCFXUR769IM+YKbRTyMMEQu8PEAES8pQb3UcwziUNq4OUO4Gl6W4BlhOXIz",
+	"fSkGvBPt70Nlld4mXRNXIWPXkD+sUaUw0UlKwwpRyivQO+2i1s0cj2M7sOC4+AThJ1kNO0v7OnDVB2Ea",
+	"fdGNR/SSxlEmOnaLOHJvIRYOzenUGAicweZib7hd+CTgNSrZDXZ2oJbCXS3LPXfynx7wTzl9cMCnAT1F",
+	"S781I6Ur6pNtl7Xhqueowxq3jnsLECIBzfAMFJ5LsWLSKUygwwIgStr/ONgbNKRKYK2Wz12ofBkdOPTg",
+	"uMAfKr1bz/3ruJRp1j6GGz4q88To8srZD1TfhHbAplTwzaVLB9/ih6CxYoF5T8T9txgXkBzsGGUiSbqn",
+	"/nieuGN/01ifC5/77HS5177j70ssDN/iHVC9FsFgNBBsB2h7JeYIOOYzVjUbH9Jqx777wBY4dfYQ05L2",
+	"xuEs7yy9mcP2FYUVo6ynoGr7GkMQ2mxs15GH6dw9Mrgm7V6Sh5P9wXdIiNjNwxIIfMcW3/DoxNaNIjzw",
+	"Qfg6AvTFNLyFrq3oJjON7YzbZQPDfrqxHbfvtpvYTJdOEotip5RsenbUPtKzozZyW6eydi8DBSfiCcmQ",
+	"aIhoA8fFSHZgxyNDmjduIb5LpodU4ASQdiSq4e16k7c972dBrH2+ovtvSSf4Jqm91E5HRiRSJ68BJt2R",
+	"0N3KbN8zlYKEY2T1g4iYu2b+hfgwyDWXTOlr6ggTbmqGGZSQuVXrJXt+srtD9F448s2ZxR3eadXtUv25",
+	"XefBjlWbbjS2ono0KvdncY0/Ax3uZqYDJoeb1kxwmwjGjmPpwbgbl/TxxK82tej6pFnWD1pX4/wGrNS6",
+	"aj0G3qYLDgNAhdkD+4Jhn5wFT86Cz9BZ4Gj70fsJwr1/bC4C2r1PwT8Ae3hz1wDyVp8D/Md0CLgt/Jx9",
+	"AU4Sb3UDREKYYKG5gq5DSCJPtv9ebX8EvnPGP2y+VPO7sPr3zV+rWkzg8iBDG0K2AiA4cSV1Q7pcBDvi",
+	"eBAU+g1ARD6smg6L+zw9Co4pjHEmRHxhX26E3fXwP7AH4bEodrdzHrSmhFvP7f0F++Z0D82DPlsvwd90",
+	"ITxI2mY+tO4foDvnZCV1v75oynLFdO0r3u+WT7XK0egs5fF1s5iss6/C2VDT+si9BwQYkW652Tu3qN/A",
+	"9g7UAwj7o/e3b7vcpPfaVkQ2OCWvGz0K2DWUbY/IG5LUoN9oA7uDdoU08YdVXIaVmN8NxbCXNQ8thltH",
+	"8vZixa5TfaeKRRBCY8ohSQzv9PGtSYzYrpKOEhIqH5GviCb4GHxFVS0K4eSgricjM0Nrrthv2C38Qte7",
+	"nZvvyLW7THitrKiXopDcCgYNjdbYX9YJMGFrFewWhpjW2zq0trsdT3PUlscv3ImPruWiAdUsgY+AbTU9",
+	"TkX+2PRQeNiLjs9TEX0rbL3arIXiWeGJyqDUaDYVzELJMTS3/cR0T1oUt1Ysqz1Er94vAqAKcp0yAikX",
+	"BC35AIpod90jY0hbdLjeXj4qba43tye97kmve9LrUpTwE8EXUpyie292ggZ9UvXWVL3kpj4STQ6k0WSA",
+	"Hf0dyj3hEWRH0oyM0mwCfPGS3YpQBUhjuPkWYiaHYrsPrQzCLD9PTXBUZCQOlgZf5ONQ/T7faOmTTvCk",
+	"E+ygE3iDuyyXaGDPdDFQp3zPIvWhufdnG1Lq994ZYOJazYTn5B4EmsA3MTcFcMEctTubEfAepL3bpmlr",
+	"BxMW/vn6Wfyf3gDOyyYBG3rUuCcNNUz0ABVWA+BLH8v4jE1XAWjhJsf4uAB1AV01wCDv7o+5lfHjXRfE",
+	"3KjZ4tgUX8TxAUa6QfFtMYOlYR6fmtvdMCpqwU0SvieGDcb53NwN0x90FChuxpQ7s7Jc3Rmy7WMC296E",
+	"VYjLHYl/OApDqwcR9fmyxlHGBzEcqYxTa2phmqUwD8/X7rRhwE2Q+nfQ0pFvJNBtpJJW8hI7H3J2UQuz",
+	"wHZLOWw0BmjwJAjiEvgWSBfeMslhkhsNU4+1oKNv0Rac+i24zcNX7nNQFh3TFrOmlnb1zilmeBXOq+qv",
+	"AoI+U8FrUb/y0+FVdfx//8//d9AntXMFDTwvxeqMSYRVBmhE+CtXBdOV46rQYdL9qUWxckcIKiHYdTBa",
+	"u96FtZXbob8qfV2KYi7Ss3JrM8KmZ8Yu/cthetFk2h/bKWVMSGxfjO3VADFqoUukRFPxmXDsBe9BKaFf",
+	"vBGApNt+bsqNMCfsHICUoPUMhnc4PLrkK8ALo56bi3h4N5ZxssIuoo2EMkLTH+CMoHwxKT2xGHboJuiu",
+	"i64ZULr7d+8rGbN8bjJWyUqUUvle5ibDgDKs0RyFbs6SsNa+fP4ngDqbyqIgpLMtJ/k7cLILvX7PeVVd",
+	"TrGhKm74X96/fwOwamBTfisvVsfOiOAWWpVixxPDTCX4JTv85eAddsRyb/xycPT1L2q24DZjVMAAYImq",
+	"6MAcQzW/21kjnbne2xLfOx829uQX9R1uc9hWaRhv7EIoK8GZgTvCGa7bHfoJO+8QOvWtVb8ouinssKrF",
+	"hfyAYPf5UZYkRsa7BNy+5ak+P3Lzq2tdG8bLa74yDJqnBmzDj78cOAP/l4OM/XJAmHX4H6iv/XLwe37y",
+	"izoI5jedxv/9P/+vW0PpVuh3MNxE9g03sN0HEdj+wYuT5yfPQcmuhOKVPPj64E8nz0/+dAA4igtgLqfu",
+	"/82FTaGyX4rV8UUtBJvXQlhsK8E9P3Hn4SjiMOeVnNCg0Kg+v3qRHwWQZS8mfEEFdOkF+CtHRs8Mi4il",
+	"bVFu4X65w4erd8JeEo21ANazhZhdwjfhsZ/f/uBoPpzV6+Lg64PvhT2v5Gvw07W9h2HhXzx/DnpGC2fI",
+	"2909/Y3ELtrH26znMAbcqXWZ6ffvBBHEAgpf6pthkqdARR2hcPD1P3/NDozvy3Lwjq8I4RE3r6DtDZtO",
+	"uMoLAY21HF9xEioiI3PwqxvglFfV6YUQhSNTM0gSPzjWw2pgWwgsGpr+IQYj/MmDWtKfS3kpMrjb0IEM",
+	"4FGd8pY8rZcLbs+r6lWYCiDdUx9qaFO4vrsvjh0BFPh5q6nHGdhR7pF/NaJeHfheib7/WHuw4TxeZAdL",
+	"qeTSKRYvUvmSW9BrOM5goUssBU6N7tueJYb/4jmgj9L4z7fN5te90nN7AqHHWoK24557nnqAxr98/mI7",
+	"ff+sHNPWtfy3KG5/MVo96Z+//t65JW+ALgh704l5P1U2l1dCeeGCYPseRfQkui9+L9q7Yk65UtrC3h7X",
+	"oipXpx8RtPZ3MGV0qon+OypaA1kwxzKj3/QUmaojWcMKWYuZZe3Hmfu4RAmoa6YvLgIYqVfmkNyRIcPn",
+	"NKt0WZ6w87J0yxaCTXWx8kih0EnXsc6u2wRn79h3qfUlRD0zZ3LbhVjBOwqSwWD0vJAGwDQdF78W2Pav",
+	"e5Vfo31yHhby1m3SO2GBdWy71QEiV8O+bNyPcNOcnGgvGq7nIFbN0cZqb4A3IYQCGwyAe+Ff6yYE3rZ/",
+	"NcLYb3SxurOLtnmb3uKIePO66/h9j7d/26SG+cF7T4KOoqNOqY+PJ7y7lna22EhYscAMj5lRPOAUVbnT",
+	"j7/p6UQWvw8K1Lei0o4nLPQ1u+DOgnHb5xswTVfUHKEzyRUzOPkFN2yu7Ql7BQVLZAU8Z7lUV7yUxQTu",
+	"GDkBlMZsVfd96D5qkvJ389m/892Vtspkw5eBp3jGFBEETPZ+bm72cYBIJeqntJlxY9TEpPAgN05qm5fg",
+	"1we7snhsIy5u29UH7uvz7dfuG14ELvXYxL4uSwTa712f3/R0l7s9rA6/gV6+Mao36hDRuxnTFfoHy5V3",
+	"L2gjyKsAGyeR45Cq7siBS7Q0xepa18UJO2c56I0541N9JdiL58+doLboKnNC+MXz52njJ8zEqe6PWpl+",
+	"45sbn1F7FugpDGt16kctMNJjtV/sTdTrnWb0Xnygnu/uaOOzilrWLBtj/aENzYoOsjOv++QOXSoYq9BH",
+	"VPz45LdbSDzDwQudDSrjGjKtmRLX7dk6fZoOtuKybk/fKdsz7jkIiFrU1d1/YbgDDh1bY0ObmvUL+RIu",
+	"bDu/g/0olf1hdlIjX+yB6rBnelrqGHcORXSUj4/WzouiK0d2kh6nH9v/8LpgIUphRUodRGTTrtSyeo7m",
+	"UOhhXouZrgHOfyGt6SmAX7JcaTu5cPZl3uYpRB+UhjXqUulrtU6j38LUOjS6VWZ05spwcUPKXbwXd6xO",
+	"fTnQTbGz8Dk0rrgpiX2Jg2x+6W/avnKbv0+axGMaSZbZQRL6xOmIfNYnt2cmxQ7vlMZ+rgp+OxqbLbia",
+	"3xON3T2D7q//gez8cQw62niMHkPfItr/T/4evYSF7MLem0LqY6uPfevGtHrxtiGPHLXwrISYLfxrFMgD",
+	"/dY9gwE+JwXdx9ecetAmZM3I51U1aVTo6w/9W2CUidXQV3JCRnF8QS8Etw128NEXFxmUH1zJQtQTd51N",
+	"U1W6tpPud/L+Y5R7IP8tOj/9q9GWT8SHtmoUljlBFARbruIxfKarDwhO6J5NoD4vP2NfvvgTy2E/Jlbr",
+	"ScnrufD2z5+esx+/cY98xfJG0RdFMaHHV5XweRE/vv7xO+b+gJocNC6yjM9morKiOGNfobvEilrxcoLB",
+	"E5rCOts6d59/r51ZsFFzWzallRWv7anjL8c+v2XkpWwHeSi2EM9gs8vA1lzh3+7VY/Dliz9tf+kNX7lb",
+	"9V7rHxzt4HtfjRksENSPopD8vZMJv2cHX41Z3GsiJeJC++Nb72nnp8i7gG+gVkgFHoGDuZ+Id80W3B77",
+	"AMcw73qjjcU0h8Y4DtXUCnMlXi64nWqbMWiV7m6w+4sP4YdEDY8PR8bVTKsrURvujecoHQli+go7IoG7",
+	"M48fnsgiP2F/dxwv9xs1cTwlZ/m01LNLqeY5srUGXD3kQFkKE8Lt7usA3oYpNmfIQHPMuYX3pW07N2Iw",
+	"WtTHkMYGGW8+AQQC/F/nrEKywjgKpZtIxfIPx8aIY8j9MTk75KGauGhqv1TK9JVOgUcKc0NyxXJkOdQD",
+	"+nohS9GmXaAv2f3PyrAvnj8/OqH9p7SJckUf/prxeGOIQfl4EY37G/YVaeXIlBee+ebrUsaxbEc2E15V",
+	"kRy5FKtnBoxiz1KdSmCRDNZEU6Qg4htLadr+ctmawxp595KXjn+Kwq8k607WN9JsVANyLurQKRGqwO8F",
+	"yFsG+iz1Vqd5QhNyt8SqmZaQze7EVocGA+hmtIoORUuDqdvFA4hJ2AJUJqpaT0uxNGeYCBS2gjIBot71",
+	"7vO8LPV1WFMllcL7upbcR8dbiRobop6tKf/hFEDZX7vt/otn7Msv/sxyJ8uXXK38QgyusOZWTMB551cG",
+	"E4O/4FVbSLujuH4nVOH404/I8PblbFnwhxLUbuiXgTQiWZ0dOL3tFLjJMfKG7lf7Obt9nnfGBJ8tAs+D",
+	"LDRIa2j5KbWrB66aTCSNGSKsM3T8//ogyigGVvaDnh9k9ATJp+5TkBbifm4PE5+2C93MF3bg6ff0a4B9",
+	"6D+FUjcb7NHdeSHZiz4bbpy84WXfHDtLt+kbeDO0K86SHYI6byUa42X9HiTpF/6G+u06/n/6cZ8KnvVB",
+	"ijuPd6H2swi2dO0xGr8DKrj2UDvqIL20pEKPTIQqBh/7TkUfc8c//MVXsoy/WqMbZfBxcrP4CrhQN9V5",
+	"vgMymMXFy2uPIQRM1i2RW3uq3aDKXci1yb1xf/UJ5lLNJ7NFoy7Xn3vrH3gJvyNrGXrY2QzhOWuG7/J7",
+	"a9rjiZ5MH1H7NJ7Seg1a55W16rpsrTAj+TzVe2XrOeXJx/0OD/pNnDrqdLJI/3SqYkcryTD0R+zUK4iK",
+	"BQUVnrpf6+r5COvqlU80vpE358sv/rz9hfda/8jVipZjHp8Ndm4uI72XGb0UdgF6FDhwoJMvueurchUb",
+	"ZY6o2Y/eEEsYZ6cfqXrg91NjdTVsq52by1CgBjocTMe97Ew2oQomeF2uIIbsrLmcFfLiQjhNE5M1vQkG",
+	"/hGfnQFeJ/eNJb+kVF/Ij+dM6WNd+YdlWZIlYzy86WgLYsB20HU6fYUmj7aDIRu3p+9ZXUVs93uh6Ncx",
+	"7mVYrSzYzNmCbeoNXsNnBu+nGXA4t5Uew67mO3Qtdwul3MYMFcJjaq6zYNeOdnvRNnw4UaNyrzruO+l0",
+	"hrfCuAs8HEKsgrV77Sxq8u99FmksjqwZjwQCXhZ0dnivJt5FrMSaI+ETRMMWjnPa2pYbPEI/CGi2sGI/",
+	"VUKdv6aCD0LDxURUQ5i90MLTYx+y9+grYJWcXQZ/+BmZvHCdxWyh3X0Df40qWKEFcgVsRu5GBaZ6wl7p",
+	"mmEdCdnwqoD/bktIAKybG4tUT7wUMmUwf6NeZfBPz2V9/iu4gNDjspDG6nrFDpVGXg6bCyFqNDePoe0H",
+	"tflfc1dBhFFeCYX1D2ZlrFg6plaIK1G6a9sO7obkRdHizGGoQCpj62aGeRfsZVQy45Y4F3ZomcBXZc1y",
+	"WGmOZYbsEL0/smYXsjaWhYbvkMcCfTPdc0dnvXIcgrfAl9rnqIxDkpeP0DWitAlg/PgEvOVBR1luxRL4",
+	"dVODQ8TqalKB+4N/oPrfHGYLf4hcHvQb7mjuLnvOSOeO87bRCxL4fKg34Uv0L3pPoveVOc6Vx5k8kRcw",
+	"d3R10s7hBPRd8s9hpYNQBUk5tJLZP7/96W/f/Zqfsdb118bLSLGDMtV4IB5s7As3cTCyUYMIPkEysRnV",
+	"FLk7h7fwmWFmwSsBJUXw8C8HX7OPvaIix73xX1h19Pvv+VBiCn6261XYk9ckNdQDeVGSq74DH8rXG30o",
+	"qVHBcnJXIAt1ukRJ7obRK0AGR2ctE4APS9Mjw5R432imuEn1yd4TH6hl14nb0zdc9MXg1cEveV8p+Pp7",
+	"Ex4rq6N9GC2s1975cvd3xtgsvXe+usF6RusRnfdGx414eenlTevE9ymsgbGAjhGpBgwzJWKNglSBl1QG",
+	"Kks3NCkW4cUR0SaIlHPmdPpSHEOwaR5U99ZGwVIdKp0fFRSqQWmEUPeYIJA0QctydDwYCBoVAMqcfHCM",
+	"HEeKvBso4/oxnywZ7nEfwIDPiOB/z2o6BFAppclyOnqYIP6Ay79jBS6gu4KmZm+OGqRiF6WcL3b1+KMY",
+	"axnqnj3/Dy25Ph3fv/e+tzOO/GneB590Fo5w4o504O7gvF1z3JILNTl9cqR23Z3JJ7c4Pbe849Y3VF7s",
+	"LT5QuT9Fl+Nn4Q8kjxMmbHkIAvfv40ig8arq2OWtfde3zteF6M29gtEE1nyDzmIh9xoCV9gFV8FP9Mww",
+	"fa3IEegMZWZk6QgHPIHbJdNtPXp+U5+ceE9OvM/IiQcsIr6VHUceXduxjKL1Qe1Sq9Z5z6m8Tr57csti",
+	"lELv02FLbSxENpwmyBpIYy7QR3Tb1KFjY1elwCAAgMMMJprnzuwFZxsCkSjdWUoaViJe69hSuPjqmf5+",
+	"tdr/UNUXXL1N3GOt4OxlUxtdo20vi4BCLhUve3k1qtuytOJzccJ+EBwCTkw3IesreP2ibPl+zRxu525T",
+	"DdAX3V0JBYOMW6CW2+Ng7Fy2907XFsEOnGQrBQdDLD/OmYFIFZiUSlw7RmM102UhhufpXplMV+mZHhzT",
+	"FZgA1qWvSo4gzLKD485/dZ6P3/71fuuF1+7D2KLAznHfc1j6kZQMQOlhl+nGbDr+e4JBn37sxQzGFYR1",
+	"WRzEVWoBcdwZcCZbc1D1jcTcXW8DAPLHYaWNkdNyxfKPv+dHZwwRpXhpNIlZNwKpYfgKoalZUfOS5aop",
+	"y9wjOinGZxYZvWM0XnncJgAgTxCjNBzjLY75x6xfFcOVRf2Uyy31a/ExbGP1rwOn7QwCrMzt/oC+2DvG",
+	"+9IbN3ecHKlH6msqLekLzi2Q4L8nFckeFmxAB9s+5BlA700FE8vKrjJPaI5SpkYorCoYV+XXJ5Cozu8P",
+	"xp98aWBnS27Hok6R5geBjSA83BnvmWGFNFXJV6ClhdoAcj2jNzd3P8FxOzmsYkcGCGlpWzwm0v14Y/XE",
+	"P5YjCkIjbst7smHcFA7zxzL/aTzDKXXo6hDegoM+Gia9Eja7I8b2VriJ3AVjc3swd0cGrTvENYZHHxWX",
+	"G6u74KY8mP+1nYhTCjZVUXZOINRxt5v/R2RUeHh3y6iueC2dANvFEA7vsEtRoeXkmFH87Q6Mi+J1ra8x",
+	"b8NXL+2RA7X2bjCY/YxDh5nuXO+G4fTM5v8OOzvCdO6SO5jP7S4nTOe7YzrZzZWf/Rvx7bmlDPi92Oft",
+	"tj8G2/wnVa78LOKr511MjsJjYdSbmX98Av8dz3DJP/wg1NwuDr7+4quvYFr+v188nGkd7sxNzOv26P7A",
+	"dnaXP+uLPUmL04+BtMgi34yYgdMqG+H9psmDOwsaFj6LkW52IbvregY99EpeO5Gyqu5KlnRqJQP7h5k8",
+	"M1gUH5ItL+ROeir5FsPt3Q72gZlO6zdjZ2HSGXcqSq3mblPvQJJsRflPzS1MZRsoSURfjxGSJHU2eHKP",
+	"QLn2E9qkYIeDGAAp+YMxT49rkmZMW9gmYdnvokP3Afsp0gOYaUaItP48XXnzmhDygAVNV9AAYZ2TOIHw",
+	"rZ/aVgRhOVv0QAz7nVBf3CdEeH+D7hYs/GaKWH9OqKjDgQQYStDJAIHmFuCGWQLgWYHnZr3VQ5RW513M",
+	"tZjz2qfJyxp81sYwg/CmQxOTalY2hZjwskzv4QUvjVjvYjlys2a8rleE7GAEkOwZq0UlCDEwkCfIa8ip",
+	"snxOHYbEh6rURXCzpqZv+XwiC9OZ+viGY6AIHHwN4uRgr/ou3UgIqm7Rbvv9WB4sTN/tYJNUPHtzjThm",
+	"t+nGJozJHyFpBlFQut9D3U5pVuhZs4TsUqmYtGfRH9r6EBBp17wuegF8iCweT1cIKuVbysBfLmQZ9y0Z",
+	"hxGNQlMboZhYTkVRUKeaWtRchfyx0jF1pzROASCmyPqtZ9qPtR16nOoL3daaqtc5x+d8QOapV0L/HBqq",
+	"gKk3KRokzxhLBPiUNIyXteDFCjq6qKGkUKLSvSJu0hgPpDD5FQ7oRz36CwjtFJ5+9BXGIxIEX2p1UUrs",
+	"E7ZfDoHnDUmUy8r2ZcNGXhHrV6e+xdOpu67HCAO3qX8EQNY6cxOuN3RngHYqoVVU3SiCqb3AYIu07NDd",
+	"t1wWOZs7c08qq1kegsc5GtV5qWe8hLTZnBnd1DNxdMLO1QqHaqvgxIeZqCxmlMJ/WqGMYzFn7mZCjMeN",
+	"BxzJzWQqGLT6BtQhs9DXptM61dm+xPHcINBRWxQpCxjmNvFQeS2qPcyv4jWmT0EuPbzh/g68w1mziHjf",
+	"wZYhGW19zAa+g7EqeD+krbsffM76EttlcNWewvqok7ApE9omD2m0tmvssKr1vOZLLCrD0zZHGcLfwcci",
+	"9LsWxs8NjEn6qGob+W+BaDmhNRl0lgZu2ofJw88CSl53J8gLAdsRkPNSFr07gzdEc5RQfQs4vG4IGzO3",
+	"U7Y2rJo+3Ok1OJWKg+q0ORcSvnyzXMi7Q0WOtw03cmteZA05dqX4/DH29su1cbsZR0LCGxlzziTf9ufV",
+	"Z9345HDmDkbhnfbntH4okC1LbGomoTTInFEa73wuipT9vDSivBJYCYQZP2A/GELLk50cn3H4vO4DwecH",
+	"PHEogSZswHs+35PStD7QTprTQB4I7dEnBvO8mXBDRkdfiYOz8TT73v2vM0YGOs0goCx2qFz/kA9UBZU9",
+	"Q5sVCGox5MUAIziJdf+9sPHRmtu23wum7yaS6lDtmlW8zmDPyzKxFZ+SYQrzTRFBxe1ssU4G30vCl4fb",
+	"D+4L7oE603HsZFKM6rc4ha+QIQZhDt8ocnNUYQxDQjf0PTCk9YEeyJTrknFaL6gFigHL55+3h3vzlQg5",
+	"JONYY9qwQnPOe2ocTTrlYF7rpkr05x15RXqXA9hruBN0U4YaceGE7oHk1wd6xCRPh/NJFQSN8yOMot41",
+	"9fOUNMkNuD1SUSEgJly6txDKuTvgWYBvRRc1Oh/lXDnbY5xq2VvBNqb+jVSFW9d7vV/P3Hs+/wZ36Y6U",
+	"S/LLWstni9s0NnxkfPQcFjRIIGOosVFb6fFbAdtmcBwIwvVHyiIwcAqBIJYzNWYvC1ETWIR/IN8Lhf4M",
+	"y3nP569qvdw7kf7sN+9OybQQnxmZIgFtIJ8thPrRRxVG1t0k6KbbjQnNqdaFiUEczMlsoySqcOZol0oT",
+	"IRNo4o2xTWzQ4RNtOjES8DhW4HJM6dY9PO7u7IfM/Zi+x1BYb0/uwODeO+bog5joW8KGGy11rUQyaghV",
+	"EboQZcaM4PVs4QPh6EOGHAdRm13JDfugiiL0mJZ2SyGuuwUCk5Kxt+w2Wvte+PwNd49lefBYwmF/YML9",
+	"XthdqbaXeJOaVPuIP4jXBaQhDLglMF3J+A6poiXpqhaGOKv7OxQnOrIsBfcMunaskZfrLHZjSU9xBzHu",
+	"h2DY6KXYr0LSGeOTiGc/cNbfJ84E8Lx34wODetWp14ZOu+koYBbchnWkoW4KZ622GhhohdC7yDdVg2jP",
+	"4ZtvX2Xs/f96n7Fvf3r5vzDaKpey5DVBtVpeWwpAA+5ry3L47HJeu4M4Y5UuS7rg2C6c5VPH0fAWQyx3",
+	"AAS7F77O1gLM2aaQ9Qb0thTAzqH4gJhHa8aVL/LO/UInVswWSv6roS9VtXb8bFI3pciP1vneYcTziOFx",
+	"VpWcmrWwWoDFcXQnvI7yauhsnSF2+2jziDweGu+blRvtFWTQ3TPvoxngfLZEiJW4bsmfavQZUCWhykBO",
+	"BXYkfmKKN3DOdXkLho8j1ugPa2emGDpI7p0pBgAbS3k2kUtQfLB3wgADSJD/wjEhWYYrvVU7O4RM2Q98",
+	"WZUCoCuTTEqtyalnhmBu/IIR4o5NecHyQs+gLU9+5Plbmo0eKu1Vv1oUQrkfzHYGmK1xQK3aJM6MXYmZ",
+	"1TXDLEjQMxG+bt+McmuXyltnOwYu+YC9Kp8Y5eNllBYp8FZscjJdTe5Wd6xqMeO2rbxKZFzxZZQ6DXDw",
+	"b356957tpu3mGWtU4eHfK1GWAQ4Y/m5mkMwJhIdObWyqYNgh+LkvLuRM8pK9WdmFVuzdt39lfKmx3GB5",
+	"BO1YTthrC1nPpkW694anI++5vIp/QqRvc4ZNOWkws9BNCcXR2P5gVS2EAnyLitvFWI3s57CiJ93sieU8",
+	"tG7GDtsbFq7e0V2worvV2O6DFVED7z8GK3KKyEhW9KT9PLGivWs/d8yIdqnHbcvIoLyj7waKqnEvZGlF",
+	"vaka1wN5oT13kzDmHVg4UPwbNuLBqn93qPiNKvmiWt8zCm/UV6JmSrj/X1PAry0uefH8+Q1rgkdW/rZz",
+	"u7+a3/7AAfGlR19DSKzwa2dID7j6r0Y0iMLvHQZAINTNU1B/gYBJfpAdFBJahrufeT1byCtR3DcEqyfm",
+	"MYWzYdf+wIFKSH4uIg6QYqK3CU6OYMCnhb5WpebF8b9ltR/X3TeNKkrSlUIIAwvyQLkNjc3QfRcxGcwY",
+	"+Les4LkzjKW2v4OQn7l7DuyvEx4x7F8NL+XFaiNzX/N8YXSTQpu6Zkpjo3hjIpDqXqAOwNVgprSOMMOj",
+	"pJg4TAsI6KnX9fa13k6PTKu6qzxKZL/QeQYa+oes9lXukhjqzvRGIscEjMxgbVxSSfzH6zeMGOIfOZmH",
+	"jooZJ595uX7L/vH6zc3VuNOlsNw7P+6egwAaqx8C8Z4AEbqnlEi8hc56C+is2A3HqUhQ++MffmbCZ+qM",
+	"WlpVvLaSlxPEMM8zthT1HOIGCnE6lmOTMeL6X3/ZQTfEGpOwEgzsrzVJCHiNyE+W21M1fI6GU9vRZY8P",
+	"O9tnCwrWrlnOzryiZApa5Y/+7PfFZbrDPCiG05i+H0RY0DYWa12fzM9deNU7YVOXfY1zRewqkOA4boWK",
+	"9+lHDj1pf78V00oAAXHowlDoNoAYhv6a5UK1XYRIaYfufku49rWwtRRXvMxYTmIrJybgXmjUpPPXAWg2",
+	"XNhGVDZvaeB0WgOitR8OsoN2uAFbYiD57dxdMAJ2oJgp8TqrKcGYAJFa/41lWs025LvhmtasbPwztPPs",
+	"Mt9nUGdsI5bGy1JfA34EJIMqY7maCeqUGPebJsyGo7E5cncS8Exw1nfeQNwHXx0c75Gy1vOy7BMNMVkk",
+	"rScuu5uTj+7jItxQfbGRx+6qEn4ET+zvp73kiUGP31tR6dqarAUXC7wBHH7wuYxdgyMs5HQYC53CEfOE",
+	"EhDgNoYCb0IPgaa9VEOilTgLTnrI/2iUlSVxJqFsvYL+w9SwThTIralJ5x15C4c0MNLlYLkRlgxOfRO0",
+	"tT+g17Q3EffY05XtjjTk9nlDOYTuJNaLS8Ja/+AZ64Giq2i7iOrv3jWURH7F0IksPAYTxtwcQaJJFMXt",
+	"fK7UgP7hZ71DZ4VRLMX/c3yToU58iJdljx1AVbTWxfql9k7USTvmctlYVNfC3Y0tPf/GPjPr1wemj+xo",
+	"xlGNFH1kdJFUvNyn8ijRCZINXtKtJVExO7xoyhIDKrm3gfIIeLMQM1lg65gATNa3laDQGZFCi4yV4gLa",
+	"52WYqkcpjltqS9qhe0psNCkYbQNS4qVYQS8kR4W14MUa2Y5TozeKulB0tTF2lvOyzClgjwIIeullLCe/",
+	"ah7/2ePBQZplWC7OLdeqXOXst8ZYwJ/L8ClEHoMHOi8NBX6Wrcck1YMP4V29gYb/5QY+yA5owg8V2aH9",
+	"HnB8+MM9IyUNthMaYwruSLcSCnpuR1T0pLPvXtm2leHcRivY9rDXMTfWvoWmAh1r3CdrUxtpJa6h42pc",
+	"08JVcaprSOzw5XIZNuhrczkYn3OpxheuvF9I4xPEKwCJrEXBrvmKWe0Vm3TW1Tp/3GeBS5wpHs3Ht9F1",
+	"bBQA0tCpQbEvQKOkppvr7oqsz0wHUBi3YCoOVuzF6sNeMiS743wiGZK+ifCm1KRaHH++2UmfJdBisYfK",
+	"mZ5FE2Lxgz6Sv3AnQad8dgld6+fKaXhWLsUxRH1EwUqpLn1LQl3LOTRpQt4ahZO5YUteYNx8c4A8GQBv",
+	"w9SJypGuOQO2zJY4ePu5ESFvCo1HIKJ4oxYcTRJfDzgiNH5wHxoTjflzvUFtotisO7uTJ+0m2g2CNH00",
+	"Gs/uV9qI+S6Jjl2FCXwUGxqN9LIaY6foelrj8w36SDDaWgABLBwDH9RCzhfHkE6zBgzuNZMGYke3i5ds",
+	"cIjGfge63+l8ynd+u7eYhC+O3acLTEdTzXIq6ntoneLOGoCtz4KtPtVXgr14/hysdovqBePmFvmSu03p",
+	"r0JUmFdFHjF0yRrRpSZh2CEAovCOWzxrCxrdv1HxPdrQNIQCDCMbhiQSJG/aL2T7wjFtFFHeO2mjOMRt",
+	"Ekf3aZoTxY/JucSFPpncO+doIggHUAkwxIQ8egk/37f5PVwqDelDNSZgQ0kKTh+A8DqGiTdD0vlN9yEx",
+	"BtOoYM7YQwF+7sXtOfuvX5rnz7/4z/N2RfiK1x1zrMrBOmmrNQYEo0igiTIPtgovnx2qa6yNvmmKVVqe",
+	"ZdS1UEmzEEXgvqDu+tzuoYqhSOrtrz7ID/JQ3fN6k9hkgXtih44wkCHwibSEeVwAmkWRZBsprndzxfj0",
+	"I/1rfEwPLzkwLw/vAEF7KQYDehvaQ/UZWIc/xWmb3rCNGjTBXKljGk5rVK4m8pEb8o+sE0QJPHJQLcZA",
+	"FV2c0ZG+8N0ozPd0b0YCeDtC9XSa1hFGNDTAYBSIUwKHhe/dnLAfgS23K+1+L7xFt394xe5AmyTL03XY",
+	"1a0DafnDt+GeNObtTxMNbFSvPbBjW7FEcU5s5d3Kpl7E6i6U67G6s405eCen1d07LFAEjdKnj6AQbVFX",
+	"IYUAvvv4BBr64mOBti+4SBrjoRJiRzOkJ6zIu0iF3SCw70i9PZ0tZFlMUKneofQdXos8EBqcOnUweLe7",
+	"iPectNq9wvHUton3l25ptM9PPtvdfbYRYXyiDsyWAsb5MNsVnzy5JddYA/989KxOC6NonUwqIwsRKWDw",
+	"5zO2FFxB5WO3JhTZ0TF+4TBfSFFDqu6MlxNQq/IjUK/uW0HzOIpW14LV4jcxs6hVuvVCEcJ9uSRvyL7x",
+	"hNr7uy/3YxjgJX7uoTyQYR6bVbIeuT7pYrs6HXm8ffeljp1+jP5rF19ky5cgJUha42/Qbr7Iri9zFcH1",
+	"1zBaQShMPc5x/zwi63IIsNki5rzVFdljGOO8kZ0BnnySt/BJbrxZj1NH2P5wS1OjM5OjnXhmWtDo7W6b",
+	"neU52uSf0kVF98eTZN/Ahp5cLndUfQw3jyyXO5b6mIl9J906bpGbsRkU9a+iQk2hg1N6xqZiAe2ASnmJ",
+	"+/Tm/P3Lv/QzcJ3WIMoLXxadAB+dQZN2ZazgxX0WNDxUMQIWCTyVJDyVJPyRSxLYIbITR+BHd1af0PLT",
+	"W8NG31Gumw/GdfKmHfvKSK5AJZjTriCTleJbiNKMnlLeGArmtSVX2lldPmAGWmAEN90vN9veAwQGMp2i",
+	"Bppjv6FHH/fPV3n5vm10jZW+3tz6I8F8d0aoifPUtjPdPTbnSA31KcBTJ5mujBvSxLgXT4rjbbjerTpz",
+	"pNncnTTq2JvaeAss/c1a8mcKrZ9S2+6jx8eTuvikLn5a6mLG7hbif5C5PqQO+QDM9TPuW5LS0PbeteRJ",
+	"LXxSC8eohXfUsmQh7bEVxtmP+wG5DkyHWuBv4ziEFNtV2Nz9ZN/KixXjpdHYlANiGY6FqYIZvRThmiO7",
+	"cJcyIz4Az4C3D3NALaQUAQy140ih7eUaB/iLtO9Fp/x2H1f+LS35ga55O/ym+w3pVUFjikuRlu5ei+Iz",
+	"1Je+GrOU1wo7ONMF3z+MNF6jvlvjMEAs+/sMt+bohq3BY+T7jVUd65G6ZxF2G+WQB8RozG/sdEphjfE4",
+	"9ujO8SBw00aW9liGRHSobLyWSGxrTWrvHLB0G9bgD9IE8PZXMMN9lnF0RhrKKHT3tLf1f/Rkwt52pMHV",
+	"sz3IvW/FhVRtnl9jrF72ZoPss9MALEGHM67YjNf1anzIHppESQP6sspYqdUcBClX7IuvvmKzBa/5zK0E",
+	"guclNwthPH5Z99Y9ph4NqIZ2LsJeK4M7I+0km1/s59pvysyD03pSrnfPyeteyV2bL/i3T/21GSUv++IR",
+	"zNaVsWLJLmRZQnrvdEVBcHaYB9PbXew8YzlBR9XtvyfU3CUvubHU6yX8DbtS5UcPLTK/F/Ybt0+v1f0J",
+	"zvSAAzepp3L80YVn2I69S9Edbtie+puEBiakYuKt7OugWmVRe5P40aW7LXvoWzLQoCRtawcOM3RyqSaj",
+	"DPuMuOnvwh82Cf475Rrv9XxeitQ9Pnjglkh4/oA7CAMFKI4/ZH8j3IxhyvNUdmMZ+9H/a1seOyZkQzZs",
+	"Wu/WczQxg11KNXCtLr5wzwEuj32YW3FIX4IZH41Evt9yOwbS0HFTnrDvA/b9GJ3wrrtU9EhUDvWgiO7A",
+	"RoES+ko2DTw5vsvV9/Jqw91Be9ZN5nO3R3e8geirvw/zNDHSA7mOR5mnNSTeFk8m6k3qW+Dq3NZKrWQl",
+	"SqkE/gzG4HFVNnOpzCh7FUam1sZKF2LAVfXMMD9S1opWHIhNxUKqgty8iM1RNRbFoqGWNSG6UItCKCt5",
+	"Cb8v+Yo1Rpw4Jety2ul40buyIf5LxxLmww6jNVASpfhga9TMM4xnQJByRYj6kF3J6qYUvrdOya2IOltn",
+	"0eAQ4zyiNV/rlmlFoxpYntLx6s5Y3h7JpNQzXkJyVs4O8+i/Mur9HCrlwrIgywE9AEfUqaP93rWYTio+",
+	"h69di6mRVkxmNb8u84ywFuaCXQh0qE9X7Oe3P5yxqpZXEHNUBSu1rhCVuyhqYQx1YanFRWNEMcKdwJmZ",
+	"6UoUna4pPv7er++5a+f8t2En3hCtb0FieOvbuVTNtES8wpZ+HCs98tKlqPmFZYcXvDTYrDqFQCDNJHwo",
+	"jZGAMpsk81TrUnB1B7AEAUx2Y3C/tzvrWLMDsN59XvDE0W+EcDDIUz3JJQN3b/yP+3K3JETFKUzv9KP7",
+	"HwzRN+pufS8pumJWs7pRGePG98ck3hw/SVKsG8NPaM009916tw25Wd42yrTwdWsT750jJijYWvClwTJq",
+	"3wnP/VCDg8EtEpIa6mNIqBdXbvtOmNuYazElbBjYFUiBylF4njR1iZVFHrs6CrXCO4fk+524JzOWW2lB",
+	"nuTETPKjM9Jxy+QA0FhGqJmTIf2WBc8MkyR1EsPTEwVUHpozFvaol/wPPbSggxK2K4/kV7Ix5bqZ0Uv3",
+	"xzOonemgi5WPsZG4uJAW7IB9ALpvk0lvG9Uy3b/pYl8ZZN1B3jbqVsaBU5VOgR6PkYi7E1nDK/9wbIw4",
+	"RgKGq9OeZwBYd7Z2+PN37tGX4afsoE8B608j5+082ZbDrD/+pv0tO6jSj+CVX+/Ou34t6S77a+7I7Vl7",
+	"qZ+k4U72TaOwVWCPh26TfSPk122F1Gbu707+eqHLiM3rK0pWQ/CeWPM/I97mdwvweXKWIyVJNYeu5z5Z",
+	"TYJwGSA7Mqzyaalnl/BmEET/891Pf2N6+puYIfI3+kEaBdz1hH3HZwu/x1Mx00vRbdOYsX81ohHk9fRJ",
+	"m1CnC/2G7ULUXlgoXjLdWDDgyqDRtC190Y6Tdad3WQBkbLsmR3KbvVZk3+XG8tpOSGTn4D0i5PeLbnBj",
+	"XYfy3QylEqHDac5O27/V0GM+WGStNTMoX07Y+SbRdQHCiTN/ILDjw0VzIEyg7He4YC225zidO6Q8Ce8U",
+	"c4OKguXXur68KPX1xAOsu2+VZcDJU755BdLQeI9dT7QtuJNsEa1TM2cnYFsg+/Fi9WYiFcXxVwBhRTOZ",
+	"1I0iPaH9iDsBOJakDH7T6tf7kL7+87eVu3c0AwpfZbeW414U+693BDHcVU+D/YecFvLK/0bPwhVPP/qO",
+	"fgqiuvPEG5Tia4Tff+7v9EA0cHhnYHD/ip/AkDuzUc8MaejsMLBw8A049R65I+n1h54tHD3lxt6POtHl",
+	"ImON6WGFwuej71GZ4D65es6lMnY9QI+GYuuPnQpjjyHt2gkcj5NJlpesGdbbnPk8+am2CyesHFVSjrD/",
+	"JP0XZQyfsL87HpqHHwhI0PHttuFy0vHr5BZl+Ldwy1VVJrIW/e52i7tBCmDbO5FAcDdWlmUX8zkbi2aI",
+	"GIb+OVby2aWJvbD9DwFe0UR8mAlRiFg6LTT4IUJHc9Abmoreh2Ems6auhbLlCuZDJXGRiA9FcjgtepdM",
+	"I6nVhITSmlTDVQDuCQi3bNAYnvICvevjo2VUSTUQNdupwD6S0pKu/wS12bUlEcFQntu0FvwyJbPpBj5V",
+	"YTxVYTzyKowbFlvgOyMCce5Bxq3lcNRWg03QncJD53j+l6NQEn3v3br2WaAYhtlUEdHuF58/gSt7Kkok",
+	"AkbUCyd3+xiDUMVxY9wvH4UqJu6fPndrK61TK9xazHSNDWPAk+GEbp0xcTI/wW7ACvNLCBie3M45tcaa",
+	"TFd9B/KXLA9zSdB7TQ1jGPSF9AMmc5m/U8XPRtQvF9xuCy06OvTfAr/5QJwi2qXbZvfs7dbRsjdjCrYb",
+	"d/P7ds+357yq0vdG60vWVEBpflmQng+H6G/Md6pgbls8p4eI/Sm6csB2SOr/7yxUxmsfyvd+MvQhhtFi",
+	"AwBqqgsPjVdy2/bwijIEIAsC3p1xxUIYB8pvqWIAvFCySARYlMYffbiHbofSOMmK19AuzIDXsA+2h89C",
+	"h0bI8HJrax8exuFrJQ58n1xOGJgCVCl0m4kPVijjFGUwrUWrjoZfgksPckSu4U4fgoOeL9FFiEdgWOj9",
+	"eiI+QFjsZMot/G9lXuRHWQIAkHo3B6EKkztLY/61iq78d6RXwxFeSlWwQ7nkc5ExZ3fojPGmkBrBsrzH",
+	"lZqDh3PlVfXM+GKRluUcuS32FsvZJqDB3jYXYlbyGkQ6+/H1j98x99AJO++MDy7p2UxUzmy5XnArvK8b",
+	"p4N00hp+hq/QU+wWabL2ZCgHJhSBYloLfYjxstTX6JSdLYQ723ayYRqR8sPZUhgDHRRqVjcqlZPnJuYY",
+	"9O3RE3lRSOxG8qZ2o1jpWCsy5ir6y8cDD6+UyrQtBaNBIbIdnPduUDwR7+L1hO9WFdj9VCoOOSZr/jp3",
+	"19ODBi5yvdDs2pnRzmjzmwqR2QV3otYnTdHDQgWj381BNWUJFQndtJUgcmJx9U/cg7Z2AcMS9109B2hI",
+	"QAJvaYghcQW7fc0NaR33a0J9iqg8Q8ISt9vTr7ukcGHdv1BU0ZU1dGdNLEPdeXXl50cSUr+fVrW4kuJ6",
+	"lOrYvWb9lARH/YHVAfcnmOZjtzm5D9ZxM8G5YwzJCMukJYtJ1Ngap+3rnzC73MzRzpoUQsmOJwlmOBWl",
+	"duzS7RI143RsUNfsWteXpuKzOCuuHzSib0nws/moVC04OFTWWeEb3L+IF25VWGXRokJS7g1x+m3pNnRq",
+	"t1Jh17KE3glye8Dmud1XrD0hVnPYQdA5MIQJoapCmqrkq6Ekvc4pp7P0IMsvkaaXbWS2S37pO6iS0DnD",
+	"IwPVLsNGR7bPnkOCTVjnkq8w0ChthiLZsLmwgzQ2tFCQD7drhvQfp//R5b1bxdLvWYd765kV6fDT9i+l",
+	"YzH8eqfLfuj0uaEZ0ZXC5tk96jr6rP0GQ8z8W2JuGHRYWUFuA8w6NtDPO7AggP1A3j7I03W9PF00S64m",
+	"4J8+/ej+MrH6UqjtTgGneDLOKg4jYxjuL+5j7LX7GKlQtXAHaL4GJbsWqgBebcUHilz4kmswLUomVUZB",
+	"k1oYXV61apBp4QEba53uajWbLbQ2AtTxE/aTu8JuVMMKUcorHClqcHctpsSc63rFOIOFrrsjhj3r8AKh",
+	"osDjL75gebSBAK87Mc10Ka11AsbR99rv4kPlWHAsftxWScNmpTakSyNg2kAzO24vSn0Nmw17DVCPIySI",
+	"G+eZ8d5GWg1UAXmYvs5svbDIfY4VZi0MyJhAOrtmdd7KM5Jon4Cv0t2ohILGWX3KdKvomglwLDDMxMpl",
+	"wmL4WckPzP3krpkRM60KQw0a0PgPR6m0L6pCM83E5xl4q1T2P78c1uRDaz58ZRJtSfpksYwCCNPH1tkV",
+	"r6X7dttM3F0z4BQnKbMF80w31CUaEqEzWUkAQCOABKAKn+je3ViOGTCTrr8gMch3rV16CMsoBYfDK7Q9",
+	"ii1eoViO5XA59kmHATpTWFvZwC5Tcn3WnaX7MTHBVyDbuBVzDW3gw5TA15ljqYi78+5fx6U0NvdlVtHU",
+	"fG05OBsOsoOo4z14HA6yA3BAHGQHuMhE0fmO6yEX01LYhS4SC/uLvvY1LeDxkobKC526MxXMGS1YT51Y",
+	"R1sZAzd/qS3kN99o1pHoXJ8hZ7ljcfOaVwvaWEhpRjPZ8U+tLuS8qUVxhg36UNmEEpfcC5QJvTDBIuO8",
+	"bVvxt8YZ4zXjU4RR77mglUjZ3V1aN6KE/jypfqsWzC4QRP3rmWGatCzYhawxjDNMyf09w/9eA1CYaWUs",
+	"d7bSoWPxLIf15qyUVtS8LFcI7u6nkLPDkjyruV9FfpRkEvChNI+gj4dDcSzpJKmI9jwRbmOXU1FPwC03",
+	"wIGW2liiU75+yTBX/mQUR8VOthNMJFwf7O9w6tzvREtss4WWM+EobYlqxxlaDlr1njV3RSv+fNhCl4U3",
+	"YWgad0wnbi9N/H0n6IhszmJKqbSEvFKL+ZBSzeEcwlzdvDx38H9z3IxGSnKGDUTlZ2MXYmlEebXbwlO0",
+	"hsmyEz+3CeowqbHXrqrHpZ4Jgrj1vPKZQdiCMwTFBKeyWLkt5AxUQmPIQh+YcGp4cEvrC1Bqal1SoC1i",
+	"g1mguywtgEbevj6xDHDLYc9r4hzWENiAJRC2A2kjLZfO3HahLM1T55NnjJfXfGWcNdjjK+06IFqHZaQD",
+	"TCSYDx09xgk6VNxBg9qgzuD7E2NXKbeyk1OtkcIcSzWZz5bOq1o6W86dFe2r+6dTI9z9cwc3X+j0oWUH",
+	"sti0ICaLM2csF1jC677qnvFWNNok1IZtyT/8INTcLrAvdMWtFbX73P/+5/nxP/jxvye/0j+eH/958ut/",
+	"/I8k0Uo75Ff3i+dTUfbGe/H8+Q3o8fek5zqtBt9jiPPLF1+McBXXYCrAlXkFieL79BFA0eyw2RN5AqKf",
+	"MLUgHRGFWrDOXXnmlUPfqVwVjkUbofzBY0yOPAP9KZxhNUTQnX2KuLPKpUBMJw9WfdHU4EWk9N4ZV22i",
+	"vw/BRQnAZKeesHMyiKB4TqtQy+Fk9Xp8dcoLn+aXMMqVtlHPZ86uxfSYV1XEO+KoJJhqBbc8btno0WxC",
+	"zZv/fraDx+EBnA3v4OOfn7/hZtmKPasWQcSS/C+X7jguYkHQlTZwXbYY4JsCnN0h/xvpK4hPCDp4nSQt",
+	"S79GZ8EFtHdqbSqo1+nqsVmbDUHFTHgNSNkgFBoojQEdkMLI9LCJn+5bxEnhvSVoirQq1RzitRJyhi8k",
+	"rnulGwjZpFWeOBxKu5y1UHAw9M0CpLdxWL0kpgepFd5sGCXqiKMB2Bmx0rNOFRBXTCwru6KTuOc01E9f",
+	"kp4TVv3usvT37OBUqgs96EL/PnTHwFSa6NcM0gEzSC/HawUb67mJEzyQySFWUbxy0E18XlWv3UT2mH5G",
+	"Q2yL6GNEYsqNnMXLvbmytrcgC0xuKvx2R6d83m6SD6H4EMuoOLgS18JYloOLI49C79CWVqsrURuORKAJ",
+	"DC8HfxDUXVJ2pWG/NcayqbiglC7rP5R5YAZdFgIcJbVBa0aqAEFwxvIFN5OlrkXOjLOmPL47doIJk6rF",
+	"MtmX2ukqswW3E15VpK5UFSW981qAiuN+PwYDKQ6WDGU0xyv3FRDRun1SkTReK0qTe/SVv0hjNYQtt6oo",
+	"ncGtBt1yKGYbP7srekW2NRVIXxOZxMPcOHy8Nt7LpjaaKoZl4fkJkYrfYx8kMAu3zewHwa8E9PVooF/l",
+	"XKDqStBLcXwxNUl/hrtN1FnQS65WLSnCsbhrxByxa2OHBoSLlc4acHbukn+Qy2ZJRuhSKvqvdQfhXhN2",
+	"E5S6iXv+5KGh9EW0449ZmO8t89dnzA9zzrijd/TnPrs+/Uj/glymCyGKKZ9dmg2JwRxBGPNSXpKLrZAG",
+	"/wNjVehR5iWb6SWkKJDmSwOduZdVU5Y5c3xLzR2D1V4N8DMIFxCyUsbVh+eOF+RRo33ioSFzPnwc7pEb",
+	"dFSfVpp4InVJG1AufsQHXtHnx3Bbz2ewcLDmVgzjavrzuX3i/d0Xp/WW/kA1amMwkcPhO0MBizfuO5/y",
+	"sbCPt4ijR5ZT0LGKml+DscTrUoqarmcnZ8ZT+CYmYpr5XBioYx9QBd/UumgA5oJdiGsGuyq9J7pNVJPz",
+	"BWAwMgVJMlNuAGwiqkPwN3OLbhYULGc0kCOLg27m8xoHPF/u1wU3hF1x3FSMFgezbXv+XFycjWQiZ5sK",
+	"UJPq3Du/nf/lt2kX/gJJ/tGccSX7ZTW75h9uUe3uL4VmI4tZO4Zthl64By2BP2528zD1rBt1nPbitUyi",
+	"qnUFDlvMOAp8LGZUTiqzH71J6rnVhq5h4IjIWCVqZrUufU97ZyLM0B5ylgBcaoFp47oMLAI7IZXlJu/D",
+	"j270/Xof3BDjvA8we7ew+6XIvYZ62jVtcVToQpTDbgp0dkHA/6dKqPPXzwwhHJRIkI73nbBzAIUC7xOk",
+	"tgvDxAc+s5ABAducMYN5C/CekyJYp2frlbNyDRif0kTVSli3t44Xi/P4Eee9RxKKxtlUtnwpVs8wtx8K",
+	"DWBzxnuvcJDduUfnvZ3tpM6cfXUuHit+ODTpBDBgqm7yVESPvNTLils5laUbN6am04/wv8OpwueU/Rgf",
+	"tsflwTq9trAOgmQ+FAVqBeg1M10Ij+XRqhlJlhMd5BhdIZ6QX3pKO6DvPQ55HK/xPgh1lDS9V+Lu+GfT",
+	"ax1FwjF9bHTTU5473hSmhCjIIxXa4fKqwvx2XQnltDxjuRWh63JCI/LlwsFpcCG4bWqx1lUzwmbHwK0P",
+	"yvlkeKoAwqy5dYuAV9WkUfyKyxJTt1JGQQOtjdghiPkP3BmVTIaS3xZ926dXAuEekQ/BDTKHZmjatgDb",
+	"wRCA32AwmFTne1eiNsk+v63+8KY9pf1qEe1A43QJJIfjCz7D1q7+7c9Is2h5ZEt+7syJVkN98WbFw0hs",
+	"CbQlEAbZRBloMhmb6VI3tcHGAJhgUnI1b8gL2s6MEKA8JvN2sJXYvFWaucl5gRSK/CB4Ws8W8koUg7T5",
+	"dzE9r6p37RbsjTi7I22jTl/j4g/nkaMP7Z2CIwpBkim1vtxMsY7ojq0+xmT8QZcwdnfL3dN55uNWPs/o",
+	"IvZTt4AoeetryNkhyoBrCcVUQiEwnBMA4OY5yphUViMKAXVlbinfT9JUQkQgb9slQJb2ItN3MFkkAING",
+	"bmQL4HbOIqwEvwSlSbMrLem++O9nwwhw2TCmW7YFrk3XGzDZdnQuvRcf7Ht97naVoGL24SGORrmdd9h9",
+	"4XRZifmdVGialbILYdyFRcK6V/7wuFwt78JeeOrHnELxAVL6KEONcI/WnS1wtsQyfJb46ceAalo3CvzC",
+	"LWRrUgI6DZUAljYgmwOcisQ28nWjEJoyY7HChm4haX3apfsNkutIfBOD0rWcSwxTKSUg+4kVta4qUZyw",
+	"c/g4hPKdgPTBKKfpFqxq3dcEkpHCO8aZe+2UVgCphuaEfXdFHeaj1kAVIikYb6LSKzAJQoYNKaKgoc4o",
+	"HRHyDhyL0iZoBZB4EKKD+KmjtJ88zH3dV07KgX9iTA6Dm12boIC1GwQFwAcxq97B/DzOLW7OGMsVIK1h",
+	"2ZQXa/VmD3ePKPfn5j5jS0xOCd6G64XuH+OdOb6zRNmOYvAWJb/UAuq/kK4Q4bxtE2A8pV+1iQ/Q4sS6",
+	"zzgeLFUjWCmvxGBPITUrG8RPtmJiFK/MQt8WtyBaxaUQVXwrnIEZSprb64dXPvfkQAVtUDdSalAcOOUc",
+	"w65QJdtAiguseqIVfnW3tfy69/4VaGuWeu42KiBEuw/B/Tl3P/+g5wdZQMiOfvX42GtZ0lgUm/5kN+35",
+	"FT6Z+IaVS6EbO+Yj7+nR7ldawt/8hbf+OShRoZLluJlH4u3X/sG4s0f7thIf7JYX/+Yeid9pYbs3vdbC",
+	"h5daV9um+YPWVTxDeGd4cu5xmhc8uXFK7uF2NiQkuvRBoZP254lQRfKR71SRwFlPjJpCW6+FBQVk4PG3",
+	"8PMaMvvA02v47NHvhM5eC260kmo+AYTa7jNv/Y8v4TdEpk896DTa8Iw1k+QOvrem3cToqfWNbJ/EvUxB",
+	"yCeWvAlIHtng5vfe4DNJ+PkNr20AoT+P9LT1plEZBs4AZfvrnAEGjq/kdPIRuoRQncMfMilDtIhUPFHL",
+	"Eync/izY2ybY6v4UzWmpN4D2vsE8woAFEiBSKm5sW+NZN8pkPk0XZOUZHh/Gr3DW0lBNEWikqFZkzMol",
+	"FCVARYrJmLGiMugjjVUgSZg4urGggxyX4kqU1JZrXL4X4L1YbEzTKPTdZgSxZCyH2irF+GymG0eFSy7L",
+	"GJLaqbZTXawyxgHMwli+rPqtVCpeG1Eg9CF41jKCS9R1UKQaa2QhENeFq1Si2Pci3J8f9Hyragv4Le4I",
+	"SLkt9XyOXmcLNTNaWS4Vldz6AtCUEnMpVte63jHttB0d9gJtHo+nA/rd0HC4IZ3RfPGzaWbo4TjIDrBJ",
+	"jHvMgrmVqIJOK9eQ/BlyYDMGB+v4B1ioL4amVSETTmhvL6JU2D+7/9uSDDucouvuhaTrANN0rM3sPz13",
+	"w+kR0nCbIC8Ne/3uJ/b//OfzF3RDBgnHoxRzO5ng+wdJ06jgVhwDSEy2C2H5qaGpfuOZwet3OjHPnaZ9",
+	"CDRE7wK4WKheZ7Jgh5Cfj0mnELQ92jbp6WoSgJTpQztnhQ9OdqaV0aUIDK+dM7I+6pU7Yo70hYOHiu3G",
+	"vHJsQriTQU7yfRZhJ8hbiIUxLG20BuBbzCW99d99ELPGUrApjEFKQIhIhh8Cbh1mXFL7Tfb3ZN+4tvnb",
+	"IUA/YE+YBb+SuiHkVoSq9PitR73+ctTFDecA/j0DiqHHvowa0+GH+EadM0gw38Rz3U+XJbwHuvbtydDj",
+	"5QQWxqSJXwU3xIIbNhVzN9G6lleI2hl3NnOaSSGCrvDF8+cjnHDrkYlDQLvgIbGduA7GHtZP7SjbECXY",
+	"EmLYELeAjRmKXJyxL7/4cwS67aG/8a2aW4GINjeLVRDVerrfU6wieCBhNKkfqlOan8c3dJ8iJpg9OY6e",
+	"HEePwnH05PN58vkQHGIksNvGgj6dpBPCi/oS3q+b54s/b3/pvdY/crWisczjC9T6PoLrEn8X3XA9Njuy",
+	"7w23IiMNMAttdrHNeuO2gMoQKSjqqAGCTMHHFJTKw1bvBMicKI659yCl76ADDYihz0cL9UiQGYPOm7eN",
+	"ou4yI4OTsgB0joBW3gmTIqw/2nDgtILrEiO+mDsIYz6E4Rb2aVuSFgRB/6DeXmqcHFl5oy+x5ebSnH50",
+	"/4Mld1ZXwxbfubl0hlIYyb3W+mEVCywZsTasZu57J+x9695A408JUTByjG4Ka9/6Bie626QrfFOpBLry",
+	"m/eem8vvhaKfx9xZ2BpZEARXcK2gN37MzaQjeRgkpjGoQQaq73w7J3fQt8IPuje0oNuW/7qVhnaiMVbQ",
+	"Z+Ew+gsvbf+Kj+YmrToAfYU3OY/chwz23q8bpXwm5ro+krFpY5mIfU1r6e6UDRowWezizJ9Q5n1CUDaA",
+	"947XbbLUWOg6LLFa8tLZlyJUuECDlJpf2GyM9+VhnCnP/xR5pmjHJsI7JuBrhGwdt84quWo7YcLv2BoA",
+	"Ul/8xp8Npm91mwz64ffr2nnbqODvWL0uxrDphJ/S05TVnuq26U73x6WfXE5PLqcnl9OTy+nJ5fSHcjnt",
+	"v7/S5+HVotgOQLIAeHJfqI/QZKFezZySFubLsuF/jqGHCZVoQ0OTYX/XD9JYgoHwqhkWnuIHfdI0KQLO",
+	"5F1VhD3ow6lYOTfjyhlcSW/SuS8R2n9JP4zwhlYyVNTvfw+NpWRN6304UMqRHcPbY9FKwGFEtELbm+gW",
+	"3k8zl7NFaDCAqABWA27DWa8TuUEfCNS6HYvlVBQFBKMBLrgWNVeX+aby+QlNcVjt9AlT3RHgFfd1JzTL",
+	"JfL6g+wAy3W+sChO3RDk60ikVP267UKCmo4b1NTlwdcHp1cvDtwvtKFrQIoRrhwvQ42f+DBbcDUXBFtA",
+	"KEvYBgS3oovOks71agvaYV5t/7KAygFfbg0zpF4iCMwDisdMFsCvD41tQsFFEroAYX/QxkC7q1BTA62v",
+	"qU8ojYEt5TYXhniAUICNKUusc1/yAjDCo2+1bbvXv/eWYztjn91AH57LK9FDMfcT87hdCTTMGPazRPa3",
+	"QCzGzNvKqmjbZ8XH2MEVTPTFxFoyq7GSDJiL+weWTorZIvoW1pClemtS62b3dvjpyh0FnrGbNp8CLKfv",
+	"1pzABPajxDWuSWRQHqMTIOwwOiIqLmvDQkFZIWsxw7Ia2dmUc6W0HRzhFTTlg3Oj6rROyi275tIyBAKg",
+	"78WAyglKICdMcOZQR3buG+TI2p9m9M2uEE1sOgRwjgFoFE5sHpyoa1c53L9NF/plLYBks4CcAP4IVTAj",
+	"oMBczfuMNhojyAL2jfsl8f1vqXGYb5OMvWa6X4w+GB4fuKugjBt2aMQcHjuCfrr4DrSMr0ppoSY5i0Tm",
+	"bCHLgt7tMDv3h8RIPwrLC265bycHsbPunKOvU+sErcJM4kH8t1IL4p5TzGvdVBv22T2Zmiey1FDYHPfu",
+	"AmUnngeK3PWPtGdYyUpgA1y3duw7leSm7Stv6JWD33/9/f8PAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -90,3 +90,13 @@ func (s *Server) currentDefinition(ctx context.Context) (*models.App, *apps.Defi
 	}
 	return s.apps.Load(ctx, p.AppID)
 }
+
+// GetApiIndex serves GET /: the API's greeting with its and the server's
+// version, the fields Dify's Service API answers there.
+func (s *Server) GetApiIndex(ctx context.Context, req gen.GetApiIndexRequestObject) (gen.GetApiIndexResponseObject, error) {
+	v := s.version
+	if v == "" {
+		v = "dev"
+	}
+	return gen.GetApiIndex200JSONResponse{Welcome: "appkb Service API", ApiVersion: "v1", ServerVersion: v}, nil
+}

@@ -42,6 +42,7 @@ type chatOptions struct {
 	llm    *llm.Registry
 	extra  map[string]string // more apps: name → definition text
 	tools  *tools.Registry
+	log    io.Writer // where the server logs; discarded when nil
 }
 
 // Names of the apps every chatServer has.
@@ -91,7 +92,11 @@ func newChatServer(t *testing.T, o chatOptions) *chatServer {
 			t.Fatal(err)
 		}
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logTo := o.log
+	if logTo == nil {
+		logTo = io.Discard
+	}
+	log := slog.New(slog.NewTextHandler(logTo, nil))
 	e, err := handlers.NewServer(handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML,
 		Models: o.llm, ChatModels: o.models, PingInterval: o.ping, DataDir: t.TempDir(), Tools: o.tools})
 	if err != nil {

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"appkb/gen"
 	"appkb/internal/conversation/conversations"
@@ -47,6 +48,7 @@ func (s *Server) GetConversationHistory(ctx context.Context, req gen.GetConversa
 	}
 	out := gen.ConversationHistoryResponse{Limit: page.Limit, HasMore: page.HasMore, Data: make([]gen.ConversationMessageItem, len(page.Data))}
 	for i := range page.Data {
+		s.signLocalFiles(page.Data[i].Files)
 		if out.Data[i], err = historyItem(&page.Data[i]); err != nil {
 			return nil, err
 		}
@@ -146,6 +148,24 @@ func variableItem(v *models.ConversationVariable) gen.ConversationVariableItem {
 		Description: &v.Description,
 		CreatedAt:   &created,
 		UpdatedAt:   &updated,
+	}
+}
+
+// signLocalFiles gives every local file of a message without a url a
+// signed preview link, as Dify lists a message's uploaded files.
+func (s *Server) signLocalFiles(fs []conversations.MessageFile) {
+	now := time.Now()
+	for i := range fs {
+		f := &fs[i]
+		if f.TransferMethod != "local_file" || (f.URL != nil && *f.URL != "") {
+			continue
+		}
+		id := f.ID
+		if f.UploadFileID != nil && *f.UploadFileID != "" {
+			id = *f.UploadFileID
+		}
+		link := s.previews.URL(id, now)
+		f.URL = &link
 	}
 }
 

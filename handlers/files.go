@@ -11,6 +11,9 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
 
 	"appkb/gen"
 	"appkb/internal/apps"
@@ -233,4 +236,23 @@ func (r filePreview) VisitPreviewChatFileResponse(w http.ResponseWriter) error {
 	w.WriteHeader(http.StatusOK)
 	_, err := io.Copy(w, r.body)
 	return err
+}
+
+// serveSignedFilePreview answers a signed preview link of an uploaded file
+// (the url of a message's local file) with the file's bytes, inline.
+func (s *Server) serveSignedFilePreview(c echo.Context) error {
+	id := c.Param("file_id")
+	if !s.previews.Valid(id, c.QueryParam("timestamp"), c.QueryParam("nonce"), c.QueryParam("sign"), time.Now()) {
+		return apperr.Forbidden("The file link is invalid or has expired.")
+	}
+	ctx := c.Request().Context()
+	f, err := s.uploads.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	content, err := s.uploads.Open(ctx, f)
+	if err != nil {
+		return err
+	}
+	return filePreview{file: f, body: content}.VisitPreviewChatFileResponse(c.Response())
 }

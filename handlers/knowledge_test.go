@@ -208,8 +208,9 @@ func TestListDatasetsAPI(t *testing.T) {
 		{name: "tag filter and keyword", query: "?tag_ids=" + tag.ID + "&keyword=docs", wantNames: "Alpha docs", wantTotal: 1, wantLimit: 20, wantPage: 1},
 		{name: "unknown tag", query: "?tag_ids=" + datasetA, wantNames: "", wantTotal: 0, wantLimit: 20, wantPage: 1},
 		{name: "include_all changes nothing", query: "?include_all=true", wantNames: "Epsilon,Delta notes,Gamma notes,Beta docs,Alpha docs", wantTotal: 5, wantLimit: 20, wantPage: 1},
-		{name: "a scoped key lists its own only", key: scoped, wantNames: "Gamma notes,Beta docs", wantTotal: 2, wantLimit: 20, wantPage: 1},
-		{name: "a scoped key with a tag filter", key: scoped, query: "?tag_ids=" + tag.ID, wantNames: "Gamma notes", wantTotal: 1, wantLimit: 20, wantPage: 1},
+		// As in Dify, a key bound to some knowledge bases may not list them all.
+		{name: "a scoped key may not list → 403", key: scoped, wantStatus: 403},
+		{name: "a scoped key with a tag filter → 403", key: scoped, query: "?tag_ids=" + tag.ID, wantStatus: 403},
 		{name: "limit 0 → 400", query: "?limit=0", wantStatus: 400},
 		{name: "limit 101 → 400", query: "?limit=101", wantStatus: 400},
 		{name: "page 0 → 400", query: "?page=0", wantStatus: 400},
@@ -222,6 +223,10 @@ func TestListDatasetsAPI(t *testing.T) {
 				key = s.knowledgeKey
 			}
 			rec := s.do(t, request{method: "GET", path: "/v1/datasets" + tc.query, key: key})
+			if tc.wantStatus == 403 {
+				expectStatus(t, rec, 403, "forbidden")
+				return
+			}
 			if tc.wantStatus != 0 {
 				expectStatus(t, rec, tc.wantStatus, "invalid_param")
 				return
@@ -282,9 +287,15 @@ func TestScopedKnowledgeKeyAPI(t *testing.T) {
 		{"delete a tag → 403", request{method: "DELETE", path: "/v1/datasets/tags", body: fmt.Sprintf(`{"tag_id":%q}`, tag.ID)}, 403, "forbidden"},
 		{"bind a tag to another → 403", request{method: "POST", path: "/v1/datasets/tags/binding", body: bind(theirs.ID)}, 403, "forbidden"},
 		{"unbind a tag from another → 403", request{method: "POST", path: "/v1/datasets/tags/unbinding", body: bind(theirs.ID)}, 403, "forbidden"},
-		{"bind a tag to its own", request{method: "POST", path: "/v1/datasets/tags/binding", body: bind(mine.ID)}, 204, ""},
-		{"list tags", request{method: "GET", path: "/v1/datasets/tags"}, 200, ""},
-		{"list models", request{method: "GET", path: "/v1/workspaces/current/models/model-types/rerank"}, 200, ""},
+		// As in Dify, every operation that names no knowledge base in its
+		// path is for workspace keys only.
+		{"bind a tag to its own → 403", request{method: "POST", path: "/v1/datasets/tags/binding", body: bind(mine.ID)}, 403, "forbidden"},
+		{"list tags → 403", request{method: "GET", path: "/v1/datasets/tags"}, 403, "forbidden"},
+		{"list knowledge bases → 403", request{method: "GET", path: "/v1/datasets"}, 403, "forbidden"},
+		{"list models → 403", request{method: "GET", path: "/v1/workspaces/current/models/model-types/rerank"}, 403, "forbidden"},
+		{"upload a pipeline file → 403", request{method: "POST", path: "/v1/datasets/pipeline/file-upload", body: `{}`}, 403, "forbidden"},
+		{"list documents of its own", request{method: "GET", path: "/v1/datasets/" + mine.ID + "/documents"}, 200, ""},
+		{"list documents of another → 403", request{method: "GET", path: "/v1/datasets/" + theirs.ID + "/documents"}, 403, "forbidden"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -293,18 +304,16 @@ func TestScopedKnowledgeKeyAPI(t *testing.T) {
 		})
 	}
 
-	t.Run("binding counts cover its knowledge bases only", func(t *testing.T) {
+	t.Run("the workspace key still binds and counts", func(t *testing.T) {
 		expectStatus(t, s.do(t, request{method: "POST", path: "/v1/datasets/tags/binding", key: s.knowledgeKey, body: bind(theirs.ID)}), 204, "")
-		for key, want := range map[string]string{scoped: "1", s.knowledgeKey: "2"} {
-			rec := s.do(t, request{method: "GET", path: "/v1/datasets/tags", key: key})
-			expectStatus(t, rec, 200, "")
-			var tags []struct {
-				BindingCount string `json:"binding_count"`
-			}
-			kbDecode(t, rec, &tags)
-			if len(tags) != 1 || tags[0].BindingCount != want {
-				t.Errorf("counts %+v, want %s", tags, want)
-			}
+		rec := s.do(t, request{method: "GET", path: "/v1/datasets/tags", key: s.knowledgeKey})
+		expectStatus(t, rec, 200, "")
+		var tags []struct {
+			BindingCount string `json:"binding_count"`
+		}
+		kbDecode(t, rec, &tags)
+		if len(tags) != 1 || tags[0].BindingCount != "1" {
+			t.Errorf("counts %+v, want 1", tags)
 		}
 	})
 }
@@ -542,11 +551,8 @@ func TestDeleteDatasetAPICascades(t *testing.T) {
 	}
 	// The scoped key stays limited to the deleted id instead of widening to
 	// the whole workspace.
-	rec = s.do(t, request{method: "GET", path: "/v1/datasets", key: scoped})
-	expectStatus(t, rec, 200, "")
-	if !strings.Contains(rec.Body.String(), `"total":0`) {
-		t.Errorf("scoped key sees %s", rec.Body)
-	}
+	expectStatus(t, s.do(t, request{method: "GET", path: "/v1/datasets", key: scoped}), 403, "forbidden")
+	expectStatus(t, s.do(t, request{method: "GET", path: "/v1/datasets/" + ds.ID, key: scoped}), 404, "")
 	expectStatus(t, s.do(t, request{method: "POST", path: "/v1/datasets", key: scoped, body: `{"name":"Sneaky"}`}), 403, "forbidden")
 }
 

@@ -143,6 +143,31 @@ func TestKnowledgePipelineAPI(t *testing.T) {
 		search(t, "canteen lunch", "The canteen serves lunch")
 	})
 
+	// Dify's own clients name the uploaded file related_id; a source with
+	// neither name is refused by the description.
+	t.Run("related_id names the uploaded file too", func(t *testing.T) {
+		rec := s.do(t, request{method: "POST", path: base + "/run", key: s.knowledgeKey, body: `{"inputs":{},"datasource_type":"local_file",
+			"datasource_info_list":[{"related_id":"` + fileID + `","name":"lunch-2.txt"}],"start_node_id":"datasource_local_file","is_published":true,"response_mode":"blocking"}`})
+		expectStatus(t, rec, 200, "")
+		var res struct {
+			Data struct {
+				Status  string `json:"status"`
+				Outputs struct {
+					Batch     string                  `json:"batch"`
+					Documents []struct{ Name string } `json:"documents"`
+				} `json:"outputs"`
+			} `json:"data"`
+		}
+		kbDecode(t, rec, &res)
+		if res.Data.Status != "succeeded" || len(res.Data.Outputs.Documents) != 1 || res.Data.Outputs.Documents[0].Name != "lunch-2.txt" {
+			t.Fatalf("result %s", rec.Body)
+		}
+		docWait(t, s, ds, res.Data.Outputs.Batch)
+		rec = s.do(t, request{method: "POST", path: base + "/run", key: s.knowledgeKey, body: `{"inputs":{},"datasource_type":"local_file",
+			"datasource_info_list":[{"name":"x.txt"}],"start_node_id":"datasource_local_file","is_published":true,"response_mode":"blocking"}`})
+		expectStatus(t, rec, 400, "invalid_param")
+	})
+
 	t.Run("streamed run over a web page", func(t *testing.T) {
 		rec := s.do(t, request{method: "POST", path: base + "/run", key: s.knowledgeKey, body: `{"inputs":{},"datasource_type":"website_crawl",
 			"datasource_info_list":[{"url":"` + web.URL + `/guide"}],"start_node_id":"datasource_web_page","is_published":true,"response_mode":"streaming"}`})

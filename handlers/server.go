@@ -48,6 +48,9 @@ type Deps struct {
 	Logger *slog.Logger
 	// SpecYAML is openapi.yaml as shipped, served at GET /openapi.yaml.
 	SpecYAML []byte
+	// Version is the server's version, given as server_version at GET
+	// /v1/; empty reads as "dev".
+	Version string
 	// Models resolves the model providers that apps name.
 	Models *llm.Registry
 	// DataDir is where uploaded files are kept (under files/).
@@ -90,6 +93,7 @@ const DefaultPingInterval = 10 * time.Second
 type Server struct {
 	db      *gorm.DB
 	dataDir string
+	version string
 	apps    *apps.Store
 	models  *llm.Registry
 	log     *slog.Logger
@@ -112,6 +116,9 @@ type Server struct {
 	docs    *documents.Service
 	// links signs the download links of document files.
 	links *documents.LinkSigner
+	// previews signs the preview links of uploaded files that messages
+	// list (their url).
+	previews *files.PreviewSigner
 	// fetchAllow lists address ranges that the network guard lets
 	// knowledge pipelines fetch web pages from (Deps.FetchAllow).
 	fetchAllow []netip.Prefix
@@ -219,7 +226,7 @@ func NewServer(d Deps) (*echo.Echo, error) {
 	if svc == nil {
 		svc = NewServices(d)
 	}
-	srv := &Server{db: d.DB, dataDir: d.DataDir, apps: apps.NewStore(d.DB), models: d.Models, log: log,
+	srv := &Server{db: d.DB, dataDir: d.DataDir, version: d.Version, apps: apps.NewStore(d.DB), models: d.Models, log: log,
 		pingInterval: d.PingInterval, fetchAllow: d.FetchAllow, chat: svc.Chat, search: svc.Search, flows: svc.Flows,
 		annotations: svc.Annotations, speech: svc.Speech, uploads: svc.Uploads,
 		convs: conversations.NewStore(d.DB), users: endusers.NewStore(d.DB),
@@ -230,10 +237,14 @@ func NewServer(d Deps) (*echo.Echo, error) {
 	if srv.links, err = documents.NewLinkSigner(); err != nil {
 		return nil, err
 	}
+	if srv.previews, err = files.NewPreviewSigner(); err != nil {
+		return nil, err
+	}
 
 	// Signed download links of knowledge documents (outside /v1: the link
 	// itself is the credential).
 	e.GET(documentFilePath, srv.serveDocumentFile)
+	e.GET(files.PreviewPathPrefix+":file_id/file-preview", srv.serveSignedFilePreview)
 
 	gen.RegisterHandlers(e.Group(basePath), api{ServerInterface: gen.NewStrictHandler(srv, nil), srv: srv})
 	return e, nil

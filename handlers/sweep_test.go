@@ -142,6 +142,7 @@ var sweepBases = map[string]string{
 	"POST /conversations/{conversation_id}/name":                          `{"name":"renamed","user":"sweep"}`,
 	"PUT /conversations/{conversation_id}/variables/{variable_id}":        `{"value":"changed","user":"sweep"}`,
 	"POST /datasets/{dataset_id}/document/create-by-text":                 `{"name":"more.txt","text":"More text. And more.","indexing_technique":"high_quality","doc_form":"hierarchical_model","process_rule":{"mode":"hierarchical","rules":{"parent_mode":"paragraph"}}}`,
+	"POST /datasets/{dataset_id}/document/create_by_text":                 `{"name":"more.txt","text":"More text. And more.","indexing_technique":"high_quality","doc_form":"hierarchical_model","process_rule":{"mode":"hierarchical","rules":{"parent_mode":"paragraph"}}}`,
 	"POST /datasets/{dataset_id}/pipeline/run":                            `{"inputs":{},"datasource_type":"local_file","datasource_info_list":[{"reference":"{pipeline_file_id}"}],"start_node_id":"datasource_local_file","is_published":true,"response_mode":"blocking"}`,
 	"POST /datasets/{dataset_id}/pipeline/datasource/nodes/{node_id}/run": `{"inputs":{},"datasource_type":"local_file","datasource_info_list":[{"reference":"{pipeline_file_id}"}],"is_published":true}`,
 	"POST /form/human_input/{form_token}":                                 `{"inputs":{"comment":"fine"},"action":"approve","user":"sweep"}`,

@@ -69,6 +69,7 @@ func (v *requestValidator) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		if err := refuseNULInParams(req, pathParams); err != nil {
 			return err
 		}
+		dropEmptyOptionalQuery(req, route)
 		body, err := normalizeJSONBody(req, route.Operation, v.maxText)
 		if err != nil {
 			return err
@@ -122,6 +123,52 @@ func (v *requestValidator) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		c.SetRequest(req.WithContext(withPrincipal(req.Context(), principal)))
 		return next(c)
 	}
+}
+
+// dropEmptyOptionalQuery removes the optional query parameters sent with
+// an empty value (`?status=`), which clients such as Dify's async SDK send
+// for every filter they were not given: Dify reads them as not given, so
+// they are dropped before validation and binding see them. A required
+// parameter left empty still fails validation.
+func dropEmptyOptionalQuery(req *http.Request, route *routers.Route) {
+	if req.URL.RawQuery == "" || !strings.Contains(req.URL.RawQuery, "=") {
+		return
+	}
+	query := req.URL.Query()
+	dropped := false
+	for name, values := range query {
+		empty := true
+		for _, v := range values {
+			if v != "" {
+				empty = false
+			}
+		}
+		if !empty {
+			continue
+		}
+		if p := queryParameter(route, name); p != nil && !p.Required {
+			delete(query, name)
+			dropped = true
+		}
+	}
+	if dropped {
+		req.URL.RawQuery = query.Encode()
+		req.RequestURI = req.URL.RequestURI()
+	}
+}
+
+// queryParameter finds a query parameter of the route's operation, or of
+// its path item.
+func queryParameter(route *routers.Route, name string) *openapi3.Parameter {
+	if route.Operation != nil {
+		if p := route.Operation.Parameters.GetByInAndName(openapi3.ParameterInQuery, name); p != nil {
+			return p
+		}
+	}
+	if route.PathItem != nil {
+		return route.PathItem.Parameters.GetByInAndName(openapi3.ParameterInQuery, name)
+	}
+	return nil
 }
 
 // checkMediaType refuses a form body sent to an operation that takes JSON
@@ -185,8 +232,15 @@ func (v *requestValidator) authenticate(ctx context.Context, scheme string, req 
 		if p.Kind != models.KeyKindKnowledge {
 			return nil, apperr.Unauthorized("This operation needs a knowledge key (dataset-…).")
 		}
-		if id, ok := pathParams["dataset_id"]; ok && !p.MayUseDataset(id) {
+		id, ok := pathParams["dataset_id"]
+		if ok && !p.MayUseDataset(id) {
 			return nil, apperr.Forbidden("This key may not use knowledge base %s.", id)
+		}
+		// As in Dify, a key bound to some knowledge bases may only call the
+		// operations on one of them: listing or creating knowledge bases,
+		// tags and uploads for pipelines are for workspace keys.
+		if !ok && len(p.Datasets) > 0 {
+			return nil, apperr.Forbidden("This knowledge key is limited to some knowledge bases; this operation names none of them and needs a workspace knowledge key.")
 		}
 	default:
 		return nil, apperr.Unauthorized("Unknown security scheme %q.", scheme)

@@ -523,7 +523,7 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 		llm.LoadTokenizer()
 	}()
 
-	deps := handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, Models: cfg.models, DataDir: dataDir, FetchAllow: cfg.fetchAllow, Ops: cfg.ops, Tools: cfg.tools,
+	deps := handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, Version: version, Models: cfg.models, DataDir: dataDir, FetchAllow: cfg.fetchAllow, Ops: cfg.ops, Tools: cfg.tools,
 		Limits: cfg.limits.handlerLimits()}
 	// python3 code nodes run in a bubblewrap sandbox; without one they fail
 	// with an error saying so, never unsandboxed.

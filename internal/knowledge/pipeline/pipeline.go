@@ -168,7 +168,7 @@ func (s *Service) RunDatasource(ctx context.Context, actor datasets.Actor, datas
 		}
 		data = []map[string]any{{"source_url": page.url, "title": page.title, "content": string(page.body), "description": ""}}
 	case TypeLocalFile:
-		ref, _ := inputs["reference"].(string)
+		ref := fileReference(inputs)
 		if ref == "" {
 			ref, _ = inputs["upload_file_id"].(string)
 		}
@@ -403,11 +403,22 @@ func (s *Service) defaultSettings(ctx context.Context, ds *models.Dataset) (docu
 	return documents.Settings{IndexingTechnique: &technique, DocForm: &form, ProcessRule: &rule}, nil
 }
 
+// fileReference is the uploaded file a local_file source names: its
+// `reference`, or else its `related_id`, the name Dify's own clients give
+// the same id.
+func fileReference(src map[string]any) string {
+	if ref, _ := src["reference"].(string); strings.TrimSpace(ref) != "" {
+		return ref
+	}
+	ref, _ := src["related_id"].(string)
+	return ref
+}
+
 // read turns one source of a run into a document upload.
 func (s *Service) read(ctx context.Context, typ string, i int, src map[string]any) (source, error) {
 	switch typ {
 	case TypeLocalFile:
-		ref, _ := src["reference"].(string)
+		ref := fileReference(src)
 		if strings.TrimSpace(ref) == "" {
 			return source{}, apperr.InvalidParam("datasource_info_list[%d].reference: the id of an uploaded file is required.", i)
 		}

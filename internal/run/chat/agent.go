@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 	"appkb/internal/apps"
 	"appkb/internal/conversation/files"
 	"appkb/internal/llm"
-	"appkb/internal/platform/apperr"
 	"appkb/internal/run/agent"
 	"appkb/internal/run/tools"
 	"appkb/models"
@@ -35,7 +33,9 @@ func (g *Generation) stepEvent(t *thought) AgentThoughtEvent {
 
 // agentTools resolves the enabled tools of the app's agent_mode. Old-style
 // knowledge items are skipped: knowledge reaches the prompt through
-// retrieval. A tool that cannot be found fails the answer, naming it.
+// retrieval. As in Dify, a tool that cannot be loaded (its provider gone,
+// say) is left out and the agent answers with the others; a warning is
+// logged once per app and tool, not on every answer.
 func (g *Generation) agentTools(ctx context.Context) ([]*agent.Tool, error) {
 	var list []*agent.Tool
 	for _, at := range g.agentMode.Tools {
@@ -46,7 +46,12 @@ func (g *Generation) agentTools(ctx context.Context) ([]*agent.Tool, error) {
 			ProviderType: at.ProviderType, Provider: at.ProviderName, ProviderID: at.ProviderID, Name: at.ToolName,
 		})
 		if err != nil {
-			return nil, apperr.Wrap(err, http.StatusBadRequest, apperr.CodeAppUnavailable, "The agent cannot use one of its tools: %s.", strings.TrimSuffix(err.Error(), "."))
+			key := g.appID + "\x00" + at.ProviderType + "\x00" + at.ProviderName + "\x00" + at.ToolName
+			if _, seen := g.svc.missingTools.LoadOrStore(key, struct{}{}); !seen {
+				g.svc.log.Warn("agent: a tool cannot be loaded; the agent answers without it",
+					"app", g.appID, "provider", at.ProviderName, "tool", at.ToolName, "err", err)
+			}
+			continue
 		}
 		fixed := map[string]any{}
 		for k, v := range at.ToolParameters {

@@ -119,6 +119,9 @@ type Service struct {
 	// definition apps.Store.Load hands out; an entry is used only while the
 	// store hands out the same parsed definition.
 	defs sync.Map // string → *appConfig
+	// missingTools remembers the agent tools that could not be loaded, by
+	// app and tool, so that each is warned about once.
+	missingTools sync.Map
 
 	// writeMu orders this service's writes that do not go through
 	// commits (a resumed chatflow's answer, conversation variables).

@@ -254,9 +254,13 @@ func (s *Service) flushRun(ctx context.Context, rec *workflowruns.Recorder, runI
 	}
 }
 
-// runFailure is the error a failed run reports to the client. As in Dify,
-// a run that failed (not one that was stopped) surfaces as invalid_param
-// with the run's error text.
+// runFailure is the error a failed chatflow run reports to the client. As
+// in Dify, a run that failed (not one that was stopped), whatever failed
+// inside it (a code node, a refused http-request node, a model call),
+// surfaces as 400 invalid_param whose message is "Run failed: " and the
+// run's error text: in the error event of a stream, and as the answer of
+// a blocking request. (A workflow app's blocking run instead answers 200
+// with the failed run.)
 func runFailure(res *workflow.Result) error {
 	if res.Status != workflow.RunFailed {
 		return nil
@@ -265,7 +269,7 @@ func runFailure(res *workflow.Result) error {
 	if msg == "" {
 		msg = "The workflow run failed."
 	}
-	return apperr.New(http.StatusBadRequest, apperr.CodeInvalidParam, "%s", msg)
+	return apperr.New(http.StatusBadRequest, apperr.CodeInvalidParam, "Run failed: %s", msg)
 }
 
 // chatflowOutcome is what a turn stores of a finished run.

@@ -52,11 +52,11 @@ func validateInputs(start *gnode, given map[string]any) (map[string]any, error) 
 			}
 			val = s
 		case apps.FieldNumber:
-			f, ok := parseNumber(val)
+			n, ok := inputNumber(val)
 			if !ok {
 				return nil, apperr.InvalidParam("%s in input form must be a valid number", name)
 			}
-			val = f
+			val = n
 		case apps.FieldCheckbox:
 			b := coerce(TypeBoolean, val)
 			if _, ok := b.(bool); !ok {

@@ -175,6 +175,45 @@ func parseNumber(v any) (float64, bool) {
 	return 0, false
 }
 
+// inputNumber converts the value of a number input as Dify does: text
+// (and a JSON number's own text) without a decimal point is an integer,
+// int64, so that templates show 3 and not 3.0; text with one is a float64.
+// A float64 (a number whose text is gone) that is whole counts as an
+// integer. Text that is no integer but parses as a float (1e3) is a float,
+// where Dify would refuse it.
+func inputNumber(v any) (any, bool) {
+	text := ""
+	switch x := v.(type) {
+	case string:
+		text = strings.TrimSpace(x)
+	case json.Number:
+		text = x.String()
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+			return int64(x), true
+		}
+		return x, true
+	default:
+		if f, ok := jsonnum.Float(v); ok {
+			if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+				return int64(f), true
+			}
+			return f, true
+		}
+		return nil, false
+	}
+	if !strings.Contains(text, ".") {
+		if i, err := strconv.ParseInt(text, 10, 64); err == nil {
+			return i, true
+		}
+	}
+	f, err := strconv.ParseFloat(text, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return nil, false
+	}
+	return f, true
+}
+
 // formatNumber writes integers without a fraction.
 func formatNumber(f float64) string {
 	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
@@ -219,6 +258,10 @@ func Text(v any) string {
 func plain(v any) any {
 	switch x := v.(type) {
 	case nil, string, bool, float64:
+		return x
+	case int64:
+		// Integer inputs stay integers (inputNumber), so that templates
+		// render them without a fraction.
 		return x
 	case File:
 		return fileMap(x)
