@@ -2023,6 +2023,24 @@ func (e GetChatflowHumanInputForm200JSONResponseBodyInputsOptionSourceType) Vali
 	}
 }
 
+// Defines values for AdminCreateKnowledgeBaseJSONBodyIndexingTechnique.
+const (
+	AdminCreateKnowledgeBaseJSONBodyIndexingTechniqueEconomy     AdminCreateKnowledgeBaseJSONBodyIndexingTechnique = "economy"
+	AdminCreateKnowledgeBaseJSONBodyIndexingTechniqueHighQuality AdminCreateKnowledgeBaseJSONBodyIndexingTechnique = "high_quality"
+)
+
+// Valid indicates whether the value is a known member of the AdminCreateKnowledgeBaseJSONBodyIndexingTechnique enum.
+func (e AdminCreateKnowledgeBaseJSONBodyIndexingTechnique) Valid() bool {
+	switch e {
+	case AdminCreateKnowledgeBaseJSONBodyIndexingTechniqueEconomy:
+		return true
+	case AdminCreateKnowledgeBaseJSONBodyIndexingTechniqueHighQuality:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetWorkflowLogsParamsStatus.
 const (
 	Failed    GetWorkflowLogsParamsStatus = "failed"
@@ -2042,6 +2060,59 @@ func (e GetWorkflowLogsParamsStatus) Valid() bool {
 	default:
 		return false
 	}
+}
+
+// AdminApp defines model for AdminApp.
+type AdminApp struct {
+	// ApiKey Set when the operation made a key; shown this once.
+	ApiKey *string `json:"api_key,omitempty"`
+	AppId  string  `json:"app_id"`
+	Mode   string  `json:"mode"`
+	Name   string  `json:"name"`
+}
+
+// AdminAppList defines model for AdminAppList.
+type AdminAppList struct {
+	Data []AdminApp `json:"data"`
+}
+
+// AdminKey defines model for AdminKey.
+type AdminKey struct {
+	ApiKey string `json:"api_key"`
+}
+
+// AdminKnowledgeBase defines model for AdminKnowledgeBase.
+type AdminKnowledgeBase struct {
+	ApiKey      string   `json:"api_key"`
+	Batches     []string `json:"batches"`
+	DatasetId   string   `json:"dataset_id"`
+	DocumentIds []string `json:"document_ids"`
+	Name        string   `json:"name"`
+}
+
+// AdminRequest defines model for AdminRequest.
+type AdminRequest struct {
+	BodyBytes  int64     `json:"body_bytes"`
+	DurationMs float64   `json:"duration_ms"`
+	Fault      *string   `json:"fault,omitempty"`
+	KeyId      *string   `json:"key_id,omitempty"`
+	Method     string    `json:"method"`
+	Path       string    `json:"path"`
+	Route      string    `json:"route"`
+	Seq        int64     `json:"seq"`
+	Status     int       `json:"status"`
+	Time       time.Time `json:"time"`
+}
+
+// AdminRequestList defines model for AdminRequestList.
+type AdminRequestList struct {
+	Data []AdminRequest `json:"data"`
+}
+
+// AdminScenario defines model for AdminScenario.
+type AdminScenario struct {
+	// Rules How many rules the scenario has.
+	Rules int `json:"rules"`
 }
 
 // AgentThoughtItem One reasoning or tool-calling step an agent took while answering.
@@ -7944,6 +8015,24 @@ type SubmitChatflowHumanInputFormJSONBody struct {
 	User string `json:"user"`
 }
 
+// AdminCreateKnowledgeBaseJSONBody defines parameters for AdminCreateKnowledgeBase.
+type AdminCreateKnowledgeBaseJSONBody struct {
+	Documents *[]struct {
+		Name *string `json:"name,omitempty"`
+		Text string  `json:"text"`
+	} `json:"documents,omitempty"`
+	IndexingTechnique *AdminCreateKnowledgeBaseJSONBodyIndexingTechnique `json:"indexing_technique,omitempty"`
+	Name              string                                             `json:"name"`
+}
+
+// AdminCreateKnowledgeBaseJSONBodyIndexingTechnique defines parameters for AdminCreateKnowledgeBase.
+type AdminCreateKnowledgeBaseJSONBodyIndexingTechnique string
+
+// AdminCreateKnowledgeKeyJSONBody defines parameters for AdminCreateKnowledgeKey.
+type AdminCreateKnowledgeKeyJSONBody struct {
+	DatasetIds *[]string `json:"dataset_ids,omitempty"`
+}
+
 // GetConversationHistoryParams defines parameters for GetConversationHistory.
 type GetConversationHistoryParams struct {
 	// ConversationId The conversation to read.
@@ -7963,6 +8052,19 @@ type GetConversationHistoryParams struct {
 type GetSuggestedQuestionsParams struct {
 	// User The end user making the request.
 	User string `form:"user" json:"user"`
+}
+
+// AdminListRequestsParams defines parameters for AdminListRequests.
+type AdminListRequestsParams struct {
+	Method *string `form:"method,omitempty" json:"method,omitempty"`
+
+	// Route A route as the API describes it (`/v1/chat-messages`) or a request path.
+	Route  *string `form:"route,omitempty" json:"route,omitempty"`
+	Status *int    `form:"status,omitempty" json:"status,omitempty"`
+	KeyId  *string `form:"key_id,omitempty" json:"key_id,omitempty"`
+
+	// Limit The most entries answered (the newest).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
 // StreamWorkflowEventsParams defines parameters for StreamWorkflowEvents.
@@ -8134,6 +8236,12 @@ type UploadChatFileMultipartRequestBody UploadChatFileMultipartBody
 
 // SubmitChatflowHumanInputFormJSONRequestBody defines body for SubmitChatflowHumanInputForm for application/json ContentType.
 type SubmitChatflowHumanInputFormJSONRequestBody SubmitChatflowHumanInputFormJSONBody
+
+// AdminCreateKnowledgeBaseJSONRequestBody defines body for AdminCreateKnowledgeBase for application/json ContentType.
+type AdminCreateKnowledgeBaseJSONRequestBody AdminCreateKnowledgeBaseJSONBody
+
+// AdminCreateKnowledgeKeyJSONRequestBody defines body for AdminCreateKnowledgeKey for application/json ContentType.
+type AdminCreateKnowledgeKeyJSONRequestBody AdminCreateKnowledgeKeyJSONBody
 
 // PostChatMessageFeedbackJSONRequestBody defines body for PostChatMessageFeedback for application/json ContentType.
 type PostChatMessageFeedbackJSONRequestBody = MessageFeedbackRequest
@@ -9604,6 +9712,12 @@ type ServerInterface interface {
 	// GetChatAppFeedbacks Page through all feedback given on the app's messages.
 	// (GET /app/feedbacks)
 	GetChatAppFeedbacks(ctx echo.Context, params GetChatAppFeedbacksParams) error
+	// AdminListApps List every app
+	// (GET /apps)
+	AdminListApps(ctx echo.Context) error
+	// AdminImportApp Import an app from a DSL file
+	// (POST /apps)
+	AdminImportApp(ctx echo.Context) error
 	// InitialAnnotationReplySettings Switch annotation replies on or off
 	// (POST /apps/annotation-reply/{action})
 	InitialAnnotationReplySettings(ctx echo.Context, action InitialAnnotationReplySettingsParamsAction) error
@@ -9622,6 +9736,21 @@ type ServerInterface interface {
 	// UpdateAnnotation Change an annotation
 	// (PUT /apps/annotations/{annotation_id})
 	UpdateAnnotation(ctx echo.Context, annotationId string) error
+	// AdminDeleteApp Delete an app
+	// (DELETE /apps/{app_id})
+	AdminDeleteApp(ctx echo.Context, appId string) error
+	// AdminReplaceApp Replace an app's definition
+	// (PUT /apps/{app_id})
+	AdminReplaceApp(ctx echo.Context, appId string) error
+	// AdminCreateAppKey Make another key for an app
+	// (POST /apps/{app_id}/keys)
+	AdminCreateAppKey(ctx echo.Context, appId string) error
+	// AdminDeleteAppScenario Stop scripting the built-in model for one app
+	// (DELETE /apps/{app_id}/scenario)
+	AdminDeleteAppScenario(ctx echo.Context, appId string) error
+	// AdminSetAppScenario Script the built-in model for one app
+	// (PUT /apps/{app_id}/scenario)
+	AdminSetAppScenario(ctx echo.Context, appId string) error
 	// AudioToText Transcribe an audio recording.
 	// (POST /audio-to-text)
 	AudioToText(ctx echo.Context) error
@@ -9813,6 +9942,15 @@ type ServerInterface interface {
 	// GetChatAppInfo Describe the app
 	// (GET /info)
 	GetChatAppInfo(ctx echo.Context) error
+	// AdminRevokeKey Revoke a key
+	// (DELETE /keys/{key})
+	AdminRevokeKey(ctx echo.Context, key string) error
+	// AdminCreateKnowledgeBase Make a knowledge base with its documents
+	// (POST /knowledge-bases)
+	AdminCreateKnowledgeBase(ctx echo.Context) error
+	// AdminCreateKnowledgeKey Make a knowledge key
+	// (POST /knowledge-keys)
+	AdminCreateKnowledgeKey(ctx echo.Context) error
 	// GetConversationHistory List the messages of a conversation
 	// (GET /messages)
 	GetConversationHistory(ctx echo.Context, params GetConversationHistoryParams) error
@@ -9834,6 +9972,21 @@ type ServerInterface interface {
 	// GetChatAppParameters Read the app's input form and feature settings
 	// (GET /parameters)
 	GetChatAppParameters(ctx echo.Context) error
+	// AdminClearRequests Clear the request journal
+	// (DELETE /requests)
+	AdminClearRequests(ctx echo.Context) error
+	// AdminListRequests Read the request journal
+	// (GET /requests)
+	AdminListRequests(ctx echo.Context, params AdminListRequestsParams) error
+	// AdminReset Remove all data
+	// (POST /reset)
+	AdminReset(ctx echo.Context) error
+	// AdminDeleteScenario Stop scripting the built-in model
+	// (DELETE /scenario)
+	AdminDeleteScenario(ctx echo.Context) error
+	// AdminSetScenario Script the built-in model for every app
+	// (PUT /scenario)
+	AdminSetScenario(ctx echo.Context) error
 	// GetChatWebAppSettings Read the hosted web app's look
 	// (GET /site)
 	GetChatWebAppSettings(ctx echo.Context) error
@@ -9890,6 +10043,24 @@ func (w *ServerInterfaceWrapper) GetChatAppFeedbacks(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetChatAppFeedbacks(ctx, params)
+	return err
+}
+
+// AdminListApps converts echo context to params.
+func (w *ServerInterfaceWrapper) AdminListApps(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AdminListApps(ctx)
+	return err
+}
+
+// AdminImportApp converts echo context to params.
+func (w *ServerInterfaceWrapper) AdminImportApp(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AdminImportApp(ctx)
 	return err
 }
 
@@ -10003,6 +10174,86 @@ func (w *ServerInterfaceWrapper) UpdateAnnotation(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.UpdateAnnotation(ctx, annotationId)
+	return err
+}
+
+// AdminDeleteApp converts echo context to params.
+func (w *ServerInterfaceWrapper) AdminDeleteApp(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "app_id" -------------
+	var appId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "app_id", ctx.Param("app_id"), &appId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter app_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AdminDeleteApp(ctx, appId)
+	return err
+}
+
+// AdminReplaceApp converts echo context to params.
+func (w *ServerInterfaceWrapper) AdminReplaceApp(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "app_id" -------------
+	var appId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "app_id", ctx.Param("app_id"), &appId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter app_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AdminReplaceApp(ctx, appId)
+	return err
+}
+
+// AdminCreateAppKey converts echo context to params.
+func (w *ServerInterfaceWrapper) AdminCreateAppKey(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "app_id" -------------
+	var appId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "app_id", ctx.Param("app_id"), &appId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter app_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AdminCreateAppKey(ctx, appId)
+	return err
+}
+
+// AdminDeleteAppScenario converts echo context to params.
+func (w *ServerInterfaceWrapper) AdminDeleteAppScenario(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "app_id" -------------
+	var appId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "app_id", ctx.Param("app_id"), &appId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter app_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AdminDeleteAppScenario(ctx, appId)
+	return err
+}
+
+// AdminSetAppScenario converts echo context to params.
+func (w *ServerInterfaceWrapper) AdminSetAppScenario(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "app_id" -------------
+	var appId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "app_id", ctx.Param("app_id"), &appId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter app_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AdminSetAppScenario(ctx, appId)
 	return err
 }
 
@@ -11364,6 +11615,40 @@ func (w *ServerInterfaceWrapper) GetChatAppInfo(ctx echo.Context) error {
 	return err
 }
 
+// AdminRevokeKey converts echo context to params.
+func (w *ServerInterfaceWrapper) AdminRevokeKey(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "key" -------------
+	var key string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "key", ctx.Param("key"), &key, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter key: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AdminRevokeKey(ctx, key)
+	return err
+}
+
+// AdminCreateKnowledgeBase converts echo context to params.
+func (w *ServerInterfaceWrapper) AdminCreateKnowledgeBase(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AdminCreateKnowledgeBase(ctx)
+	return err
+}
+
+// AdminCreateKnowledgeKey converts echo context to params.
+func (w *ServerInterfaceWrapper) AdminCreateKnowledgeKey(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AdminCreateKnowledgeKey(ctx)
+	return err
+}
+
 // GetConversationHistory converts echo context to params.
 func (w *ServerInterfaceWrapper) GetConversationHistory(ctx echo.Context) error {
 	var err error
@@ -11484,6 +11769,88 @@ func (w *ServerInterfaceWrapper) GetChatAppParameters(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetChatAppParameters(ctx)
+	return err
+}
+
+// AdminClearRequests converts echo context to params.
+func (w *ServerInterfaceWrapper) AdminClearRequests(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AdminClearRequests(ctx)
+	return err
+}
+
+// AdminListRequests converts echo context to params.
+func (w *ServerInterfaceWrapper) AdminListRequests(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params AdminListRequestsParams
+	// ------------- Optional query parameter "method" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "method", ctx.QueryParams(), &params.Method, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter method: %s", err))
+	}
+
+	// ------------- Optional query parameter "route" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "route", ctx.QueryParams(), &params.Route, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter route: %s", err))
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// ------------- Optional query parameter "key_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "key_id", ctx.QueryParams(), &params.KeyId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter key_id: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AdminListRequests(ctx, params)
+	return err
+}
+
+// AdminReset converts echo context to params.
+func (w *ServerInterfaceWrapper) AdminReset(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AdminReset(ctx)
+	return err
+}
+
+// AdminDeleteScenario converts echo context to params.
+func (w *ServerInterfaceWrapper) AdminDeleteScenario(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AdminDeleteScenario(ctx)
+	return err
+}
+
+// AdminSetScenario converts echo context to params.
+func (w *ServerInterfaceWrapper) AdminSetScenario(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AdminSetScenario(ctx)
 	return err
 }
 
@@ -11817,6 +12184,21 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/datasets/:dataset_id/pipeline/datasource-plugins", wrapper.ListDatasourcePlugins, options.OperationMiddlewares["listDatasourcePlugins"]...)
 	router.POST(options.BaseURL+"/datasets/:dataset_id/pipeline/datasource/nodes/:node_id/run", wrapper.RunDatasourceNode, options.OperationMiddlewares["runDatasourceNode"]...)
 	router.POST(options.BaseURL+"/datasets/:dataset_id/pipeline/run", wrapper.RunPipeline, options.OperationMiddlewares["runPipeline"]...)
+	router.GET(options.BaseURL+"/apps", wrapper.AdminListApps, options.OperationMiddlewares["adminListApps"]...)
+	router.POST(options.BaseURL+"/apps", wrapper.AdminImportApp, options.OperationMiddlewares["adminImportApp"]...)
+	router.DELETE(options.BaseURL+"/apps/:app_id", wrapper.AdminDeleteApp, options.OperationMiddlewares["adminDeleteApp"]...)
+	router.PUT(options.BaseURL+"/apps/:app_id", wrapper.AdminReplaceApp, options.OperationMiddlewares["adminReplaceApp"]...)
+	router.POST(options.BaseURL+"/apps/:app_id/keys", wrapper.AdminCreateAppKey, options.OperationMiddlewares["adminCreateAppKey"]...)
+	router.DELETE(options.BaseURL+"/apps/:app_id/scenario", wrapper.AdminDeleteAppScenario, options.OperationMiddlewares["adminDeleteAppScenario"]...)
+	router.PUT(options.BaseURL+"/apps/:app_id/scenario", wrapper.AdminSetAppScenario, options.OperationMiddlewares["adminSetAppScenario"]...)
+	router.DELETE(options.BaseURL+"/scenario", wrapper.AdminDeleteScenario, options.OperationMiddlewares["adminDeleteScenario"]...)
+	router.PUT(options.BaseURL+"/scenario", wrapper.AdminSetScenario, options.OperationMiddlewares["adminSetScenario"]...)
+	router.POST(options.BaseURL+"/knowledge-keys", wrapper.AdminCreateKnowledgeKey, options.OperationMiddlewares["adminCreateKnowledgeKey"]...)
+	router.DELETE(options.BaseURL+"/keys/:key", wrapper.AdminRevokeKey, options.OperationMiddlewares["adminRevokeKey"]...)
+	router.POST(options.BaseURL+"/knowledge-bases", wrapper.AdminCreateKnowledgeBase, options.OperationMiddlewares["adminCreateKnowledgeBase"]...)
+	router.POST(options.BaseURL+"/reset", wrapper.AdminReset, options.OperationMiddlewares["adminReset"]...)
+	router.DELETE(options.BaseURL+"/requests", wrapper.AdminClearRequests, options.OperationMiddlewares["adminClearRequests"]...)
+	router.GET(options.BaseURL+"/requests", wrapper.AdminListRequests, options.OperationMiddlewares["adminListRequests"]...)
 
 }
 
@@ -11886,6 +12268,125 @@ type GetChatAppFeedbacksdefaultJSONResponse struct {
 }
 
 func (response GetChatAppFeedbacksdefaultJSONResponse) VisitGetChatAppFeedbacksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminListAppsRequestObject struct {
+}
+
+type AdminListAppsResponseObject interface {
+	VisitAdminListAppsResponse(w http.ResponseWriter) error
+}
+
+type AdminListApps200JSONResponse AdminAppList
+
+func (response AdminListApps200JSONResponse) VisitAdminListAppsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminListApps401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AdminListApps401JSONResponse) VisitAdminListAppsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminListAppsdefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response AdminListAppsdefaultJSONResponse) VisitAdminListAppsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminImportAppRequestObject struct {
+	Body io.Reader
+}
+
+type AdminImportAppResponseObject interface {
+	VisitAdminImportAppResponse(w http.ResponseWriter) error
+}
+
+type AdminImportApp201JSONResponse AdminApp
+
+func (response AdminImportApp201JSONResponse) VisitAdminImportAppResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminImportApp400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response AdminImportApp400JSONResponse) VisitAdminImportAppResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminImportApp401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AdminImportApp401JSONResponse) VisitAdminImportAppResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminImportAppdefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response AdminImportAppdefaultJSONResponse) VisitAdminImportAppResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -12243,6 +12744,345 @@ type UpdateAnnotationdefaultJSONResponse struct {
 }
 
 func (response UpdateAnnotationdefaultJSONResponse) VisitUpdateAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminDeleteAppRequestObject struct {
+	AppId string `json:"app_id"`
+}
+
+type AdminDeleteAppResponseObject interface {
+	VisitAdminDeleteAppResponse(w http.ResponseWriter) error
+}
+
+type AdminDeleteApp204Response struct {
+}
+
+func (response AdminDeleteApp204Response) VisitAdminDeleteAppResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type AdminDeleteApp401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AdminDeleteApp401JSONResponse) VisitAdminDeleteAppResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminDeleteApp404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response AdminDeleteApp404JSONResponse) VisitAdminDeleteAppResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminDeleteAppdefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response AdminDeleteAppdefaultJSONResponse) VisitAdminDeleteAppResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminReplaceAppRequestObject struct {
+	AppId string `json:"app_id"`
+	Body  io.Reader
+}
+
+type AdminReplaceAppResponseObject interface {
+	VisitAdminReplaceAppResponse(w http.ResponseWriter) error
+}
+
+type AdminReplaceApp200JSONResponse AdminApp
+
+func (response AdminReplaceApp200JSONResponse) VisitAdminReplaceAppResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminReplaceApp400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response AdminReplaceApp400JSONResponse) VisitAdminReplaceAppResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminReplaceApp401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AdminReplaceApp401JSONResponse) VisitAdminReplaceAppResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminReplaceApp404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response AdminReplaceApp404JSONResponse) VisitAdminReplaceAppResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminReplaceAppdefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response AdminReplaceAppdefaultJSONResponse) VisitAdminReplaceAppResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminCreateAppKeyRequestObject struct {
+	AppId string `json:"app_id"`
+}
+
+type AdminCreateAppKeyResponseObject interface {
+	VisitAdminCreateAppKeyResponse(w http.ResponseWriter) error
+}
+
+type AdminCreateAppKey201JSONResponse AdminKey
+
+func (response AdminCreateAppKey201JSONResponse) VisitAdminCreateAppKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminCreateAppKey401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AdminCreateAppKey401JSONResponse) VisitAdminCreateAppKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminCreateAppKey404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response AdminCreateAppKey404JSONResponse) VisitAdminCreateAppKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminCreateAppKeydefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response AdminCreateAppKeydefaultJSONResponse) VisitAdminCreateAppKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminDeleteAppScenarioRequestObject struct {
+	AppId string `json:"app_id"`
+}
+
+type AdminDeleteAppScenarioResponseObject interface {
+	VisitAdminDeleteAppScenarioResponse(w http.ResponseWriter) error
+}
+
+type AdminDeleteAppScenario204Response struct {
+}
+
+func (response AdminDeleteAppScenario204Response) VisitAdminDeleteAppScenarioResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type AdminDeleteAppScenario401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AdminDeleteAppScenario401JSONResponse) VisitAdminDeleteAppScenarioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminDeleteAppScenariodefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response AdminDeleteAppScenariodefaultJSONResponse) VisitAdminDeleteAppScenarioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminSetAppScenarioRequestObject struct {
+	AppId string `json:"app_id"`
+	Body  io.Reader
+}
+
+type AdminSetAppScenarioResponseObject interface {
+	VisitAdminSetAppScenarioResponse(w http.ResponseWriter) error
+}
+
+type AdminSetAppScenario200JSONResponse AdminScenario
+
+func (response AdminSetAppScenario200JSONResponse) VisitAdminSetAppScenarioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminSetAppScenario400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response AdminSetAppScenario400JSONResponse) VisitAdminSetAppScenarioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminSetAppScenario401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AdminSetAppScenario401JSONResponse) VisitAdminSetAppScenarioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminSetAppScenario404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response AdminSetAppScenario404JSONResponse) VisitAdminSetAppScenarioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminSetAppScenariodefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response AdminSetAppScenariodefaultJSONResponse) VisitAdminSetAppScenarioResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -18094,6 +18934,229 @@ func (response GetChatAppInfodefaultJSONResponse) VisitGetChatAppInfoResponse(w 
 	return err
 }
 
+type AdminRevokeKeyRequestObject struct {
+	Key string `json:"key"`
+}
+
+type AdminRevokeKeyResponseObject interface {
+	VisitAdminRevokeKeyResponse(w http.ResponseWriter) error
+}
+
+type AdminRevokeKey204Response struct {
+}
+
+func (response AdminRevokeKey204Response) VisitAdminRevokeKeyResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type AdminRevokeKey400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response AdminRevokeKey400JSONResponse) VisitAdminRevokeKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminRevokeKey401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AdminRevokeKey401JSONResponse) VisitAdminRevokeKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminRevokeKey404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response AdminRevokeKey404JSONResponse) VisitAdminRevokeKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminRevokeKeydefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response AdminRevokeKeydefaultJSONResponse) VisitAdminRevokeKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminCreateKnowledgeBaseRequestObject struct {
+	Body *AdminCreateKnowledgeBaseJSONRequestBody
+}
+
+type AdminCreateKnowledgeBaseResponseObject interface {
+	VisitAdminCreateKnowledgeBaseResponse(w http.ResponseWriter) error
+}
+
+type AdminCreateKnowledgeBase201JSONResponse AdminKnowledgeBase
+
+func (response AdminCreateKnowledgeBase201JSONResponse) VisitAdminCreateKnowledgeBaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminCreateKnowledgeBase400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response AdminCreateKnowledgeBase400JSONResponse) VisitAdminCreateKnowledgeBaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminCreateKnowledgeBase401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AdminCreateKnowledgeBase401JSONResponse) VisitAdminCreateKnowledgeBaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminCreateKnowledgeBase409JSONResponse struct{ ErrorJSONResponse }
+
+func (response AdminCreateKnowledgeBase409JSONResponse) VisitAdminCreateKnowledgeBaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminCreateKnowledgeBasedefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response AdminCreateKnowledgeBasedefaultJSONResponse) VisitAdminCreateKnowledgeBaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminCreateKnowledgeKeyRequestObject struct {
+	Body *AdminCreateKnowledgeKeyJSONRequestBody
+}
+
+type AdminCreateKnowledgeKeyResponseObject interface {
+	VisitAdminCreateKnowledgeKeyResponse(w http.ResponseWriter) error
+}
+
+type AdminCreateKnowledgeKey201JSONResponse AdminKey
+
+func (response AdminCreateKnowledgeKey201JSONResponse) VisitAdminCreateKnowledgeKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminCreateKnowledgeKey401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AdminCreateKnowledgeKey401JSONResponse) VisitAdminCreateKnowledgeKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminCreateKnowledgeKey404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response AdminCreateKnowledgeKey404JSONResponse) VisitAdminCreateKnowledgeKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminCreateKnowledgeKeydefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response AdminCreateKnowledgeKeydefaultJSONResponse) VisitAdminCreateKnowledgeKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetConversationHistoryRequestObject struct {
 	Params GetConversationHistoryParams
 }
@@ -18593,6 +19656,264 @@ type GetChatAppParametersdefaultJSONResponse struct {
 }
 
 func (response GetChatAppParametersdefaultJSONResponse) VisitGetChatAppParametersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminClearRequestsRequestObject struct {
+}
+
+type AdminClearRequestsResponseObject interface {
+	VisitAdminClearRequestsResponse(w http.ResponseWriter) error
+}
+
+type AdminClearRequests204Response struct {
+}
+
+func (response AdminClearRequests204Response) VisitAdminClearRequestsResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type AdminClearRequests401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AdminClearRequests401JSONResponse) VisitAdminClearRequestsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminClearRequestsdefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response AdminClearRequestsdefaultJSONResponse) VisitAdminClearRequestsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminListRequestsRequestObject struct {
+	Params AdminListRequestsParams
+}
+
+type AdminListRequestsResponseObject interface {
+	VisitAdminListRequestsResponse(w http.ResponseWriter) error
+}
+
+type AdminListRequests200JSONResponse AdminRequestList
+
+func (response AdminListRequests200JSONResponse) VisitAdminListRequestsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminListRequests401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AdminListRequests401JSONResponse) VisitAdminListRequestsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminListRequestsdefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response AdminListRequestsdefaultJSONResponse) VisitAdminListRequestsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminResetRequestObject struct {
+}
+
+type AdminResetResponseObject interface {
+	VisitAdminResetResponse(w http.ResponseWriter) error
+}
+
+type AdminReset204Response struct {
+}
+
+func (response AdminReset204Response) VisitAdminResetResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type AdminReset401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AdminReset401JSONResponse) VisitAdminResetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminResetdefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response AdminResetdefaultJSONResponse) VisitAdminResetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminDeleteScenarioRequestObject struct {
+}
+
+type AdminDeleteScenarioResponseObject interface {
+	VisitAdminDeleteScenarioResponse(w http.ResponseWriter) error
+}
+
+type AdminDeleteScenario204Response struct {
+}
+
+func (response AdminDeleteScenario204Response) VisitAdminDeleteScenarioResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type AdminDeleteScenario401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AdminDeleteScenario401JSONResponse) VisitAdminDeleteScenarioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminDeleteScenariodefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response AdminDeleteScenariodefaultJSONResponse) VisitAdminDeleteScenarioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminSetScenarioRequestObject struct {
+	Body io.Reader
+}
+
+type AdminSetScenarioResponseObject interface {
+	VisitAdminSetScenarioResponse(w http.ResponseWriter) error
+}
+
+type AdminSetScenario200JSONResponse AdminScenario
+
+func (response AdminSetScenario200JSONResponse) VisitAdminSetScenarioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminSetScenario400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response AdminSetScenario400JSONResponse) VisitAdminSetScenarioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminSetScenario401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AdminSetScenario401JSONResponse) VisitAdminSetScenarioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminSetScenariodefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response AdminSetScenariodefaultJSONResponse) VisitAdminSetScenarioResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -19461,6 +20782,12 @@ type StrictServerInterface interface {
 	// GetChatAppFeedbacks Page through all feedback given on the app's messages.
 	// (GET /app/feedbacks)
 	GetChatAppFeedbacks(ctx context.Context, request GetChatAppFeedbacksRequestObject) (GetChatAppFeedbacksResponseObject, error)
+	// AdminListApps List every app
+	// (GET /apps)
+	AdminListApps(ctx context.Context, request AdminListAppsRequestObject) (AdminListAppsResponseObject, error)
+	// AdminImportApp Import an app from a DSL file
+	// (POST /apps)
+	AdminImportApp(ctx context.Context, request AdminImportAppRequestObject) (AdminImportAppResponseObject, error)
 	// InitialAnnotationReplySettings Switch annotation replies on or off
 	// (POST /apps/annotation-reply/{action})
 	InitialAnnotationReplySettings(ctx context.Context, request InitialAnnotationReplySettingsRequestObject) (InitialAnnotationReplySettingsResponseObject, error)
@@ -19479,6 +20806,21 @@ type StrictServerInterface interface {
 	// UpdateAnnotation Change an annotation
 	// (PUT /apps/annotations/{annotation_id})
 	UpdateAnnotation(ctx context.Context, request UpdateAnnotationRequestObject) (UpdateAnnotationResponseObject, error)
+	// AdminDeleteApp Delete an app
+	// (DELETE /apps/{app_id})
+	AdminDeleteApp(ctx context.Context, request AdminDeleteAppRequestObject) (AdminDeleteAppResponseObject, error)
+	// AdminReplaceApp Replace an app's definition
+	// (PUT /apps/{app_id})
+	AdminReplaceApp(ctx context.Context, request AdminReplaceAppRequestObject) (AdminReplaceAppResponseObject, error)
+	// AdminCreateAppKey Make another key for an app
+	// (POST /apps/{app_id}/keys)
+	AdminCreateAppKey(ctx context.Context, request AdminCreateAppKeyRequestObject) (AdminCreateAppKeyResponseObject, error)
+	// AdminDeleteAppScenario Stop scripting the built-in model for one app
+	// (DELETE /apps/{app_id}/scenario)
+	AdminDeleteAppScenario(ctx context.Context, request AdminDeleteAppScenarioRequestObject) (AdminDeleteAppScenarioResponseObject, error)
+	// AdminSetAppScenario Script the built-in model for one app
+	// (PUT /apps/{app_id}/scenario)
+	AdminSetAppScenario(ctx context.Context, request AdminSetAppScenarioRequestObject) (AdminSetAppScenarioResponseObject, error)
 	// AudioToText Transcribe an audio recording.
 	// (POST /audio-to-text)
 	AudioToText(ctx context.Context, request AudioToTextRequestObject) (AudioToTextResponseObject, error)
@@ -19670,6 +21012,15 @@ type StrictServerInterface interface {
 	// GetChatAppInfo Describe the app
 	// (GET /info)
 	GetChatAppInfo(ctx context.Context, request GetChatAppInfoRequestObject) (GetChatAppInfoResponseObject, error)
+	// AdminRevokeKey Revoke a key
+	// (DELETE /keys/{key})
+	AdminRevokeKey(ctx context.Context, request AdminRevokeKeyRequestObject) (AdminRevokeKeyResponseObject, error)
+	// AdminCreateKnowledgeBase Make a knowledge base with its documents
+	// (POST /knowledge-bases)
+	AdminCreateKnowledgeBase(ctx context.Context, request AdminCreateKnowledgeBaseRequestObject) (AdminCreateKnowledgeBaseResponseObject, error)
+	// AdminCreateKnowledgeKey Make a knowledge key
+	// (POST /knowledge-keys)
+	AdminCreateKnowledgeKey(ctx context.Context, request AdminCreateKnowledgeKeyRequestObject) (AdminCreateKnowledgeKeyResponseObject, error)
 	// GetConversationHistory List the messages of a conversation
 	// (GET /messages)
 	GetConversationHistory(ctx context.Context, request GetConversationHistoryRequestObject) (GetConversationHistoryResponseObject, error)
@@ -19691,6 +21042,21 @@ type StrictServerInterface interface {
 	// GetChatAppParameters Read the app's input form and feature settings
 	// (GET /parameters)
 	GetChatAppParameters(ctx context.Context, request GetChatAppParametersRequestObject) (GetChatAppParametersResponseObject, error)
+	// AdminClearRequests Clear the request journal
+	// (DELETE /requests)
+	AdminClearRequests(ctx context.Context, request AdminClearRequestsRequestObject) (AdminClearRequestsResponseObject, error)
+	// AdminListRequests Read the request journal
+	// (GET /requests)
+	AdminListRequests(ctx context.Context, request AdminListRequestsRequestObject) (AdminListRequestsResponseObject, error)
+	// AdminReset Remove all data
+	// (POST /reset)
+	AdminReset(ctx context.Context, request AdminResetRequestObject) (AdminResetResponseObject, error)
+	// AdminDeleteScenario Stop scripting the built-in model
+	// (DELETE /scenario)
+	AdminDeleteScenario(ctx context.Context, request AdminDeleteScenarioRequestObject) (AdminDeleteScenarioResponseObject, error)
+	// AdminSetScenario Script the built-in model for every app
+	// (PUT /scenario)
+	AdminSetScenario(ctx context.Context, request AdminSetScenarioRequestObject) (AdminSetScenarioResponseObject, error)
 	// GetChatWebAppSettings Read the hosted web app's look
 	// (GET /site)
 	GetChatWebAppSettings(ctx context.Context, request GetChatWebAppSettingsRequestObject) (GetChatWebAppSettingsResponseObject, error)
@@ -19751,6 +21117,54 @@ func (sh *strictHandler) GetChatAppFeedbacks(ctx echo.Context, params GetChatApp
 		return err
 	} else if validResponse, ok := response.(GetChatAppFeedbacksResponseObject); ok {
 		return validResponse.VisitGetChatAppFeedbacksResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AdminListApps operation middleware
+func (sh *strictHandler) AdminListApps(ctx echo.Context) error {
+	var request AdminListAppsRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AdminListApps(ctx.Request().Context(), request.(AdminListAppsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AdminListApps")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AdminListAppsResponseObject); ok {
+		return validResponse.VisitAdminListAppsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AdminImportApp operation middleware
+func (sh *strictHandler) AdminImportApp(ctx echo.Context) error {
+	var request AdminImportAppRequestObject
+
+	request.Body = ctx.Request().Body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AdminImportApp(ctx.Request().Context(), request.(AdminImportAppRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AdminImportApp")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AdminImportAppResponseObject); ok {
+		return validResponse.VisitAdminImportAppResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -19969,6 +21383,135 @@ func (sh *strictHandler) UpdateAnnotation(ctx echo.Context, annotationId string)
 		return err
 	} else if validResponse, ok := response.(UpdateAnnotationResponseObject); ok {
 		return validResponse.VisitUpdateAnnotationResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AdminDeleteApp operation middleware
+func (sh *strictHandler) AdminDeleteApp(ctx echo.Context, appId string) error {
+	var request AdminDeleteAppRequestObject
+
+	request.AppId = appId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AdminDeleteApp(ctx.Request().Context(), request.(AdminDeleteAppRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AdminDeleteApp")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AdminDeleteAppResponseObject); ok {
+		return validResponse.VisitAdminDeleteAppResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AdminReplaceApp operation middleware
+func (sh *strictHandler) AdminReplaceApp(ctx echo.Context, appId string) error {
+	var request AdminReplaceAppRequestObject
+
+	request.AppId = appId
+
+	request.Body = ctx.Request().Body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AdminReplaceApp(ctx.Request().Context(), request.(AdminReplaceAppRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AdminReplaceApp")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AdminReplaceAppResponseObject); ok {
+		return validResponse.VisitAdminReplaceAppResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AdminCreateAppKey operation middleware
+func (sh *strictHandler) AdminCreateAppKey(ctx echo.Context, appId string) error {
+	var request AdminCreateAppKeyRequestObject
+
+	request.AppId = appId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AdminCreateAppKey(ctx.Request().Context(), request.(AdminCreateAppKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AdminCreateAppKey")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AdminCreateAppKeyResponseObject); ok {
+		return validResponse.VisitAdminCreateAppKeyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AdminDeleteAppScenario operation middleware
+func (sh *strictHandler) AdminDeleteAppScenario(ctx echo.Context, appId string) error {
+	var request AdminDeleteAppScenarioRequestObject
+
+	request.AppId = appId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AdminDeleteAppScenario(ctx.Request().Context(), request.(AdminDeleteAppScenarioRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AdminDeleteAppScenario")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AdminDeleteAppScenarioResponseObject); ok {
+		return validResponse.VisitAdminDeleteAppScenarioResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AdminSetAppScenario operation middleware
+func (sh *strictHandler) AdminSetAppScenario(ctx echo.Context, appId string) error {
+	var request AdminSetAppScenarioRequestObject
+
+	request.AppId = appId
+
+	request.Body = ctx.Request().Body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AdminSetAppScenario(ctx.Request().Context(), request.(AdminSetAppScenarioRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AdminSetAppScenario")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AdminSetAppScenarioResponseObject); ok {
+		return validResponse.VisitAdminSetAppScenarioResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -22312,6 +23855,126 @@ func (sh *strictHandler) GetChatAppInfo(ctx echo.Context) error {
 	return nil
 }
 
+// AdminRevokeKey operation middleware
+func (sh *strictHandler) AdminRevokeKey(ctx echo.Context, key string) error {
+	var request AdminRevokeKeyRequestObject
+
+	request.Key = key
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AdminRevokeKey(ctx.Request().Context(), request.(AdminRevokeKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AdminRevokeKey")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AdminRevokeKeyResponseObject); ok {
+		return validResponse.VisitAdminRevokeKeyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AdminCreateKnowledgeBase operation middleware
+func (sh *strictHandler) AdminCreateKnowledgeBase(ctx echo.Context) error {
+	var request AdminCreateKnowledgeBaseRequestObject
+
+	var body AdminCreateKnowledgeBaseJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AdminCreateKnowledgeBase(ctx.Request().Context(), request.(AdminCreateKnowledgeBaseRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AdminCreateKnowledgeBase")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AdminCreateKnowledgeBaseResponseObject); ok {
+		return validResponse.VisitAdminCreateKnowledgeBaseResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AdminCreateKnowledgeKey operation middleware
+func (sh *strictHandler) AdminCreateKnowledgeKey(ctx echo.Context) error {
+	var request AdminCreateKnowledgeKeyRequestObject
+
+	var body AdminCreateKnowledgeKeyJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AdminCreateKnowledgeKey(ctx.Request().Context(), request.(AdminCreateKnowledgeKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AdminCreateKnowledgeKey")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AdminCreateKnowledgeKeyResponseObject); ok {
+		return validResponse.VisitAdminCreateKnowledgeKeyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetConversationHistory operation middleware
 func (sh *strictHandler) GetConversationHistory(ctx echo.Context, params GetConversationHistoryParams) error {
 	var request GetConversationHistoryRequestObject
@@ -22499,6 +24162,125 @@ func (sh *strictHandler) GetChatAppParameters(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(GetChatAppParametersResponseObject); ok {
 		return validResponse.VisitGetChatAppParametersResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AdminClearRequests operation middleware
+func (sh *strictHandler) AdminClearRequests(ctx echo.Context) error {
+	var request AdminClearRequestsRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AdminClearRequests(ctx.Request().Context(), request.(AdminClearRequestsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AdminClearRequests")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AdminClearRequestsResponseObject); ok {
+		return validResponse.VisitAdminClearRequestsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AdminListRequests operation middleware
+func (sh *strictHandler) AdminListRequests(ctx echo.Context, params AdminListRequestsParams) error {
+	var request AdminListRequestsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AdminListRequests(ctx.Request().Context(), request.(AdminListRequestsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AdminListRequests")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AdminListRequestsResponseObject); ok {
+		return validResponse.VisitAdminListRequestsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AdminReset operation middleware
+func (sh *strictHandler) AdminReset(ctx echo.Context) error {
+	var request AdminResetRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AdminReset(ctx.Request().Context(), request.(AdminResetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AdminReset")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AdminResetResponseObject); ok {
+		return validResponse.VisitAdminResetResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AdminDeleteScenario operation middleware
+func (sh *strictHandler) AdminDeleteScenario(ctx echo.Context) error {
+	var request AdminDeleteScenarioRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AdminDeleteScenario(ctx.Request().Context(), request.(AdminDeleteScenarioRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AdminDeleteScenario")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AdminDeleteScenarioResponseObject); ok {
+		return validResponse.VisitAdminDeleteScenarioResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AdminSetScenario operation middleware
+func (sh *strictHandler) AdminSetScenario(ctx echo.Context) error {
+	var request AdminSetScenarioRequestObject
+
+	request.Body = ctx.Request().Body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AdminSetScenario(ctx.Request().Context(), request.(AdminSetScenarioRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AdminSetScenario")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AdminSetScenarioResponseObject); ok {
+		return validResponse.VisitAdminSetScenarioResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -22822,808 +24604,841 @@ func (sh *strictHandler) GetAvailableModels(ctx echo.Context, modelType string) 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3dkhw3lieIvwos/2NG8m+RLFV1ddus0uYiixKnOC1KHJJqmU0P1wPhjoiA0gPwAuCZGVUms7ndt9iL",
-	"3XmwfpI1nAPAvwB3RGSSoqp4IyXD3fF5cHA+f+dvF6U8NFIwYfTF13+7aKiiB2aYgn+92PO6erFvxc2r",
-	"yv67YrpUvDFciouvL97vGSntG6S0rxBePb9YXXD7qKFmf7G6EPTALr6+gJcKeKng1cXqQrG/tFyx6uJr",
-	"o1q2utDlnh2o7WEr1YGai68v2hbeNMfGtqCN4mJ38csvq4tvqKGamdSAboS8q1m1Y2RDNUuPqcJmHmE8",
-	"smwPTCQHVLnnM0Nxbzx8LO/Ybm4oC9uk8euHDuMX+7FupNAMiOhPtHrL/tIybey/SikME/AnbZqal9QO",
-	"8Hc/azvKv/W6+U+KbS++vvj//a4j0N/hU/27b5WSCruazlJhZ+SOaqLYz6w0rLoi61JWbE00PWpytz+S",
-	"p2submnNqwJIfk22UhEaPjZ7ashGMXqjidlzHbbx2fOLX1YXL6TY1rz8xDMqXa+a3HGzJ+yea8PFjlha",
-	"hmFhKx99TNeCMPtsRbggxhKWPByk+5HoPW0YDOelVBteVUx8mmW6YUdyoEcipCG0NEQK3DrFtGxViWN6",
-	"JQxTgtafbqlawe4boEKypbxuFbsiFTOU15pQxUgtdztWrWDYiplWCVbBUL+X5qVsRfWpiAxXiVSSaRgM",
-	"0NeKSEU4/nDLNd/UjBiJC2sXnIqKtJopGPEPDRPXrx53afttztAikVsgRXz90jZEDYxWNkxBxxroFV94",
-	"ont0+oYea0mr91J+R9WOfZr1bhvbp13a2naqLMsRhNa1vHP7/0axUoqK249eUl6zT00Jbtu5IJRoQw1D",
-	"tghj1P5sAWuC8b6X8jUVR8fs9ScYrJTkQMXRj0JbWi2lKFul7I2rWqGBr8NQadPAMH8UtDV7qfhfP9WC",
-	"bhhVTMFx4ZocuNZc7FakFVZYESui2K28YRXpqPhOSbEjN1xU5Om67Q14/czNQbdNI5Vh1WtWcfoe7uBP",
-	"R7aWl3HLCY5NIBNalqwxQLu/eHkBiOB6x4R5v5ftbm9eGXaYCic/CEt1VEthrzO7YVLWlyWta/tvbVhD",
-	"7Nmw7dhHN+Rub3unQt8xK3VYgaZR9qAbjkJHuadcWEnm679diLau6aZmXpQZCSyri1IxalhVUDMd2o+C",
-	"3xMNB9EKDgwvPBgSChilVBUDkSoIRlyYf/ljJxlxYdiOKduTXTQ97eRVpe3Ow1PSKFm1JasINUi4tjMQ",
-	"2Qw7wMeTCSRmSJWiR/sc12FBcFtdHJjWdMeKzNflRjN1S3EO4yn9tIfhM9hK3bvYVsv70UjN462+d2v/",
-	"RJOmppZFuf2wDECUbGX5lAKhiBry++fRTTBIivHWD7Ji9RPdI8fxNiwO38542vj39MC0P9+4KJbA7c2v",
-	"mZVBrYCwOZL11Tq7l4KLpk1MxD4nVO1AatUrQjX5b+9++J4Ydm/yO6jphtVAdLTCm4jWb3onDb8d9v4N",
-	"101NjwS/HUx5ZWcII7M6x8ww5MYK7heoTHhN5N8vgBB7ZNqjlQ+Tb1cX10JIAwQa5zvXpGxx4eH+4FKA",
-	"PIN8hTSUqylnwYfxNVesqY9kx2+Z6HhFaPpATblnOmvxT2dJNMwVGJNrIMqXEr33jsiem6KUrYj0/md5",
-	"R+TWTHvdU002jAkrDlaW3Ciux/OsHjN5jl/M+Pp3u2j/VHjdwqpXhO4oFzqH9Kc0N09b33Ft3jqNN363",
-	"NXTH7DnoVktPCctqcfb/gc3P3dEjyv5lyvP3VBcHqViMNTOzZ4psWwX/t6PTKO33GOZGyppRYZuq+YEn",
-	"uAzMTPO/OtHQUh4IHkh5022278+0JNrDhqnBbRHh39LQOk6YIA32Vhl3HyTYuo61Ntpr2IPe2vm5+07d",
-	"BKL00DQvGas2tLzRedSwda8T2PE0QUzXavhlUHRtwwNBYY6C/GDj9BNbl8SsX4mtTE8Y5F+qeUl6v+NZ",
-	"QIl8wl9B1i3QJjUlXek5G7KfJu9KHrSSIRFaKSA+F9o0IPV+TdZ2UWtmn61XZF3uqbH/Byn1MvyruqWi",
-	"ZBX+QJ7a/21refdsRdZ3Ut3Yv9egY+OH6+cxrucXY3pH051eEjXoThNqDAUuCKp7WLe0RDlLDTAct0gJ",
-	"onjNDE0ThZcQLFk5Bc3LREgW9g6JnAiUeUopZiSSv11IwX7YXnz97/3rRNWRdZ0/IO+lrF+VUnwDtpqL",
-	"Xz5M9CH7lDRMdRLNFWEceCoVhB/sOf/x7Xd2d6kg7CB/5gQup1LWslVW3qPlzU7JVvRZXU/2iS3tm2Ci",
-	"Ty/wt7dMHc0exFdS1twqToKxSlsCaBTT9gdc6q+JbBgIulYyXBF9x+HCvJSCbBk1rWJ6BRsEwqbdrgNa",
-	"fdCAAQxSPyfX/m2CowVT3IaRtT1s656c0jQgKghJNDMgqlsK4GZltbpyTw6MCg2v+ga5JeZtTBTzjL4A",
-	"SSN91cE1AKvRuxuoYuGmsfJKxZUdt22Kx8W0YfdM2GdV7/yEOzO2dVa7K3DREuoS6n925sxZ1WAR8fDa",
-	"naPEyb7PyQ91ZcmsaSz7r4+kpEod4ds1EN6abGpZ3lwRwawsKwXThNZagnQK7+2YYIrWZMtZXWVM15mm",
-	"CpgHuzdMaO5O4kiqdoYA0r1EnoLF2oA/xDwLZ35dttrIw5qU1LCdVMeH6bmDIdqHc6NzXXJL3lslD37h",
-	"VmTtjf3AwduKS/vHLa8Y/OHG/IhDRaooDszsZRUZ81qxgzSsaFVtB1DLktbwJV4dG2n2DxtNj5QTsiLY",
-	"W4AQQZ+Ew+MtPgSNgjM3cU+YhEWO363IMbtePIPIIE40qMebveWWBp3NndTsltUrst7z3X4NF6+9grOk",
-	"iJkDb7+2omuB7HBGOoVJ2kPL/GGGQw7nNyHvKir0lqmPSB+T637CvXKnhzwsObslRTDWtZXEi5rfsMJK",
-	"uWkatfeql8jgmpHbLVOW7YHLx1jGh0wvaGCPyuDdPVqAqfzAYsrze3Zvwi24U4yZEb+3bDKLFhUzirNb",
-	"pgpvrp9ZGDBZaFJyg6y/c5KDSxjGcAS9/dEXRdsbwC59cSdVVdBbySsrEadHi2KGlTBka+BPhWY55Q0a",
-	"8wMspdjy3Wkmq3eO0Xih2XUHVhs4dBmmqgX+YJyJPm5yHHS2Irot91YkWd+wo103bY+1pS/Ki+51ZF+0",
-	"4es8q8Z0cxrGyn1hZGFlv/SW3EpeevmPa0JvKYeuHp9a2t2OacOqwptyIuf9v/tHeMA7rSacog3bSoWk",
-	"vuVKmyA2PeiSjAyuoFvDVJGyCYbbU9rb/rJtgoUKL1C7VhKsZbYZwqyYh209/soetWGHYhjfMz4E6pap",
-	"yztesZFwH1HSKy5RdtH8r6xIWIjAnaoNgdfhagAX7Os/PU96R7La60TXhRbhss0fJ7w+2yAIgfkNwuvL",
-	"w/SWgIE0mGj6tdSmd8v6T4lqBVy1ht6whKVrQhT21NvTj3wg4wKhwqp0itGK0Fq21Qr49F7eZagPrZFv",
-	"ahpR0taOlNegnNZW43H92W8O1PCS1vXRyuVcd2/eUW6CIsFCGMJD5biail2bFFH9UzsA3TB6k9Uh8M+E",
-	"cAqs1Ug7+jO5uJ03eoIKq5wnZOtOeUeFDwiycoYYqSpcuyzT4Y+aqVe2vZdSHbLsh+MhxvhR1JJkGcd7",
-	"acWmXgzZJAIE+Qv6YsGSIQkIzaXiGzblXvb0JKx7tqGV1WcO9pj901fk9Z9WIBQcG+Z0wd8dmn8KiuHv",
-	"Dn+k3T/u6G33D3pQ7oJ2X+3oeuCO2XBB1TFm77PLFR9gzzBwAzPtwsNO92zAOiwu+5xlVzHd1gbMuWHF",
-	"4XnEdheVMLCRUu4E/6u9yJ1zcn7c0FR03F4weS0rVset7+DgJdTevZY7K6clRMzvrFGstDJnnFF441jE",
-	"+nZvFCV0w2tuG+sLlfXDRJAtM+W+2CoZOeXrRrGKbblg1SV0hdSH1gr+V9us+z1qY95TXfiQSLh/NrSm",
-	"orQKDUrUOsUvN7jUcxwD9uPV7/+zsCQFXw17mOXIh/hmBm89WF4dC7VMzVsNOimaHTasspyhmFkAeFSM",
-	"Lq1sDQJmSLqvQ+cYHykszYKjLGLo9X3Pqwg1xAOBI5/qG1ZZZh6diNU/25iVgJZWEevZYrFZd6t79W/+",
-	"7OFmxA7fn6gp9z82FTXMx0S/g5EkOXc/PFq7GLNWk3JPxY45P6ImRkbOZhcynQ6nMYPmjXQNP8DxMeg2",
-	"ugYtr80r8ZoZWlFDX9qbNhZ2AFcwRq7APWgFulpb4t0cCTea1RFzd9wlBv5AaM4+76mOYbD2d+QFTrK0",
-	"WxQ/A3EKXOML2Ibhh+jHcR8RvJS7UjrhPrSvXnLQjim6jILJenyx+1ay5JjobmVZw17sqXkRjE3zd6Qz",
-	"SvlwNbwsSwikbBrY8lqWcJnbs3VawMm2rWvfbuLuXF2UUtwypdFRwlO5Ab2X0Jvs7XcbVkvLTfEcLkZo",
-	"zEWu/BQYj2u7F6kC8mg/tCUzpI7dRi1t1/UdPWqydj3FyT21GLxC/sF1Tx0/MXwuwsTdpHm1Ii0oMqC+",
-	"BGe+VaWcjcHbJzP6RNo97bL6Ecax5Tt07pXcsGpqFAQTHOh/PlzdMdVuTYaUOrVJ6qUknc7+6Mm4UuyO",
-	"oACZdYjf+k7fejtoJBim1U6jm1dr7EsJE/RcPIB9Sp7GIgBQ/h/EADyLM16qb5KE0xmtiX3viXY5PMsJ",
-	"QX2OjAel62oViaYbswo385VnQoPj/SHBGJP3vRW/QXkxrbJiGkTz9phhNBhEFm76rBcTsqVtbeK03XkD",
-	"DDc1OI99A5VL8hHsbsDv4lFPZ7BNCZIeFy27IuzQmCO4/jcwUwhM1a53KViW4SARL/wSzD/DoA6uYVmz",
-	"zw0q8LxmP/R8PAthxPaTE+Vi6IbcUsWB4d3SumWQOYLRruGBjwedUBQE8s3EFweNWFNeRc+Wz0Yr4qfY",
-	"SjeMHkDAsfThzKDv7KZ9e4vBs2t/R+MrUjAMpnU86ymImkiVKF3XbGuIbM2z5wTC39FTjw5TdNj3urWj",
-	"ZqI92FMafr1YXfhO7UlbJJVlmwHwDSYM33KmVqTcS81A4AQVhdY1U1eEG6JL2TA9IG28DIAao0scDJix",
-	"c/JSKvLCxT3BOqys+t1uaq4t9QYLpu3NHSPVCsKFNoxW/tKpqTnLyIH0E4jXLVScd7HyZiPvX0hhVCyE",
-	"u+8louTI9O+ERFk0Zj1wPCplU7Vz2sh7zxcML29mw+N7nOnUaLY9r9j8QFCBgJSuBujWTlHz3d74CPu9",
-	"1JaB3rHNQtBdb5x7jpLZ4gCDDSHCYClGDOq9vBNEgP9U+sVLHHe/+UtLf2i1sZovnuKB9tubhWdRCVGG",
-	"HUkrKqZc9BK2DR+TnWRWpzOSrJH6MvQmXIperxmU+pOiTRM7/dcLRFq6dpbuivHJGA86tBMfrE8ijw1Q",
-	"H4DxkIazEmOkSUMhewtEwxVGk1um2yhWcs26WC4u3KuXmIUeV596KVHz6etp/WlGo3lhnwHT4gdGnvb1",
-	"l76gh9ETcyrHNJH+hLSY319uqF0mzIm542bvTm1/KeOup17SdyIsO9rCoskguG6cuSlkNW2ORDc1B066",
-	"6syTrHIv3iluMLtAyXaHB+r6zato3y1Ym+I78x3VxpuScjcHQhQSeQ/fMbEz+xBVOySWVDw5iNCDvHpP",
-	"jr3tHPTrmhxQ3WCi80fsBTY/a3IDU6SzQgSie/yDM+YRrrn58X+TiOO6JpqLXc3mh+w14XleFthRdpR7",
-	"9813PKXY+Kj+3gAfmuTRH+pUGs/KyhgZdT9NJsb3+K3cdry6vypE3lr9rK4x82Sm6QJemOsAc1d8il6Y",
-	"d36qh8/r6PfnFscvcZQiesa/xFH7k6yO7ph1YWlP4fA5hVSqZyB3xz2UmXrfwP/396r5OVn64mI14co7",
-	"Wh6RpcEgfcAz6FuG3kAUEEfraLhT+uJYRqTdr6k+fjaq4TKHz9CwTjWZD/zL7N5c9kxhj2Q974xDZwmA",
-	"v0GTNi7qpzBpfzFh/5ZM2KtBStvnbKY+1SgdZvUOWCiw5T/RGPdBPyTRe6rwmgITI7DxOBdCphyRnj8x",
-	"z1g6qTwY0jq/nuWaXi/LOqonb3/gCkYSbWRDuMmjiLw9DEhDE/86Ai1hUjITlXaoHfbLK/j7z+/fv/EB",
-	"B25h8LH98ajJH776KqYSxc7QNTlQK+WyS8VoBdNFSKLS3Uif+EJZTrYPF4wXLWC8vbMzuQFis963Byp6",
-	"c75vairGDpXz7hIQgiC8NQFl4AhnUfRJxcK8H5EAGEEd0dzJtq7Int4ysqcpzWfuJNiH3TQA5OeMwSf4",
-	"opvRComx26BsxvfGth7ZzhvGmkta81v23F4JN5sVqfkNI9/w7XFFNJwibhDYYUMVI2sY0tekAcG25gJN",
-	"T0RIsrYX+tf445WDT4ErymWBb1yeY4PIW3hONUjO2hlSKwl9uiBnuyMuQnYUBj8m5cZJxTmrmb1m741+",
-	"3R0EWtcuwXhWe0/eOr+s/haLp4+okFSzf/kjef3mnyBV+iqINcrqC5YAKhBxfpZcsMoyhxDI20WZHg2L",
-	"HcfJwhmjiykxZd/SQz/y3IX8YTWFYQFDktwSfRRmzzQEg2JU+godxXCUaGvkJQQscw0C1vJ+fYv4eZ9s",
-	"y37ULa3rI7p/n5+68AUT1Sde/NdU3XRJaP4qnGyDh70MLsE/c22kOmYCnwy8iU9CcNGDLWS9Vt2Gn4+H",
-	"IiGl2o8MAVHIhh2lqIb4Gh8RIWXsDXLoIz1AkrSRsrcW33FtkpBH/ZAFqp1nDUD+agcBky/KxrGIBl1s",
-	"2I6KTCk2EwXoHHMUKPxSHbwhajJOuzPgjGUV3GOrqJVqMQmQCwMidRqlqI+34FbfxTJA9/4MjiNUFmWd",
-	"dHyoT/MYmdryxKTBIkFu6xVZC7tFtUfNtUJDKqImz1szoKOBx78XtbtIQDHviwtE7cSmU/wqCfYS5XXs",
-	"3nmbuBjxO4TPcHY2BKYKcAi0aZ7opDkCQskKB1inU+kTAanOMiopa4Cq0x5kx4efZJsjJniNOXAGyQxI",
-	"2iU8I7JG3LmJDRRG3rBYzud7+N0HI3TLNWUhkbCtB8WsxjlcRDnLZHEITlpGQppeuCd249bOH6F4ydYr",
-	"70LlJUPhL+gUy7lucRX5p/2xr7BvAV7W9bPGs7K2QtYavs+ER7g3ihbOzxfzXji8MfcGMbzzYbj17MLX",
-	"QbnsZa1pFycIkUINhaiAkYktqp/2E9+Q11atCplTLQD+rYgUZRcGYpfB3dS63Ry4cZs7ctFIdSgg32YG",
-	"qxLBckBvss055J2cLHZahuznMMHhG5vWGCkKbY51HByKV/EMB26iH0QTREfH3F0kBRdFy+PZOuy+4UhV",
-	"heGxCwkOFHrkvTO+O1ewYNAEQ+utNjIEziGPg9TQRAKx3ZOk39pKupWlALh43VTcZR86jzInaDexnPAM",
-	"2FZWqFMnuiS2tRc4Nk8hmtWsNHi4c/NZkuEaXs6BzFrvNkNRCcFxKBwW/xqYioU2VBiUAbb8fs6DAg1l",
-	"0hyiPhS+qyINfhafSkMV3Sna7NcrssZFsn8BHArEY9u/Lq2omwjHWjwFQlYsRQ7wLHXEwJko61tWFW6b",
-	"C5RGl0TZZZTUKdyUpUvgX1rbwxhHE/xpwumufMByKwyvu0MZciHyuVdqjdxTnxEaX8Nz11dUdoh9LpAD",
-	"hOFnvxAmaRci4JzOhw2mk/kA1ltu/T14RdZwU2F+tDtO9sabj7RVbWJ94+g9S3ml6LBb9BJbzi52Qy/a",
-	"ivBtMNYC+O0ygWA7kdNb8xt3TCuu4R+Zh/QTqo5okMJbo0uUytIOvaEmBHhkSeRO93jJa5YrkPuO8gTq",
-	"RslDY1KBQsoqIbnme1gSSw0IeqJRHdooKjASyOwVoxXQDBXHs4z6PnW7CKEZVlWMytTvnODeZbuGvG8j",
-	"5dBBXcnW9hqJC8zOQYDE3ERUcoZj+V/HTmV0a0+0nvO9yosYN6ncYa/w9/CmwdeNYi36EFdeXcC3JvpF",
-	"3KXcKToRlUhq0wGIW4qd0YW6jWQlP0BUVwbIue09dUjewLHoY4Ljm8TIHdwKuSGg07yqRZd198FbZkWg",
-	"ZJwZUqGEMJ2J4WFY1EiiV4tixnyIfFnIuxpIpVta6wmD/K/uTd8ySIxjG1bP6tvP7Wi15QprSFLOSytI",
-	"27kEu3MwrIKxilWkFTXTmqwH8wHFFhq3Jwu9TSUUCwN0K74TUmVWKsgA6rjbSyLvhD7HpvfLAmX8m5OR",
-	"U6beYL3Eui2dAn3DWKMDeE7Nt2Clt1x7PMKHmoLDEE63lJya5pIpAST1iY9vn+wpQhE7q6taA69cEW1U",
-	"WxpACXZih2V2WFvg5FoO0MIMvkTFyhoiXhy0tUv4X5E1XoIAPwckiEpVqVinVK3I2p1OhJukgsB94owu",
-	"Ho8Afvt3bPkD5MnCD9hB7wfsp/eD7aT3T9dX7xcqjh8yUmv65uDegnzIPGQIbTEbWW/5j9OZpRrx4nAS",
-	"pqfqI3ORJNVdiyPSkSM5bjAlSrfcDA7vE03W3YqBeN4LPCYQU7iNw0eONwGHkrvm+kz3oh/4Y/oXB8z2",
-	"LAejfdoNzQnIvzXXoj6l3EVfdRzkkz7ivgRf5/l7Mkx1/Q3tC9ynXS2QNEYasKYO/HwuTnq25spirq12",
-	"KU2uvfSoXR3X5JBDsm3I2V+5nPphiddY6u1AbpjJHnipmEuHohvZGrT7m2kV2b10cDMHeo95YBdf//Gr",
-	"r3J8IkPkqXitBi9QhJdRVQWop5pr00WiBuRVRPLSXXHDPA/NcDSF14Wjmo9HR4sPDfXB+mhF6LVUOyr4",
-	"X7HYXFO3Oy5+59teB7N6jgMJanMWYfkL2vCkxcG/3tut6zev7GEWrPSADK1mzqvVDQj8Wu7j9bkj41kF",
-	"iCEKFgu09AaseZWH/8BFxe7tfhlW7gX/S+wWByTz4i8trbk5rgl8wlyJWCg7Mdi5K7K2Uqw89F7dHInH",
-	"GQZsgn7SSb9x+zN+m5V2EtfTvunFIlyRFibVT1m9k+pGN7Rkk/O2ujhw4f/5+5hdiCln7R6eezunAsS+",
-	"aTWZAwXg68ip769C1wKt68IweigOdmEVJospw2kdfvlwgglrONBbJiqpJuNc4+8+2mLEnCBlf88UW/Wo",
-	"OuQZQVAl8A9LC9ET059oGIF/NWs2zrhl18BzubyAu7f+QwRsnEan/Rku4mlZb000o6rcs+rKxY36BCq8",
-	"a48uYBBcGRGpdHWh28OBqmMBh6BwmIFzELiAc+siFfFj7pWykEJk38JTlY2kHuEirRLadXEkngWQWR4/",
-	"hktM1E9ClEKUShQ3LgwqzCaLJw2vjkRHw/sD8FQd+OVyyLbbGLRJJ41yEAEA1WzA+EioX7Gz7Cox9LoZ",
-	"2cVB6/3p+JLX7GUSdPfQ1oZb9uCAd6VCEwjW5QmV4Z2D1eq5uVXArjsDAEgnPqKhUbJkUF82wGCusNJx",
-	"hdHcaz92O3IvY8WTfdIwuVj7VSKOEwBcdLO5IuyelqY+epCjRbzbXFTa8drPowKDxBuWONhNmppy4Uod",
-	"wRXJjY6tWhRzsoev7Fk2QGgj1xvzLsjcJjU9ytZ87Tp2dv2n6+679bOVR1mw7GOQKf10vedMWUbHS89d",
-	"18+s/p0qWGm/+Qv1b/ZZ+2Ck02YvVhf+uyyeb5djiJXtl+Rbsau53k9zdT12dhfgaJgwq3CUTSv6FHyO",
-	"SHuSgP1pZeZHE/heO9gapOmYTPBEu7oH3aGsqbF3ZIBD3dK6hvJjPgJr0kIYwccVB/0JTcamSsV33Mre",
-	"PfTVKAo4BGzb5Q6nPvgiuQde8xhTcvs809NoibFQbX1C5scb/Oqt/Wgq0rywF7UP14RzPuY7E1nl48lX",
-	"70CK6iCTvUtgKgpPBpUG9Ia8ah/lNwLizUeOTYF84zUQXKXv6W7hEjB0dwqYrqE7B6XrlJMFxeSflxST",
-	"02SLARrtwsyGgLjnIQZfjaY53PkOC/8P//zPpNxTRUszjL9bCsjqh7ygcbxDHAuGlR7GAQIcOOf76gKC",
-	"CBdTYhxozsLavkMknnlEap/PLQmtKjKQbaYr7LB98kM5vmd3bhQgS3Oo36v7ZBOHng4d5cxOR5Hn+pMD",
-	"DYApZucYcwCfZI3tTWgSMDoQmqKj8RfkmFMMhaQV6cQaqN42FYuWWYvDfAmDiq2ls0tGMySHSmgQHwP3",
-	"BI4uW2GiBQVo08wV1cbaxU2jZ+wRU4didrlcbiChBa5ZzO/0ZThpCaPSV86ruWF1ENG8tnL95hVA3WlD",
-	"IQ8UQwsGbBFd/2toOsSJUAOfuZ6g7SjrAIzvgosC+EKxWI/QzOCCk6dVX6hYuWJGTonXkkjxDPT2JPKr",
-	"JcsiOGAjYSloBPAveLyU+OXZD3V6UN33IdZcJBN8ErfkW9sco3Uw7a7jHnVEkldOmRpaYFBRwqn8094y",
-	"F3s4OpGzlC405Cog0WNQLuDfYHOW8NgtU0egOP/tM3K3tyonBmhow+t6JsFyYv+fM/nnCDsJ7SfO1/pa",
-	"n53NYA2+JiOeFuFjEPwYeN1zYiXbiN8Dshn0qD08wNA1HakAZMeM9gExkMd943wrQo5CmYbT7OOzxML+",
-	"hmfPVSDxJu/p0ibC3mMy/etB2ylYxISla/htUruIk++/oZxybMKtFCSs/BiDZHTBUhBeUHSWbovubHHT",
-	"yVIRvIegwwYH0jxrHamu/RIhRAEsrIjX/Irkgywp6N+O+gqAn14X/qhqujdNXrn03yHBavAP2JNGqP2f",
-	"MkuJoOMqYwVt+Pxaj441prpodGXRutbxOyrmkRJbGQuhDO4wh4F0hQDUdokjDgGYdobxOu6rY6JqJI+i",
-	"V1WVsqzHr3rnpnts3+BPENGX8A5uuABa4zpZ7zS37zjj6exNjzLJ2ARfne1RHAMJRPubW+z5xVgtkkWM",
-	"HYZvImaOeWsF3VEutJkuxRWxCwEkPj7QwV22TOO6lIoVZq+Ytsw1ggkr75gGwHSrSXm0Ossy9vR2bj86",
-	"EW3Ux7Lkux59sfaFkhJpKLIpbhJVJHG8oOpCYbGM6BRsbjLsi/REYjvOSykS7OpVGcC+c21R422zrSca",
-	"5pWVrthB/szzzLF2oBta3uyUbEUVQ2jxz0gpa9mq/Gbjkse/OkuJfSW/rVbVsxyXEsRZhmaxzOnp3KIb",
-	"NfZ6MV2f3nA+JHN0UjkP6NmNC3lnBEJYMdqHOjh+gCltqK3lLa4uwId3kFUM6DYEkYV3gtmTB69SKkGM",
-	"6yIUQThJQrBN+w/jTR8oF4ZyERN/+vEXljTu9tIqXKSW8ka7QsTcgNKqmXkA8ES/o9VSoMfU8j4Iqijq",
-	"KO6y12F5pQmta3mHyTIu3idEg2DEzyhMY30VwI3J5kgw+FtjQdvNEWrc6k5Qgtu8a/FhVRzHcSqjKdkz",
-	"6664r8nahZ5AtPMo9gRpfDyv+HLyhtVcxOWJ7gj61wLG8EnGi7TMHSJYEBEtGrECjzLDVZYiUIqKl+YR",
-	"3ST9+Hw9FELiDhvLaQ4pyGCrv/XqHirWsQpCDSRa269PipZYCGN5N44m8cN3nBEWXwAjwGqfrXpICIvn",
-	"XpMgFofb9SVu5ZHiVlYXhu5i6Z10NwUKf5Ax5j3dnWaBee/8aKe4iugOXEVXZB3Gug7C+iewvGA6YDCS",
-	"BJezzjLC2JPcQ0EOPIk8dcJwPz7s2Rzu/Uy/HfZ9eCne0lw603veBUXUvUIZEaPyogbj+1k2MkMfFeEG",
-	"+sw6VHMVOX7CgFVfTGBgaH1+GjpUv+HePTa4qiNm76hcuuo5eia2vFGtj56BfujKSeBUwXu9jZ2a12Ys",
-	"YXE7YOLuTN0sjuH0LOBpW9SMaj8yLScdQEPJZXSxTj01fdVyJGFPj9bccR+Y78Z6wEDAnvEhLhcLiZjd",
-	"cqL/pnHmmviyrT5jJctz652dJ6XOvFeti6nfOkSnpgNMPClZ5s0D6pS4qT7RrlTJSRVKXvu6JJNVXCxN",
-	"Encp97J1fAKPryzSpNB53eK/p7s4obhgFO1TcxfzXk7x2Xedv2XbKFDQUm2XTrqgu9RKzczZdhvxsRu6",
-	"G8gtdHHaaRTmUwWWXvDPKfJGcm/hpnihGFTWoNGqRmV4Sihg/Ho/qJAVA7dLe8qce83xagVSyLr7reBV",
-	"omiELjLqFXINifMYZQxXyhMdypZ0vcQ5wIkoTqPJhMr33r3o8qEw1yhrs+Z3CZB+HfwvSyzuZHu2XMDd",
-	"ckVKqiAbABLIuEFz6lxcTQJIBJvFj8lT4EErLLtJIHac3tXeavssxHW7tegPz65XVDGdgA9XYQmKMkw/",
-	"BgQP124phW4PcQ2zh7QC0/D4KgsCZDYw92izEtj/8Y0C+JGrcSWACJp4Ci0RwqWE1T5lrkNyZqVTcPvn",
-	"rsUypHtAZnf2yU8ApD4eY4jrjqrGu85UPd6+WB2G5EHt7ie4BsNh0pJs6Zx1fq48Qm/ruvD0+ClZujVx",
-	"VN7jMi4RsDS2Mxb/e1mxt206NRgyrLDirhUyMha/f58scm5MwbwaXBvDWlepHK1E3NEo7KiXoWeVBC/B",
-	"WzlMlrSGCCOrdbGN5oYVwEIvVuF1xW9ZdCPPwQn7N8TpcHq1Xb0n2uGPDgAJpn6RWVfA29aBdIWSycDU",
-	"ntohPPNheJWiW0OeAjzPs9gVnCrWNV7T0WjmiesN3L8x1jPhwW5Vbia25jkK06fJs2OBKyfWZkpSY0S6",
-	"QEeAgjKks/5PlpbQJD+gtrjI1cM4jOCI2AXzApxqhfDpXbiSCvBUACy8cO2sXelcb79XbRyDGwWmdLVX",
-	"eEw2bM8B9L7jAWkQtrQw3UGtdU0rtuM6HUHugR0TawLP4+DimilEUAzIoTFAL78+o1PZq3MHsapGEt1C",
-	"Gik6f7gOCxGocY4vnGh4HGcIONqInj1mL76s7AevzxhJKvhqetIM3RVz+tPg04UIfGwqOmbPlGN8wocn",
-	"AkzgJPkAARAwshos/x3igXb+Oxe0Ooq1VuWe3845VjGW1L+XCAT+TUTj+na3Sh7SkbjDOlJr2vDAq+Ic",
-	"qm/txMixzquWfSW+wxvAV99j9w0VFXOcjd1TK8chOj7GaFeg7TzR6J6GeG1XznURWrM/Xh9bcvZAoRaE",
-	"VFZpMFjl3eqeDRYkwvJGfUvw+uQRxi8bn+7uowisWnlrl4s93z0fRU3bzRMSEQUPjVQmvY2amaKfypaM",
-	"KtuOk4jt28OsDAALbmpuyCYRfs3BBTJT3cwRo38xuCB5zYgz/GZ5HkJPm2M898G/QLg5sZPBdADyPIWM",
-	"ee1LiFmKdi+vSCkPGy6wSr33uBq6Q5L23iAoppGMu14OLz8jmvy8IG+/+QDh6OKqEZTu7zCiewakj+v+",
-	"UsBrZ4RRjR2VqxlQtCXxNStRpsuHpTdMEwAkAFHM+WQSEcbpyhGBpr1hpYsh4IZU3GooeXfXns9Gucut",
-	"Yb2BgmwGNcXD7ZiqIZTIMl4KL0ud8leDU/w1Wd9RbhxEYkOVdn+WLrcXUBItk/Tv+A7WXZFVVq07wFwM",
-	"5Gk1S1hoz02eFoxVhfPkzYCbhEANzK1xIvBmhBE7pZFG6kT1izc1LacpfdEc0yc6FJ6a7ubIC5nYnneW",
-	"k0L9uFHASZ80h6AtQpr8CPA8FO0u274VYNJxAYcziDDTCS97vEe9nWE3AhYU9i7q2J5IU2mBMC1jBD43",
-	"EFFHbu+Bo9st9PREen7UsbyhpDGUBladAjC5wUcu+I4DDXzaI/d0lAxHx2tO9cEM3SqVmnvdxyxwkIE/",
-	"t7pTBaTy4ROrrl7JxnJC/MBDecV0IXgtFrpsv+YYjES19lFCfuUvfXXcPsRcTHgIut2sfca/N3GgdhY7",
-	"HOjcMn4DZBcVwrjY1X0xNYLt4oT75+Qn+3Dtt/e/SFEf17jeaw5c2e4+Qp1aeW3dJ4a1C9iDSj5X2E/X",
-	"lP2nbM16/A3Xoab/x1JW6S1TdMcKlyle1A6QYCpHUYdDQ/AVArg0kcz+nurqr6y0UN9b584vBsx3w7bS",
-	"1WLOEuu/aN2PpMVegU6CSiOauO72snbwTYqVUln1GrJCK6aG6uVy7Gfv7bjWMFDph3JA6VHil7uZhRxv",
-	"sHrwPC30i6/lEkMYeyY1sHvDRDyi+yVonP55XtpBlWgmIb4e+CFlUXj96vW3oPY8IJL/B4fAgxuZLiLJ",
-	"/xr5+B3/K2zO5mhYZpjIL5+z7eT00jETaXdkX8m2HX0x43wx48ybcYaAbBnga9lgB18MRB/VQHQORkCC",
-	"DwajgH08qM2Vm88VYpYfxvfG/AeWtbdCWXzvi4HrcQ1ci5WywtSNlDeDvElugmSfxddPNKqBt0+KDqH0",
-	"iyVsaAlzel2CmroQI8T4+mJOOzcLxk2Sb31CHBpeTo9lXHCHfyPvhJVJf4wmb5OaixssBslcsDrtXy6y",
-	"L5RHasrEGn3Hd4JVhPahOFAdhOIvWGv3TirAZMNUYIqy1rL/P5XzHcMbjgsRgGiMH7qA2lD6bo1WFERR",
-	"htu9N/ZLe3Sq7mh1EQLPySt/J0DUp9U6O/AIp5hDfTooWBZAgWVrXEUytP/YJ+urzorfZfusMUX4QI1h",
-	"ypW98qBpjwwh/FvA8v0C2RuHJgg3XXgnlKjLwu99JAjeL1C6nyOU7i8zXNMTzrvETW1lyC1VvSoBKO6H",
-	"fbMCzE5GjM7eVVlk2Hb9u6fJfxkNd3L2eQ334VcjnFN7WaEX/h0J9z5VD+hA9Lq6pmfZ9B7sln7hMQke",
-	"0yuNyCnol35Kay2Da/pZCqpDZxKSe/W07cbOM4gIatHCy8ONwt/y+go6awHxtZkejw3bUZGH9+TXP2e5",
-	"wsunLZiV45rsFXNvD5fM/ZjVHWbRLh5FI7FfiPSs69wM7akjOL5HCTpcJRhdcidGfKtPfp0PurfCUXY0",
-	"WZQ5yXg5TXiQ1p6bINzhEpyXGhwctv+oucG9BfyUWcGuV2/NXCg7GoyeqKWi2KGt3krrOboJSlJxUtqw",
-	"7+4H/3m88uJoOUadxaeNyrCfvv4fvJmNbO92B+IXyhssRGOFH+cnj+pfXuyNmaO60r6Dxrko63YU/L9Y",
-	"ZfhA7z2y+1dfnQL0PhhjbKW+FdWPmqlkKERXdNMe/Lu91Ixs2J7WW0KbBjFFwWRzoLH0Lto0yZQA+/2g",
-	"3v2G1dLKukaeVch/zrf7k68g3dXApV4t0oyNKr5Twy6hUsAcqibmiCTmtrZP16FCATUuH0QTbUcQ8kD8",
-	"cM4W+vp1faE8YGzpYinaVEhxPMiYHNix3cmK+bAGb9egg5nOJ2tPgpR6kG55mEgMsFPiaiZxTwmHfK0t",
-	"Z6pXV5JZFdcev/V4/+J2YcMETSi07wcw9ScQ8BkVLnzLV2StmbrlJbuEoA+IxNCWnPyGmL2S7W6PVJXC",
-	"NZszX4YT4kI5eibMKvd0xCSubiVDgPKA+gbbmgCqoWaOd71LmeH/pDjbki0tjXb47L0awvkwCJ/oeLmq",
-	"BmibRiIeQNL3TtTcQbAj7o4A1nltGojJYxWk+sGBPbHkiiUEAaBpvRFD3I0jPB8Y0SfTs5EUZrLxN7I6",
-	"drD+IEG7gmWxxO6KJXzzm9reWFYyY5eK0Qp+wNbsV12deS5uac2roqGKHkKoR7GVrUiwjgPTOipJXpN9",
-	"e6Ci1999U1ORjoZM6el2Hf78/v0bH2RgR7wiijUu5AwJy65UhnBZIvaRH3XoNbovjnd+Qw19L2X9Qgqj",
-	"ZD1TbhnySHu3YB+HEQRNI2WN2ZE8hliE8IGne4tts080sUcpbcCbdxAvg9HvebWAfO/iDhxOtKvhoAHy",
-	"3u3SXkJF5ju2scc0DwQfCp8kzilt0AXhzIW5QQN9msiZesbV5bfZbsWqO1CeMSwOyKfTJrphRxdoeAcA",
-	"7bDaDp0B6W0nmUYpfo3p6Rn8KPR5AvX/pGjTxNwB124gflhYmDN6ABR1JEMFBFoEGJb0bRXkGIhls60s",
-	"aVup05vEce9anluOYMpO++PGxmxArQw34BSQuL9Iru7n3wW2Oh+U7s84ZXlw65i5nJm5MdnHl4xVG1re",
-	"gO4dNRwprNqEFSKlIJS42+I8fc99fKq07JyC8bZlg3cDKeXhkOs6LKW4ZUqjLSGJPtJ7KTH8Xn0A9xBV",
-	"f3ZvfKCHVHrlOJUlOIedExrWH0/h3brtBfUNtjBf17Ucq3AFveYWSMua+cJfeM/v7CS5caBhtDpwsQ5D",
-	"OWuyMBYmqnm9u1NW93I0CNRTHz4GDBuOQHtgB8DW8KiMdbJVWIneS04OcKsYd9wkJuvnkq+YOPJMLh/W",
-	"He+d7sUWkTfEgE74jQuNrriGf5yvkgYafiyl1LGpKQsYLFGY3XDnT1NSX/KaZcrJmHV0CXHxIDledTIc",
-	"0S7OywszxHnQ4W3sLsKOEcYe4tSLkDWg40Dxjd377iXyNKSGVdI8CyLlGos/rElJDdtJhJo+H75+MET7",
-	"cG50rksOQHZWnFpD9QmXZBUwdGhbcWn/uOUVgz/cmB9xqC4D4MDMXsbsv2vFDtKwolUQhT3A/ZGKbKTZ",
-	"P2w0SYzFa6SJwF5odUtFOVM5cFrlLiMQ9ddRffauGtTiADN0JKwLI+wt7ZIV0zHafe0oFesJq37ol9OO",
-	"W2/OUGxgP8/QZ3AVVvN6TY9DzegyuJ+GQlCMZzxTjuMTuOYUkT5LzK7Xbz/6jmuTyUsBYPkEVkohVtZ+",
-	"22Oo+gtH/cJRXbac/sJQH5OhHuh9OqfY6reIU0sdneaFZ2dwaUNqZoXIIDp9NIatyU5+NH7d44S5PNu7",
-	"8WFsccZ96QsjLXHvPiOOcXBsKDV4TLR9y3QjhU6sqvNCWV4uhrm/USPxGXo87D7XxHDABu+f5kfVxBfS",
-	"ikNfXJh/+ePJecbo7gkRx331d5R1fPKkZrKQ3/v1A2C109KRgdffsMhcvndZH2hPeZBL3OG+8WrlEm7a",
-	"4P3qMne993dZbU5nRNvOHiMrGoxYeZnRIe46mpVhG/rx7XcdifvX62OXKH9iIS52y9ldoixgl1ni3vPo",
-	"ov6sZngetkwxEbOpXNv71hmCw2s9c5tHIzjQiiXLcD5WavnqwmWMJxZCYz5MWI/KBSGNF+QhwQbUVWYe",
-	"NHjyyU6a0KYn8MS2Z9DJYNUHrDJ6P0h1eGWvy7gpOqTrUPLn9kAFgXchlScSoNXJc3lR+aHzb9yX07h8",
-	"jwsAA+lVLOC6V+pslOGJnv2YH8Oe5tb0YWZnAHAtHWxreReAZnsqDfcIk4SL5+fFmpR4n3tHfkMV3Sna",
-	"7CHOm9WsBEWgQzwI93xCrklv7Tcz1SHAPdNlZvVWGCdaygPTAexj5AWCUcYiB95Qq3fJUClysIwrj5CM",
-	"8WDzOsSksEkc5rmUQhsqzJo8bTUjaxj8GvC1177fNXlaS3lD2sYvsFSJoPhkijgjNTcYnYnLlLkXcHhg",
-	"M16k3CpQpmB4zLCMiKUTvmmNL6miWrHCM2G3jYpqRaQomQvLYBU+TAVp2I8KKMQRMl7zDms3BUtY33Qt",
-	"xAsu4uC0x1oaHlIXi2cgU5eKCgNfqeiNenJwYeC63biKXiHy9ZzRvwvNfGNbic8AxzJIog6rDk5TXO7o",
-	"YGGcxiylvkNbll1tGBODFnNDAK7rO3rUZA2hLgihHTf8+2NYqDYttCsHVg/jGvoLTyLyEYXEVCXbg0mQ",
-	"vFVsY7YgqMWeCNDZtMZIoYncbv0aZsVE/6iZui6RkCMmCgc8wkXR8oy9tPcCaOVDNxMxUiZgDO4b7qKr",
-	"wZ0yVWes/gLKDKb09pRe2yF8n5Kf4MjM+nFxG9i9IU9fU3VjRSjLM5uachFnjdBmUg2ANQBWXCbxjqAF",
-	"SCJP5JC7+osoyVFRuYMR5DqpDsN8l4rV/Nbues8FyDLsMrGCETHdhoEEKK0AWLsLP4u2OuEqQlqzNQQm",
-	"R2IAcuZXIV2bIAnFT40vbZFG41dMy/qWVb6sVIFgMKdFhTmhQ8NGHofAPDfsiCE3KIx1AtZIB5uDlJpl",
-	"6PF4CKAi7yuWWSItspyZwM+QQg1lyR0Xiq6qa8oetoRkQTeszm/vDPq5ozp2yTwu7YjKNp/LdoKFPtyY",
-	"DnoIDltKvo4RxDDZNp6WFTK5m17NIkbL/aiSAWBZ5qZrWT0JZZmGqUHS90mpWqNk4aWsnGQuzit76dL6",
-	"Wghp4GJ5y5r66L01s1k5owR64L0HB1PqgqrQsIPSmu+AKJYIJx3n8qeVrXHXQK+mVUL3O4Kxg2sHDL23",
-	"IMPHi5F0XZ9UNHoykl4opWyYoDwuXi1GxL070LqGmDh+4DVV3ByJPZJwnYPkG2YJcT0AcUFx+QeGgW0t",
-	"EWx3vhJbYvqr+J5MJ3AOac0ZmDe0vNkp2YqK/Cw3TvTDMGSnrwzI6Uj0HY8ewp/lJgWdZyRpZI1iuu3E",
-	"Mpcsg6NtMxX9HdKyEeY7pK+uiQJnEIplvkswDEBa67L3wc1k0P3py478Yn7xtYcEGhIaLvTPcpOopVcc",
-	"9C6eWu+nG2rzHRpz9OLYupsP+HpdOnqWINbt7uNs2mqwZalM+cfcKyuR8Jr9gD+lokX2UEkFxBBhz8GK",
-	"MA6qxOYI5uSnfe8r2DFchDKvHG8MGK0dZI6LTGUVedp31z6LlA5SVOgtU87726/F1vU7LMP2YcbK5b8F",
-	"X3avbjbUxa64vFhdgCP7YnWBfuxoa0NXwZzENfZRDfBY+lPPormofRltY77UXw9qqd9Tb4+GfAYW7zTb",
-	"rUvWGu9MjMj+m5YC6SszOsM5JoFuAFCJ9vGaZi25EbcJgjw1CkLn6i4DBnqB2ABuNHZgZbx/DH/9z1qK",
-	"AmW62KGH1XgHj2EsbhH1XrZ1RTQ1XG+PK6ecgJjuX8GCcfOr+StEX6F5+KN4893EP1oA1uT45Lr0F04N",
-	"kIAMfH9O6J+e4MmF02ssNol+EblUKW4MDVeybfRysfoNFxXiaSTxLg9UHCdF10uqFF5Nhu5WUOfNOBom",
-	"FSv5gdYEd+tBHubHLgg+56Kxn91wUV2RdZjt2oePaTaumX5WjfHXGPfss0GSetm1Twex3UvB0rkgSY37",
-	"WnT5GlvF2CVo3qdkbpwQdX6F2URNzUtu0Er3VCpSM3oLSMzAmp+BaF4peqc7tLJ+qoAXKGyTWAQE/vqQ",
-	"6WzNSFZQrGT81hnTemu6gJNoG5/bTl6zeGLPtQfSp6ZnWZ/L7XFvFUbOJz8MAlFcamcFeRhrqjV3frHw",
-	"KmQnK1m1ZT5Avh16sgZ8prg+COp4rJiB5Ri1iKSbG+YIdG2k7MmSJzAR2G4fYdqzImC8ZyI5Y1kAdjI/",
-	"eNBcFyHIZCz9drFnp4cszMjE3eSEvftvObsbpYecI/8mctM9Zs1LexHHjhUqFB1yeS9kYQrel4dAcAZ8",
-	"effZiffNGl+wpIemHEd2/MDWp9wx7s3FJYwbRt8DE+yvoM5bwk3La1NwUcBHRRbgN3xzyYXviCrmrD2s",
-	"IjIhRo5h7E8CPIKZ/wgJ9zG76vyK/ZiCFxiRHBUV2XspqcMgajWLFnZaRILumgAjuRe5fRT7WHxfwBj/",
-	"1HTdD3XxgAS+KQipenTirg34CF9IgT6qGJhdeEak6Gz+YSOdQxrASJ/o3gtWzTmwOAL/RArrdZ8onmBJ",
-	"lSoOIn6D+ap9M4qV5CiHSmpCGtL7J9gWgR5ASKr8nxyqrmkiJADdHRpAl7Uf+7+5cD/AH//lYnXxH//X",
-	"/32xuvif7Vdf/RPzf5Tw+/8L//1/LlYXWP3pYnUBVs6p1WZ1cX9pR315S5XdKW2H/6Ib7/fS9P71zo7+",
-	"Jxzxt6Jyf73S8J/vYejfuuF+L43/85XAf8P/v/1LCwhs9rn787+CV1S931P7wndMa/ene/CD8m/aZ92/",
-	"/uTndo1z652B3ICga6fZrAh1YHVg/uiSW/CxXrnyw5jLg0qu2/cYRUnBXEjLeCB/m+TJ/y07eOrDpFK5",
-	"K+8XIcZzqpnWcgcg1n2K7rCoqah6cj3+Czs6o75GHMhu/lZzbkUjiWbG7kIfaXcWbW4ews62iCmyCXga",
-	"7L/wsf7nIfVBgZNYGEFDleG0LjAtdrDmW1rriV/+XxlrBih5TzSRcDW7BeJCG0aBbyvW1LR0cReHEe5n",
-	"uJvTEHgX4+l/yNnLf0udNXeNSAy97CnE/Ws4X8o7PKBaTeT75P04E0w4nNEVoXF+Eg/PP9HeICtWv/r9",
-	"fxbvowEI1+iOlwq8D1wQhx0PUs07fmhqvrVq5Ys9FywmCDJR/PguyoX+ui/+TPE6POeo23G/SWLAXzt/",
-	"sfdywni50fhzgIRUaF6x6r7LGxjRSClFoQ+0PgFTfLiiv3yI2GW7ZouKqptHbTvYfE9oZ3WBy5LNh65v",
-	"KYduHW56hP8kt8ZVEcJtsXTZU4JrKnY7Jnirf4de9d/NOtdTXj5aGn7LesaN0N+eQgUnXpFSMYBno7V+",
-	"OPRgaD9g66CVJhkk2T+gYak+LNF5XEnzT3WImuGqR+eWF8ap+zSdaXDgstSl79ndO8RKjkfHYL1SIwmt",
-	"IvwZI5JmY7Ysbxp43v67lVb/8C/X5GlXV+3ZEDF30cRBjaHlfhFRduBoRJsdfPiw3NfZ8Ci3Xs7bc+Di",
-	"O5e5+fvING7Y8U6q2AT+1T2BFXOvEQ3YUA8Z/ATQDmcSI2pUZjOdlKI9MMXL1DU+65PEizThkrwaS+f4",
-	"j76r4h/HT/nIrkIrIDKrz+MJPgn27ldwLbqd/2iuxQHBz7gVF2jdaXcLnHp4uibaHbYRG+UPDRPXr17s",
-	"qXmB0TCJIH0sOOx4MBcEv3uiybrcU/O8DB9jcScas3LtJS9jiAjf3tPS1Ee4tfCl7IhJP3z7UUwkWcxP",
-	"pk1zs+nSaL/2ofrDhGU3b1dlAXO9VkM/yg1jjZ4ii6XylWcglwadQfzY6szs5XRCtt8tSNQlT2ETy0NT",
-	"X2KhLIjCxYk6nxS8GE8DSBR/AixuX/R0IHrHU2tTQVIuq2VMZn3X4OhZNKLI1QtiqlAMk0l1JjV0du/S",
-	"FcDoNqnkhukRJUDKCqjJAzKei5efHMsxHeujNuxQbLnYMdUoLtIrlZ3A3Xpj9vIBc/bymJbpxtwRtieI",
-	"VTjwvqtc/gN1RhLB1bdQGG6L6jGjB1blMKXnsHNnsKYfAktC7RsKZ+FWw5yQJE5mV624eTyeteokHME1",
-	"VLyAUZ3Ayz5bTgWV/jjIcAg7jfKwU3G6FMHPgyk5MpthTfjGozGo+a1fZFy/Ef6UZycZcKpJFuf3bV0T",
-	"dl9aQdutmUM0tPQE/HuNHKXAABn93JULKWAcEL0crbt8LlfM5YYz4UAlZIKFNz0pD1ihY3nkpXOwAgFV",
-	"Vuh1lV7JUyNlrVeklrtGyY1ekYYJWhsAplIumLzAdv7jf/3vZ+Ck9ehAaGTbCenyiE6Eh5lcuFaF5AJc",
-	"hF1i/YCHAfMvXc5A30Tdap8W6NbhiSaMqpqzHjgs1WTPbbPH56RnVegn8edGwnSJgvmpcJP5+gwnGeoF",
-	"WEkrpKGRp+jmg8Qtr27g6yGZnjaNfpYFsX6g90VHLkWyeq/VjtidM9XZpV3bL/H19RW548JVSN1Iswdy",
-	"CJrZgQt+sKzv9zkROV2z01G8BY+DTwmBdeleP6MrRwEZEEVYY3BFrCoLcFhKm6uOZUBwlYci5ji+v7Rs",
-	"hB2XIwZQ42LFMCgqWVkoeZ19W+5lZ+HwWeoGNd4VnHA4R2hybXh5E5Yz7uGISUADzcxO2IeMwSbQ+7AJ",
-	"p22INrKJu1FlQ7Q9waJkQxdq20AUvmzVlXNI9cnjVPdp2ujV1Xz649Rzakdu74mYDcupTo6p0LQgCnKs",
-	"zrPnDK+lyA41LowhIhUvBykMbrnEnMC1JpW3RmIkAFn/+zc/fP/thzWaoDHtZ+1ut06NhPPq8tgSLsOp",
-	"dMEO4AFsY5XpInyh9/6AJv/Qo8mvsgogNkWT16N9M0n/OX1lxKaC+E7r2p45gFnaSnUFKRz3DJ2M9kmH",
-	"6M8BCweSn7MirEeCixdQAqecl1Bep4qt/NBFJveqSgf2ekK0MgRgQzHvARtw75OGKgNk3xn1sMK3e2Iv",
-	"JsVodTZjyODhOJQ3VJlYlEWyAlcvDFv0imTT1uztHvcEqqmeIOuoWVmSOyUNGwcxe0UEJXSo/33Larv8",
-	"F44IVxchNhjqGkpLBNtWlAlbyohsYDxzpAJ6bjx9qLtWgHltallidkUKsQbUnEIxqmNmSp+O6PgvExWu",
-	"YVgDe+WsLhz4ZfC8FFsIGItqZVC1NKnLfBUPuvOS9Lk6UE9iSx2y94EVpUswzZyqnjMtkfazbXWsqOap",
-	"SlycWr3+3AWl97epI8c84lvNOJ7GyhlsZ7/m0pCk5ui4M9ok63TtmA8ZJBuI9vJek6Fpe+zNqlM4FXZ6",
-	"5CnWSoRmIf0TvBfs3pCGMzw6fh9PoIBRA/tZa0p8F98x09kfwhCJFPXxhO2crPfCIR/0OrB6THpePu8Z",
-	"St6veP4TxIsEM0OqvUspUY5YOSNqZ913a/OcvAfCCBfoz5ILVl0RyFVwv2MQsiB7Y5qn+hnECYFRALzh",
-	"mMsctCIrBmNeBbYRyTeD39OYmtg15vquw7t4y8eOU7ye6quZO3UhxQEHwHUm/Ega1wUDq+zC9wSVMyOp",
-	"YROfYjur/rr8x//638+WfZjJKGqkoZk6gFirz1cDtOuDn1xC9Kjhm5p1eeg6gScQC4SeLRkItQGfhqKA",
-	"tOHFDTvamTvsilAaEKXFprnZuDJ09lOdqiv4LOsae7zKgtBrCngZzXcuh8AQiHJw3iUoTpk11jTpwMrb",
-	"s15TrXuL6TouEAEBMOfNngnDS7Tchd8VNayACtjdb5qpW6bcv/Nor7t9XaY77P3i5Y2Ek6bZ13EjybVw",
-	"iW4OfdChqdiXI3fmstOjafr1eB/b4+EsgFXSq5HptXQWMzg15Z6aFaE7Jsyl+xtx9Cv3z85AsQp2xWcn",
-	"xMDOjCCNpbzgW0EvTf86RwU1JqXLO5EA6Q6Sph1hbhZVxHofelggv5mcKozOoxCMcnDFl1cDWz0ouCkf",
-	"ZZVEM7thxyfa2/ROUF6TgZxLWxOgZ7vcXJ0hrIdlTQJW9X04CUBAh4g0kVmnWTVLVm74PSn89o5qo+Sh",
-	"MUsNaZcAYPxeP9XP4u0ZaWg9a33X7cEOzNfVWKgjOxzfKjL5UZ+xpX/jQYdPqvJSc+GkmnNC9eDDRKRe",
-	"1lX3JSTvgaU+yj1VtDRMnVrv4zcW7Hd+XdqsWL/x4ZkJ98s8NwEDfImVT87thDuElqIj5w2zg/n2lgkz",
-	"I/Q37j3ABQ5QX8LB4aPX4eQy4F3V714+gO8J0ImTmFyrC3Ch9FMlx+JhVHo/udL3Zc1vmC/37S4LO3/n",
-	"a4hwd6pvnK978VREkJhPs9njIixu7PeyYi/BWMKiifNhd8HPDHZT2JGSab1t6/qIwU8zUklUinZFWTKk",
-	"YVbTRrMqAXz8DiVrNHwBhKmUN1mVg4OumVFyhZUt3Jn91PI5z/6i8XbrVjy1DMtcNqUk4Db5Eae0hWC7",
-	"yugoK5ZhccY9INoEoKzTTacSPMD/PnwEjWIVs2QrVdEbTUalFUAGLB5l41M85Z3ncXC0WMUqqOsA3NRh",
-	"EEKEko9vnar2Ho/3jOy5Cb+E5fE0Gsf0+0xZ2TsMNlzmZBu2o+KjMa1/nNN57ql6fHp1caa/GXJ9EwXL",
-	"uoZ0gUta81uG1nSsSm6i+eeTlWhsox8eaYQ/uZVIywcT+e+zFhCgcMXjywcf7zK3A07wiMe6Fc+/kLSR",
-	"TcOqxHUERgVtWKPzGNnY8rH8RTinuWd0mY+EJn9zd58/qsn7b3JSf50LcIaiH+kq+5hk8Ru6YgYlPecq",
-	"krvgZqgV2KMPnXSA5NTTfPXuB/Kf/+Wr3z8/pU5nzEj/U79k5my9vvMKY55Uu9JXrmw1A9YYih+unee2",
-	"j6qHiRrPz6hceWAVp5Ck30sfc4h+AiI4o2XrTkTrmitmeWYtxpOgRjyhfmfXzFLrO1iwJJ12GfYuzsVT",
-	"ayQxNjrtbwIUjxU9r8i6FfBX5ZAh6EZnI52mi2M6+PGAse4A2cPR6s1l2cLY9fMhSMwXsGDErtjFzLL+",
-	"IOx//ZzfJDzUDUQvCACShg86wKKmpiZe7sZ+lFIW4Fli/bGwD1Ddg1Y/fXJgOjdcVH2jIaToAPgsNXRD",
-	"dQ5iop/iDKRcfKHTRAxjg2LuM4sdhv29TATEBpySdE3l8IrjVVdDUBJfuvHUZW8yckJnqM9de4CSkoGj",
-	"4lISLbOGQrN9cpzfu0Evbti944NDI990xQeWtlbx2yXmJBXZgsdjdJjspzE4zPKGmVQRDqkspeA7K1fD",
-	"10O6YK1Zeuuf6xPQsjNvh5f+ZvgIZ/SaaC52NXJBF7rt1u1uL7Uv0Q4BY3UNVQhE35m8RaaHnyyrucMD",
-	"PNp/uzVzm/+2ncuvs3KsM/l3uZTpG8myHlenmIutDDBvkf3H/E6oUoOGxxXRe9qwitCylAoLF0vkZq5J",
-	"O4f1wMPfxbDnnNbxFfzL6pxTfuLHP7GN5oa9UPSuPq/f3rmEgPpJWcbhCs3HzAFGG759BYj0lcvqgMWH",
-	"TLfYJq4JrPkg4qGrhrK6QEZQ9Eqd3OG8i9JOvPcG0OOHR0om/DfMHXQUGoQPzB4MyYJXZP23XzpcLHvq",
-	"FAtFkScng+uiaTd1whT01lUFDa903T61QwzxyZWiW0OeAu7gs7gXN6SWxqOaXDoulFey/BHjzC4hzALT",
-	"p1Zk7TMG1gECEMoy+AQs4xHRh1HBrt2L1YX/PronoAgWs8X1egTlPVOYCh/qJC8wL9z2KRmv4txkPKjR",
-	"fo0X9cMS6/NKYz7RoV6BVeHt16PMjb52eUW2rQLf/g07aoh5ok3DqEobJPLHYSkRzVorVztSr6xm6guF",
-	"Yt5Zq1lWnsVH1+uT2xDhkDH4HbZB2dJIAjwlUscpXqsxKEQPvu1dkPRCVQRV9+9hNzvywvHB6TLg9fe2",
-	"jY39z/KO0D46KURMcE1Ky0Nc8rluam4wqgNhDqZLk2AwtDXyQA0v15ZO9BCQXLU1sxwGMeXdG2v4db2C",
-	"jtd7zhRV5Z6XtF7Dl5UmDVV2te0L5Z7XlcdeeNpQrgh3ZS7XlSwhpf5r0m/Fw9cN0if8KLuKWauL/kdx",
-	"NAk70ITqYBfPHxNYPai54WEMrzCjcHPs5j6d7XJeKa5Dgre/tJracPnsi19bmgSG4VbRrZ29sEIYiyZl",
-	"a2B4GoEGKcJOuYsHgar6YL7BaxICYVYX27auLytZZuWANIoVXeW4IrG0L+yyXrYNAXu4K2hY+WTZsM4D",
-	"CW6Mm5qBmG9bD6a76aXKo5/zco/b7sfXXxfFDvKWFdrIBtEDV/4ndm8ULUDN6v3aqloX7EB5rTMzepYQ",
-	"EPsbuah8dgzjXf8zrLQOBFM8Snu/LIWjp2/YRJOpDBPP1NoBGwtFBGqqdpCHgmHDG5aBPA/LIG+Zqmkz",
-	"CMP8apWIXt1ThadeML7bb2SrQl5VZnmVOTCHH5uGKQKZAyCvYqdcuMQ4h6GUARrA7CmeIIr/T3ExLToN",
-	"vaEU2AUC+sWG85iXIz3Z37eI1EPrRMIBXlvDchkIH2PZXQwnJUBjb33pgmJYPCCvssW07AGQrKLCymau",
-	"IkfvDh8I4/4tz7E79tB/UoNyw3d7w6oCCsUus9DVxf2ltHsBKP6IRT7pso7JUcNVGn1QJCH6uxcnBX+X",
-	"tjcx1khN30Xf8uibfkGUCMgD0EakBqcDay3wBasAsAMVhpfdL/Yyg2Li3U/740bx8FHUkyWb4qY3lr7P",
-	"FfZXL29INzbji4LFX8AWe731ShVPjheWck43mqokfUrd5ykyO3Z60kDx5WJc+TRsECTFXgRY3vBvFKv4",
-	"X6M+xjyKHF1FQ+qJnHm/32mq/JBmdOwtK6Wq4rmk2DXZR+vaWAG4wDsk4QWjpnQJvD1ZGbMbMVvJ/hzA",
-	"nLGiHCCN+FwZV7FggPeclQPjJ1e9sH0g5mDEvgTGyrgBVU8SXk9DA3TCwXUAn86SlYDnRjBKagYpXd4c",
-	"tOfmiuz5bo/oVhtmTBwOZsq3OvzurPXzeN8ggR0OVB2TSS32oUP0CD7PPTdd4TJCw2sQH5dnhtaCFY3U",
-	"3EtZ+VaEN+6r3qph2f8/XH5DzOW7778lTS39cO0qtPMpEglZ0a/pangm/HaO5+DJrlvR+eOZtGC702kl",
-	"QRC1lmp4nQ2E7jqyyu2KUKhWyCsWRK6HIaR7/1ChvOTViQxzJPqt+y4IbD6FyTYKyekzeUndpLZYmudA",
-	"7z34+h/++as0gmN/dHnQhSOBcope+A4HEioNoHeca8ywvxp5KOzWutTn8IVVR4/zJp8xzeICzROeTpeG",
-	"bk0pDw7YpUOaH5LbzB4E7ABuIN1WtaciB2ELCYiTE5DrFdx++YUyRrfmLwug+bgGXTdzC96/q6J4kOES",
-	"RSciXK8upiZA1CWXMNel2Ge1ERUt64Ky+m432ox7Keb182PvDcn3P7uKyQoV127xAEjAKsOedFe+8J6/",
-	"neQWSsuki0Z1pSyWQ6MwXzMEXS3e0HN7Nozfmn46CMOaJlRyDeJg7kjC+9jecsKmd5HliUbB6+huwV4L",
-	"qdiUWS0rP9x3z01X/joV+RiP6UfnzJ7qfVZPvW8yHRDwhRXuMzepXxbk/Et44dTznSjm6LILQY48ghjj",
-	"3Ol0NqZouHCV3rcYD+lxjmG5so65DOa28id70FkYVW+1x1s7JY8+mXWUOzyFwzMW1nFwkgenfkgfI+7i",
-	"j8Bg0XvHco5tqrcOlzquCI7QpvECsjc3uBOoQxi6R6WNihzcsgXmlhGhDEa1UXjAlClRQzXzHGWxerV/",
-	"PWlLGLGo5Qb9+8kWs7jRYj8R7pRKlc0dep8pDEni95dWDK2IoojX7q58Sxn0AGWyIBao5IYlStcGQSKM",
-	"YltL2ovlmqisuaP2ry+wtE6ZzfEJz/OdyalalEFAcPakscLwYMENniuuUT92PlCPHf+QklpS1MeumFZX",
-	"cRgC0XJjkTv98XOymSzbofrmpyvi4ChgRSA0L2qMyh7z0MC0XA5sKA1GYIg8g8dELPK0Dz/0LMvGk1lz",
-	"jDx1moPGTEYRIZBnc8UjonN4YZ9BOQp+YJHRLwit09wB93xITkuybQLeyRUEoJr4989Z35FcPB1yaHww",
-	"5mz5OaMU7b6DawZzTLwu4SrP6+xIgt4wjcBzXJBg7oh7olkcTOKn/bGjX8w0WxFutSlS8TzUl8FtOHW9",
-	"ya0Z7OWearJhTAy55AnVkqCVuSze4Z06GhHVe29d9Cw7XmIuRzcYW+MCwLIrU86EAdMpgp6AT+MEQ+pI",
-	"sZjjPJBYds7JyKhR6ONPHq9OYY6gAog2g/XEWhBDJX9Z85nlp2BFsF+witQcarJIgn4qb009qezpK78f",
-	"9oU+isod5YaLHSBDunfs3+FycXADaXiVoVI2RwqukpB9+xyCmPUZeLp2Lzk7/MhJ4FHQ85wFcyheiC7m",
-	"iWBkOuztOVbYji/Od1hWBsCAcy84317ygoPmepcFVKK4AuqEy08q0grDa4cBz6qRWJ2SVEdDB/N2f/r2",
-	"CHQYUb+D85mbFPZ3qFn39n2waefo3CNHUF9ynnf7TEXgVMJKX9SmnZQxcqd/kpTKR0mRzMdA/cQ5kasL",
-	"Z2NYABKGzksqyIaRLTM+GCgjwQUm5MbXT4PtL+JgFDOU800CITkk7jg1XfQYjmX0ACa6aPj2odwZWpyT",
-	"aCEQdob/9/s2exa7jxNLB2Pp9TG3KCNTc5x42F0nYW+xohbi8Tn3QBAxU6ctZpCairD9WcL9Sqsqwc/t",
-	"3HIRq9LqwhNNfCO+JNXm6MAQ/WFZDKK3Q0mf5k4zgQPNsYQfCA/MnJDhNtNygs2kmUHVD47PPImTHQyH",
-	"M8x/tCszVBeHi0WMdsQ8T8W0n1TIvXfeJvlTj3r+Vhd7qotD1AMYgB6FdDHeO0a2sq7lXSKYGSI4Z5KA",
-	"LTcMkl8EozJZOQO+dgWgfRL3DFbrtBGst2wXpBfBhLFLt3aKdQ195MhKYx7l++wtpV+JXp5rgp5+BJlk",
-	"Tg1xXMt4ofLK/1KzLQKe3jDW2H3mCllBvk3xe3bXtymuhvX5P0pJfn+r6p5srPeyrStSUjWqyfZ4pfnt",
-	"TIel+ZcBBlN2lm/hgdXHnDyaZRPqHZO0Sm2H6bXomusHhuEotmOCAQb81KLqQrEhPHGSq8UgOcbNqxfo",
-	"ByFfWM7kbqxu9YNjU3eynZ9XBT1ixKnxY3HjfM1Kk4mE7CoYnQOAjEWgbAsaNGqPy34Fd6PckrWr+rb+",
-	"Aof8CHDIyRJ63V7YPd0yVyckfVSmR2MR3tiX/AoAx7jrj4Vw7GjI9fHRkI4HJ2MG5tgdCnT1YcE6X1d3",
-	"ckQ0tLksw/TP5DTAEtqIDplbZTwJkCQILYPvGoRBuDh8LVngnWsHdbeeDl6Fdtk9tR3ZBca3M5Bf4Nvo",
-	"oCFJGVC/rndWUJS7mPXPlcLd1vLuicaquJjevEI8essUGS33mDZGBRaBcKnK9CZWjCdSs3fRoXqWX34a",
-	"2X+6DvPT3uV4w/zmHQg97K+0ayK0dZ5rIqWi1HLnbfNx1pTgdNeWvynUT7obziXwRZz35+iB394bRcmW",
-	"lkYTurE8vt9JHqpoh56crGvSEV54Oa6tzeXbd62ki6S4zNNUE0yUtYRS0WFTYJepOGZt8RxguF20JxqN",
-	"8ZnFoiY4dDDFopa7OSjz3IPZy2tfeDeKPdc1MOh5NWESMzU9epzsT1RHsWicHcVnIAJmAyA89Ip9pyHm",
-	"F0qMT8o79wpkjnyjJ/K5hAfZt/0IRYKGux3FIHM6UDchQGHoVWg+hUamPTiJH9aN6hs4dSvSOj1FYrVm",
-	"zP1ZJrA52nixp3jT9erK5kXPjwnsl9XfToiBGdZBXKqLmTitvsDAh0c/VgP3g5vH9JRNEgau+1NCrhlK",
-	"hbp4H3gBc+tLKUpqmIAgCi6IVBVTz1Mb9H4vW5ck91gblFhW43r6cMJN61gwz6N9v/qJLC9nZEADgz9U",
-	"yKK4DldkUBOWj9qk0JJm6jaZHe5kGyNlrWN2qpw4vN6aDD3dd9zsuRiXC45YwLrtThS1emIHR7UEUImQ",
-	"mpKUUqDCcDzvBibaagCXxkxvh0RxtU42VYCCk26QULVDu9OKUI34QHlJIQ87rLzKOag/CNZbPLt2UtaX",
-	"rXZSaO/8xs5jomDLta9QgsGCozItmC705/fv34zKmuBj++NRkz989VV+PZcDLfdcsF4VxFDZJR4ddvKl",
-	"bW+doQ9wfNiyEWg/zuW9jF1wXsGaB5abXJIg/HzD+nqnjJv8WSu9VFPH012vlg65A5stBJvuabVYWidy",
-	"1qm+eTiZJFhAFxtgT0C3QR+WhZrfljyTlmTSV25HQ4TuKBfAZ7/h2yOhtZZEA//JlRF/ZWnJjMOizxGT",
-	"3JZ/K6qPKiT5xWAiDlZ+Uuo6TtoHWImh42TOmHAy2s8yGWWKbucYO6C2JNnyXauYXmH6wTh1BaF3HK4A",
-	"xEos1pv0fn9VKJckk2B/k656BFcpdkeQj5+UaNol5kREzFZnIPpixc1lyKNPIRH1EhO49pVp2RVYZTmz",
-	"4qHdQcBXg81zyz1zDgFF+xEPojMaFEYmxG2f+Q7hPp2JYUXWoRb+muyZYifxZEQb/XBi7FW+LrQMn4qA",
-	"vl0h7QPdsfU5BdUTcVDdEFX9WUjnLo7OeE0sbF/PwpIku7cMFK1PdfEjaAGMFML0AabVxzRbLnE0e4wU",
-	"tr0EZLrTSFC5OUUhB0GNSZvV3aGGZH5spnp+tkD2sUUCt3kD/qwl2VK1Iuz57jmhW8OUQx4FNVg5IXxK",
-	"D8s1oJ5jvfoVgWKTVnRaBbEJy5VvrACyhtl/TRpAvAWYVV88CnCLv8Yfr5wCDmRFsNeNpwh6xBoeYFMF",
-	"SF3tvIgVimqoAYA03sYgQh69GtVotd56bTjAHDzW6Yk7nbguAM82cqpUGyDqUUCEVStriWihXHtPRNDg",
-	"497cOSXsHT1AnRE09DSXNbtlNVl3n6yzmPes1+S7716j5wW5lndtDkadUQ7DvZ2jd3QmDUwjQ+BCB90k",
-	"fZlngPy3nzw711kS+sFYlI9tgE04OWbNr+SFc9CGbXiie9atMIPzVI337N58ooOyVfJQ+OCAAh3uyXLB",
-	"tMsj8HjJAZK8yy4o5YHpAJV9fmSSbSyHLNN2v2VSA4C9z5XKYDXZgRtnMO1RnQAjXIRyjP4Ypom24hGx",
-	"2L79L38kr9/8E0CmX/WRfStWysolMv8suRhQfI/1bY6GZQkrxuhP45HJ2qOQza2PwuyZ5n+1SkvDGCJL",
-	"DZRviNlADbw18hIq6XBN4mJFt4GPbGhI7OGPuqV1fUQm/vzUnUhYKT7tbrymyqncTATX6XRfxqu9aGav",
-	"EC13bGN3BnUnMKDEGMVJjJrVIVhh3o7+q5iU8627XLsJnGjcPdngHIHkj1YlhGo0tjU8ZNzY4RAhDXFF",
-	"/351i/Gf7V68Ek1rXkp1eAlABOcEfrk8SWiOQHsESk+FZGhkOY7t+rqppRSGi/YzCwuj5byfCCMfN60x",
-	"UqTDglwraVFh3A6EZJ0eooSxdXZD5J1wPo54SStfdTleuOG9bcKJi/BKtAXFRGW3cT4DGba+S0Du6bQO",
-	"6oInjnq7QZmiOC+9KHzvkopW5IYdUUJxmnOQCTOzjLJENWBo6BeGnIoCZ/lpA6qiXOmRb79xD3lhWEMe",
-	"854fmIw50M9nMuy+sVMirfBc5rPiJzA87DheThqcvZC77U+vn1Jm3NZnwyDOOy7GkcSX8zI6L2+TYf6z",
-	"h8UrZnBeQvQroUrxW3DFjQ4RUIi9l+8oNzoDMO3XvZkTsiBepK4oOyt5w7GkiwRpeKL0j6sn2o8LbY51",
-	"Am9Obsm6UfxA1XG9ImuXZ2P/pGXJhEGEi91earM+KWMdu4ZQAuByG1regL8DZ7seYwF/tbpoqDFM2Qb+",
-	"z3+/vvwf9PKvxQf3x1eX/0fx4f//n6JnI3WuwxiCCNLr7/dffZV1zCeJnliZteCiaPkC2o8UWtYMcms6",
-	"BkWMlAmon3yGikpQl7bSY67nxtUAyzpF/JkYpPSCGAQ9JJ1stnEutAFwW0s19rzWcoduZMeR9BW5fvOK",
-	"lLTGCDeyRk4rb5hYpzuF5ymwEm89mNy/9iDBdugr1HZaUTPd20muScVqfgsKgNkr2e5wO5bTuGIlC2Oe",
-	"R59lalfWrWviqCcz5EImvKtlC+5ggb776qqnx2FZQzDHi4zqOGnT5RtqpWMZN1uelhEW96au7dFC/6/l",
-	"Tr7pOAWAzJzIJ+GGKVr7pcm8+VHm7my46cT4nqmWGsu9GdxUgCplR4XQMzfsiGj5IOfrJDbIsme5xLQu",
-	"51tbh1Jdlp3jdtm/sOa6XTj71yWU5syc+nh7PisVTsv61upYuJkF6kppbetvC5mfF99gQ+CXqjAz1nH/",
-	"BQUMIrdGRvJEKIjnid1SfjhV1gzNfZEzQc58ZRzbfuHhg85XygThvjUk5z3VvtYwqwCgwJ7gUNf2sxEp",
-	"56J0h3pZN0EAo8tUzVhNG82qhKDyDiN8CTdW2rnJAjCbAzo0Z+YRbrmAiq4Ly8ANQoCeKTnN8r9OT0nB",
-	"qsyx0CH1pa1yyD6T9wOMxF4S8XxurPt6ul2qlLW9U1jlS8dmZTqmDN9eTunmHDYlYjxnTaKJAxVHPJDk",
-	"zsoz4bTmlcab0SYWryBAHClmofEcLCMXEN02WztvFhXupNsirGgRENW+XBajy+L7qEH77HviIK2gJ4UV",
-	"g+0NAQ50S5W/wVsi5LVgJlLO7XBvFD2Robx0Ra7t8l3qhpV8y0sfOJzFWB7GhwHoJMmFD0TIuy4tFDnK",
-	"CoEuIV9LyQP56vnpZsxPwuHPZ2qPyHvsEfjCdkZs5x06TB+R82zYjot/MGH0N8luzpO5wgpZViGyha7z",
-	"0jy+cWkbPlYdMKYCZlvQevLALb5wQBcd8YUJIhP8TsrmEXR0UkvZdNq51/mCcq5k67JNf4MMEeb2RTH/",
-	"7BTzQHOfm05uB/ZEP6pCDnM9XxfH80cUFf+4Grhdwi/Kd+wCeJje3eP9cLnqAIsLVPdF2f7tKduwcaBt",
-	"w45ysXsMNftj8+tGsQIOOTLeGRiaRrFbLlsnl4QMyCtieSXAqgS44FFh4V9VioXJfVHhh8zrwdp7j3/9",
-	"pvX208XUfyCV3Ylkn0xb79Anbc8PV9A/Nu/8tbnaF7V8wNhOTmdzOjxYMx8Pc+fvFGznUaB1PIB8dSa6",
-	"zjkJb6fs8uNi7ATEwLs9rzssTbGbBq/ZFfDRa4k4uYVCTeExBjlyo0nNaGWFz0rGCdIO/txKSQu1m16/",
-	"ev0tVHpJhDzVQEzZuKaXMBjFSqmqRIsHaRL1lwDdXfEd5Jv/+PY7CIjCDxDacYVgP3dcsy67cRnl7Nxa",
-	"UUZRobdMFQdm9rJK2y+wdpYme1ZX5Om6m+N6Rda1LGlddCFxgIUI/3z2/KPDuzS1pBX0lrGHAFVfA6I6",
-	"fuhKHT4ickxGBOAXWKp/WFiq04F//msHe5wGoVoNEahgewLLd7U8o9eXB6SKgg0lL42V5ae8hBxsKggc",
-	"z+mWz4FTXdd39Kj7KFTPoTqiw9z1v0Yvui+oVCehUiXk+CktnIwS9VhC62ePF4UJGx8VLeoRsKFglJ1Y",
-	"ew5G1PeyYi+dX+kBFpmpI9EZBhDg5zdonOnM49mZl3lexND4Y/gSQ2PneRS70hnniQ4vUWjoGU86e1AI",
-	"f4B8oVY73ESpTZZxZVa5CdPuFxv4OIihmU7XMKJfz/WacA+8cfDsKK9x3W9IePSFRFX6M2133uyVb7vr",
-	"wj2WS6cMQ19Oqp8Clquc4izOdndS44tpPSB4+EWHFKPPyAXuBniKC7xRrGIl01qqIjOnSVFBfsYaZPZC",
-	"P2l9XQTpGXAQr4RhCio6GwYYUHEG8mCf/5ABfE4mW3jZs7IvNttO9rEK4/EBgg/eu7jzPFyE0orxVhN1",
-	"htIvMtBUBnIrR41hh+bhkVXve3j+wGrqDl9c2U3+lQSi4TQfR/QZLd1nJQSNxvZFHPoiDv3WxKEf8KNQ",
-	"4nlA0Rlr8HchIUUnnzVp4LZF4vj9BOgb8AoeP64zI5XmoP/8RWVY8Gu5Pu6oJhUr+ecqk8EovwhknUD2",
-	"8OigfmDjP6IV6u8nsvHLXf13eld7rJW6PqADOfgAL53bkNbrVMjop7xRf+3r4UuU1eCCWK5mgTcBql/g",
-	"SCKGCV8874rwnZCKRYGQP2ZtiWldiRnMfl/XMorT/7PkAJWrgRHeMh/FZCTZMdQ47/ayjjhnH6kChSvo",
-	"mF1/Iq84BDTN9eOWhegKQcD4r0isEkRNtSEu+OnjVIF48NF7aCzdeWdtUN1hHvzfeRmDtxajBzywM9dk",
-	"J6Mi2MNrPUzLOvRLXqFVriJbrtDr9DGqPJgQgLl8C5hhKsC5FR9+qxQ1qPqQJKmZWgVIaFNCyq38gOUe",
-	"QrWHjrfp08o+nJSVFGgjR3g/rZ7Er0wI2fvtYmbPLIiQudsuwihdIiJf7XJklzZenrZzyQjez3n3fnL9",
-	"PTg6ZBSGGbAt7d2wp7pb5d+gfm7n8PiJ5r7lx4oQsW2dGyBSMmhNF2Ckm8lYDmEo4AABFLE9FVWdiyG2",
-	"6PWws/isXB12QB/DvwFC0yO791UrHjnBPczeK/O6LUvGKlYBXCqQG0CoGtk0rEI9v6HKcFpfdu/OZKQn",
-	"cuS/lxXzpqBsgLrcFPe85gIvTm1hB+DLFORFeEtElqUgS0IMY/ji1o9fXG+o3dAHXVvAcmwzGpG1A9S2",
-	"kYCPDz8CrCxaDL/cYr1bzLaKIamDZre1hJjXxUvtQb67EMmORj9Xf9QVFV322wHpgIFxxuOk+yquJQcr",
-	"3lBzGlY32g/0/OWN4zn/0ht3OudLg20z1DCrP6sDhPyvcQAPZtY9enhEnn1Sq1nlunC6I+/CSWah0A02",
-	"9Wl580P57ilc9qH+ujntALP7CWTM6fbA9D8Ifz1DMDzX34Vy4QnurlTmxJoLbkW7NZaMIVvF9B7r3q1h",
-	"9+DFtctLoB0zTssV2cIVIowmT+uDpKsvHpjVxbt2t2PasOq/t0yDNviW6UYKHbn9wyv2Cm4kAL53Vp5W",
-	"M/XEAfuaVom0TThW0M2NgvzF93HqVaujtT58ahooJVqvl6nItTSzZO/p7k9cVFzs3jIYbmROFMzUhBpD",
-	"Syj9QXu5kBsaK4Bu6K7gVeLmNoMG59fmwMUrfPj7iLGbqh0zyfM3HGScI40N327c/bYTy/aj2GQuXMVg",
-	"4SBoaLx0V2THbxlZu47XUH0TTMh1xZT/fZ1aYey0UaykcLnF2Oc10Vzsalj3bjhXrgd7wlfE4B2BtfUp",
-	"kYJdspod7O0XhpbniM7ZeBzBCRu/6PX4CIQwu/3s3kAtoRdYkyWmXBgrZmt0leIGXNZcOD8M1P6JMJVU",
-	"mZ/3vqgMaRQk+mMlJpeS6dpa3JxBm39bfn/PYzV3+1WwoG+rVtywBvxr4Bjhu73xo9tLYIXLRZN6vtg9",
-	"x0tuOdiEblgCzKCkDaZ37eWdcIxcDtdrSnP0vqhdCbGJF0BqY2VDRUvDlCa0LFmTbdeBZMg9nLisialk",
-	"ET2/+tTRwwEjRoCNiLhr2zsfE4eDHVGw7VUcw6Z3EvxNRpI1Cl4ZNw7uSK/PnOPzk6JNw6LVo3NPjn12",
-	"CaNcSpifnN2Y89M1lRr8e3ndVlwmOT/iwUmiG0ZvAotn966kVSfxRBj7UFgbr4dHWrjbSx3QB7gmurF6",
-	"5pVlD1umFKuIvIX7AzoFDWYjzR4wVDQzZ9Rwttq4VYrioS3uNIBQbRedGr7hNTdHcGJiOEuVd/oTLmx3",
-	"gmFJs7idleFSYWgo4ZEDvfE1yRXuZVbLt5KXUd8wPCByu4WicRs0jNCmeaK9q65R8pZXTF31Hvnabe5r",
-	"D7OSl8o9pU8p61elFAgYFhmlIOwgf+aElzIi125oebMD9MKYn9o/I6WsZausyEzJnt2ny6/PFh2EgWSa",
-	"Ln5sKmrYtRDSgHaQFrtgN4HjggDjpXCgRHdi7K1sf/CNRZy3ARZgMiXf4LKyE96cSZ33M/uGGqqZmZ2W",
-	"9lKFkfYuEjt2RegGjBSumuANY40lLa46pMmxjDEQAkZmMHZnNWJ2Cby292xUYPOPX32V45U7bFhlReQC",
-	"YsUi3dEu/CC8jIFleW6/YQeFP12REF335EG93RumBK2LIE8WtOHpYFf3ek/8hPKWUggGVVLtLrZZ5zza",
-	"d560ixGxLogsDEnz6sR+Q7xrai/fMarKfUeiYJmErEJt7GGLLIfXHRdKUZZSscLsFdNWgpr2/J28Y9oQ",
-	"eI9QgkovBNHt6S3LckyP+iiYsK/PiF/r0Rdry8trznTmHSeb4iYhZOL4sTAoM6gnZWBYTwO+RcXu7dkw",
-	"rNwL/pdYncz1nu/2xV9aaq/qNXnaHQu7N9UzEFdYKYU82Mc37HgnVeUe9oFx+u3Yn/ETy+6Wg7qj6GqW",
-	"E7mCjAFgbcCAQEUMBX9zso7Qp1sc7CRVUfMUl8UXNKF1Le9QzwIBat0w5Up4rq3MtR62iOJxApjOihtx",
-	"ka6EgAUHBWYvJdcrNvpIwF3dyGMkLeGwtBqtwNPz6TdZivpYHJi9zeq6MIwe/NQvxsurs7Y+wlTyAH7e",
-	"+g9fw3dT/BlLPnrIkSKgy2k54xtZtlZ6+NPxJa/ZS6kOCVppa8Pt1LFoMKLmWdkDfGykcs080YicJNVg",
-	"ODkmxWvEjYYL2XIaL7AKdueLVQEEkWt2RfSeNt6Us/bzsLPwNok1ecqNtkrdmEEAWTthneyZYs+SmIjL",
-	"cpd964pQQw6yC13uQha5oOp4iujXbYnVBWblpAaSqsD0goKM+7STmyKrL0uo7D+ww2B8KxLnmMQg6JjU",
-	"9ChbAwij/P9j7+2X47iRfNFXQTBOhMiN4oc89sYd8y9aljw6K9taid45sWOfbnQX2A2zGqgpoEj1KBRx",
-	"HuI+w32w8yQ3kJlAoapR3dUkm6Qk7h87Mruq8JXI7/ylagaCoAvpTa1cWf+tuRSVI085DdSf7f2T0z+H",
-	"XB434YKrWR0SVf2kX6pZIc18ZcZv6GmvBJFuPqz0pp9L+zW7R06ZgnwZ4JgiMkGdjTp0LF8fWtXFFqBf",
-	"b/Gtd+6lNEOYOvELF9NZMO744puTBGXfHYfq6ks+d3iTetRrIYPuXheFP9ZTALrFci5fZ1iJQ3/rb2he",
-	"4l38Dz/Jc97v/z4DHuWogmJtlieS6/vBVf3bGauBO3mX4rWuLk3Jp12d4LsVnaDHPd3rnXb8oRI9eK7J",
-	"UMEe3Yx+u+5nAmh45Qy04XvlcR36HF6bt+20s21twsoCZ/7mu+8ix+bmhW9Y73sxW0ApUe9KkQO7vdaK",
-	"wDRX12fwM5u8eTQaDr0yVf+R5GzTCf6Qr4GV3iZjZSU9amXBrVDTpeOdbtrADtiUFwXE/eskdopHIRzB",
-	"d1oB1VxM5YIXaZdJ+71RraS9wctNSsqqQzp6zH19ywnWVeX2IukdoX1anzUM++bThpshde2YUcI+Kyu9",
-	"KLecZfzOVltIL67bPnpk+63DZKEbvNI/mySXNqI6m6Z9PL/CpQNf46S2FsqWg8OShy7+HbcgPDkydplS",
-	"/dwn9QUbl5Vc8Go5ztiYtBH3Tz6dCkWu79lcG5vOz+rjyzRJuTUwAr0IIYmhTkYjKggOOI3/tRWL9Foh",
-	"OkAav2PP3zvDDb+CyOLiA5/aYgmc4lKABev19imGHai+GP34GG/BcSYePMfzfa3EAH2jL6byKdugNfGK",
-	"Q6H0lu+9h3q3LV/6BS70li+9mIvp5UR/2PI1Z/Hc4JU30my7qv9ptPoVDn/LF1+SS+xHbvm51kX39ZTY",
-	"+ruYnJWlN+X681t8+juGGKIobOkMgELry1SW2pzb0VQXuhrZuehTMCBDDgMAGUYAXrx/7yMCPf2NUlKk",
-	"M9hIqiuRztELIWeo4kR1JpqFMy7yil8HuAX4khH0czoqOtXlspKz+bBI87Q2Vi9GuTTTgsvFwDAuMcGO",
-	"mbZqrc7EM8P8QxBLicCahTr87X2aZW4b0JfT3s4IC/2nDMknES69B6MPUNqDBhltF0aaiLlUOQ5NUalh",
-	"w6QxHMawGhQ4CHXN9seFVJdghkIPkFIbIycFOjiGjbUBGds9g7vUwcemlHz4xT1kEoDZm2fgWPuok0bQ",
-	"ufFSWbwhdAt8rHiiP2TowXTiCAzxoXa4vOLT5ajUhUxpdG+kuvRZFfQsw2eHNYeY6+tRlMCYTMyOs02A",
-	"dbm3TGijR16eOB03fd2DnpCKE4/ggLkZYZRulL4nIfUCHsKOLJheAjK/4baehruz6FqQMKUkk6fl/FDo",
-	"6SWkmPWx+fOmBwEk5k3ojZUdSbsa10mnbmGlk1Kd9NCUEW0uI/YRgHAG4dgPynnH5OKM1QYK6sPWu78j",
-	"EhBzK+UDR12x6m9QO+536qVf7cbEEDfZiGrdIlYPaW2l4ZyrPEKOdN8DQAGZEzsKqdKDGlKg0isL8evw",
-	"ZiAbUrlX5VGjyXaP/uOKyfdx9Q5/XNn5jzdeXHsxf3Rl6d5/OTWmccr5k3pm0JMWAB1M5vR7tJ0CyAO4",
-	"cfaJH7CSV3whIGmskAawTxYHR8zNp/kMNBhgHJ+ghg1kUcQumTi/HVkC+CUTItAzAsxzd4wfwgjEK6hd",
-	"pXAmyDjk9eCzRlRXojqErALI1janEVsBMbKQllLfvG+7yQ3K9vzDg7zYm7N00LeeC2XlhcSdXkLuSVme",
-	"NsSvcmjnBHcGOPOVBAHPtCqWeE2kwawfSO2/5lU+wNlFRE7zXHf5W2wy3V+ptlO9EGmJdV81G/7Lk+V2",
-	"RRh/n2sP8ObHPcXyGKmoXIaoBXZ8UI3GzarMt6/Qe9xl5zfcxpuWpG8a7isoV9+oiDyC8vVWieP3G6vW",
-	"s1TNehYKIpmuMnfkFXQR5FAoPK5qpRzXf2Sl7YxPK20g/QLLV++j1n07LbGtIMJ/0Tm2qvbWiYs3epb2",
-	"L56xQs+YULZaBtEN5WktTdfUiwWvMLv2OmLNKcS4rVCAYOCtZcmIT3sY4Dm6PI0uBKOHcONXhEnT7pGr",
-	"JkW3hxV3MPEWlOra41TeeOF9NG2AizhatFD5yOsvw6LCL1X+mxHVezy9RFS4lZ48YJ/8lia3qT3bShei",
-	"xyLxbcKmvChEFRFTxsZ+kehOofHGa4GLLiq9WOcqcQR8zY0fJwBziOpKTsUhL2WfuwuAXrdjyy8/2Ioz",
-	"qZAGIA+46QLkiH0rpOz+Nsr+zg4UMbF5OdQSf1erQDkpjjSc9axxHP+qyNGiL9pVzoVel7Q0yBDrMr9E",
-	"8eOcm9FCV2vqjgpuRQVTdCJIGpt2+BRyIW2/w5UZ+S8RoFQSEb617lpWCVtXqu9lkHVrlEFHKVIYtuCW",
-	"Km4uZAEWor4SFS+K1Gc7Jw4T9Mv0Q0b7N8Bf8a6mKoH11NCigtA4Fy2jzCs71DWrVj6J4HFCVc05mtrq",
-	"kVkSN9GPgyiAFrgW1qa0fTi1ufEIrS/gZ0ZUkheSiq55k+GYRUVo00I6QwVOTLOSVwNT5e9GeT8l+FXc",
-	"XeW0MKc78ysuYXi2FPZOFXyvjWc30/UJtgq1/X2P8tLB/Tn4koBRPg89P5LZfSRwWIgrUfjOxj7B6KEc",
-	"RE9OmbwQOcvrKpQG1mqoH+aWTJx4wMNx8AdgVp8lsJ6t5GwmqjW2zqrl9j0b87I8rGrlNuVaTOZaX8JW",
-	"Tecir32P+rKoZ1Klt4U4Wg8+ALE7yHfy5nzgIlsB+23P5iLEpbOZUPaNnqWYh0IoOsGncwjfggk7g+Rx",
-	"gFfnl8IMxd/evnsQRt8ocryBn0Re6vWMCr51M0411JgcintwxsxcV7ZJI/bzO7q7LvxoTl/wqY27x/lB",
-	"Nm4mwOw33ev6diCiiVYIebuOIM1XQi/1VFWYUHZQx5LZYH/BMIbqNg0DivbGsP6wxFGhZ585/HqCj0C/",
-	"9uTGhWBgZdiUVxVFBbGPBkyjE2OjEnyKd4B+wMal9313gXU2pzecQrGcREACq8tYTbjLLIdhGuuQzfyb",
-	"MwJCZusrAJDpYdDUngreYK+bTFdniE0EuB3NNeQLcxWEG6S1SlUPZ998upYDTOfaCEU5vP3Xl77S3/ag",
-	"+52+bOABzYVQhuprRQm6lCjd012oLy+Z200tedy1UjloF2vRE+BUIOGryT/C8H4ACEp+3dQTDODfoAEf",
-	"ApzR+5jsGadAUIeNVibEALkwiNWBHTvCRDi39BGu8stjfO27ei4XQtd2y8sqPpRueqxW/rY2uRKgZYEP",
-	"z+K32aTiajon7cXdc6rWHHKPYSTE60ubjJ2+q9HsBlqkj+Zi3oxMaZO/ZDp91wtX9ZI4RZOcNu5AzhI6",
-	"UdMyzwn0K2EYtx3CVr4nyjWHVB9dIYiLo+/tpI5ZVzBCzg0xlSU4IKdzrY0wgN+3psL/MVTIEGDthE8v",
-	"IXUcVzvu1El+c+LUXmtF5T7wv/9xdvjf/PBfoz/oHyeHfx398W//45bFNtF4z09OBl2lbiiI4B9GUo1q",
-	"uT4z2EeYm+RgFI5ap4NDWzAtBIJt3NIRAzM3dNQAW9hGtDcuzZAvuF7Ewwh95AIfDxDxkhLUCz3DIA6l",
-	"jZtThKvhRQGeETZGbqYvRY93ovm9r6zS26Qr4ipk7Bryh9WqECY6SWlYLgp5BXqnnVe6nuFxbAYWHBaf",
-	"IPwkq2FnaV97rnovTKMvuvGIXtI4ykTHbh5H7i3EwqE5nRoCgdPbXOwtt3OfBLxCJdvBzvbUUrirZbnn",
-	"Tv7TPf4ppw/2+DSgp2jht2agdEV9sumy1l/1HHVY49ZxbwFCJKAZnoLCcymWTDqFCXRYAERJ+x97e4OG",
-	"VAms1fK5C6UvowOHHhwX+EOld+u5fx0WMs3ah3DDR2WeGF1cOfuB6pvQDliXCr6+dGnvR/wQNFbMMe+J",
-	"uP8G4wKSgx2jTCRJd9QfzxO37G8a63Phc1+cLvfad/x9gYXhG7wDqtMiGIwGgu0Aba/AHAHHfIaqZsND",
-	"Ws3Ydx/YAqfODmJa0t44nOWdpTdz2L6isGKU9RRUbV9jCEKbDe068jCduwcG16TdSfJwsj/4FgkR23lY",
-	"AoFv2eIbHh3ZqlaEB94LX0eAvpiGN9eVFe1kpqGdcdtsoN9PN7Tj9t12E5vqwklikW+Vkk3PDtpHenbQ",
-	"Rm7qVNbsZaDgRDwhGRINEW3guBjJDux4YEjzxi3Et8n0kAqcANIORDW8XW/ypuf9NIi1L1d0/5J0gq+T",
-	"2gvtdGREInXyGmDSHQndrcz2PVMpSDhEVj+IiLlr5p+LD71cc8GUvqaOMOGmZphBCZlblV6wk6PtHaL3",
-	"wpFvzizu8E6rdpfqL+0693asWnejsRXVo1G5v4hr/AXocDczHTA53DRmgttEMHYcSw/G3bCkjyd+ta5F",
-	"12fNst5oXQ7zG7BC67LxGHibLjgMABVmB+wLhn1yFjw5C75AZ4Gj7UfvJwj3/rG5CGj3Pgf/AOzhzV0D",
-	"yFt9DvDX6RBwW/gl+wKcJN7oBoiEMMFCcwVdh5BEnmz/ndr+CHznjH/YfKlmd2H175q/lpUYweVBhtaH",
-	"bAVAcOJK6pp0uQh2xPEgKPTrgYh8WDUdFvdlehQcUxjiTIj4wq7cCNvr4V+xB+GxKHa3cx40poRbz+39",
-	"BbvmdA/Ng75YL8EvOhceJG09H1r1D9Cdc7KSul9f1EWxZLryFe93y6ca5WhwlvLwullM1tlV4WyoaX3k",
-	"3gMCjEi33OycW9RvYHMH6h6E/cH727VdbtJ7bSMiG5yS140eBewayrZH5A1JatBvtYHdQbtCmvjDKi7D",
-	"SszvhmLYy5qHFsONI3lzsWLbqb5VxSIIoSHlkCSGt/r4xiRGbFdJRwkJlY/IV0QTfAy+orISuXByUFej",
-	"gZmhFVfsT+wWfqGr7c7Nd+TaXia8VlZUC5FLbgWDhkYr7C9rBZiwtQp2C0NM600dWpvdjqc5aMvjF+7E",
-	"R9dw0YBqlsBHwLaaHqdi/Nj0UHjYi44vUxF9J2y1XK+F4lnhicqg1Gg2EcxCyTE0t/3MdE9aFLdWLMod",
-	"RK/O5wFQBblOEYGUC4KWfABFtL3ugTGkDTpcZy8flTbXmduTXvek1z3pdSlK+JXgCylO0b43W0GDPql6",
-	"K6peclMfiSYH0mjUw47+DuWe8AiyI2kGRmnWAb54yW5FqAKkMdx8czGVfbHdh1YGYZZfpiY4KDISB0uD",
-	"L/JxqH5fbrT0SSd40gm20Am8wV0UCzSwpzrvqVO+Z5H60Nz7iw0pdXvv9DBxrabCc3IPAk3gm5ibArhg",
-	"jtqdzQh4D9LebdO0lYMJC/9y/Sz+T28B52WdgA09atyThhomeoAKqwHwpYtlfMomywC0cJNjfFyAuoCu",
-	"GmCQt/fH3Mr48a4LYm7UbHFoii/i+AAjXaP4NpjB0jCPT83tdhgVleAmCd8TwwbjfG7uhukOOggUN2PK",
-	"nVlRLO8M2fYxgW2vwyrE5Q7EPxyEodWBiPpyWeMg44MYjlTGqTWVMPVCmIfna3faMOAmSP1baOnINxLo",
-	"NlJJK3mBnQ85u6iEmWO7pTFsNAZo8CQI4hL4FkgX3jDJfpIbDFOPtaCDb9EGnPoNuM39V+5LUBYd0xbT",
-	"upJ2+d4pZngVzsryPwQEfSaCV6J65afDy/Lw//6f/2+vS2pnChp4XorlKZMIqwzQiPBXrnKmS8dVocOk",
-	"+1ODYuWOEFRCsOtgtGa9c2tLt0P/ofR1IfKZSM/Krc0Im54Zu/Qvh+lFk2l+bKaUMSGxfTG2VwPEqLku",
-	"kBJNyafCsRe8B4WEfvFGAJJu87kJN2LI4j7B5b7Qq6TPy/Jygj1GcQ5/Oz9/C0hjYGb9KC+Wh06v5ha6",
-	"d2ITEMNMKfgl2/997z02iXJv/L538P3vajrnNmOU0w/4gSpvIf9Cgbs7NSOdBdtZjG8nDwnwR7+rlwAi",
-	"HLYNIn+1nQtlJdj3CMjGGa7bbf4RO2udPbVyVb8rIh62X1biQn5A/PfxQZY8H8bbZ9q85QlhfODmV1W6",
-	"MowX13xpGPQTDXB/H3/fczbv73sZ+32PYNzwP1CF+X3v0/jod7UXLFI6jf/7f/5ft4bCrdDvYCBO9gM3",
-	"sN17Ef783vOjk6MT0DtLoXgp977f+8vRydFf9gBacA737ZiX5fGFELmbIPxlJmyqi7ixhrldUDNEWQwd",
-	"0BCQDv7kEf7oz4W8FBmcKrRjAqxIJ8kcbYY9fZ3vfb/3k7Av5tyeleWrMBWA/aamvNCzbZU9Pz905JHj",
-	"562mhk+gVLpH/lmLarnnG8f5ZkxoBbYg4p5newup5MJx2eep5LENUB4cZzDXBdZFpkb3PaASw39zAlCM",
-	"NP7Jptn80TQWhgP75uQElIgGq5A3dHL8J8nUZtx1pnF8AqHhFHCK/gZknnqOHKl9e/K8b4ww6ePflLuu",
-	"upL/EjnijAWsvvUvwsVqiQ6gDC80/vGH2xzjW7nsvQW6ICBCXhRhqmwmr6DVftQQ3kMqgqbAZ47m9vxe",
-	"7P3hxnR3xRxzpbSFvT2sRFksjz8igucn0Ot0qqP4e6rgAS4ww5qLP/UEuakjWcNyWYmpZc3Hmfu4RN6n",
-	"K6YvLgIyo5dsSO7IoeFzmpW6KI7YWVG4ZQvBJjpfethEaCs6F9PLtg2Js3c8tND6EkJAmbM/7Fws4R0F",
-	"mTEw+jiX0NF97FjZtcAeaO2r/BqVtbOwkHduk94LC6xj060OeKEa9mXtfoSb5phZc9FwPXuxnoIKZ3MD",
-	"vD4lFCikgGIK/1rVp/C2Qaf4H3S+vLOLtn6bfG/6T219iypwdnb7N02qnx+cexJ0FB21jXx8POH9tbTT",
-	"+VrCihhAsxVmEA84RiF+/PFPPRnJ/FOvQH0nSu14wlxfO0ufcdg+341msiSk+NYkl8zg5OfcsJm2R+wV",
-	"VG+AtvPtyQkbS3XFC5mP4I6RRaQ0pu6570MrRpOUv+vP/r1vNbNRJhu+CDzFM6aIIGCy93Nzs489RCqx",
-	"IwJtZtwlMjEpPMi1k9pkMv3xYFcWj23AxW1anMB9Pdl87X7geeBSj03s66JA1PHO9flTT7a52/3q8Fto",
-	"bBpDHKMOEb2bMV2is6RYosFn59qAOWcEg42TyHGoH4QjBy7RxhDLa13lR+yMjUFvHDM+0VeCPT85cYLa",
-	"ot/ACeHnJyfJ69wszqnuj1qZfus7vZ5SrwposAprdepHJdDtbbVf7E3U661mdC4+UANsd7TxWUX9Oxa1",
-	"sf7Q+mZFB9ma131yhzYVDFXoIyp+fPLbLSSeYe+FznqVcQ1pp0yJ6+ZsnT5NB1tyWTWn75TtKfccBEQt",
-	"6uruv9D3C4eOfYKhZ8fqhXwBF7aZ395ulMruMFupkc93QHXYQDotdYw7hzw6ysdHa2d53pYjW0mP44/N",
-	"f3hdMBeFsCKlDiLMY1tqWT1Dcyg0dK7EVFeAbT6X1nQUwG/ZWGk7unD25bgJ2kYflIbV6lLpa7VKoz/C",
-	"1Fo0ulFmtObKcHF9yl28F3esTn3b01qutfAZoPjflMS+xUHWv/SLtq/c5u+SJvGYBpJltpfEgXA6Ip92",
-	"ye2ZSbHDO6Wx38qc347GpnOuZvdEY3fPoLvrfyA7fxiDjjYeQ2nQxIX2/7O/Ry9gIduw9zqX+tDqQ9/H",
-	"Lq1evKvJI0f9DEshpnP/GpbJoX7rnqnLQvPcSUH38RWnHvRMWDHyeVmOahWanEMzCxhlZDU02RuRURxf",
-	"0AvBbY3tTPTFRQa52FcyF9XIXWdTl6Wu7Kj9nXH3MQrEyn+J1k//rLXlI/GhKaGDZY6wJNwWy3gMn/bn",
-	"Q0EjumcjKFYan7Jvn/+FjWE/RlbrUcGrmfD2z19O2M8/uEe+Y+Na0RdFPqLHl6XwQeKfX//8krk/oCYH",
-	"XVws49OpKK3IT9l36C6xolK8GEGoq6IprLKtM/f5c+3MgrWa26IurCx5ZY8dfzn0wf6Bl7IZ5KHYQjyD",
-	"9S4DW3GFf7tXj8G3z/+y+aW3fOlu1bnWbxzt4HvfDRksENTPIpf83MmET9ned0MW95pIibjQ7vjWOe38",
-	"BHkX8A3UCinbPXAw9xPxrumc20Mf4OjnXW+1sRg8r43jUHWlsLr3xZzbibYZg77R7ga7v/jgbYhae7As",
-	"Mq6mWl2JynBvPEe5GRDNVdgeBtyd4/jhkczHR+zvjuON/UaNHE8Zs/Gk0NNLqWZjZGs1uHrIgbIQJgRa",
-	"3dcByQrzDU6RgY4xARHel7ZpY2fYe2ABh5DTA+k/hlw1ENr9fsxKJCuMo1DsXSo2/nBojDiERAgzZvs8",
-	"lFZG3ekp7VE6BR4pzA3JFRsjy6GGuNhgPgTc0Zfs/mdp2DcnJwdHtP8UMC+W9OHvGY83hhiUjxfRuH9i",
-	"k4VGjkx47pnveFXKOJbtyGbEyzKSI5di+cyAUexZqlMJLJLBimiKFER8YyFN02wrW3FYI+9e8MLxT5H7",
-	"lWTtyfqugrWqQc5F7Qol1m37vQB5y0CfpUbTNE/oyOyWWNaTAlJ7ndhq0WBAIIxW0aJoaTCPNX8AMQlb",
-	"gMpEWelJIRbmlH178pdoKygPIGrk7T7Pi0JfhzWVUim8ryuZTnS8paiwO+TpivIfTgGU/ZXb7r94yr79",
-	"5q9s7GT5gqulX4jBFVbcihE47/zKYGLwF7xqc2m3FNfvhcodf/oZGd6unC1z/lCC2g39IpBGJKuzPae3",
-	"HQM3OUTe0P5qN4Gxy/NOse2/53mFVJTW0PBT6t0NXDWZVRczRFhnaH/+/V6UXgms7I2e7WX0BMmn9lOQ",
-	"FuJ+bg4Tn7ZzXc/mtufpc/o11MB3n0Kpm/U2LG69kGzMnfV3kV3zsu8UnKV7lvW8GXq3Zsl2Ka23El3C",
-	"sm5DhvQLv6B+uwqGnn7c58VmXcTW1uNt3PEswnBceYzGbyGsrTzUjNpLLw2p0CMjofLex16q6GPu+Pu/",
-	"+EoW8VcrdKP0Pk5uFl8OFIpIWs+3ENeyuJJz5THEw8ja9UIrTzUbVLoLuTK5t+6vPttWqtloOq/V5epz",
-	"7/wDL+B3ZC19DzubITxnTf9dPremOZ7oyfQRNU/jKa0W5LReWSk1ylay1JPPU/FLtppgm3zc73Cv38Sp",
-	"o04ni/RPpyq2tJIMQ3/ETr2CqFhQUOGp+7WuTgZYV690NZF5LtSNvDnffvPXzS+ca/0zV0tajnl8NtiZ",
-	"uYz0Xmb0Qtg56FHgwIG2puSuL4tlbJQ5omY/e0MsYZwdf6RU6k/Hxuqy31Y7M5ehWgd0OJiOe9mZbELl",
-	"TPCqWEIM2VlzY5bLiwvhNE1M1vQmGPhHfHYGeJ3cNxbQfx50Xu5MLKb0oS79w7IoyJIxHutxsAXRYzvo",
-	"Kp2+QpNH28GQjdvR96wuI7b7k1D06xD3MqxW5mzqbMEm9Qav4TOD99P0OJybtPd+V/MdupbbVSNuY/qq",
-	"gjE111mwK0e7uYIVPpxI2L9XHfe9dDrDO2HcBe4PIZbB2r12FjX5976INBZH1oxHAgEvCzo7vFcT7yKW",
-	"pcyQ8KlefQPHOW5syzUeoTcCkOeX7NdSqLPXlOpP0KCYiGoIwBT6GXogOHaOvgJWyull8IefkskL11lM",
-	"59rdN/DXqJzlWiBXwM7MblRgqkfsla4YVhCQDa9y+O+meACQi7mxSPXESyFTBvM3qmUG//Rc1ue/ggsI",
-	"PS5zaayulmxfaeTlsLkQokZz8xB6IFDP8xV3FUQY5ZVQBzA9szRWLBxTy8WVKNy1bQZ3Q/I8b0C3MFQg",
-	"lbFVPcW8C/YiKpZwS5wJ27dM4KuyYmNY6Rhrrtg+en9kxS5kZSwL3a8hjwWaCLrnDk47hRhU648vNc8R",
-	"TowkLx9BDURpE8D48Ql4yyMwsrEVC+DXdQUOEavLUQnuD/6BiiHHMFv4Q+TyoN9wR8fuso8Z6dxx3jZ6",
-	"QQKfD90M+AL9i96T6H1ljnON40yeyAs4dnR11MzhCPRd8s9hpYNQOUk5tJLZP3789ZeXf4xPWeP6a+Jl",
-	"pNhBzV48EA829oWbOBjZqEEEnyCZ2IyqSdydw1v4zDAz56WAYhJ4+Pe979nHTjmJ4974L6w3+fRp3JeY",
-	"gp9texV25DVJDfVAXpTkqu/Ah/L9Wh9KalSwnNwVyELRIlGSu2H0CpDBwWnDBODD0nTIMCXe15opblJd",
-	"svfEB2rZdeL2dA0XfdF7dfBL3lcKvv7OhIfK6mgfBgvrlXe+3f6dITZL553vbrCewXpE673BcSNeXHp5",
-	"0zjxfQprYCygY0SqAcNMiVijIFXgBRUAysINTYpFeHFAtAki5Zw5nb4QhxBsmgXVvbFRsFSH6ogHBYUq",
-	"UBoh1D0kCCRN0LIcHfcGggYFgDInHxwjx5Ei7wbKuG7MJ0uGe9wHMOAzIPjfsZr2AWFHabKcDh4miN/j",
-	"8m9ZgXOAmtfU+cpRg1TsopCz+bYefxRjDUPdsef/oSXX5+P79973ZsaRP8374JPOwgFO3IEO3C2ctyuO",
-	"W3KhJqdPjtS2uzP55Aan54Z33Pp6ZHiw+EDl/hxdjl+EP5A8Tpiw5YvP3b8PI4HGy7Jllzf2Xdc6XxWi",
-	"N/cKRhNY8Q06i4Xca9hazs65Cn6iZ4bpa0WOQGcoMyMLRzjgCdwsmW7r0fOb+uTEe3LifUFOPGAR8a1s",
-	"OfLo2g5lFI0PaptatdZ7TuV18t2TWxZDtnmfDltoYyGy4TRBVkMac44+otumDh0auywEBgEAFqQ30Xzs",
-	"zF5wtiHKi9KtpaRhJeK1Di2Fi6+e6e5Xo/33VX3B1VvHPVYKzl7UldEV2vYyD5DMUvGik1ej2v0bSz4T",
-	"R+yN4BBwYroOWV/B6xdly3dr5nA7t5tqgL5o70ooGGTcArXcHgdj67K997qyCHbgJFshOBhi48MxMxCp",
-	"ApNSiWvHaKxmushF/zzdK6PJMj3TvUO6AiMA/vNVyRGeU7Z32Pqv1vPx23/cb73wyn0YWhTYOu57Dks/",
-	"kpIBKD1sM92YTcd/TzDo44+dmMGwgrA2i4O4SiUgjjsFzmQrDqq+kZi7620AQP7YL7UxclIs2fjjp/HB",
-	"KUMsIV4YTWLWjUBqGL5C0FJWVLxgY1UXxRjYsoVax6lFRu8YjVceNwkAyBPEKA3HeItj/jHrV3l/ZVE3",
-	"5XJD/Vp8DJtY/evAaVuDACtzu9+jL3aO8b70xvXt9wbqkfqaSku6gnMDPvKnpCLZAcYEoWwHDXnKFnzJ",
-	"JoKJRWmXmSc0RykTIxRWFQyr8usSSFTn95XxJ18a2NqS27GoY6T5XmAjCA+3xntmWC5NWfAlaGmhNoBc",
-	"z+jNHbuf4LidHFaxIwOEtLQNHhPpfry2euQfGyMKQi1uy3uyftwUDvPHMv9JPMMJtStqEd6cgz4aJr0U",
-	"NrsjxvZOuIncBWNzezBzRwZ9DMQ1hkcfFZcbqrvgpjyY/7WZiFMK1lVRtk4g1HE3m/81Mio8vLtlVFe8",
-	"kk6AbWMIh3fYpSjRcnLMKP52C8ZF8arS15i34auXdsiBGns3GMx+xqHdRnuud8NwOmbzf4WdHWA6t8kd",
-	"zOdmlxOm890xnezmys/ujfjm3FIG/E7s82bbH4Nt/qsqln4W8dXzLiZH4bEw6szMPz6C/45nuOAf3gg1",
-	"s/O977/57juYlv/v5w9nWoc7cxPzujm6r9jObvNnfbEjaXH8MZAWWeTrETNwWkUtvN80eXCnQcPCZzHS",
-	"zS5ke13PoKFYwSsnUpblXcmSVq1kYP8wk2cGi+JDsuWF3EpPJd9iuL2bwT4w02n1ZmwtTFrjTkSh1cxt",
-	"6h1Iko2Q56m5halsAiWJ6OsxQpKkzgZP7hEo135C6xTscBA9ICVfGfP0uCZpxrSBbRKK+TY6dBeqnSI9",
-	"gJlmhEjrz5OlN68JIQ9Y0GTJ3ORWOYkTCD/6qW1EEJbTeQfEsNsW8vl9QoR3N+huwcJvpoh154SKOhxI",
-	"gKEEnQwQaG4BbpglAJ4VeG5WQf6jtDrvYq7EjFc+TV5W4LM2hhmEN+2bmFTTos7FiBdFeg8veGHEaku/",
-	"gZs15VW1JGQHI4BkT1klSkGIgYE8QV5DTpXlM2q3Ij6Uhc6DmzU1fctnI5mb1tSHd18CRWDvexAnezvV",
-	"d+lGQlB1g3a70pziocL07XYeScWzM9eIY7bbLazDmPwZkmYQBaX9PdTtlGa5ntYLyC6Vikl7Gv2hqQ8B",
-	"kXbNq7wTwIfI4uFkiaBSuor+ciGLuGPFMIxoFJraCMXEYiJyCJxCH6OKq5A/Vjim7pTGCQDE5BkiTlz4",
-	"itDoY027Eqf6QuupugTPV7MdPucDMk+9EvrX0EoDTL1RXiN5xlgiwKekYbyoBM+X0MtD9SWFEpXuFHGT",
-	"xngghcmvsEc/6tBfQGin8PSjrzAekCD4QquLQmLTpN1yCDxvSKJclLYrG9byili/Oi5lKQqpxLG7rocI",
-	"A7eufwRA1jpzE643dGeAdir+O9DQC2FqLzDYIi3bd/dtLPMxmzlzTyqr2TgEj8doVI8LPeUFpM2OmdF1",
-	"NRUHR+xMLXGopgpOfJiK0mJGKfynFco4FnPqbibEeNx4wJHcTCaCQd9jQB0yc31tWn0kne1LHM8NAu2F",
-	"RZ6ygGFuIw+V16Daw/xKXmH6FOTSwxvu78A7nDWLiPctbBmS0dbHbOA7GKuC90PauvvB56wvsF0GV80p",
-	"rI46Cpsyom3ykEYru8b2y0rPKr7AojI8bXOQIfwdfCxCv2tg/NzAmKSPqraR/xKIluOOExgstNkFbtqF",
-	"ycPPAkpeeyfICwHbEZDzUha9O4O3RHOUUH0LOLx2CBszt1O2NqyaPtxqvDaRioPqtD4XEr58s1zIu0NF",
-	"jrcNN3JjXmQFOXaF+PIx9nbLtXG7GUdCwhsZc84k3/bn1WXd+GR/5g5G4Z3257R+KJAtCriZEwmlQeaU",
-	"0nhnM5Gn7OeFEcWVwEogzPgB+8EQWp5s5fgMw+d1Hwg+P+CJfQk0YQPO+WxHStPqQFtpTj15ILRHnxnM",
-	"83rCDRkdXSUOzsbT7Ln7X2eM9HSaQUBZAU3zVj/kA1VBZc/QZgWCmvd5McAITmLd/yRsfLRm75aqbzB9",
-	"15FUi2pXrOJVBntWFImt+JwMU5hvighKbqfzVTL4SRK+PNx+cF9wD9SZjmMnk2IUVoo0c4GvkCEGYQ6n",
-	"mGJ4f11UYQhDQjf0PTCk1YEeyJRrk3FaL6gEigHLZ1+2h3v9lQg5JMNYY9qwQnPOe2ocTTrlYFbpunQ3",
-	"pOu2GnZFOpcD2Gu4E3RT+hpx4YTugeRXB3rEJE+H81kVBA3zIwyi3hX185g0yTW4PVJRISAmXLq3EMq5",
-	"PeBpgG9FFzU6H+VMOdtjmGrZWcEmpv6DVLlb17nerWfunM9+wF26I+WS/LLW8un8No0NHxkfPYMF9RLI",
-	"EGqs1UZ6/FHAthkcB4Jw3ZGyCAycQiCI5Yy1nLrIRUVgEf6B8U4o9DdYzjmfvar0YudE+pvfvDsl01x8",
-	"YWSKBLSGfDYQ6kcfVRhYd5Ogm3Y3JjSnGhcmBnEwJ7OJkqjcmaNtKk2ETM7evvaxTWzQ4RNtWjES8DiW",
-	"4HJM6dYdPO727PvM/Zi+h1BYZ0/uwODeOebog5joG8KGay11rUQyaghVEToXRcaM4NV07gPh6EOGHAdR",
-	"mW3JDfugijz0mJZ2QyGuuwUCk5Kxt+wmWvtJ+PwNd49lsfdYwmFfMeH+JOy2VNtJvElNqnnEH8TrHNIQ",
-	"etwSmK5kfIdU0ZB0WQlDnNX9HYoTHVkWgnsGXTnWyItVFru2pCe/gxj3QzBs9FLsViFpjfFZxLMfOOvv",
-	"M2cCeN7b8YFeverYa0PH7XQUMAtuwzrSUDe5s1YbDQy0Quhd5JuqQbRn/+2PrzJ2/r/OM/bjry/+F0Zb",
-	"5UIWvCKoVssrSwFowH1tWA6fXs4qdxCnrNRFQRcc24Wz8cRxNLzFEMvtAcHuhK+zlQBzti5kvQa9LQWw",
-	"sy8+IObRinHli7zHfqEjK6ZzJf9Z05fKSjt+NqrqQowPVvnefsTziOFxVhacmrWwSoDFcXAnvI7yauhs",
-	"nSF2+2jzgDweGu+HpRvtFWTQ3TPvoxngfDZEiJW4bsifavQZUCWhykBOBXYkfmKKN3DOtXkLho8j1ugP",
-	"a2umGDpI7pwpBgAbS3k2kUtQfLB3wgADSJD/wiEhWYYrvVE724dM2Q98URYCoCuTTEqtyKlnhmBu/IIR",
-	"4o5NeM7GuZ5CW57xgedvaTa6r7RX/SqRC+V+MJsZYLbCAbVqkjgzdiWmVlcMsyBBz0T4ul0zyo1dKm+d",
-	"7Ri45AP2qnxilI+XUVqkwJuxyW1qT5qUaUhl7Ko8UeXJhSysqNZVnnjQCuRdN3HZ3cFthkKXsBEPVumy",
-	"RXVLlLUe1bWckilfXYmKKeH+v+9r3CRSPj85uWH9y8Aql2Zu91ff0h04VDd36KsPdQx+bQ3pwcX+WYsa",
-	"EWe9cAQCoc5VgrB0A/7mXrbn20C7P1fTubwS+X3DjXliHlIkEnbtK3bKQaJPHnGAFBO9jSNuAAM+zvW1",
-	"ctbq4b9kuRs19Yda5QU58YK5jsnnoGSHJh6oqkZMBr3j/5IlPHeKfsPmdxDnU3fPgf21XAGG/bPmhbxY",
-	"rmXuK1oeevLIjacrp55CU1RjIkDGjlMKgERgprSOMMODpJjYTwsI6B/T1mwbzd6jsKn2Kg8SkR46z0BD",
-	"/y3LXaV2Joa6Mw2RyDFRMt2bB55UB//79VtGDPFrDlzRUTHj5DMvVm/Zf79+e3M17nghLPdOmLvnIIA8",
-	"5odAbANAP+woJRJv4ZQXRUAiQ+R3pyJBnqt/+JkJn6kyat9Q8spZgyPE6xxnbCGqGdjICmtSF0MDD3Gt",
-	"i7/soBtiPmVYCTqxVwCBAzYR8pPF5rCEj0c4BR3NU3zYWTkbEB+2zehxhhQFDmiVP/uz3xWXaQ/zoHgF",
-	"QzCuibCgRRrWdTwZmtvwqvfCpi77CueK2FUgwWHcChXv448c+q99uhXTShS9c0AcznXjLAtDf8/GQjWI",
-	"+aS0j7Fz/wU4jmwlxRUvMjYmsTUmJuBeqNWo9dceGBJc2FoEEm9p4HQaA6KxH/ayvWa4HluiJ9B75i4Y",
-	"FTGSf5B4ndWUTEPF/42nxjKtpmtiu7imFSsb/wytq9rM9xnU1NiIpUE7fKiVhMQHZSxXU0FdgeLeilSf",
-	"eDA0Hnwnzr0EZ33vDcRd8NXe8R4paz0rii7REJNF0nristu58+g+zsMN1Rdreey2KuFH8Ll+Ou4ECno9",
-	"fu+wxXDWAGkE3gAOP/hcxq7BERbiF8ZCV0ys7yVnO9zGUMxElbLQoI7yJbUSp9Td1GCso1ZWFsSZhLLV",
-	"EnrthS73yK2pIdUdeQv7NDDS5WC5Ud00Tn0djKM/oNe0NxH32NGVbY/U5/Z5S/FydxKriZRhrV95dlag",
-	"6DLaLqL6u3cNJVHOMEgic483gDFMR5BoEjUxvhAX7NE//Ky3QBEexFL8P4cD6rciQbwoOuwAKoC0zlcv",
-	"tXeijpoxF4vaoroW7m5s6fk3dplFtjowfWRLM47ygekjgxOC4+U+pQKLVjis95JuTP+N2eFFXRQYUBl7",
-	"G2gcgUzlYipzhEkPIBxdWwmKehAVK89YIS6gVUyGYWkK52/Io2yG7iix0aRgtDWoQJdiCbj/jgorwfMV",
-	"sh2mRq8VdSHBeG3sbMyLYgzeZV8YDX1jMjYmv+o4/rPHPoGUgrBcnNtYq2I5Zn/WxgLWSoZPIcoGPNB6",
-	"qS/ws2g8Jql+Mwhl5g00/C838F62RxN+qMgO7XeP48Mf7ikpabCd0ARKcEe6JXTT1jEVPens22dxb2Q4",
-	"t9EKNj3sdcy1ed4BQLdljfvEJGqZqMQ1dBeL8ze5yo91BSkcPjU8w2Y0TdYG4zMu1fAkzfO5ND4ZqgRA",
-	"pErk7JovmdVesUlnf63yx10mc8ZZUdF8fMs4x0YBDASdGhT7AuQlajC16q7Iusy0B3FoA35Qb3Z6rD7s",
-	"JFOzPc5nkqnpG+atS0KqxOGXm4f0RYIK5TvIEu1YNCEW3+sj+Rt3EnTCp5fQoXWmnIZn5UIcQtRH5KyQ",
-	"KnR+15WcQUMC5K1ROJkbtuA5xs3XB8iTAfAmTJ3IkmybM2DLbIiDN58bEPKm0HgEmIU3as7RJPG57wNC",
-	"43v3oTHRmL9Va9Qmis26szt60m6i3SD4rkej8Wx/pY2YbZPo2FaYwEexBlS7k9UYO0VX0xpP1ugjwWhr",
-	"iuUwSRp8UHM5mx9COs0KCKbXTGqIHd0uXrLGIRr7HXr7SL+Rxr73273BJHx+6D6dYzqaqhcTUd0DTLg7",
-	"awBxPA22+kRfCfb85ASsdovqBePmFvmS203pP4QoMa+KPGLokjWiTU3CsH0o/uUtt3jWJO+7f6Pie7AG",
-	"IJsCDAPBsRMJkjfFxt68cEwbRUTTVtooDnGbxNFdmuZE8UNyLnGhTyb31jmaWHAKVAIMMSGPXsDP921+",
-	"95cFQfpQhQnYzpym6QPoS8sw8WZIOr/pPiRGbxoVzBnxguHnTtyes//8vT45+ebfz5oV4StedxxzZa5F",
-	"hTVBVmvqZd1EAk2UebBRePnsUF1hHdBNU6zS8iyjDj1KmrnIA/cFddfndvdVBEVSb3eVQH6Qh+oU05nE",
-	"OgvcEzugn0OGwGcCf/64wKLyPMk2Ulzv5orx8Uf61xZNsuGSA/PypYwQtJeiN6C3phVCl4G1+FOctukN",
-	"26gZAcyVuoPgtAblaiIfuSH/yFpBlMAje9ViDFTRxRkc6QvffYAOy5/5vUFC9XSa1hEGgPdiMArEKQGh",
-	"wfduTtiPwJbblnZ/Et6i2z2UUHugdZLl6Tps69aBtPz+23BPGvPmp4kG1qrXHsSoqViiOCe2rWxkUydi",
-	"dRfK9VDd2cYcvJXT6u4dFiiCRunTR1CINghjkEIA3318Ag198bFA2xU0Eo3xUAmxgxnSEy7SXaTCrhHY",
-	"d6TeHk/nsshHqFRvUfoOr0UeCA1OnSoYvJtdxDtOWm1f4Xhqm8T7C7c02ucnn+32PtuIMD5TB2ZDAcN8",
-	"mM2Kj57ckiusgX85elYLrj9aJ5PKyFxEChj8+ZQtBFdQ+diuCUV2dIhf2B/PpaggVXfKixGoVeMDUK/u",
-	"W0HzmEFWV4JV4k8xtSa0EocihPtySd6QfeMJNfd3V+7HMMAL/NxDeSDDPNarZB1yfdLFtnU68nj77ksd",
-	"O/4Y/dc2vsiGL0FKkLTG36DtfJFtX+YygqatYLSc8JY6nOP+eUTW5hBgs0XMeaMrssMwhnkjWwM8+SRv",
-	"4ZNce7Mep46w+eGGpgZnJkc78cw0AImb3TZby3O0yT+ni4rujyfJvoYNPblc7qj6GLuaX+xC6mMm9p0g",
-	"U98iN6OsxJTbpgiya8yXqClgzxuqSj5lEzEH6PtCXuI+vT07f/G3bgau0xpEceHLokH1pLpmM9e1205o",
-	"SKqMFTy/z4KGhypGwCKBp5KEp5KEr7kkge0jO3EEfnBn9QkNP701qPUd5br5YFwrbxrbu6NcgUowp11B",
-	"JivFt06xySA2r6+pEXNUcqWd1eUDZqAFslrlokqWm23Gu4aBTKuogebYBa/u4v75Ki/fo4SusdLX62Gu",
-	"E8x3a4SaOE9tM9PdIRB1aqjPAYg6yXRlDL4e4148KY634Xo3QqGeS3toBfRH3g1uIXT25wvhO3hxw8Zv",
-	"f31/znomROBf7v42/Kbkds5+lBdLxgujEWcZzFOtENFfL0RQ+py2d8Tc9XM33lyLCp4BBQ7D+haiRL5P",
-	"bYPav3LD/ybtuWhVVOzicr+jJT/QhW6GX3eTIWIWdKY4u3TBsZval6cxfTdkKa8VNqChq7x7ZEC8Rl1J",
-	"tR9Q8/x9hltzcMPORjGY6dpEvVXny7MIjoPSggIIIIasW+DXrDYemhQltMf1mNSysIcy5BZBsnpo3ad2",
-	"jUG1CT7mjTQBj/MVzHCXmXmtkfqCxO6edrb+a48Pd7YjjZeZ7UDu/SgupGpCt7WxetGZDbLPVk+HBB1O",
-	"uWJTXlXL4V5YwP2Xhll+KVTGCq1mIEi5Yt989x2bznnFp24l4A8tuJkL4yEp2rfuMcHuosLZugg7LfZo",
-	"jbSVbH6+m2u/LtgKp/WkRm8fZm1fyW3xdP3bx/7aDJKXXfEIAJRLY8WCXciigIyNyZL8mmx/HBwQ7mKP",
-	"MzYmNICq+feI8LrHBTeW4LvD37DRwPjgoUXmT8L+4Pbptbo/wZkesOcmdVSOr114hu3YuRTd4obtCLI6",
-	"YFKTiom3squDapVFiNXxowt3W3YARd2DOZ22tQOH6Tu5VN8ohtDRbvrb8Id1gv9Ouca5ns0KkbrHew+M",
-	"co/nD1AyMFCorvwqIetxM/opz1PZjWXsR/+vTalJmGMDCQ5pvVvP0MQMdimlNTe6+Nw9h73hH+ZW7NOX",
-	"YMYHA8FMN9yOnswi3JQnONMAZzpEJ7xr4OEOico+WOHoDqwVKKFVUF3Dk8MbF/wkr9bcHbRn3WS+dHt0",
-	"yxuIXvn7ME8TIz2Q63iQeVpBLkX+ZKLeJGURrs5trdRSlqKQSuDPYAwelkU9k8oMsldhZOpWp3QuelxV",
-	"zwzzI2WNaMWB2ETMpcrJzYvllmVtUSwaQiEP0YWmLbH7fcGXrDbiyClZl5MWiHHnylofbKJjCfNh+9Ea",
-	"KC4uPtgKNfMM4xkQjlwSSCoEzFlVF8LDpRfcilbn5WZwiGYe0JqvdcO0olENLE/peHWnbNwcyajQU15A",
-	"ms+Y7Y+j/8qonV9Ifg7LgjwH9AAcEPhy871rMRmVfAZfuxYTI60YTSt+XYwzKp+bCXYh0KE+WbLf3r05",
-	"ZWUlryC6qHJWaF0i0GKeV8IYAtauxEVtRD7AncCZmepS5C0g7JoOqpuyedfO+R/DTrwlWt9QXPfOI3SX",
-	"9aRACJqGfhwrPfDSJa/4hWX7F7ww2H8wVVQmzSh8KF32hjKbJPNE60JwdQeVZgEfbG0Yv7M7q/BhPUiN",
-	"XV7wxNFvVLTWy1M9ySUDd2/9j7tytyRExTFM7/ij+x8M0dfqbn0vKbqCFs+1yhg3vuUR8eb4SZJi7Rh+",
-	"QmumuW/XjqPPzfKuVqZBJFmZeOccMUHBVoIvDFbG+OYm7ocKHAxukdg8+hBypMQVtAVmbmOuxYTKfWFX",
-	"+KUwTtN2wvOorgpMFvVwhFGoFd7ZJ9/vyD2ZsbGVFuTJmJjJ+OCUdNwiOQBghQs1dTKki0L7zDBJUicx",
-	"PD2RQzK5OWVhjzr5XNAWAUDxsQNlJL+SvYZWzYxOBheeQeVMB50vfYyNxMWFtGAH7AKjc5NMelerhun+",
-	"onOxq2aRrUHe1epWxoFTlY6BHg+RiNsTWYGg/HBojDhEAoar05xnwMx0tnb480v36IvwU7bXpYDVp19S",
-	"7+/oySbDcfXxt81v2V6ZfqSne+7Z6rWku+yvuSO3Z82lfpKGW9k3Nbar7fLQTbJvgPy6rZBaz/3dyV/P",
-	"dRGxeX1FyWrUwjvS/E+Jt/ndgpLrMRsjJUk1g0aWPllNgnDpITvfqHdS6OklvBkE0f98/+svTE/+FFME",
-	"c0Q/SK2Aux6xl3w693s8EVO9EO3OOxn7Zy1qQV5Pn54JpRfQQs7OReWFheIF07UFA64IGk3TpQ3tOFm1",
-	"2lEEjJ2mEV4kt9lrRfbd2Fhe2RGJ7DF4j0zcWzxlXZEO5RvUSCVC06oxO27+VkHb0GCRNdZMr3w5Ymfr",
-	"RNcFCCfO/IHAjvfnQYMwgUqO/hzk2J7jdO6Q8iS8U8wNKnI2vtbV5UWhr0ceM9N9qygC9InyeMRIQ8M9",
-	"dh3RNucG2sAHWqf+fE7ANtikw8XqzUQqiuPvAJWAZjKqakV6QvMRdwJwLEkZ/LbRr3chff3nbyt372gG",
-	"FL7Kbi3HvSj2X28JYrirnga7Dzkt5JX/jZ6FK55+9D39FER164m3KMVXCL/73N/pgWjg8E7P4P4VP4E+",
-	"d2atnhnS0Nl+YOHgG3DqPXJH0uv3PVs4eMqNvR91os1FhhrT/QqFz0ffoTLBfXL1jEtl7GqAHg3Fxh87",
-	"EcYeQtq1Ezge+ogsL1kxM9WV0zooT36i7dwJq6LprO0/Sf9FGcNH7O+Oh47DD4QN4/h200Mv6fh1cosy",
-	"/BsEvbIsElmLfnfb9TogBbCTiUiAciZaU2dDAWoQlsY/xwo+vTSxF7b7IShBH4kPUyFyEUunuQY/RGhS",
-	"CXpDXdL7MMxoWleVULZYwnyoKC4S8aFMDqdF75JpJLUakVBakWq4CihlBeGW9RrDE56jd314tIxgfXui",
-	"ZlvVTEVSWtL1H6E2u7IkIhjKc5tUgl+mZDbdwKcqjKcqjEdehXHDYgt8Z0Agzj3IuLXY4ttqsAk6TfUf",
-	"OMfzPx2Fkug7d+vaZSliGGZdRUSzX3z2hJfnqSiRCBhRL5zc7WMMQuWHtXG/fBQqH7l/+tytjbRO3c0q",
-	"MdUVYoCDJ8MJ3Spj4mh2hA3eFOaXENYnuZ3H1O1gNFl2HcjfsnGYS4LeK8IAZ9Dqxw+YzGV+qfLfjKhe",
-	"zLndFFp0dOi/BX7znjhFtEu3ze7Z2a2jZa+HiWk27ub37Z5vz1lZpu+N1pesLoHS/LIgPR8O0d+Ylypn",
-	"bls8p4eI/TG6csB2SOr/7x2Ro3MLQjDeT4Y+xDBabABA9XTu0U4Kbpu2DFGGAGRBwLtTrlgI40D5LVUM",
-	"gBdK5okAi9L4ow/30O1QGidZ8go6QBjwGnbxU/BZaLoDGV5ubc3D/dAqjcSB75PLCQNTABSAbjPxwQpl",
-	"nKIMprVo1NHwS3DpQY7INdzpfXDQ8wW6CPEIDAvtvI7EBwiLHU24hf8tzfPxQZZqUovt+IJQhcmdpmFc",
-	"GkVX/ivSq+EIL6XK2b5c8JnImLM7dMZ4nUuN+Afe40r9HsO58rJ8ZnyxSMNyDtwWe4vldB12TGebczEt",
-	"eAUinf38+ueXzD10xM5a44NLejoVpTNbrufcCu/rxukgnTSGn+FL9BS7RZqsORnKgQlFoJjWQh9ivCj0",
-	"NTplp3PhzraZbJhGpPxwthDGAChuxapapXLy3MQcg749IA7Pc4kA028rN4qVjrUiYy6jv3zc80BLqUzb",
-	"Qvge0BDZDs57NyieiHfxesJ3qwrsfiIVhxyTFX+du+vpQQMXuZ5rdu3MaGe0+U2FyOycO1Hrk6boYaGC",
-	"0e/moOqigIqEdtpKEDmxuPoH7kFTu4BhifuunnOHjiTwjoboE1ew29fckNZxvybU54jL0ycscbs9/bpL",
-	"ChfW/QtFFV1ZQ3fWxDLUnVdbfn4kIfXpuKzElRTXg1TH9jXrpiQ46g+sDrg/Ie8dus0Z+2AdNyOcO8aQ",
-	"jLBMWrKYRIVo502r1oTZ5WaOdtYoF0q2PEkww4kotGOXbpeov5Jjg7pi17q6NCWfxllx3aARfUuCn81H",
-	"pSrBwaGyygrf4v5FvHCjwirzBuiHcm+I029Kt6FTu5UKu5Il9F6Q2wNbOTtZwpoTYhWHHQSdA0OYEKrK",
-	"pSkLvuxL0mudcjpLD7L8Eml62Vpmu+CXvikWCZ1TPDJQ7TLErrdd9hwSbMI6F3yJgUZpMxTJhs2E7aWx",
-	"voWCfLgdvv2/Hf9bm/duFEufshb31lMr0uGnzV9Kx2L49VaXfd/pc30zoiuF/RA71HXwRfsN+pi5b9yN",
-	"QYelFeQ2wKxjAy0aAwsC2A/k7b08XVeL43m94GoE/unjj+4vI6svhdrsFHCKJ+Os5DAyhuH+5j7GXruP",
-	"kQpVCXeA5ntQsiuhcuDVVnygyIUvuQbTomBSZRQ0qYTRxVWjBpkGILC21umuVrPpXGvje8b/6q6wG9Ww",
-	"XBTyCkeKepZciwkx56paMs5goavuiH7POrxAqCjw+PNv2DjaQEBMG5l6spDWOgHj6Hvld/GhdCw4Fj9u",
-	"q6Rh00Ib0qUh98T09Cfh9qLQ17DZsNcA9jhAgrhxnhnvbaTVQBWQB+przdYLi7HPscKshR4ZE0hn26zO",
-	"W3lGEoi4+CrdjVIo6IXQpUy3iraZAMcCw4ysXCQsht+U/MDcT+6aGTHVKjeEuYvGfzhKpX1RFZppJj7P",
-	"wFulsv/+bb8mH7qt4CujaEvSJ4tlFECYPrbOrngl3beb/pDumgGnOEqZLZhnuqYu0ZAIncpSAtQZASQA",
-	"VfhE9/bGcsyAGbX9BYlBXjZ26T4soxAcDi/X9iC2eIViYyyHG2PrSxigNYWVlfXscujN3Zql+zExwVcg",
-	"27gVMw2dPcOUwNc5xlIRd+fdvw4LaezYl1lFU/O15eBs2Mv2oiam4HHYy/bAAbGX7eEiE0XnW66HXEwL",
-	"Yec6Tyzsb/ra17SAx0saKi906s5EMGe0YD11Yh1NZQzc/IW2kN98o1lHonN1hpyNHYubVbyc08ZCSjOa",
-	"yY5/anUhZ3Ul8lPsuYLKJpS4jL1AGdELIywyHjdIxL/UzhivGJ8gMmbHBa1Eyu5u07oRBUCup1poWTC7",
-	"QBB1r2eGadIyZxeywjDO8K7y+N8rAApTDV2p7ZjtOxbPxrDeMSukFRUviiXidfopjNl+QZ7VsV/F+CDJ",
-	"JOBDaR5BHw+H4ljSUVIR7Xgi3MYuJqIagVuuhwMttLFEp3z1kmGu/NEgjorNyUaYSLg62N/h1LnfiYbY",
-	"pnMtp8JR2gLVjlO0HLTqPGvuilb8+bC5LvKmry9M447pxO2lib/vBB2RzWlMKaWWkFdqMR9SqhmcQ5ir",
-	"m5fnDv5vjpvRSEnOsIao/GzsXCyMKK62W3iK1jBZduTnNkIdJjX2ylX1yNRTAXWPDa98ZhC24BRBMcGp",
-	"LJZuCzkDldAYstB7JpwaHtzS+gKUmkoXFGiL2GAW6C5LC6CBt69LLD3cst/zmjiHFQQ2YAmE7UDaSMOl",
-	"M7ddKEvHqfMZZ4wX13xpnDXY4SvNOiBah2WkPUwkmA8tPcYJOlTcQYNao87g+yNjlym3spNTjZHCHEs1",
-	"mc+WHpeVdLacOyvaV/dPp0a4++cObjbX6UPL9mS+bkFM5qfOWM6xhNd91T3jrWi0SaizxoJ/eCPUzM6x",
-	"1V/JrRWV+9z//sfZ4X/zw3+N/qB/nBz+dfTHv/2PJNFK2+dX94vnE1F0xnt+cnIDevyU9Fyn1eB7DHF+",
-	"+/ybAa7iCkwFuDKvIFF8lz4CKJrtN3siT0D0E6YWpCOiUAvWuivPvHLom0+q3LFoI5Q/eIzJkWegO4VT",
-	"rIYIurNPEXdWuRSI6eRhqS/qCryIlN475apJ9PchuCgBmOzUI3ZGBhEUz2kVajmcrF6Nr0547tP8Eka5",
-	"0jZq48fZtZgc8rKMeEcclQRTLeeWx114PJpNqHnz38+28Dg8gLPhPXz8y/M33CxbsWPVIohYkv+NpTuO",
-	"i1gQtKUNXJcNBvi6AGd7yP9C+griE4IOXidJy9Lv0VlwAYj9jU0F9TptPTZrsiGomAmvASkbhEIDpTGg",
-	"A1IYmR428dNdizgpvDcETZFWpZpBvFZCzvCFxHUvdQ0hm7TKE4dDaZezBgoOhr5ZgPQ2DqsXxPQgtcKb",
-	"DYNEHXE0ADsjVnraqgLiiolFaZd0Evechvr5S9IzwqrfXpZ+yvaOpbrQvS70n8h08Kk00a8ZpANmkF6O",
-	"1wo21nMTJ3ggk0Mso3hlr5v4rCxfu4nsMP2MhtgU0ceIxIQbOY2Xe3NlbWdBFpjcRPjtjk75rNkkH0Lx",
-	"IZZBcXAlroWxbAwujnEUeodOY1pdicpwJAJNYHhj8AdB3SVlVxr2Z20sm4gLSumy/kOZB2bQRS7AUVIZ",
-	"tGakChAEp2w852a00JUYM+OsKY/vjt15wqQqsUi2GnS6ynTO7YiXJakrZUlJ77wSoOK43w/BQIqDJX0Z",
-	"zfHKfQVEtG6fVCSN14rS5B595W/SWA1hy40qSmtwq0G37IvZxs9ui16RbUwF0tdEJvEwNw4fr4z3oq6M",
-	"pophmXt+QqTi99gHCczcbTN7I/iVgL4eNbQgmglUXQl6KY4vpibpz3C7iToLesHVsiFFOBZ3jZgjdm3s",
-	"TVva8w/U0v5kU4P7nXaXX6XUddwzbjXf7PhjFuY7y/z1GfP9nDNu0hj9ucuujz/SvyCX6UKIfMKnl2ZN",
-	"YjBHEMZxIS/JxZZLg/+BsSr0KPOCTfUCUhRI86WBTt3Lqi6KMXN8S82ohTJlSNEMwgWErJRh9eFjxwvG",
-	"Ue9U4qEhcz58HO6RG3RQ6y2aeCJ1SRtQLn7GB17R54dwW89nsHCw4lb042r687l94v3dF6d1lv5ANWpD",
-	"MJHD4TtDAYs37juf8rGwj3eIo0eWU9Cx8opfg7HEq0KKiq5nK2fGU/g6JmLq2UwYqGPvUQXfVjqvsdHz",
-	"hbhmsKvSe6KbRDU5mwMGI1OQJDPhBsAmojoEfzM36GZBwXJGAzmyOOhmPq+xx/Plfp1zQ9gVh3XJaHEw",
-	"26bnz8XF6UAmcrquADWpzr332/mffpu24S+Q5B/NGVeyW1azbf7hBtXu/lJo1rKYlWPYZOiFe9AQ+ONm",
-	"Nw9Tz7pWx2kuXsMkykqX4LDFjKPAx45afam5ZT97k9RzqzVdw8ARkbFSVMxqXfg2pc5EmKI95CwBuNQC",
-	"08Z1EVgEdkIqinXeh5/d6Lv1PrghhnkfYPZuYfdLkTsN9TRr2uCo0Lko+t0U6OyCgP+vpVBnr58ZQjgo",
-	"kCAd7ztiZwAKBd4nSG0XhokPfGohAwK2OWMG8xbgPSdFsE7PVktn5RowPqWJqpWwbm8VLxbn8TPOe4ck",
-	"FI2zrmz5UiyfYW4/FBrA5gz3XuEg23OP1ntb20mtOfvqXDxW/HBo0glgwFTd5KmIHnmhFyW3ciILN25M",
-	"Tccf4X/7U4XPKPsxPmyPy4N1ek1hHQTJfCgK1ArQa6Y6Fx7Lo1EzkiwnOsghukI8Ib/0lHZA33sc8jhe",
-	"430Q6iBpeq/E3fLPptc6iIRj+ljrpqc8d7wpTAmRk0cqtMPlZYn57boUCpp6W25F6K+c0Ih8uXBwGlwI",
-	"butKrHTVjLDZMXDrg3I+GZ4qgDBrbtUi4GU5qhW/4rLA1K2UUVBDayO2D2L+A3dGJZOh5LdB3/bplUC4",
-	"B+RDcIPMoBmatg3AdjAE4DcYDCbV+t6VqEyyz2+jP7xtTmm3WkQz0DBdAsnh8IJPsbWrf/sL0iwaHtmQ",
-	"nztzotVQX7xe8TASWwJtCIRBNlEGmkzGprrQdWWwMQAmmBRczWrygjYzIwQoj8m8GWwlNm+VZm5yXiCF",
-	"Ij8InlbTubwSeS9t/l1MzsryfbMFOyPO9kibqNPXuPjDeeToQzun4IhCkGQKrS/XU6wjukOrDzEZv9cl",
-	"jN3dxu7pcebjVj7P6CL2UzeAKOPG1zBm+ygDriUUUwmFwHBOAICb5yBjUlmNKATUlbmhfD9JUwoRgbxt",
-	"lgBZ2otM38FkkQAMGrmRLYDbOYuwFPwSlCbNrrSk++K/n/UjwGX9mG7ZBrg2Xa3BZNvSuXQuPthzfeZ2",
-	"laBiduEhjka5nXfYfeF4UYrZnVRomqWyc2HchUXCulf+8LhcLe/DXnjqx5xC8QFS+ihDjXCPVp0tcLbE",
-	"MnyW+PHHgGpa1Qr8wg1ka1ICOg2VAJbWIJsDnIrENvJVrRCaMmOxwoZuIWl92qX7DZLrSHwTg9KVnEkM",
-	"UyklIPuJ5ZUuS5EfsTP4OITynYD0wSin6easbNzXBJKRwjvGmXvtlFYAqYbmiL28og7zUWugEpEUjDdR",
-	"6RWYBCHDhhRR0FCnlI4IeQeORWkTtAJIPAjRQfzUQdpPHua+6isn5cA/MSSHwc2uSVDA2g2CAuC9mFXv",
-	"YX4e5xY3Z4jlCpDWsGzKi7V6vYe7Q5S7c3OfsgUmpwRvw/Vcd4/xzhzfWaJsRzF4i5JfKgH1X0hXiHDe",
-	"tAkwntKvmsQHaHFi3WccD5aqFqyQV6K3p5CaFjXiJ1sxMoqXZq5vi1sQreJSiDK+Fc7ADCXNzfXDKz/2",
-	"5EAFbVA3UmhQHDjlHMOuUCVbT4oLrHqkFX51u7X8sfP+FWhrFnrmNiogRLsPwf05cz+/0bO9LCBkR796",
-	"fOyVLGksik1/sp32/AqfTHzDyoXQtR3ykXN6tP2VhvDXf+Gdfw5KVKhkOW7mkXj7tX8w7uzRvK3EB7vh",
-	"xV/cI/E7DWz3utca+PBC63LTNN9oXcYzhHf6J+cep3nBk2un5B5uZkNCok0fFDppfh4JlScfeanyBM56",
-	"YtQU2nolLCggPY+/g59XkNl7nl7BZ49+J3T2SnCjlVSzESDUtp955398Ab8hMn3qQafRhmesGSV38Nya",
-	"ZhOjp1Y3snkS9zIFIZ9Y8jogeWSD6997i88k4efXvLYGhP4s0tNWm0ZlGDgDlO3vxwwwcHwlp5OP0CWE",
-	"6hy+yqQM0SBS8UQtT6Rw+7Ng7+pgq/tTNMeFXgPa+xbzCAMWSIBIKbmxTY1nVSuT+TRdkJWneHwYv8JZ",
-	"S0M1RaCRolqRMSsXUJQAFSkmY8aK0qCPNFaBJGHi6NqCDnJYiCtRUFuuYflegPdisTFNrdB3mxHEkrEc",
-	"aqsU49Oprh0VLrgsYkhqp9pOdL7MGAcwC2P5ouy2Uil5ZUSO0IfgWcsILlFXQZGqrZG5QFwXrlKJYj+J",
-	"cH/e6NlG1RbwW9wRkHJb6NkMvc4Wama0slwqKrn1BaApJeZSLK91tWXaaTM67AXaPB5PB/S7vuFwQ1qj",
-	"+eJnU0/Rw7GX7WGTGPeYBXMrUQWdVq4h+TPkwGYMDtbxD7BQn/dNq0QmnNDenkepsH91/7chGbY/Rdfd",
-	"C0nXAabpWJvZfXrumtMjpOEmQV4a9vr9r+z/+feT53RDegnHoxRzOxrh+3tJ0yjnVhwCSEy2DWH5qaGp",
-	"fuOZwet3OjHPnSZdCDRE7wK4WKheZzJn+5Cfj0mnELQ92DTpyXIUgJTpQ1tnhfdOdqqV0YUIDK+ZM7I+",
-	"6pU7YI70hb2Hiu3GvHJoQriTQU7yfRFhJ8hbiIUxLG2wBuBbzCW99S8/iGltKdgUxiAlIEQkww8Btw4z",
-	"Lqn9Jvt7sm9c0/xtH6AfsCfMnF9JXRNyK0JVevzWg05/OerihnMA/54BxdBjX0aN6fBDfK3OGSSYb+K5",
-	"6qfLEt4DXfn2ZOjxcgILY9LEr4IbYs4Nm4iZm2hVyStE7Yw7mznNJBdBV/jm5GSAE241MrEPaBc8JLYT",
-	"18HYw+qpHWRrogQbQgxr4hawMX2Ri1P27Td/jUC3PfQ3vlVxKxDR5maxCqJaT/c7ilUEDySMJvVDdUrz",
-	"8/iB7lPEBLMnx9GT4+hROI6efD5PPh+CQ4wEdtNY0KeTtEJ4UV/C+3XzfPPXzS+da/0zV0sayzy+QK3v",
-	"I7gq8bfRDVdjswP73nArMtIAs9BmF9us124LqAyRgqKOGiDIFHxMQancb/ROgMyJ4pg7D1L6DjrQgBj6",
-	"fDRQjwSZ0eu8eVcr6i4zMDgpc0DnCGjlrTApwvqjDQdOK7guMeKLuYMw5kMYbmGfNiVpQRD0K/X2UuPk",
-	"yMobfIktN5fm+KP7Hyy5s7rst/jOzKUzlMJI7rXGD6tYYMmItWE1c987YueNewONPyVEzsgxui6sfesb",
-	"nOhuk67wTaUS6NJv3jk3lz8JRT8PubOwNTInCK7gWkFv/JCbSUfyMEhMQ1CDDFTf+XZO7qBvhR90b2hB",
-	"ty3/dSsN7URjrKAvwmH0N17Y7hUfzE0adQD6Cq9zHrkPGey9X9VK+UzMVX0kY5PaMhH7mlbS3SkbNGCy",
-	"2PmpP6HM+4SgbADvHa+aZKmh0HVYYrXghbMvRahwgQYpFb+w2RDvy8M4U07+EnmmaMdGwjsm4GuEbB23",
-	"ziq4ajphwu/YGgBSX/zGn/amb7WbDPrhd+vaeVer4O9Yvs6HsOmEn9LTlNWe6jbpTvfHpZ9cTk8upyeX",
-	"05PL6cnl9FW5nHbfX+nL8GpRbAcgWQA8uSvUB2iyUK9mjkkL82XZ8D+H0MOESrShoUm/v+uNNJZgILxq",
-	"hoWn+EGfNE2KgDN5lyVhD/pwKlbOTblyBlfSm3TmS4R2X9IPI7yllfQV9fvfQ2MpWdF6Hw6UcmDH8OZY",
-	"tBJwGBGt0PYmuoV308zldB4aDCAqgNWA23Da6URu0AcCtW6HYjEReQ7BaIALrkTF1eV4Xfn8iKbYr3b6",
-	"hKn2CPCK+7oTmsUCef1etoflOt9YFKduCPJ1JFKq/th0IUFNxw2qq2Lv+73jq+d77hfa0BUgxQhXjheh",
-	"xk98mM65mgmCLSCUJWwDglvRRmdJ53o1Be0wr6Z/WUDlgC83hhlSLxEE5gHFYyYL4FeHxjah4CIJXYCw",
-	"P2htoN1VqKmB1tfUJ5TGwJZy6wtDPEAowMYUBda5L3gOGOHRt5q23avfe8exnbHPbqAPz+SV6KCY+4l5",
-	"3K4EGmYM+1kg+5sjFmPmbWWVN+2z4mNs4Qom+mJiLZnVWEkGzMX9A0snxXQefQtryFK9Nal1s3s7/HTl",
-	"jgLP2E2bTwCW03drTmAC+1HiGtckMiiP0QkQdhgdESWXlWGhoCyXlZhiWY1sbcqZUtr2jvAKmvLBuVF1",
-	"Wivlll1zaRkCAdD3YkDlBCWQEyY4c6gjO/cNcmTlTzP6ZluIJjYdAjiHADQKJzYLTtSVqxzu37oL/aIS",
-	"QLJZQE4Af4TKmRFQYK5mXUYbjRFkAfvB/ZL4/o/UOMy3ScZeM+0vRh8Mj/fcVVDGDds3YgaPHUA/XXwH",
-	"WsaXhbRQk5xFInM6l0VO77aYnftDYqSfheU5t9y3k4PYWXvO0depdYJWYSbxIP5bqQVxzylmla7LNfvs",
-	"nkzNE1lqKGyOe3eBshPPA0Xu6keaMyxlKbABrls79p1KctPmlbf0yt6nPz79/wEAAP//",
+	"7P3dktw2tieKvwqi/hNh6R9Zanfv3jvmuGIu1LI9rdn+0EjydsTs0clEkshMuJgAGwCrlN3hiLk9b3Eu",
+	"zpkH209yAmsBIEgCJDKrJNvdurFLSRKfCwvr87f+dlXJYysFE0ZfffG3q5YqemSGKfjXiwNv6heHTty+",
+	"rO2/a6YrxVvDpbj64urtgZHKvkEq+wrh9bOr1RW3j1pqDlerK0GP7OqLK3hpDS+teX21ulLsLx1XrL76",
+	"wqiOra50dWBHanvYSXWk5uqLq66DN82ptS1oo7jYX/388+rqS2qoZiY3oFsh7xtW7xnZUs3yY6qxmUcY",
+	"j6y6IxPZAdXu+cxQ3BsPH8sbtp8bysI2afz6ocP42X6sWyk0AyL6E61fs790TBv7r0oKwwT8Sdu24RW1",
+	"A/zdT9qO8m9RN/9Jsd3VF1f/v9/1BPo7fKp/95VSUmFX01kq7IzcU00U+4lVhtU3ZFPJmm2IpidN7g8n",
+	"8mTDxR1teL0Gkt+QnVSEho/NgRqyVYzeamIOXIdtfPrs6ufV1Qspdg2vPvKMKterJvfcHAh7z7XhYk8s",
+	"LcOwsJUPPqbngjD7bEW4IMYSljwepfuR6ANtGQzna6m2vK6Z+DjLdMtO5EhPREhDaGWIFLh1imnZqQrH",
+	"9FIYpgRtPt5SdYK9b4EKyY7yplPshtTMUN5oQhUjjdzvWb2CYStmOiVYDUP9TpqvZSfqj0VkuEqklkzD",
+	"YIC+VkQqwvGHO675tmHESFxYu+BU1KTTTMGIv2+ZeP7ycZc2bnOGFoncASni69e2IWpgtLJlCjrWQK/4",
+	"wmc6otNX9NRIWr+V8huq9uzjrHfX2j7t0ja2U2VZjiC0aeS92/9XilVS1Nx+9DXlDfvYlOC2nQtCiTbU",
+	"MGSLMEbtzxawJhjvWym/peLkmL3+CIOVkhypOPlRaEurlRRVp5S9cVUnNPB1GCptWxjmD4J25iAV/+vH",
+	"WtAto4opOC5ckyPXmov9inTCCitiRRS7k7esJj0V3ysp9uSWi5o82XTRgDdP3Rx017ZSGVZ/y2pO38Id",
+	"/PHI1vIybjnBqQ1kQquKtQZo92cvLwARPK+PXDxvW5AvlT2OhqNoQFu+vmWnqbTyhhlyf2B4u4QDTI60",
+	"ZoTahbwh+iDvHYOXwjL3iSSysmtgpZkv/jZ9dJQ1Sz5AYehvCemqF4n+3bfsXnfNvQtDkFsrd9jm/OS/",
+	"4Sj/DBfA3tz2/9ywo17al7COP4d+qFL0NBkctJodzL/igmd3Ymni+GK+eS+A/4lqdk5Hq6stNdUBXwsL",
+	"MnlpOPNVLMinXo+E6zMbLiOEgR7hiGHQZz+t1fLiRYLycNm2sj6ttyeD/woiOBfmX/7YUz4Xhu2Zgnl3",
+	"eGbWg9mK7rjF5zvaNSa5DrfslD00zBxk+hGoEqkHSnYmfdI0+0vhZOzl08XziJ4ZjtsUmqmpYdfw62ph",
+	"7+wAXANhbiuvFOG4Q9+reAuGy7u0m4919D1xPOz4v6mYoIrL6YhU17ihDXjxn+W9u2Xtc+DI2rVBDlQ/",
+	"S+zYaEDYcHJEeybM24Ps9gfz0rDjtPfvhRVIqJbCajr2Lpeyua5o09h/a8NaYsUm2459dEvuD/ZiokLf",
+	"M7vpdnjDaVYHyoWjcNE1Dd02zGu5ExqtFKOG1WtqpkP7QfD3RIOMpvvbCoaEumclVc1A2y6gcXufJlb/",
+	"Za2tUABPSatk3VWsJtTgzWc7A20+y9UyMwxcDtdhQae3p0NrumfrwtflVjN1R3EO4yn9eIDhM9hKHek8",
+	"q+X9aKXm6VbfurX/TJO2oVZ6dfthT42o2MqKsAr0ZWrI758lN8EgKaZbt3d885mOyHG8DYvDtzOeNv4d",
+	"PTLtRT9cFEvgVinUrKXKUiDZnsjmZlPcy5qLtstMxD4nVO3hktIrQjX5b2++/44Y9t6Ud9DQLWvwTq9R",
+	"SaHNq+ik4bfD3r/kum3oieC3gymv7AxhZPYWnRmG5x4jJgOEGJFpRCtJziOENECgab7znFQdLjwwXSt9",
+	"WlUX+QppKVdTzoIP02uuWNucyJ7fMdHzitD0EUWEosU/nyXRMFdgTK6BJF/K9B4dkQM360p2wqRvCrkz",
+	"014PVJMtY4J02jIvDYa2tjk9K+qxkOf4xUyvf7+L9k+Fmhisek3onnKhS0h/SnPztGWv/tfOGJq+21q6",
+	"Z/Yc9Kulp4R1nqwwpOyEZHugen2UiqVYMzMHpsiuU/B/OzqNhqCIYW6lbBgVtqmGH3mGy8DMNP+rsxpY",
+	"ygOdFClvus32/ZmWUHQd3BYJ/i0NbWZEmGiVcffBuNE0BUIM7EG0dn7uvlM3gSQ9tO3XjNVbWt3qMmrY",
+	"udcJ7HieIKZrNfwy2EBtwwNBYY6C/GDT9FMsbbbtS7GT+QmDaYRqXpHodzwLaKyZ8Fcwg6y9YjYmXek5",
+	"G7KftuxKHrRSIBF6w8F0LrRtwSDyBdnYRW2YfbZZkU11oMb+H6TU6/Cv+o6KitX4A3li/7dr5P3TFdnc",
+	"S3Vr/96A+RU/3CRNHBktdXVl6F4viRp0rwk1hgIXBKtuWLdSPXlEDYvmkLb9lhmaJwovIViycrY7LxMh",
+	"Wdg7JHEiUOappJiRSP52JQX7fnf1xb/H14lqEus6f0DeStm8rKT4Esz4Vz+/m5jK7FPSMtVLNDeEceCp",
+	"VBB+tOf8h9ff2N2lgrCj/IkTuJwq2chOWXmPVrd7JTsRs7pI9kkt7avgvc0v8Fd3TJ3MAcRXUjXcKk6C",
+	"sVpbAmgV0/YHXOoviGwZCLpWMlwRfc/hwryWguwYNZ1iegUbBMKm3a4jOgTQtg0MUj8jz/3bBEcLXpot",
+	"Ixt72DaRnNK2ICoISTQzIKpbCuBmZbW66kCOjArUQH2D3BLzLiWKeUa/Bkkjf9XBNQCrEd0NVLFw01h5",
+	"pebKjts2xdNi2rB7Juyz2FIS7szU1lntbo2LllGXUP+zM2fO4QKLiIfX7hwlTvZ9Rr5vaktmbWvZf3Mi",
+	"FVXqBN9ugPA2ZNvI6vaGCGZlWSmYJrTREqRTeG/PBFO0ITvOmrpgus5rsYZ5sPeGCc3dSRxJ1c5GTPqX",
+	"yBNwZhpwlZun4cxvqk4bedyQihq2l+r0MD13MET7cG50rktuyXun5NEv3IpsvG0POHhXc2n/uOM1gz/c",
+	"mB9xqEgVa7ROJca8UewoDVt3qrEDaGRFG/gSr46tNIeHjSYi5YysCPYWIETQJ+HweGcAQX/RzE0cCZOw",
+	"yOm7FTlm34tnEAXEib7WdLN33NKgc8eSht2xZkU2B74/bODitVdwkRQxc+BXzuq6RnY4I53CJO2hZf4w",
+	"wyGH85uRdxUVesfUB6SPyXU/4V6l00Melp3dkiKY6tpK4uuG37K1lXLzNGrvVS+RwTUjdzumLNuDaABj",
+	"GR8yvaCBPSqDd/foGryoR5ZSnt+y9ybcgnvFmBnxe8smi2hRMaM4u2Nq7T25MwsDJgtNKm6Q9ffxUxAt",
+	"BGM4gd7+6Iui7Q1gl359L1W9pneS11Yizo8WxQwrYcjOwJ8KzXLKGzTmB1hJseP780xWbxyj8UKz6w6s",
+	"NnDoCkxVC/zBOO9t2uQ46GxFdFcdrEiyuWUnu27aHmtLX5Sv+9eRfdGWb8qsGtPNaRmrDmsj11b2y2/J",
+	"neSVl/+4JvSOcujq8aml2++ZNqxee1NO4rz/d/8ID3iv1YRTtGU7qZDUd1xpE8SmB12SicGt6c4wtc7Z",
+	"BMPtKe1tf921wUKFF6hdKwnWMtsMYVbMw7Yef2VP2rDjehj6OT4E6o6p63tes5Fwn1DSay5RdtH8r2yd",
+	"sRBBpI02BF6HqwGic77907Osd6SovV50XWgRLtvyccLrsw2CEFjeILy+PExvCRhIg5mmv5XaRLes/5So",
+	"TsBVa+gty1i6JkRhT709/cgHCi4QKqxKpxitCW1kV6+ATx/kfYH60Bn5qqEJJW3jSHkDymljNR7Xn/3m",
+	"SA2vaNOcrFzOdf/mPeUmKBIsRKg9VI5rqNh3WRHVP7UD0C2jt0UdAv/MCKfAWo20o7+Qi9t5oydobZXz",
+	"jGzdK++o8AFB1s4QI1WNa1dkOvxBM/XStve1VMci++F4iCl+lLQkWcbxVlqxKYqamAQHIn9BXyxYMiQB",
+	"oblSfMum3Muenox1zza0svrM0R6zf/qcfPunFQgFp5Y5XfB3x/afgmL4u+Mfaf+Pe3rX/4Melbug3Vd7",
+	"uhm4Y7ZcUHVK2fvscqUHGBkGbmGmfeTw+Z4NWIfFZZ+z7Cqmu8aAOTesODxP2O6SEgY2Usm94H+1F7lz",
+	"Ts6PG5pKjtsLJt/KmjVp6zs4eAm1d6/lzsppCQnzO2sVq6zMmWYU3jiWsL69N4oSuuUNt43FQmXzMBFk",
+	"x0x1WO+UTJzyTatYzXZcsPoaukLqQ2sF/6tt1v2etDEfqF77aHm4f7a0oaKyCg1K1DrHL7e41HMcA/bj",
+	"5e//s7AkBV8Ne5jlyMf0ZgZvPVheHQu1TM1bDXopmh23rLacYT2zAPBoPbq0ijUImCHpvw6dY+i8sDQL",
+	"jrKEodf3Pa8iNBAqCo58qm9ZbZl5ciJ9INWIQGhlFbHIFovNulvdq3/zZw83I3X4/kRNdfihralhPl3m",
+	"DYwky7njzBntwo87TaoDFXvm/IiaGJk4m6OAv2Q4jRk0b6Rr+AGOj0G3yTXoeGNeim+ZoTU19Gt706bC",
+	"DuAKxsgVuAetQNdoS7zbE+FGsyZh7k67xMAfCM3Z55HqGAZrf0de4CRLu0XpM5CmwA2+gG0Yfkx+nPYR",
+	"wUulK6Uz7kP76jUH7ZiiyyiYrMcXu2+lSI5J7laRNezFgZoXwdg0f0c6o5QPV8PLsoIY+7aFLW9kBZe5",
+	"PVvnBZzsuqbx7WbuztVVJcUdUxodJTyXNha9hN5kb7/bskZaborncDFCYy5y5cfAeFzbUaQKyKNxaEth",
+	"SB27S1ranjf39KTJxvWUJvfcYvAa+QfXkTp+Zvhcgom7SfN6RTpQZEB9Cc58q0o5G4O3Txb0ibR73mX1",
+	"A4xjx/fo3Ku4YfXUKAgmOND/fCaTY6r9moxiSyc2Sb2Uv9nbHz0Z14rdExQgiw7xa9/pa28HTQTDdNpp",
+	"dPNqjX0pY4KeiwewT8mTVAQAyv+DGICnacZL9W2WcHqjNbHvfaZdeudyrmjMkfGg9F2tEtF0Y1bhZr7y",
+	"TGhwvN9lGGP2vrfiNygvplNWTINo3ogZJoNB5NpNn0UxIS6wPUXbvTfAcNOA89g3ULv8T8HuB/wuHfV0",
+	"AduUIOlx0bEbwo6tOYHrfwszhcBU7XqXghUZDjLxwl+D+WcY1ME1LGvxuUEFnjfs+8jHsxBGbD85Uy6G",
+	"bsgdVRwY3h1tOgZJhRjtGh74eNAJRUEg30x8cdCINeV18mz5ROV1+hRb6YbRIwg4lj6cGfSN3bSv7jB4",
+	"duPvaHxFCobBtI5nPQFRE6kSpeuG7QyRnXn6jED4O3rq0WGKDvuoWztqJrojpCv4X69WV75Te9IWSWXZ",
+	"ZgB8gwnDd5ypFakOUjMQOEFFoU3D1A3hhuhKtkwPSBsvA6DG5BIHA2bqnHwtFXnh4p5gHVZW/e62DdeW",
+	"eoMF0/bmjpHqBOFCG0Zrf+k01Fxk5ED6CcTrFirNu1h1u5XvX0hhVCqEO/YSUXJi+ndCoiyash6E5Js0",
+	"f7Jz2sr3ni8YXt3OhsdHnOncaLYDr9n8QFCBgGzfFujWTlHz/cH4CPuD1JaB3rPtQtBdNM4DR8lscYDB",
+	"hpBgsBQjBjETUID/VPrFyxx3v/lLS3/stLGaL57igfYbzcKzqIwow06kEzVTLnoJ24aPyV4yq9MZSTZI",
+	"fQV6Ey5F1GsBpf6oaNumTv/zBSKtXDtLd8X4ZIwHHdpJD9bji6QGqI/AeEjLWYUx0qSlkNgLouEKo8kt",
+	"020Vq7hmfSwXF+7VawQoSatPUbbsPLJJXn+a0Whe2GfAtPiRkSex/hILen1KHi/GWDkjLeb311tqlwlz",
+	"Yu65ObhTGy9l2vUU4YFkwrKTLSyaDILrxpmbQlbT9kR023DgpKvePMlq9+K94gazC5Ts9nignr96mey7",
+	"A2tTeme+odp4U1Lp5kCIQibv4Rsm9uYQomqHxJKLJwcRegC54skx2s5Bv67JAdUNJjp/xF5g87MmNzBF",
+	"OitEILrHPzhjHuGamx//l5k4rudEc7Fv2PyQvSY8z8sCOyqOcu+/8Wme+aj+aIAPTfKIhzqVxouyMkZG",
+	"3Y+TifEdfit3Pa+OV4XIO6ufNQ1mnsw0vYYX5jrA3BWfohfmXZ7q4fM64v7c4vglTlJEZPzLHLU/yfrk",
+	"jlkflvYEDp9TSKV6CnJ32kNZqPcN/H9/r5qfk6WvrlYTrryn1QlZGgzSBzyDvmXoLUQBcbSOhjslFscK",
+	"Iu1+SfXxV6MaLnP4Ag3rXJP5wL/M3pvryBT2SNbz3jh0kQD4GzRp46J+DJP2JxP2b8mEvRqktP2azdTn",
+	"GqXDrN4ACwW27JFrxjcsa2qADVN4TYGJEdh4mgshU05Izx+ZZyydVB4Mab1fz3JNr5cVHdWztz9wBSOJ",
+	"NrIl3JRRRNkeBhC6iX8dMfgwKZmJ2iGawJc38Pef37595QMO3MLgY/vjSZM/fP55SiVKnaHn5EitlMuu",
+	"FaM1TBfR6ip3I33kC2U52T5cMF60gPFGZ2dyA6RmfeiOVERzft82VIwdKpfdJSAEQXhrBsrAEc6i6JOL",
+	"hXk7IgEwgjqiuZddU5MDvWPkQHOaz9xJsA/7aQD+2wWDz/DFAFVUIRP0G1TM+F7Z1hPbectYe00bfsee",
+	"2SvhdrsiDb9l5Eu+O62IhlPEDQI7bKliZAND+oK0INg2XKDpiQhJNvZC/wJ/vHHwKXBFuSzwrctzbBGU",
+	"Ec+pBslZO0NqLaFPF+Rsd8RFyI7C4Mek3DqpuGQ1i9fsrdHf9geBNo1LMJ7V3rO3zs+rv6Xi6RMqJNXs",
+	"X/5Ivn31T5AqfRPEGmX1BUsANYg4P0kuWG2ZQwjk7aNMT4aljuNk4YzR6ykxFd/SQz/y3IX8bjWFYQFD",
+	"ktwRfRLmwDQEg2JU+godxXCUaGfkNQQsAyDgs4L9+gqhVT/alv2gO9o0J3T/Pjt34ddM1B958b+l6rZP",
+	"QvNX4WQbPCJycAn+mWsj1akQ+GTgTfwsBBc92EIWteo2/HI8FAkp1X5kCIhCtuwkRT3E1/iACCljb5BD",
+	"H4kASfJGymgtvuHaZCGP4pAFqp1nDfBfGwcBUy7KprGIBl1s2Z6KQim2EAXoEnMUKPxSHb0hajJOuzPg",
+	"jGU13GOrpJVqMQmQCwMidR6lKMZbcKvvYhmge38GxxEqi7JOPj7Up3mMTG1lYtJgkSC39YZshN2ixgOq",
+	"W6EhF1FT5q0Z0NHA4x9F7S4SUMr74gJRe7HpHL9Khr0keR1777xNXIz4HcJnODsbAlMFOATatp/prDkC",
+	"QsnWDrBO59InAlKdZVRSNgBVpz3Ijg8/KTZHTPAaS+AMshmQtE94RmSNtHMTG1gbectSOZ9v4XcfjNAv",
+	"15SFJMK2HhSzmuZwCeWskMUhbnWVCGl64Z7Yjds4f4TiFdusvAuVVwyFv6BTLOe6pVXkHw+nWGHfAfK4",
+	"62eDZ2VjhawNfF8Ij/DeKLp2fr6U98Lhjbk3iOG9D8OtZx++DspllLWmXZwgRAq1FKICRia2pH4aJ74h",
+	"r607FTKnOgD8WwG4dAgDscvgbmrdbY/cuM0duWikOq4h32YGqxLBckBvss055J2SLHZaheznMMERWnBn",
+	"jBRrbU5NGhwqg+8LYZFpzONpgugYhxkvkjUX646ns3XY+5Y72FyP2ps4UOiR9874/lzBgkETDK232sgQ",
+	"OIc8DlJDMwnEdk+yfmsr6daAJ24vXjcVd9mHzpPMCdrNLCc8A7ZVFOrUiy6ZbY0Cx+YpRLOGVQYPdzng",
+	"dSZcw8s5kFnr3WYoKiE4DoXD4l8DU7HQhgqDMsCOv5/zoEBDhTSHqA9r39U6D36WnkpLFd0r2h42K7LB",
+	"RbJ/ARwKxGPbv66tqJsJx1o8BULWLEcO8Cx3xMCZKJs7Vq/dNq9RGl0SZZdRUqdwU5YugX9pbQ9jGk3w",
+	"xwmnu/EBy50wvOkPZciFKOdeuTVyT31GaHoNL11fUdshxlygBAjDz34hTNIuRMA5nQ8bzCfzQcUHufP3",
+	"4A3ZwE2F+dHuONkbbz7SVnWZ9U2j9yzllaLDbtFLbDm72A+9aCvCd8FYC+C3ywSC7SROb8Nv3TGtuYZ/",
+	"FB7Sj6g6okEKb40+UapIO/SGmhDgUSSRO93ja96wUoHcd1QmULdKHluTCxRSVgkpNd+7Yh3MgZ5oVIe2",
+	"igqMBDIHxWgNNEPF6SKjvk/dXofQDKsqJmXqN05w77NdQ963kXLooK5lZ3tNxAUW5yBAYm4mKrnAsfyv",
+	"Y6cyurUnWs/lXuVFjJtc7rBX+CO8afB1o1iLPsSVVxfwrYl+kXYp94pOQiWS2vQA4pZiZ3ShfiNZxY8Q",
+	"1VUAcm57zx2SV3AsYkxwfJMYuYdboTQEdJpXteiy7j94zawIlI0zQyqUEKYzMTwM691J9GpRzJgPkS8L",
+	"eVcDqXRHGz1hkP/VvelbBolxbMOKrL5xbkenLVfYQJJyWVpB3s4l2L2DYRWM1awmnWiY1mQzmA8ottC4",
+	"PVnobaqgjiSgW/G9kKqwUkEBUMf9QRJ5L/QlNr2fFyjj35yMnDP1BusllvTqFehbxlodwHMavgMrveXa",
+	"4xE+1BQchnC+peTcNJdCCSCrT3x4+2SkCCXsrK6gGbxyQ7RRXWUAJdiJHZbZYW2Bs2s5QAsz+BI1qxqI",
+	"eHHQ1i7hf0U2eAkC/ByQICpVlWK9UrUiG3c6EW6SCgL3iTO6eDwC+O3fseV3kCcLP2AH0Q/YT/SD7ST6",
+	"p+sr+oWK07uC1JrYHBwtyLvCQ4bQFrOR9Zb/OJ1ZqhEvDidheqo+MBfJUt1zcUI6ciTHDaZE6Y6bweH9",
+	"TJNNv2IgnkeBxwRiCndp+MjxJuBQStdcX+he9AN/TP/igNle5GC0T/uhOQH5t+Za1OeUu4hVx0E+6SPu",
+	"S/B1Xr4nw1TX39C+wH3a1wLJY6QBa+rBz+fipGdrrizm2mqX0uTay4/alfjODjkk24ac/ZXLqR9W/06l",
+	"3g7khpnsga8Vc+lQdCs7g3Z/My0wfpAObuZI32Me2NUXf/z88xKfyBB5Kl2rwQsU4WVUVQHqqeHa9JGo",
+	"AXkVkbx0XzazzEMzHM3a68JJzcejo6WHhvpgc7Ii9EaqPRX8r1iHtG26PRe/821vglm9xIEEZZvXYfnX",
+	"tOVZi4N/Pdqt569e2sMsWOUBGTrNnFerHxD4tdzHm0tHxotq00MULBZoiQaseV2G/8BFzd7b/TKsOgj+",
+	"l9QtDkjm6790tOHmtCHwCXPVw6HsxGDnbsjGSrHyGL26PRGPMwzYBHHSSdy4/Rm/LUo7SetpX0axCDek",
+	"g0nFKav3Ut3qlmKx18F5W10dufD//H3KLsSUs3YPz72d0xqLdk6qyRwpAF8nTn28Cn0LtGnWhtHj+mgX",
+	"VmGymDKcNuGXd2eYsIYDvWOilmoyzg3+7qMtRswJUvYPTLFVRNUhzwiCKoF/WFpInph4omEE/tWi2Tjj",
+	"ll0Dz+XKAu5e+w8RsHEanfZnuIgnDJlrohlV1YHVNy5u1CdQ4V17cgGD4MpISKWrK90dj1Sd1nAI1g4z",
+	"cA4CF3BuXaQifsy9UhZSiOxbeKqKkdQTXKRTQrsuTsSzADLL48dwiZn6SYhSiFKJ4sZX+vSzKeJJw6sj",
+	"09Hw/gA8VQd+uRyy7TYGbdJZoxxEAEA1GzA+EupX7CK7Sgq9bkZ2cdB6fzp9zRv2dRZ099g1hlv24IB3",
+	"pUITCNbl8QB93sFq9dzSKmDPewMASCc+oqFVsmJQejzAYK6wCH6N0dwbP3Y7ci9jpZN98jC5WBZcIo4T",
+	"AFz0s7kh7D2tTHPyIEeLeLelqLTjtZ9HBQaJNyxxsJu0DeXClTqCK5IbnVq1JOZkhK/sWTZAaCPXG/Mu",
+	"yNwmDT3JznzhOnZ2/Seb/rvN05VHWbDsY5Ap/WRz4ExZRscrz103T63+nStYab/5C/Vvxqx9MNJps1er",
+	"K/9dEc+3yzHEyvZL8pXYN1wfprm6Hju7D3A0TJhVOMqmEzEFXyLSniVgf1yZ+dEEvm8dbA3SdEom+Ey7",
+	"ugf9oWyosXdkgEPd0aaB8mM+AmvSQhjBhxUH/QnNxqZKxffcyt4R+moSBRwCtu1yh1MffJHcA695jCm5",
+	"e1boabTEuFZdc0bmxyv86rX9aCrSvLAXtQ/XhHM+5jsTWeXDyVdvQIrqIZO9S2AqCk8GlQf0hrxqH+U3",
+	"AuItR47NgXzjNRBcpW/pfuESMHR/DpiuoXsHpeuUkwXF5J+XFJPzZIsBGu3CzIaAuJchBt+Mpjnc+R4L",
+	"/w///M+kOlBFKzOMv1sKyIpDXtA43iOOBcNKhHGAAAfO+e4q9y+mxDjQnIW1fYNIPPOI1D6fWxJa12Qg",
+	"20xX2GH7lIdyfMfu3ShAluZQv1fHZJOGng4dlcxOJ5Hn4smBBsAUs3NMOYDPssZGE5oEjA6EpuRo/AU5",
+	"5hRDIWlFerEGqrdNxaJl1uIwX8KgUmvp7JLJDMmhEhrEx8A9gaPLTphkQQHatnNFtbF2cdvqGXvE1KFY",
+	"XC6XG0hogWsW8zt9GU5awaj0jfNqblkTRDSvrTx/9RKg7rShkAeKoQUDtoiu/w00HeJEqIHPXE/QdpJ1",
+	"AMb3mos18IX1Yj1CM4MLTp7UsVCxcsWMnBKvJZHiKejtWeRXS5br4IBNhKWgEcC/4PFS0pdnHOr0oLrv",
+	"Q6y5RCb4JG7Jt7Y9Jetg2l3HPeqJpKycMjV0jUFFGafyjwfLXOzh6EXOSrrQkJuARI9BuYB/g81ZwmN3",
+	"TJ2A4vy3T8n9waqcGKChDW+amQTLif1/zuRfIuxktJ80X4u1PjubwRp8QUY8LcHHIPgx8LpnxEq2Cb8H",
+	"ZDPoUXt4gKFrOlIByJ4Z7QNiII/71vlWhByFMg2nGeOzpML+hmfPVSDxJu/p0mbC3lMy/beDtnOwiBlL",
+	"1/DbrHaRJt9/Qznl1IZbKUhY5TEG2eiCpSC8oOgs3Rb92eKml6USeA9Bhw0OpHnWOlJd4xIhRAEsrEjX",
+	"/Erkgywp6F+N+gqAn14X/qBqujdN3rj03yHBavAP2JNGqP2fMkuJoOMqY2va8vm1Hh1rTHXR6MqiTaPT",
+	"d1TKIyV2MhVCGdxhDgPpBgGo7RInHAIw7QLjddpXx0TdSp5Er6prZVmPX/XeTffYvsEfIaIv4x3ccgG0",
+	"xnW23mlp32nG09ubHmWSqQm+vNijOAYSSPY3t9jzi7FaJIsUOwzfJMwc89YKuqdcaDNdihtiFwJIfHyg",
+	"g7tsmcZ1JRVbm4Ni2jLXBCasvGcaANOtJuXR6izLONC7uf3oRbRRH8uS72b0xcYXSsqkoch2fZupIonj",
+	"BVUXCosVRKdgc5NhX+UnktpxXkmRYVcvqwD2XWqLGm+bbT3TMK+tdMWO8ideZo61A93S6navZCfqFEKL",
+	"f0Yq2chOlTebljz+1VlK7CvlbXWqmeW4lCDOMjSLZU7P5xb9qLHXq+n6RMN5l83RyeU8oGc3LeRdEAhh",
+	"xWgf6uD4Aaa0obZWtrh6DT68o6xTQLchiCy8E8yePHiVcgliXK9DEYSzJATbtP8w3fSRcmEoFynxJ46/",
+	"sKRxf5BW4SKNlLfaFSLmBpRWzcwDgCfijlZLgR5Ty/sgqGLdJHGXvQ7La01o08h7TJZx8T4hGgQjfkZh",
+	"GpubAG5MtieCwd8aC9puT1DjVveCEtzmfYsPq+I4jlMZTcmeWXfFfUE2LvQEop1HsSdI4+N5pZeTt6zh",
+	"Ii1P9EfQvxYwhs8yXuRl7hDBgohoyYgVeFQYrrIUgbKueWUe0U0Sx+froRCSdthYTnPMQQZb/S2qe6hY",
+	"zyoINZBobb8+K1piIYzlzTiaxA/fcUZYfAGMAKt9duohISyee02CWBxu16e4lUeKW1ldGbpPpXfS/RQo",
+	"/EHGmLd0f54F5q3zo53jKqJ7cBXdkE0Y6yYI6x/B8oLpgMFIElzOusgIY09yhIIceBJ54oThOD7s6Rzu",
+	"/Uy/PfZ9eCnd0lw601veB0U0UaGMhFF5UYPx/SwbmaGPmnADfRYdqrmKHD9iwKovJjAwtD47Dx0qbji6",
+	"xwZXdcLsnZRLV5GjZ2LLG9X6iAz0Q1dOBqcK3os2dmpem7GEpe2Ambszd7M4hhNZwPO2qBnVfmRazjqA",
+	"hpLL6GKdempi1XIkYU+P1txxH5jvxnrAQMCe8SEuFwtJmN1Kov+mceaa+LKtPmOlyHPrnZ1npc68VZ2L",
+	"qd85RKe2B0w8K1nm1QPqlLipfqZdqZKzKpR86+uSTFZxsTRJ2qUcZev4BB5fWaTNofO6xX9L92lCccEo",
+	"2qfmLua9nOOz7zt/zXZJoKCl2i69dEH3uZWambPtNuFjN3Q/kFvo4rTzKMznCixR8M858kZ2b+GmeKEY",
+	"VNagyapGVXhKKGD8ej+okDUDt0t3zpyj5ni9Ailk0/+25nWmaIReF9Qr5BoS5zHKGK6Uz3QoW9L3kuYA",
+	"Z6I4jSYTKt9796LLh8Jco6LNmt8lQPp18L8ss7iT7dlxAXfLDamogmwASCDjBs2pc3E1GSARbBY/Jk+A",
+	"B62w7CaB2HF633ir7dMQ1+3WIh6eXa+kYjoBH67DEqyrMP0UEDxcu5UUujumNcwIaQWm4fFVFgTIYmDu",
+	"0WZlsP/TGwXwIzfjSgAJNPEcWiKESwmrfcpSh+TMSufg9i9di2VI94DM7uyTHwFIfTzGENedVI33val6",
+	"vH2pOgzZg9rfT3ANhsOkJdnROev8XHmEaOv68PT0KVm6NXFU3uMyLhGwNLYLFv87WbPXXT41GDKssOKu",
+	"FTIKFj++TxY5N6Zg3gyujWGtq1yOVibuaBR2FGXoWSXBS/BWDpMVbSDCyGpdbKu5YWtgoVer8Lridyy5",
+	"kZfghP0b4nQ4vdqu3mfa4Y8OAAmmfpFZV8DrzoF0hZLJwNSe2CE89WF4taI7Q54APM/T1BWcK9Y1XtPR",
+	"aOaJ6xXcvynWM+HBblVuJ7bmOQrT58mzY4GrJNZmSlJjRLpAR4CCMqSz+CdLS2iSH1BbWuSKMA4TOCJ2",
+	"wbwApzohfHoXrqQCPBUAC1+7djaudK6336sujcGNAlO+2is8Jlt24AB63/OAPAhbXpjuodb6phXbc52P",
+	"IPfAjpk1gedpcHHNFCIoBuTQFKCXX5/RqYzq3EGsqpFEd5BGis4frsNCBGqc4wtnGh7HGQKONpJnj9mL",
+	"ryj7weszRpIavpqeNEP36zn9afDpQgQ+NpUcs2fKKT7hwxMBJnCSfIAACBhZDZb/HvFAO/+dC1odxVqr",
+	"6sDv5hyrGEvq38sEAv8monF9uzslj/lI3GEdqQ1teeBVaQ4VWzsxcqz3qhVfiW/wBvDV99j7loqaOc7G",
+	"3lMrxyE6PsZo16DtfKbRPQ3x2q6c6yK0ZjxeH1ty8UChFoRUVmkwWOXd6p4tFiTC8kaxJXhz9gjTl41P",
+	"d/dRBFatvLPLxZ7tn42ipu3mCYmIgsdWKpPfRs3MOk5ly0aV7cZJxPbtYVYGgAW3DTdkmwm/5uACmalu",
+	"5ojRvxhckLxhxBl+izwPoaftKZ374F8g3JzZyWA6AHmeQ8Z87kuIWYp2L69IJY9bLrBKvfe4GrpHkvbe",
+	"ICimkY27Xg4vvyCa/LIgb7/5AOHo4qoRlO7vMKJ7BqSP63gp4LULwqjGjsrVDCjakvhalCjT58PSW6YJ",
+	"ABKAKOZ8MpkI43zliEDT3rDSxxBwQ2puNZSyu+vAZ6Pc5c6waKAgm0FN8XA75moIZbKMl8LLcqf85eAU",
+	"f0E295QbB5HYUqXdn5XL7QWURMsk/Tu+g01fZJXVmx4wFwN5Os0yFtpLk6cFY/XaefJmwE1CoAbm1jgR",
+	"eDvCiJ3SSCt1pvrFq4ZW05S+ZI7pZzoUnpru5sgLmdmeN5aTQv24UcBJTJpD0BYhTXkEeBmKdp9t3wkw",
+	"6biAwxlEmOmElz3eo94usBsBCwp7l3RsT6SpvECYlzECnxuIqCO398DR7RZ6eiI9P+pZ3lDSGEoDq14B",
+	"mNzgIxd8z4EGPu2RezpJhqPjNaf6YIZunUvNfR5jFjjIwJ863asCUvnwiVVfr2RrOSF+4KG8UroQvJYK",
+	"XbZfcwxGolr7KCG/8te+Om4MMZcSHoJuN2uf8e9NHKi9xQ4HOreMXwLZJYUwLvZNLKYmsF2ccP+M/Ggf",
+	"bvz2/hcpmtMG13vDgSvb3UeoUyuvbWJi2LiAPajkc4P99E3Zf8rObMbfcB1q+n8oZZXeMUX3bO0yxdeN",
+	"AySYylHU4dAQfIUALk0isz9SXf2VlRfqo3Xu/WLAfLdsJ10t5iKx/pPW/Uha7A3oJKg0oonr/iAbB9+k",
+	"WCWVVa8hK7RmaqheLsd+Rm+ntYaBSj+UAyqPEr/czSzkeIvVg+dpIS6+VkoMYeyF1MDeGybSEd1fg8bp",
+	"n5elHdSZZjLi65EfcxaFb19++xWoPQ+I5P/eIfDgRuaLSPK/Jj5+w/8Km7M9GVYYJvLzr9l2cn7pmIm0",
+	"O7KvFNuOPplxPplx5s04Q0C2AvC1YrCDTwaiD2ogugQjIMMHg1HAPh7U5irN5woxyw/je2P+A8sarVAR",
+	"3/tk4HpcA9dipawwdSPl7SBvkpsg2Rfx9TONauDtk6JHKP1kCRtawpxel6GmPsQIMb4+mdMuzYJxk+Q7",
+	"nxCHhpfzYxkX3OFfynthZdIfksnbpOHiFotBMhesTuPLRcZCeaKmTKrRN3wvWE1oDMWB6iAUf8Fau/dS",
+	"ASYbpgJTlLWW/f+5nO8U3nBaiABEY/zQBdSG0ncbtKIgijLc7tHYr+3Rqfuj1UcIPCMv/Z0AUZ9W6+zB",
+	"I5xiDvXpoGBZAAWWnXEVydD+Y59sbnorfp/ts8EU4SM1hilX9sqDpj0yhPBvAcv3E2RvGpog3HThnVCi",
+	"rgi/95EgeD9B6f4aoXR/nuGannDeZG5qK0PuqIqqBKC4H/bNCjB7mTA6e1flusC26989T/4raLiXsy9r",
+	"OIZfTXBO7WWFKPw7Ee59rh7Qg+j1dU0vsuk92C39wmMSPKZXGpFT0C/9hDZaBtf00xxUhy4kJPfqeduN",
+	"nRcQEdSihZeHG4W/lfUVdNY1xNcWejy2bE9FGd6TX/+S5Qovn7dgVo5ri1fMvT1cMvdjUXeYRbt4FI3E",
+	"fiHSs2lKM7SnjuD0HmXocJVhdNmdGPGtmPx6H3S0wkl2NFmUOcl4OU14kNZemiDc4xJclhocHLb/qLnB",
+	"0QJ+zKxg16u3Zi6UHQ1GT9RSUezQVm+lzRzdBCVpfVbasO/ue/95uvLiaDlGnaWnjcqwn77+H7ydjWzv",
+	"dwfiF6pbLERjhR/nJ0/qX17sTZmj+tK+g8a5qJpuFPy/WGX4SN97ZPfPPz8H6H0wxtRKfSXqHzRT2VCI",
+	"vuimPfj3B6kZ2bIDbXaEti1iioLJ5khT6V20bbMpAfb7Qb37LWuklXWNvKiQ/5xv90dfQbqvgUu9WqQZ",
+	"G1V8p4ZdQ6WAOVRNzBHJzG1jn25ChQJqXD6IJtqOIOSB+OFcLPTFdX2hPGBq6VIp2lRIcTrKlBzYs93J",
+	"ivmwBm/XoIOZzidrT4KUIki3MkwkBtgpaTWTuKeEQ77WjjMV1ZVkVsW1x28z3r+0XdgwQTMK7dsBTP0Z",
+	"BHxBhQvf8g3ZaKbueMWuIegDIjG0JSe/IeagZLc/IFXlcM3mzJfhhLhQjsiEWZeejpTE1a9kCFAeUN9g",
+	"WzNANdTM8a43OTP8nxRnO7KjldEOnz2qIVwOg/CRjperaoC2aSTiASR9dKLmDoIdcX8EsM5r20JMHqsh",
+	"1Q8O7JklVywhCABNi0YMcTeO8HxgREymFyMpzGTjb2V96mH9QYJ2BctSid01y/jmt429saxkxq4VozX8",
+	"gK3Zr/o681zc0YbX65YqegyhHuud7ESGdRyZ1klJ8jk5dEcqov7etw0V+WjInJ5u1+HPb9++8kEGdsQr",
+	"oljrQs6QsOxKFQiXFWIf+VGHXpP74njnl9TQt1I2L6QwSjYz5ZYhjzS6BWMcRhA0jZQNZkfyFGIRwgee",
+	"7y22zX6miT1KeQPevIN4GYz+wOsF5HsXd+Bwol0NBw2Q926XDhIqMt+zrT2mZSD4UPgkc05piy4IZy4s",
+	"DRqIaaJk6gVXl99muxWr/kB5xrA4IJ9Om+mGnVyg4T0AtMNqO3QGpLe9ZBql+A2mpxfwo9DnGdT/o6Jt",
+	"m3IHPHcD8cPCwpzJA6CoIxkqINAiwLDkb6sgx0Asm21lSdvKnd4sjnvf8txyBFN23h83NmYDamW4AaeA",
+	"xPEiubqffxfY6nxQur/glJXBrWPmcmHmxmQfv2as3tLqFnTvpOFIYdUmrBApBaHE3RaX6Xvu43OlZecU",
+	"TLctW7wbSCWPx1LXYSXFHVMabQlZ9JHopczwo/oA7iGq/uy98YEeUumV41SW4Bx2TmhYfziFd+e2F9Q3",
+	"2MJyXddyrLUr6DW3QFo2zBf+wnt+byfJjQMNo/WRi00YykWThbEwUc/r3b2yepCjQaCe+vAxYNhwAtoD",
+	"OwC2hkdlrJOtwkpELzk5wK1i2nGTmayfS7li4sgzu3xYdzw63YstIm9IAZ3wWxcaXXMN/7hcJQ00/FhK",
+	"qWNTUxYwWKIwu+HOn6ekfs0bVignY9bRNcTFg+R408twRLs4Ly/MEOdBh7exuwQ7Rhh7iFNfh6wBnQaK",
+	"b+3e9y+RJyE1rJbmaRApN1j8YUMqatheItT05fD1gyHah3Ojc11yALKz4tQGqk+4JKuAoUO7mkv7xx2v",
+	"GfzhxvyIQ3UZAEdmDjJl/90odpSGrTsFUdgD3B+pyFaaw8NGk8VYfI40EdgLre+oqGYqB06r3BUEov4y",
+	"qs/BVYNaHGCBjoR1YYS9pV2yYj5GO9aOcrGesOrHuJx22npzgWID+3mBPoOrsJrXayIONaPL4H4aCkEx",
+	"nvFMOY5P4JpTRGKWWFyv3370DdemkJcCwPIZrJRCrKz9NmKo+hNH/cRRXbac/sRQH5OhHun7fE6x1W8R",
+	"p5Y6Oi0Lzy7g0oY0zAqRQXT6YAxbk738YPw64oSlPNu78WFsacZ97QsjLXHvmBGnODg2lBs8Jtq+ZrqV",
+	"QmdW1XmhLC8Xw9zfpJH4Aj0edp9rYjhgg8en+VE18YW04tAXF+Zf/nh2njG6e0LEcaz+jrKOz57UTBby",
+	"W79+AKx2Xjoy8PpblpjLdy7rA+0pD3KJO9w3Xq9cwk0XvF995q73/i6rzfmMaNvZY2RFgxGrLDM6xF0n",
+	"szJsQz+8/qYncf96c+oT5c8sxMXuOLvPlAXsM0vcex5d1J/VAs/DjikmUjaV5/a+dYbg8FpkbvNoBEda",
+	"s2wZzsdKLV9duYzxzEJozIcJ61G7IKTxgjwk2IC6ysyDBs8+2VkT2vQEntn2DDoZrPqAVSbvB6mOL+11",
+	"mTZFh3QdSv7cHakg8C6k8iQCtHp5riwqP3T+pftyGpfvcQFgIFHFAq6jUmejDE/07Kf8GPY0dyaGmZ0B",
+	"wLV0sGvkfQCajVQa7hEmCRfPLos1qfA+9478liq6V7Q9QJw3a1gFikCPeBDu+Yxck9/aL2eqQ4B7ps/M",
+	"ilYYJ1rJI9MB7GPkBYJRpiIHXlGrd8lQKXKwjCuPkIzxYPM6xKSwSRrmuZJCGyrMhjzpNCMbGPwG8LU3",
+	"vt8NedJIeUu61i+wVJmg+GyKOCMNNxidictUuBdweGAzXuTcKlCmYHjMsIyIpRO+7YwvqaI6scIzYbeN",
+	"inpFpKiYC8tgNT7MBWnYj9ZQiCNkvJYd1n4KlrC+7FtIF1zEwWmPtTQ8pC4Wz0CmLhU1Br5SEY16cnBh",
+	"4LrbuopeIfL1ktG/Cc18aVtJzwDHMkiiDqsOTlNc7uRgYZzGLKW+Q1uWXW0ZE4MWS0MAnjf39KTJBkJd",
+	"EEI7bfj3x3CturzQrhxYPYxr6C88i8hHFJJSlWwPJkPyVrFN2YKgFnsmQGfbGSOFJnK382tYFBP9g2bq",
+	"eYWEnDBROOARLtYdL9hLey+AVj50MxEjZQbG4H3LXXQ1uFOm6ozVX0CZwZTeSOm1HcL3OfkJjsysHxe3",
+	"gb035Mm3VN1aEcryzLahXKRZI7SZVQNgDYAVV1m8I2gBksgzOeSu/iJKclTU7mAEuU6q4zDfpWYNv7O7",
+	"HrkAWYFdJlUwIqXbMJAApRUAG3fhF9FWL1wlSGu2hsDkSAxAzvwq5GsTZKH4qfGlLfJo/Ipp2dyx2peV",
+	"WiMYzHlRYU7o0LCRpyEwzy07YcgNCmO9gDXSweYgpWYZejoeAqjI+4plkUiLLGcm8DOkUENZcseFkqvq",
+	"mrKHLSNZ0C1rytu7gH7uqU5dMo9LO6K2zZeynWChDzemgx6Cw5aTr1MEMUy2TadlhUzuNqpZxGh1GFUy",
+	"ACzL0nQtqyehLNMyNUj6PitVa5QsvJSVk83FeWkvXdo8F0IauFhes7Y5eW/NbFbOKIEeeO/RwZS6oCo0",
+	"7KC05jsgimXCSce5/Hlla9w10KvplNBxRzB2cO2AofcOZPh0MZK+67OKRk9GEoVSypYJytPi1WJE3Jsj",
+	"bRqIieNH3lDFzYnYIwnXOUi+YZYQ1wMQFxSXf2AY2DUSwXbnK7Flpr9K78l0ApeQ1pyBeUur272SnajJ",
+	"T3LrRD8MQ3b6yoCcTkTf8+Qh/Eluc9B5RpJWNiim204scykyONo2c9HfIS0bYb5D+uqGKHAGoVjmuwTD",
+	"AKS1Lnsf3EwG3Z+/7Mgv5hdfe0igIaHhQv8kt5laeuuj3qdT6/10Q22+Y2tOXhzb9PMBX69LRy8SxPrd",
+	"fZxNWw22LJcp/5h7ZSUS3rDv8adctMgBKqmAGCLsOVgRxkGV2J7AnPwk9r6CHcNFKPPa8caA0dpD5rjI",
+	"VFaTJ7G79mmidJCiQu+Yct7fuBZb3++wDNu7GSuX/xZ82VHdbKiLXXN5tboCR/bV6gr92MnWhq6COYlr",
+	"7KMa4LHEUy+iuaR9GW1jvtRfBLUU9xTt0ZDPwOKdZ7t1yVrjnUkR2X/TUiB9FUZnOMck0A0AKtEYr2nW",
+	"kptwmyDIU6sgdK7pM2CgF4gN4EZjB1bG+8fw1/+kpVijTJc69LAab+AxjMUtoj7IrqmJpobr3WnllBMQ",
+	"0/0rWDBufjV/gegrNA9/EG++m/gHC8CaHJ9Sl/7CqQESkIHvzwn90xM8uXCixlKTiIvI5UpxY2i4kl2r",
+	"l4vVb7moEU8ji3d5pOI0KbpeUaXwajJ0v4I6b8bRMKlZxY+0IbhbD/IwP3ZB8DkXjf3slov6hmzCbDc+",
+	"fEyzcc30i2qMf4txzz4bJKuXPffpILZ7KVg+FySrcT8Xfb7GTjF2DZr3OZkbZ0Sd32A2Udvwihu00j2R",
+	"ijSM3gESM7DmpyCa14re6x6tLE4V8AKFbRKLgMBf7wqdrQXJCopVjN85Y1q0pgs4ibbxue3kDUsn9jz3",
+	"QPrURJb1udwe99bayPnkh0EgikvtrCEPY0O15s4vFl6F7GQl664qB8i3Q8/WgC8U1wdBHY8VM7Aco5aQ",
+	"dEvDHIGujZSRLHkGE4Ht9hGmkRUB4z0zyRnLArCT+cGD5roIQSZj6bePPTs/ZGFGJu4nJ+zdf8fZ/Sg9",
+	"5BL5N5Ob7jFrvrYXcepYoULRI5dHIQtT8L4yBIIL4Mv7z868bzb4giU9NOU4suNHtjnnjnFvLi5h2jD6",
+	"FphgvIK6bAm3HW/Mmos1fLQuAvyGb6658B1RxZy1h9VEZsTIMYz9WYBHMPMfIOE+ZVedX7EfcvACI5Kj",
+	"oiYHLyX1GESdZsnCTotI0H0TYCT3IrePYh+L7wsY4x+bruNQFw9I4JuCkKpHJ+7GgI/whRToo0qB2YVn",
+	"RIre5h820jmkAYz0Mx29YNWcI0sj8E+ksKj7TPEES6pUcRDxW8xXjc0oVpKjHCqpCWlI9E+wLQI9gJBU",
+	"+z85VF3TREgAuju2gC5rP/Z/c+F+gD/+y9Xq6j/+r//7anX1P7vPP/8n5v+o4Pf/F/77/1ytrrD609Xq",
+	"CqycU6vN6ur9tR319R1Vdqe0Hf6LfrzfSRP9640d/Y844q9E7f56qeE/38HQv3LD/U4a/+dLgf+G/3/1",
+	"lw4Q2Oxz9+d/Ba+oenug9oVvmNbuT/fge+XftM/6f/3Jz+05zi06A6UBQc+dZrMi1IHVgfmjT27Bx3rl",
+	"yg9jLg8quW7fUxQlBXMhLeOB/G2SJ/+34uCpd5NK5a68X4IYL6lm2sg9gFjHFN1jUVNRR3I9/gs7uqC+",
+	"RhrIbv5Wc25FI4lmxu5CjLQ7izY3D2FnW8QU2Qw8Dfa/9rH+lyH1QYGTVBhBS5XhtFljWuxgzXe00RO/",
+	"/L8y1g5Q8j7TRMLV7BaIC20YBb6tWNvQysVdHEe4n+FuzkPgXY2n/65kL/8td9bcNSIx9DJSiONruFzK",
+	"Oz6gWk3i++z9OBNMOJzRDaFpfpIOzz/T3iBr1rz8/X8Wb5MBCM/RHS8VeB+4IA47HqSaN/zYNnxn1coX",
+	"By5YShBkYv3DmyQX+uth/WeK1+ElR92O+1UWA/658xd7LyeMlxuNPwdISIXmFavuu7yBEY1UUqz1kTZn",
+	"YIoPV/Tndwm7bN/suqbq9lHbDjbfM9pZXeGyFPOh53eUQ7cONz3Bf7Jb46oI4bZYuoyU4IaK/Z4J3unf",
+	"oVf9d7PO9ZyXj1aG37HIuBH6O1Co4MRrUikG8Gy00Q+HHgztB2wdtNJkgyTjAxqW6t0SnaeVNP9Uh6gZ",
+	"riI6t7wwTd3n6UyDA1ekLn3H7t8gVnI6OgbrlRpJaJ3gzxiRNBuzZXnTwPP23620+od/eU6e9HXVng4R",
+	"cxdNHNQYWh0WEWUHjka02cGHD8t9nQ2PcuvlvD1HLr5xmZu/T0zjlp3upUpN4F/dE1gx9xrRgA31kMFP",
+	"AO1wJimiRmW20EkpuiNTvMpd47M+SbxIMy7Jm7F0jv+IXRX/OH7KR3YVWgGRWX0eT/BZsHe/gGvR7fwH",
+	"cy0OCH7GrbhA6067W+DUw9M10e6wjdQov2+ZeP7yxYGaFxgNkwnSx4LDjgdzQfC7zzTZVAdqnlXhYyzu",
+	"RFNWroPkVQoR4av3tDLNCW4tfKk4YtIP336UEkkW85Np295u+zTaL3yo/jBh2c3bVVnAXK/V0I9yy1ir",
+	"p8hiuXzlGcilQWcQP7a6MHs5n5DtdwsSdckT2MTq2DbXWCgLonBxos4nBS+m0wAyxZ8Ai9sXPR2I3unU",
+	"2lyQlMtqGZNZ7BocPUtGFLl6QUytFcNkUl1IDb3du3IFMPpNqrhhekQJkLICavKAjOfi5SfHckzH+qQN",
+	"O653XOyZahUX+ZUqTuDuvDF7+YA5e3lKy3Rj7gnbE8QqHHjfVSn/gTojmeDqOygMt0P1mNEjq0uY0jPY",
+	"uQtY0/eBJaH2DYWzcKthTkgSZ7OrTtw+Hs9a9RKO4BoqXsCozuBlv1pOBZX+OMhwCDuN8rBTcfoUwV8H",
+	"U3JkNsOa8I1HY1DzW7/IuH4j/KnMTjLgVJMszu+6piHsfWUFbbdmDtHQ0hPw7w1ylDUGyOhnrlzIGsYB",
+	"0cvJusuXcsVSbjgTDlRBJlh405PygBU6lke+dg5WIKDaCr2u0it5YqRs9Io0ct8qudUr0jJBGwPAVMoF",
+	"k6+xnf/4X//7KThpPToQGtn2Qro8ojPhYSYXrlUhuQAXYZ9YP+BhwPwrlzMQm6g77dMC3Tp8pgmjquEs",
+	"Aoelmhy4bfb0jERWhTiJvzQSpk8ULE+Fm8zXZzjJUC/ASlohDY08QTcfJG55dQNfD8n0tG310yKI9SN9",
+	"v+7JZZ2t3mu1I3bvTHV2aTf2S3x9c0PuuXAVUrfSHIAcgmZ25IIfLev7fUlETt/sdBSvwePgU0JgXfrX",
+	"L+jKUUABRBHWGFwRq8oCHJbS5qZnGRBc5aGIOY7vLx0bYceViAHUuFgxDIrKVhbKXmdfVQfZWzh8lrpB",
+	"jXcFJxzOEZpcW17dhuVMezhSEtBAM7MT9iFjsAn0fdiE8zZEG9mm3aiyJdqeYFGxoQu1ayEKX3bqxjmk",
+	"YvI4132aN3r1NZ/+OPWc2pHbeyJlw3Kqk2MqNC+Ighyry+w5w2spsUOtC2NISMXLQQqDWy4zJ3CtSeWt",
+	"kRgJQDb//uX33331boMmaEz72bjbrVcj4by6PLaMy3AqXbAjeAC7VGW6BF+I3h/Q5B8imvy8qABiu27L",
+	"erRvZum/pK+C2FQQ32nT2DMHMEs7qW4gheM9QyejfdIj+nPAwoHk56II65Hg4gWUwCnnJZRvc8VWvu8j",
+	"k6Oq0oG9nhGtDAHYUMx7wAbc+6SlygDZ90Y9rPDtntiLSTFaX8wYCng4DuUVVSYVZZGtwBWFYYuoSDbt",
+	"zMHucSRQTfUE2STNypLcK2nYOIjZKyIooUP97zvW2OW/ckS4ugqxwVDXUFoi2HWiythSRmQD45kjFdBz",
+	"0+lD/bUCzGvbyAqzK3KINaDmrBWjOmWm9OmIjv8yUeMahjWwV87qyoFfBs/LegcBY0mtDKqWZnWZz9NB",
+	"d16SvlQHiiS23CF7G1hRvgTTzKmKnGmZtJ9dp1NFNc9V4tLU6vXnPig93qaeHMuIbzXjeBorZ7Cdcc2l",
+	"IUnN0XFvtMnW6dozHzJIthDt5b0mQ9P22JvV5HAq7PTIE6yVCM1C+id4L9h7Q1rO8Oj4fTyDAkYNHGat",
+	"KeldfMNMb38IQyRSNKcztnOy3guHfNDrwOox6Xn5vBcoeb/g+c8QLxLMDKlGl1KmHLFyRtTeuu/W5hl5",
+	"C4QRLtCfJBesviGQq+B+xyBkQQ7GtE/0U4gTAqMAeMMxlzloRVYMxrwKbCORbwa/5zE1sWvM9d2Ed/GW",
+	"Tx2ndD3VlzN36kKKAw6A60L4kTyuCwZW2YWPBJULI6lhE59gO6t4Xf7jf/3vp8s+zGwUNdLQTB1ArNXn",
+	"qwHa9cFPriF61PBtw/o8dJ3BE0gFQs+WDITagE9CUUDa8vUtO9mZO+yKUBoQpcW2vd26MnT2U52rK/i0",
+	"6Bp7vMqC0GsOeBnNdy6HwBCIcnDeJShOWTTWPOnAytuz3lCto8V0Ha8RAQEw582BCcMrtNyF3xU1bA0V",
+	"sPvfNFN3TLl/l9Fef/u6THfY+8XLGwknT7Pfpo0kz4VLdHPogw5Nxb6cuDOXnR5tG9fjfWyPh7MA1lmv",
+	"RqHX0lnM4NRUB2pWhO6ZMNfub8TRr90/ewPFKtgVn54RAzszgjyW8oJvBb008XWOCmpKSpf3IgPSHSRN",
+	"O8LSLKqE9T70sEB+MzlVGJ1HIRjl6Iovrwa2elBwcz7KOotmdstOn2lv0ztDec0Gci5tTYCe7XNzdYGw",
+	"HpY1C1gV+3AygIAOEWkis06zapas3PB7VviNjmqr5LE1Sw1plwBg/F4/0U/T7RlpaDNrfdfd0Q7M19VY",
+	"qCM7HN8qMflRn6mlf+VBh8+q8tJw4aSaS0L14MNMpF7RVfcpJO+BpT6qA1W0MkydW+/jNxbsd3ld2qJY",
+	"v/HhmQn3Kzw3AQN8iZVPzu2EO4SWkiPnLbOD+eqOCTMj9LfuPcAFDlBfwsHho9fh7DLgfdXvKB/A9wTo",
+	"xFlMrtUVuFDiVMmxeJiU3s+u9H3d8Fvmy327y8LO3/kaEtyd6lvn6148FQkk5vNs9rgIixv7nazZ12As",
+	"YcnE+bC74GcGuynsSMW03nVNc8LgpxmpJClFu6IsBdIwa2irWZ0BPn6DkjUavgDCVMrbosrBQdcsKLnC",
+	"qg7uzDi1fM6zv2i83bkVzy3DMpfNKQm4TX7EOW0h2K4KOiqKZViccQREmwGUdbrpVIIH+N+Hj6BVrGaW",
+	"bKVaR6MpqLQCyIDrR9n4HE9543kcHC1WsxrqOgA3dRiEEKHk41unqr3H470ge27CL2F5PI2mMf1+pazs",
+	"DQYbLnOyLdtT8cGY1j/O6bz0VD0+vbo4098Mub5KgmU9h3SBa9rwO4bWdKxKbpL555OVaG2j7x5phD+6",
+	"lcjLBxP571ctIEDhiseXDz7cZW4HnOERj3UrXn4haSPbltWZ6wiMCtqwVpcxsrHlY/mLcE5Lz+gyHwlN",
+	"/ubuPn9Us/ff5KT+MhfgDEU/0lX2IcniN3TFDEp6zlUkd8HNUCswog+ddYCU1NN8+eZ78p//5fPfPzun",
+	"TmfKSP9jXDJztl7fZYUxz6pd6StXdpoBawzFDzfOcxuj6mGixrMLKlceWc0pJOlH6WMO0U9ABGeybN2Z",
+	"aF1zxSwvrMV4FtSIJ9Rv7JpZan0DC5al0z7D3sW5eGpNJMYmp/1lgOKxoucN2XQC/qodMgTd6mKk03xx",
+	"TAc/HjDWHSB7OFrRXJYtjH0/74LEfAULRuyKXc0s6/fC/tfP+VXGQ91C9IIAIGn4oAcsahtq0uVu7Ec5",
+	"ZQGeZdYfC/sA1T1o9fMnB6Zzy0UdGw0hRQfAZ6mhW6pLEBP9FGcg5dILnSdiGBsUc59Z7DDs72QmIDbg",
+	"lORrKodXHK+6GYKS+NKN5y57W5ATOkN97toDlJQCHBWXkmiZNRSajclxfu8GvbhhR8cHh0a+7IsPLG2t",
+	"4ndLzEkqsgOPx+gw2U9TcJjVLTO5IhxSWUrBd1auhq+HdMFas/TOP9dnoGUX3g5f+5vhA5zR50RzsW+Q",
+	"C7rQbbdu9wepfYl2CBhrGqhCIGJn8g6ZHn6yrOYOD/Bo/+3WzG3+624uv87Ksc7k3+dS5m8ky3pcnWIu",
+	"djLAvCX2H/M7oUoNGh5XRB9oy2pCq0oqLFwskZu5Ju0cNgMPfx/DXnJax1fwz6tLTvmZH//Itpob9kLR",
+	"++ayfqNzCQH1k7KMwxWaj5kDjDZ8+wYQ6WuX1QGLD5luqU3cEFjzQcRDXw1ldYWMYB2VOrnHea8rO/Ho",
+	"DaDHd4+UTPhvmDvoKDQIH5g9GJIFb8jmbz/3uFj21CkWiiJPTgbX67bbNhlT0GtXFTS80nf7xA4xxCfX",
+	"iu4MeQK4g0/TXtyQWpqOanLpuFBeyfJHjDO7hjALTJ9akY3PGNgECEAoy+ATsIxHRB9GBbt2r1ZX/vvk",
+	"noAiuJ4trhcRlPdMYSp8qJO8wLxw26dkvEpzk/GgRvs1XtR3S6zPK43lRId6BVaFt1+PMjdi7fKG7DoF",
+	"vv1bdtIQ80TbllGVN0iUj8NSIpq1Vq52pF5ZzdQXCsW8s06zojyLD67XZ7chwSFT8Dtsi7KlkQR4SqKO",
+	"U7pWY1CIHnzbuyDphaoIqonvYTc78sLxweky4PX3ukuN/c/yntAYnRQiJrgmleUhLvlctw03GNWBMAfT",
+	"pckwGNoZeaSGVxtLJ3oISK66hlkOg5jy7o0N/LpZQcebA2eKqurAK9ps4Mtak5Yqu9r2herAm9pjLzxp",
+	"KVeEuzKXm1pWkFL/BYlb8fB1g/QJP8q+YtbqKv4ojSZhB5pRHezi+WMCqwc1NzyM4Q1mFG5P/dyns13O",
+	"K8V1yPD2r62mNlw+++IXliaBYbhVdGtnL6wQxqJJ1RkYnkagQYqwU+7iQaCqGMw3eE1CIMzqatc1zXUt",
+	"q6IckFaxdV85bp1Z2hd2Wa+7loA93BU0rH2ybFjngQQ3xk0tQMy3rQfT3fRS5cnPeXXAbffji9dFsaO8",
+	"Y2ttZIvogSv/E3tvFF2DmhX92qlGr9mR8kYXZvQsISDGG7mofPYM4038GVZaB4JZP0p7Py+Fo+dv2EyT",
+	"uQwTz9S6ARsLRQQaqvaQh4Jhw1tWgDwPyyDvmGpoOwjD/HyViV49UIWnXjC+P2xlp0JeVWF5lTkwhx/a",
+	"likCmQMgr2KnXLjEOIehVAAawOwpniCK/09xNS06Db2hFNgHAvrFhvNYliM92d/XiNRDm0zCAV5bw3IZ",
+	"CB9j2V0KJyVAY+986YL1sHhAWWWLadkDIFlFhZXNXEWO6A4fCOP+Lc+xe/YQP2lAueH7g2H1GgrFLrPQ",
+	"1dX7a2n3AlD8EYt80mWTkqOGqzT6YJ2F6O9fnBT8XdrezFgTNX0Xfcujb+KCKAmQB6CNRA1OB9a6xhes",
+	"AsCOVBhe9b/YywyKifc/HU5bxcNHSU+WbNe30Vhinyvsr17ekH5sxhcFS7+ALUa9RaWKJ8cLSznnG81V",
+	"kj6n7vMUmR07PWug+PJ6XPk0bBAkxV4FWN7wbxSr+F+TPsYyihxdRUPqSZx5v995qnyXZ3TsNaukqtO5",
+	"pNg1OSTr2lgBeI13SMYLRk3lEngjWRmzGzFbyf4cwJyxohwgjfhcGVexYID3XJQD4ydXv7B9IOZgwr4E",
+	"xsq0AVVPEl7PQwN0wsHzAD5dJCsBz01glDQMUrq8OejAzQ058P0B0a22zJg0HMyUb/X43UXr5/G+QQI7",
+	"Hqk6ZZNa7EOH6BF8ngdu+sJlhIbXID6uzAytBVu3UnMvZZVbEV65r6JVw7L/f7j+kpjrN999RdpG+uHa",
+	"VejmUyQysqJf09XwTPjtHM/Bk12/ovPHM2vBdqfTSoIgai3V8LoYCN11ZJXbFaFQrZDXLIhcD0NI9/6h",
+	"tfKSVy8yzJHoV+67ILD5FCbbKCSnz+Ql9ZPaYWmeI33vwdf/8M+f5xEc49GVQReOBMopeuEbHEioNIDe",
+	"ca4xw/5m5KGwW+tSn8MXVh09zZt8xjSLCzRPeDpfGrozlTw6YJceaX5IbjN7ELADuIF0W9WdixyELWQg",
+	"Ts5Arldw+5UXyhjdmj8vgObjGvTdzC14fFcl8SDDJYpORLheXUxNgKjLLmGpSzFmtQkVreiCsvpuP9qC",
+	"eynl9fNjj4bk+59dxWyFiudu8QBIwCrDnnRXvvCev53kDkrL5ItG9aUslkOjMF8zBF0t3tBzezaM35p+",
+	"OgjDmiZUcg3iYOlIwvvY3nLCpneRlYlGwevobsGohVxsyqyWVR7ue+CmL3+di3xMx/Sjc+ZA9aGop+ib",
+	"QgcEfGGF+8JNisuCXH4JL5x6vhfrObrsQ5ATjyDGuHQ6vY0pGS5c5/ctxUMizjEsV9Yzl8HcVv5kDzoL",
+	"o4pWe7y1U/KIyayn3OEpHJ6xsI6Dkzw49UP6GHEXfwQGix4dyzm2qV47XOq0IjhCm8YLyN7c4E6gDmHo",
+	"PSptVJTgli0wt4IIZTCqjcIDpkyJGqqZ5yiL1av961lbwohFLTfo38+2WMSNFvtJcKdcqmzp0GOmMCSJ",
+	"319bMbQmiiJeu7vyLWXQI5TJgligihuWKV0bBIkwil0jaRTLNVFZS0ftX19gab0yW+ITnuc7k1O1KIOA",
+	"4OxJY4XhwYIbPFdco37sfKAeO/4hJbWkaE59Ma2+4jAEopXGIvf646/JZrJsh4rNTzfEwVHAikBoXtIY",
+	"VTzmoYFpuRzYUBpMwBB5Bo+JWORJDD/0tMjGU1hzjDxxmoPGTEaRIJCnc8UjknN4YZ9BOQp+ZInRLwit",
+	"09wB93xITkuybQbeyRUEoJr49y9Z35FcPB1yaHww5mL5uaAU7aGHawZzTLou4arM6+xIgt4yjcBzXJBg",
+	"7kh7olkaTOLHw6mnX8w0WxFutSlS8zLUl8FtOHW9yZ0Z7OWBarJlTAy55BnVkqCVuSze4Z06GhHVB29d",
+	"9Cw7XWKuRDcYW+MCwLIrU86EAdMpgp6AT+MMQ+pIsZjjPJBYdsnJKKhR6ONPHq9OYYmgAog2g/XEWhBD",
+	"JX9Z85nlp2BFsF+wmjQcarJIgn4qb009q+zpS78f9oUYReWecsPFHpAh3Tv273C5OLiBPLzKUCmbIwVX",
+	"Sci+fQlBzPoMPF27l5wdfuQk8CjoZc6CORQvRBfzRDAyHUZ7jhW204vzDZaVATDg0gvOt5e94KC56LKA",
+	"ShQ3QJ1w+UlFOmF44zDgWT0Sq3OS6mjoYN6Op2+PQI8R9Ts4n6VJYX+HmnW074NNu0TnHjmCYsl53u0z",
+	"FYFzCSuxqE17KWPkTv8oKZWPkiJZjoH6kXMiV1fOxrAAJAydV1SQLSM7ZnwwUEGCC0zIjS9Og40XcTCK",
+	"Gcr5MoOQHBJ3nJouIoZjGT2AiS4avn0od4EW5yRaCISd4f9x3+bAUvdxZulgLFEfc4syMjWniYfd9xL2",
+	"DitqIR6fcw8EETN32lIGqakIG88S7lda1xl+budWiliVVxc+08Q34ktSbU8ODNEflsUgejuU/GnuNRM4",
+	"0BxL+IHwwMwZGW4zLWfYTJ4Z1HFwfOFJnOxgOJxh/qNdmaG6NFwsYrQj5nkupv2sQu7ReZvkTz3q+Vtd",
+	"HaheH5MewAD0KKSL8d4zspNNI+8zwcwQwTmTBGy5YZD8EhiV2coZ8LUrAO2TuGewWqeNYL1luyBRBBPG",
+	"Lt3ZKTYN9FEiK415lO8zWkq/ElGea4aefgCZZE4NcVzLeKHyxv/SsB0Cnt4y1tp95gpZQblN8Tt2H9sU",
+	"V8P6/B+kJL+/VXUkG+uD7JqaVFSNarI9Xml+O9Nhaf5lgMGcneUreGD1MSePFtmEomOSV6ntML0W3XD9",
+	"wDAcxfZMMMCAn1pUXSg2hCdOcrUYJMe4eUWBfhDyheVM7sfqVhwcm7uT7fy8KugRI86NH0sb5xtWmUIk",
+	"ZFfB6BIAZCwCZVvQoFF7XPYbuBvljmxc1bfNJzjkR4BDzpbQ6/fC7umOuToh+aMyPRqL8Ma+5FcAOMZd",
+	"fyyEY0dDro8PhnQ8OBkzMMfuUKCrDwvW+bq6kyOioc1lGSY+k9MAS2gjOWRulfEsQJIgtAq+axAG4eLw",
+	"tWSBd24c1N1mOngV2mXvqe3ILjC+XYD8At8mBw1JyoD69XxvBUW5T1n/XCncXSPvP9NYFRfTm1eIR2+Z",
+	"IqPVAdPGqMAiEC5Vmd6mivEkavYuOlQv8stPI/vP12F+PLgcb5jfvAMhwv7KuyZCW5e5JnIqSiP33jaf",
+	"Zk0ZTvfc8jeF+kl/w7kEvoTz/hI98Kv3RlGyo5XRhG4tj487KUMV7dGTs3VNesILL6e1tbl8+76VfJEU",
+	"l3maa4KJqpFQKjpsCuwyFaeiLZ4DDLeL9plGY3xhsagJDh1Mcd3I/RyUeenBjPLaF95NYs/1DQx6Xk2Y",
+	"xExNj4iT/YnqJBaNs6P4DETAbACEh6jYdx5ifqHE+KS8c1Qgc+QbPZPPZTzIvu1HKBI03O0kBpnTgfoJ",
+	"AQpDVKH5HBqZ9uAkflg3qm/h1K1I5/QUidWaMfdnmcDmaOPFgeJNF9WVLYueHxPYz6u/nREDM6yDuFQX",
+	"M3NafYGBd49+rAbuBzeP6SmbJAw8j6eEXDOUCnXxPvAC5tZXUlTUMAFBFFwQqWqmnuU26O1Bdi5J7rE2",
+	"KLOsxvX07oyb1rFgXkb7fvUzWV7OyIAGBn+okEVxHa7IoCYsH7VJoSXN1F02O9zJNkbKRqfsVCVxeNGa",
+	"DD3d99wcuBiXC05YwPrtzhS1+swOjmoJoBIhNSUrpUCF4XTeDUy00wAujZneDoniZpNtag0KTr5BQtUe",
+	"7U4rQjXiA5UlhTzssPK65KB+L1i0eHbtpGyuO+2k0Oj8ps5jpmDLc1+hBIMFR2VaMF3oz2/fvhqVNcHH",
+	"9seTJn/4/PPyei5HWh24YFEVxFDZJR0ddvalbW+doQ9wfNiKEWg/zOW9jF1wWcGaB5abXJIg/HzD+nqn",
+	"jJv8RSu9VFPH011US4fcg80Wgk0PtF4srZM461TfPpxMMiygjw2wJ6DfoHfLQs1vS57JSzL5K7enIUL3",
+	"lAvgs1/y3YnQRkuigf+Uyoi/sLRkxmHRl4hJbsu/EvUHFZL8YjCRBis/K3UdJ+0DrMTQcTJnTDgb7WeZ",
+	"jApFt0uMHVBbkuz4vlNMrzD9YJy6gtA7DlcAYiUW6016v79aK5ckk2F/k64igqsVuyfIx89KNO0TcxIi",
+	"ZqcLEH2x4uYy5NHHkIiixASufWVadgNWWc6seGh3EPDVYPPccs+cQ0DRfsSD6IwGayMz4rbPfIdwn97E",
+	"sCKbUAt/Qw5MsbN4MqKNvjsz9qpcF1qGT0VA376Q9pHu2eaSguqZOKh+iKr5VUjnLo7OeE0sbF9kYcmS",
+	"3WsGitbHuvgRtABGCmH6ANPqY5otlziZA0YK214CMt15JKjcnJKQg6DG5M3q7lBDMj82Uz+7WCD70CKB",
+	"27wBf9aS7KhaEfZs/4zQnWHKIY+CGqycED6lh+UaUM+wXv2KQLFJKzqtgtiE5cq3VgDZwOy/IC0g3gLM",
+	"qi8eBbjFX+CPN04BB7Ii2OvWUwQ9YQ0PsKkCpK52XsQaRTXUAEAa71IQIY9ejWq0Wq+9NhxgDh7r9KSd",
+	"TlyvAc82capUFyDqUUCEVasaiWihXHtPRNDg097cOSXsDT1CnRE09LTXDbtjDdn0n2yKmPes1+Sbb75F",
+	"zwtyLe/aHIy6oByGe7tE7+hNGphGhsCFDrpJ+jLPAPlvP3l6qbMk9IOxKB/aAJtxcsyaX8kL56AN2/CZ",
+	"jqxbYQaXqRpv2XvzkQ7KTsnj2gcHrNHhni0XTPs8Ao+XHCDJ++yCSh6ZDlDZl0cm2cZKyDJv91smNQDY",
+	"+7VSGawmO3LjDKYR1QkwwiUox+gPYZroap4Qi+3b//JH8u2rfwLI9JsY2bdmlaxdIvNPkosBxUesb3sy",
+	"rEhYMUZ/HI9M0R6FbG59EubANP+rVVpaxhBZaqB8Q8wGauCdkddQSYdrkhYr+g18ZENDZg9/0B1tmhMy",
+	"8Wfn7kTGSvFxd+NbqpzKzURwnU73Zbzai2b2GtFyxzZ2Z1B3AgNKjEmcxKRZHYIV5u3ov4hJudy6y7Wb",
+	"wJnG3bMNzglI/mRVQqhGY1vDQ8aNHQ4R0hBX9O8Xtxj/2e7FS9F25mupjl8DEMElgV8uTxKaI9AegdJT",
+	"IRkaWY5ju75uaiWF4aL7lYWF0WreT4SRj9vOGCnyYUGulbyoMG4HQrLOD1HC2Dq7IfJeOB9HuqSVr7qc",
+	"Ltzw1jbhxEV4JdmCYqK22zifgQxb3ycgRzqtg7rgmaPebVGmWF+WXhS+d0lFK3LLTiihOM05yISFWUZF",
+	"ohowNPQLQ07FGmf5cQOqklzpkW+/cQ9lYVhDHvOWH5lMOdAvZzLsfWunRDrhucyvip/A8LDjdDlpcPZC",
+	"7rY/vX5KhXFbvxoGcdlxMY4kPp2X0Xl5nQ3znz0sXjGD8xKiXwlVit+BK250iIBC7L18T7nRBYBpv+zN",
+	"nJEF8SJ1RdlZxVuOJV0kSMMTpX9cPdF+vNbm1GTw5uSObFrFj1SdNiuycXk29k9aVUwYRLjYH6Q2m7My",
+	"1rFrCCUALrel1S34O3C2mzEW8Oerq5Yaw5Rt4P/89+fX/4Ne/3X9zv3x+fX/sX73//9PybORO9dhDEEE",
+	"ifr7/eefFx3zSaInVmZdc7Hu+ALajxRaNgxya3oGRYyUGaifcoaKSlCfthIx10vjaoBlnSP+TAxSekEM",
+	"gh6yTjbbOBfaALitpRp7Xhu5Rzey40j6hjx/9ZJUtMEIN7JBTitvmdjkO4XnObASbz2Y3L/2IMF26BvU",
+	"djrRMB3tJNekZg2/AwXAHJTs9rgdy2lcqZKFKc+jzzK1K+vWNXPUsxlyIRPe1bIFd7BA3319E+lxWNYQ",
+	"zPGioDpO3nT5ilrpWKbNludlhKW9qRt7tND/a7mTbzpNASAzZ/JJuGGKNn5pCm9+lLl7G24+MT4y1VJj",
+	"uTeDmwpQpeyoEHrmlp0QLR/kfJ3FBln2LFeY1uV8a5tQqsuyc9wu+xfWXLcLZ/+6htKchVMfb8+vSoXT",
+	"srmzOhZu5hp1pby29beFzM+rL7Eh8EvVmBnruP+CAgaRWyMjeSYUxPPEfinfnStrhuY+yZkgZ740jm2/",
+	"8PBBlytlgnDfGpLzgWpfa5jVAFBgT3Coa/urESnnonSHelk/QQCjK1TNWENbzeqMoPIGI3wJN1bauS0C",
+	"MJsDOjQX5hHuuICKrgvLwA1CgF4oOc3yv15PycGqzLHQIfXlrXLIPrP3A4zEXhLpfG6s+3q+XaqSjb1T",
+	"WO1LxxZlOuYM315O6eccNiVhPGdtpokjFSc8kOTeyjPhtJaVxpvRJhavIEAcWc9C4zlYRi4gum22dt4s",
+	"KtxZt0VY0XVAVPt0WYwui++SBu2L74mjtIKeFFYMtjcEONAtVf4Gb4mQ14KZSCW3w3uj6JkM5WtX5Nou",
+	"37VuWcV3vPKBw0WM5WF8GIBOslz4SIS879NCkaOsEOgS8rWUPJLPn51vxvwoHP5ypvaIvMcegU9sZ8R2",
+	"3qDD9BE5z5btufgHE0Z/k+zmMpkrrJBlFaJY6LoszeNLl7bhY9UBYypgtgWtpwzc4hMHdNERn5ggMsFv",
+	"pGwfQUcnjZRtr517nS8o50p2Ltv0N8gQYW6fFPNfnWIeaO7XppPbgX2mH1Uhh7lerovj+SOKin9cDdwu",
+	"4SflO3UBPEzvjng/XK46wOIC1X1Stn97yjZsHGjbsKNc7B9Dzf7Q/LpVbA2HHBnvDAxNq9gdl52TS0IG",
+	"5A2xvBJgVQJc8Kiw8C8qxcLkPqnwQ+b1YO094l+/ab39fDH1H0hldyLZR9PWe/RJ2/PDFfQPzTt/aa72",
+	"SS0fMLaz09mcDg/WzMfD3Pk7Bdt5FGgdDyBfX4iuc0nC2zm7/LgYOwEx8P7Amx5LU+ynwWt2BXz0WiZO",
+	"bqFQU3iMQY7caNIwWlvhs5ZpgrSDv7RS0kLtpm9ffvsVVHrJhDw1QEzFuKbXMBjFKqnqTItHaTL1lwDd",
+	"XfE95Jv/8PobCIjCDxDacYVgP/dcsz67cRnl7NJaUUZRoXdMrY/MHGSdt19g7SxNDqypyZNNP8fNimwa",
+	"WdFm3YfEARYi/PPpsw8O79I2ktbQW8EeAlR9A4jq+KErdfiIyDEFEYCfYKn+YWGpzgf++a897HEehGo1",
+	"RKCC7Qks39XyTF5fHpAqCTaUvTRWlp/yCnKwqSBwPKdbPgdO9by5pycdo1A9g+qIDnPX/5q86D6hUp2F",
+	"SpWR46e0cDZK1GMJrb96vChM2PigaFGPgA0Fo+zF2kswor6TNfva+ZUeYJGZOhKdYQABfn6DxpnePF6c",
+	"eVnmRQyNP4YvMTR2mUexL51xmejwNQoNkfGktweF8AfIF+q0w02U2hQZV2aVmzDtuNjAh0EMLXS6hhH9",
+	"cq7XjHvglYNnR3mN67gh4dEXMlXpL7TdebNXue2uD/dYLp0yDH05q34KWK5KirM4291ZjS+m9YDg4Rcd",
+	"Uox+RS5wN8BzXOCtYjWrmNZSrQtzmhQV5CesQWYv9LPW10WQXgAH8VIYpqCis2GAAZVmIA/2+Q8ZwK/J",
+	"ZAsve1b2yWbbyz5WYTw9QPDBexd3noeLUFox3mqizlD6SQaaykBu5agx7Ng+PLLqbYTnD6ym6fHFld3k",
+	"X0ggGk7zcUSf0dL9qoSg0dg+iUOfxKHfmjj0PX4USjwPKLpgDf4uJKTk5IsmDdx2nTl+PwL6BryCx4/r",
+	"wkilOeg/f1EZFvxaro97qknNKv5rlclglJ8Esl4ge3h0UBzY+I9ohfr7iWz8dFf/nd7VHmulaY7oQA4+",
+	"wGvnNqTNJhcy+jFv1F/6evgUZTW4IJarWeBNgOoXOJKIYcIXz7shfC+kYkkg5A9ZW2JaV2IGs9/XtUzi",
+	"9P8kOUDlamCEd8xHMRlJ9gw1zvuDbBLO2UeqQOEKOhbXnygrDgFNc/24ZSH6QhAw/huSqgTRUG2IC376",
+	"MFUgHnz0HhpLd9lZG1R3mAf/d17G4K3F6AEP7Mw12cukCPbwWg/Tsg5xySu0ytVkxxV6nT5ElQcTAjCX",
+	"bwEzTAW4tOLDb5WiBlUfsiQ1U6sACW1KSKWVH7DcQ6j20PM2fV7Zh7OykgJtlAjv59WT+IUJoXi/Xczs",
+	"hQURCnfbRRjlS0SUq12O7PLGy/N2LhvB+2vevR9dfw+ODhmFYQZsS3s3HKjuV/k3qJ/bOTx+orlv+bEi",
+	"RGxblwaIVAxa02sw0s1kLIcwFHCAAIrYgYq6KcUQW/R62Fn8qlwddkAfwr8BQtMju/dVJx45wT3M3ivz",
+	"uqsqxmpWA1wqkBtAqBrZtqxGPb+lynDaXPfvzmSkZ3Lkv5M186agYoC60hT3suYCL85tYQ/gyxTkRXhL",
+	"RJGloEhCDGP45NZPX1yvqN3QB11bwHJsMxqRtQPUtpGAjw8/AqwsWgw/3WLRLWZbxZDUQbO7RkLM6+Kl",
+	"9iDfXYhkR6Ofqz/qioou++2AdMDAOONx0rGKa8nBijfUnIfVjfYDPX9543guv/TGnc750mDbDDXM6s/q",
+	"CCH/GxzAg5l1RA+PyLPParWoXBdOd+RdOMssFLrBpj4ub34o3z2Hyz7UXzenHWB2P4GMOd0dmf4H4a8X",
+	"CIaX+rtQLjzD3ZXLnNhwwa1ot8GSMWSnmD5g3bsN7B68uHF5CbRnxnm5oli4QoTR7Gl9kHT1yQOzunrT",
+	"7fdMG1b/945p0AZfM91KoRO3f3jFXsGtBMD33srTaaY+c8C+plMibxNOFXRzoyB/8X2ce9XqZK0Pn5oG",
+	"SonWm2Uqci3NLNlbuv8TFzUX+9cMhpuYEwUzNaHG0ApKf9AoF3JLUwXQDd2veZ25uc2gwfm1OXLxEh/+",
+	"PmHspmrPTPb8DQeZ5khjw7cbd9x2Ztl+ENvChasZLBwEDY2X7obs+R0jG9fxBqpvggm5qZnyv29yK4yd",
+	"topVFC63FPt8TjQX+wbWvR/OjevBnvAVMXhHYG19SqRg16xhR3v7haGVOaJLNh5HcMbGL3o9PgAhzG4/",
+	"e2+gltALrMmSUi6MFbM1ukpxA64bLpwfBmr/JJhKrszPW19UhrQKEv2xEpNLyXRtLW7OoM2/Lb9/4Kma",
+	"u3EVLOjbqhW3rAX/GjhG+P5g/OgOEljhctGkyBd74HjJLQeb0C3LgBlUtMX0roO8F46Ry+F6TWmOvl83",
+	"roTYxAsgtbGyoaKVYUoTWlWsLbbrQDLkAU5c0cRUtoieX33q6OGIESPARkTate2dj5nDwU4o2EYVx7Dp",
+	"vQR/k5Fkg4JXwY2DOxL1WXJ8flS0bVmyenTpybHPrmGUSwnzk7Obcn66pnKDfyufdzWXWc6PeHCS6JbR",
+	"28Di2XtX0qqXeBKMfSisjdfDIy3cH6QO6ANcE91aPfPGsocdU4rVRN7B/QGdggazleYAGCqamQtqOFtt",
+	"3CpF6dAWdxpAqLaLTg3f8oabEzgxMZylLjv9GRe2O8GwpEXczspwuTA0lPDIkd76muQK97Ko5TvJq6Rv",
+	"GB4QudtB0bgtGkZo236mvauuVfKO10zdRI987Tb3tYdZKUvlntKnlM3LSgoEDEuMUhB2lD9xwiuZkGu3",
+	"tLrdA3phyk/tn5FKNrJTVmSm5MDe58uvzxYdhIEUmi5+aGtq2HMhpAHtIC92wW4CxwUBxkvhQInuxNhb",
+	"2f7gG0s4bwMswGRKvsFlZSe8OZM672f2JTVUMzM7Le2lCiPtXST27IbQLRgpXDXBW8ZaS1pc9UiTYxlj",
+	"IASMzGDs3mrE7Bp4bfRsVGDzj59/XuKVO25ZbUXkNcSKJbqjffhBeBkDy8rcfsMO1v50JUJ03ZMH9fbe",
+	"MCVosw7y5Jq2PB/s6l6PxE8obymFYFAl1e5iV3TOk32XSbsYEeuCyMKQNK/P7DfEu+b28g2jqjr0JAqW",
+	"Scgq1MYetsRyeN1xoRRlJRVbm4Ni2kpQ056/kfdMGwLvEUpQ6YUgugO9Y0WO6VEfaybs6zPi12b0xcby",
+	"8oYzXXjHyXZ9mxEycfxYGJQZ1JMKMKynAd+iZu/t2TCsOgj+l1SdzM2B7w/rv3TUXtUb8qQ/FnZv6qcg",
+	"rrBKCnm0j2/Z6V6q2j2MgXHiduzP+Illd8tB3Ul0NcuJXEHGALA2YECgIoaCvyVZR+jTXR/tJNW64Tku",
+	"iy9oQptG3qOeBQLUpmXKlfDcWJlrM2wRxeMMMJ0VN9IiXQUBCw4KzF5Krlds9JGAu/qRp0hawmHp9P/H",
+	"3t8ux3Ej+cL4rSAYJ0LkRvFFHnvjP+YnWpZsnZXGWoneOf8d+3Sju8BumNVATQFFqkfhiHMRzzU8F3au",
+	"5AlkJlCoalR3NckmKYn7YUdmVxXeEvmev0Qv8Or99IesVbEcLYSTZkUxsoIv/NL3uttrBh19gqkMA/h5",
+	"7198C++t4s848jFtjpQAXe7XM37U09ppDz8sX8lCvNLVoodW6sJKt3RsGoyoeU73gBgby+kzzwwiJ+mq",
+	"NZ0hLsUzxI0Ggew4jVdYlbj2zaoAgog+mzEz56V35Yz9OtwqvE9izPalNc6o6zIIIGtS1tlcVOKgFxNx",
+	"s97lnjpl3LKFblKXm5RFqXi13Eb1a47E2QJr9aQSiqrA9YKKDL3a6E2J3ddT6Ozf8sNgfisSZ5fEIOmY",
+	"FXypawsIo1I1A0HQhfSmVq6s/9ZcisqRp5wG6s/2/snpn0Muj5twwdWsDomqftIv1ayQZr4y4zf0tFeC",
+	"SDcfVnrTz6X9mt0jp0xBvgxwTBGZoM5GHTqWrw+t6mIL0K93+NZ791KaIUyd+IWL6SwYd3zxzUmCsu+O",
+	"Q3X1JZ87vEk96rWQQXevi8If6ykA3WI5l68zrMShv/U3NC/xLv6Hn+Q57/d/nwGPclRBsTbLE8n1/eCq",
+	"/u2M1cCdvEvxWleXpuTTrk7w3YpO0OOe7vVOO/5QiR4812SoYI9uRr9d95YAGl45A234Xnlchz6H1+Zt",
+	"O+1sW5uwssCZv/nuu8ixuXnhG9b7QcwWUErUu1LkwG6vtSIwzdX1GfzMJm8ejYZDr0zVfyQ523SCP+Rr",
+	"YKW3yVhZSY9aWXAr1HTpeKebNrADNuVFAXH/Oomd4lEIR/CdVkA1F1O54EXaZdJ+b1QraW/wcpOSsuqQ",
+	"jh5zX99ygnVVub1Iekdon9ZnDcO++bThZkhdO2aUsM/KSi/KLWcZv7PVFtKL67aPHtl+6zBZ6Aav9M8m",
+	"yaWNqM6maR/PL3DpwNc4qa2FsuXgsOSgxybcgvDkyNhlSvVzn9QXbFxWcsGr5ThjY9JG3D/5dCoUub5n",
+	"c21sOj+rjy/TJOXWwAj0IoQkhjoZjaggOOA0/tdWLNJrhegAafyOPX/vDDf8CiKLi498aoslcIpLARas",
+	"19unGHag+mL042O8BceZePAcz/e1EgP0jb6Yyp/ZBq2JVxwKpbd87wPUu2350t/gQm/50ou5mF5O9Mct",
+	"X3MWzw1eeSPNtqv6n0arX+Dwt3zxJbnEfuSWn2tddF9Pia2/i8lZWXpTrj+/xae/Y4ghisKWzgAotL5M",
+	"ZanNuR1NdaGrkZ2LPgUDMuQwAJBhBODFhw8+ItDT3yglRTqDjaS6EukcvRByhipOVGeiWTjjIq/4dYBb",
+	"gC8ZQT+no6JTXS4rOZsPizRPa2P1YpRLMy24XAwM4xIT7Jhpq9bqTDwzzD8EsZQIrFmow18/pFnmtgF9",
+	"Oe3tjLDQf8iQfBLh0nsw+gClPWiQ0XZhpImYS5Xj0BSVGjZMGsNhDKtBgYNQ12x/XEh1CWYo9AAptTFy",
+	"UqCDY9hYG5Cx3TO4Sx18bErJh1/cQyYBmL15Bo61jzppBJ0bL5XFG0K3wMeKJ/pjhh5MJ47AEB9qh8sr",
+	"Pl2OSl3IlEb3RqpLn1VBzzJ8dlhziLm+HkUJjMnE7DjbBFiXe8uENnrk5YnTcdPXPegJqTjxCA6YmxFG",
+	"6UbpexJSL+Ah7MiC6SUg8xtu62m4O4uuBQlTSjJ5Ws4PhZ5eQopZH5s/b3oQQGLehN5Y2ZG0q3GddOoW",
+	"Vjop1UkPTRnR5jJiHwEIZxCO/aCcd0wuzlhtoKA+bL37OyIBMbdSPnDUFav+BrXjfqde+tVuTAxxk42o",
+	"1i1i9ZDWVhrOucoj5Ej3PQAUkDmxo5AqPaghBSq9shC/DG8GsiGVe1UeNZps9+g/rZh8n1bv8KeVnf90",
+	"48W1F/N7V5bu/ZdTYxqnnD+pZwY9aQHQwWROv0fbKYA8gBtnn/gBK3nFFwKSxgppAPtkcXDE3Hyaz0CD",
+	"AcbxCWrYQBZF7JKJ89uRJYBfMiECPSPAPHfH+CGMQLyC2lUKZ4KMQ14PPmtEdSWqQ8gqgGxtcxqxFRAj",
+	"C2kp9c37tpvcoGzPPzzIi705Swd967lQVl5I3Okl5J6U5WlD/CqHdk5wZ4AzX0kQ8EyrYonXRBrM+oHU",
+	"/mte5QOcXUTkNM91l7/FJtP9lWo71QuRllj3VbPhvzxZbleE8fe59gBvftxTLI+RispliFpgxwfVaNys",
+	"ynz7Cr3HXXZ+w228aUn6puG+gnL1jYrIIyhfb5U4fr+xaj1L1axnoSCS6SpzR15BF0EOhcLjqlbKcf1H",
+	"VtrO+LTSBtIvsHz1Pmrdt9MS2woi/BedY6tqb524eKNnaf/iGSv0jAllq2UQ3VCe1tJ0Tb1Y8Aqza68j",
+	"1pxCjNsKBQgG3lqWjPi0hwGeo8vT6EIwegg3fkWYNO0euWpSdHtYcQcTb0Gprj1O5Y0X3kfTBriIo0UL",
+	"lY+8/jIsKvxS5b8aUX3A00tEhVvpyQP2yW9pcpvas610IXosEt8mbMqLQlQRMWVs7BeJ7hQab7wWuOii",
+	"0ot1rhJHwNfc+HECMIeoruRUHPJS9rm7AOh1O7b88qOtOJMKaQDygJsuQI7Yt0LK7m+j7O/sQBETm5dD",
+	"LfH3tQqUk+JIw1nPGsfxL4ocLfqiXeVc6HVJS4MMsS7zSxQ/zrkZLXS1pu6o4FZUMEUngqSxaYdPIRfS",
+	"9jtcmZH/EgFKJRHhW+uuZZWwdaX6XgZZt0YZdJQihWELbqni5kIWYCHqK1Hxokh9tnPiMEG/TD9ktH8D",
+	"/BXva6oSWE8NLSoIjXPRMsq8skNds2rlkwgeJ1TVnKOprR6ZJXET/TiIAmiBa2FtStuHU5sbj9D6An5m",
+	"RCV5IanomjcZjllUhDYtpDNU4MQ0K3k1MFX+bpT3U4Jfxd1VTgtzujO/4hKGZ0th71TB99p4djNdn2Cr",
+	"UNvf9ygvHdyfgy8JGOXz0PMjmd1HAoeFuBKF72zsE4weykH05JTJC5GzvK5CaWCthvphbsnEiQc8HAd/",
+	"AGb1WQLr2UrOZqJaY+usWm7fszEvy8OqVm5TrsVkrvUlbNV0LvLa96gvi3omVXpbiKP14AMQu4N8J2/O",
+	"By6yFbDf9mwuQlw6mwll3+hZinkohKITfDqH8C2YsDNIHgd4dX4pzFD87e27B2H0jSLHG/hJ5KVez6jg",
+	"WzfjVEONyaG4B2fMzHVlmzRiP7+ju+vCj+b0BZ/auHucH2TjZgLMftO9rm8HIppohZC36wjSfCX0Uk9V",
+	"hQllB3UsmQ32FwxjqG7TMKBobwzrD0scFXr2mcOvJ/gI9GtPblwIBlaGTXlVUVQQ+2jANDoxNirBp3gH",
+	"6AdsXHrfdxdYZ3N6wykUy0kEJLC6jNWEu8xyGKaxDtnMn50REDJbXwGATA+DpvZU8AZ73WS6OkNsIsDt",
+	"aK4hX5irINwgrVWqejj75tO1HGA610YoyuHtv770lf62B93v9GUDD2guhDJUXytK0KVE6Z7uQn15ydxu",
+	"asnjrpXKQbtYi54ApwIJX03+EYb3A0BQ8uumnmAA/wYN+BDgjN7HZM84BYI6bLQyIQbIhUGsDuzYESbC",
+	"uaWPcJVfHuNr39VzuRC6tlteVvGxdNNjtfK3tcmVAC0LfHgWv80mFVfTOWkv7p5TteaQewwjIV5f2mTs",
+	"9F2NZjfQIn00F/NmZEqb/CXT6fteuKqXxCma5LRxB3KW0ImalnlOoF8Jw7jtELbyPVGuOaT66ApBXBx9",
+	"byd1zLqCEXJuiKkswQE5nWtthAH8vjUV/o+hQoYAayd8egmp47jacadO8psTp/ZaKyr3gf/9j7PD/+aH",
+	"/xr9Tv84Ofzr6Pd/+x+3LLaJxnt+cjLoKnVDQQT/MJJqVMv1mcE+wtwkB6Nw1DodHNqCaSEQbOOWjhiY",
+	"uaGjBtjCNqK9cWmGfMH1Ih5G6CMX+HiAiJeUoF7oGQZxKG3cnCJcDS8K8IywMXIzfSl6vBPN731lld4m",
+	"XRFXIWPXkD+sVoUw0UlKw3JRyCvQO+280vUMj2MzsOCw+AThJ1kNO0v72nPVe2EafdGNR/SSxlEmOnbz",
+	"OHJvIRYOzenUEAic3uZi77id+yTgFSrZDna2p5bCXS3LPXfyn+7xTzl9sMenAT1FC781A6Ur6pNNl7X+",
+	"queowxq3jnsLECIBzfAUFJ5LsWTSKUygwwIgStr/2NsbNKRKYK2Wz10ofRkdOPTguMAfKr1bz/3rsJBp",
+	"1j6EGz4q88To4srZD1TfhHbAulTw9aVLez/ih6CxYo55T8T9NxgXkBzsGGUiSbqj/nieuGV/01ifC5/7",
+	"4nS5177j7wssDN/gHVCdFsFgNBBsB2h7BeYIOOYzVDUbHtJqxr77wBY4dXYQ05L2xuEs7yy9mcP2FYUV",
+	"o6ynoGr7GkMQ2mxo15GH6dw9MLgm7U6Sh5P9wbdIiNjOwxIIfMsW3/DoyFa1IjzwXvg6AvTFNLy5rqxo",
+	"JzMN7YzbZgP9frqhHbfvtpvYVBdOEot8q5RsenbQPtKzgzZyU6eyZi8DBSfiCcmQaIhoA8fFSHZgxwND",
+	"mjduIb5NpodU4ASQdiCq4e16kzc976dBrH25ovtvSSf4Oqm90E5HRiRSJ68BJt2R0N3KbN8zlYKEQ2T1",
+	"g4iYu2b+ufjYyzUXTOlr6ggTbmqGGZSQuVXpBTs52t4hei8c+ebM4g7vtGp3qf7SrnNvx6p1NxpbUT0a",
+	"lfuLuMZfgA53M9MBk8NNYya4TQRjx7H0YNwNS/p44lfrWnR91izrjdblML8BK7QuG4+Bt+mCwwBQYXbA",
+	"vmDYJ2fBk7PgC3QWONp+9H6CcO8fm4uAdu9z8A/AHt7cNYC81ecAf50OAbeFX7IvwEnijW6ASAgTLDRX",
+	"0HUISeTJ9t+p7Y/Ad874h82XanYXVv+u+WtZiRFcHmRofchWAAQnrqSuSZeLYEccD4JCvx6IyIdV02Fx",
+	"X6ZHwTGFIc6EiC/syo2wvR7+FXsQHotidzvnQWNKuPXc3l+wa0730Dzoi/US/E3nwoOkredDq/4BunNO",
+	"VlL364u6KJZMV77i/W75VKMcDc5SHl43i8k6uyqcDTWtj9x7QIAR6ZabnXOL+g1s7kDdg7A/eH+7tstN",
+	"eq9tRGSDU/K60aOAXUPZ9oi8IUkN+p02sDtoV0gTf1jFZViJ+d1QDHtZ89BiuHEkby5WbDvVt6pYBCE0",
+	"pBySxPBWH9+YxIjtKukoIaHyEfmKaIKPwVdUViIXTg7qajQwM7Tiiv2B3cIvdLXdufmOXNvLhNfKimoh",
+	"csmtYNDQaIX9Za0AE7ZWwW5hiGm9qUNrs9vxNAdtefzCnfjoGi4aUM0S+AjYVtPjVIwfmx4KD3vR8WUq",
+	"ou+FrZbrtVA8KzxRGZQazSaCWSg5hua2n5nuSYvi1opFuYPo1fk8AKog1ykikHJB0JIPoIi21z0whrRB",
+	"h+vs5aPS5jpze9LrnvS6J70uRQm/EHwhxSna92YraNAnVW9F1Utu6iPR5EAajXrY0d+h3BMeQXYkzcAo",
+	"zTrAFy/ZrQhVgDSGm28uprIvtvvQyiDM8svUBAdFRuJgafBFPg7V78uNlj7pBE86wRY6gTe4i2KBBvZU",
+	"5z11yvcsUh+ae3+xIaVu750eJq7VVHhO7kGgCXwTc1MAF8xRu7MZAe9B2rttmrZyMGHhX66fxf/pHeC8",
+	"rBOwoUeNe9JQw0QPUGE1AL50sYxP2WQZgBZucoyPC1AX0FUDDPL2/phbGT/edUHMjZotDk3xRRwfYKRr",
+	"FN8GM1ga5vGpud0Oo6IS3CThe2LYYJzPzd0w3UEHgeJmTLkzK4rlnSHbPiaw7XVYhbjcgfiHgzC0OhBR",
+	"Xy5rHGR8EMORyji1phKmXgjz8HztThsG3ASpfwstHflGAt1GKmklL7DzIWcXlTBzbLc0ho3GAA2eBEFc",
+	"At8C6cIbJtlPcoNh6rEWdPAt2oBTvwG3uf/KfQnKomPaYlpX0i4/OMUMr8JZvpDqvAefai4Yd79Tggoo",
+	"FNAIM+5UhGhc++PDQ3j2EMGwDlCNxNfP3r12Ak5fXMDDurYeTBFURLDzBK9E1ax/bm3pduysLP9DQFAK",
+	"n3jlt4uX5eH//T//7173KpwpaDB6KZanTCLsM0A3wl+5ypkuHdeHDpjuTw3K1qD5/IfS14XIZyI9K7f3",
+	"Rtj0zNilfzlML5pM82MzpYwJie2Vsf0bIFrNdYE3xZR8Khz7w3taSOhnbwQg/Tafm3AjhizuT2A+F3qV",
+	"EHhZXk7w6HEOP5+fv4NTBTPwR3mxPHR6P7fQXRSblBhmSsEv2f5vex+wiZV747e9g+9/U9M5txmjmgPA",
+	"N1R5C5kYCvDdqRnpLOzOYny7e0jQP/pNvQSQ47BtEJms7VwoK8H/gCTKGa7bbf4RO2udPbWaVb8pIh62",
+	"X1biQn5EfPrxQZY8H8bbZ9q85QlhfODmV1W6MowX13xpGPQ7DXCEn37bczb5b3sZ+22PYObwP1DF+m3v",
+	"z/HRb2ovWMx0Gv/3//w/bg2FW6HfwUCc7AduYLv3Inz8vedHJ0cnoBeXQvFS7n2/95ejk6O/7AH04Rz4",
+	"wTEvy+MLIXI3QfjLTNhUl3NjDXO7oGaIAhk6tCFgHvzJIxDSnwt5KTI4VWgXBViWTtI62gx7+jrf+37v",
+	"J2FfzLk9K8tXYSoAS05Ng6Gn3Cqzen7oyCPHz1tNDalA6XWP/LMW1XLPN7bzzaLQSm1B2D3P9hZSyYWT",
+	"As9TyW0boEY4zmCuC6zbTI3ue1Qlhv/mBKAiafyTTbP5vWl8DAf2zckJKDkNliJv6OT4D5L5zbjrTPf4",
+	"BEJDLOAU/Q3SPPUcOVL79uR53xhh0se/KndddSX/JXLEQQtYgutfhIvVEm1AGV5o/ON3tznGt5rZewd0",
+	"QUCJvCjCVNlMXgnl2Qoio3vIR9Bk+MzR3J7fi73f3ZjurvRfkTPqiI8I7I6tNG3C8gz7EQC0JPgQdZEL",
+	"Y9mFrDD5s30fQEq7O3fmRtzlebuBzsrSjZU653PcHvOAZxspLHS+oJIgT6irYu/7vWNQO46vnu+1z9+t",
+	"qjmP6Fzho3u/O7tdp1rUf7C6ItEHagT78cMbJj6WurIMn5wIg93NJzpfOgFEDewENOq2TJoDPG3AmeZB",
+	"SUG3jj1ir6AwAEjk25MTNpbqihcyHwHTGzcuIfgmgGRa/xkQwigVplx5bTlBQa8XbsZnsPQK2/H/oPPl",
+	"GurRUyvsIXqR2lQU9NaJVBwYW1dzbamuVMzUIdznd064a4g29ENX4hp0AKThk82k+APP3+N2fZZkj8fu",
+	"qQUkM1Kwo6XkLVj/bc/6jrlS2sJpHVaiLJbHnxBc+U8wuXtuEhZXggI0w3K4P/QEadhJa8NyWYmpm67/",
+	"OHMfl6j26QrMCA+a648VJT3eOvicZqUuiiN2VhSO4wu6mIRoCx2f52J62Xbv4ezd7Sq0voTofMYMJGot",
+	"4R0FSYsw+jiXBkBf3QW/Ftiesn3nXqMdfRYW8t5t0gdhQWvapNAEKGcN+7J2P4KS4fS4RsfA9ex172Gs",
+	"dHhTVyjwFQDANPxr1dRFRWMI19ju6q7fpnDxhvCTk3ubVL8qdO5J0FF0ZCc/PnXow7W00/lawoq5Q3jM",
+	"ROpPPw84Rvvl+NMfejKS+Z+9itJ74diTYXN9zS64s2Td9nnvwmRJTTxak1wyg5Ofc8NmeqD8VBqzqt33",
+	"oUuuSZoe68/+g+8CttEcMaDiIU/xjKnrOLmfm5t96iFSic1qaDPjBr6JSeFBrp3UJm/W7w92ZfHYBlzc",
+	"pvvU56Qe9Fk8uiiwIUTn+vyhJ9vc7X4z5x30nI7R59F8it7NmC7Rj10s0ddl59qAJ8sIBhsnkeNQqx5H",
+	"Dlyie0Usr3WVH7EzNgaTecz4RF8J9vzkBNRsdOk6Ifz85CR5nZvFgVXzmP0I73wT7lNqIwS9r2GtTv2o",
+	"BEYkrfaLvYlnYasZnYuPlpSzefusotZKi9pYf2h9s6KDbM3rPrlDmwqG+jIiKn588hvM2fiO9l3oDWYt",
+	"B4sonK3Tp+lgSy6r5vSdsg0GJnAQELWoq7v/wrAcHDq2cId2SqsX8gVc2GZ+e7tRKrvDbKVGPt8B1WFv",
+	"/7TUMe4c8ugoHx+tneV5W45sJT2OPzX/4XXBXBTCipQ6iAi8ball9QzNoeBEq8RUV9B2Yi6t6SiA37Kx",
+	"0nZ04ezLyHkSfVAaVqtLpa8TzpIfYWotGt0oM1pzZbi4PuUu3os7Vqe+7QnjtRY+g+jbTUnsWxxk/Ut/",
+	"0/aV2/xd0iQe00CyzPaSED1OR+TTLrk9Myl2eKc09muZ89vR2HTO1eyeaOzuGXR3/Q9k5w9j0NHGY5YD",
+	"9Nei/f/s79ELWMi27P0TL8uhvNxrD4F5X4olFI+oK1EZbyX4iAt69GpletzYxJ7JjT2I/ZXl58j3buHz",
+	"jXhjX6RjI7cBO072eQPw+NeylgQrSTLhd7VFGvFOaZ8Aj8EUxYBH+8opnFcuLiBPSavTQF6XQpQmRNgc",
+	"jRGgSkRmR+zcR1HAbPHhG+8e99h8fCEgNNdDgyQ3HlEs5eR+YykU1WJKX9+rp+SzuoVEJURbLaq9TdzF",
+	"s95jR+IQa3mYu0xGZeJ6kPmFAmfXYT83Rg+pUqgvgyaYCiumtJp+LVLgLWY1IZCpjzavkQnb0p+ZCsUr",
+	"qds6wDqR/cG/sY3ovtBF4XuY4hSfGebH9pATn2Nk9oPVJaMVqxmKvFoW9lAqRHiBA6PsxccuxT8IkuLh",
+	"ZPb//2dv3zBdAcQpdCWEyCnsDzs89M+NDxofU1j+1P3F7wEePwZ9pXFryhifC54Hce2pwt1y/90e0f1B",
+	"2C4hfnniOyyvz+Xkz0gap2Bd6GoqnuR47z2F3bvJ/RzAUetc6kOrDy1hVKd9te9rZSL115RCTOf+NZoM",
+	"BAvcM3VZaJ6LnMHHVzIkoDfoSsTUsYJa8SsuoW4AmrbCKCOrR+6VEUUYY2/HheC2xra9+uIiA8yBK5mL",
+	"aqS0HZm6LHVlR+3vjLuPUcGB/Jdo/fTPWls+Eh8bqChY5gihD22xjMfw5a0+pXhEt3oEoDzjU/bt87+w",
+	"MezHyGo9Kng1Ez6Y9JcT9vYH98h3bFwr+qLIR/T4shS+GOLt67cvmfsDsiyfiDWditKK/JR9h7FnKyrF",
+	"ixGePk0hwY7c58/1uTv4dWxoURdWlryyx47VHPqiloHsoBnkoXws8QzWx19txRX+7X6Z0fO/bH7pHV+6",
+	"W3Wu9RtHO/jed0MGCwT1VuSSnzvh8Ge2992Qxb0mUiKmtjsn0DntPFnCwDfQxU6oDoG3uZ/IEeSE9KF3",
+	"2/TzrnfaWCzCqI3jUHWlEMXuxZzbibYZO5tBTXIFf/FFAKH6wYPCU6QqtufdO1ENElQFKGyDDLkj4/jh",
+	"kczHR+zvjuON/UaNHE8Zs/Gk0NNLqWZjZGs1xM0pGr0QJiTsu68DYjvW1ZwiAx2jXgDvS8t4VUGnbW7Y",
+	"B2ABh1C7BmVuhuLeUCLw/ZiVSFaYlEY1HFKx8cdDY8QhFPyYMdvnAUIsryu/VCrvlYZVAinMDckVGyPL",
+	"YfA6u57LQjSFG5iY4/5nadg3JycHR7T/VHhRLOnD3zMebwwxKJ98R+P+gc1EGzky4blnvuNVKeNYtiOb",
+	"ES/LSI5ciuUz4/10wFJRAwQyWBFNkbcd31hI0zSVz1ayf5B3L3jh+KfI/Uqy9mS9dVSrGuQcG0flYyBf",
+	"/F6AvGUQHGDcb52bp/s3SKWynhRQwu7EVosGQ6eNaBUtipYG67XzBxCTsAWoTJSVnhRiYU7Ztyd/ibaC",
+	"6klGDR6d+zx3KnpYUymVwvu6UtFHx1uKaiEtiMxuJCWcAkROVm67/+Ip+/abv7Kxk+ULrpZ+IQZXWHEr",
+	"RpAJ4VcGE4O/4FWbS7uluP4gVO7401tkeLuKXM/5QwlqN/SLQBqRrM72nN52DNwkaQJ1LcEuzztlgk/n",
+	"gecVUlF5TMNPkVUhV01Wj8YMEdYJl63QMzCkQxkxsLI3eraX0RMkn9pPQXmR+7k5THzaznU9m9uep8/p",
+	"14D12H0KpW7W6pAPTfYvZFGIvP3Cz+6h1+6ZV7pavMInEu9auRC6tutePqdHsnRv/p433/vfs2Rb4NZb",
+	"iW74WbfxaPqFv6F+u9r0L/24r//Oup2JWo+3++tlUa+Slcdo/FYngZWHmlF76aUhFXpkJFTe+9hLFX1s",
+	"BKn2fY++wjx8/2yFXuPex8mr7GFvAlhK6/lWZ4EsRixbeQxxX7M2Ls7KU80Gle5CrkzunfurryqXajaa",
+	"zmt1ufrce//AC/gdWUvfw85mCM9Z03+Xz61pjid6Mn1EzdN4SqvAM61XViB1shU0huTzBPKSrRaSJx/3",
+	"O9wbhHbqqNPJIv3TqYotrSTDPEpip15BVCwoqBTVuldXzwDr6pWuJjLPhbqRc+jbb/66+YVzrd9ytaTl",
+	"mMdng52Zy0jvZUYvhJ2DHgUOnKmQV4Jyn8piGRtljqjZW2+IJYyz408EGfDnsbG67LfVzsxlQKUBHQ6m",
+	"4152JptQORO8KpaQkOusuTHL5cWFcJomlhZ5Ewz8Iz7VHbxO7htY/wY6L3cmFlP6UJf+YVkUZMkY39Nk",
+	"sAXRYzvoKl0LQJNH28GQjdvR96wuI7b7k1D065BcHVitzNnU2YJNHQNew2cG76fp8co38A5bueVvqo62",
+	"0VHcxvSh32GJt7NgV452M1IbfDgBTHGvOu4H6XSG98K4C9yfj1kGa/faWdTk3/siagIg6MQjgYCXBZ0d",
+	"3quJdxHhV2ZI+ITLuIHjHDe25RqP0BsBHRaX7JdSqLPXBBlBLXBCggE06rkWlQgNDyB541IsWSmnl8Ef",
+	"fkomL1xnMZ1rd9/AX6NylmuBXMGIAusKl8BUj9grXTFEoiAbXuXw3w0IBXTo4sYi1RMv9dW9kOucwT9D",
+	"5hIVE4ILCD0uc2msrpZsX2nk5bC5kO+L5uYh9PqsVSGMWXVXQdqSvBIKy4fN0lixcEwtF1eicNc2Spty",
+	"G5XnDbg8xf6UsVU9peyXFxHohlviTNi+ZQJflRUbw0rHiC3E9tH7IyssVmeOEwJQJRQFiI8Wnzs47QB6",
+	"SF+/7F5qnqMIniQvH0FqRjnowPjxCXjLdxphYysWwK/rChwiVpejEtwf/COBfo1htvCHyOVBv+GOjt1l",
+	"HzPSueP6f/SCBD7fygxyfNp7Er2vzHGucVwWEXkBx46ujpo5HIG+S/45zFISKicph1Yy+8ePv/zt5e/j",
+	"U9a4/prkQ1LsAJsqHogHG/vCTRyMbNQggk+QTGxGqCTuzuEtfGaYmfNSACgJPPzb3vfsUweWxHFv/Bfi",
+	"lvz557gvyx8/2/Yq7MhrkhrqgbwoyVXfgQ/l+7U+lNSoYDm5K5AFcC6iJHfD6BUgA4JrAiYAH5amQ4ZH",
+	"6bB2v5niJtUle098oJZdJ25P13DRF71XB7/kfaXg6+9MeKisjvZhsLBeeefb7d8ZYrN03vnuBusZrEe0",
+	"3hscN+LFpZc3jRPf1wMGxgI6RqQaMEyaiDUKUgVeEJCULNzQpFiEFwdEmyBSzpnT6QtxCMGmWVDdGxsF",
+	"IV8IL29QUKgCpRFC3UOCQNIELcvRcW8gaFAAKHPywTFyHCnybqCM68Z8smS4x30AAz4Dgv8dq2kfkKSV",
+	"Jsvp4GGC+D0u/5YVOIeWipo6vDtqkIpdFHI239bjj2KsYag79vw/tOT6fHz/3vvezDjyp3kffNJZOMCJ",
+	"O9CBu4XzdsVxSy7U5PTJkdp2dyaf3OD03PCOW1+PDA8WH6jcn6PL8YvwB5LHCRO2PIih+/dhJNB4Wbbs",
+	"8sa+61rnq0L05l7BaAIrvkFnsZB7DTOP7Zyr4CeiJE10BDpDmRlZOMIBT+BmyXRbj57f1Ccn3pMT7wty",
+	"4gGLiG9ly5FH13Yoo4jqpbYA/mi951ReJ989uWVxawLv02ELbSxENpwmyGqoCc0JBfGWqUOHxi4LQbni",
+	"Kl9TtTt2Zi842xAtWOnWUtLwpPFah+KKxFfPdPer0f77IDTg6q3jHivoHS/qyugKbXsZkuUvpOJFJ69G",
+	"UZ9ZcSV1bQD/4oi9ERwCTkzXIesreP2i0uMuAAlu53ZTDRCq7V0J6CsMygEQHPN2eKpbY6B80JVF5Dgn",
+	"2QrBwRAbH46ZgUgVmJRKXDtGYzVBefbN070ymizTM907pCswggYXHuIpwi3P9g5b/9V6Pn779/sFX1q5",
+	"D0MRVtrFmV92BcI6HJc2043ZdPz3BIM+/tSJGQxD12izOIirVALiuFPgTLbioOobibm73gaAktz9Uhsj",
+	"J8WSjT/9OT44JfRRXhhNYtaNQGoYvkIQ5VZUvGBjVRfFGNiyBeCYqTUBGt4rj5sEAOQJYpSGY7zFMf+Y",
+	"9au8H6ahm3K5AQwkPoZNrP514LStQYCVud3v0Rc7x3hfemO3T8SN9Eh9TaUlXcG5oQ/Yn0lFstMABoSy",
+	"HTTkKVvwJZsIJhalXWae0BylTIxQWFUwrPCwSyAReMBXxp88lkBrS27Hoo6R5ntRYiE83BrvmWG5NGXB",
+	"l6ClhdoAcj2jN3fsfoLjdnJYxY4MENLSNrjepPvx2uqRf2yMkHK1uC3vyfpBKDlCfy+wb140wwm15W4R",
+	"3pyDPhomvRQ2uyPG9l64idwFY3N7MPPVn0pcY3j0UXG5oboLbsqD+V+biTilYB0kTesEAq5Ks/lfI6PC",
+	"w7tbRnXFK+kE2DaGcHiHXYrShhrR+NstTEzFq0pfY96Gr17aIQdq7N1gMPsZh7ay7bneDcPpmM3/FXZ2",
+	"gOncJncwn5tdTpjOd8d0spsrP7s34ptzSxnwO7HPm21/DLb5L6pY+lnEV8+7mByFx8KoMzP/+Aj+O57h",
+	"gn98I9TMzve+/+a772Ba/r+fP5xpHe7MTczr5ui+Yju7zZ/1xY6kxfGnQFpkka+HH8RpFbXwftPkwZ0G",
+	"DQufxUg3u5DtdQHQ0LTglRMpy/KuZEmrVjKwf5jJM4NF8SHZ8kJupaeSbzHc3s3IiZjptHozthYmrXEn",
+	"otBq5jb1DiTJxtZ+qbmFqWxCeIzo6zHiO6bOBk/uESjXfkLrFOxwED2Ij18Z8/QgkWnGtIFtUje8bXTo",
+	"bss/ivQAALURIq0/T5bevCa4cWBBkyVzk1vlJE4g/OintrEdi5zOO4jwGZvqWgEyAbgXnt9nq7nuBt1t",
+	"07mbKWLdOaGiDgcSMP1BJwMEmlsgxWeJbjkKPDerzSKjtDrvYq7EjFc+TV5W4LM2hhnsFdE3MammRZ2L",
+	"ES+K9B5e8MI0Ps6J1oXgavBmTXlVLQnZwQgg2VNWiVIQNFYgT5DXkFNl+YygvcTHstB5cLOmpm/5bCRz",
+	"05r68C7joAjsfQ/iZG+n+i7dyL4WdLF2u9Lk9KHC9O22sEnFszPXiGO223auA+x/i93jENaw9T3U7ZRm",
+	"uZ7WC8gulYpJexr9oakPAZF2zau8E8CHyOLhZImgUrqK/gKIqVGz3MEN66aOBygmFhORQ+AU+nVXXIX8",
+	"scIxdac0TgAgJs8QceLCV4RGH2va3jrVF1qs1yUiCoft8DkfkHnqldC/hpasYOqN8hrJM8YSAT4lDeNF",
+	"JXi+hJ6wqi8plKh0p+0LaIwHUpj8Cnv0ow79hXZXFJ5+9BXGAxIEX2h1UUhsDr5bDoHnDUmUi9J2ZcNa",
+	"XhHrV8elLEUhlTh21/UQYeDWNeOD/h/O3ITrDa3uoC2v/w40rseeHxcYbJGW7bv7Npb5mM2cuSeV1Wwc",
+	"gsdjNKrHhZ7yAtJmx8zoupqKgyN2ppahgyVVwYmPU1FazCiF/7RCGcdiTt3NhBiPGw84kpvJRLhnKg6o",
+	"Q2aur01zg7EHvud4iG2Yi48iT1nAMLeRh8prWoTB/EpeYfoU5NLDG+7vwDucNYvtw1rYMiSjrY/ZwHcw",
+	"VgXvh7R194PPWV9g70GumlNYHXUUNmVE2+QhjVZ2je2XlZ5VfIFFZXja5iBD+Dv4WIR+1+4qikn6hOEp",
+	"/yUQLccdJzBYqXLipl2YPPwsoOS1d4K8ELAdATkvZdG7M3hHNEcJ1beAw2uHsDFzO2Vrw6rpw25Wm4E8",
+	"27mQ8OWb5ULeHQRyvG24kRvzIivIsSvEl4+xt1uujdvNOBIS3siYcyb5tj+vLuvGJ/szdzAK77Q/p/VD",
+	"gWxRwM2cSCgNMqeUxjubiTxlPy+MKK4EVgJhxg/YD4bQ8mQrx2dYsxP3geDzA57Yl0ATNuCcz3akNK0O",
+	"tJXm1JMHQnv0mfWOWE+4IaOjq8TB2XiaPXf/64yRnradCCiL/bRXP+QDVUFlz9BmBYKa93kxwAhONg77",
+	"Sdj4aG/dBj2YvutIqkW1K1bxKoM9K4rEVnxOhinMN0UEJbfT+SoZ/CSpWRfcfnBfcA/UmY5jJ5NiPEZ9",
+	"mAt8hQwxCHM4xTQ0zb8VQ0I39D0wpNWBHsiUa5NxWi+oBIoBy2dftod7/ZUIOSTDWGPasEJzzntqHE06",
+	"5WBW6bp0N6Trthp2RTqXA9hruBN0U/q6GuOE7oHkVwd6xCRPh/NZFQQN8yMMot4V9fOYNMk1uD1SUSEg",
+	"Jly6txDKuT3gaYBvRRc1Oh/lTDnbY5hq2VnBJqb+g1S5W9e53q1n7pzPfsBduiPlkvyy1vLp/DZd4h8Z",
+	"Hz2DBfUSyBBqrNVGevxRwLYZHAeCcN2RsggMnEIgiOWMtZy6yEVFYBH+gfFOKPRXWM45n72q9GLnRPqr",
+	"37w7JdNcfGFkigS0hnw2EOonH1XYohNilze3WtuiOdW4MDGIgzmZTZRE5c4cbVNpImRy9u61j21igw6f",
+	"aNOKkYDHsQSXY0q37uBxt2ffZ+7H9D2Ewjp7cgcG984xRx/ERN8QNlxrqWslklFDqIrQuSgyZgSvpnMf",
+	"CPftE2tlRWW2JTdzLa3jFUB3joik3VCI626BwKRkZurpfCOt/SR8/oa7x7LYeyzhsK+YcH8Sdluq7STe",
+	"pCbVPOIP4nUOaQg9bglMV6JuFtghjEi6rIQhzhpajDqyLAT3DLpyrJEXqyx2bUlPfgcx7odg2Oil2K1C",
+	"0hrjs4hnP3DW32fOBPC8t+MDvXrVsdeGjtvpKInOp9uxjjTUTe6s1UYDA60Qehf5pmoQ7dl/9+OrjJ3/",
+	"r/OM/fjLi/+F0Va5kAWvCKrV8spSABpwXxuWw6eXs8odxCkrdVHQBXdCWuRsPHEcDW8xxHJ7QLA74ets",
+	"JcCcrQtZr0FvSwHs7IuPiHm0Ylz5Iu+xX+jIiulcyX/W9KWy0o6fjaq6EOODVb63H/E8YniclQWnZi2s",
+	"EmBxHNwJr6O8GjpbZ4jdPto8II+Hxvth6UZ7BRl098z7aAY4nw0RYiWuG/KnGn0GVEmoMpBTYSBK88QU",
+	"b+Cca/MWDB9HrNEf1tZMMXSQ3DlTDAA2lvJsIpeg+GjvhAEGkCD/hUNCsgxXeqN2tg+Zsh/5oiwEQFcm",
+	"mZRakVPPDMHc+AUjxB2b8JyNcz2FtjzjA8/f0mx0X2mv+lUiF8r9YDYzwGyFA2rVJHFm7EpMra4YZkGC",
+	"nonwdbtmlBu7VN462zFwyQfsVfnEKB8vo7RIgTdjk9vUnjQp05DK2FV5osqTC1lYUa2rPPGgFci7buKy",
+	"u4PbDIUuYSMerNJli+qWKGs9qms5jZp9MyXc//d9jZtEyucnJzesfxlY5dLM7f7qW7oDh+rmDn31oY7B",
+	"r60hPbjYP2tRI+KsF45AINS5ShCWbsDf3Mv2fBto9+dqOpdXIr9vuDFPzEOKRMKufcVOOUj0ySMOkGKi",
+	"t3HEDWDAx7m+Vs5aPfyXLHejpv5Qq7wgJ14w1zH5HJTs0MQDVdWIyaB3/F+yhOdO0W/Y/A7ifOruObC/",
+	"livAsH/WvJAXy7XMfUXLQ08eufF05dRTaIpqTATI2HFKAZAIzJTWEWZ4kBQT+2kBAf1j2ppto9l7FDbV",
+	"XuVBItJD5xlo6L9luavUzsRQd6YhEjkmSqZ788CT6uB/v37HiCF+zYErOipmnHzmxeot++/X726uxh0v",
+	"hOXeCXP3HASQx/wQiG0A6IcdpUTiLZzyoghIZIj87lQkyHP1Dz8z4TNVRu0bSl45a3CEeJ3jjC1ENQMb",
+	"WWFN6mJo4CGudfGXHXRDzKcMK0En9gogcMAmQn6y2ByW8PEIp6CjeYoPOytnA+LDthk9zpCiwAGt8q0/",
+	"+11xmfYwD4pXMATjmggLWqRhXceTobkNr/ogbOqyr3CuiF0FEhzGrVDxPv7Eof/an7diWomidw6Iw7lu",
+	"nGVh6O/ZWKgGMZ+U9jF27r8Ax5GtpLjiRcbGJLbGxATcC7Uatf7aA0OCC1uLQOItDZxOY0A09sNettcM",
+	"12NL9AR6z9wFoyJG8g8Sr7Oakmmo+L/x1Fim1XRNbBfXtGJl45+hdVWb+T6DmhobsTRohw+1kpD4oIzl",
+	"aiqoK1DcW5HqEw+GxoPvxLmX4KwfvIG4C77aO94jZa1nRdElGmKySFpPXHY7dx7dx3m4ofpiLY/dViX8",
+	"BD7XP487gYJej997bDGcNUAagTeAww8+l7FrcISF+IWx0BUT63vJ2Q63MRQzUaUsNKijfEmtxCl1NzUY",
+	"66iVlQVxJqFstYRee6HLPXJrakh1R97CPg2MdDlYblQ3jVNfB+PoD+g17U3EPXZ0Zdsj9bl93lG83J3E",
+	"aiJlWOtXnp0VKLqMtouo/u5dQ0mUMwySyNzjDWAM0xEkmkRNjC/EBXv0Dz/rLVCEB7EU/8/hgPqtSBAv",
+	"ig47gAogrfPVS+2dqKNmzMWitqiuhbsbW3r+jV1mka0OTB/Z0oyjfGD6yOCE4Hi5T6nAohUO672kG9N/",
+	"Y3Z4URcFBlTG3gYaRyBTuZjKHGHSAwhH11aCoh5ExcozVogLaBWTYViawvkb8iiboTtKbDQpGG0NKtCl",
+	"WALuv6PCSvB8hWyHqdFrRV1IMF4bOxvzohiDd9kXRkPfmIyNya86jv/ssU8gpSAsF+c21qpYjtkftbGA",
+	"tZLhU4iyAQ+0XuoL/Cwaj0mq3wxCmXkDDf/LDbyX7dGEHyqyQ/vd4/jwh3tKShpsJzSBEtyRbgndtHVM",
+	"RU86+/ZZ3BsZzm20gk0Pex1zbZ53ANBtWeM+MYlaJipxDd3F4vxNrvJjXUEKh08Nz7AZTZO1wfiMSzU8",
+	"SfN8Lo1PhioBEKkSObvmS2a1V2zS2V+r/HGXyZxxVlQ0H98yzrFRAANBpwbFvgB5iRpMrborsi4z7UEc",
+	"2oAf1JudHqsPO8nUbI/zmWRq+oZ565KQKnH45eYhfZGgQvkOskQ7Fk2Ixff6SH7mToJO+PQSOrTOlNPw",
+	"rFyIQ4j6iJwVUoXO77qSM2hIgLw1CidzwxY8x7j5+gB5MgDehKkTWZJtcwZsmQ1x8OZzA0LeFBqPALPw",
+	"Rs05miQ+931AaHzvPjQmGvPXao3aRLFZd3ZHT9pNtBsE3/VoNJ7tr7QRs20SHdsKE/go1oBqd7IaY6fo",
+	"alrjyRp9JBhtTbEcJkmDD2ouZ/NDSKdZAcH0mkkNsaPbxUvWOERjv0NvH+k30tgPfrs3mITPD92nc0xH",
+	"U/ViIqp7gAl3Zw0gjqfBVp/oK8Gen5yA1W5RvWDc3CJfcrsp/YcQJeZVkUcMXbJGtKlJGLYPxb+85RbP",
+	"muR9929UfA/WAGRTgGEgOHYiQfKm2NibF45po4ho2kobxSFukzi6S9OcKH5IziUu9Mnk3jpHEwtOgUqA",
+	"ISbk0Qv4+b7N7/6yIEgfqjAB25nTNH0AfWkZJt4MSec33YfE6E2jgjkjXjD83Inbc/afv9UnJ9/8+1mz",
+	"InzF645jrsy1qLAmyGpNvaybSKCJMg82Ci+fHaorrAO6aYpVWp5l1KFHSTMXeeC+oO763O6+iqBI6u2u",
+	"EsgP8lCdYjqTWGeBe2IH9HPIEPhM4M8fF1hUnifZRorr3VwxPv5E/9qiSTZccmBevpQRgvZS9Ab01rRC",
+	"6DKwFn+K0za9YRs1I4C5UncQnNagXE3kIzfkH1kriBJ4ZK9ajIEqujiDI33huw/QYfkzvzdIqJ5O0zrC",
+	"APBeDEaBOCUgNPjezQn7Edhy29LuT8JbdLuHEmoPtE6yPF2Hbd06kJbffxvuSWPe/DTRwFr12oMYNRVL",
+	"FOfEtpWNbOpErO5CuR6qO9uYg7dyWt29wwJF0Ch9+ggK0QZhDFII4LuPT6ChLz4WaLuCRqIxHiohdjBD",
+	"esJFuotU2DUC+47U2+PpXBb5CJXqLUrf4bXIA6HBqVMFg3ezi3jHSavtKxxPbZN4f+GWRvv85LPd3mcb",
+	"EcZn6sBsKGCYD7NZ8dGTW3KFNfAvR89qwfVH62RSGZmLSAGDP5+yheAKKh/bNaHIjg7xC/vjuRQVpOpO",
+	"eTECtWp8AOrVfStoHjPI6kqwSvwhptaEVuJQhHBfLskbsm88oeb+7sr9GAZ4gZ97KA9kmMd6laxDrk+6",
+	"2LZORx5v332pY8efov/axhfZ8CVICZLW+Bu0nS+y7ctcRtC0FYyWE95Sh3PcP4/I2hwCbLaIOW90RXYY",
+	"xjBvZGuAJ5/kLXySa2/W49QRNj/c0NTgzORoJ56ZBiBxs9tma3mONvnndFHR/fEk2dewoSeXyx1VH2NX",
+	"84tdSH3MxL4TZOpb5GaUlZhy2xRBdo35EjUF7HlDVcmnbCLmAH1fyEvcp3dn5y9+7mbgOq1BFBe+LBpU",
+	"T6prNnNdu+2EhqTKWMHz+yxoeKhiBCwSeCpJeCpJ+JpLEtg+shNH4Ad3Vp/Q8NNbg1rfUa6bD8a18qax",
+	"vTvKFagEc9oVZLJSfOsUmwxi8/qaGjFHJVfaWV0+YAZaIKtVLqpkudlmvGsYyLSKGmiOXfDqLu6fr/Ly",
+	"PUroGit9vR7mOsF8t0aoifPUNjPdHQJRp4b6HICok0xXxuDrMe7Fk+J4G653IxTqubSHVkB/5N3gFkJn",
+	"f74QvoMXN2z87pcP56xnQgT+5e5vw29KbufsR3mxZLwwGnGWwTzVChH99UIEpc9pe0fMXT934821qOAZ",
+	"UOAwrG8hSuT71Dao/Ss3/Gdpz0WromIXl/s9LfmBLnQz/LqbDBGzoDPF2aULjt3UvjyN6bshS3mtsAEN",
+	"XeXdIwPiNepKqv2AmufvM9yagxt2NorBTNcm6q06X55FcByUFhRAADFk3QK/ZrXx0KQooT2ux6SWhT2U",
+	"IbcIktVD6z61awyqTfAxb6QJeJyvYIa7zMxrjdQXJHb3tLP1X3t8uLMdabzMbAdy70dxIVUTuq2N1YvO",
+	"bJB9tno6JOhwyhWb8qpaDvfCAu6/NMzyS6EyVmg1A0HKFfvmu+/YdM4rPnUrAX9owc1cGA9J0b51jwl2",
+	"FxXO1kXYabFHa6StZPPz3Vz7dcFWOK0nNXr7MGv7Sm6Lp+vfPvbXZpC87IpHAKBcGisW7EIWBWRsTJbk",
+	"12T74+CAcBd7nLExoQFUzb9HhNc9LrixBN8d/oaNBsYHDy0yfxL2B7dPr9X9Cc70gD03qaNyfO3CM2zH",
+	"zqXoFjdsR5DVAZOaVEy8lV0dVKssQqyOH12427IDKOoezOm0rR04TN/JpfpGMYSOdtPfhj+sE/x3yjXO",
+	"9WxWiNQ93ntglHs8f4CSgYFCdeVXCVmPm9FPeZ7KbixjP/l/bUpNwhwbSHBI6916hiZmsEsprbnRxefu",
+	"OewN/zC3Yp++BDM+GAhmuuF29GQW4aY8wZkGONMhOuFdAw93SFT2wQpHd2CtQAmtguoanhzeuOAnebXm",
+	"7qA96ybzpdujW95A9Mrfh3maGOmBXMeDzNMKcinyJxP1JimLcHVua6WWshSFVAJ/BmPwsCzqmVRmkL0K",
+	"I1O3OqVz0eOqemaYHylrRCsOxCZiLlVObl4styxri2LREAp5iC40bYnd7wu+ZLURR07Jupy0QIw7V9b6",
+	"YBMdS5gP24/WQHFx8dFWqJlnGM+AcOSSQFIhYM6quhAeLr3gVrQ6LzeDQzTzgNZ8rRumFY1qYHlKx6s7",
+	"ZePmSEaFnvIC0nzGbH8c/VdG7fxC8nNYFuQ5oAfggMCXm+9di8mo5DP42rWYGGnFaFrx62KcUfncTLAL",
+	"gQ71yZL9+v7NKSsreQXRRZWzQusSgRbzvBLGELB2JS5qI/IB7gTOzFSXIm8BYdd0UN2Uzbt2zv8YduId",
+	"0fqG4rr3HqG7rCcFQtA09ONY6YGXLnnFLyzbv+CFwf6DqaIyaUbhQ+myN5TZJJknWheCqzuoNAv4YGvD",
+	"+J3dWYUP60Fq7PKCJ45+o6K1Xp7qSS4ZuHvnf9yVuyUhKo5hesef3P9giL5Wd+t7SdEVtHiuVca48S2P",
+	"iDfHT5IUa8fwE1ozzX27dhx9bpb3tTINIsnKxDvniAkKthJ8YbAyxjc3cT9U4GBwi8Tm0YeQIyWuoC0w",
+	"cxtzLSZU7gu7wi+FcZq2E55HdVVgsqiHI4xCrfDOPvl+R+7JjI2ttCBPxsRMxgenpOMWyQEAK1yoqZMh",
+	"XRTaZ4ZJkjqJ4emJHJLJzSkLe9TJ54K2CACKjx0oI/mV7DW0amZ0MrjwDCpnOuh86WNsJC4upAU7YBcY",
+	"nZtk0vtaNUz3bzoXu2oW2Rrkfa1uZRw4VekY6PEQibg9kRUIyo+HxohDJGC4Os15BsxMZ2uHP790j74I",
+	"P2V7XQpYffol9f6OnmwyHFcff9f8lu2V6Ud6uueerV5Lusv+mjtye9Zc6idpuJV9U2O72i4P3ST7Bsiv",
+	"2wqp9dzfnfz1XBcRm9dXlKxGLbwjzf+UeJvfLSi5HrMxUpJUM2hk6ZPVJAiXHrLzjXonhZ5ewptBEP3P",
+	"D7/8jenJH2KKYI7oB6kVcNcj9pJP536PJ2KqF6LdeSdj/6xFLcjr6dMzofQCWsjZuai8sFC8YLq2YMAV",
+	"QaNpurShHSerVjuKgLHTNMKL5DZ7rci+GxvLKzsikT0G75GJe4unrCvSoXyDGqlEaFo1ZsfN3ypoGxos",
+	"ssaa6ZUvR+xsnei6AOHEmT8Q2PH+PGgQJlDJ0Z+DHNtznM4dUp6Ed4q5QUXOxte6urwo9PXIY2a6bxVF",
+	"gD5RHo8YaWi4x64j2ubcQBv4QOvUn88J2AabdLhYvZlIRXH8HaAS0ExGVa1IT2g+4k4AjiUpg981+vUu",
+	"pK///G3l7h3NgMJX2a3luBfF/ustQQx31dNg9yGnhbzyv9GzcMXTj36gn4Kobj3xDqX4CuF3n/s7PRAN",
+	"HN7pGdy/4ifQ586s1TNDGjrbDywcfANOvUfuSHr9vmcLB0+5sfejTrS5yFBjul+h8PnoO1QmuE+unnGp",
+	"jF0N0KOh2PhjJ8LYQ0i7dgLHQx+R5SUrZqa6cloH5clPtJ07YVU0nbX9J+m/KGP4iP3d8dBx+IGwYRzf",
+	"bnroJR2/Tm5Rhn+DoFeWRSJr0e9uu14HpAB2MhEJUM5Ea+psKEANwtL451jBp5cm9sJ2PwQl6CPxcSpE",
+	"LmLpNNfghwhNKkFvqEt6H4YZTeuqEsoWS5gPFcVFIj6UyeG06F0yjaRWIxJKK1INVwGlrCDcsl5jeMJz",
+	"9K4Pj5YRrG9P1GyrmqlISku6/iPUZleWRARDeW6TSvDLlMymG/hUhfFUhfHIqzBuWGyB7wwIxLkHGbcW",
+	"W3xbDTZBp6n+A+d4/qejUBJ9525duyxFDMOsq4ho9ovPnvDyPBUlEgEj6oWTu32MQaj8sDbul09C5SP3",
+	"T5+7tZHWqbtZJaa6Qgxw8GQ4oVtlTBzNjrDBm8L8EsL6JLfzmLodjCbLrgP5WzYOc0nQe0UY4Axa/fgB",
+	"k7nML1X+qxHVizm3m0KLjg79t8Bv3hOniHbpttk9O7t1tOz1MDHNxt38vt3z7Tkry/S90fqS1SVQml8W",
+	"pOfDIfob81LlzG2L5/QQsT9GVw7YDkn9/4MjcnRuQQjG+8nQhxhGiw0AqJ7OPdpJwW3TliHKEIAsCHh3",
+	"yhULYRwov6WKAfBCyTwRYFEaf/ThHrodSuMkS15BBwgDXsMufgo+C013IMPLra15uB9apZE48H1yOWFg",
+	"CoAC0G0mPlqhjFOUwbQWjToafgkuPcgRuYY7vQ8Oer5AFyEegWGhndeR+AhhsaMJt/C/pXk+PshSTWqx",
+	"HV8QqjC50zSMS6Poyn9FejUc4aVUOduXCz4TGXN2h84Yr3OpEf/Ae1yp32M4V16Wz4wvFmlYzoHbYm+x",
+	"nK7Djulscy6mBa9ApLO3r9++ZO6hI3bWGh9c0tOpKJ3Zcj3nVnhfN04H6aQx/AxfoqfYLdJkzclQDkwo",
+	"AsW0FvoQ40Whr9EpO50Ld7bNZMM0IuWHs4UwBkBxK1bVKpWT5ybmGPTtAXF4nksEmH5XuVGsdKwVGXMZ",
+	"/eXTngdaSmXaFsL3gIbIdnDeu0HxRLyL1xO+W1Vg9xOpOOSYrPjr3F1PDxq4yPVcs2tnRjujzW8qRGbn",
+	"3IlanzRFDwsVjH43B1UXBVQktNNWgsiJxdU/cA+a2gUMS9x39Zw7dCSB9zREn7iC3b7mhrSO+zWhPkdc",
+	"nj5hidvt6dddUriw7l8oqujKGrqzJpah7rza8vMTCak/j8tKXElxPUh1bF+zbkqCo/7A6oD7E/Leoduc",
+	"sQ/WcTPCuWMMyQjLpCWLSVSIdt60ak2YXW7maGeNcqFky5MEM5yIQjt26XaJ+is5Nqgrdq2rS1PyaZwV",
+	"1w0a0bck+Nl8VKoSHBwqq6zwHe5fxAs3Kqwyb4B+KPeGOP2mdBs6tVupsCtZQh8EuT2wlbOTJaw5IVZx",
+	"2EHQOTCECaGqXJqy4Mu+JL3WKaez9CDLL5Gml61ltgt+6ZtikdA5xSMD1S5D7HrbZc8hwSasc8GXGGiU",
+	"NkORbNhM2F4a61soyIfb4dv/2/G/tXnvRrH0Z9bi3npqRTr8tPlL6VgMv97qsu87fa5vRnSlsB9ih7oO",
+	"vmi/QR8z9427MeiwtILcBph1bKBFY2BBAPuBvL2Xp+tqcTyvF1yNwD99/Mn9ZWT1pVCbnQJO8WSclRxG",
+	"xjDcz+5j7LX7GKlQlXAHaL4HJbsSKgdebcVHilz4kmswLQomVUZBk0oYXVw1apBpAAJra53uajWbzrU2",
+	"vmf8L+4Ku1ENy0Uhr3CkqGfJtZgQc66qJeMMFrrqjuj3rMMLhIoCjz//ho2jDQTEtJGpJwtprRMwjr5X",
+	"fhcfS8eCY/HjtkoaNi20IV0ack9MT38Sbi8KfQ2bDXsNYI8DJIgb55nx3kZaDVQBeaC+1my9sBj7HCvM",
+	"WuiRMYF0ts3qvJVnJIGIi6/S3SiFgl4IXcp0q2ibCXAsMMzIykXCYvhVyY/M/eSumRFTrXJDmLto/Iej",
+	"VNoXVaGZZuLzDLxVKvvv3/Zr8qHbCr4yirYkfbJYRgGE6WPr7IpX0n276Q/prhlwiqOU2YJ5pmvqEg2J",
+	"0KksJUCdEUACUIVPdG9vLMcMmFHbX5AY5GVjl+7DMgrB4fBybQ9ii1coNsZyuDG2voQBWlNYWVnPLofe",
+	"3K1Zuh8TE3wFso1bMdPQ2TNMCXydYywVcXfe/euwkMaOfZlVNDVfWw7Ohr1sL2piCh6HvWwPHBB72R4u",
+	"MlF0vuV6yMW0EHau88TCftbXvqYFPF7SUHmhU3cmgjmjBeupE+toKmPg5i+0hfzmG806Ep2rM+Rs7Fjc",
+	"rOLlnDYWUprRTHb8U6sLOasrkZ9izxVUNqHEZewFyoheGGGR8bhBIv5b7YzxivEJImN2XNBKpOzuNq0b",
+	"UQDkeqqFlgWzCwRR93pmmCYtc3YhKwzjDO8qj/+9AqAw1dCV2o7ZvmPxbAzrHbNCWlHxolgiXqefwpjt",
+	"F+RZHftVjA+STAI+lOYR9PFwKI4lHSUV0Y4nwm3sYiKqEbjlejjQQhtLdMpXLxnmyh8N4qjYnGyEiYSr",
+	"g/0dTp37nWiIbTrXciocpS1Q7ThFy0GrzrPmrmjFnw+b6yJv+vrCNO6YTtxemvj7TtAR2ZzGlFJqCXml",
+	"FvMhpZrBOYS5unl57uD/5rgZjZTkDGuIys/GzsXCiOJqu4WnaA2TZUd+biPUYVJjr1xVj0w9FVD32PDK",
+	"ZwZhC04RFBOcymLptpAzUAmNIQu9Z8Kp4cEtrS9Aqal0QYG2iA1mge6ytAAaePu6xNLDLfs9r4lzWEFg",
+	"A5ZA2A6kjTRcOnPbhbJ0nDqfccZ4cc2XxlmDHb7SrAOidVhG2sNEgvnQ0mOcoEPFHTSoNeoMvj8ydply",
+	"Kzs51RgpzLFUk/ls6XFZSWfLubOifXX/dGqEu3/u4GZznT60bE/m6xbEZH7qjOUcS3jdV90z3opGm4Q6",
+	"ayz4xzdCzewcW/2V3FpRuc/973+cHf43P/zX6Hf6x8nhX0e//9v/SBKttH1+db94PhFFZ7znJyc3oMc/",
+	"k57rtBp8jyHOb59/M8BVXIGpAFfmFSSK79JHAEWz/WZP5AmIfsLUgnREFGrBWnflmVcOffNJlTsWbYTy",
+	"B48xOfIMdKdwitUQQXf2KeLOKpcCMZ08LPVFXYEXkdJ7p1w1if4+BBclAJOdesTOyCCC4jmtQi2Hk9Wr",
+	"8dUJz32aX8IoV9pGbfw4uxaTQ16WEe+Io5JgquXc8rgLj0ezCTVv/vvZFh6HB3A2fICPf3n+hptlK3as",
+	"WgQRS/K/sXTHcRELgra0geuywQBfF+BsD/lfSF9BfELQweskaVn6PToLLgCxv7GpoF6nrcdmTTYEFTPh",
+	"NSBlg1BooDQGdEAKI9PDJn66axEnhfeGoCnSqlQziNdKyBm+kLjupa4hZJNWeeJwKO1y1kDBwdA3C5De",
+	"xmH1gpgepFZ4s2GQqCOOBmBnxEpPW1VAXDGxKO2STuKe01A/f0l6Rlj128vSP7O9Y6kudK8L/ScyHXwq",
+	"TfRrBumAGaSX47WCjfXcxAkeyOQQyyhe2esmPivL124iO0w/oyE2RfQxIjHhRk7j5d5cWdtZkAUmNxF+",
+	"u6NTPms2yYdQLsXSHH+6FMv1AHgIHolBLAwpN6mel2KZNSmTTuvxbWIC+I24kB/Z2J05clAz19cJcX2W",
+	"L6R6L670JWScDhDQMDZlQLmPKhqsR+Zewldv49zvgbxzS2uc5hBuf9z86tbU547qHLQXT4FQk4EHVVfF",
+	"3vd7x9w9dHz1fK+r4rsTxkb6MXW6p0GTX/8pIFtPfdC/3vQnRL4FDZqv1JRAbbLp1BljliRZ5626ZdRg",
+	"FysfQ5JeSIuKqLRH7LUvdZ5p0N0xpunGnV7OKrf/p02bMBFsglBnGyLOYV7P1pQ5p+8QAo6H9O0fMBn7",
+	"bvTGMK0WNFD7Ge+OWrW5qcfVeu0Gnvo9oV8t+MfXOOLzk8gOD04fv08jK6ZzJf+JDjnvyZvL2Xz0z5oX",
+	"joizPSeL9WKZdvOnF9CZJzz10ElpcODto+4RYd074Jhmu8iefH73zLr+OpgLPSzfcrxktZgS7mtrK2/N",
+	"05xQ3oalOS7kM70RRSJK+NJVzKEsxDig7LC9DjOMlfxHkKB3wElCyVKbl2ztD6cbt9MLJpbr2iWAHoIK",
+	"CDjUtZqKo69Dmq/ciptLdZ/vMygpU4lrYSwbA3GPozxQaHurlRuLo0WiCZl5DMFJAAGhUh/D/qiNZRNx",
+	"QfUF1n8o89dEF7mAqF1l0LUuVcDDOmXjOTejha7EmBm+NKHZELaKDJOqxCLZ91ppO5rOuR3xsiTfWVlS",
+	"BSavBPjb3O+H4K2PM3f6yuvilfty3GjdPsNdGu+iS9te0Vd+lsbqapA63hrcanB09iUQxs9uC6WWbcxL",
+	"19dEJvEwN85lXBnvRV0ZTfA1MvfGLZGK32OfsQJ84Yi9EfxKQJO5GvphzgT6UQkHNE52S03Sn+F2E/1Z",
+	"X7MFV8uGFOFY3DVijti1sX0DwsVKp7B+cwK6mFw4xQoiIgup6L9Wo9U7rR5LUOo6U/4Xj1OqL6Id/6It",
+	"tb4yNF++2c85447h0Z+978C/ePyJ/gWJ9RdC5M7WWaPBfOCICD4u5CXFe3Np8D8wcQrTG3jBpnoB+bLk",
+	"hqWBTt3Lqi6KMXN8S80cg9XeJ+VnEC4g2HXDwIrGjheMo0b+xENDGWf4ONwjN+igPrA08UQevTbg6XqL",
+	"D7yizw/htp7PIIpFxa3oB3n353P7KtC7R0roLP2BABOGNOgIh3/NDVUS33dxz2NhH+8R1Jnc+EHHyit+",
+	"DZ57XhVSVHQ9WwncnsLXMRFTz2bCAKhSjyr4rtJ5DZhr7EJcM9hV6dMimqoJOZsDIDhTkLHtLJ3cN/xH",
+	"d4+/mRt0s6Bg8bL0UVUOupn3iPaEYd2vc27IwXNYl4wWB7NtGlBeXJwOZCKn69BQkurcB7+d/+m3aRv+",
+	"AhWn0ZxxJbtlNdsWw2xQ7e4vn3sti1k5hk1Rh3APGgJ/3OzmYcBV1uo4zcVrmERZ6RKyBzD9PfCxmFE5",
+	"qczeepPUc6s1LWwhKpaxUlTMal34nvnORJiiPeQsAbjUAmsYdRFYBLblLIp1obC3bvTdhsLcEMNCYTB7",
+	"t7D7pcid5h01a1ofNQPsrH43BUZeIfv0l1Kos9fPDMFtFUiQjvcdsTMMpl2KJdZZCsPERz61kI4L25wx",
+	"07jsQIogaIStls7KNWB8ShOVziOIxGrzApzHW5z3DkkoGmcdhs6lWD7DQlOoeoXNGe4vw0G25x6t97a2",
+	"k1pz9lAxeKz44dAxHjpTUKm9pyJ65IVelNzKiYQgRExNx5/gf/vr1s6oFCc+bB/7RNCIBuUBMrZ8XhSo",
+	"FaDXTHUuPLBco2YkWU50kEN0hXhCfukp7YC+9zjkcbzG+yDUQdL0Xom7lSyQXusgEo7pY23OCBVd4k1h",
+	"SoicPFIqbyBAsNhSl0I5Lc9YbgWUZAPUyqpG5LFrgtPgQnBbV2KlxXvUKAizCH2GmK/MpHJ0LOFYtQh4",
+	"WY5qxa+4LLCOIGUU1JAqwfZBzH/kzqhkMuDPNK1gfK0PEO4B+RDcIDPozKtt0+0lGALwGwwGk2p970pU",
+	"JhkRbvSHd80p7VaLaAYapksgORxe8Kk78IaYviDNouGRDfm5MydaDWA36xUPD8zUTtZJhe0Kwav3/umh",
+	"aSx/6Nrp5QD+syjt8gGzm24RkYK1t3BIaV3JsNRaDQ7988Y2iFiIM+qmQuJV5Gxf19bInFKu3JfZ2bvX",
+	"B1krdgRNtyw87/OiAp2ThzIdgXUKSHSSHVGcMnqxTHK7QMEZq3Rthddtzt69pjS3iYCmafvj46vnxxCL",
+	"8i6b8QH2RfG77ER9nx0OH980o9SLmPGSerOJL/S8eimWW8dLQpWeU7KhRDYcchN0PBgeMnmwuAjl0sHJ",
+	"rNPEaZ2f500PrHXIRd8cf66EQWbQA65NMQZsFQjmWTelBvIAWjB7qFKgijF1jMmkJhw0EDMVildSGwAI",
+	"asAfpHFXEnLGtWKcXVTCzLFhRS4rKMNc9iZUulUNEQEv3cIsgIDfunvvw5KFOyjGiwJ26IbU4I9io6zF",
+	"Pr8f/ONDdvpX5fGVJ0BJzbln4AUyITocmpOEIpfP8UQ+WF0SSqJ33DaNvckmXD2jsk7ewrLgVE0btq25",
+	"k+TuM8ivnYk+hmmyw0P/8JghKNJBz4X5IGzrMIdEvG4JRXR/YS5coV9en9vZbys0Y3HKakhn+kx08dvQ",
+	"KmxGgkbRc+sJ7aZcRSIf2VBXAcWpGfgiMzbVha4rg31mMVOz4GpWUx5DY1tQQwHf4m8zdnccoFKaucl5",
+	"l1JIIYRanGo6l1ci77Uu/y4mZ2X5oTFidkbA7ZE22ZceMsmbV48czH7nNmhEIUgyhdaX621OR3SHVh8i",
+	"tkuvdnQOmXlj9/Q485lnvmz1Is40aYpFxk20cMz20YtzLQGbSyjsM8IrCtQeZEwqqxHUltXGyxGKRtAk",
+	"TSlE1DNksw8nS+eB0Hew9jD0mYoSQVBNsto9yS/B7anZlZZ0X/z3s/6GIll/i5BsQ/cPXa1p8bFlePhc",
+	"fLTn+sztKiGP7yLHIxrldvkd7gvHi1LM7gTwzyyVnQvjLiwS1r3yh8cVLP0Q9sJTP5aoUzEXFTwTjP5q",
+	"uBTOlliGBx05/hSaZFW1gsyOpgNYUgL+UgoVO1nSjTIBnVsa6/vjQaejjMUuVwzsSuur+N1vUKtNDjhi",
+	"ULqSM4mJZkoJKKZleaXLUuRH7Aw+Dsm4TkD6dDKhcpGzsklAIczlVPs8nHmw7nAFULlujthLRAWo407z",
+	"JQLzGu+IoVdgEtRoLCAOgI95StXtkDnsWJQ2QStouWvoUwfpTJcw99VsF1IO/BNDspDd7JoUYyw8IGRZ",
+	"3tsC4QPMz7dNw80ZEnuCDomwbIJZsHp9jkqHKHeXqHLKFpheHuKF13PdPcY7S13JEihQisFblL5eCYAT",
+	"Q7rCSrKm66zxlH7VpC5Dx2zrPuN4sFS1YIW8Er0t6tW0qLEdnxUjo3hp5vq2MLjRKi6FKONboUugN3SS",
+	"NNcPr/zYkwPhowEMUaFBceAEYQG7QsBoPUnqsOqRVvjV7dby+87bIWO0qNAzt1Gh4aD7ENyfM/fzGz3b",
+	"y0LDxehX325xBXQDMRbTn2yjaLzCJxPfsHIhtDPgN3/knB5tf6Uh/PVfeO+fA8QjQsCMe0Mn3n7tH4wb",
+	"RTdvKyhTXPvi39wj8TtNF8h1rzXdKAuty03TfKN1Gc8Q3umfnHuc5gVPrp2Se7iZDQmJNn1Q8lPz80io",
+	"PPnIS5Un2nYmRk0176yEBQWk5/H38PNKo8+ep1fafUa/U7PPSnCjlVSzETQ8az/z3v/4An7DktXUg06j",
+	"Dc9YM0ru4Lk1zSZGT61uZPMk7mWqI2liyev6kiIbXP/eO3wm2c10zWtrepqeRXraig5nMkx9g6aN348Z",
+	"QKp7YEAnH6HpNMHmfJVp1aJpcMAT0FCRwu3Pgr2vg63uT9EcF3pND7h3WAkURxfQjC65sQ1kYFUrk/lC",
+	"O5CVp3h8mIGGs5aGIKpAI0W1ImNWLqBsHgCOTMaMFaXBLIdYBZIEsa5rCzrIYSGuRMFy6AU1rGKDU1wV",
+	"9U3MvsioeN9YDlBdivHpVNeOChdcFnGHQ6faTnS+zBgHbGRj+aLsduYueWVEjp10wLOWUfcdXQVFikLA",
+	"ABPOVarU4ycR7s8bPduo2gIcuDsCUm4LPZth3ogFCCatLJeKEBw9nmBPHPRaV1sGQpvRYS/Q5vHw7KDf",
+	"9Q2XiNj6CnxTT9HDsZftYc9x95gFcytRh59WrqF8K1SxZQwO1vEPsFCf902rRCac0N6eR8Vsf3X/t6Gc",
+	"rb/IzgeNta8yc6zN7L7Abs3pUeO6psRVGvb6wy/s//fvJ8/phvQSjm96x+1ohO/vJU2jnFtxCJjj2TaE",
+	"5aeGpvqNZwav3+nEPHeadDtqIDQHdB8DMFQmKS+AysYg7fJg06Qny1Hoy0cf2jpPoXeyU62MLkRgeM2c",
+	"kfXxPK+EMQPmSF/Ye6jszJhXDi3pdDLISb4vInEMMo9jYQxLG6wBVLXq99a//CimtaVgUxiDlICQUxh+",
+	"CKA0WDOF8HNH7O9QVe8XCN29x2zse9SP2T4gCWOL8Tm/krqmRmDY+ci3AzuIYwXS91xChRb9ewYUQ99K",
+	"KTTJH9OH+FqdM0gwUiUSfros4T3QFRuj0xw9Xk5gYVYp8avghphzwyZi5iZaVfIKm0BRF0KaQg35raQr",
+	"fHNyMsAJtxqZ2AfwZB5KU4nrYOxh9dQOsjVRgg0hhjVxC9iYvsjFKfv2m79GPRx93hy+VXErECD9ZrEK",
+	"olpP9zuKVQQPJIwmtXqgilQ/jx/oPkVMMHtyHD05jh6F4+jJ5/Pk86HuOpHA3vc6wIFPJ2mF8PaDBD+4",
+	"XzfPNwOwxs61fsvVMqRcP7pA7fuaEIhWJP42uuFqbHZgG3VuRUYaYEYJEoSh7swFURGQCAVFHTVAkCn4",
+	"mIJSud/onYDAHsUxdx6k9A3Z3fSwbXTTOYgQmHudN+9rRc3KBwYnZQ6Ju6H5ZStMil1i0YYDpxWCmUYA",
+	"4uYOwpgPYbiFfdqUpAVB0K/U25tjWDiy8gZfYsvNpTn+5P4HQTOsLvstvjNz6QylMJJ7rfHDKhZYMkI3",
+	"W83c947YeePeQONPCZEzcoyuC2vf+gYnmqWnMXpSqQS69Jt3zs3lT0LRz0PuLGyNzKmjQ3CtoDd+yM2k",
+	"I3kYYP8hIPQG8DM8ZqQ76FvB0d8b+PxtAXzcSkPtRQw9/0U4jH7mhe1e8cHcpFEHHC9Z6zxyHzKskJdw",
+	"J5TPxFzVRzI2qS0Tsa9ppWCVskEDqqKdn/oTyrxPCAp/8d7xqkmWGtoJBUESFrxw9qUINerQb7viFzYb",
+	"4n15GGfKyV8izxTt2Eh4xwR8jRolRustC65YrgWhFLnfsdMspL74jT/tTd8KYGegIvnhd+vaeV+r4O9Y",
+	"vs6HsOmEn9LTlNWe6jbpTvfHpZ9cTk8upyeX05PL6cnl9FW5nHbfrv/L8GpRbAdAFaEXX1eoD9BkoV7N",
+	"HJMW5oGV4H8OoSU2gSxBf+x+f9cbaSwBuXnVDKFj8IM+aZoUAWfyLktCD/fhVKycm3LlDK6kN+nMlwjt",
+	"HpQLRnhHK+kDA/C/G1+tICta78OVHLfaDqxBMA7HopWAw4hohbYX6onXaZR/h+oz368WCz6tBuS1026v",
+	"BPSBQK3boVhMRJ5DMBq6z1Wi4upyvA4Aa0RT7Fc7fcJUewR4xX3dCc1igbx+L9vDcp1vLIpTNwT5OhIp",
+	"Vb9vupCrFaxUIUsbugKFHiFD8yLU+ImP0zlXM+qP4XFSsas0bkUbXzGd69VAUsG88pCzGHD14MuNYYbU",
+	"SwSBeUDxmEkIq9WhfwXQBnCRhKbyBbeiglodqRrMbDdaVat4jFfulb31hSEe4h+AH4sCkaoWPIeWk9G3",
+	"Xqqc/eqeT3zvPUDrNtkN9OGZvBKdpph+Yh55N4FnHwP3F8j+5oimnnlbWeWhh3TrGFvI4Kuf/oC1ZFZj",
+	"JRkwF/cPLJ0U03n0LawhS3yDyjnh7fDTlTsKPGM3bT4BYH3yJvJEizk/SlzjmsT25zG+GHaxQ0dEyWUF",
+	"BVs5dX6uxBTLamRrU86U0rZ3BGdH0LlRdVor5ZZdc2kZQnnR9+L+fAlKICdMcOYgWQru+63Lyp9m9M22",
+	"EE1sOgRwDqFVAJzYLDhRV65yuH/rLjS0koGsYI99Bv4IlTMjoMBczVJNaWiMIAvYD9Dya/X7P4ZeRlSk",
+	"CK3L21+MPhge77mroIwbtm/EDB47YDz0+GHSMFMW0kJNchaJzOlcFjm922J27g+Jkd4KywHGBbHoMHbW",
+	"aTHUfJ068WrVdBuKBvHfSi2Ie04xq3Rdrtln92RqnshSQ2GzbyYUlJ14HihyVz/SnGEpSwHJ/7B2o+tq",
+	"muamzSvv6JXEd3lZXk6gOTJmfluC6uIWGbZFRENjucoPEdCC/Sgvlt9T0eSlWJoumI/JCLBEkDwJcJq+",
+	"mrOD4ZNRkldAfDhiv1xcsFoV0Dy4wQ2DWlJFQGGQIB9zDsCS+PP3P/+/AAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
