@@ -48,7 +48,7 @@ type requestValidator struct {
 	// the app of each app-key request on its context, which scenario
 	// rules match on.
 	scenarioApps *apps.Store
-	keys   *apikeys.Store
+	keys         *apikeys.Store
 	// snapshots reads every cache counter once per request, for the key,
 	// app, end-user and settings lookups that follow.
 	snapshots *cachever.Snapshots
