@@ -227,7 +227,7 @@ func (r *Registry) Chat(providerName, model string) (ChatModel, error) {
 	}
 	if p.remote == nil {
 		builtin := &builtinChat{model: name, price: price}
-		if r.scenarios != nil {
+		if r != nil && r.scenarios != nil {
 			return observedChat{&scenarioChat{builtin: builtin, scenarios: r.scenarios, provider: p.name}, p.name}, nil
 		}
 		return observedChat{builtin, p.name}, nil
