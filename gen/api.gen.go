@@ -2023,6 +2023,24 @@ func (e GetChatflowHumanInputForm200JSONResponseBodyInputsOptionSourceType) Vali
 	}
 }
 
+// Defines values for AdminCreateKnowledgeBaseJSONBodyIndexingTechnique.
+const (
+	AdminCreateKnowledgeBaseJSONBodyIndexingTechniqueEconomy     AdminCreateKnowledgeBaseJSONBodyIndexingTechnique = "economy"
+	AdminCreateKnowledgeBaseJSONBodyIndexingTechniqueHighQuality AdminCreateKnowledgeBaseJSONBodyIndexingTechnique = "high_quality"
+)
+
+// Valid indicates whether the value is a known member of the AdminCreateKnowledgeBaseJSONBodyIndexingTechnique enum.
+func (e AdminCreateKnowledgeBaseJSONBodyIndexingTechnique) Valid() bool {
+	switch e {
+	case AdminCreateKnowledgeBaseJSONBodyIndexingTechniqueEconomy:
+		return true
+	case AdminCreateKnowledgeBaseJSONBodyIndexingTechniqueHighQuality:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetWorkflowLogsParamsStatus.
 const (
 	Failed    GetWorkflowLogsParamsStatus = "failed"
@@ -2042,6 +2060,59 @@ func (e GetWorkflowLogsParamsStatus) Valid() bool {
 	default:
 		return false
 	}
+}
+
+// AdminApp defines model for AdminApp.
+type AdminApp struct {
+	// ApiKey Set when the operation made a key; shown this once.
+	ApiKey *string `json:"api_key,omitempty"`
+	AppId  string  `json:"app_id"`
+	Mode   string  `json:"mode"`
+	Name   string  `json:"name"`
+}
+
+// AdminAppList defines model for AdminAppList.
+type AdminAppList struct {
+	Data []AdminApp `json:"data"`
+}
+
+// AdminKey defines model for AdminKey.
+type AdminKey struct {
+	ApiKey string `json:"api_key"`
+}
+
+// AdminKnowledgeBase defines model for AdminKnowledgeBase.
+type AdminKnowledgeBase struct {
+	ApiKey      string   `json:"api_key"`
+	Batches     []string `json:"batches"`
+	DatasetId   string   `json:"dataset_id"`
+	DocumentIds []string `json:"document_ids"`
+	Name        string   `json:"name"`
+}
+
+// AdminRequest defines model for AdminRequest.
+type AdminRequest struct {
+	BodyBytes  int64     `json:"body_bytes"`
+	DurationMs float64   `json:"duration_ms"`
+	Fault      *string   `json:"fault,omitempty"`
+	KeyId      *string   `json:"key_id,omitempty"`
+	Method     string    `json:"method"`
+	Path       string    `json:"path"`
+	Route      string    `json:"route"`
+	Seq        int64     `json:"seq"`
+	Status     int       `json:"status"`
+	Time       time.Time `json:"time"`
+}
+
+// AdminRequestList defines model for AdminRequestList.
+type AdminRequestList struct {
+	Data []AdminRequest `json:"data"`
+}
+
+// AdminScenario defines model for AdminScenario.
+type AdminScenario struct {
+	// Rules How many rules the scenario has.
+	Rules int `json:"rules"`
 }
 
 // AgentThoughtItem One reasoning or tool-calling step an agent took while answering.
@@ -7966,6 +8037,24 @@ type SubmitChatflowHumanInputFormJSONBody struct {
 	User string `json:"user"`
 }
 
+// AdminCreateKnowledgeBaseJSONBody defines parameters for AdminCreateKnowledgeBase.
+type AdminCreateKnowledgeBaseJSONBody struct {
+	Documents *[]struct {
+		Name *string `json:"name,omitempty"`
+		Text string  `json:"text"`
+	} `json:"documents,omitempty"`
+	IndexingTechnique *AdminCreateKnowledgeBaseJSONBodyIndexingTechnique `json:"indexing_technique,omitempty"`
+	Name              string                                             `json:"name"`
+}
+
+// AdminCreateKnowledgeBaseJSONBodyIndexingTechnique defines parameters for AdminCreateKnowledgeBase.
+type AdminCreateKnowledgeBaseJSONBodyIndexingTechnique string
+
+// AdminCreateKnowledgeKeyJSONBody defines parameters for AdminCreateKnowledgeKey.
+type AdminCreateKnowledgeKeyJSONBody struct {
+	DatasetIds *[]string `json:"dataset_ids,omitempty"`
+}
+
 // GetConversationHistoryParams defines parameters for GetConversationHistory.
 type GetConversationHistoryParams struct {
 	// ConversationId The conversation to read.
@@ -7985,6 +8074,19 @@ type GetConversationHistoryParams struct {
 type GetSuggestedQuestionsParams struct {
 	// User The end user making the request.
 	User string `form:"user" json:"user"`
+}
+
+// AdminListRequestsParams defines parameters for AdminListRequests.
+type AdminListRequestsParams struct {
+	Method *string `form:"method,omitempty" json:"method,omitempty"`
+
+	// Route A route as the API describes it (`/v1/chat-messages`) or a request path.
+	Route  *string `form:"route,omitempty" json:"route,omitempty"`
+	Status *int    `form:"status,omitempty" json:"status,omitempty"`
+	KeyId  *string `form:"key_id,omitempty" json:"key_id,omitempty"`
+
+	// Limit The most entries answered (the newest).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
 // StreamWorkflowEventsParams defines parameters for StreamWorkflowEvents.
@@ -8176,6 +8278,12 @@ type UploadChatFileMultipartRequestBody UploadChatFileMultipartBody
 
 // SubmitChatflowHumanInputFormJSONRequestBody defines body for SubmitChatflowHumanInputForm for application/json ContentType.
 type SubmitChatflowHumanInputFormJSONRequestBody SubmitChatflowHumanInputFormJSONBody
+
+// AdminCreateKnowledgeBaseJSONRequestBody defines body for AdminCreateKnowledgeBase for application/json ContentType.
+type AdminCreateKnowledgeBaseJSONRequestBody AdminCreateKnowledgeBaseJSONBody
+
+// AdminCreateKnowledgeKeyJSONRequestBody defines body for AdminCreateKnowledgeKey for application/json ContentType.
+type AdminCreateKnowledgeKeyJSONRequestBody AdminCreateKnowledgeKeyJSONBody
 
 // PostChatMessageFeedbackJSONRequestBody defines body for PostChatMessageFeedback for application/json ContentType.
 type PostChatMessageFeedbackJSONRequestBody = MessageFeedbackRequest
@@ -9773,6 +9881,12 @@ type ServerInterface interface {
 	// GetChatAppFeedbacks Page through all feedback given on the app's messages.
 	// (GET /app/feedbacks)
 	GetChatAppFeedbacks(ctx echo.Context, params GetChatAppFeedbacksParams) error
+	// AdminListApps List every app
+	// (GET /apps)
+	AdminListApps(ctx echo.Context) error
+	// AdminImportApp Import an app from a DSL file
+	// (POST /apps)
+	AdminImportApp(ctx echo.Context) error
 	// InitialAnnotationReplySettings Switch annotation replies on or off
 	// (POST /apps/annotation-reply/{action})
 	InitialAnnotationReplySettings(ctx echo.Context, action InitialAnnotationReplySettingsParamsAction) error
@@ -9791,6 +9905,21 @@ type ServerInterface interface {
 	// UpdateAnnotation Change an annotation
 	// (PUT /apps/annotations/{annotation_id})
 	UpdateAnnotation(ctx echo.Context, annotationId string) error
+	// AdminDeleteApp Delete an app
+	// (DELETE /apps/{app_id})
+	AdminDeleteApp(ctx echo.Context, appId string) error
+	// AdminReplaceApp Replace an app's definition
+	// (PUT /apps/{app_id})
+	AdminReplaceApp(ctx echo.Context, appId string) error
+	// AdminCreateAppKey Make another key for an app
+	// (POST /apps/{app_id}/keys)
+	AdminCreateAppKey(ctx echo.Context, appId string) error
+	// AdminDeleteAppScenario Stop scripting the built-in model for one app
+	// (DELETE /apps/{app_id}/scenario)
+	AdminDeleteAppScenario(ctx echo.Context, appId string) error
+	// AdminSetAppScenario Script the built-in model for one app
+	// (PUT /apps/{app_id}/scenario)
+	AdminSetAppScenario(ctx echo.Context, appId string) error
 	// AudioToText Transcribe an audio recording.
 	// (POST /audio-to-text)
 	AudioToText(ctx echo.Context) error
@@ -10002,6 +10131,15 @@ type ServerInterface interface {
 	// GetChatAppInfo Describe the app
 	// (GET /info)
 	GetChatAppInfo(ctx echo.Context) error
+	// AdminRevokeKey Revoke a key
+	// (DELETE /keys/{key})
+	AdminRevokeKey(ctx echo.Context, key string) error
+	// AdminCreateKnowledgeBase Make a knowledge base with its documents
+	// (POST /knowledge-bases)
+	AdminCreateKnowledgeBase(ctx echo.Context) error
+	// AdminCreateKnowledgeKey Make a knowledge key
+	// (POST /knowledge-keys)
+	AdminCreateKnowledgeKey(ctx echo.Context) error
 	// GetConversationHistory List the messages of a conversation
 	// (GET /messages)
 	GetConversationHistory(ctx echo.Context, params GetConversationHistoryParams) error
@@ -10023,6 +10161,21 @@ type ServerInterface interface {
 	// GetChatAppParameters Read the app's input form and feature settings
 	// (GET /parameters)
 	GetChatAppParameters(ctx echo.Context) error
+	// AdminClearRequests Clear the request journal
+	// (DELETE /requests)
+	AdminClearRequests(ctx echo.Context) error
+	// AdminListRequests Read the request journal
+	// (GET /requests)
+	AdminListRequests(ctx echo.Context, params AdminListRequestsParams) error
+	// AdminReset Remove all data
+	// (POST /reset)
+	AdminReset(ctx echo.Context) error
+	// AdminDeleteScenario Stop scripting the built-in model
+	// (DELETE /scenario)
+	AdminDeleteScenario(ctx echo.Context) error
+	// AdminSetScenario Script the built-in model for every app
+	// (PUT /scenario)
+	AdminSetScenario(ctx echo.Context) error
 	// GetChatWebAppSettings Read the hosted web app's look
 	// (GET /site)
 	GetChatWebAppSettings(ctx echo.Context) error
@@ -10088,6 +10241,24 @@ func (w *ServerInterfaceWrapper) GetChatAppFeedbacks(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetChatAppFeedbacks(ctx, params)
+	return err
+}
+
+// AdminListApps converts echo context to params.
+func (w *ServerInterfaceWrapper) AdminListApps(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AdminListApps(ctx)
+	return err
+}
+
+// AdminImportApp converts echo context to params.
+func (w *ServerInterfaceWrapper) AdminImportApp(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AdminImportApp(ctx)
 	return err
 }
 
@@ -10201,6 +10372,86 @@ func (w *ServerInterfaceWrapper) UpdateAnnotation(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.UpdateAnnotation(ctx, annotationId)
+	return err
+}
+
+// AdminDeleteApp converts echo context to params.
+func (w *ServerInterfaceWrapper) AdminDeleteApp(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "app_id" -------------
+	var appId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "app_id", ctx.Param("app_id"), &appId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter app_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AdminDeleteApp(ctx, appId)
+	return err
+}
+
+// AdminReplaceApp converts echo context to params.
+func (w *ServerInterfaceWrapper) AdminReplaceApp(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "app_id" -------------
+	var appId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "app_id", ctx.Param("app_id"), &appId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter app_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AdminReplaceApp(ctx, appId)
+	return err
+}
+
+// AdminCreateAppKey converts echo context to params.
+func (w *ServerInterfaceWrapper) AdminCreateAppKey(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "app_id" -------------
+	var appId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "app_id", ctx.Param("app_id"), &appId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter app_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AdminCreateAppKey(ctx, appId)
+	return err
+}
+
+// AdminDeleteAppScenario converts echo context to params.
+func (w *ServerInterfaceWrapper) AdminDeleteAppScenario(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "app_id" -------------
+	var appId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "app_id", ctx.Param("app_id"), &appId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter app_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AdminDeleteAppScenario(ctx, appId)
+	return err
+}
+
+// AdminSetAppScenario converts echo context to params.
+func (w *ServerInterfaceWrapper) AdminSetAppScenario(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "app_id" -------------
+	var appId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "app_id", ctx.Param("app_id"), &appId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter app_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AdminSetAppScenario(ctx, appId)
 	return err
 }
 
@@ -11642,6 +11893,40 @@ func (w *ServerInterfaceWrapper) GetChatAppInfo(ctx echo.Context) error {
 	return err
 }
 
+// AdminRevokeKey converts echo context to params.
+func (w *ServerInterfaceWrapper) AdminRevokeKey(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "key" -------------
+	var key string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "key", ctx.Param("key"), &key, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter key: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AdminRevokeKey(ctx, key)
+	return err
+}
+
+// AdminCreateKnowledgeBase converts echo context to params.
+func (w *ServerInterfaceWrapper) AdminCreateKnowledgeBase(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AdminCreateKnowledgeBase(ctx)
+	return err
+}
+
+// AdminCreateKnowledgeKey converts echo context to params.
+func (w *ServerInterfaceWrapper) AdminCreateKnowledgeKey(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AdminCreateKnowledgeKey(ctx)
+	return err
+}
+
 // GetConversationHistory converts echo context to params.
 func (w *ServerInterfaceWrapper) GetConversationHistory(ctx echo.Context) error {
 	var err error
@@ -11762,6 +12047,88 @@ func (w *ServerInterfaceWrapper) GetChatAppParameters(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetChatAppParameters(ctx)
+	return err
+}
+
+// AdminClearRequests converts echo context to params.
+func (w *ServerInterfaceWrapper) AdminClearRequests(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AdminClearRequests(ctx)
+	return err
+}
+
+// AdminListRequests converts echo context to params.
+func (w *ServerInterfaceWrapper) AdminListRequests(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params AdminListRequestsParams
+	// ------------- Optional query parameter "method" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "method", ctx.QueryParams(), &params.Method, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter method: %s", err))
+	}
+
+	// ------------- Optional query parameter "route" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "route", ctx.QueryParams(), &params.Route, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter route: %s", err))
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// ------------- Optional query parameter "key_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "key_id", ctx.QueryParams(), &params.KeyId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter key_id: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AdminListRequests(ctx, params)
+	return err
+}
+
+// AdminReset converts echo context to params.
+func (w *ServerInterfaceWrapper) AdminReset(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AdminReset(ctx)
+	return err
+}
+
+// AdminDeleteScenario converts echo context to params.
+func (w *ServerInterfaceWrapper) AdminDeleteScenario(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AdminDeleteScenario(ctx)
+	return err
+}
+
+// AdminSetScenario converts echo context to params.
+func (w *ServerInterfaceWrapper) AdminSetScenario(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AdminSetScenario(ctx)
 	return err
 }
 
@@ -12100,6 +12467,21 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/datasets/:dataset_id/pipeline/datasource-plugins", wrapper.ListDatasourcePlugins, options.OperationMiddlewares["listDatasourcePlugins"]...)
 	router.POST(options.BaseURL+"/datasets/:dataset_id/pipeline/datasource/nodes/:node_id/run", wrapper.RunDatasourceNode, options.OperationMiddlewares["runDatasourceNode"]...)
 	router.POST(options.BaseURL+"/datasets/:dataset_id/pipeline/run", wrapper.RunPipeline, options.OperationMiddlewares["runPipeline"]...)
+	router.GET(options.BaseURL+"/apps", wrapper.AdminListApps, options.OperationMiddlewares["adminListApps"]...)
+	router.POST(options.BaseURL+"/apps", wrapper.AdminImportApp, options.OperationMiddlewares["adminImportApp"]...)
+	router.DELETE(options.BaseURL+"/apps/:app_id", wrapper.AdminDeleteApp, options.OperationMiddlewares["adminDeleteApp"]...)
+	router.PUT(options.BaseURL+"/apps/:app_id", wrapper.AdminReplaceApp, options.OperationMiddlewares["adminReplaceApp"]...)
+	router.POST(options.BaseURL+"/apps/:app_id/keys", wrapper.AdminCreateAppKey, options.OperationMiddlewares["adminCreateAppKey"]...)
+	router.DELETE(options.BaseURL+"/apps/:app_id/scenario", wrapper.AdminDeleteAppScenario, options.OperationMiddlewares["adminDeleteAppScenario"]...)
+	router.PUT(options.BaseURL+"/apps/:app_id/scenario", wrapper.AdminSetAppScenario, options.OperationMiddlewares["adminSetAppScenario"]...)
+	router.DELETE(options.BaseURL+"/scenario", wrapper.AdminDeleteScenario, options.OperationMiddlewares["adminDeleteScenario"]...)
+	router.PUT(options.BaseURL+"/scenario", wrapper.AdminSetScenario, options.OperationMiddlewares["adminSetScenario"]...)
+	router.POST(options.BaseURL+"/knowledge-keys", wrapper.AdminCreateKnowledgeKey, options.OperationMiddlewares["adminCreateKnowledgeKey"]...)
+	router.DELETE(options.BaseURL+"/keys/:key", wrapper.AdminRevokeKey, options.OperationMiddlewares["adminRevokeKey"]...)
+	router.POST(options.BaseURL+"/knowledge-bases", wrapper.AdminCreateKnowledgeBase, options.OperationMiddlewares["adminCreateKnowledgeBase"]...)
+	router.POST(options.BaseURL+"/reset", wrapper.AdminReset, options.OperationMiddlewares["adminReset"]...)
+	router.DELETE(options.BaseURL+"/requests", wrapper.AdminClearRequests, options.OperationMiddlewares["adminClearRequests"]...)
+	router.GET(options.BaseURL+"/requests", wrapper.AdminListRequests, options.OperationMiddlewares["adminListRequests"]...)
 
 }
 
@@ -12207,6 +12589,125 @@ type GetChatAppFeedbacksdefaultJSONResponse struct {
 }
 
 func (response GetChatAppFeedbacksdefaultJSONResponse) VisitGetChatAppFeedbacksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminListAppsRequestObject struct {
+}
+
+type AdminListAppsResponseObject interface {
+	VisitAdminListAppsResponse(w http.ResponseWriter) error
+}
+
+type AdminListApps200JSONResponse AdminAppList
+
+func (response AdminListApps200JSONResponse) VisitAdminListAppsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminListApps401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AdminListApps401JSONResponse) VisitAdminListAppsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminListAppsdefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response AdminListAppsdefaultJSONResponse) VisitAdminListAppsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminImportAppRequestObject struct {
+	Body io.Reader
+}
+
+type AdminImportAppResponseObject interface {
+	VisitAdminImportAppResponse(w http.ResponseWriter) error
+}
+
+type AdminImportApp201JSONResponse AdminApp
+
+func (response AdminImportApp201JSONResponse) VisitAdminImportAppResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminImportApp400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response AdminImportApp400JSONResponse) VisitAdminImportAppResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminImportApp401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AdminImportApp401JSONResponse) VisitAdminImportAppResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminImportAppdefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response AdminImportAppdefaultJSONResponse) VisitAdminImportAppResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -12564,6 +13065,345 @@ type UpdateAnnotationdefaultJSONResponse struct {
 }
 
 func (response UpdateAnnotationdefaultJSONResponse) VisitUpdateAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminDeleteAppRequestObject struct {
+	AppId string `json:"app_id"`
+}
+
+type AdminDeleteAppResponseObject interface {
+	VisitAdminDeleteAppResponse(w http.ResponseWriter) error
+}
+
+type AdminDeleteApp204Response struct {
+}
+
+func (response AdminDeleteApp204Response) VisitAdminDeleteAppResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type AdminDeleteApp401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AdminDeleteApp401JSONResponse) VisitAdminDeleteAppResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminDeleteApp404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response AdminDeleteApp404JSONResponse) VisitAdminDeleteAppResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminDeleteAppdefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response AdminDeleteAppdefaultJSONResponse) VisitAdminDeleteAppResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminReplaceAppRequestObject struct {
+	AppId string `json:"app_id"`
+	Body  io.Reader
+}
+
+type AdminReplaceAppResponseObject interface {
+	VisitAdminReplaceAppResponse(w http.ResponseWriter) error
+}
+
+type AdminReplaceApp200JSONResponse AdminApp
+
+func (response AdminReplaceApp200JSONResponse) VisitAdminReplaceAppResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminReplaceApp400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response AdminReplaceApp400JSONResponse) VisitAdminReplaceAppResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminReplaceApp401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AdminReplaceApp401JSONResponse) VisitAdminReplaceAppResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminReplaceApp404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response AdminReplaceApp404JSONResponse) VisitAdminReplaceAppResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminReplaceAppdefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response AdminReplaceAppdefaultJSONResponse) VisitAdminReplaceAppResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminCreateAppKeyRequestObject struct {
+	AppId string `json:"app_id"`
+}
+
+type AdminCreateAppKeyResponseObject interface {
+	VisitAdminCreateAppKeyResponse(w http.ResponseWriter) error
+}
+
+type AdminCreateAppKey201JSONResponse AdminKey
+
+func (response AdminCreateAppKey201JSONResponse) VisitAdminCreateAppKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminCreateAppKey401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AdminCreateAppKey401JSONResponse) VisitAdminCreateAppKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminCreateAppKey404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response AdminCreateAppKey404JSONResponse) VisitAdminCreateAppKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminCreateAppKeydefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response AdminCreateAppKeydefaultJSONResponse) VisitAdminCreateAppKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminDeleteAppScenarioRequestObject struct {
+	AppId string `json:"app_id"`
+}
+
+type AdminDeleteAppScenarioResponseObject interface {
+	VisitAdminDeleteAppScenarioResponse(w http.ResponseWriter) error
+}
+
+type AdminDeleteAppScenario204Response struct {
+}
+
+func (response AdminDeleteAppScenario204Response) VisitAdminDeleteAppScenarioResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type AdminDeleteAppScenario401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AdminDeleteAppScenario401JSONResponse) VisitAdminDeleteAppScenarioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminDeleteAppScenariodefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response AdminDeleteAppScenariodefaultJSONResponse) VisitAdminDeleteAppScenarioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminSetAppScenarioRequestObject struct {
+	AppId string `json:"app_id"`
+	Body  io.Reader
+}
+
+type AdminSetAppScenarioResponseObject interface {
+	VisitAdminSetAppScenarioResponse(w http.ResponseWriter) error
+}
+
+type AdminSetAppScenario200JSONResponse AdminScenario
+
+func (response AdminSetAppScenario200JSONResponse) VisitAdminSetAppScenarioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminSetAppScenario400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response AdminSetAppScenario400JSONResponse) VisitAdminSetAppScenarioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminSetAppScenario401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AdminSetAppScenario401JSONResponse) VisitAdminSetAppScenarioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminSetAppScenario404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response AdminSetAppScenario404JSONResponse) VisitAdminSetAppScenarioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminSetAppScenariodefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response AdminSetAppScenariodefaultJSONResponse) VisitAdminSetAppScenarioResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -18831,6 +19671,229 @@ func (response GetChatAppInfodefaultJSONResponse) VisitGetChatAppInfoResponse(w 
 	return err
 }
 
+type AdminRevokeKeyRequestObject struct {
+	Key string `json:"key"`
+}
+
+type AdminRevokeKeyResponseObject interface {
+	VisitAdminRevokeKeyResponse(w http.ResponseWriter) error
+}
+
+type AdminRevokeKey204Response struct {
+}
+
+func (response AdminRevokeKey204Response) VisitAdminRevokeKeyResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type AdminRevokeKey400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response AdminRevokeKey400JSONResponse) VisitAdminRevokeKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminRevokeKey401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AdminRevokeKey401JSONResponse) VisitAdminRevokeKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminRevokeKey404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response AdminRevokeKey404JSONResponse) VisitAdminRevokeKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminRevokeKeydefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response AdminRevokeKeydefaultJSONResponse) VisitAdminRevokeKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminCreateKnowledgeBaseRequestObject struct {
+	Body *AdminCreateKnowledgeBaseJSONRequestBody
+}
+
+type AdminCreateKnowledgeBaseResponseObject interface {
+	VisitAdminCreateKnowledgeBaseResponse(w http.ResponseWriter) error
+}
+
+type AdminCreateKnowledgeBase201JSONResponse AdminKnowledgeBase
+
+func (response AdminCreateKnowledgeBase201JSONResponse) VisitAdminCreateKnowledgeBaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminCreateKnowledgeBase400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response AdminCreateKnowledgeBase400JSONResponse) VisitAdminCreateKnowledgeBaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminCreateKnowledgeBase401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AdminCreateKnowledgeBase401JSONResponse) VisitAdminCreateKnowledgeBaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminCreateKnowledgeBase409JSONResponse struct{ ErrorJSONResponse }
+
+func (response AdminCreateKnowledgeBase409JSONResponse) VisitAdminCreateKnowledgeBaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminCreateKnowledgeBasedefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response AdminCreateKnowledgeBasedefaultJSONResponse) VisitAdminCreateKnowledgeBaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminCreateKnowledgeKeyRequestObject struct {
+	Body *AdminCreateKnowledgeKeyJSONRequestBody
+}
+
+type AdminCreateKnowledgeKeyResponseObject interface {
+	VisitAdminCreateKnowledgeKeyResponse(w http.ResponseWriter) error
+}
+
+type AdminCreateKnowledgeKey201JSONResponse AdminKey
+
+func (response AdminCreateKnowledgeKey201JSONResponse) VisitAdminCreateKnowledgeKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminCreateKnowledgeKey401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AdminCreateKnowledgeKey401JSONResponse) VisitAdminCreateKnowledgeKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminCreateKnowledgeKey404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response AdminCreateKnowledgeKey404JSONResponse) VisitAdminCreateKnowledgeKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminCreateKnowledgeKeydefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response AdminCreateKnowledgeKeydefaultJSONResponse) VisitAdminCreateKnowledgeKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetConversationHistoryRequestObject struct {
 	Params GetConversationHistoryParams
 }
@@ -19330,6 +20393,264 @@ type GetChatAppParametersdefaultJSONResponse struct {
 }
 
 func (response GetChatAppParametersdefaultJSONResponse) VisitGetChatAppParametersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminClearRequestsRequestObject struct {
+}
+
+type AdminClearRequestsResponseObject interface {
+	VisitAdminClearRequestsResponse(w http.ResponseWriter) error
+}
+
+type AdminClearRequests204Response struct {
+}
+
+func (response AdminClearRequests204Response) VisitAdminClearRequestsResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type AdminClearRequests401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AdminClearRequests401JSONResponse) VisitAdminClearRequestsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminClearRequestsdefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response AdminClearRequestsdefaultJSONResponse) VisitAdminClearRequestsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminListRequestsRequestObject struct {
+	Params AdminListRequestsParams
+}
+
+type AdminListRequestsResponseObject interface {
+	VisitAdminListRequestsResponse(w http.ResponseWriter) error
+}
+
+type AdminListRequests200JSONResponse AdminRequestList
+
+func (response AdminListRequests200JSONResponse) VisitAdminListRequestsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminListRequests401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AdminListRequests401JSONResponse) VisitAdminListRequestsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminListRequestsdefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response AdminListRequestsdefaultJSONResponse) VisitAdminListRequestsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminResetRequestObject struct {
+}
+
+type AdminResetResponseObject interface {
+	VisitAdminResetResponse(w http.ResponseWriter) error
+}
+
+type AdminReset204Response struct {
+}
+
+func (response AdminReset204Response) VisitAdminResetResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type AdminReset401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AdminReset401JSONResponse) VisitAdminResetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminResetdefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response AdminResetdefaultJSONResponse) VisitAdminResetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminDeleteScenarioRequestObject struct {
+}
+
+type AdminDeleteScenarioResponseObject interface {
+	VisitAdminDeleteScenarioResponse(w http.ResponseWriter) error
+}
+
+type AdminDeleteScenario204Response struct {
+}
+
+func (response AdminDeleteScenario204Response) VisitAdminDeleteScenarioResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type AdminDeleteScenario401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AdminDeleteScenario401JSONResponse) VisitAdminDeleteScenarioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminDeleteScenariodefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response AdminDeleteScenariodefaultJSONResponse) VisitAdminDeleteScenarioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminSetScenarioRequestObject struct {
+	Body io.Reader
+}
+
+type AdminSetScenarioResponseObject interface {
+	VisitAdminSetScenarioResponse(w http.ResponseWriter) error
+}
+
+type AdminSetScenario200JSONResponse AdminScenario
+
+func (response AdminSetScenario200JSONResponse) VisitAdminSetScenarioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminSetScenario400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response AdminSetScenario400JSONResponse) VisitAdminSetScenarioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminSetScenario401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AdminSetScenario401JSONResponse) VisitAdminSetScenarioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdminSetScenariodefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response AdminSetScenariodefaultJSONResponse) VisitAdminSetScenarioResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -20201,6 +21522,12 @@ type StrictServerInterface interface {
 	// GetChatAppFeedbacks Page through all feedback given on the app's messages.
 	// (GET /app/feedbacks)
 	GetChatAppFeedbacks(ctx context.Context, request GetChatAppFeedbacksRequestObject) (GetChatAppFeedbacksResponseObject, error)
+	// AdminListApps List every app
+	// (GET /apps)
+	AdminListApps(ctx context.Context, request AdminListAppsRequestObject) (AdminListAppsResponseObject, error)
+	// AdminImportApp Import an app from a DSL file
+	// (POST /apps)
+	AdminImportApp(ctx context.Context, request AdminImportAppRequestObject) (AdminImportAppResponseObject, error)
 	// InitialAnnotationReplySettings Switch annotation replies on or off
 	// (POST /apps/annotation-reply/{action})
 	InitialAnnotationReplySettings(ctx context.Context, request InitialAnnotationReplySettingsRequestObject) (InitialAnnotationReplySettingsResponseObject, error)
@@ -20219,6 +21546,21 @@ type StrictServerInterface interface {
 	// UpdateAnnotation Change an annotation
 	// (PUT /apps/annotations/{annotation_id})
 	UpdateAnnotation(ctx context.Context, request UpdateAnnotationRequestObject) (UpdateAnnotationResponseObject, error)
+	// AdminDeleteApp Delete an app
+	// (DELETE /apps/{app_id})
+	AdminDeleteApp(ctx context.Context, request AdminDeleteAppRequestObject) (AdminDeleteAppResponseObject, error)
+	// AdminReplaceApp Replace an app's definition
+	// (PUT /apps/{app_id})
+	AdminReplaceApp(ctx context.Context, request AdminReplaceAppRequestObject) (AdminReplaceAppResponseObject, error)
+	// AdminCreateAppKey Make another key for an app
+	// (POST /apps/{app_id}/keys)
+	AdminCreateAppKey(ctx context.Context, request AdminCreateAppKeyRequestObject) (AdminCreateAppKeyResponseObject, error)
+	// AdminDeleteAppScenario Stop scripting the built-in model for one app
+	// (DELETE /apps/{app_id}/scenario)
+	AdminDeleteAppScenario(ctx context.Context, request AdminDeleteAppScenarioRequestObject) (AdminDeleteAppScenarioResponseObject, error)
+	// AdminSetAppScenario Script the built-in model for one app
+	// (PUT /apps/{app_id}/scenario)
+	AdminSetAppScenario(ctx context.Context, request AdminSetAppScenarioRequestObject) (AdminSetAppScenarioResponseObject, error)
 	// AudioToText Transcribe an audio recording.
 	// (POST /audio-to-text)
 	AudioToText(ctx context.Context, request AudioToTextRequestObject) (AudioToTextResponseObject, error)
@@ -20430,6 +21772,15 @@ type StrictServerInterface interface {
 	// GetChatAppInfo Describe the app
 	// (GET /info)
 	GetChatAppInfo(ctx context.Context, request GetChatAppInfoRequestObject) (GetChatAppInfoResponseObject, error)
+	// AdminRevokeKey Revoke a key
+	// (DELETE /keys/{key})
+	AdminRevokeKey(ctx context.Context, request AdminRevokeKeyRequestObject) (AdminRevokeKeyResponseObject, error)
+	// AdminCreateKnowledgeBase Make a knowledge base with its documents
+	// (POST /knowledge-bases)
+	AdminCreateKnowledgeBase(ctx context.Context, request AdminCreateKnowledgeBaseRequestObject) (AdminCreateKnowledgeBaseResponseObject, error)
+	// AdminCreateKnowledgeKey Make a knowledge key
+	// (POST /knowledge-keys)
+	AdminCreateKnowledgeKey(ctx context.Context, request AdminCreateKnowledgeKeyRequestObject) (AdminCreateKnowledgeKeyResponseObject, error)
 	// GetConversationHistory List the messages of a conversation
 	// (GET /messages)
 	GetConversationHistory(ctx context.Context, request GetConversationHistoryRequestObject) (GetConversationHistoryResponseObject, error)
@@ -20451,6 +21802,21 @@ type StrictServerInterface interface {
 	// GetChatAppParameters Read the app's input form and feature settings
 	// (GET /parameters)
 	GetChatAppParameters(ctx context.Context, request GetChatAppParametersRequestObject) (GetChatAppParametersResponseObject, error)
+	// AdminClearRequests Clear the request journal
+	// (DELETE /requests)
+	AdminClearRequests(ctx context.Context, request AdminClearRequestsRequestObject) (AdminClearRequestsResponseObject, error)
+	// AdminListRequests Read the request journal
+	// (GET /requests)
+	AdminListRequests(ctx context.Context, request AdminListRequestsRequestObject) (AdminListRequestsResponseObject, error)
+	// AdminReset Remove all data
+	// (POST /reset)
+	AdminReset(ctx context.Context, request AdminResetRequestObject) (AdminResetResponseObject, error)
+	// AdminDeleteScenario Stop scripting the built-in model
+	// (DELETE /scenario)
+	AdminDeleteScenario(ctx context.Context, request AdminDeleteScenarioRequestObject) (AdminDeleteScenarioResponseObject, error)
+	// AdminSetScenario Script the built-in model for every app
+	// (PUT /scenario)
+	AdminSetScenario(ctx context.Context, request AdminSetScenarioRequestObject) (AdminSetScenarioResponseObject, error)
 	// GetChatWebAppSettings Read the hosted web app's look
 	// (GET /site)
 	GetChatWebAppSettings(ctx context.Context, request GetChatWebAppSettingsRequestObject) (GetChatWebAppSettingsResponseObject, error)
@@ -20534,6 +21900,54 @@ func (sh *strictHandler) GetChatAppFeedbacks(ctx echo.Context, params GetChatApp
 		return err
 	} else if validResponse, ok := response.(GetChatAppFeedbacksResponseObject); ok {
 		return validResponse.VisitGetChatAppFeedbacksResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AdminListApps operation middleware
+func (sh *strictHandler) AdminListApps(ctx echo.Context) error {
+	var request AdminListAppsRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AdminListApps(ctx.Request().Context(), request.(AdminListAppsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AdminListApps")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AdminListAppsResponseObject); ok {
+		return validResponse.VisitAdminListAppsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AdminImportApp operation middleware
+func (sh *strictHandler) AdminImportApp(ctx echo.Context) error {
+	var request AdminImportAppRequestObject
+
+	request.Body = ctx.Request().Body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AdminImportApp(ctx.Request().Context(), request.(AdminImportAppRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AdminImportApp")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AdminImportAppResponseObject); ok {
+		return validResponse.VisitAdminImportAppResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -20752,6 +22166,135 @@ func (sh *strictHandler) UpdateAnnotation(ctx echo.Context, annotationId string)
 		return err
 	} else if validResponse, ok := response.(UpdateAnnotationResponseObject); ok {
 		return validResponse.VisitUpdateAnnotationResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AdminDeleteApp operation middleware
+func (sh *strictHandler) AdminDeleteApp(ctx echo.Context, appId string) error {
+	var request AdminDeleteAppRequestObject
+
+	request.AppId = appId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AdminDeleteApp(ctx.Request().Context(), request.(AdminDeleteAppRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AdminDeleteApp")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AdminDeleteAppResponseObject); ok {
+		return validResponse.VisitAdminDeleteAppResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AdminReplaceApp operation middleware
+func (sh *strictHandler) AdminReplaceApp(ctx echo.Context, appId string) error {
+	var request AdminReplaceAppRequestObject
+
+	request.AppId = appId
+
+	request.Body = ctx.Request().Body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AdminReplaceApp(ctx.Request().Context(), request.(AdminReplaceAppRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AdminReplaceApp")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AdminReplaceAppResponseObject); ok {
+		return validResponse.VisitAdminReplaceAppResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AdminCreateAppKey operation middleware
+func (sh *strictHandler) AdminCreateAppKey(ctx echo.Context, appId string) error {
+	var request AdminCreateAppKeyRequestObject
+
+	request.AppId = appId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AdminCreateAppKey(ctx.Request().Context(), request.(AdminCreateAppKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AdminCreateAppKey")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AdminCreateAppKeyResponseObject); ok {
+		return validResponse.VisitAdminCreateAppKeyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AdminDeleteAppScenario operation middleware
+func (sh *strictHandler) AdminDeleteAppScenario(ctx echo.Context, appId string) error {
+	var request AdminDeleteAppScenarioRequestObject
+
+	request.AppId = appId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AdminDeleteAppScenario(ctx.Request().Context(), request.(AdminDeleteAppScenarioRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AdminDeleteAppScenario")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AdminDeleteAppScenarioResponseObject); ok {
+		return validResponse.VisitAdminDeleteAppScenarioResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AdminSetAppScenario operation middleware
+func (sh *strictHandler) AdminSetAppScenario(ctx echo.Context, appId string) error {
+	var request AdminSetAppScenarioRequestObject
+
+	request.AppId = appId
+
+	request.Body = ctx.Request().Body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AdminSetAppScenario(ctx.Request().Context(), request.(AdminSetAppScenarioRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AdminSetAppScenario")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AdminSetAppScenarioResponseObject); ok {
+		return validResponse.VisitAdminSetAppScenarioResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -23255,6 +24798,126 @@ func (sh *strictHandler) GetChatAppInfo(ctx echo.Context) error {
 	return nil
 }
 
+// AdminRevokeKey operation middleware
+func (sh *strictHandler) AdminRevokeKey(ctx echo.Context, key string) error {
+	var request AdminRevokeKeyRequestObject
+
+	request.Key = key
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AdminRevokeKey(ctx.Request().Context(), request.(AdminRevokeKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AdminRevokeKey")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AdminRevokeKeyResponseObject); ok {
+		return validResponse.VisitAdminRevokeKeyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AdminCreateKnowledgeBase operation middleware
+func (sh *strictHandler) AdminCreateKnowledgeBase(ctx echo.Context) error {
+	var request AdminCreateKnowledgeBaseRequestObject
+
+	var body AdminCreateKnowledgeBaseJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AdminCreateKnowledgeBase(ctx.Request().Context(), request.(AdminCreateKnowledgeBaseRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AdminCreateKnowledgeBase")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AdminCreateKnowledgeBaseResponseObject); ok {
+		return validResponse.VisitAdminCreateKnowledgeBaseResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AdminCreateKnowledgeKey operation middleware
+func (sh *strictHandler) AdminCreateKnowledgeKey(ctx echo.Context) error {
+	var request AdminCreateKnowledgeKeyRequestObject
+
+	var body AdminCreateKnowledgeKeyJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AdminCreateKnowledgeKey(ctx.Request().Context(), request.(AdminCreateKnowledgeKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AdminCreateKnowledgeKey")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AdminCreateKnowledgeKeyResponseObject); ok {
+		return validResponse.VisitAdminCreateKnowledgeKeyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetConversationHistory operation middleware
 func (sh *strictHandler) GetConversationHistory(ctx echo.Context, params GetConversationHistoryParams) error {
 	var request GetConversationHistoryRequestObject
@@ -23442,6 +25105,125 @@ func (sh *strictHandler) GetChatAppParameters(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(GetChatAppParametersResponseObject); ok {
 		return validResponse.VisitGetChatAppParametersResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AdminClearRequests operation middleware
+func (sh *strictHandler) AdminClearRequests(ctx echo.Context) error {
+	var request AdminClearRequestsRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AdminClearRequests(ctx.Request().Context(), request.(AdminClearRequestsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AdminClearRequests")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AdminClearRequestsResponseObject); ok {
+		return validResponse.VisitAdminClearRequestsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AdminListRequests operation middleware
+func (sh *strictHandler) AdminListRequests(ctx echo.Context, params AdminListRequestsParams) error {
+	var request AdminListRequestsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AdminListRequests(ctx.Request().Context(), request.(AdminListRequestsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AdminListRequests")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AdminListRequestsResponseObject); ok {
+		return validResponse.VisitAdminListRequestsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AdminReset operation middleware
+func (sh *strictHandler) AdminReset(ctx echo.Context) error {
+	var request AdminResetRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AdminReset(ctx.Request().Context(), request.(AdminResetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AdminReset")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AdminResetResponseObject); ok {
+		return validResponse.VisitAdminResetResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AdminDeleteScenario operation middleware
+func (sh *strictHandler) AdminDeleteScenario(ctx echo.Context) error {
+	var request AdminDeleteScenarioRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AdminDeleteScenario(ctx.Request().Context(), request.(AdminDeleteScenarioRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AdminDeleteScenario")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AdminDeleteScenarioResponseObject); ok {
+		return validResponse.VisitAdminDeleteScenarioResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AdminSetScenario operation middleware
+func (sh *strictHandler) AdminSetScenario(ctx echo.Context) error {
+	var request AdminSetScenarioRequestObject
+
+	request.Body = ctx.Request().Body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AdminSetScenario(ctx.Request().Context(), request.(AdminSetScenarioRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AdminSetScenario")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AdminSetScenarioResponseObject); ok {
+		return validResponse.VisitAdminSetScenarioResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -23778,808 +25560,841 @@ var swaggerSpec = []string{
 	"N/RQSVq+l/I7qrbs06x3U9s+7dJWtlNlWY4gtKrkjdv/N4oVUpTcfvSS8op9akpw284FoUQbahiyRRij",
 	"9mcLWBOM972Ur6k4OGavP8FgpSR7Kg5+FNrSaiFF0Shlb1zVCA18HYZK6xqG+aOgjdlJxX/5VAu6ZlQx",
 	"BceFa7LnWnOxXZBGWGFFLIhi1/KKlaSl4hslxZZccVGSh6umM+DVIzcH3dS1VIaVr1nJ6Xu4gz8d2Vpe",
-	"xi0nONSBTGhRsNoA7f7m5QUggsstE+b9TjbbnXll2H4snPwgLNVRLYW9zuyGSVmdF7Sq7L+1YTWxZ8O2",
-	"Yx9dkZud7Z0KfcOs1GEFmlrZg244Ch3FjnJhJZmnv56JpqroumJelBkILIuzQjFqWLmkZjy0HwW/JRoO",
-	"ohUcGF54MCQUMAqpSgYiVRCMuDB/+mMrGXFh2JYp25NdND3u5FWp7c7DU1IrWTYFKwk1SLi2MxDZDNvD",
-	"x6MJJGZIlaIH+xzXYUZwW5ztmdZ0y5aZr8u1Zuqa4hyGU/ppB8NnsJW6c7Et5vejlprHW33v1v6BJnVF",
-	"LYty+2EZgCjYwvIpBUIRNeTbx9FNMEiK8db3smTVA90hx+E2zA7fznjc+Pd0z7Q/37golsDtza+ZlUGt",
-	"gLA+kNXFKruXJRd1k5iIfU6o2oLUqheEavI/3v3wPTHs1uR3UNE1q4DoaIk3Ea3edE4aftvv/TnXdUUP",
-	"BL/tTXlhZwgjszrHxDDk2gruZ6hMeE3k38+AEDtk2qGVD6NvF2eXQkgDBBrnO5ekaHDh4f7gUoA8g3yF",
-	"1JSrMWfBh/E1V6yuDmTLr5loeUVoek9NsWM6a/GPZ0k0zBUYk2sgypcSvXeOyI6bZSEbEen9L/KGyI0Z",
-	"97qjmqwZE1YcLC25UVyPx1k9ZvIcv5jx9W930f6p8LqFVS8J3VIudA7pj2lumra+49q8dRpv/G6r6ZbZ",
-	"c9Culh4TltXi7P8Dm5+6oweU/duY5++oXu6lYjHWzMyOKbJpFPzfjk6jtN9hmGspK0aFbarie57gMjAz",
-	"zX9xoqGlPBA8kPLG22zfn2hJNPs1U73bIsK/paFVnDBBGuysMu4+SLBVFWttsNewB52183P3nboJROmh",
-	"5q9EyW4nrkKwSNXU7DxPvHzzyjGbCD3Qmi+vmdJJar98Y9UY98qCrK6/XT2OnRl7SzM13ZZ76AeGnzhx",
-	"vx3gqOkbVhVyz2KcdcNvWUm2ijHjJLTpY+abWvQmPhp9fOnrl4yVa1pc6byDuHGvEzhs6bM4Xqj+l8HG",
-	"YBvuyWhTh9cPNn50YySZmPUrsZHpCb9HkuMF6fyObAiVoRHFgZqxRHPgmIqlv1SQ89d50lCvlQxh3Apg",
-	"8bnQugaF4ylZ2UWtmH22WpBVsaPG/h8UhPPwr/KaioKV+AN5aP+3qeTNowVZ3Uh1Zf9egXkDP4wfHr8Y",
-	"Y/GIbvWclEe3mlBjKFxAYDUJ65YW5iepAYbjFilBFK+ZoWmi8MKZJSunG3txFMnCXt+RE4HiZiHFhDD4",
-	"65kU7IfN2dN/797kqoqs6/QBeS9l9aqQ4jmYyc5++zBSRe1TUjPVCpMXhHG4zqggfG/P+Y9vv7O7SwVh",
-	"e/kzJyAXFLKSjbKiNi2utko2onvLdMTO2NK+Cd6R9AK/uGbqYHagOZCi4lZnFYyV2hJArZi2P+BSPyWy",
-	"ZqBjWKF8QfQNB1nlXAqyYdQ0iukFbBDI+Xa79mhwQ9sR3E36Mbn0bxMcLVhB14ys7GFbdUTEugYpTUii",
-	"mQEtyVIANwurUBc7smdUaHjVN8gtMW9iUrC/Y5cg5KWlDLiBYTU61zJVLFzyVlQsubLjtk3xuITc754J",
-	"+6zsnJ8grsS2zirWS1y0xPWMqredOXMGTVhEPLx25yhxasdj8kNVWjKra8v+qwMpqFIH+HYFhLci60oW",
-	"VxdEMKtGSME0oZWWoBjAe1smmKIV2XBWlRnTdVbBJcyD3Rom7F0YYT+XzgZD2pfIQ3AWGHBFmUfhzK+K",
-	"Rhu5X5GCGraV6nA3E0NviPbh1Ohcl9yS90bJvV+4BVl5Pwtw8Kbk0v5xzUsGf7gx3+NQkSqWe2Z2soyM",
-	"eaXYXhq2bFRlB1DJglbwJV4da2l2dxtNh5QTYjqYuoAQQZWHw+ONbQTtsRM3cUeOh0WO363IMdtePIPI",
-	"IE70ZSTESg5SJb5CKnbNqgVZ7fh2t4KL117BWVLExIG3X1utYYnscEIxgEnaQ8v8YYZDDuc3oWooKvSG",
-	"qY9IH6PrfsS9cqeHPCw5uzkdPNa1VYKWFb9iSyvlpmnU3qteIoNrRm42TFm2B942YxkfMr2g/N4rg3f3",
-	"6BK8FHsWs1u8Z7cm3IKglgz4vWWTWbSomFGcWaXEe0omFgaVJ1Jwg6y/jU8AbzyM4QAmk3tfFG1vALv0",
-	"yxupyiW9lry0EnF6tChmWAlDNgb+VGgRVd6WND3AQooN3x5nLXznGI0Xml13YDCDQ5dhJZzhD8Z5R+LW",
-	"3l5nC6KbYmdFktUVO9h10/ZYW/qifNm+juyL1nyVZ1Aab07NWLFbGrm0sl96S64lL7z8xzWh15RDV/dP",
-	"Lc12y7Rh5dJb0SLn/V/9IzzgrVYTTtGabaRCUt9wpU0Qm+50SUYGt6Qbw9QyZY4Nt6e0t/15UwfjIF6g",
-	"dq0kGCptM4RZMQ/buv+VPWjD9st+aNXwEKhrps5veMkGwn1ESS+5RNlF81/YMmGcA0+2NgReh6sBvN+v",
-	"//w46ZjKaq8VXWdahMs2f5zw+mSDIATmNwivzw/TWwJ60mCi6ddSm84t6z8lqhFw1Rp6xRJGxhFR2FNv",
-	"Tz/ygYwLhAqr0ilGS0Ir2ZQL4NM7eZOhPjRGvqloRElbOVJegXJaWY3H9We/2VPDC1pVByuXc92+eUO5",
-	"CYoECxEgd5XjKiq2TVJE9U/tAHTN6FVWh8A/E8IpsFYj7ehP5OJ23uiEW1rlPCFbt8o7KnxAkKUzxEhV",
-	"4tplmQ5/1Ey9su29lGqfZT8cDjHGj6KWJMs43ksrNnXC90bBN8hf0A0OlgxJQGguFF+zMfeypydh3bMN",
-	"Law+s7fH7B+ekNd/XoBQcKiZ0wW/2df/EBTDb/Z/pO0/buh1+w+6V+6Cdl9t6arnCVtzQdUhZu+zyxUf",
-	"YMcwcAUzbSPzjncqwTrMLvuUZVcx3VQGzLlhxeF5xHYXlTCwkUJuBf/FXuTOLzw9bmgqOm4vmLyWJavi",
-	"1nfwrRNq717LnZXTEiLmd1YrVliZM84ovHEsYn27NYoSuuYVt411hcrqbiLIhplit9woGTnlq1qxkm24",
-	"YOU5dIXUh9YK/ott1v0etTHvqF76aFS4f9a0oqKwCg1K1DrFL9e41FMcA/bj1bf/XViSgq/6PUxy5H18",
-	"M0OgBFheHQu1TM1bDVopmu3XrLScYTmxAPBoObi0sjUImCFpvw6dY2iqsDQLPsqIodf3Pa0iVBCKBTEU",
-	"VF+x0jLzuKvNUNPErAS0sIpYxxaLzbpb3at/02cPNyN2+P5MTbH7sS6pYT4c/R2MJMm5u5Hp2oX3NZoU",
-	"Oyq2zLlwNTEycjbbaPV0JJPpNW+ka/gOjo9et9E1aHhlXonXzNCSGvrS3rRxvySr0IOF96AV6CptiXd9",
-	"INxoVkXM3XGXGPgDoTn7vKM6hsHa35EXOMnSblH8DMQpcIUvYBuG76Mfx31E8FLuSumE+9C+es5BO6bo",
-	"Mgom6+HF7lvJkmOiu5VlDXu2o+ZZMDZN35HOKOUjBfGyLMCpXdew5ZUs4DK3Z+u4WJ9NU1W+3cTduTgr",
-	"pLhmSqOjhKfSMjovoTfZ2+/WrJKWm+I5nA2OmQoa+ikwHtd2J0gI5NFuVFFmNCO7jlraLqsbetBk5XqK",
-	"k3tqMXiJ/IPrjjp+ZORihIm7SfNyQRpQZEB9Cc58q0o5G4O3T2b0ibR73GX1I4xjw7fo3Cu4YeXYKAgm",
-	"OND/fKaAY6rtmvQpdWyT1HP5Ua390ZNxqdgNQQEy6xC/9Z2+9XbQSBxSo51GN63W2JcSJuipeAD7lDyM",
-	"RQCg/N+LAXgUZ7xUXyUJpzVaE/veA+3Sp+ZzsbocGQ9K29UiEsg4ZBVu5gvPhHrH+0OCMSbveyt+g/Ji",
-	"GmXFNAik7jDDaDCIXLrps05MyIY2lYnTdusNMNxU4Dz2DZQuv0qwmx6/iwecncA2JUh6XDTsgrB9bQ7g",
-	"+l/DTCEmWLvepWBZhoNEqPZLMP/0gzq4hmXNPjeowPOK/dDx8cxEcNtPjpSLoRtyTRUHhndNq4ZB0g4G",
-	"GocHPhR3RFEQQzkRzxY0Yk15GT1bPhFwGT/FVrphdA8CjqUPZwZ9ZzftxTXGLa/8HY2vSMEwjtnxrIcg",
-	"aiJVonRdsY0hsjGPHhPIPEBPPTpM0WHf6daOmolmb09p+PVsceY7tSdtllTmbQbAN5gwfMOZWpBiJzUD",
-	"gRNUFFpVTF0QboguZM10j7TxMgBqjIfgeQNm7Jy8lIo8c3FPsA4Lq34364prS73BgunD/4wEYyYX2jBa",
-	"+kunouYkIwfSTyBet1Bx3sWKq7W8fSaFUbHo+a6XiJID098IibJozHrgeFTKpgqxmPLW8wXDi6vJzIQO",
-	"Zzo2mm3HSzY9EFQgIJuuBrq1U9R8uzM+uWEntWWgN2w9E3TXGeeOo2Q2O8BgQ4gwWIoRg3onbwQR4D+V",
-	"fvESx91v/tzS7xttrOaLp7in/XZm4VlUQpRhB9KIkikXvYRtw8dkK5nV6YwkK6S+DL0Jl6LTawal/qRo",
-	"XcdO/+UMkRaunbm7YngyhoMO7cQH6/P3YwPUe2A8pOaswPB0UlNInAPRcIGB/Jbp1ooVXLM2losL9+o5",
-	"AgDE1adONto0ckBaf5rQaJ7ZZ8C0+J6Rh139pSvoYfTElMoxxjA4IiPp2/M1tcuE6Ug33Ozcqe0uZdz1",
-	"1Mm3T0TER1uYNRkE140zN4WEsvWB6LriwEkXrXmSle7FG8UNJnYo2Wx3PkQ92ncD1qb4znxHtfGmpNzN",
-	"gRCFRMrJd0xs26D5AbGkQvlBhO5BGnhy7Gxnr1/XZI/qehOdPmLPsPlJkxuYIp0VIhDd/R+cIY9wzU2P",
-	"/3kijuuSaC62FZsesteEp3lZYEfZUe7tN9/xlGLjo/o7A7xrfk13qGNpPCshZmDU/TRJMN/jt3LT8uru",
-	"qhB5bfWzqsKkn4mml/DCVAeYNuSzI8O887NsfEpNtz+3OH6JoxTRMf4ljtqfZXlwx6wNS3sIh88ppFI9",
-	"Ark77qHM1Pt6/r+/Vc3PydJnZ4sRV97S4oAsDQbpA55B3zL0CqKAOFpHw53SFccyIu1+T/Xxs1EN5zl8",
-	"hoZ1rMm8519mt+a8Ywq7J+t5axw6SQD8Ak3auKifwqT91YT9JZmwF72Uts/ZTH2sUTrM6h2wUGDLf6Yx",
-	"7oN+SKJ3VOE1BSZGYONxLoRMOSI9f2KeMXdSeTCktX49yzW9XpZ1VI/e/sAVjCTayJpwk0cReXsYQJ5G",
-	"/nXEuMLcYSZK7QBT7JcX8Pdf3r9/4wMOfL4xPLY/HjT5w5MnMZWojKYZ76mVctm5YrSE6SIaVOFupE98",
-	"oczjHIQLxosWMN7O2RndALFZ75o9FZ0539YVFUOHyml3CQhBEN6aQJFwhDMr+qRiYd4PSACMoI5obmRT",
-	"lWRHrxnZ0ZTmM3US7MN2GoCvdMLgE3zRzWiBxNhuUDbje2Nbj2znFWP1Oa34NXtsr4Sr9YJU/IqR53xz",
-	"WBANp4gbxNRYU8XICob0lNQg2FZcoOmJCElW9kJ/ij9eOOQauKJcFvja5TnWCHqG5xST7LUzpJYS+nRB",
-	"znZHXITsIAx+SMq1k4pzVjN7zd4b/bo9CLSqXILxpPaevHV+W/wai6ePqJBUsz/9kbx+8w+QKn0RxBpl",
-	"9QVLACWIOD9LLlhpmUMI5G2jTA+GxY7jaOGM0csxMWXf0n0/8tSF/GExRsABQ5LcEH0QZsc0BINiVPoC",
-	"HcVwlGhj5DkELHMNAtb8fr1A6MJPtmU/6oZW1QHdv4+PXfglE+UnXvzXVF21SWj+Khxtg0ccDS7Bv3Bt",
-	"pDpkYs70vIkPQnDRnS1knVbdhp8ORSMhpdqPDLFoyJodpCj7+BofEZxm6A1ywC8dLJi0kbKzFt9xbZJo",
-	"U92QBaqdZw3wFSuHvpMvysZhoHpdrNmWikwpNhOA6RRzFCj8Uu29IWo0Trsz4IxlJdxji6iVajYJkAsD",
-	"InUaIKqLt+BW38UyQPf+DA4jVGZlnXR8qE/zGJja8sSk3iJBbusFWQm7RZUHLLZCQyqiJs9b06Ojnse/",
-	"E7U7S0Ax74sLRG3FpmP8Kgn2EuV17NZ5m7gY8DuEz3B2NsQEC3AItK4f6KQ5AkLJlg4rUKfSJwJIoGVU",
-	"UlaAEqg9yI4PP8k2R4ygMnPgDJIZkLRNeEZkjbhzExtYGnnFYjmf7+F3H4zQLteYhUTCtu4UsxrncBHl",
-	"LJPFIS5sEQlpeuae2I1bOX+E4gVbLbwLlRcMhb+gU8znusVV5J92h67CvgFkX9fPCs/KygpZK/g+Ex7h",
-	"1ii6dH6+mPfCQb25N4jhrQ/DrWcbvg7KZSdrTbs4QYgUqilEBQxMbFH9tJv4hry2bFTInGoAa3FBpCja",
-	"MBC7DO6m1s16z43b3IGLRqr9EvJtJmBCESwH9CbbnEPeyclip0XIfg4T7L+xboyRYqnNoYqDQ/EynuHA",
-	"TfSDaILo4Ji7i2TJxbLh8WwddltzpKql4bELCQ4UeuS9M749V7Bg0ARD6602MgTOIY8bAsF1E4jtniT9",
-	"1lbSLS0FwMXrpuIu+9B5lDlBu4nlhGfAtrJCnVrRJbGtncCxaQrRrGKFwcOdm8+SDNfwcg5k1nq3GYpK",
-	"CI5D4bD418BULLShwqAMgEB7SQ8KNJRJc4j6sPRdLdPgZ/Gp1FTRraL1brUgK1wk+xfAoUA8tv3r3Iq6",
-	"iXCs2VMgZMlS5ADPUkcMnImyumbl0m3zEqXROVF2HqB2DDdl6RL4l9b2MMbRBH8acboLH7DcCMOr9lCG",
-	"XIh87pVaI/fUZ4TG1/DU9RWlHWKXC+QAYfjZz4RJ2oUIELPTYYPpZD5AVJcbfw9ekBXcVJgf7Y6TvfGm",
-	"I21Vk1jfOHrPXF4pOuxmvcSWs4tt34u2IHwTjLWAOzxPINhO5PRW/Mod05Jr+EfmIf2EqiMapPDWaBOl",
-	"srRDb6gJAR5ZErnTPV7yiuUK5L6jPIG6VnJfm1SgkLJKSK75HpbEUgOCnmhUh9aKCowEMjvFaAk0Q8Xh",
-	"JKO+T91ehtAMqypGZep3TnBvs11D3reRsu+gLmVje43EBWbnIEBibiIqOcOx/C9DpzK6tUdaz+le5VmM",
-	"m1TusFf4O1Df4OtGsRZ9iAuvLuBbI/0i7lJuFZ2ISiS1abHbLcVO6ELtRrKC7yGqKwNf3vaeOiRv4Fh0",
-	"4djxTWLkFm6F3BDQcV7VrMu6/eAtsyJQMs4MqVBCmM7I8NCvJyXRq0UxYz5EvszkXfWk0g2t9IhB/rN7",
-	"07cMEuPQhtWx+nZzOxptucIKkpTz0grSdi7BbhwMq2CsZCVpRMW0JqvefECxhcbtyUJvUwF12gDdim+F",
-	"VJlFIjKAOm52ksgboU+x6f02Qxn/5mTklKk3WC8RQ7tVoK8Yq3UAz6n4Bqz0lmsPR3hXU3AYwvGWkmPT",
-	"XDIlgKQ+8fHtkx1FKGJndQWD4JULoo1qCgMowU7ssMwOyzocXUYDWpjAlyhZUUHEi4O2dgn/C7LCSxDg",
-	"54AEUakqFGuVqgVZudOJcJNUELhPnNHF4xHAb/+OLX+APFn4ATvo/ID9dH6wnXT+6frq/ELF4UNGak3X",
-	"HNxZkA+ZhwyhLSYj6y3/cTqzVANeHE7C+FR9ZC6SpLpLcUA6ciTHDaZE6Yab3uF9oMmqXTEQzzuBxwRi",
-	"Cjdx+MjhJuBQctdcn+he9AO/T/9ij9me5GC0T9uhOQH5S3Mt6mMqjXRVx14+6T3uS/B1nr4n/VTXL2hf",
-	"4D5ty7CkMdKANbXg51Nx0pPlbmZzbbVLaXLtpUftSugmhxySbUPO/sLl1Per68ZSb3tyw0T2wEvFXDoU",
-	"XcvGoN3fjAv47qSDm9nTW8wDO3v6xydPcnwifeSpeK0GL1CEl1FVBainimvTRqIG5FVE8tJtXck8D01/",
-	"NEuvC0c1H4+OFh8a6oPVwYrQK6m2VPBfsM5fXTVbLr7xba+CWT3HgQRlUZdh+Ze05kmLg3+9s1uXb17Z",
-	"wyxY4QEZGs2cV6sdEPi13MerU0fGs2o/QxQsFmjpDFjzMg//gYuS3dr9MqzYCf7X2C0OSObLvza04uaw",
-	"IvAJc9V5oexEb+cuyMpKsXLfeXV9IB5nGLAJukkn3cbtz/htVtpJXE973olFuCANTKqbsnoj1ZWuacFG",
-	"521xtufC//PbmF2IKWft7p97O6cliH3jajJ7CsDXkVPfXYW2BVpVS8Pofrm3C6swWUwZTqvwy4cjTFj9",
-	"gV4zUUo1GucKf/fRFgPmBCn7O6bYokPVIc8IgiqBf1haiJ6Y7kTDCPyrWbNxxi27Bp7L5QXcvfUfImDj",
-	"ODrtL3ARjyuqa6IZVcWOlRe+TpRbRrxrDy5gEFwZEal0caab/Z6qwxIOwdJhBk5B4ALOrYtUxI+5V8pC",
-	"CpF9C09VNpJ6hIs0SmjXxYF4FkAmefwQLjFRPwlRClEqUdy4MKgwmyye1L86Eh317w/AU3Xgl/Mh225j",
-	"0CadNMpBBABUswHjI6F+xU6yq8TQ6yZkFwet9+fDS16xl0nQ3X1TGW7ZgwPelQpNIFiXJxTldw5Wq+fm",
-	"VgG7bA0AIJ34iIZayYJBad8Ag7nAItMlRnOv/NjtyL2MFU/2ScPkYtldiThOAHDRzuaCsFtamOrgQY5m",
-	"8W5zUWmHaz+NCgwSb1jiYDepK8qFK3UEVyQ3OrZqUczJDr6yZ9kAoY1cb8i7IHObVPQgG/PUdezs+g9X",
-	"7XerRwuPsmDZRy9T+uFqx5myjI4XnruuHln9O1Ur1H7zV+rf7LL23kjHzZ4tzvx3WTzfLkcfK9svyQux",
-	"rbjejXN1PXZ2G+BomDCLcJRNI7oUfIpIe5SA/Wll5nsT+F472Bqk6ZhM8EC7ugftoayosXdkgEPd0KqC",
-	"8mM+AmvUQhjBxxUH/QlNxqZKxbfcyt4d9NUoCjgEbNvlDqc++CK5B15rS0w+zvQ0WmJcqqY6IvPjDX71",
-	"1n40Fmme2Yvah2vCOR/ynZGs8vHkq3cgRbWQyd4lMBaFR4NKA3pDXrWP8hsA8eYjx6ZAvvEaCK7S93Q7",
-	"cwkYuj0GTNfQrYPSdcrJjGLyj3OKyXGyRQ+NdmZmfUDc0xCDLwbT7O98i4X/h3/8R1LsqKKFSRVinQ95",
-	"QeN4izgWDCsdjAMEOHDO98UZBBHOpsQ40JyZtX2HSDzTiNQ+n1sSWpakJ9uMV9hh++SHcnzPbtwoQJbm",
-	"UDpZd8kmDj0dOsqZnY4iz3UnBxoAU8zOMeYAPsoa25nQKGC0JzRFR+MvyCGn6AtJC9KKNVC9bSwWzbMW",
-	"h/kSBhVbS2eXjGZI9pXQID4G7gkcXTbCJGop11P1zLFsdF3rCXvE2KGYXS6XG0hogWsW8zt9GU5awKj0",
-	"hfNqrlkVRDSvrVy+eQVQd9pQyAPF0IIeW0TX/wqaDnEi1MBnridoO8o6AON7ycUS+MJyth6hmcAFJw/L",
-	"rlCxcMWMnBKvJZHiEejtSeRXS5bL4ICNhKWgEcC/4PFS4pdnN9TpTiX3+1hzkUzwUdySb219iNbBtLuO",
-	"e9QSSV45ZWroEoOKEk7ln3aWudjD0YqchXShIRcBiR6DcgH/BpuzhMeumToAxflvH5GbnVU5MUBDG15V",
-	"EwmWI/v/lMk/R9hJaD9xvtbV+uxsemvwlAx4WoSPQfBj4HWPiZVsI34PyGbQg/bwAEPXdKACkC0z2gfE",
-	"QB73lfOtCDkIZepPs4vPEgv76589V4HEm7zHS5sIe4/J9K97badgEROWrv63Se0iTr7/hnLKoQ63UpCw",
-	"8mMMktEFc0F4QdGZuy3as8VNK0tF8B6CDhscSNOsdaC6dkuEEAWwsCJe8yuSDzKnoL8Y9BUAP70u/FHV",
-	"dG+avHDpv32C1eAfsCeNUPs/ZeYSQYdVxpa05tNrPTjWmOqi0ZVFq0rH76iYR0psZCyEMrjDHAbSBQJQ",
-	"2yWOOARg2hnG67ivjomyljyKXlWWyrIev+qtm+6+fYM/QURfwju45gJojetkvdPcvuOMp7U33cskYxN8",
-	"dbJHcQgkEO1varGnF2MxSxYxdhi+iZg5pq0VdEu50Ga8FBfELgSQ+PBAB3fZPI3rQiq2NDvFtGWuEUxY",
-	"ecM0AKZbTcqj1VmWsaPXU/vRimiDPuYl39Xgi5UvlJRIQ5H18ipRRRLHC6ouFBbLiE7B5kbDPktPJLbj",
-	"vJAiwa5eFQHsO9cWNdw223qiYV5a6Yrt5c88zxxrB7qmxdVWyUaUMYQW/4wUspKNym82Lnn8i7OU2Ffy",
-	"22pUNclxKUGcZWgWy5wezy3aUWOvZ+P16QznQzJHJ5XzgJ7duJB3QiCEFaN9qIPjB5jShtpa3uLqJfjw",
-	"9rKMAd2GILLwTjB78uBVSiWIcb0MRRCOkhBs0/7DeNN7yoWhXMTEn278hSWNm520CheppLzSrhAxN6C0",
-	"ambuADzR7WgxF+gxtrz3giqWVRR32euwvNSEVpW8wWQZF+8TokEw4mcQprG6CODGZH0gGPytsaDt+gA1",
-	"bnUrKMFt3rZ4tyqOwziVwZTsmXVX3FOycqEnEO08iD1BGh/OK76cvGYVF3F5oj2C/rWAMXyU8SItc4cI",
-	"FkREi0aswKPMcJW5CJRlyQtzj26Sbny+7gshcYeN5TT7FGSw1d86dQ8Va1kFoQYSre3XR0VLzISxvBtG",
-	"k/jhO84Iiy+AEWC1z0bdJYTFc69REIvD7foat3JPcSuLM0O3sfROuh0Dhd/JGPOebo+zwLx3frRjXEV0",
-	"C66iC7IKY10FYf0TWF4wHTAYSYLLWWcZYexJ7qAgB55EHjphuBsf9mgK936i3xb7PrwUb2kqnek9b4Mi",
-	"qk6hjIhReVaD8f3MG5mhj5JwA31mHaqpihw/YcCqLybQM7Q+Pg4dqttw5x7rXdURs3dULl10HD0jW96g",
-	"1kfHQN935SRwquC9zsaOzWsTlrC4HTBxd6ZuFsdwOhbwtC1qQrUfmJaTDqC+5DK4WMeemq5qOZCwx0dr",
-	"6rj3zHdDPaAnYE/4EOeLhUTMbjnRf+M4c0182VafsZLlufXOzqNSZ96rxsXUbxyiU90CJh6VLPPmDnVK",
-	"3FQfaFeq5KgKJa99XZLRKs6WJom7lDvZOj6Bx1cWqVPovG7x39NtnFBcMIr2qbmzeS/H+Ozbzt+yTRQo",
-	"aK62Sytd0G1qpSbmbLuN+NgN3fbkFjo77TQK87ECSyf45xh5I7m3cFM8Uwwqa9BoVaMiPCUUMH69H1TI",
-	"koHbpTlmzp3meLkAKWTV/rbkZaJohF5m1CvkGhLnMcoYrpQHOpQtaXuJc4AjUZwGkwmV77170eVDYa5R",
-	"1mZN7xIg/Tr4X5ZY3NH2bLiAu+WCFFRBNgAkkHGD5tSpuJoEkAg2ix+Th8CDFlh2k0DsOL2pvNX2UYjr",
-	"dmvRHZ5dr6hiOgIfLsMSLIsw/RgQPFy7hRS62cc1zA7SCkzD46vMCJDZwNyDzUpg/8c3CuBHLoaVACJo",
-	"4im0RAiXElb7lLkOyYmVTsHtn7oW85DuAZnd2Sc/AZD6cIwhrjuqGm9bU/Vw+2J1GJIHtb2f4BoMh0lL",
-	"sqFT1vmp8gidrWvD0+OnZO7WxFF5j8uwRMDc2E5Y/O9lyd426dRgyLDCirtWyMhY/O59Msu5MQXzondt",
-	"9GtdpXK0EnFHg7CjToaeVRK8BG/lMFnQCiKMrNbF1pobtgQWerYIryt+zaIbeQpO2L8hTofTq+3qPdAO",
-	"f7QHSDD2i0y6At42DqQrlEwGpvbQDuGRD8MrFd0Y8hDgeR7FruBUsa7hmg5GM01cb+D+jbGeEQ92q3I1",
-	"sjVPUZg+Tp4dClw5sTZjkhoi0gU6AhSUPp11f7K0hCb5HrXFRa4OxmEER8QumBfgVCOET+/ClVSApwJg",
-	"4UvXzsqVzvX2e9XEMbhRYEpXe4XHZM12HEDvWx6QBmFLC9Mt1FrbtGJbrtMR5B7YMbEm8DwOLq6ZQgTF",
-	"gBwaA/Ty6zM4lZ06dxCraiTRDaSRovOH67AQgRqn+MKRhsdhhoCjjejZY/biy8p+8PqMkaSEr8YnzdDt",
-	"ckp/6n06E4GPTUXH7JlyjE/48ESACRwlHyAAAkZWg+W/RTzQzn/nglYHsdaq2PHrKccqxpL69xKBwF9E",
-	"NK5vd6PkPh2J268jtaI1D7wqzqG61k6MHGu9atlX4ju8AXz1PXZbU1Eyx9nYLbVyHKLjY4x2CdrOA43u",
-	"aYjXduVcZ6E1u+P1sSUnDxRqQUhllQaDVd6t7lljQSIsb9S1BK+OHmH8svHp7j6KwKqV13a52OPt40HU",
-	"tN08IRFRcF9LZdLbqJlZdlPZklFlm2ESsX27n5UBYMF1xQ1ZJ8KvObhAJqqbOWL0LwYXJK8YcYbfLM9D",
-	"6Gl9iOc++BcIN0d20psOQJ6nkDEvfQkxS9Hu5QUp5H7NBVap9x5XQ7dI0t4bBMU0knHX8+HlJ0STnxbk",
-	"7TcfIBxdXDWC0v0NRnRPgPRx3V0KeO2EMKqho3IxAYo2J75mJcq0+bD0imkCgAQgijmfTCLCOF05ItC0",
-	"N6y0MQTckJJbDSXv7trxySh3uTGsM1CQzaCmeLgdUzWEElnGc+FlqVP+qneKn5LVDeXGQSTWVGn3Z+Fy",
-	"ewEl0TJJ/47vYNUWWWXlqgXMxUCeRrOEhfbU5GnBWLl0nrwJcJMQqIG5NU4EXg8wYsc0UkudqH7xpqLF",
-	"OKUvmmP6QIfCU+PdHHghE9vzznJSqB83CDjpkmYftEVIkx8Bnoei3WbbNwJMOi7gcAIRZjzheY/3oLcT",
-	"7EbAgsLeRR3bI2kqLRCmZYzA53oi6sDt3XN0u4Uen0jPj1qW15c0+tLAolUARjf4wAXfcqCeT3vgno6S",
-	"4eB4Tak+mKFbplJzL7uYBQ4y8OdGt6qAVD58YtHWK1lbTogfeCivmC4Er8VCl+3XHIORqNY+Ssiv/Lmv",
-	"jtuFmIsJD0G3m7TP+PdGDtTWYocDnVrG50B2USGMi23VFVMj2C5OuH9MfrIPV357/0mK6rDC9V5x4Mp2",
-	"9xHq1Mprqy4xrFzAHlTyucB+2qbsP2VjVsNvuA41/T+WskqvmaJbtnSZ4svKARKM5SjqcGgIvkIAlyaS",
-	"2d9RXf2VlRbqO+vc+sWA+a7ZRrpazFli/Vet+5602AvQSVBpRBPXzU5WDr5JsUIqq15DVmjJVF+9nI/9",
-	"7Lwd1xp6Kn1fDig8Svx8N5OQ4zVWD56mhW7xtVxiCGPPpAZ2a5iIR3S/BI3TP89LOygTzSTE1z3fpywK",
-	"r1+9fgFqzx0i+X9wCDy4kekikvyXyMfv+C+wOeuDYZlhIr99zraT40vHjKTdgX0l23b01Yzz1Ywzbcbp",
-	"A7JlgK9lgx18NRB9VAPRKRgBCT4YjAL2ca82V24+V4hZvhvfG/IfWNbOCmXxva8Grvs1cM1WygpTN1Je",
-	"9fImuQmSfRZfP9KoBt4+KVqE0q+WsL4lzOl1CWpqQ4wQ4+urOe3ULBg3Sb7xCXFoeDk+lnHGHf5c3ggr",
-	"k/4YTd4mFRdXWAySuWB12r1cZFcoj9SUiTX6jm8FKwntQnGgOgjFX7DW7o1UgMmGqcAUZa15/38q5zuG",
-	"NxwXIgDRGD90AbWh9N0KrSiIogy3e2fs5/bolO3RaiMEHpNX/k6AqE+rdbbgEU4xh/p0ULAsgALLxriK",
-	"ZGj/sU9WF60Vv832WWGK8J4aw5Qre+VB0+4ZQvhLwPL9CtkbhyYIN114J5Soy8LvvScI3q9Qup8jlO5v",
-	"E1zTE867xE1tZcgNVZ0qASjuh32zAsxWRozO3lW5zLDt+nePk/8yGm7l7NMa7sKvRjin9rJCJ/w7Eu59",
-	"rB7Qgui1dU1Psund2S39zGMS3KdXGpFT0C/9kFZaBtf0oxRUh84kJPfqcduNnWcQEdSihZf7G4W/5fUV",
-	"dNYlxNdmejzWbEtFHt6TX/+c5QovH7dgVo6rs1fMvd1fMvdjVneYRTt7FI3EfiHSs6pyM7THjuD4HiXo",
-	"cJFgdMmdGPCtLvm1PujOCkfZ0WhRpiTj+TThXlp7boJwi0twWmpwcNj+veYGdxbwU2YFu169NXOm7Ggw",
-	"eqKWimKHtnorraboJihJy6PShn13P/jP45UXB8sx6Cw+bVSG/fT1/+T1ZGR7uzsQv1BcYSEaK/w4P3lU",
-	"//Jib8wc1Zb27TXORVE1g+D/2SrDe3rrkd2fPDkG6L03xthKvRDlj5qpZChEW3TTHvybndSMrNmOVhtC",
-	"6xoxRcFks6ex9C5a18mUAPt9r979mlXSyrpGnlTIf8q3+5OvIN3WwKVeLdKMDSq+U8POoVLAFKom5ogk",
-	"5rayT1ehQgE1Lh9EE21HEPJA/HBOFvq6dX2hPGBs6WIp2lRIcdjLmBzYst3RivmwBm/XoL2ZTidrj4KU",
-	"OpBueZhIDLBT4momcU8Jh3ytDWeqU1eSWRXXHr/VcP/idmHDBE0otO97MPVHEPAJFS58yxdkpZm65gU7",
-	"h6APiMTQlpz8hpidks12h1SVwjWbMl+GE+JCOTomzDL3dMQkrnYlQ4Byj/p625oAqqFmine9S5nh/6w4",
-	"25ANLYx2+OydGsL5MAif6Hi5qgZom0Yi7kHSd07U1EGwI26PANZ5rWuIyWMlpPrBgT2y5IolBAGgaZ0R",
-	"Q9yNIzwfGNEl05ORFCay8deyPLSw/iBBu4JlscTukiV88+vK3lhWMmPnitESfsDW7FdtnXkurmnFy2VN",
-	"Fd2HUI/lRjYiwTr2TOuoJHlJds2eik5/t3VFRToaMqWn23X4y/v3b3yQgR3xgihWu5AzJCy7UhnCZYHY",
-	"R37Uodfovjje+Zwa+l7K6pkURslqotwy5JF2bsEuDiMImkbKCrMjeQyxCOEDj/cW22YfaGKPUtqAN+0g",
-	"ngej3/FyBvnexR04nGhXw0ED5L3bpZ2Eisw3bG2PaR4IPhQ+SZxTWqMLwpkLc4MGujSRM/WMq8tvs92K",
-	"RXugPGOYHZBPp010ww4u0PAGANphtR06A9LbVjKNUvwK09Mz+FHo8wjq/0nRuo65Ay7dQPywsDBn9AAo",
-	"6kiGCgi0CDAs6dsqyDEQy2ZbmdO2Uqc3iePetjy1HMGUnfbHDY3ZgFoZbsAxIHF3kVzdz78JbHXeK92f",
-	"ccry4NYxczkzc2O0jy8ZK9e0uALdO2o4Uli1CStESkEocbfFafqe+/hYadk5BeNtyxrvBlLI/T7XdVhI",
-	"cc2URltCEn2k81Ji+J36AO4hqv7s1vhAD6n0wnEqS3AOOyc0rD+ewrtx2wvqG2xhvq5rOdbSFfSaWiAt",
-	"K+YLf+E9v7WT5MaBhtFyz8UqDOWkycJYmCin9e5WWd3JwSBQT737GDBsOALtgR0AW8OjMtTJFmElOi85",
-	"OcCtYtxxk5isn0u+YuLIM7l8WHe8c7pnW0TeEAM64VcuNLrkGv5xukoaaPi+lFLHpsYsoLdEYXb9nT9O",
-	"SX3JK5YpJ2PW0TnExYPkeNHKcES7OC8vzBDnQYe3sbsIO0YYe4hTX4asAR0Hiq/t3rcvkYchNayU5lEQ",
-	"KVdY/GFFCmrYViLU9Onw9b0h2odTo3NdcgCys+LUCqpPuCSrgKFDm5JL+8c1Lxn84cZ8j0N1GQB7ZnYy",
-	"Zv9dKbaXhi0bBVHYPdwfqchamt3dRpPEWLxEmgjshZbXVBQTlQPHVe4yAlF/H9Vn56pBzQ4wQ0fCujDC",
-	"3tIuWTEdo93VjlKxnrDq+2457bj15gTFBvbzBH0GV2Exrdd0ONSELoP7aSgExXjGM+Y4PoFrShHpssTs",
-	"ev32o++4Npm8FACWj2ClFGJl7bcdhqq/ctSvHNVly+mvDPU+Geqe3qZziq1+izi11NFpXnh2Bpc2pGJW",
-	"iAyi00dj2Jps5Ufj1x1OmMuzvRsfxhZn3Oe+MNIc9+4y4hgHx4ZSg8dE27dM11LoxKo6L5Tl5aKf+xs1",
-	"Ep+gx8Puc00MB2zw7mm+V018Jq049MWF+dMfj84zRndPiDjuqr+DrOOjJzWRhfzerx8Aqx2Xjgy8/opF",
-	"5vK9y/pAe8qdXOIO942XC5dw0wTvV5u5672/82pzOiPadnYfWdFgxMrLjA5x19GsDNvQj2+/a0ncv14d",
-	"2kT5IwtxsWvObhJlAdvMEveeRxf1ZzXD87BhiomYTeXS3rfOEBxe65jbPBrBnpYsWYbzvlLLF2cuYzyx",
-	"EBrzYcJ6lC4Iabggdwk2oK4yc6/Bo0920oQ2PoFHtj2BTgar3mOV0ftBqv0re13GTdEhXYeSvzR7Kgi8",
-	"C6k8kQCtVp7Li8oPnT93X47j8j0uAAykU7GA606ps0GGJ3r2Y34Me5ob04WZnQDAtXSwqeRNAJrtqDTc",
-	"I0wSLh6fFmtS4H3uHfk1VXSraL2DOG9WsQIUgRbxINzzCbkmvbXPJ6pDgHumzczqrDBOtJB7pgPYx8AL",
-	"BKOMRQ68oVbvkqFSZG8ZFx4hGePBpnWIUWGTOMxzIYU2VJgVedhoRlYw+BXga698vyvysJLyijS1X2Cp",
-	"EkHxyRRxRipuMDoTlylzL+DwwGY8S7lVoExB/5hhGRFLJ3zdGF9SRTVigWfCbhsV5YJIUTAXlsFKfJgK",
-	"0rAfLaEQR8h4zTus7RQsYT1vW4gXXMTBaY+11D+kLhbPQKYuFSUGvlLRGfXo4MLAdbN2Fb1C5Ospo38X",
-	"mnluW4nPAMfSS6IOqw5OU1zu6GBhnMbMpb5DW5ZdrRkTvRZzQwAuqxt60GQFoS4IoR03/PtjuFRNWmhX",
-	"DqwextX3Fx5F5AMKialKtgeTIHmr2MZsQVCLPRGgs26MkUITudn4NcyKif5RM3VZICFHTBQOeISLZcMz",
-	"9tLeC6CV991MxEiZgDG4rbmLrgZ3ylidsfoLKDOY0ttRem2H8H1KfoIjM+nHxW1gt4Y8fE3VlRWhLM+s",
-	"K8pFnDVCm0k1ANYAWHGRxDuCFiCJPJFD7uovoiRHRekORpDrpNr3811KVvFru+sdFyDLsMvECkbEdBsG",
-	"EqC0AmDlLvws2mqFqwhpTdYQGB2JHsiZX4V0bYIkFD81vrRFGo1fMS2ra1b6slJLBIM5LirMCR0aNvLQ",
-	"B+a5YgcMuUFhrBWwBjrYFKTUJEOPx0MAFXlfscwSaZHlTAR+hhRqKEvuuFB0VV1T9rAlJAu6ZlV+eyfQ",
-	"zw3VsUvmfmlHlLb5XLYTLPThxnTQQ3DYUvJ1jCD6ybbxtKyQyV13ahYxWuwGlQwAyzI3XcvqSSjL1Ez1",
-	"kr6PStUaJAvPZeUkc3Fe2UuXVpdCSAMXy1tWVwfvrZnMyhkk0APv3TuYUhdUhYYdlNZ8B0SxRDjpMJc/",
-	"rWwNuwZ6NY0SutsRjB1cO2DovQYZPl6MpO36qKLRo5F0QillzQTlcfFqNiLu3Z5WFcTE8T2vqOLmQOyR",
-	"hOscJN8wS4jrAYgLisvfMwxsKolgu9OV2BLTX8T3ZDyBU0hrysC8psXVVslGlORnuXaiH4YhO32lR04H",
-	"om949BD+LNcp6DwjSS0rFNNtJ5a5ZBkcbZup6O+Qlo0w3yF9dUUUOINQLPNdgmEA0lrnvQ9uJr3uj192",
-	"5BfTi689JFCf0HChf5brRC295V5v46n1frqhNt++Ngcvjq3a+YCv16WjZwli7e7ez6YteluWypS/z72y",
-	"Egmv2A/4UypaZAeVVEAMEfYcLAjjoEqsD2BOftj1voIdw0Uo89LxxoDR2kLmuMhUVpKHXXfto0jpIEWF",
-	"3jDlvL/dWmxtv/0ybB8mrFz+W/Bld+pmQ13sksuzxRk4ss8WZ+jHjrbWdxVMSVxDH1UPj6U79Syai9qX",
-	"0TbmS/11oJa6PXX2qM9nYPGOs926ZK3hzsSI7H9oKZC+MqMznGMS6AYAlWgXr2nSkhtxmyDIU60gdK5q",
-	"M2CgF4gN4EZjB1bG+/vw1/+spViiTBc79LAa7+AxjMUtot7JpiqJpobrzWHhlBMQ0/0rWDBuejV/h+gr",
-	"NA9/FG++m/hHC8AaHZ9cl/7MqQESkIHvTwn94xM8unA6jcUm0S0ilyrFjaHhSja1ni9Wv+aiRDyNJN7l",
-	"norDqOh6QZXCq8nQ7QLqvBlHw6RkBd/TiuBu3cnDfN8FwadcNPazKy7KC7IKs1358DHNhjXTT6ox/hrj",
-	"nn02SFIvu/TpILZ7KVg6FySpcV+KNl9joxg7B837mMyNI6LOLzCbqK54wQ1a6R5KRSpGrwGJGVjzIxDN",
-	"S0VvdItW1k0V8AKFbRKLgMBfHzKdrRnJCooVjF87Y1pnTWdwEm3jU9vJKxZP7Ln0QPrUdCzrU7k97q2l",
-	"kdPJD71AFJfaWUIexopqzZ1fLLwK2clKlk2RD5Bvh56sAZ8prveCOu4rZmA+Ri0i6eaGOQJdGyk7suQR",
-	"TAS220eYdqwIGO+ZSM6YF4CdzA8eNNdFCDIZSr9t7NnxIQsTMnE7OWHv/mvOblj5mLwELMRe/zBKiPZ1",
-	"wRouZgWDNh6uvoEBfvMrL3+DP8/d8//T8D3Thu7rf/qv//jP/9U8efKHPwkpCtb+0zZo/7VaWIaiecnI",
-	"6pvrb1eP8IhZKR3z+9kB649KdYVuxg2/ZmTPRWOsIBy09wrZ0J3l+ESOvcfeeWkFihh7QMWoRWDvhF6M",
-	"QQjzkBROgGFvPzvy3lzhC/YIoUnKHR++Z6tj7kr35uwSxg2874GZd1dQ5y3huuGVWXKxhI+WWcDl8M05",
-	"F74jqpizWrGSyIQ4PITjPwq4CWb+IwAHxOzD0yv2YwomYUBy9rTsvLTXYik1mkULVM0iWrdNgLHfqw4+",
-	"Gn+ohsxgpX9quu6G7HhgBd8UhIbdO3FXBnydz6RAX1sMlC88I1K0vouwkc6xDqCqD3TnBauu7Vm8ksBI",
-	"mux0nygCYUmVKg6qSo15t11zkJVIKYeKcEIa0vkn2EiBHkDYK/2fHKrHWcYNgH37GlBy7cf+by7cD/DH",
-	"P50tzv7r//5/zhZn9lb4B+b/KOD3/w/++/+eLc6witXZ4gz4/dj6tDi7PbejPr+myu6UtsN/1o73e2k6",
-	"/3pnR/8TjviFKN1frzT853sY+gs33O+l8X++Evhv+P+LvzaAJGefuz//Gby76v2O2he+Y1q7P92DH5R/",
-	"0z5r//VnP7dLnFvnDOQGNl06DW1BqAPdAzNOm6SDj/XClVHGnCRU1t2+xyhKCuZCc4YD+XWU7/9rdhDY",
-	"h1HFdVemMEKMp1RlreQWwLi7FN1ialNRdvQT/Bd2dEKdkDgg3/St5tyjRhLNjN2FLmLwJGreNBSfbRFT",
-	"fRMwO9j/0ucsnIY4CIVaYuEQNVWG02qJ6b29Nd/QSo/iC/6FsbqH9vdAEwlXs1sgLrRhFPi2YnVFCxc/",
-	"sh/gl4a7OQ3ldzac/oecvfy31Flz14jEENKOYt+9hvOlvP0dqu5Evk/ejxNBkf0ZXVh5P8ZP4mkGR9pN",
-	"ZMmqV9/+d/E+GkhxiWEFUoEXhQviMPBBqnnH93XFN1Y9frbjgsUEQSaWP76LcqFfdsu/ULwOTznqdtxv",
-	"klj2l87v7b21MF5uNP4coC0VmolYGfIfBjRSSLHUe1odgY3eX9HfPkTsy22zy5Kqq3ttO9iuj2hncYbL",
-	"ks2HLq8ph24d/nuE/yS3xlVDwm2xdNlR5isqtlsmeKO/weiAbyaDBFLeSloYfs06RprQ345CJSpekkIx",
-	"gJmjlb47hGJoP2AEobUpGezZPaBhqT7M0XlcSfNPdYj+4apD55YXxqn7OJ2pd+Cy1KXv2c07xHyOR/lg",
-	"3VUjCS0j/BkjqyZjzyxv6nkQ/xWNGZfkYVsf7lEf+XfWVEONocVuFhm35zBF2yN8eLcc3skwL7dezmu1",
-	"5+I7l4H6bWQaV+xwI1VsAv/insCKudeIBoyruwx+BMyHM4kRNSqzmc5W0eyZ4kXqGp/0reJFmnCtXgyl",
-	"c/xH1+Xy9+NvvWeXpxUQmdXn8QQfBd/3O7hI3c5/NBdpj+An3KMztO60uxlO3T9dI+0O24iN8oeaictX",
-	"z3bUPMOonkSyARZOdjyYC4LfPdBkVeyoeVyEj7FIFY1ZuXaSFzFkhxe3tDDVAW4tfCk78tMP334UE0lm",
-	"86xpXV+t23Tgpz7loJ947ebtqkVgztqi7w+6YqzWY4S0VN71BHRUrzOIg1ucmIWdTiz3uwUJx+QhbGKx",
-	"r6tzLPgF0cQ4Uedbgxfj6QyJIlaAKe6Lt/ZE73iKcCrYy2XnDMms6+IcPItGRrm6R0wtFcOkWJ1JDa3d",
-	"u3CFPNpNKrhhekAJkHoDanKPjKfi/kfHckjH+qAN2y83XGyZqhUX6ZXKTkRvvDF7/oA5e3lMy3Rjbgnb",
-	"E8QiHHjfVS7/gXopiSDxayhwt0H1mNE9K3OY0mPYuRNY0w+BJaH2DQXAcKthTkgSR7OrRlzdH89atBKO",
-	"4Boqd8CojuBlny2ngoqFHGQ4hM9GedipOG2q4+fBlByZTbAmfOPeGNT01s8yri+EP+XZSXqcapSN+n1T",
-	"VYTdFlbQdmvmkBktPQH/XiFHWWKgj37syp4sYRwQhR2tH30qV8zlhhNhTQVktIU3PSn3WKFjeeSlc7AC",
-	"AZVW6HUVa8lDI2WlF6SS21rJtV6QmglaGQDYUi4ofont/Nd//OcjcNJ6lCM0sm2FdPlQR8LcjC5cq0Jy",
-	"AS7CFiCgx8OA+Rcu96From60T2906/BAE0ZVxVkH5JZqsuO22cNj0rEqdMEIciN62oTH/JS+0Xx9ppYM",
-	"dQ+spBXS6chDdPNBAppXN/D1AApA61o/yoKK39PbZUsuy2QVYqsdsRtnqrNLu7Jf4uurC3LDhav0upZm",
-	"B+QQNLM9F3xvWd+3OZFFbbPjUbwFj4NPbYF1aV8/oStHARlQS1grcUGsKguwXkqbi5ZlQJCYh1TmOL6/",
-	"NmyAgZcjBlDjYt4wuCtZISl5nb0odrK1cPhse4Ma7wJOOJwjNLnWvLgKyxn3cMQkoJ5mZifsQ99gE+ht",
-	"2ITjNkQbWcfdqLIm2p5gUbC+C7WpIZtANurCOaS65HGs+zRt9GprV/1x7Dm1I7f3RMyG5VQnx1RoWhAF",
-	"OVbn2XP611Jkh2oXxhCRiueDFHq3XGJO4FqTylsjMRKArP79+Q/fv/iwQhM0pi+t3O3WqpFwXl0+XsJl",
-	"OJYu2B48gE2swl6EL3Te79HkHzo0+SSrkGO9rPN6tG8m6T+nr4wYWxDfaVXZMwdwURupLiAV5Zahk9E+",
-	"aSsTcMD0gSTurEjxgeDiBZTAKacllNepojE/tBHWnerYgb0eEXUNgeRQlLzHBtz7pKbKANm3Rj2sVO6e",
-	"2ItJMVqezBgyeDgO5Q1VJhZlkawk1gknF51i37QxO7vHHYFqrCfIKmpWluRGScOGwdheEUEJHeqYX7PK",
-	"Lv+ZI8LFWYhxhvqM0hLBphFFwpYyIBsYzxSpgJ4bT4NqrxVgXutKFpglkkLeATVnqRjVMTOlT6t0/JeJ",
-	"EtcwrIG9chZnDsQzeF6WGwgYi2plUH01qcs8iQfdeUn6VB2oI7GlDtn7wIrSpaQmTlXHmZZIX9o0OlYc",
-	"9FglLk6tXn9ug+u729SSYx7xLSYcT0PlDLazWzuqT1JTdNwabZL1xrbMhwySNUR7ea9J37Q99GZVKbwN",
-	"Oz3yEGs+QrOQxgreC3ZrSM0ZHh2/j0dQwKCB3aQ1Jb6L75hp7Q9hiESK6nDEdo7We+aQ93rtWT1GPc+f",
-	"9wwl73c8/wniRYKZINXOpZQoq6ycEbW17ru1eUzeA2GEC/RnyQUrLwjkXLjfMQhZkJ0x9UP9COKEwCgA",
-	"3nDMyQ5akRWDMT8E24jkzcHvaWxQ7BpzllfhXbzlY8cpXhf21cSdOpOqgQPgOhNGJY1Pg4FVduE7gsqJ",
-	"kdSwiQ+xnUV3Xf7rP/7z0bwPMxlFjTQ0Uc8Qaw76qoZ2ffCTc4geNXxdsTafXidwEWKB0JOlD6HG4cNQ",
-	"3JDWfHnFDnbmDoMjlDhEabGur9aunJ79VKfqIz7Kusbur0Ii9JoCkEbzncshMASiHJx3CYpsZo01TTqw",
-	"8vasV1TrzmK6jpeI5ADY+WbHhOEFWu7C74oatoRK3u1vmqlrpty/82ivvX1dxj7s/ezljYSTptnXcSPJ",
-	"pXAJew5F0aHC2Jcjd+a806Ouu3WF79vj4SyAZdKrkem1dBYzODXFjpoFoVsmzLn7G+sBlO6frYFiEeyK",
-	"j46IgZ0YQRoTesa3gl6a7nWOCmpMSpc3IgE2HiRNO8LcLKqI9T70MEN+EzlVGJ1HIRhl74pIL3q2elBw",
-	"Uz7KMonKdsUOD7S36R2hvCYDOee2JkDotjnGOkNYD8uaBN7q+nASwIYO2Wkks46zauas3PB7UvjtHNVa",
-	"yX1t5hrSLgHA+L1+qB/F2zPS0GrS+q6bvR2Yrw8yUw+3P75FZPKDPmNL/8aDJx9Vrabiwkk1p4TqwYeJ",
-	"SL2sq+5rSN4dS5YUO6poYZg6tm7JFxbsd3p93axYv+HhmQj3yzw3Act8jpWPzu2IO4SWoiPnNbODeXHN",
-	"hJkQ+mv3HuAbB8gy4WD90etwdDnztnp5Jx/A9wQoy0lsscUZuFC6qZJD8TAqvR9dsfy84lfMly13l4Wd",
-	"v/M1RLg71VfO1z17KiKI0sfZ7HERZjf2e1myl2AsYdHE+bC74GcGuynsSMG03jRVdcDgpwmpJCpFu+Iy",
-	"GdIwq2itWZkAcH6HkjUavgCKVcqrrArIQdfMKB3DigbuzG5q+ZRnf9Z4u3ErnlqGeS6bUhJwm/yIU9pC",
-	"sF1ldJQVyzA74w6gbgIY1+mmYwkeYIzvPoJasZJZspVq2RlNRsUYQDhc3svGp3jKO8/j4GixkpVQnwK4",
-	"qcNShAglH986Vu09rvAJ2XMjfgnL42k0jk34mbKydxhsOM/J1mxLxUdjWn8/p/PUU3X/9OriTL8Ycn0T",
-	"Bf26hHSBc1rxa4bWdKyubqL556OVqG2jH+5phD+5lUjLByP577MWEKAAx/3LBx/vMrcDTvCI+7oVT7+Q",
-	"tJF1zcrEdQRGBW1YrfMY2dDyMf9FOKe5Z3Sej4Qmv7i7zx/V5P03Oqm/zwU4QdH3dJV9TLL4gq6YXmnS",
-	"qcrqLrgZah526EMnHSA5dUFfvfuB/Pc/Pfn28TH1RmNG+p+6pT8n6w6eVuDzqBqcvgJnoxmwxlDEceU8",
-	"t110PkzUeHxCBc49KzmFJP1O+phDJhQQwRktv3ckWtdUUc4Ta0oeBTXiCfU7u2aWWt/BgmGu/8FF4PUC",
-	"ekJlzQ+/LYaPKqAgXp59GCd4OEJvU/RdoIwn94Vb1fWhv6WACs+NhmhvF/G+artakYdoRXzON4cH2pt9",
-	"iWai1I8uYmHwi14HNzx2yuJ79jzgCFm5+YKsGgF/lQ7Wgq51NtxsukKpw4APQPcOFT/whc46JmLDwj6k",
-	"c7b6J2fhDLJgwLGP3WqCd77iHhwvEV+BSsQZ0BCxRHQ2QWk/CPtfv5JvEk77GgI6BGCEwwcthlNdUROv",
-	"ZGQ/SulP8Cyxq1izCSZ+pz1NMxOYzhUXZdeOCllLgCtMDV1TnQMi6ac4gbIXX+j2XEeXGur0Tyx2GPb3",
-	"MhEjHKBb0uWywyuOfV/0cVp8Vc5jl73OSJOdoD4nCQBwTAa0jMvStPcX1BDukuP03vV6ccP+0B4fHBp5",
-	"3taVmNtaxa9Zel9dpWayQcbZP0z20xhCaHHFTKq+ilSWUvCdhSvP7FFusIwwvfbP9RFA6JkX5kt/WX6E",
-	"M3pJNBfbCnmri2Z363azk9pX34cYuqqCAhOi61/fINPDT+Y1//4BHuy/3ZqpzX/bTKUcWtHeeUHa9FJ/",
-	"dcQVDVeCmouNDMh3kf3HlFcoQIS22AXRO1qzktCikAprUkvkZq5JO4dVL+ihDevPOa1DqcRKHMef8iM/",
-	"/omtNTfsmaI31Wn9ds4l5BiMKm72V2g6jBBg6/DtCyg2ULpEF1h8SP6LbeKKwJr3gkDaQjeLM2QEy04V",
-	"mxuc97KwE++8AfT44Z7yK/8N0ykdhQaRBhMqQ/7kBVn9+lsLFWZPnWKh3vXoZHC9rJt1lbCOvXUFX8Mr",
-	"bbcP7RBDyHap6MaQhwDF+Cju2A7ZtvFAL5ehDJWzLH/E0LtziDzBjLIFWfkkilVARYSKGz4nzXiw+36g",
-	"tGv3bHHmv4/uCejGy8m6iR2C8s46RAcIJbBnmBdu+5iMF3FuMhzUYL+Gi/phjvV5PTqf6FDVwoL/9utB",
-	"MktX4b4gm0ZBuMMVO2gIA6N1zahK22jyx2EpES19C1cWVC+ssu5rwGIqnpOzZ00sH93UkdyGCIeMIRKx",
-	"NcqWRhLgKZESXfEynEHNuvNt7+LGZwpeqKp7D7vZkWeOD46XAa+/t01s7H+RN4R2AVshiIRrUlge4vLx",
-	"dV1xg4EuiPwwXpoEg6GNkXtqeLGydKL7GO2qqZjlMAiz795Ywa+rBXS82nGmqCp2vKDVCr4sNampsqtt",
-	"Xyh2vCo9HMXDmnJFuKtguiplASgDT0m3FY/o18so8aNsi6EtzrofxQE27EATqoNdPH9MYPWgnIpHdrzA",
-	"JMv1oZ37eLbzqba4Dgne/tJqav3lsy8+tTQJDMOtols7e2GFyB5NisbA8DRiL1JE4nIXD2J3dfGNgyMp",
-	"xAYtzjZNVZ2XsshKi6kVW7ZFAZeJpX1ml/W8qQm4CFytytLnD4d17klwQyjZjCICtvVgzRxfqjz6OS92",
-	"uO1+fN11UWwvr9lSG1kjoOLC/8RujaJLULM6vzaq0ku2p7zSmUlOc6CQ3Y2cVT5bhvGu+xkW0QeCWd5L",
-	"e7/NReinb9hEk6mkG8/Umh4bC3UVKqq2kJqDkdRrlgHGD8sgr5mqaN2LTH2ySAT07qjCUy8Y3+7WslEh",
-	"1Syzcs4UvsWPdc0UgWQKkFexUy5crqCDlcrAUWD2FI9A1v+XOBvXE4feUApsYyP9YsN5zEsbH+3vWwQv",
-	"olUiBwOvrX4FEUTUsewuBh0T0MI3vprDsl9PIa/Yx7gSBJCsosLKZq5ISecO7wnj/i3PsVv20H1SgXLD",
-	"tzvDyiXUAJ5noYuz23Np9wIKGyA8+6jLKiZH9Vdp8MEyWbWgfXFUy3luexNjjZRrnnW3D77p1oiJ4F4A",
-	"bUTKqzr82iW+YBUAtqfC8KL9xV5mUCe+/Wl3WCsePoo692S9vOqMpeuGhv3V8xvSjs34em/xF7DFTm+d",
-	"KtSj44VVutONpoqEH1PSewxWj50eNVB8eTksahs2CPKEzwJScfg3ilX8l6jbNY8iB1dRn3oiZ97vd5oq",
-	"P6QZHXvLCqnKeHotdk120VI/VgBe4h2ScAxSU7ic5o6sjAmfmMBlfw741lgsEMBXfPqQK+LQg8DOSgvy",
-	"kyuf2T4QhjFiXwJjZdyAqkc5wMcBJDrh4DLgcWfJSsBzI7AtFYMsN28O2nFzQXZ8u0PArzUzJo6QM+Zb",
-	"LaR51vp5CHSQwPZ7qg7JPB/70IGcBDfwjpu2Jh2h4TUIGcwzQ2vBlrXU3EtZ+VaEN+6rzqqBcZ/84fw5",
-	"Mefvvn9B6kr64dpVaKazRhKyol/TRf9M+O0czsGTXbui08czacF2p9NKgiBqzZU1Oxkb3nVkldsFoVCI",
-	"kpcsiFx3A433/qGl8pJXKzJMkegL910Q2HxWl20U8vUnUrXaSW2wWtGe3no8+j/845M0qGV3dHlojgOB",
-	"cuzvf4cDCcUX0N/PNYIOXAw8FHZrnb85fGHV0cO0yWdIs7hA04Sn01W/G1PIvcO6acH3++Q2sQcBToEb",
-	"yEBWzbFgSthCAvXlCDB/Bbdffu2Qwa3520wdAVyDtpupBe/eVVGIzHCJohMRrlcXZhRQ+5JLmOtS7LLa",
-	"iIqWdUFZfbcdbca9FPP6+bF3huT7n1zFZNGOS7d4gK1glWFPugtfi9DfTnIDcTTpOlptdY/5aDFMYQ1x",
-	"aLM39NSe9UPaxp/2ItPGOaZcgziYO5LwPrY3n8PqXWR5olHwOrpbsNNCKjZlUsvKj4DecdNWNk8Fg8bT",
-	"HNA5s6N6l9VT55tMBwR8YYX7zE3qVko5/RKeOfV8K5ZTdNlGZUceQdh17nRaG1M0grpM71uMh3Q4R7+C",
-	"W8tcenNb+JPd6yyMqrPaw60dk0eXzFrK7Z/C/hkL69g7yb1T36ePAXfxR6C36J1jOcU21VsH1R1XBAcA",
-	"3HgB2Zsb3AnUgS7dotJGRQ6U2wxzywjaBqPaIDxgzJSooZp5jjJbmNy/nrQlDFjUfIP+/WSLWdxotp8I",
-	"d0plD+cOvcsU+iTx7bkVQ0uiKELYuyvfUgbdQ+UwiAUquGGJar5BkAij2FSSdmK5Ripr7qj96zMsrVVm",
-	"c3zC03xndKpmZRAQnD1pLDBiWnCD54pr1I+dD9TD6d+lypgU1aGtL9YWYYZAtNzw7FZ//JxsJvN2qK75",
-	"6YI4hA5YEQjNixqjssfcNzDNV0jrS4MRZCbP4DE3jTzsIjI9yrLxZJZhIw+d5qAxuVNECOTRVD2N6Bye",
-	"2WdQoYPvWWT0M0LrOJ3CPe+T05xsm0C8cjUSqCb+/VPWdyAXj4ccGu+NOVt+zqjOu2sRrMEcEy/VuMjz",
-	"OjuSoFdMIxYfFySYO+KeaBbH1/hpd2jpF5PvFoRbbYqUPA8Ip3cbjl1vcmN6e7mjmqwZE30ueUQBKWhl",
-	"KrG5f6cORkT1zlsXPcuOV93L0Q2G1riAOe0qtzNhwHSKODDg0zjCkDpQLKY4D+TanXIyMso2+viT+yvd",
-	"mCOoAMhPbz2xPEZfyZ/XfCb5KVgR7BesJBWHMjWSoJ/KW1OPqgT7yu+HfaELLHNDueFiC2CZ7h37d7hc",
-	"HAJDGnGmr5RNkYIrrmTfPoUgJn0Gnq7dS84OP3ASeGD4PGfBFLAZAq55IhiYDjt7jkXH44vzHVbaAXzk",
-	"3AvOt5e84KC5zmUBxTkugDrh8pOKNMLwysHis3IgVqck1cHQwbzdnb49Ai1s1jdwPnPz5P4GNevOvvc2",
-	"7RSde+AI6krO026fsQicSljpitq0lTIG7vRPkmV6L1mj+bCwnzhNdHHmbAwz2MrQeUEFWTOyYcYHA2Uk",
-	"uMCE3Pi6mcHdReyNYoJynidAo0PijlPTRYfhWEYP+Kqzhm8fyp2hxTmJFgJhJ/h/t2+zY7H7OLF0MJZO",
-	"H1OLMjA1x4mH3bQS9gaLjCFEoXMPBBEzddpiBqmxCNudJdyvtCwT/NzOLRfEK60uPNDEN+KrdK0PDh/S",
-	"H5bZIHo7lPRpbjUTONAcqxqC8MDMERluEy0n2EyaGZTd4PjMkzjawXA4w/wHuzJBdXEEXYStRxj4VEz7",
-	"UbXtO+dtlD91r+dvcbajermPegAD9qWQLsZ7y8hGVpW8SQQzQwTnRBKw5YZB8ovAdiaLicDXria2Tw2f",
-	"gK8dN4IlqO2CdCKYMHbp2k6xqqCPHFlpyKN8n52l9CvRyXNN0NOPIJNMqSGOaxkvVF74Xyq2QQzYK8Zq",
-	"u89cISvItyl+z266NkXMax1bjI60JE5GovhbVXdkY72TTVWSgqpBmbqjtcakWmdn2qp1WRNK2llewAOr",
-	"jzl5NMsm1DkmaZXaDtNr0RXXdwzDUWzLBANY/LFF1YViQ3jiKFeLQXKMm1cn0A9CvrDCy81Q3eoGx6bu",
-	"ZDs/rwp6DIxj48fixvmKFSYTHNoVdToFExrrYtkWNGjUHqr+Au5GuSErVwhv9RUh+h4QopNVBdu9sHu6",
-	"Ya50SvqojI/GLOKzr4IWMJ9x1+8L9NnRkOvjo4E/907GBPKzOxTo6sMafr7U8OiIaGhzXobpnslxgCW0",
-	"ER0yt8p4EjNKEFoE3zUIg3Bx+PK6wDtXDv1vNR68Cu2yW2o7sguMb8+uuPs2OmhIUgYgtMutFRTlNmb9",
-	"c9WBN5W8eaCxUDCmNy8Qot8yRUaLHaaNUYF1MVyqMr2K1SeKlDGedaie5JcfR/Yfr8P8tHM53jC/aQdC",
-	"Bw4t7ZoIbZ3mmkipKJXcett8nDUlON2l5W8K9ZP2hnMJfBHn/Sl64ItboyjZ0MJoQteWx3c7yQNabQGl",
-	"k6VeWsILL8e1tal8+7aVdN0Yl3maaoKJopJQPTtsCuwyFYesLZ7CULeL9kCjMT6zftYImg+muKzkdgrd",
-	"PfdgdvLaZ96NwvG1DfR6XoyYxESZkw4n+zPVUSwaZ0fxGYiA2QAID53652nU/Zmq66OK152aoQPf6JF8",
-	"LuFB9m3fQ92k/m5Hkc2cDtROCFAYOkWrj6GRcQ9O4od1o/oKTt2CNE5PkVjAGnN/5glsijae7SjedJ1S",
-	"u3nR80MC+23x6xExMP3SkHOlQhOn1ddc+HDvx6rnfnDzGJ+yCEBgZ0rINUP1VBfvAy9gbn0hRUENExBE",
-	"wQWRqmTqcWqD3u9k45Lk7muDEstqXE8fjrhpHQvmebTvVz+R5eWMDGhg8IcKWRTX4YoMasL8URvVntJM",
-	"XSezw51sY6SsdMxOlROH11mTvqf7hpsdF8MKyhELWLvdiTpfD+zgqJYAKhFSU5JSChRdjufdwEQbDXjb",
-	"mOntkCguVsmmlqDgpBskVG3R7rQgVCM+UF5SyN0OKy9zDuoPgnUWz66dlNV5o50U2jm/sfOYqGFz6Yu2",
-	"YLDgoHINpgv95f37N4NKL/jY/njQ5A9PnuSXuNnTYscF6xSGDMVu4tFhR1/a9tbp+wCHhy0blPfjXN7z",
-	"2AWn1fC5YwXOOQnCzzesr3fKuMmftNJzZYY83XXKC5EbsNlCsOmOlrPVhiJnneqru5NJggW0sQH2BLQb",
-	"9GFeqPmy5Jm0JJO+clsaInRLuQA++5xvDoRWWiJ6cLaM+DtLS2YYFn2KmOS2/IUoP6qQ5BeDiTh++1Gp",
-	"6zhpH2Al+o6TKWPC0Wg/82SUKbqdYuyAcptkw7eNYnqB6QfD1BWE3nG4AhArMVuC0/v91VK5JJkE+xt1",
-	"1SG4UrEbgnz8qETTNjEnImI2OgPRF4uQzkMefQqJqJOYwLUv1ssuwCrLmRUP7Q4CvhpsnlvuiXMIKNr3",
-	"eBCd0WBpZELc9pnvEO7TmhgWZEW15tpQYVZkxxQ7iicj2uiHI2Ov8nWhefhUBPRta4vv6ZatTqkxn4iD",
-	"aoeoqs9COndxdMZrYmH7OhaWJNm9ZaBofaqLH0ELYKQQpg8wrT6m2XKJg9lhpLDtJSDTHUeCys0pCjkI",
-	"akzarO4ONSTzYzPl45MFso8tErjN6/FnLcmGqgVhj7ePCd0YphzyKKjBygnhY3qYL4v1GEv4LwjU37Si",
-	"0yKITVjBfW0FkBXM/impAfEWYFZ9PS3ALX6KP144BRzIimCva08R9IBlTcCmCpC62nkRSxTVUAMAabyJ",
-	"QYTce4GuwWq99dpwgDm4r9MTdzpxvQQ828ipUk2AqEcBEVatqCSihXLtPRFBg497c6eUsHeugAQaeurz",
-	"il2ziqzaT1ZZzHvSa/Ldd6/R84Jcy7s2e6POKLLh3s7RO1qTBqaRIXChg26SvvI1QP7bTx6d6iwJ/WAs",
-	"ysc2wCacHJPmV/LMOWjDNjzQHetWmMFpqsZ7dms+0UHZKLlf+uCAJTrckxWUaZtH4PGSAyR5m11QyD3T",
-	"ASr79Mgk21gOWabtfvOkBgB7nyuVwWqyPTfOYNqhOgFGuAjlGP0xTBNNySNisX37T38kr9/8A0CmX3SR",
-	"fUtWyNIlMv8suehRfIf1rQ+GZQkrxuhP45HJ2qOQza0PwuyY5r9YpaVmDJGleso3xGygBt4YeQ6VdLgm",
-	"cbGi3cB7NjQk9vBH3dCqOiATf3zsTiSsFJ92N15T5VRuJoLrdLwvw9WeNbOXiJY7tLE7g7oTGFBijOIk",
-	"Rs3qEKwwbUf/XUzK+dZdrt0EjjTuHm1wjkDyRws1QjUa2xoeMm7scIiQhrg6iL+7xfgvdi9eiboxL6Xa",
-	"vwQgglMCv1yeJDRHoD0CpadCMjSyHMd2fSnZQgrDRfOZhYXRYtpPhJGP68YYKdJhQa6VtKgwbAdCso4P",
-	"UcLYOrsh8kY4H0e8pJUvRB0v3PDeNuHERXglUZ9OlHYbpzOQYevbBOSOTuugLnjiqDdrlCmWp6UXhe9d",
-	"UtGCXLEDSihOcw4yYWaWUZaoBgwN/cKQU7HEWX7agKooV7rn22/YQ14YVp/HvOd7JmMO9NOZDLut7ZRI",
-	"IzyX+az4CQwPO45X2AZnL+Ru+9Prp5QZt/XZMIjTjotxJPH1vAzOy9tkmP/kYfGKGZyXEP1KqFL8Glxx",
-	"g0MEFGLv5RvKjc4ATPt9b+aELIgXqatTzwpecyzpIkEaHin9w+qJ9uOlNocqgTcnN2RVK76n6rBakJXL",
-	"s7F/0qJgwiDCxXYntVkdlbGOXUMoAXC5NS2uwN+Bs10NsYCfLM5qagxTtoH/698vz/8nPf9l+cH98eT8",
-	"/1h++N//W/RspM51GEMQQTr9ffvkSdYxHyV6YmXWJRfLhs+g/UihZcUgt6ZlUMRImYD6yWeoqAS1aSsd",
-	"5npqXA2wrGPEn5FBSs+IQdBD0slmG+dCGwC3tVRjz2slt+hGdhxJX5DLN69IQSuMcCMr5LTyiolVulN4",
-	"ngIr8daD0f1rDxJsh75AbacRFdOdneSalKzi16AAmJ2SzRa3Yz6NK1ayMOZ59FmmdmXduiaOejJDLmTC",
-	"u1q24A4W6LsvLzp6HJY1BHO8yKiOkzZdvqFWOpZxs+VxGWFxb+rKHi30/1ru5JuOUwDIzIl8Em6YopVf",
-	"msybH2Xu1oabTozvmGqpsdybwU0FqFJ2VAg9c8UOiJYPcr5OYoPMe5YLTOtyvrVVKNVl2Tlul/0Ly9Db",
-	"hbN/nUNpzsypD7fns1LhtKyurY6Fm7lEXSmtbf06k/l59hwbAr9UiZmxjvvPKGAQuTUwkidCQTxPbJfy",
-	"w7GyZmjuq5wJcuYr49j2Mw8fdLpSJgj3rSE576j2tYZZCQAF9gSHurafjUg5FaXb18vaCQIYXaZqxipa",
-	"a1YmBJV3GOFLuLHSzlUWgNkU0KE5MY9wwwVUdJ1ZBm4QAvREyWmS/7V6SgpWZYqF9qkvbZVD9pm8H2Ak",
-	"9pKI53Nj3dfj7VKFrOydwkpfOjYr0zFl+PZySjvnsCkR4zmrE03sqTjggSQ3Vp4JpzWvNN6ENjF7BQHi",
-	"yHISGs/BMnIB0W2TtfMmUeGOui3Cii4DotrXy2JwWXwfNWiffE/spRX0pLBisL0hwIFuqfILvCVCXgtm",
-	"IuXcDrdG0SMZyktX5Nou37muWcE3vPCBw1mM5W58GIBOklx4T4S8adNCkaMsEOgS8rWU3JMnj483Y34S",
-	"Dn86U7tH3mOPwFe2M2A779Bheo+cZ822XPydCaNfJLs5TeYKK2RZhcgWuk5L83ju0jZ8rDpgTAXMtqD1",
-	"5IFbfOWALjriKxNEJvidlPU96OikkrJutXOv8wXlXMnGZZt+gQwR5vZVMf/sFPNAc5+bTm4H9kDfq0IO",
-	"cz1dF8fzRxQVf78auF3Cr8p37AK4m97d4f1wueoAiwtU91XZ/vKUbdg40LZhR7nY3oea/bH5da3YEg45",
-	"Mt4JGJpasWsuGyeXhAzIC2J5JcCqBLjgQWHh31WKhcl9VeH7zOvO2nuHf33RevvxYurfkcruRLJPpq23",
-	"6JO257sr6B+bd/7eXO2rWt5jbEenszkdHqyZ94e58zcKtnMv0DoeQL48EV3nlIS3Y3b5fjF2AmLgzY5X",
-	"LZam2I6D1+wK+Oi1RJzcTKGm8BiDHLnRpGK0tMJnKeMEaQd/aqWkmdpNr1+9fgGVXhIhTxUQUzau6TkM",
-	"RrFCqjLR4l6aRP0lQHdXfAv55j++/Q4CovADhHZcINjPDdeszW6cRzk7tVaUUVToDVPLPTM7WabtF1g7",
-	"S5Mdq0rycNXOcbUgq0oWtFq2IXGAhQj/fPT4o8O71JWkJfSWsYcAVV8Bojp+6Eod3iNyTEYE4FdYqr9b",
-	"WKrjgX/+uYU9ToNQLfoIVLA9geW7Wp7R68sDUkXBhpKXxsLyU15ADjYVBI7neMunwKkuqxt60F0UqsdQ",
-	"HdFh7vpfoxfdV1Sqo1CpEnL8mBaORom6L6H1s8eLwoSNj4oWdQ/YUDDKVqw9BSPqe1myl86vdAeLzNiR",
-	"6AwDCPDzBRpnWvN4duZlnhcxNH4fvsTQ2GkexbZ0xmmiw0sUGjrGk9YeFMIfIF+o0Q43UWqTZVyZVG7C",
-	"tLvFBj4OYmim0zWM6PdzvSbcA28cPDvKa1x3GxIefSFRlf5E2503e+Xb7tpwj/nSKf3Ql6Pqp4DlKqc4",
-	"i7PdHdX4bFoPCB5+0SHF6DNygbsBHuMCrxUrWcG0lmqZmdOkqCA/Yw0ye6Eftb4ugvQEOIhXwjAFFZ0N",
-	"AwyoOAO5s8+/zwA+J5MtvOxZ2VebbSv7WIXxcAfBB+9d3HkeLkJpxXiriTpD6VcZaCwDuZWjxrB9fffI",
-	"qvcdPH9gNVWLL67sJv9OAlF/mvcj+gyW7rMSggZj+yoOfRWHvjRx6Af8KJR47lF0xhr8TUhI0clnTRq4",
-	"7TJx/H4C9A14BY8f15mRSlPQf/6iMiz4tVwfN1STkhX8c5XJYJRfBbJWILt7dFA3sPHv0Qr1txPZ+PWu",
-	"/hu9qz3WSlXt0YEcfIDnzm1Iq1UqZPRT3qi/9/XwNcqqd0HMV7PAmwDVL3AkEcOEL553QfhWSMWiQMgf",
-	"s7bEuK7EBGa/r2sZxen/WXKAytXACK+Zj2IykmwZapw3O1lFnLP3VIHCFXTMrj+RVxwCmub6fstCtIUg",
-	"YPwXJFYJoqLaEBf89HGqQNz56N01lu60s9ar7jAN/u+8jMFbi9EDHtiZa7KVURHs7rUexmUduiWv0CpX",
-	"kg1X6HX6GFUeTAjAnL8FTD8V4NSKD18qRfWqPiRJaqJWARLamJByKz9guYdQ7aHlbfq4sg9HZSUF2sgR",
-	"3o+rJ/E7E0L2fruY2RMLImTutoswSpeIyFe7HNmljZfH7Vwygvdz3r2fXH93jg4ZhGEGbEt7N+yoblf5",
-	"C9TP7RzuP9Hct3xfESK2rVMDRAoGreklGOkmMpZDGAo4QABFbEdFWeViiM16PewsPitXhx3Qx/BvgNB0",
-	"z+591Yh7TnAPs/fKvG6KgrGSlQCXCuQGEKpG1jUrUc+vqTKcVuftuxMZ6Ykc+e9lybwpKBugLjfFPa+5",
-	"wItTW9gC+DIFeRHeEpFlKciSEMMYvrr14xfXG2o39E7XFrAc24xGZO0AtW0k4OPDjwArixbDr7dY5xaz",
-	"rWJIaq/ZTSUh5nX2UruT7y5EsqPRz9UfdUVF5/12QDpgYJzwOOmuimvJwYo31ByH1Y32Az19eeN4Tr/0",
-	"hp1O+dJg2ww1zOrPag8h/yscwJ2ZdYce7pFnH9VqVrkunO7Au3CUWSh0g019Wt58V757DJe9q79uSjvA",
-	"7H4CGXO62TP9d8JfTxAMT/V3oVx4hLsrlTmx4oJb0W6FJWPIRjG9w7p3K9g9eHHl8hJoy4zTckW2cIUI",
-	"o8nTeifp6qsHZnH2rtlumTas/NeGadAG3zJdS6Ejt394xV7BtQTA99bK02imHjhgX9MokbYJxwq6uVGQ",
-	"v/o+jr1qdbTWh09NA6VE69U8FbmWJpbsPd3+mYuSi+1bBsONzImCmZpQY2gBpT9oJxdyTWMF0A3dLnmZ",
-	"uLlNr8Hptdlz8QoffhsxdlO1ZSZ5/vqDjHOkoeHbjbvbdmLZfhTrzIUrGSwcBA0Nl+6CbPk1IyvX8Qqq",
-	"b4IJuSqZ8r+vUiuMndaKFRQutxj7vCSai20F694O58L1YE/4ghi8I7C2PiVSsHNWsb29/cLQ8hzRORuP",
-	"Izhi42e9Hh+BECa3n90aqCX0DGuyxJQLY8Vsja5S3IDzigvnh4HaPxGmkirz894XlSG1gkR/rMTkUjJd",
-	"W7Ob02vz1/n3dzxWc7dbBQv6tmrFFavBvwaOEb7dGT+6nQRWOF80qeOL3XG85OaDTeiaJcAMClpjetdO",
-	"3gjHyGV/vcY0R2+XlSshNvICSG2sbKhoYZjShBYFq7PtOpAMuYMTlzUxlSyi51efOnrYY8QIsBERd217",
-	"52PicLADCradimPY9FaCv8lIskLBK+PGwR3p9JlzfH5StK5ZtHp07smxz85hlHMJ86OzG3N+uqZSg38v",
-	"L5uSyyTnRzw4SXTN6FVg8ezWlbRqJZ4IY+8La8P18EgLNzupA/oA10TXVs+8sOxhw5RiJZHXcH9Ap6DB",
-	"rKXZAYaKZuaEGs5WG7dKUTy0xZ0GEKrtolPD17zi5gBOTAxnKfNOf8KF7U4wLGkWt7MyXCoMDSU8sqdX",
-	"via5wr3Mavla8iLqG4YHRG42UDRujYYRWtcPtHfV1Upe85Kpi84jX7vNfe1hVvJSucf0KWX1qpACAcMi",
-	"oxSE7eXPnPBCRuTaNS2utoBeGPNT+2ekkJVslBWZKdmx23T59cmigzCQTNPFj3VJDbsUQhrQDtJiF+wm",
-	"cFwQYLwUDpToToy9le0PvrGI8zbAAoym5BucV3bCmxOp835mz6mhmpnJaWkvVRhp7yKxZReErsFI4aoJ",
-	"XjFWW9LiqkWaHMoYPSFgYAZjN1YjZufAazvPBgU2//jkSY5Xbr9mpRWRlxArFumOtuEH4WUMLMtz+/U7",
-	"WPrTFQnRdU/u1NutYUrQahnkySWteTrY1b3eET+hvKUUgkGVVLuLTdY5j/adJ+1iRKwLIgtD0rw8st8Q",
-	"75ray3eMqmLXkihYJiGrUBt72CLL4XXHmVKUhVRsaXaKaStBjXv+Tt4wbQi8RyhBpReC6Hb0mmU5pgd9",
-	"LJmwr0+IX6vBFyvLyyvOdOYdJ+vlVULIxPFjYVBmUE/KwLAeB3yLkt3as2FYsRP8r7E6masd3+6Wf22o",
-	"vapX5GF7LOzelI9AXGGFFHJvH1+xw41UpXvYBcbptmN/xk8su5sP6o6iq1lO5AoyBoC1HgMCFTEU/M3J",
-	"OkKf7nJvJ6n+f/bedzluG9sXfRWU6lRZ2kVJdibZdSf6pDhxxmeSibft7Dk1k5wmugl1I2IDHAKU3ONK",
-	"1XmI+wz3wc6T3MJaCyDIBrvZklqSHe0Pexw1SfxbWP/Xb01KOcRl8QHDeFnqa7SzQIHKK1FTC8/c6Vx5",
-	"94uoHg8A0zl1I63SzSBhgaDAnFCiUfGjdwTc1c48RdIaLktj0Au8fj/9IWtVriZL4aRZWU6s4Eu/9IP+",
-	"9ppRR59gKuMAft76F3+E99bxZxz5mC5HSoAuD+sZ3+pZ47SHb1avZCle6Xo5QCtNaaVbOjYNRtQ8p3tA",
-	"jI0V9JlnBpGTdN2ZzhiX4jniRoNAdpzGK6xKXPtmVQBBRJ/NmFnwyrtycr8Otwrvk8jZobTGGXV9BgFk",
-	"Tco6W4haHA1iIm7Xu9xTZ4xbttRt6nKbsigVr1e7qH7tkThbYKOeVEFRFbheUJGhV1u9KbH7egad/Tt+",
-	"GMxvReLskxgkHbOSr3RjAWFUqnYgCLqQ3tTJlfXfWkhRO/KUs0D92cG/OP1zzOVxEy65mjchUdVP+js1",
-	"L6VZrM34B3raK0Gkm48rvRnm0n7N7pEzpiBfBjimiExQZ6OOHcvXh9ZNuQPo1xt86617Kc0QZk78wsV0",
-	"Fow7vvjmJEHZ98eh+vqSzx3eph4NWsiguzdl6Y/1DIBusZzL1xnW4tjf+hual3gX/+on+Z4P+7/PgUc5",
-	"qqBYm+WJ5PphcFX/dsYa4E7epXit60tT8VlfJ/hqTScYcE8Peqcdf6jFAJ5rMlRwQDdj2K77kQAaXjkD",
-	"bfxeeVyHIYfX9m07621bl7CywJm/+OqryLG5feFb1vtOzJdQSjS4UuTAbq+1IjDN9fUZ/Mw2bx6NhkOv",
-	"TdV/JDnbdII/5GtgpbfJWFVLj1pZcivUbOV4p5s2sAM242UJcf8miZ3iUQgn8J1OQLUQM7nkZdpl0n1v",
-	"0ihpb/Bym5Ky7pCOHnNf33GCTV27vUh6R2ifNmcNw775tOF2SN04ZpSwz6paL6sdZxm/s9MW0oubto8e",
-	"2X3rMFnoBq8MzybJpY2oz2dpH89PcOnA1zhtrIWy5eCw5KGLf88tCE9OjF2lVD/3SX3B8qqWS16v8ozl",
-	"pI24f/LZTChyfc8X2th0ftYQX6ZJyp2BEehFCEmMdTIaUUNwwGn8r61YptcK0QHS+B17/toZbvgVRBYX",
-	"H/jMlivgFJcCLFivt88w7ED1xejHx3gLjjP14Dme72slRugbQzGV37MtWhOvORRK7/jeO6h32/Glv8GF",
-	"3vGllwsxu5zqDzu+5iyeG7zygzS7rup/Gq1+gsPf8cXvyCX2Lbf8vdZl//WU2Pq7mJ5XlTflhvNbfPo7",
-	"hhiiKGzlDIBS68tUltqC28lMl7qe2IUYUjAgQw4DABlGAF6+e+cjAgP9jVJSpDfYRKorkc7RCyFnqOJE",
-	"dSaahTMuippfB7gF+JIR9HM6KjrT1aqW88W4SPOsMVYvJ4U0s5LL5cgwLjHBnpm2bq3OxTPD/EMQS4nA",
-	"moU6/vldmmXuGtCXs8HOCEv9mwzJJxEuvQejD1DaowaZ7BZGmoqFVAUOTVGpccOkMRxyWA0KHIS6Zod5",
-	"KdUlmKHQA6TSxshpiQ6OcWNtQcZ2z+Au9fCxKSUffnEPmQRg9vYZONY+6aUR9G68VBZvCN0CHyue6g8Z",
-	"ejCdOAJDfKwdLq/4bDWpdClTGt0PUl36rAp6luGz45pDLPT1JEpgTCZmx9kmwLrcWya00SMvT5yOm77u",
-	"QU9IxYkncMDcTDBKN0nfk5B6AQ9hRxZMLwGZ33JbT8P9WfQtSJhSksnTcr4p9ewSUsyG2Pz7tgcBJOZN",
-	"6Y21HUm7GjdJp35hpZNSvfTQlBFtLiP2EYBwRuHYj8p5x+TijDUGCurD1ru/IxIQcyvlI0dds+pvUDvu",
-	"d+o7v9qtiSFushHVukWsH9LGSsMFV0WEHOm+B4ACsiB2FFKlRzWkQKVXluKn8c1AtqRyr8ujVpPtH/3H",
-	"NZPv4/od/ri28x9vvLjuYn7ty9KD/3ZqTOuU8yf1zKAnLQA6mMzp92g7BZAHcOMcEj9gFa/5UkDSWCkN",
-	"YJ8sj06Ym0/7GWgwwDg+QQ0byKKIXTJxfjuyBPBLJkSgZwSY5+4YP4QRiFdQu0rhTJA85PXgs0bUV6I+",
-	"hqwCyNY2ZxFbATGylJZS37xvu80Nyg78w6O82NuzdNC3Xghl5YXEnV5B7klVnbXErwpo5wR3BjjzlQQB",
-	"z7QqV3hNpMGsH0jtv+Z1McLZRURO89x0+TtsMt1fqbEzvRRpiXVfNRv+y9PVbkUYf19oD/Dmxz3D8hip",
-	"qFyGqAV2fFSNxs2qzHev0HvcZec33MablqRvG+4PUK6+VRF5BOXrnRLHr7dWrWepmvUsFEQyXWfuyGvo",
-	"IsihUDivG6Uc139kpe2Mz2ptIP0Cy1fvo9Z9Ny2xqyDCf9E5dqr2NomLH/Q87V88Z6WeM6FsvQqiG8rT",
-	"OpquaZZLXmN27XXEmlOIcTuhAMHAO8uSCZ8NMMD36PI0uhSMHsKNXxMmbbtHrtoU3QFW3MPEW1Kq64BT",
-	"eeuF99G0ES7iaNFCFROvv4yLCn+nip+NqN/h6SWiwp305BH75Lc0uU3d2da6FAMWiW8TNuNlKeqImDKW",
-	"+0WiO4XGyzcCF13UernJVeII+JobP04A5hD1lZyJY17JIXcXAL3uxpa/+2BrzqRCGoA84LYLkCP2nZCy",
-	"h9so+zs7UsTE5uVYS/xtowLlpDjSeNazwXH8kyJHi77oVjmXelPS0ihDrM/8EsWPC24mS11vqDsquRU1",
-	"TNGJIGls2uFTyqW0ww5XZuS/RYBSSUT4NrprWS1sU6uhl0HWbVAGHaVIYdiSW6q4uZAlWIj6StS8LFOf",
-	"7Z04TNAv0w8Z7d8If8XbhqoENlNDhwpC41y0jDKv7FDXrEb5JILHCVW14Ghqq0dmSdxEPw6iAFrgWlib",
-	"0vbh1ObWI7S5gJ8ZUUteSiq65m2GYxYVoc1K6QwVODHNKl6PTJW/G+X9jOBXcXeV08Kc7syvuITh2UrY",
-	"O1XwvTae3UzXJ9gq1PYPPcpLD/fn6HMCRvk09PxIZg+RwHEprkTpOxv7BKOHchA9OWWKUhSsaOpQGtio",
-	"sX6YWzJx4gEPx8EfgFl9ksB6tpbzuag32DrrltvXLOdVdVw3ym3KtZgutL6ErZotRNH4HvVV2cylSm8L",
-	"cbQBfABid5Dv5M35wEV2Avbbnc1FiEvnc6HsD3qeYh4KoegEny0gfAsm7BySxwFenV8KMxZ/e/fuQRh9",
-	"o8jxFn4Seak3Myr41s041VhjcizuwTkzC13bNo3Yz+/k7rrwozl9wWc27h7nB9m6mQCz33avG9qBiCY6",
-	"IeTdOoK0Xwm91FNVYULZUR1L5qP9BeMYqts0DCjaG8P6wxInpZ5/4vDrCT4C/dqTGxeCgbVhM17XFBXE",
-	"PhowjV6MjUrwKd4B+gHLK+/77gPrbE9vOINiOYmABFZXsZpwl1kO4zTWMZv5F2cEhMzWVwAgM8CgqT0V",
-	"vMFet5muzhCbCnA7mmvIF+YqCDdIa5WqGc+++WwjB5gttBGKcniHry99ZbjtQf87Q9nAI5oLoQzV14oS",
-	"dClReqC70FBeMrfbWvK4a6UK0C42oifAqUDCV5t/hOH9ABCU/LppphjAv0EDPgQ4o/cx2TNOgaAOG51M",
-	"iBFyYRSrAzt2golwbukTXOXnx/i6d/W9XArd2B0vq/hQuemxRvnb2uZKgJYFPjyL32bTmqvZgrQXd8+p",
-	"WnPMPYaREK8vbTL2+q5GsxtpkT6ai3kzMqVN/pzp9O0gXNV3xCna5LS8BzlL6ERtyzwn0K+EYdz2CFv5",
-	"nijXHFJ9dI0gLo6+d5M6ZlPBCDk3xExW4ICcLbQ2wgB+34YK/8dQIUOAtVM+u4TUcVxt3quT/OK5U3ut",
-	"FbX7wP/+5/nxP/jxvye/0j+eH/958ut//I9bFttE4714/nzUVeqHggj+YSLVpJGbM4N9hLlNDkbhqHU6",
-	"OLQD00Ig2NYtHTEwc0NHDbCFXUR769IM+YKbRTyMMEQu8PEAES8pQb3UcwziUNq4OUO4Gl6W4BlhOXIz",
-	"fSkGvBPt70Nlld4mXRNXIWPXkD+sUaUw0UlKwwpRyivQO+2i1s0cj2M7sOC4+AThJ1kNO0v7OnDVB2Ea",
-	"fdGNR/SSxlEmOnaLOHJvIRYOzenUGAicweZib7hd+CTgNSrZDXZ2oJbCXS3LPXfynx7wTzl9cMCnAT1F",
-	"S781I6Ur6pNtl7Xhqueowxq3jnsLECIBzfAMFJ5LsWLSKUygwwIgStr/ONgbNKRKYK2Wz12ofBkdOPTg",
-	"uMAfKr1bz/3ruJRp1j6GGz4q88To8srZD1TfhHbAplTwzaVLB9/ih6CxYoF5T8T9txgXkBzsGGUiSbqn",
-	"/nieuGN/01ifC5/77HS5177j70ssDN/iHVC9FsFgNBBsB2h7JeYIOOYzVjUbH9Jqx777wBY4dfYQ05L2",
-	"xuEs7yy9mcP2FYUVo6ynoGr7GkMQ2mxs15GH6dw9Mrgm7V6Sh5P9wXdIiNjNwxIIfMcW3/DoxNaNIjzw",
-	"Qfg6AvTFNLyFrq3oJjON7YzbZQPDfrqxHbfvtpvYTJdOEotip5RsenbUPtKzozZyW6eydi8DBSfiCcmQ",
-	"aIhoA8fFSHZgxyNDmjduIb5LpodU4ASQdiSq4e16k7c972dBrH2+ovtvSSf4Jqm91E5HRiRSJ68BJt2R",
-	"0N3KbN8zlYKEY2T1g4iYu2b+hfgwyDWXTOlr6ggTbmqGGZSQuVXrJXt+srtD9F448s2ZxR3eadXtUv25",
-	"XefBjlWbbjS2ono0KvdncY0/Ax3uZqYDJoeb1kxwmwjGjmPpwbgbl/TxxK82tej6pFnWD1pX4/wGrNS6",
-	"aj0G3qYLDgNAhdkD+4Jhn5wFT86Cz9BZ4Gj70fsJwr1/bC4C2r1PwT8Ae3hz1wDyVp8D/Md0CLgt/Jx9",
-	"AU4Sb3UDREKYYKG5gq5DSCJPtv9ebX8EvnPGP2y+VPO7sPr3zV+rWkzg8iBDG0K2AiA4cSV1Q7pcBDvi",
-	"eBAU+g1ARD6smg6L+zw9Co4pjHEmRHxhX26E3fXwP7AH4bEodrdzHrSmhFvP7f0F++Z0D82DPlsvwd90",
-	"ITxI2mY+tO4foDvnZCV1v75oynLFdO0r3u+WT7XK0egs5fF1s5iss6/C2VDT+si9BwQYkW652Tu3qN/A",
-	"9g7UAwj7o/e3b7vcpPfaVkQ2OCWvGz0K2DWUbY/IG5LUoN9oA7uDdoU08YdVXIaVmN8NxbCXNQ8thltH",
-	"8vZixa5TfaeKRRBCY8ohSQzv9PGtSYzYrpKOEhIqH5GviCb4GHxFVS0K4eSgricjM0Nrrthv2C38Qte7",
-	"nZvvyLW7THitrKiXopDcCgYNjdbYX9YJMGFrFewWhpjW2zq0trsdT3PUlscv3ImPruWiAdUsgY+AbTU9",
-	"TkX+2PRQeNiLjs9TEX0rbL3arIXiWeGJyqDUaDYVzELJMTS3/cR0T1oUt1Ysqz1Er94vAqAKcp0yAikX",
-	"BC35AIpod90jY0hbdLjeXj4qba43tye97kmve9LrUpTwE8EXUpyie292ggZ9UvXWVL3kpj4STQ6k0WSA",
-	"Hf0dyj3hEWRH0oyM0mwCfPGS3YpQBUhjuPkWYiaHYrsPrQzCLD9PTXBUZCQOlgZf5ONQ/T7faOmTTvCk",
-	"E+ygE3iDuyyXaGDPdDFQp3zPIvWhufdnG1Lq994ZYOJazYTn5B4EmsA3MTcFcMEctTubEfAepL3bpmlr",
-	"BxMW/vn6Wfyf3gDOyyYBG3rUuCcNNUz0ABVWA+BLH8v4jE1XAWjhJsf4uAB1AV01wCDv7o+5lfHjXRfE",
-	"3KjZ4tgUX8TxAUa6QfFtMYOlYR6fmtvdMCpqwU0SvieGDcb53NwN0x90FChuxpQ7s7Jc3Rmy7WMC296E",
-	"VYjLHYl/OApDqwcR9fmyxlHGBzEcqYxTa2phmqUwD8/X7rRhwE2Q+nfQ0pFvJNBtpJJW8hI7H3J2UQuz",
-	"wHZLOWw0BmjwJAjiEvgWSBfeMslhkhsNU4+1oKNv0Rac+i24zcNX7nNQFh3TFrOmlnb1zilmeBXOq+qv",
-	"AoI+U8FrUb/y0+FVdfx//8//d9AntXMFDTwvxeqMSYRVBmhE+CtXBdOV46rQYdL9qUWxckcIKiHYdTBa",
-	"u96FtZXbob8qfV2KYi7Ss3JrM8KmZ8Yu/cthetFk2h/bKWVMSGxfjO3VADFqoUukRFPxmXDsBe9BKaFf",
-	"vBGApNt+bsqNMCfsHICUoPUMhnc4PLrkK8ALo56bi3h4N5ZxssIuoo2EMkLTH+CMoHwxKT2xGHboJuiu",
-	"i64ZULr7d+8rGbN8bjJWyUqUUvle5ibDgDKs0RyFbs6SsNa+fP4ngDqbyqIgpLMtJ/k7cLILvX7PeVVd",
-	"TrGhKm74X96/fwOwamBTfisvVsfOiOAWWpVixxPDTCX4JTv85eAddsRyb/xycPT1L2q24DZjVMAAYImq",
-	"6MAcQzW/21kjnbne2xLfOx829uQX9R1uc9hWaRhv7EIoK8GZgTvCGa7bHfoJO+8QOvWtVb8ouinssKrF",
-	"hfyAYPf5UZYkRsa7BNy+5ak+P3Lzq2tdG8bLa74yDJqnBmzDj78cOAP/l4OM/XJAmHX4H6iv/XLwe37y",
-	"izoI5jedxv/9P/+vW0PpVuh3MNxE9g03sN0HEdj+wYuT5yfPQcmuhOKVPPj64E8nz0/+dAA4igtgLqfu",
-	"/82FTaGyX4rV8UUtBJvXQlhsK8E9P3Hn4SjiMOeVnNCg0Kg+v3qRHwWQZS8mfEEFdOkF+CtHRs8Mi4il",
-	"bVFu4X65w4erd8JeEo21ANazhZhdwjfhsZ/f/uBoPpzV6+Lg64PvhT2v5Gvw07W9h2HhXzx/DnpGC2fI",
-	"2909/Y3ELtrH26znMAbcqXWZ6ffvBBHEAgpf6pthkqdARR2hcPD1P3/NDozvy3Lwjq8I4RE3r6DtDZtO",
-	"uMoLAY21HF9xEioiI3PwqxvglFfV6YUQhSNTM0gSPzjWw2pgWwgsGpr+IQYj/MmDWtKfS3kpMrjb0IEM",
-	"4FGd8pY8rZcLbs+r6lWYCiDdUx9qaFO4vrsvjh0BFPh5q6nHGdhR7pF/NaJeHfheib7/WHuw4TxeZAdL",
-	"qeTSKRYvUvmSW9BrOM5goUssBU6N7tueJYb/4jmgj9L4z7fN5te90nN7AqHHWoK24557nnqAxr98/mI7",
-	"ff+sHNPWtfy3KG5/MVo96Z+//t65JW+ALgh704l5P1U2l1dCeeGCYPseRfQkui9+L9q7Yk65UtrC3h7X",
-	"oipXpx8RtPZ3MGV0qon+OypaA1kwxzKj3/QUmaojWcMKWYuZZe3Hmfu4RAmoa6YvLgIYqVfmkNyRIcPn",
-	"NKt0WZ6w87J0yxaCTXWx8kih0EnXsc6u2wRn79h3qfUlRD0zZ3LbhVjBOwqSwWD0vJAGwDQdF78W2Pav",
-	"e5Vfo31yHhby1m3SO2GBdWy71QEiV8O+bNyPcNOcnGgvGq7nIFbN0cZqb4A3IYQCGwyAe+Ff6yYE3rZ/",
-	"NcLYb3SxurOLtnmb3uKIePO66/h9j7d/26SG+cF7T4KOoqNOqY+PJ7y7lna22EhYscAMj5lRPOAUVbnT",
-	"j7/p6UQWvw8K1Lei0o4nLPQ1u+DOgnHb5xswTVfUHKEzyRUzOPkFN2yu7Ql7BQVLZAU8Z7lUV7yUxQTu",
-	"GDkBlMZsVfd96D5qkvJ389m/892Vtspkw5eBp3jGFBEETPZ+bm72cYBIJeqntJlxY9TEpPAgN05qm5fg",
-	"1we7snhsIy5u29UH7uvz7dfuG14ELvXYxL4uSwTa712f3/R0l7s9rA6/gV6+Mao36hDRuxnTFfoHy5V3",
-	"L2gjyKsAGyeR45Cq7siBS7Q0xepa18UJO2c56I0541N9JdiL58+doLboKnNC+MXz52njJ8zEqe6PWpl+",
-	"45sbn1F7FugpDGt16kctMNJjtV/sTdTrnWb0Xnygnu/uaOOzilrWLBtj/aENzYoOsjOv++QOXSoYq9BH",
-	"VPz45LdbSDzDwQudDSrjGjKtmRLX7dk6fZoOtuKybk/fKdsz7jkIiFrU1d1/YbgDDh1bY0ObmvUL+RIu",
-	"bDu/g/0olf1hdlIjX+yB6rBnelrqGHcORXSUj4/WzouiK0d2kh6nH9v/8LpgIUphRUodRGTTrtSyeo7m",
-	"UOhhXouZrgHOfyGt6SmAX7JcaTu5cPZl3uYpRB+UhjXqUulrtU6j38LUOjS6VWZ05spwcUPKXbwXd6xO",
-	"fTnQTbGz8Dk0rrgpiX2Jg2x+6W/avnKbv0+axGMaSZbZQRL6xOmIfNYnt2cmxQ7vlMZ+rgp+OxqbLbia",
-	"3xON3T2D7q//gez8cQw62niMHkPfItr/T/4evYSF7MLem0LqY6uPfevGtHrxtiGPHLXwrISYLfxrFMgD",
-	"/dY9gwE+JwXdx9ecetAmZM3I51U1aVTo6w/9W2CUidXQV3JCRnF8QS8Etw128NEXFxmUH1zJQtQTd51N",
-	"U1W6tpPud/L+Y5R7IP8tOj/9q9GWT8SHtmoUljlBFARbruIxfKarDwhO6J5NoD4vP2NfvvgTy2E/Jlbr",
-	"ScnrufD2z5+esx+/cY98xfJG0RdFMaHHV5XweRE/vv7xO+b+gJocNC6yjM9morKiOGNfobvEilrxcoLB",
-	"E5rCOts6d59/r51ZsFFzWzallRWv7anjL8c+v2XkpWwHeSi2EM9gs8vA1lzh3+7VY/Dliz9tf+kNX7lb",
-	"9V7rHxzt4HtfjRksENSPopD8vZMJv2cHX41Z3GsiJeJC++Nb72nnp8i7gG+gVkgFHoGDuZ+Id80W3B77",
-	"AMcw73qjjcU0h8Y4DtXUCnMlXi64nWqbMWiV7m6w+4sP4YdEDY8PR8bVTKsrURvujecoHQli+go7IoG7",
-	"M48fnsgiP2F/dxwv9xs1cTwlZ/m01LNLqeY5srUGXD3kQFkKE8Lt7usA3oYpNmfIQHPMuYX3pW07N2Iw",
-	"WtTHkMYGGW8+AQQC/F/nrEKywjgKpZtIxfIPx8aIY8j9MTk75KGauGhqv1TK9JVOgUcKc0NyxXJkOdQD",
-	"+nohS9GmXaAv2f3PyrAvnj8/OqH9p7SJckUf/prxeGOIQfl4EY37G/YVaeXIlBee+ebrUsaxbEc2E15V",
-	"kRy5FKtnBoxiz1KdSmCRDNZEU6Qg4htLadr+ctmawxp595KXjn+Kwq8k607WN9JsVANyLurQKRGqwO8F",
-	"yFsG+iz1Vqd5QhNyt8SqmZaQze7EVocGA+hmtIoORUuDqdvFA4hJ2AJUJqpaT0uxNGeYCBS2gjIBot71",
-	"7vO8LPV1WFMllcL7upbcR8dbiRobop6tKf/hFEDZX7vt/otn7Msv/sxyJ8uXXK38QgyusOZWTMB551cG",
-	"E4O/4FVbSLujuH4nVOH404/I8PblbFnwhxLUbuiXgTQiWZ0dOL3tFLjJMfKG7lf7Obt9nnfGBJ8tAs+D",
-	"LDRIa2j5KbWrB66aTCSNGSKsM3T8//ogyigGVvaDnh9k9ATJp+5TkBbifm4PE5+2C93MF3bg6ff0a4B9",
-	"6D+FUjcb7NHdeSHZiz4bbpy84WXfHDtLt+kbeDO0K86SHYI6byUa42X9HiTpF/6G+u06/n/6cZ8KnvVB",
-	"ijuPd6H2swi2dO0xGr8DKrj2UDvqIL20pEKPTIQqBh/7TkUfc8c//MVXsoy/WqMbZfBxcrP4CrhQN9V5",
-	"vgMymMXFy2uPIQRM1i2RW3uq3aDKXci1yb1xf/UJ5lLNJ7NFoy7Xn3vrH3gJvyNrGXrY2QzhOWuG7/J7",
-	"a9rjiZ5MH1H7NJ7Seg1a55W16rpsrTAj+TzVe2XrOeXJx/0OD/pNnDrqdLJI/3SqYkcryTD0R+zUK4iK",
-	"BQUVnrpf6+r5COvqlU80vpE358sv/rz9hfda/8jVipZjHp8Ndm4uI72XGb0UdgF6FDhwoJMvueurchUb",
-	"ZY6o2Y/eEEsYZ6cfqXrg91NjdTVsq52by1CgBjocTMe97Ew2oQomeF2uIIbsrLmcFfLiQjhNE5M1vQkG",
-	"/hGfnQFeJ/eNJb+kVF/Ij+dM6WNd+YdlWZIlYzy86WgLYsB20HU6fYUmj7aDIRu3p+9ZXUVs93uh6Ncx",
-	"7mVYrSzYzNmCbeoNXsNnBu+nGXA4t5Uew67mO3Qtdwul3MYMFcJjaq6zYNeOdnvRNnw4UaNyrzruO+l0",
-	"hrfCuAs8HEKsgrV77Sxq8u99FmksjqwZjwQCXhZ0dnivJt5FrMSaI+ETRMMWjnPa2pYbPEI/CGi2sGI/",
-	"VUKdv6aCD0LDxURUQ5i90MLTYx+y9+grYJWcXQZ/+BmZvHCdxWyh3X0Df40qWKEFcgVsRu5GBaZ6wl7p",
-	"mmEdCdnwqoD/bktIAKybG4tUT7wUMmUwf6NeZfBPz2V9/iu4gNDjspDG6nrFDpVGXg6bCyFqNDePoe0H",
-	"tflfc1dBhFFeCYX1D2ZlrFg6plaIK1G6a9sO7obkRdHizGGoQCpj62aGeRfsZVQy45Y4F3ZomcBXZc1y",
-	"WGmOZYbsEL0/smYXsjaWhYbvkMcCfTPdc0dnvXIcgrfAl9rnqIxDkpeP0DWitAlg/PgEvOVBR1luxRL4",
-	"dVODQ8TqalKB+4N/oPrfHGYLf4hcHvQb7mjuLnvOSOeO87bRCxL4fKg34Uv0L3pPoveVOc6Vx5k8kRcw",
-	"d3R10s7hBPRd8s9hpYNQBUk5tJLZP7/96W/f/Zqfsdb118bLSLGDMtV4IB5s7As3cTCyUYMIPkEysRnV",
-	"FLk7h7fwmWFmwSsBJUXw8C8HX7OPvaIix73xX1h19Pvv+VBiCn6261XYk9ckNdQDeVGSq74DH8rXG30o",
-	"qVHBcnJXIAt1ukRJ7obRK0AGR2ctE4APS9Mjw5R432imuEn1yd4TH6hl14nb0zdc9MXg1cEveV8p+Pp7",
-	"Ex4rq6N9GC2s1975cvd3xtgsvXe+usF6RusRnfdGx414eenlTevE9ymsgbGAjhGpBgwzJWKNglSBl1QG",
-	"Kks3NCkW4cUR0SaIlHPmdPpSHEOwaR5U99ZGwVIdKp0fFRSqQWmEUPeYIJA0QctydDwYCBoVAMqcfHCM",
-	"HEeKvBso4/oxnywZ7nEfwIDPiOB/z2o6BFAppclyOnqYIP6Ay79jBS6gu4KmZm+OGqRiF6WcL3b1+KMY",
-	"axnqnj3/Dy25Ph3fv/e+tzOO/GneB590Fo5w4o504O7gvF1z3JILNTl9cqR23Z3JJ7c4Pbe849Y3VF7s",
-	"LT5QuT9Fl+Nn4Q8kjxMmbHkIAvfv40ig8arq2OWtfde3zteF6M29gtEE1nyDzmIh9xoCV9gFV8FP9Mww",
-	"fa3IEegMZWZk6QgHPIHbJdNtPXp+U5+ceE9OvM/IiQcsIr6VHUceXduxjKL1Qe1Sq9Z5z6m8Tr57csti",
-	"lELv02FLbSxENpwmyBpIYy7QR3Tb1KFjY1elwCAAgMMMJprnzuwFZxsCkSjdWUoaViJe69hSuPjqmf5+",
-	"tdr/UNUXXL1N3GOt4OxlUxtdo20vi4BCLhUve3k1qtuytOJzccJ+EBwCTkw3IesreP2ibPl+zRxu525T",
-	"DdAX3V0JBYOMW6CW2+Ng7Fy2907XFsEOnGQrBQdDLD/OmYFIFZiUSlw7RmM102UhhufpXplMV+mZHhzT",
-	"FZgA1qWvSo4gzLKD485/dZ6P3/71fuuF1+7D2KLAznHfc1j6kZQMQOlhl+nGbDr+e4JBn37sxQzGFYR1",
-	"WRzEVWoBcdwZcCZbc1D1jcTcXW8DAPLHYaWNkdNyxfKPv+dHZwwRpXhpNIlZNwKpYfgKoalZUfOS5aop",
-	"y9wjOinGZxYZvWM0XnncJgAgTxCjNBzjLY75x6xfFcOVRf2Uyy31a/ExbGP1rwOn7QwCrMzt/oC+2DvG",
-	"+9IbN3ecHKlH6msqLekLzi2Q4L8nFckeFmxAB9s+5BlA700FE8vKrjJPaI5SpkYorCoYV+XXJ5Cozu8P",
-	"xp98aWBnS27Hok6R5geBjSA83BnvmWGFNFXJV6ClhdoAcj2jNzd3P8FxOzmsYkcGCGlpWzwm0v14Y/XE",
-	"P5YjCkIjbst7smHcFA7zxzL/aTzDKXXo6hDegoM+Gia9Eja7I8b2VriJ3AVjc3swd0cGrTvENYZHHxWX",
-	"G6u74KY8mP+1nYhTCjZVUXZOINRxt5v/R2RUeHh3y6iueC2dANvFEA7vsEtRoeXkmFH87Q6Mi+J1ra8x",
-	"b8NXL+2RA7X2bjCY/YxDh5nuXO+G4fTM5v8OOzvCdO6SO5jP7S4nTOe7YzrZzZWf/Rvx7bmlDPi92Oft",
-	"tj8G2/wnVa78LOKr511MjsJjYdSbmX98Av8dz3DJP/wg1NwuDr7+4quvYFr+v188nGkd7sxNzOv26P7A",
-	"dnaXP+uLPUmL04+BtMgi34yYgdMqG+H9psmDOwsaFj6LkW52IbvregY99EpeO5Gyqu5KlnRqJQP7h5k8",
-	"M1gUH5ItL+ROeir5FsPt3Q72gZlO6zdjZ2HSGXcqSq3mblPvQJJsRflPzS1MZRsoSURfjxGSJHU2eHKP",
-	"QLn2E9qkYIeDGAAp+YMxT49rkmZMW9gmYdnvokP3Afsp0gOYaUaItP48XXnzmhDygAVNV9AAYZ2TOIHw",
-	"rZ/aVgRhOVv0QAz7nVBf3CdEeH+D7hYs/GaKWH9OqKjDgQQYStDJAIHmFuCGWQLgWYHnZr3VQ5RW513M",
-	"tZjz2qfJyxp81sYwg/CmQxOTalY2hZjwskzv4QUvjVjvYjlys2a8rleE7GAEkOwZq0UlCDEwkCfIa8ip",
-	"snxOHYbEh6rURXCzpqZv+XwiC9OZ+viGY6AIHHwN4uRgr/ou3UgIqm7Rbvv9WB4sTN/tYJNUPHtzjThm",
-	"t+nGJozJHyFpBlFQut9D3U5pVuhZs4TsUqmYtGfRH9r6EBBp17wuegF8iCweT1cIKuVbysBfLmQZ9y0Z",
-	"hxGNQlMboZhYTkVRUKeaWtRchfyx0jF1pzROASCmyPqtZ9qPtR16nOoL3daaqtc5x+d8QOapV0L/HBqq",
-	"gKk3KRokzxhLBPiUNIyXteDFCjq6qKGkUKLSvSJu0hgPpDD5FQ7oRz36CwjtFJ5+9BXGIxIEX2p1UUrs",
-	"E7ZfDoHnDUmUy8r2ZcNGXhHrV6e+xdOpu67HCAO3qX8EQNY6cxOuN3RngHYqoVVU3SiCqb3AYIu07NDd",
-	"t1wWOZs7c08qq1kegsc5GtV5qWe8hLTZnBnd1DNxdMLO1QqHaqvgxIeZqCxmlMJ/WqGMYzFn7mZCjMeN",
-	"BxzJzWQqGLT6BtQhs9DXptM61dm+xPHcINBRWxQpCxjmNvFQeS2qPcyv4jWmT0EuPbzh/g68w1mziHjf",
-	"wZYhGW19zAa+g7EqeD+krbsffM76EttlcNWewvqok7ApE9omD2m0tmvssKr1vOZLLCrD0zZHGcLfwcci",
-	"9LsWxs8NjEn6qGob+W+BaDmhNRl0lgZu2ofJw88CSl53J8gLAdsRkPNSFr07gzdEc5RQfQs4vG4IGzO3",
-	"U7Y2rJo+3Ok1OJWKg+q0ORcSvnyzXMi7Q0WOtw03cmteZA05dqX4/DH29su1cbsZR0LCGxlzziTf9ufV",
-	"Z9345HDmDkbhnfbntH4okC1LbGomoTTInFEa73wuipT9vDSivBJYCYQZP2A/GELLk50cn3H4vO4DwecH",
-	"PHEogSZswHs+35PStD7QTprTQB4I7dEnBvO8mXBDRkdfiYOz8TT73v2vM0YGOs0goCx2qFz/kA9UBZU9",
-	"Q5sVCGox5MUAIziJdf+9sPHRmtu23wum7yaS6lDtmlW8zmDPyzKxFZ+SYQrzTRFBxe1ssU4G30vCl4fb",
-	"D+4L7oE603HsZFKM6rc4ha+QIQZhDt8ocnNUYQxDQjf0PTCk9YEeyJTrknFaL6gFigHL55+3h3vzlQg5",
-	"JONYY9qwQnPOe2ocTTrlYF7rpkr05x15RXqXA9hruBN0U4YaceGE7oHk1wd6xCRPh/NJFQSN8yOMot41",
-	"9fOUNMkNuD1SUSEgJly6txDKuTvgWYBvRRc1Oh/lXDnbY5xq2VvBNqb+jVSFW9d7vV/P3Hs+/wZ36Y6U",
-	"S/LLWstni9s0NnxkfPQcFjRIIGOosVFb6fFbAdtmcBwIwvVHyiIwcAqBIJYzNWYvC1ETWIR/IN8Lhf4M",
-	"y3nP569qvdw7kf7sN+9OybQQnxmZIgFtIJ8thPrRRxVG1t0k6KbbjQnNqdaFiUEczMlsoySqcOZol0oT",
-	"IRNo4o2xTWzQ4RNtOjES8DhW4HJM6dY9PO7u7IfM/Zi+x1BYb0/uwODeO+bog5joW8KGGy11rUQyaghV",
-	"EboQZcaM4PVs4QPh6EOGHAdRm13JDfugiiL0mJZ2SyGuuwUCk5Kxt+w2Wvte+PwNd49lefBYwmF/YML9",
-	"XthdqbaXeJOaVPuIP4jXBaQhDLglMF3J+A6poiXpqhaGOKv7OxQnOrIsBfcMunaskZfrLHZjSU9xBzHu",
-	"h2DY6KXYr0LSGeOTiGc/cNbfJ84E8Lx34wODetWp14ZOu+koYBbchnWkoW4KZ622GhhohdC7yDdVg2jP",
-	"4ZtvX2Xs/f96n7Fvf3r5vzDaKpey5DVBtVpeWwpAA+5ry3L47HJeu4M4Y5UuS7rg2C6c5VPH0fAWQyx3",
-	"AAS7F77O1gLM2aaQ9Qb0thTAzqH4gJhHa8aVL/LO/UInVswWSv6roS9VtXb8bFI3pciP1vneYcTziOFx",
-	"VpWcmrWwWoDFcXQnvI7yauhsnSF2+2jziDweGu+blRvtFWTQ3TPvoxngfLZEiJW4bsmfavQZUCWhykBO",
-	"BXYkfmKKN3DOdXkLho8j1ugPa2emGDpI7p0pBgAbS3k2kUtQfLB3wgADSJD/wjEhWYYrvVU7O4RM2Q98",
-	"WZUCoCuTTEqtyalnhmBu/IIR4o5NecHyQs+gLU9+5Plbmo0eKu1Vv1oUQrkfzHYGmK1xQK3aJM6MXYmZ",
-	"1TXDLEjQMxG+bt+McmuXyltnOwYu+YC9Kp8Y5eNllBYp8FZscjJdTe5Wd6xqMeO2rbxKZFzxZZQ6DXDw",
-	"b356957tpu3mGWtU4eHfK1GWAQ4Y/m5mkMwJhIdObWyqYNgh+LkvLuRM8pK9WdmFVuzdt39lfKmx3GB5",
-	"BO1YTthrC1nPpkW694anI++5vIp/QqRvc4ZNOWkws9BNCcXR2P5gVS2EAnyLitvFWI3s57CiJ93sieU8",
-	"tG7GDtsbFq7e0V2worvV2O6DFVED7z8GK3KKyEhW9KT9PLGivWs/d8yIdqnHbcvIoLyj7waKqnEvZGlF",
-	"vaka1wN5oT13kzDmHVg4UPwbNuLBqn93qPiNKvmiWt8zCm/UV6JmSrj/X1PAry0uefH8+Q1rgkdW/rZz",
-	"u7+a3/7AAfGlR19DSKzwa2dID7j6r0Y0iMLvHQZAINTNU1B/gYBJfpAdFBJahrufeT1byCtR3DcEqyfm",
-	"MYWzYdf+wIFKSH4uIg6QYqK3CU6OYMCnhb5WpebF8b9ltR/X3TeNKkrSlUIIAwvyQLkNjc3QfRcxGcwY",
-	"+Les4LkzjKW2v4OQn7l7DuyvEx4x7F8NL+XFaiNzX/N8YXSTQpu6Zkpjo3hjIpDqXqAOwNVgprSOMMOj",
-	"pJg4TAsI6KnX9fa13k6PTKu6qzxKZL/QeQYa+oes9lXukhjqzvRGIscEjMxgbVxSSfzH6zeMGOIfOZmH",
-	"jooZJ595uX7L/vH6zc3VuNOlsNw7P+6egwAaqx8C8Z4AEbqnlEi8hc56C+is2A3HqUhQ++MffmbCZ+qM",
-	"WlpVvLaSlxPEMM8zthT1HOIGCnE6lmOTMeL6X3/ZQTfEGpOwEgzsrzVJCHiNyE+W21M1fI6GU9vRZY8P",
-	"O9tnCwrWrlnOzryiZApa5Y/+7PfFZbrDPCiG05i+H0RY0DYWa12fzM9deNU7YVOXfY1zRewqkOA4boWK",
-	"9+lHDj1pf78V00oAAXHowlDoNoAYhv6a5UK1XYRIaYfufku49rWwtRRXvMxYTmIrJybgXmjUpPPXAWg2",
-	"XNhGVDZvaeB0WgOitR8OsoN2uAFbYiD57dxdMAJ2oJgp8TqrKcGYAJFa/41lWs025LvhmtasbPwztPPs",
-	"Mt9nUGdsI5bGy1JfA34EJIMqY7maCeqUGPebJsyGo7E5cncS8Exw1nfeQNwHXx0c75Gy1vOy7BMNMVkk",
-	"rScuu5uTj+7jItxQfbGRx+6qEn4ET+zvp73kiUGP31tR6dqarAUXC7wBHH7wuYxdgyMs5HQYC53CEfOE",
-	"EhDgNoYCb0IPgaa9VEOilTgLTnrI/2iUlSVxJqFsvYL+w9SwThTIralJ5x15C4c0MNLlYLkRlgxOfRO0",
-	"tT+g17Q3EffY05XtjjTk9nlDOYTuJNaLS8Ja/+AZ64Giq2i7iOrv3jWURH7F0IksPAYTxtwcQaJJFMXt",
-	"fK7UgP7hZ71DZ4VRLMX/c3yToU58iJdljx1AVbTWxfql9k7USTvmctlYVNfC3Y0tPf/GPjPr1wemj+xo",
-	"xlGNFH1kdJFUvNyn8ijRCZINXtKtJVExO7xoyhIDKrm3gfIIeLMQM1lg65gATNa3laDQGZFCi4yV4gLa",
-	"52WYqkcpjltqS9qhe0psNCkYbQNS4qVYQS8kR4W14MUa2Y5TozeKulB0tTF2lvOyzClgjwIIeullLCe/",
-	"ah7/2ePBQZplWC7OLdeqXOXst8ZYwJ/L8ClEHoMHOi8NBX6Wrcck1YMP4V29gYb/5QY+yA5owg8V2aH9",
-	"HnB8+MM9IyUNthMaYwruSLcSCnpuR1T0pLPvXtm2leHcRivY9rDXMTfWvoWmAh1r3CdrUxtpJa6h42pc",
-	"08JVcaprSOzw5XIZNuhrczkYn3OpxheuvF9I4xPEKwCJrEXBrvmKWe0Vm3TW1Tp/3GeBS5wpHs3Ht9F1",
-	"bBQA0tCpQbEvQKOkppvr7oqsz0wHUBi3YCoOVuzF6sNeMiS743wiGZK+ifCm1KRaHH++2UmfJdBisYfK",
-	"mZ5FE2Lxgz6Sv3AnQad8dgld6+fKaXhWLsUxRH1EwUqpLn1LQl3LOTRpQt4ahZO5YUteYNx8c4A8GQBv",
-	"w9SJypGuOQO2zJY4ePu5ESFvCo1HIKJ4oxYcTRJfDzgiNH5wHxoTjflzvUFtotisO7uTJ+0m2g2CNH00",
-	"Gs/uV9qI+S6Jjl2FCXwUGxqN9LIaY6foelrj8w36SDDaWgABLBwDH9RCzhfHkE6zBgzuNZMGYke3i5ds",
-	"cIjGfge63+l8ynd+u7eYhC+O3acLTEdTzXIq6ntoneLOGoCtz4KtPtVXgr14/hysdovqBePmFvmSu03p",
-	"r0JUmFdFHjF0yRrRpSZh2CEAovCOWzxrCxrdv1HxPdrQNIQCDCMbhiQSJG/aL2T7wjFtFFHeO2mjOMRt",
-	"Ekf3aZoTxY/JucSFPpncO+doIggHUAkwxIQ8egk/37f5PVwqDelDNSZgQ0kKTh+A8DqGiTdD0vlN9yEx",
-	"BtOoYM7YQwF+7sXtOfuvX5rnz7/4z/N2RfiK1x1zrMrBOmmrNQYEo0igiTIPtgovnx2qa6yNvmmKVVqe",
-	"ZdS1UEmzEEXgvqDu+tzuoYqhSOrtrz7ID/JQ3fN6k9hkgXtih44wkCHwibSEeVwAmkWRZBsprndzxfj0",
-	"I/1rfEwPLzkwLw/vAEF7KQYDehvaQ/UZWIc/xWmb3rCNGjTBXKljGk5rVK4m8pEb8o+sE0QJPHJQLcZA",
-	"FV2c0ZG+8N0ozPd0b0YCeDtC9XSa1hFGNDTAYBSIUwKHhe/dnLAfgS23K+1+L7xFt394xe5AmyTL03XY",
-	"1a0DafnDt+GeNObtTxMNbFSvPbBjW7FEcU5s5d3Kpl7E6i6U67G6s405eCen1d07LFAEjdKnj6AQbVFX",
-	"IYUAvvv4BBr64mOBti+4SBrjoRJiRzOkJ6zIu0iF3SCw70i9PZ0tZFlMUKneofQdXos8EBqcOnUweLe7",
-	"iPectNq9wvHUton3l25ptM9PPtvdfbYRYXyiDsyWAsb5MNsVnzy5JddYA/989KxOC6NonUwqIwsRKWDw",
-	"5zO2FFxB5WO3JhTZ0TF+4TBfSFFDqu6MlxNQq/IjUK/uW0HzOIpW14LV4jcxs6hVuvVCEcJ9uSRvyL7x",
-	"hNr7uy/3YxjgJX7uoTyQYR6bVbIeuT7pYrs6HXm8ffeljp1+jP5rF19ky5cgJUha42/Qbr7Iri9zFcH1",
-	"1zBaQShMPc5x/zwi63IIsNki5rzVFdljGOO8kZ0BnnySt/BJbrxZj1NH2P5wS1OjM5OjnXhmWtDo7W6b",
-	"neU52uSf0kVF98eTZN/Ahp5cLndUfQw3jyyXO5b6mIl9J906bpGbsRkU9a+iQk2hg1N6xqZiAe2ASnmJ",
-	"+/Tm/P3Lv/QzcJ3WIMoLXxadAB+dQZN2ZazgxX0WNDxUMQIWCTyVJDyVJPyRSxLYIbITR+BHd1af0PLT",
-	"W8NG31Gumw/GdfKmHfvKSK5AJZjTriCTleJbiNKMnlLeGArmtSVX2lldPmAGWmAEN90vN9veAwQGMp2i",
-	"Bppjv6FHH/fPV3n5vm10jZW+3tz6I8F8d0aoifPUtjPdPTbnSA31KcBTJ5mujBvSxLgXT4rjbbjerTpz",
-	"pNncnTTq2JvaeAss/c1a8mcKrZ9S2+6jx8eTuvikLn5a6mLG7hbif5C5PqQO+QDM9TPuW5LS0PbeteRJ",
-	"LXxSC8eohXfUsmQh7bEVxtmP+wG5DkyHWuBv4ziEFNtV2Nz9ZN/KixXjpdHYlANiGY6FqYIZvRThmiO7",
-	"cJcyIz4Az4C3D3NALaQUAQy140ih7eUaB/iLtO9Fp/x2H1f+LS35ga55O/ym+w3pVUFjikuRlu5ei+Iz",
-	"1Je+GrOU1wo7ONMF3z+MNF6jvlvjMEAs+/sMt+bohq3BY+T7jVUd65G6ZxF2G+WQB8RozG/sdEphjfE4",
-	"9ujO8SBw00aW9liGRHSobLyWSGxrTWrvHLB0G9bgD9IE8PZXMMN9lnF0RhrKKHT3tLf1f/Rkwt52pMHV",
-	"sz3IvW/FhVRtnl9jrF72ZoPss9MALEGHM67YjNf1anzIHppESQP6sspYqdUcBClX7IuvvmKzBa/5zK0E",
-	"guclNwthPH5Z99Y9ph4NqIZ2LsJeK4M7I+0km1/s59pvysyD03pSrnfPyeteyV2bL/i3T/21GSUv++IR",
-	"zNaVsWLJLmRZQnrvdEVBcHaYB9PbXew8YzlBR9XtvyfU3CUvubHU6yX8DbtS5UcPLTK/F/Ybt0+v1f0J",
-	"zvSAAzepp3L80YVn2I69S9Edbtie+puEBiakYuKt7OugWmVRe5P40aW7LXvoWzLQoCRtawcOM3RyqSaj",
-	"DPuMuOnvwh82Cf475Rrv9XxeitQ9Pnjglkh4/oA7CAMFKI4/ZH8j3IxhyvNUdmMZ+9H/a1seOyZkQzZs",
-	"Wu/WczQxg11KNXCtLr5wzwEuj32YW3FIX4IZH41Evt9yOwbS0HFTnrDvA/b9GJ3wrrtU9EhUDvWgiO7A",
-	"RoES+ko2DTw5vsvV9/Jqw91Be9ZN5nO3R3e8geirvw/zNDHSA7mOR5mnNSTeFk8m6k3qW+Dq3NZKrWQl",
-	"SqkE/gzG4HFVNnOpzCh7FUam1sZKF2LAVfXMMD9S1opWHIhNxUKqgty8iM1RNRbFoqGWNSG6UItCKCt5",
-	"Cb8v+Yo1Rpw4Jety2ul40buyIf5LxxLmww6jNVASpfhga9TMM4xnQJByRYj6kF3J6qYUvrdOya2IOltn",
-	"0eAQ4zyiNV/rlmlFoxpYntLx6s5Y3h7JpNQzXkJyVs4O8+i/Mur9HCrlwrIgywE9AEfUqaP93rWYTio+",
-	"h69di6mRVkxmNb8u84ywFuaCXQh0qE9X7Oe3P5yxqpZXEHNUBSu1rhCVuyhqYQx1YanFRWNEMcKdwJmZ",
-	"6UoUna4pPv7er++5a+f8t2En3hCtb0FieOvbuVTNtES8wpZ+HCs98tKlqPmFZYcXvDTYrDqFQCDNJHwo",
-	"jZGAMpsk81TrUnB1B7AEAUx2Y3C/tzvrWLMDsN59XvDE0W+EcDDIUz3JJQN3b/yP+3K3JETFKUzv9KP7",
-	"HwzRN+pufS8pumJWs7pRGePG98ck3hw/SVKsG8NPaM009916tw25Wd42yrTwdWsT750jJijYWvClwTJq",
-	"3wnP/VCDg8EtEpIa6mNIqBdXbvtOmNuYazElbBjYFUiBylF4njR1iZVFHrs6CrXCO4fk+524JzOWW2lB",
-	"nuTETPKjM9Jxy+QA0FhGqJmTIf2WBc8MkyR1EsPTEwVUHpozFvaol/wPPbSggxK2K4/kV7Ix5bqZ0Uv3",
-	"xzOonemgi5WPsZG4uJAW7IB9ALpvk0lvG9Uy3b/pYl8ZZN1B3jbqVsaBU5VOgR6PkYi7E1nDK/9wbIw4",
-	"RgKGq9OeZwBYd7Z2+PN37tGX4afsoE8B608j5+082ZbDrD/+pv0tO6jSj+CVX+/Ou34t6S77a+7I7Vl7",
-	"qZ+k4U72TaOwVWCPh26TfSPk122F1Gbu707+eqHLiM3rK0pWQ/CeWPM/I97mdwvweXKWIyVJNYeu5z5Z",
-	"TYJwGSA7Mqzyaalnl/BmEET/891Pf2N6+puYIfI3+kEaBdz1hH3HZwu/x1Mx00vRbdOYsX81ohHk9fRJ",
-	"m1CnC/2G7ULUXlgoXjLdWDDgyqDRtC190Y6Tdad3WQBkbLsmR3KbvVZk3+XG8tpOSGTn4D0i5PeLbnBj",
-	"XYfy3QylEqHDac5O27/V0GM+WGStNTMoX07Y+SbRdQHCiTN/ILDjw0VzIEyg7He4YC225zidO6Q8Ce8U",
-	"c4OKguXXur68KPX1xAOsu2+VZcDJU755BdLQeI9dT7QtuJNsEa1TM2cnYFsg+/Fi9WYiFcXxVwBhRTOZ",
-	"1I0iPaH9iDsBOJakDH7T6tf7kL7+87eVu3c0AwpfZbeW414U+693BDHcVU+D/YecFvLK/0bPwhVPP/qO",
-	"fgqiuvPEG5Tia4Tff+7v9EA0cHhnYHD/ip/AkDuzUc8MaejsMLBw8A049R65I+n1h54tHD3lxt6POtHl",
-	"ImON6WGFwuej71GZ4D65es6lMnY9QI+GYuuPnQpjjyHt2gkcj5NJlpesGdbbnPk8+am2CyesHFVSjrD/",
-	"JP0XZQyfsL87HpqHHwhI0PHttuFy0vHr5BZl+Ldwy1VVJrIW/e52i7tBCmDbO5FAcDdWlmUX8zkbi2aI",
-	"GIb+OVby2aWJvbD9DwFe0UR8mAlRiFg6LTT4IUJHc9Abmoreh2Ems6auhbLlCuZDJXGRiA9FcjgtepdM",
-	"I6nVhITSmlTDVQDuCQi3bNAYnvICvevjo2VUSTUQNdupwD6S0pKu/wS12bUlEcFQntu0FvwyJbPpBj5V",
-	"YTxVYTzyKowbFlvgOyMCce5Bxq3lcNRWg03QncJD53j+l6NQEn3v3br2WaAYhtlUEdHuF58/gSt7Kkok",
-	"AkbUCyd3+xiDUMVxY9wvH4UqJu6fPndrK61TK9xazHSNDWPAk+GEbp0xcTI/wW7ACvNLCBie3M45tcaa",
-	"TFd9B/KXLA9zSdB7TQ1jGPSF9AMmc5m/U8XPRtQvF9xuCy06OvTfAr/5QJwi2qXbZvfs7dbRsjdjCrYb",
-	"d/P7ds+357yq0vdG60vWVEBpflmQng+H6G/Md6pgbls8p4eI/Sm6csB2SOr/7yxUxmsfyvd+MvQhhtFi",
-	"AwBqqgsPjVdy2/bwijIEIAsC3p1xxUIYB8pvqWIAvFCySARYlMYffbiHbofSOMmK19AuzIDXsA+2h89C",
-	"h0bI8HJrax8exuFrJQ58n1xOGJgCVCl0m4kPVijjFGUwrUWrjoZfgksPckSu4U4fgoOeL9FFiEdgWOj9",
-	"eiI+QFjsZMot/G9lXuRHWQIAkHo3B6EKkztLY/61iq78d6RXwxFeSlWwQ7nkc5ExZ3fojPGmkBrBsrzH",
-	"lZqDh3PlVfXM+GKRluUcuS32FsvZJqDB3jYXYlbyGkQ6+/H1j98x99AJO++MDy7p2UxUzmy5XnArvK8b",
-	"p4N00hp+hq/QU+wWabL2ZCgHJhSBYloLfYjxstTX6JSdLYQ723ayYRqR8sPZUhgDHRRqVjcqlZPnJuYY",
-	"9O3RE3lRSOxG8qZ2o1jpWCsy5ir6y8cDD6+UyrQtBaNBIbIdnPduUDwR7+L1hO9WFdj9VCoOOSZr/jp3",
-	"19ODBi5yvdDs2pnRzmjzmwqR2QV3otYnTdHDQgWj381BNWUJFQndtJUgcmJx9U/cg7Z2AcMS9109B2hI",
-	"QAJvaYghcQW7fc0NaR33a0J9iqg8Q8ISt9vTr7ukcGHdv1BU0ZU1dGdNLEPdeXXl50cSUr+fVrW4kuJ6",
-	"lOrYvWb9lARH/YHVAfcnmOZjtzm5D9ZxM8G5YwzJCMukJYtJ1Ngap+3rnzC73MzRzpoUQsmOJwlmOBWl",
-	"duzS7RI143RsUNfsWteXpuKzOCuuHzSib0nws/moVC04OFTWWeEb3L+IF25VWGXRokJS7g1x+m3pNnRq",
-	"t1Jh17KE3glye8Dmud1XrD0hVnPYQdA5MIQJoapCmqrkq6Ekvc4pp7P0IMsvkaaXbWS2S37pO6iS0DnD",
-	"IwPVLsNGR7bPnkOCTVjnkq8w0ChthiLZsLmwgzQ2tFCQD7drhvQfp//R5b1bxdLvWYd765kV6fDT9i+l",
-	"YzH8eqfLfuj0uaEZ0ZXC5tk96jr6rP0GQ8z8W2JuGHRYWUFuA8w6NtDPO7AggP1A3j7I03W9PF00S64m",
-	"4J8+/ej+MrH6UqjtTgGneDLOKg4jYxjuL+5j7LX7GKlQtXAHaL4GJbsWqgBebcUHilz4kmswLUomVUZB",
-	"k1oYXV61apBp4QEba53uajWbLbQ2AtTxE/aTu8JuVMMKUcorHClqcHctpsSc63rFOIOFrrsjhj3r8AKh",
-	"osDjL75gebSBAK87Mc10Ka11AsbR99rv4kPlWHAsftxWScNmpTakSyNg2kAzO24vSn0Nmw17DVCPIySI",
-	"G+eZ8d5GWg1UAXmYvs5svbDIfY4VZi0MyJhAOrtmdd7KM5Jon4Cv0t2ohILGWX3KdKvomglwLDDMxMpl",
-	"wmL4WckPzP3krpkRM60KQw0a0PgPR6m0L6pCM83E5xl4q1T2P78c1uRDaz58ZRJtSfpksYwCCNPH1tkV",
-	"r6X7dttM3F0z4BQnKbMF80w31CUaEqEzWUkAQCOABKAKn+je3ViOGTCTrr8gMch3rV16CMsoBYfDK7Q9",
-	"ii1eoViO5XA59kmHATpTWFvZwC5Tcn3WnaX7MTHBVyDbuBVzDW3gw5TA15ljqYi78+5fx6U0NvdlVtHU",
-	"fG05OBsOsoOo4z14HA6yA3BAHGQHuMhE0fmO6yEX01LYhS4SC/uLvvY1LeDxkobKC526MxXMGS1YT51Y",
-	"R1sZAzd/qS3kN99o1pHoXJ8hZ7ljcfOaVwvaWEhpRjPZ8U+tLuS8qUVxhg36UNmEEpfcC5QJvTDBIuO8",
-	"bVvxt8YZ4zXjU4RR77mglUjZ3V1aN6KE/jypfqsWzC4QRP3rmWGatCzYhawxjDNMyf09w/9eA1CYaWUs",
-	"d7bSoWPxLIf15qyUVtS8LFcI7u6nkLPDkjyruV9FfpRkEvChNI+gj4dDcSzpJKmI9jwRbmOXU1FPwC03",
-	"wIGW2liiU75+yTBX/mQUR8VOthNMJFwf7O9w6tzvREtss4WWM+EobYlqxxlaDlr1njV3RSv+fNhCl4U3",
-	"YWgad0wnbi9N/H0n6IhszmJKqbSEvFKL+ZBSzeEcwlzdvDx38H9z3IxGSnKGDUTlZ2MXYmlEebXbwlO0",
-	"hsmyEz+3CeowqbHXrqrHpZ4Jgrj1vPKZQdiCMwTFBKeyWLkt5AxUQmPIQh+YcGp4cEvrC1Bqal1SoC1i",
-	"g1mguywtgEbevj6xDHDLYc9r4hzWENiAJRC2A2kjLZfO3HahLM1T55NnjJfXfGWcNdjjK+06IFqHZaQD",
-	"TCSYDx09xgk6VNxBg9qgzuD7E2NXKbeyk1OtkcIcSzWZz5bOq1o6W86dFe2r+6dTI9z9cwc3X+j0oWUH",
-	"sti0ICaLM2csF1jC677qnvFWNNok1IZtyT/8INTcLrAvdMWtFbX73P/+5/nxP/jxvye/0j+eH/958ut/",
-	"/I8k0Uo75Ff3i+dTUfbGe/H8+Q3o8fek5zqtBt9jiPPLF1+McBXXYCrAlXkFieL79BFA0eyw2RN5AqKf",
-	"MLUgHRGFWrDOXXnmlUPfqVwVjkUbofzBY0yOPAP9KZxhNUTQnX2KuLPKpUBMJw9WfdHU4EWk9N4ZV22i",
-	"vw/BRQnAZKeesHMyiKB4TqtQy+Fk9Xp8dcoLn+aXMMqVtlHPZ86uxfSYV1XEO+KoJJhqBbc8btno0WxC",
-	"zZv/fraDx+EBnA3v4OOfn7/hZtmKPasWQcSS/C+X7jguYkHQlTZwXbYY4JsCnN0h/xvpK4hPCDp4nSQt",
-	"S79GZ8EFtHdqbSqo1+nqsVmbDUHFTHgNSNkgFBoojQEdkMLI9LCJn+5bxEnhvSVoirQq1RzitRJyhi8k",
-	"rnulGwjZpFWeOBxKu5y1UHAw9M0CpLdxWL0kpgepFd5sGCXqiKMB2Bmx0rNOFRBXTCwru6KTuOc01E9f",
-	"kp4TVv3usvT37OBUqgs96EL/PnTHwFSa6NcM0gEzSC/HawUb67mJEzyQySFWUbxy0E18XlWv3UT2mH5G",
-	"Q2yL6GNEYsqNnMXLvbmytrcgC0xuKvx2R6d83m6SD6H4EMuoOLgS18JYloOLI49C79CWVqsrURuORKAJ",
-	"DC8HfxDUXVJ2pWG/NcayqbiglC7rP5R5YAZdFgIcJbVBa0aqAEFwxvIFN5OlrkXOjLOmPL47doIJk6rF",
-	"MtmX2ukqswW3E15VpK5UFSW981qAiuN+PwYDKQ6WDGU0xyv3FRDRun1SkTReK0qTe/SVv0hjNYQtt6oo",
-	"ncGtBt1yKGYbP7srekW2NRVIXxOZxMPcOHy8Nt7LpjaaKoZl4fkJkYrfYx8kMAu3zewHwa8E9PVooF/l",
-	"XKDqStBLcXwxNUl/hrtN1FnQS65WLSnCsbhrxByxa2OHBoSLlc4acHbukn+Qy2ZJRuhSKvqvdQfhXhN2",
-	"E5S6iXv+5KGh9EW0449ZmO8t89dnzA9zzrijd/TnPrs+/Uj/glymCyGKKZ9dmg2JwRxBGPNSXpKLrZAG",
-	"/wNjVehR5iWb6SWkKJDmSwOduZdVU5Y5c3xLzR2D1V4N8DMIFxCyUsbVh+eOF+RRo33ioSFzPnwc7pEb",
-	"dFSfVpp4InVJG1AufsQHXtHnx3Bbz2ewcLDmVgzjavrzuX3i/d0Xp/WW/kA1amMwkcPhO0MBizfuO5/y",
-	"sbCPt4ijR5ZT0LGKml+DscTrUoqarmcnZ8ZT+CYmYpr5XBioYx9QBd/UumgA5oJdiGsGuyq9J7pNVJPz",
-	"BWAwMgVJMlNuAGwiqkPwN3OLbhYULGc0kCOLg27m8xoHPF/u1wU3hF1x3FSMFgezbXv+XFycjWQiZ5sK",
-	"UJPq3Du/nf/lt2kX/gJJ/tGccSX7ZTW75h9uUe3uL4VmI4tZO4Zthl64By2BP2528zD1rBt1nPbitUyi",
-	"qnUFDlvMOAp8LGZUTiqzH71J6rnVhq5h4IjIWCVqZrUufU97ZyLM0B5ylgBcaoFp47oMLAI7IZXlJu/D",
-	"j270/Xof3BDjvA8we7ew+6XIvYZ62jVtcVToQpTDbgp0dkHA/6dKqPPXzwwhHJRIkI73nbBzAIUC7xOk",
-	"tgvDxAc+s5ABAducMYN5C/CekyJYp2frlbNyDRif0kTVSli3t44Xi/P4Eee9RxKKxtlUtnwpVs8wtx8K",
-	"DWBzxnuvcJDduUfnvZ3tpM6cfXUuHit+ODTpBDBgqm7yVESPvNTLils5laUbN6am04/wv8OpwueU/Rgf",
-	"tsflwTq9trAOgmQ+FAVqBeg1M10Ij+XRqhlJlhMd5BhdIZ6QX3pKO6DvPQ55HK/xPgh1lDS9V+Lu+GfT",
-	"ax1FwjF9bHTTU5473hSmhCjIIxXa4fKqwvx2XQnltDxjuRWh63JCI/LlwsFpcCG4bWqx1lUzwmbHwK0P",
-	"yvlkeKoAwqy5dYuAV9WkUfyKyxJTt1JGQQOtjdghiPkP3BmVTIaS3xZ926dXAuEekQ/BDTKHZmjatgDb",
-	"wRCA32AwmFTne1eiNsk+v63+8KY9pf1qEe1A43QJJIfjCz7D1q7+7c9Is2h5ZEt+7syJVkN98WbFw0hs",
-	"CbQlEAbZRBloMhmb6VI3tcHGAJhgUnI1b8gL2s6MEKA8JvN2sJXYvFWaucl5gRSK/CB4Ws8W8koUg7T5",
-	"dzE9r6p37RbsjTi7I22jTl/j4g/nkaMP7Z2CIwpBkim1vtxMsY7ojq0+xmT8QZcwdnfL3dN55uNWPs/o",
-	"IvZTt4AoeetryNkhyoBrCcVUQiEwnBMA4OY5yphUViMKAXVlbinfT9JUQkQgb9slQJb2ItN3MFkkAING",
-	"bmQL4HbOIqwEvwSlSbMrLem++O9nwwhw2TCmW7YFrk3XGzDZdnQuvRcf7Ht97naVoGL24SGORrmdd9h9",
-	"4XRZifmdVGialbILYdyFRcK6V/7wuFwt78JeeOrHnELxAVL6KEONcI/WnS1wtsQyfJb46ceAalo3CvzC",
-	"LWRrUgI6DZUAljYgmwOcisQ28nWjEJoyY7HChm4haX3apfsNkutIfBOD0rWcSwxTKSUg+4kVta4qUZyw",
-	"c/g4hPKdgPTBKKfpFqxq3dcEkpHCO8aZe+2UVgCphuaEfXdFHeaj1kAVIikYb6LSKzAJQoYNKaKgoc4o",
-	"HRHyDhyL0iZoBZB4EKKD+KmjtJ88zH3dV07KgX9iTA6Dm12boIC1GwQFwAcxq97B/DzOLW7OGMsVIK1h",
-	"2ZQXa/VmD3ePKPfn5j5jS0xOCd6G64XuH+OdOb6zRNmOYvAWJb/UAuq/kK4Q4bxtE2A8pV+1iQ/Q4sS6",
-	"zzgeLFUjWCmvxGBPITUrG8RPtmJiFK/MQt8WtyBaxaUQVXwrnIEZSprb64dXPvfkQAVtUDdSalAcOOUc",
-	"w65QJdtAiguseqIVfnW3tfy69/4VaGuWeu42KiBEuw/B/Tl3P/+g5wdZQMiOfvX42GtZ0lgUm/5kN+35",
-	"FT6Z+IaVS6EbO+Yj7+nR7ldawt/8hbf+OShRoZLluJlH4u3X/sG4s0f7thIf7JYX/+Yeid9pYbs3vdbC",
-	"h5daV9um+YPWVTxDeGd4cu5xmhc8uXFK7uF2NiQkuvRBoZP254lQRfKR71SRwFlPjJpCW6+FBQVk4PG3",
-	"8PMaMvvA02v47NHvhM5eC260kmo+AYTa7jNv/Y8v4TdEpk896DTa8Iw1k+QOvrem3cToqfWNbJ/EvUxB",
-	"yCeWvAlIHtng5vfe4DNJ+PkNr20AoT+P9LT1plEZBs4AZfvrnAEGjq/kdPIRuoRQncMfMilDtIhUPFHL",
-	"Eync/izY2ybY6v4UzWmpN4D2vsE8woAFEiBSKm5sW+NZN8pkPk0XZOUZHh/Gr3DW0lBNEWikqFZkzMol",
-	"FCVARYrJmLGiMugjjVUgSZg4urGggxyX4kqU1JZrXL4X4L1YbEzTKPTdZgSxZCyH2irF+GymG0eFSy7L",
-	"GJLaqbZTXawyxgHMwli+rPqtVCpeG1Eg9CF41jKCS9R1UKQaa2QhENeFq1Si2Pci3J8f9Hyragv4Le4I",
-	"SLkt9XyOXmcLNTNaWS4Vldz6AtCUEnMpVte63jHttB0d9gJtHo+nA/rd0HC4IZ3RfPGzaWbo4TjIDrBJ",
-	"jHvMgrmVqIJOK9eQ/BlyYDMGB+v4B1ioL4amVSETTmhvL6JU2D+7/9uSDDucouvuhaTrANN0rM3sPz13",
-	"w+kR0nCbIC8Ne/3uJ/b//OfzF3RDBgnHoxRzO5ng+wdJ06jgVhwDSEy2C2H5qaGpfuOZwet3OjHPnaZ9",
-	"CDRE7wK4WKheZ7Jgh5Cfj0mnELQ92jbp6WoSgJTpQztnhQ9OdqaV0aUIDK+dM7I+6pU7Yo70hYOHiu3G",
-	"vHJsQriTQU7yfRZhJ8hbiIUxLG20BuBbzCW99d99ELPGUrApjEFKQIhIhh8Cbh1mXFL7Tfb3ZN+4tvnb",
-	"IUA/YE+YBb+SuiHkVoSq9PitR73+ctTFDecA/j0DiqHHvowa0+GH+EadM0gw38Rz3U+XJbwHuvbtydDj",
-	"5QQWxqSJXwU3xIIbNhVzN9G6lleI2hl3NnOaSSGCrvDF8+cjnHDrkYlDQLvgIbGduA7GHtZP7SjbECXY",
-	"EmLYELeAjRmKXJyxL7/4cwS67aG/8a2aW4GINjeLVRDVerrfU6wieCBhNKkfqlOan8c3dJ8iJpg9OY6e",
-	"HEePwnH05PN58vkQHGIksNvGgj6dpBPCi/oS3q+b54s/b3/pvdY/crWisczjC9T6PoLrEn8X3XA9Njuy",
-	"7w23IiMNMAttdrHNeuO2gMoQKSjqqAGCTMHHFJTKw1bvBMicKI659yCl76ADDYihz0cL9UiQGYPOm7eN",
-	"ou4yI4OTsgB0joBW3gmTIqw/2nDgtILrEiO+mDsIYz6E4Rb2aVuSFgRB/6DeXmqcHFl5oy+x5ebSnH50",
-	"/4Mld1ZXwxbfubl0hlIYyb3W+mEVCywZsTasZu57J+x9695A408JUTByjG4Ka9/6Bie626QrfFOpBLry",
-	"m/eem8vvhaKfx9xZ2BpZEARXcK2gN37MzaQjeRgkpjGoQQaq73w7J3fQt8IPuje0oNuW/7qVhnaiMVbQ",
-	"Z+Ew+gsvbf+Kj+YmrToAfYU3OY/chwz23q8bpXwm5ro+krFpY5mIfU1r6e6UDRowWezizJ9Q5n1CUDaA",
-	"947XbbLUWOg6LLFa8tLZlyJUuECDlJpf2GyM9+VhnCnP/xR5pmjHJsI7JuBrhGwdt84quWo7YcLv2BoA",
-	"Ul/8xp8Npm91mwz64ffr2nnbqODvWL0uxrDphJ/S05TVnuq26U73x6WfXE5PLqcnl9OTy+nJ5fSHcjnt",
-	"v7/S5+HVotgOQLIAeHJfqI/QZKFezZySFubLsuF/jqGHCZVoQ0OTYX/XD9JYgoHwqhkWnuIHfdI0KQLO",
-	"5F1VhD3ow6lYOTfjyhlcSW/SuS8R2n9JP4zwhlYyVNTvfw+NpWRN6304UMqRHcPbY9FKwGFEtELbm+gW",
-	"3k8zl7NFaDCAqABWA27DWa8TuUEfCNS6HYvlVBQFBKMBLrgWNVeX+aby+QlNcVjt9AlT3RHgFfd1JzTL",
-	"JfL6g+wAy3W+sChO3RDk60ikVP267UKCmo4b1NTlwdcHp1cvDtwvtKFrQIoRrhwvQ42f+DBbcDUXBFtA",
-	"KEvYBgS3oovOks71agvaYV5t/7KAygFfbg0zpF4iCMwDisdMFsCvD41tQsFFEroAYX/QxkC7q1BTA62v",
-	"qU8ojYEt5TYXhniAUICNKUusc1/yAjDCo2+1bbvXv/eWYztjn91AH57LK9FDMfcT87hdCTTMGPazRPa3",
-	"QCzGzNvKqmjbZ8XH2MEVTPTFxFoyq7GSDJiL+weWTorZIvoW1pClemtS62b3dvjpyh0FnrGbNp8CLKfv",
-	"1pzABPajxDWuSWRQHqMTIOwwOiIqLmvDQkFZIWsxw7Ia2dmUc6W0HRzhFTTlg3Oj6rROyi275tIyBAKg",
-	"78WAyglKICdMcOZQR3buG+TI2p9m9M2uEE1sOgRwjgFoFE5sHpyoa1c53L9NF/plLYBks4CcAP4IVTAj",
-	"oMBczfuMNhojyAL2jfsl8f1vqXGYb5OMvWa6X4w+GB4fuKugjBt2aMQcHjuCfrr4DrSMr0ppoSY5i0Tm",
-	"bCHLgt7tMDv3h8RIPwrLC265bycHsbPunKOvU+sErcJM4kH8t1IL4p5TzGvdVBv22T2Zmiey1FDYHPfu",
-	"AmUnngeK3PWPtGdYyUpgA1y3duw7leSm7Stv6JWD33/9/f8PAAD//w==",
+	"xi0nONSBTGhRsNoA7f7m5QUggstyz8VlXYN8qexxNBxFA1rz5RU7jKWVd8yQmx3D2yUcYLKnJSPULuQF",
+	"0Tt54xi8FJa5jySRhV0DK808/XX8aC9LFn2AwtCvEemqFYn+3bfsXnfNfQhDkGsrd9jm/OS/4yj/9BfA",
+	"3tz2/9ywvZ7bl7COv4V+qFL0MBoctJoczL/ggid3Ym7i+GK6eS+A/5lqdkxHi7M1NcUOXwsLMnqpP/NF",
+	"V5CPvd4Rro9sOI8QenqEI4Zen+20FvOL1xGU+8u2luVhuT4Y/FcQwbkwf/pjS/lcGLZlCubd4JlZ9mYr",
+	"mv0an29oU5noOlyxQ/LQMLOT8UegSsQeKNmY+EnT7K+Zk7GXT9OdR+eZ4bhNoZmSGnYOvy5m9s4OwDUQ",
+	"5rbwShGOO/S96G5Bf3nndvO+jr4njrsd/3cFE1RxOR6Raio3tB4v/ou8cbesfQ4cWbs2yI7qx5EdGwwI",
+	"G46OaMuEeb+TzXZnXhm2H/f+g7ACCdVSWE3H3uVSVucFrSr7b21YTazYZNuxj67Izc5eTFToG2Y33Q6v",
+	"P81iR7lwFC6aqqLrinktd0SjhWLUsHJJzXhoPwp+SzTIaLq9rWBIqHsWUpUMtO0MGrf3aWT1X5XaCgXw",
+	"lNRKlk3BSkIN3ny2M9Dmk1wtMcPA5XAdZnR6ezq0plu2zHxdrjVT1xTnMJzSTzsYPoOt1B2dZzG/H7XU",
+	"PN7qe7f2DzSpK2qlV7cf9tSIgi2sCKtAX6aGfPs4ugkGSTHeur3jqwe6Q47DbZgdvp3xuPHv6Z5pL/rh",
+	"olgCt0qhZjVVlgLJ+kBWF6vsXpZc1E1iIvY5oWoLl5ReEKrJ/3j3w/fEsFuT30FF16zCO71EJYVWbzon",
+	"Db/t9/6c67qiB4Lf9qa8sDOEkdlbdGIYnnsMmAwQYodMO7QS5TxCSAMEGuc7l6RocOGB6Vrp06q6yFdI",
+	"TbkacxZ8GF9zxerqQLb8momWV4Sm9ygiZC3+8SyJhrkCY3INRPlSovfOEdlxsyxkI0z8ppAbM+51RzVZ",
+	"MyZIoy3z0mBoq6vD46weM3mOX8z4+re7aP9UqInBqpeEbikXOof0xzQ3TVv26n/rjKHxu62mW2bPQbta",
+	"ekxYx8kKfcqOSLY7qpd7qViMNTOzY4psGgX/t6PTaAjqMMy1lBWjwjZV8T1PcBmYmea/OKuBpTzQSZHy",
+	"xtts359oCUXX3m0R4d/S0GpChOmsMu4+GDeqKkOIgT3orJ2fu+/UTSBKDzV/JUp2O3EVgrPCSp6eJ16+",
+	"eeWYTYQerB5xzZROUvvlm1cPNHGvLMjq+ttVVEG2tzRT0225h35g+ImzBLUDHDV9w6pC7lmMs274LSvJ",
+	"VjFmnIQ2fcx8U4vexEejjy99/ZKxck2LK513EDfudQKHLX0WxwvV/zKYn23DPRlt6vD6wcaPbragX9ev",
+	"xEamJ/weSY4XpPM7siG0k40oDixQS68TD6lY+ksFOX+dJw31WskQxr3NZjwXWtdgi3pKVnZRK2afrRZk",
+	"Veyosf8HBeE8/Ku8pqJgJf5AHtr/bSp582hBVjdSXdm/V2D5xg/jhydhIFicGbrVc1Ie3WpCjaFwAYFB",
+	"PaxbroliQA2zlqi6fs0MTROFF84sWTmzqRdHkSzs9R05EShuFlJMCIO/nknBfticPf337k2uqsi6Th+Q",
+	"91JWrwopnoMH5ey3DyMrpX1KaqZaYfKCMA7XGRWE7+05//Htd3Z3qSBsL3/mBOSCQlayUVbUpsXVVslG",
+	"dG+ZjtgZW9o3wXGeXuAX10wdzA40B1JU3OqsgrFSWwKoFdP2B1zqp0TWDHQMK5QviL7hIKucS0E2jJpG",
+	"Mb2ADQI5327XHn0x6FaAu0k/Jpf+bYKjBQfZmpGVPWyrjohY1yClCUk0M6AlWQrgZmEV6mJH9owKVP59",
+	"g9wS8yYmBfs7dglCXlrKgBsYVqNzLVPFwiVvRcWSKztu2xSPS8j97pmwz7pGqiCuxLbOKtZLXLTE9Yyq",
+	"t505c74uWEQ8vHbnKHFqx2PyQ1VaMqtry/6rAymoUgf4dgWEtyLrShZXF0Qwq0ZIwTShlZagGMB7WyaY",
+	"ohXZcFaVGdN1DqMlzIPdGibsXRhhP5fOPE/al8hD8CMbiFIwj8KZXxWNNnK/IgU1bCvV4W4mht4Q7cOp",
+	"0bkuuSXvjZJ7v3ALsvJmVeDgTcml/eOalwz+cGO+x6EiVSzRMBgZ80qxvTRs2ajKDqCSBa3gS7w61tLs",
+	"7jaaDiknxHQwdQEhgioPh8f7YQi66iZu4o4cD4scv1uRY7a9eAaRQZzo5k6IlRykSnyFVOyaVQuy2vHt",
+	"bgUXr72Cs6SIiQO/cAbvJbLDCcUAJmkPLfOHGQ45nN+EqqGo0BumPiJ9jK77EffKnR7ysOTs5nTwWNdW",
+	"CVpW/IotrZSbplF7r3qJDK4ZudkwZdkeBGIYy/iQ6QXl914ZvLtHl+DA3rOY3eI9uzXhFgS1ZMDvLZvM",
+	"okXFjOLMKiXeiT6xMKg8kYIbZP1t6BoEasEYDmAyufdF0fYGsEu/vJGqXNJryUsrEadHi2KGlTBkY+BP",
+	"hRZR5W1J0wMspNjw7XHWwneO0Xih2XUHBjM4dBlWwhn+YJzjPG7t7XW2ILopdlYkWV2xg103bY+1pS/K",
+	"l+3ryL5ozVd5BqXx5tSMFbulkUsr+6W35Frywst/XBN6TTl0df/U0my3TBtWLr0VLXLe/9U/wgPeajXh",
+	"FK3ZRiok9Q1X2gSx6U6XZGRwS7oxTC1T5thwe0p72583dTAO4gVq10qCodI2Q5gV87Ct+1/ZgzZsv+xH",
+	"3Q4Pgbpm6vyGl2wg3EeU9JJLlF00/4UtE8Y5CHLShsDrcDVAYNTrPz9OOqay2mtF15kW4bLNHye8Ptkg",
+	"CIH5DcLr88P0loCeNJho+rXUpnPL+k+JagRctYZesYSRcUQU9tTb0498IOMCocKqdIrRktBKNuUC+PRO",
+	"3mSoD42RbyoaUdJWjpRXoJxWVuNx/dlv9tTwglbVwcrlXLdv3lBugiLBQnDgXeW4ioptkxRR/VM7AF0z",
+	"epXVIfDPhHAKrNVIO/oTubidNzrhllY5T8jWrfKOCh8QZOkMMVKVuHZZpsMfNVOvbHsvpdpn2Q+HQ4zx",
+	"o6glyTKO99KKTZ2AlVFcJvIXdIODJUMSEJoLxddszL3s6UlY92xDC6vP7O0x+4cn5PWfFyAUHGrmdMFv",
+	"9vU/BMXwm/0fafuPG3rd/oPulbug3Vdbuup5wtZcUHWI2fvscsUH2DEMXMFM26Dt451KsA6zyz5l2VVM",
+	"N5UBc25YcXgesd1FJQxspJBbwX+xF7nzC0+PG5qKjtsLJq9lyaq49R1864Tau9dyZ+W0hIj5ndWKFVbm",
+	"jDMKbxyLWN9ujaKErnnFbWNdobK6mwiyYabYLTdKRk75qlasZBsuWHkOXSH1obWC/2Kbdb9Hbcw7qpc+",
+	"UQHunzWtqCisQoMStU7xyzUu9RTHgP149e1/F5ak4Kt+D5MceR/fzBAoAZZXx0ItU/NWg1aKZvs1Ky1n",
+	"WE4sADxaDi6tbA0CZkjar0PnmLUgLM2CjzJi6PV9T6sIFUTpQgwF1VestMw87moLMWwDAqGFVcQ6tlhs",
+	"1t3qXv2bPnu4GbHD92dqit2PdUkN85lK72AkSc7dTVrSLvK70aTYUbFlzoWriZGRszmItYxGMple80a6",
+	"hu/g+Oh1G12DhlfmlXjNDC2poS/tTRv3S7IKPVh4D1qBrtKWeNcHwo1mVcTcHXeJgT8QmrPPO6pjGKz9",
+	"HXmBkyztFsXPQJwCV/gCtmH4Pvpx3EcEL+WulE64D+2r5xy0Y4ouo2CyHl7svpUsOSa6W1nWsGc7ap4F",
+	"Y9P0HemMUj5SEC/LApzadQ1bXskCLnN7to6L9dk0VeXbTdydi7NCimumNDpKeCpjr/MSepO9/W7NKmm5",
+	"KZ7D2eCYqaChnwLjcW13goRAHu1GFWVGM7LrqKXtsrqhB01Wrqc4uacWg5fIP7juqONHRi5GmLibNC8X",
+	"pAFFBtSX4My3qpSzMXj7ZEafSLvHXVY/wjg2fIvOvYIbVo6NgmCCA/3PJ5E5ptquySCsd2ST1HOps639",
+	"0ZNxqdgNQQEy6xC/9Z2+9XbQSBxSo51GN63W2JcSJuipeAD7lDyMRQCg/N+LAXgUZ7xUXyUJpzVaE/ve",
+	"A+0ya+fTdLscGQ9K29UiEsg4ZBVu5gvPhHrH+0OCMSbveyt+g/JiGmXFNAik7jDDaDCIXLrps05MiMsp",
+	"iNF26w0w3FTgPPYNlC71VrCbHr+LB5ydwDYlSHpcNOyCsH1tDuD6X8NMISZYu96lYFmGg0So9ksw//SD",
+	"OriGZc0+N6jA84r90PHxzERw20+OlIuhG3JNFQeGd02rhkE+JwYahwc+FHdEURBDORHPFjRiTXkZPVs+",
+	"R3wZP8VWumF0DwKOpQ9nBn1nN+3FNcYtr/wdja9IwTCO2fGshyBqIlWidF2xjSGyMY8eE8g8QE89OkzR",
+	"Yd/p1o6aiWYPmSL+17PFme/UnrRZUpm3GQDfYMLwDWdqQYqd1AwETlBRaFUxdUG4IbqQNdM90sbLAKgx",
+	"HoLnDZixc/JSKvLMxT3BOiys+t2sK64t9QYLpg//MxKMmVxow2jpL52KmpOMHEg/gXjdQsV5Fyuu1vL2",
+	"mRRGxaLnu14iSg5MfyMkyqIx60HIe4rzJ4jFlLeeLxheXE1mJnQ407HRbDtesumBoAIBidY10K2doubb",
+	"nfHJDTupLQO9YeuZoLvOOHccJbPZAQYbQoTBUowYxCRMAf5T6Rcvcdz95s8t/b7Rxmq+eIp72m9nFp5F",
+	"JUQZdiCNKJly0UvYNnxMtpJZnc5IskLqy9CbcCk6vWZQ6k+K1nXs9F/OEGnh2pm7K4YnYzjo0E58sB7a",
+	"JTZAvQfGQ2rOCgxPJzWFnGoQDRcYyG+Zbq1YwTVrY7m4cK+eIzZMXH3qJCpPg8qk9acJjeaZfQZMi+8Z",
+	"edjVX7qCXpsNybPhbY7ISPr2fE3tMmE60g03O3dqu0sZdz11oFgSEfHRFmZNBsF148xNIaFsfSC6rjhw",
+	"0kVrnmSle/FGcYOJHUo2250PUY/23YC1Kb4z31FtvCkpd3MgRCGRcvIdE9s2aH5ALKlQfhChe2g3nhw7",
+	"29nr1zXZo7reRKeP2DNsftLkBqZIZ4UIRHf/B2fII1xz0+N/nojjuiSai23FpofsNeFpXhbYUXaUe/uN",
+	"z7BNR/V3BnjX/JruUMfSeFZCzMCo+2mSYL7Hb+Wm5dXdVSHy2upnVYVJPxNNL+GFqQ4wbchnR4Z552fZ",
+	"+JSabn9ucfwSRymiY/xLHLU/y/LgjlkblvYQDp9TSKV6BHJ33EOZqff1/H9/q5qfk6XPzhYjrrylxQFZ",
+	"GgzSBzyDvmXoFUQBcbSOhjulK45lRNr9nurjZ6MaznP4DA3rWJN5z7/Mbs15xxR2T9bz1jh0kgD4BZq0",
+	"cVE/hUn7qwn7SzJhL3opbZ+zmfpYo3SY1TtgocCWPWjQ8IZlVQmIbQqvKTAxAhuPcyFkyhHp+RPzjLmT",
+	"yoMhrfXrWa7p9bKso3r09geuYCTRRtaEmzyKyNvDgP838q8j/CHmDjNROjAZ+PIC/v7L+/dvfMCBzzeG",
+	"x/bHgyZ/ePIkphKV0TTjPbVSLjtXjJYwXQQKLNyN9IkvlHmcg3DBeNECxts5O6MbIDbrXbOnojPn27qi",
+	"YuhQOe0uASEIwlsTKBKOcGZFn1QszPsBCYAR1BHNjWyqkuzoNSM7mtJ8pk6CfdhOA6D3Thh8gi8GlKgC",
+	"maDfoGzG98a2HtnOK8bqc1rxa/bYXglX6wWp+BUjz/nmsCAaThE3iKmxpoqRFQzpKalBsK24QNMTEZKs",
+	"7IX+FH+8cMg1cEW5LPC1y3OsEQ8Tzykm2WtnSC0l9OmCnO2OuAjZQRj8kJRrJxXnrGb2mr03+nV7EGhV",
+	"uQTjSe09eev8tvg1Fk8fUSGpZn/6I3n95h8gVfoiiDXK6guWAEoQcX6WXLDSMocQyNtGmR4Mix3H0cIZ",
+	"o5djYsq+pft+5KkL+cNijIADhiS5IfogzI5pCAbFqPQFOorhKNHGyHMIWAYsxscZ+/UCUW0/2Zb9qBta",
+	"VQd0/z4+duGXTJSfePFfU3XVJqH5q3C0DR6MOrgE/8K1keqQiTnT8yY+CMFFd7aQdVp1G346FI2ElGo/",
+	"MsSiIWt2kKLs42t8RHCaoTfIAb90sGDSRsrOWnzHtUmiTXVDFqh2njWA3q0c+k6+KBuHgep1sWZbKjKl",
+	"2EwAplPMUaDwS7X3hqjROO3OgDOWlXCPLaJWqtkkQC4MiNRpgKgu3oJbfRfLAN37MziMUJmVddLxoT7N",
+	"Y2BqyxOTeosEua0XZCXsFlUey94KDamImjxvTY+Oeh7/TtTuLAHFvC8uELUVm47xqyTYS5TXsVvnbeJi",
+	"wO8QPsPZ2RATLMAh0Lp+oJPmCAglWzqsQJ1KnwgggZZRSVkBSqD2IDs+/CTbHDGCysyBM0hmQNI24RmR",
+	"NeLOTWxgaeQVi+V8vofffTBCu1xjFhIJ27pTzGqcw0WUs0wWh5DhRSSk6Zl7Yjdu5fwRihdstfAuVF4w",
+	"FP6CTjGf6xZXkX/aHboK+wZA310/KzwrKytkreD7THiEW6Po0vn5Yt4LB/Xm3iCGtz4Mt55t+Dool52s",
+	"Ne3iBCFSqKYQFTAwsUX1027iG/LaslEhc6oBrMUF4HqHMBC7DO6m1s16z43b3IGLRqr9EvJtJmBCESwH",
+	"9CbbnEPeyclip0XIfg4THAA1N8ZIsdTmUMXBoRLQyhAWGYebHieIDiGw8SJZcrFseDxbh93W3CEWe8Dk",
+	"yIFCj7x3xrfnChYMmmBovdVGhsA55HFDILhuArHdk6Tf2kq6JUC524vXTcVd9qHzKHOCdhPLCc+AbWWF",
+	"OrWiS2JbO4Fj0xSiWcUKg4c7H2s8Ea7h5RzIrPVuMxSVEByHwmHxr4GpWGhDhUEZAIH2kh4UaCiT5hD1",
+	"Yem7WqbBz+JTqamiW0Xr3WpBVrhI9i+AQ4F4bPvXuRV1E+FYs6dAyJKlyAGepY4YOBNldc3KpdvmJUqj",
+	"c6LsPEDtGG7K0iXwL63tYYyjCf404nQXPmC5EYZX7aEMuRD53Cu1Ru6pzwiNr+Gp6ytKO8QuF8gBwvCz",
+	"nwmTtAsRIGanwwbTyXxQbENu/D14QVZwU2F+tDtO9sabjrRVTWJ94+g9c3ml6LCb9RJbzi62fS/agvBN",
+	"MNYC7vA8gWA7kdNb8St3TEuu4R+Zh/QTqo5okMJbo02UytIOvaEmBHhkSeRO93jJK5YrkPuO8gTqWsl9",
+	"bVKBQsoqIbnme1cnhTnQE43q0FpRgZFAZqcYLYFmqDicZNT3qdvLEJphVcWoTP3OCe5ttmvI+zZS9h3U",
+	"pWxsr5G4wOwcBEjMTUQlZziW/2XoVEa39kjrOd2rPItxk8od9gp/B+obfN0o1qIPceHVBXxrpF/EXcqt",
+	"ohNRiaQ2LXa7pdgJXajdSFbwPUR1ZeDL295Th+QNHIsuHDu+SYzcwq2QGwI6zquadVm3H7xlVgRKxpkh",
+	"FUoI0xkZHvqlBiV6tShmzIfIl5m8q55UuqGVHjHIf3Zv+pZBYhzasDpW325uR6MtV1hBknJeWkHaziXY",
+	"jYNhFYyVrCSNqJjWZNWbDyi20Lg9WehtKqCEJ6Bb8a2QKrNIRAZQx81OEnkj9Ck2vd9mKOPfnIycMvUG",
+	"6yViaLcK9BVjtQ7gORXfgJXecu3hCO9qCg5DON5ScmyaS6YEkNQnPr59sqMIReysrpYcvHJBtFFNYQAl",
+	"2IkdltlhWYejy2hACxP4EiUrKoh4cdDWLuF/QVZ4CQL8HJAgKlWFYq1StSArdzoRbpIKAveJM7p4PAL4",
+	"7d+x5Q+QJws/YAedH7Cfzg+2k84/XV+dX6g4fMhIremagzsL8iHzkCG0xWRkveU/TmeWasCLw0kYn6qP",
+	"zEWSVHcpDkhHjuS4wZQo3XDTO7wPNFm1KwbieSfwmEBM4SYOHzncBBxK7prrE92LfuD36V/sMduTHIz2",
+	"aTs0JyB/aa5FfUylka7q2Msnvcd9Cb7O0/ekn+r6Be0L3KdtGZY0Rhqwphb8fCpOerLczWyurXYpTa69",
+	"9KhddfXkkEOybcjZX7ic+n7h9VjqbU9umMgeeKmYS4eia9kYtPubcW33nXRwM3t6i3lgZ0//+ORJjk+k",
+	"jzwVr9XgBYrwMqqqAPVUcW3aSNSAvIpIXrqtWJrnoemPZul14ajm49HR4kNDfbA6WBF6JdWWCv4LloCt",
+	"q2bLxTe+7VUwq+c4kKBi9jIs/5LWPGlx8K93duvyzSt7mAUrPCBDo5nzarUDAr+W+3h16shSo+qTDkTB",
+	"YoGWzoA1L/PwH7go2a3dL8OKneB/jd3igGS+/GtDK24OKwKfMFe4HcpO9HbugqysFCv3nVfXB+JxhgGb",
+	"oJt00m3c/ozfZqWdxPW0551YhAvSwKS6Kas3Ul3pmmKd3d55W5ztufD//DZmF2LKWbv7597OaYn1UkfV",
+	"ZPYUgK8jp767Cm0LtKqWhtH9cm8XVmGymDKcVuGXD0eYsPoDvWailGo0zhX+7qMtBswJUvZ3TLFFh6pD",
+	"nhEEVQL/sLQQPTHdiYYR+FezZuOMW3YNPJfLC7h76z9EwMZxdNpf4CIeMWSuiWZUFTtWXvg6UW4Z8a49",
+	"uIBBcGVEpNLFmW72e6oOSzgES4cZOAWBCzi3LlIRP+ZeKQspRPYtPFXZSOoRLtIooV0XB+JZAJnk8UO4",
+	"xET9JEQpRKlEceOLrPrZZPGk/tWR6Kh/fwCeqgO/nA/ZdhuDNumkUQ4iAKCaDRgfCfUrdpJdJYZeNyG7",
+	"OGi9Px9e8oq9TILu7pvKcMseHPCuVGgCwbo8HqDPO1itnptbBeyyNQCAdOIjGmolCwZV3wMM5oLoHa1Z",
+	"idHcKz92O3IvY8WTfdIwuViRXSKOEwBctLO5IOyWFqY6eJCjWbzbXFTa4dpPowKDxBuWONhN6opy4Uod",
+	"wRXJjY6tWhRzsoOv7Fk2QGgj1xvyLsjcJhU9yMY8dR07u/7DVfvd6tHCoyxY9tHLlH642nGmLKPjheeu",
+	"q0dW/07VCrXf/JX6N7usvTfScbNnizP/XRbPt8vRx8r2S/JCbCuud+NcXY+d3QY4GibMIhxl04guBZ8i",
+	"0h4lYH9amfneBL7XDrYGaTomEzzQru5BeygrauwdGeBQN7SqoPyYj8AatRBG8HHFQX9Ck7GpUvEtt7J3",
+	"B301igIOAdt2ucOpD75I7oHX2hKTjzM9jZYYl6qpjsj8eINfvbUfjUWaZ/ai9uGacM6HfGckq3w8+eod",
+	"SFEtZLJ3CYxF4dGg0oDekFfto/wGQLz5yLEpkG+8BoKr9D3dzlwChm6PAdM1dOugdJ1yMqOY/OOcYnKc",
+	"bNFDo52ZWR8Q9zTE4IvBNPs732Lh/+Ef/5EUO6poYVKFWOdDXtA43iKOBcNKB+MAAQ6c831xBkGEsykx",
+	"DjRnZm3fIRLPNCK1z+eWhJYl6ck24xV22D75oRzfsxs3CpClOZRO1l2yiUNPh45yZqejyHPdyYEGwBSz",
+	"c4w5gI+yxnYmNAoY7QlN0dH4C3LIKfpC0oK0Yg1UbxuLRfOsxWG+hEHF1tLZJaMZkn0lNIiPgXsCR5eN",
+	"MIlayvVUPXMsG13XesIeMXYoZpfL5QYSWuCaxfxOX4aTFjAqfeG8mmtWBRHNayuXb14B1J02FPJAMbSg",
+	"xxbR9b+CpkOcCDXwmesJ2o6yDsD4XnKxBL6wnK1HaCZwwcnDsitULFwxI6fEa0mkeAR6exL51ZLlMjhg",
+	"I2EpaATwL3i8lPjl2Q11ulPJ/T7WXCQTfBS35FtbH6J1MO2u4x61RJJXTpkausSgooRT+aedZS72cLQi",
+	"ZyFdaMhFQKLHoFzAv8HmLOGxa6YOQHH+20fkZmdVTgzQ0IZX1USC5cj+P2XyzxF2EtpPnK91tT47m94a",
+	"PCUDnhbhYxD8GHjdY2Il24jfA7IZ9KA9PMDQNR2oAGTLjPYBMZDHfeV8K0IOQpn60+zis8TC/vpnz1Ug",
+	"8Sbv8dImwt5jMv3rXtspWMSEpav/bVK7iJPvv6GccqjDrRQkrPwYg2R0wVwQXlB05m6L9mxx08pSEbyH",
+	"oMMGB9I0ax2ort0SIUQBLKyI1/yK5IPMKegvBn0FwE+vC39UNd2bJi9c+m+fYDX4B+xJI9T+T5m5RNBh",
+	"lbElrfn0Wg+ONaa6aHRl0arS8Tsq5pESGxkLoQzuMIeBdIEA1HaJIw4BmHaG8Truq2OirCWPoleVpbKs",
+	"x69666a7b9/gTxDRl/AOrrkAWuM6We80t+8442ntTfcyydgEX53sURwCCUT7m1rs6cVYzJJFjB2GbyJm",
+	"jmlrBd1SLrQZL8UFsQsBJD480MFdNk/jupCKLc1OMW2ZawQTVt4wDYDpVpPyaHWWZezo9dR+tCLaoI95",
+	"yXc1+GLlCyUl0lBkvbxKVJHE8YKqC4XFMqJTsLnRsM/SE4ntOC+kSLCrV0UA+861RQ23zbaeaJiXVrpi",
+	"e/kzzzPH2oGuaXG1VbIRZQyhxT8jhaxko/KbjUse/+IsJfaV/LYaVU1yXEoQZxmaxTKnx3OLdtTY69l4",
+	"fTrD+ZDM0UnlPKBnNy7knRAIYcVoH+rg+AGmtKG2lre4egk+vL0sY0C3IYgsvBPMnjx4lVIJYlwvQxGE",
+	"oyQE27T/MN70nnJhKBcx8acbf2FJ42YnrcJFKimvtCtEzA0orZqZOwBPdDtazAV6jC3vvaCKZRXFXfY6",
+	"LC81oVUlbzBZxsX7hGgQjPgZhGmsLgK4MVkfCAZ/ayxouz5AjVvdCkpwm7ct3q2K4zBOZTAle2bdFfeU",
+	"rFzoCUQ7D2JPkMaH84ovJ69ZxUVcnmiPoH8tYAwfZbxIy9whggUR0aIRK/AoM1xlLgJlWfLC3KObpBuf",
+	"r/tCSNxhYznNPgUZbPW3Tt1DxVpWQaiBRGv79VHREjNhLO+G0SR++I4zwuILYARY7bNRdwlh8dxrFMTi",
+	"cLu+xq3cU9zK4szQbSy9k27HQOF3Msa8p9vjLDDvnR/tGFcR3YKr6IKswlhXQVj/BJYXTAcMRpLgctZZ",
+	"Rhh7kjsoyIEnkYdOGO7Ghz2awr2f6LfFvg8vxVuaSmd6z9ugiKpTKCNiVJ7VYHw/80Zm6KMk3ECfWYdq",
+	"qiLHTxiw6osJ9Aytj49Dh+o23LnHeld1xOwdlUsXHUfPyJY3qPXRMdD3XTkJnCp4r7OxY/PahCUsbgdM",
+	"3J2pm8UxnI4FPG2LmlDtB6blpAOoL7kMLtaxp6arWg4k7PHRmjruPfPdUA/oCdgTPsT5YiERs1tO9N84",
+	"zlwTX7bVZ6xkeW69s/Oo1Jn3qnEx9RuH6FS3gIlHJcu8uUOdEjfVB9qVKjmqQslrX5dktIqzpUniLuVO",
+	"to5P4PGVReoUOq9b/Pd0GycUF4yifWrubN7LMT77tvO3bBMFCpqr7dJKF3SbWqmJOdtuIz52Q7c9uYXO",
+	"TjuNwnyswNIJ/jlG3kjuLdwUzxSDyho0WtWoCE8JBYxf7wcVsmTgdmmOmXOnOV4uQApZtb8teZkoGqGX",
+	"GfUKuYbEeYwyhivlgQ5lS9pe4hzgSBSnwWRC5XvvXnT5UJhrlLVZ07sESL8O/pclFne0PRsu4G65IAVV",
+	"kA0ACWTcoDl1Kq4mASSCzeLH5CHwoAWW3SQQO05vKm+1fRTiut1adIdn1yuqmI7Ah8uwBMsiTD8GBA/X",
+	"biGFbvZxDbODtALT8PgqMwJkNjD3YLMS2P/xjQL4kYthJYAImngKLRHCpYTVPmWuQ3JipVNw+6euxTyk",
+	"e0Bmd/bJTwCkPhxjiOuOqsbb1lQ93L5YHYbkQW3vJ7gGw2HSkmzolHV+qjxCZ+va8PT4KZm7NXFU3uMy",
+	"LBEwN7YTFv97WbK3TTo1GDKssOKuFTIyFr97n8xybkzBvOhdG/1aV6kcrUTc0SDsqJOhZ5UEL8FbOUwW",
+	"tIIII6t1sbXmhi2BhZ4twuuKX7PoRp6CE/ZviNPh9Gq7eg+0wx/tARKM/SKTroC3jQPpCiWTgak9tEN4",
+	"5MPwSkU3hjwEeJ5HsSs4VaxruKaD0UwT1xu4f2OsZ8SD3apcjWzNUxSmj5NnhwJXTqzNmKSGiHSBjgAF",
+	"pU9n3Z8sLaFJvkdtcZGrg3EYwRGxC+YFONUI4dO7cCUV4KkAWPjStbNypXO9/V41cQxuFJjS1V7hMVmz",
+	"HQfQ+5YHpEHY0sJ0C7XWNq3Ylut0BLkHdkysCTyPg4trphBBMSCHxgC9/PoMTmWnzh3EqhpJdANppOj8",
+	"4TosRKDGKb5wpOFxmCHgaCN69pi9+LKyH7w+YyQp4avxSTN0u5zSn3qfzkTgY1PRMXumHOMTPjwRYAJH",
+	"yQcIgICR1WD5bxEPtPPfuaDVQay1Knb8esqxirGk/r1EIPAXEY3r290ouU9H4vbrSK1ozQOvinOorrUT",
+	"I8dar1r2lfgObwBffY/d1lSUzHE2dkutHIfo+BijXYK280CjexritV0511loze54fWzJyQOFWhBSWaXB",
+	"YJV3q3vWWJAIyxt1LcGro0cYv2x8uruPIrBq5bVdLvZ4+3gQNW03T0hEFNzXUpn0Nmpmlt1UtmRU2WaY",
+	"RGzf7mdlAFhwXXFD1onwaw4ukInqZo4Y/YvBBckrRpzhN8vzEHpaH+K5D/4Fws2RnfSmA5DnKWTMS19C",
+	"zFK0e3lBCrlfc4FV6r3H1dAtkrT3BkExjWTc9Xx4+QnR5KcFefvNBwhHF1eNoHR/gxHdEyB9XHeXAl47",
+	"IYxq6KhcTICizYmvWYkybT4svWKaACABiGLOJ5OIME5Xjgg07Q0rbQwBN6TkVkPJu7t2fDLKXW4M6wwU",
+	"ZDOoKR5ux1QNoUSW8Vx4WeqUv+qd4qdkdUO5cRCJNVXa/Vm43F5ASbRM0r/jO1i1RVZZuWoBczGQp9Es",
+	"YaE9NXlaMFYunSdvAtwkBGpgbo0TgdcDjNgxjdRSJ6pfvKloMU7pi+aYPtCh8NR4NwdeyMT2vLOcFOrH",
+	"DQJOuqTZB20R0uRHgOehaLfZ9o0Ak44LOJxAhBlPeN7jPejtBLsRsKCwd1HH9kiaSguEaRkj8LmeiDpw",
+	"e/cc3W6hxyfS86OW5fUljb40sGgVgNENPnDBtxyo59MeuKejZDg4XlOqD2bolqnU3MsuZoGDDPy50a0q",
+	"IJUPn1i09UrWlhPiBx7KK6YLwWux0GX7NcdgJKq1jxLyK3/uq+N2IeZiwkPQ7SbtM/69kQO1tdjhQKeW",
+	"8TmQXVQI42JbdcXUCLaLE+4fk5/sw5Xf3n+SojqscL1XHLiy3X2EOrXy2qpLDCsXsAeVfC6wn7Yp+0/Z",
+	"mNXwG65DTf+PpazSa6boli1dpviycoAEYzmKOhwagq8QwKWJZPZ3VFd/ZaWF+s46t34xYL5rtpGuFnOW",
+	"WP9V674nLfYCdBJUGtHEdbOTlYNvUqyQyqrXkBVaMtVXL+djPztvx7WGnkrflwMKjxI/380k5HiN1YOn",
+	"aaFbfC2XGMLYM6mB3Rom4hHdL0Hj9M/z0g7KRDMJ8XXP9ymLwutXr1+A2nOHSP4fHAIPbmS6iCT/JfLx",
+	"O/4LbM76YFhmmMhvn7Pt5PjSMSNpd2BfybYdfTXjfDXjTJtx+oBsGeBr2WAHXw1EH9VAdApGQIIPBqOA",
+	"fdyrzZWbzxVilu/G94b8B5a1s0JZfO+rget+DVyzlbLC1I2UV728SW6CZJ/F1480qoG3T4oWofSrJaxv",
+	"CXN6XYKa2hAjxPj6ak47NQvGTZJvfEIcGl6Oj2WccYc/lzfCyqQ/RpO3ScXFFRaDZC5YnXYvF9kVyiM1",
+	"ZWKNvuNbwUpCu1AcqA5C8RestXsjFWCyYSowRVlr3v+fyvmO4Q3HhQhANMYPXUBtKH23QisKoijD7d4Z",
+	"+7k9OmV7tNoIgcfklb8TIOrTap0teIRTzKE+HRQsC6DAsjGuIhnaf+yT1UVrxW+zfVaYIrynxjDlyl55",
+	"0LR7hhD+ErB8v0L2xqEJwk0X3gkl6rLwe+8JgvcrlO7nCKX72wTX9ITzLnFTWxlyQ1WnSgCK+2HfrACz",
+	"lRGjs3dVLjNsu/7d4+S/jIZbOfu0hrvwqxHOqb2s0An/joR7H6sHtCB6bV3Tk2x6d3ZLP/OYBPfplUbk",
+	"FPRLP6SVlsE1/SgF1aEzCcm9etx2Y+cZRAS1aOHl/kbhb3l9BZ11CfG1mR6PNdtSkYf35Nc/Z7nCy8ct",
+	"mJXj6uwVc2/3l8z9mNUdZtHOHkUjsV+I9Kyq3AztsSM4vkcJOlwkGF1yJwZ8q0t+rQ+6s8JRdjRalCnJ",
+	"eD5NuJfWnpsg3OISnJYaHBy2f6+5wZ0F/JRZwa5Xb82cKTsajJ6opaLYoa3eSqspuglK0vKotGHf3Q/+",
+	"83jlxcFyDDqLTxuVYT99/T95PRnZ3u4OxC8UV1iIxgo/zk8e1b+82BszR7WlfXuNc1FUzSD4f7bK8J7e",
+	"emT3J0+OAXrvjTG2Ui9E+aNmKhkK0RbdtAf/Zic1I2u2o9WG0LpGTFEw2expLL2L1nUyJcB+36t3v2aV",
+	"tLKukScV8p/y7f7kK0i3NXCpV4s0Y4OK79Swc6gUMIWqiTkiibmt7NNVqFBAjcsH0UTbEYQ8ED+ck4W+",
+	"bl1fKA8YW7pYijYVUhz2MiYHtmx3tGI+rMHbNWhvptPJ2qMgpQ6kWx4mEgPslLiaSdxTwiFfa8OZ6tSV",
+	"ZFbFtcdvNdy/uF3YMEETCu37Hkz9EQR8QoUL3/IFWWmmrnnBziHoAyIxtCUnvyFmp2Sz3SFVpXDNpsyX",
+	"4YS4UI6OCbPMPR0xiatdyRCg3KO+3rYmgGqomeJd71Jm+D8rzjZkQwujHT57p4ZwPgzCJzperqoB2qaR",
+	"iHuQ9J0TNXUQ7IjbI4B1XusaYvJYCal+cGCPLLliCUEAaFpnxBB34wjPB0Z0yfRkJIWJbPy1LA8trD9I",
+	"0K5gWSyxu2QJ3/y6sjeWlczYuWK0hB+wNftVW2eei2ta8XJZU0X3IdRjuZGNSLCOPdM6Kklekl2zp6LT",
+	"321dUZGOhkzp6XYd/vL+/RsfZGBHvCCK1S7kDAnLrlSGcFkg9pEfdeg1ui+Odz6nhr6XsnomhVGymii3",
+	"DHmknVuwi8MIgqaRssLsSB5DLEL4wOO9xbbZB5rYo5Q24E07iOfB6He8nEG+d3EHDifa1XDQAHnvdmkn",
+	"oSLzDVvbY5oHgg+FTxLnlNbognDmwtyggS5N5Ew94+ry22y3YtEeKM8YZgfk02kT3bCDCzS8AYB2WG2H",
+	"zoD0tpVMoxS/wvT0DH4U+jyC+n9StK5j7oBLNxA/LCzMGT0AijqSoQICLQIMS/q2CnIMxLLZVua0rdTp",
+	"TeK4ty1PLUcwZaf9cUNjNqBWhhtwDEjcXSRX9/NvAlud90r3Z5yyPLh1zFzOzNwY7eNLxso1La5A944a",
+	"jhRWbcIKkVIQStxtcZq+5z4+Vlp2TsF427LGu4EUcr/PdR0WUlwzpdGWkEQf6byUGH6nPoB7iKo/uzU+",
+	"0EMqvXCcyhKcw84JDeuPp/Bu3PaC+gZbmK/rWo61dAW9phZIy4r5wl94z2/tJLlxoGG03HOxCkM5abIw",
+	"FibKab27VVZ3cjAI1FPvPgYMG45Ae2AHwNbwqAx1skVYic5LTg5wqxh33CQm6+eSr5g48kwuH9Yd75zu",
+	"2RaRN8SATviVC40uuYZ/nK6SBhq+L6XUsakxC+gtUZhdf+ePU1Jf8oplysmYdXQOcfEgOV60MhzRLs7L",
+	"CzPEedDhbewuwo4Rxh7i1Jcha0DHgeJru/ftS+RhSA0rpXkURMoVFn9YkYIatpUINX06fH1viPbh1Ohc",
+	"lxyA7Kw4tYLqEy7JKmDo0Kbk0v5xzUsGf7gx3+NQXQbAnpmdjNl/V4rtpWHLRkEUdg/3RyqylmZ3t9Ek",
+	"MRYvkSYCe6HlNRXFROXAcZW7jEDU30f12blqULMDzNCRsC6MsLe0S1ZMx2h3taNUrCes+r5bTjtuvTlB",
+	"sYH9PEGfwVVYTOs1HQ41ocvgfhoKQTGe8Yw5jk/gmlJEuiwxu16//eg7rk0mLwWA5SNYKYVYWftth6Hq",
+	"rxz1K0d12XL6K0O9T4a6p7fpnGKr3yJOLXV0mheencGlDamYFSKD6PTRGLYmW/nR+HWHE+bybO/Gh7HF",
+	"Gfe5L4w0x727jDjGwbGh1OAx0fYt07UUOrGqzgtlebno5/5GjcQn6PGw+1wTwwEbvHua71UTn0krDn1x",
+	"Yf70x6PzjNHdEyKOu+rvIOv46ElNZCG/9+sHwGrHpSMDr79ikbl877I+0J5yJ5e4w33j5cIl3DTB+9Vm",
+	"7nrv77zanM6Itp3dR1Y0GLHyMqND3HU0K8M29OPb71oS969XhzZR/shCXOyas5tEWcA2s8S959FF/VnN",
+	"8DxsmGIiZlO5tPetMwSH1zrmNo9GsKclS5bhvK/U8sWZyxhPLITGfJiwHqULQhouyF2CDairzNxr8OiT",
+	"nTShjU/gkW1PoJPBqvdYZfR+kGr/yl6XcVN0SNeh5C/NngoC70IqTyRAq5Xn8qLyQ+fP3ZfjuHyPCwAD",
+	"6VQs4LpT6myQ4Yme/Zgfw57mxnRhZicAcC0dbCp5E4BmOyoN9wiThIvHp8WaFHife0d+TRXdKlrvIM6b",
+	"VawARaBFPAj3fEKuSW/t84nqEOCeaTOzOiuMEy3knukA9jHwAsEoY5EDb6jVu2SoFNlbxoVHSMZ4sGkd",
+	"YlTYJA7zXEihDRVmRR42mpEVDH4F+Nor3++KPKykvCJN7RdYqkRQfDJFnJGKG4zOxGXK3As4PLAZz1Ju",
+	"FShT0D9mWEbE0glfN8aXVFGNWOCZsNtGRbkgUhTMhWWwEh+mgjTsR0soxBEyXvMOazsFS1jP2xbiBRdx",
+	"cNpjLfUPqYvFM5CpS0WJga9UdEY9OrgwcN2sXUWvEPl6yujfhWae21biM8Cx9JKow6qD0xSXOzpYGKcx",
+	"c6nv0JZlV2vGRK/F3BCAy+qGHjRZQagLQmjHDf/+GC5VkxbalQOrh3H1/YVHEfmAQmKqku3BJEjeKrYx",
+	"WxDUYk8E6KwbY6TQRG42fg2zYqJ/1ExdFkjIEROFAx7hYtnwjL209wJo5X03EzFSJmAMbmvuoqvBnTJW",
+	"Z6z+AsoMpvR2lF7bIXyfkp/gyEz6cXEb2K0hD19TdWVFKMsz64pyEWeN0GZSDYA1AFZcJPGOoAVIIk/k",
+	"kLv6iyjJUVG6gxHkOqn2/XyXklX82u56xwXIMuwysYIRMd2GgQQorQBYuQs/i7Za4SpCWpM1BEZHogdy",
+	"5lchXZsgCcVPjS9tkUbjV0zL6pqVvqzUEsFgjosKc0KHho089IF5rtgBQ25QGGsFrIEONgUpNcnQ4/EQ",
+	"QEXeVyyzRFpkOROBnyGFGsqSOy4UXVXXlD1sCcmCrlmV394J9HNDdeySuV/aEaVtPpftBAt9uDEd9BAc",
+	"tpR8HSOIfrJtPC0rZHLXnZpFjBa7QSUDwLLMTdeyehLKMjVTvaTvo1K1BsnCc1k5yVycV/bSpdWlENLA",
+	"xfKW1dXBe2sms3IGCfTAe/cOptQFVaFhB6U13wFRLBFOOszlTytbw66BXk2jhO52BGMH1w4Yeq9Bho8X",
+	"I2m7Pqpo9GgknVBKWTNBeVy8mo2Ie7enVQUxcXzPK6q4ORB7JOE6B8k3zBLiegDiguLy9wwDm0oi2O50",
+	"JbbE9BfxPRlP4BTSmjIwr2lxtVWyESX5Wa6d6IdhyE5f6ZHTgegbHj2EP8t1CjrPSFLLCsV024llLlkG",
+	"R9tmKvo7pGUjzHdIX10RBc4gFMt8l2AYgLTWee+Dm0mv++OXHfnF9OJrDwnUJzRc6J/lOlFLb7nX23hq",
+	"vZ9uqM23r83Bi2Ordj7g63Xp6FmCWLu797Npi96WpTLl73OvrETCK/YD/pSKFtlBJRUQQ4Q9BwvCOKgS",
+	"6wOYkx92va9gx3ARyrx0vDFgtLaQOS4ylZXkYddd+yhSOkhRoTdMOe9vtxZb22+/DNuHCSuX/xZ82Z26",
+	"2VAXu+TybHEGjuyzxRn6saOt9V0FUxLX0EfVw2PpTj2L5qL2ZbSN+VJ/Hailbk+dPerzGVi842y3Lllr",
+	"uDMxIvsfWgqkr8zoDOeYBLoBQCXaxWuatORG3CYI8lQrCJ2r2gwY6AViA7jR2IGV8f4+/PU/aymWKNPF",
+	"Dj2sxjt4DGNxi6h3sqlKoqnhenNYOOUExHT/ChaMm17N3yH6Cs3DH8Wb7yb+0QKwRscn16U/c2qABGTg",
+	"+1NC//gEjy6cTmOxSXSLyKVKcWNouJJNreeL1a+5KBFPI4l3uafiMCq6XlCl8GoydLuAOm/G0TApWcH3",
+	"tCK4W3fyMN93QfApF4397IqL8oKswmxXPnxMs2HN9JNqjL/GuGefDZLUyy59OojtXgqWzgVJatyXos3X",
+	"2CjGzkHzPiZz44io8wvMJqorXnCDVrqHUpGK0WtAYgbW/AhE81LRG92ilXVTBbxAYZvEIiDw14dMZ2tG",
+	"soJiBePXzpjWWdMZnETb+NR28orFE3suPZA+NR3L+lRuj3traeR08kMvEMWldpaQh7GiWnPnFwuvQnay",
+	"kmVT5APk26Ena8Bniuu9oI77ihmYj1GLSLq5YY5A10bKjix5BBOB7fYRph0rAsZ7JpIz5gVgJ/ODB811",
+	"EYJMhtJvG3t2fMjChEzcTk7Yu/+asxtWPiYvAQux1z+MEqJ9XbCGi1nBoI2Hq29ggN/8ysvf4M9z9/z/",
+	"NHzPtKH7+p/+6z/+8381T5784U9CioK1/7QN2n+tFpahaF4ysvrm+tvVIzxiVkrH/H52wPqjUl2hm3HD",
+	"rxnZc9EYKwgH7b1CNnRnOT6RY++xd15agSLGHlAxahHYO6EXYxDCPCSFE2DY28+OvDdX+II9QmiScseH",
+	"79nqmLvSvTm7hHED73tg5t0V1HlLuG54ZZZcLOGjZRZwOXxzzoXviCrmrFasJDIhDg/h+I8CboKZ/wjA",
+	"ATH78PSK/ZiCSRiQnD0tOy/ttVhKjWbRAlWziNZtE2Ds96qDj8YfqiEzWOmfmq67ITseWME3BaFh907c",
+	"lQFf5zMp0NcWA+ULz4gUre8ibKRzrAOo6gPdecGqa3sWryQwkiY73SeKQFhSpYqDqlJj3m3XHGQlUsqh",
+	"IpyQhnT+CTZSoAcQ9kr/J4fqcZZxA2DfvgaUXPux/5sL9wP88U9ni7P/+r//n7PFmb0V/oH5Pwr4/f+D",
+	"//6/Z4szrGJ1tjgDfj+2Pi3Obs/tqM+vqbI7pe3wn7Xj/V6azr/e2dH/hCN+IUr31ysN//kehv7CDfd7",
+	"afyfrwT+G/7/4q8NIMnZ5+7Pfwbvrnq/o/aF75jW7k/34Afl37TP2n/92c/tEufWOQO5gU2XTkNbEOpA",
+	"98CM0ybp4GO9cGWUMScJlXW37zGKkoK50JzhQH4d5fv/mh0E9mFUcd2VKYwQ4ylVWSu5BTDuLkW3mNpU",
+	"lB39BP+FHZ1QJyQOyDd9qzn3qJFEM2N3oYsYPImaNw3FZ1vEVN8EzA72v/Q5C6chDkKhllg4RE2V4bRa",
+	"Ynpvb803tNKj+IJ/Yazuof090ETC1ewWiAttGAW+rVhd0cLFj+wH+KXhbk5D+Z0Np/8hZy//LXXW3DUi",
+	"MYS0o9h3r+F8KW9/h6o7ke+T9+NEUGR/RhdW3o/xk3iawZF2E1my6tW3/128jwZSXGJYgVTgReGCOAx8",
+	"kGre8X1d8Y1Vj5/tuGAxQZCJ5Y/volzol93yLxSvw1OOuh33mySW/aXze3tvLYyXG40/B2hLhWYiVob8",
+	"hwGNFFIs9Z5WR2Cj91f0tw8R+3Lb7LKk6upe2w626yPaWZzhsmTzoctryqFbh/8e4T/JrXHVkHBbLF12",
+	"lPmKiu2WCd7obzA64JvJIIGUt5IWhl+zjpEm9LejUImKl6RQDGDmaKXvDqEY2g8YQWhtSgZ7dg9oWKoP",
+	"c3QeV9L8Ux2if7jq0LnlhXHqPk5n6h24LHXpe3bzDjGf41E+WHfVSELLCH/GyKrJ2DPLm3oexH9FY8Yl",
+	"edjWh3vUR/6dNdVQY2ixm0XG7TlM0fYIH94th3cyzMutl/Na7bn4zmWgfhuZxhU73EgVm8C/uCewYu41",
+	"ogHj6i6DHwHz4UxiRI3KbKazVTR7pniRusYnfat4kSZcqxdD6Rz/0XW5/P34W+/Z5WkFRGb1eTzBR8H3",
+	"/Q4uUrfzH81F2iP4CffoDK077W6GU/dP10i7wzZio/yhZuLy1bMdNc8wqieRbICFkx0P5oLgdw80WRU7",
+	"ah4X4WMsUkVjVq6d5EUM2eHFLS1MdYBbC1/Kjvz0w7cfxUSS2TxrWtdX6zYd+KlPOegnXrt5u2oRmLO2",
+	"6PuDrhir9RghLZV3PQEd1esM4uAWJ2ZhpxPL/W5BwjF5CJtY7OvqHAt+QTQxTtT51uDFeDpDoogVYIr7",
+	"4q090TueIpwK9nLZOUMy67o4B8+ikVGu7hFTS8UwKVZnUkNr9y5cIY92kwpumB5QAqTegJrcI+OpuP/R",
+	"sRzSsT5ow/bLDRdbpmrFRXqlshPRG2/Mnj9gzl4e0zLdmFvC9gSxCAfed5XLf6BeSiJI/BoK3G1QPWZ0",
+	"z8ocpvQYdu4E1vRDYEmofUMBMNxqmBOSxNHsqhFX98ezFq2EI7iGyh0wqiN42WfLqaBiIQcZDuGzUR52",
+	"Kk6b6vh5MCVHZhOsCd+4NwY1vfWzjOsL4U95dpIepxplo37fVBVht4UVtN2aOWRGS0/Av1fIUZYY6KMf",
+	"u7InSxgHRGFH60efyhVzueFEWFMBGW3hTU/KPVboWB556RysQEClFXpdxVry0EhZ6QWp5LZWcq0XpGaC",
+	"VgYAtpQLil9iO//1H//5CJy0HuUIjWxbIV0+1JEwN6ML16qQXICLsAUI6PEwYP6Fy33omqgb7dMb3To8",
+	"0IRRVXHWAbmlmuy4bfbwmHSsCl0wgtyInjbhMT+lbzRfn6klQ90DK2mFdDryEN18kIDm1Q18PYAC0LrW",
+	"j7Kg4vf0dtmSyzJZhdhqR+zGmers0q7sl/j66oLccOEqva6l2QE5BM1szwXfW9b3bU5kUdvseBRvwePg",
+	"U1tgXdrXT+jKUUAG1BLWSlwQq8oCrJfS5qJlGRAk5iGVOY7vrw0bYODliAHUuJg3DO5KVkhKXmcvip1s",
+	"LRw+296gxruAEw7nCE2uNS+uwnLGPRwxCainmdkJ+9A32AR6GzbhuA3RRtZxN6qsibYnWBSs70Jtasgm",
+	"kI26cA6pLnkc6z5NG73a2lV/HHtO7cjtPRGzYTnVyTEVmhZEQY7Vefac/rUU2aHahTFEpOL5IIXeLZeY",
+	"E7jWpPLWSIwEIKt/f/7D9y8+rNAEjelLK3e7tWoknFeXj5dwGY6lC7YHD2ATq7AX4Qud93s0+YcOTT7J",
+	"KuRYL+u8Hu2bSfrP6SsjxhbEd1pV9swBXNRGqgtIRbll6GS0T9rKBBwwfSCJOytSfCC4eAElcMppCeV1",
+	"qmjMD22Edac6dmCvR0RdQyA5FCXvsQH3PqmpMkD2rVEPK5W7J/ZiUoyWJzOGDB6OQ3lDlYlFWSQriXXC",
+	"yUWn2DdtzM7ucUegGusJsoqalSW5UdKwYTC2V0RQQoc65tessst/5ohwcRZinKE+o7REsGlEkbClDMgG",
+	"xjNFKqDnxtOg2msFmNe6kgVmiaSQd0DNWSpGdcxM6dMqHf9losQ1DGtgr5zFmQPxDJ6X5QYCxqJaGVRf",
+	"TeoyT+JBd16SPlUH6khsqUP2PrCidCmpiVPVcaYl0pc2jY4VBz1WiYtTq9ef2+D67ja15JhHfIsJx9NQ",
+	"OYPt7NaO6pPUFB23RptkvbEt8yGDZA3RXt5r0jdtD71ZVQpvw06PPMSaj9AspLGC94LdGlJzhkfH7+MR",
+	"FDBoYDdpTYnv4jtmWvtDGCKRojocsZ2j9Z455L1ee1aPUc/z5z1Dyfsdz3+CeJFgJki1cyklyiorZ0Rt",
+	"rftubR6T90AY4QL9WXLBygsCORfudwxCFmRnTP1QP4I4ITAKgDccc7KDVmTFYMwPwTYieXPwexobFLvG",
+	"nOVVeBdv+dhxiteFfTVxp86kauAAuM6EUUnj02BglV34jqByYiQ1bOJDbGfRXZf/+o//fDTvw0xGUSMN",
+	"TdQzxJqDvqqhXR/85ByiRw1fV6zNp9cJXIRYIPRk6UOocfgwFDekNV9esYOducPgCCUOUVqs66u1K6dn",
+	"P9Wp+oiPsq6x+6uQCL2mAKTRfOdyCAyBKAfnXYIim1ljTZMOrLw96xXVurOYruMlIjkAdr7ZMWF4gZa7",
+	"8Luihi2hknf7m2bqmin37zzaa29fl7EPez97eSPhpGn2ddxIcilcwp5DUXSoMPblyJ057/So625d4fv2",
+	"eDgLYJn0amR6LZ3FDE5NsaNmQeiWCXPu/sZ6AKX7Z2ugWAS74qMjYmAnRpDGhJ7xraCXpnudo4Iak9Ll",
+	"jUiAjQdJ044wN4sqYr0PPcyQ30ROFUbnUQhG2bsi0ouerR4U3JSPskyisl2xwwPtbXpHKK/JQM65rQkQ",
+	"um2Osc4Q1sOyJoG3uj6cBLChQ3YayazjrJo5Kzf8nhR+O0e1VnJfm7mGtEsAMH6vH+pH8faMNLSatL7r",
+	"Zm8H5uuDzNTD7Y9vEZn8oM/Y0r/x4MlHVaupuHBSzSmhevBhIlIv66r7GpJ3x5IlxY4qWhimjq1b8oUF",
+	"+51eXzcr1m94eCbC/TLPTcAyn2Plo3M74g6hpejIec3sYF5cM2EmhP7avQf4xgGyTDhYf/Q6HF3OvK1e",
+	"3skH8D0BynISW2xxBi6UbqrkUDyMSu9HVyw/r/gV82XL3WVh5+98DRHuTvWV83XPnooIovRxNntchNmN",
+	"/V6W7CUYS1g0cT7sLviZwW4KO1IwrTdNVR0w+GlCKolK0a64TIY0zCpaa1YmAJzfoWSNhi+AYpXyKqsC",
+	"ctA1M0rHsKKBO7ObWj7l2Z813m7ciqeWYZ7LppQE3CY/4pS2EGxXGR1lxTLMzrgDqJsAxnW66ViCBxjj",
+	"u4+gVqxklmylWnZGk1ExBhAOl/ey8Sme8s7zODharGQl1KcAbuqwFCFCyce3jlV7jyt8QvbciF/C8nga",
+	"jWMTfqas7B0GG85zsjXbUvHRmNbfz+k89VTdP726ONMvhlzfREG/LiFd4JxW/JqhNR2rq5to/vloJWrb",
+	"6Id7GuFPbiXS8sFI/vusBQQowHH/8sHHu8ztgBM84r5uxdMvJG1kXbMycR2BUUEbVus8Rja0fMx/Ec5p",
+	"7hmd5yOhyS/u7vNHNXn/jU7q73MBTlD0PV1lH5MsvqArpleadKqyugtuhpqHHfrQSQdITl3QV+9+IP/9",
+	"T0++fXxMvdGYkf6nbunPybqDpxX4PKoGp6/A2WgGrDEUcVw5z20XnQ8TNR6fUIFzz0pOIUm/kz7mkAkF",
+	"RHBGy+8didY1VZTzxJqSR0GNeEL9zq6ZpdZ3sGCY639wEXi9gJ5QWfPDb4vhowooiJdnH8YJHo7Q2xR9",
+	"FyjjyX3hVnV96G8poMJzoyHa20W8r9quVuQhWhGf883hgfZmX6KZKPWji1gY/KLXwQ2PnbL4nj0POEJW",
+	"br4gq0bAX6WDtaBrnQ03m65Q6jDgA9C9Q8UPfKGzjonYsLAP6Zyt/slZOIMsGHDsY7ea4J2vuAfHS8RX",
+	"oBJxBjRELBGdTVDaD8L+16/km4TTvoaADgEY4fBBi+FUV9TEKxnZj1L6EzxL7CrWbIKJ32lP08wEpnPF",
+	"Rdm1o0LWEuAKU0PXVOeASPopTqDsxRe6PdfRpYY6/ROLHYb9vUzECAfolnS57PCKY98XfZwWX5Xz2GWv",
+	"M9JkJ6jPSQIAHJMBLeOyNO39BTWEu+Q4vXe9XtywP7THB4dGnrd1Jea2VvFrlt5XV6mZbJBx9g+T/TSG",
+	"EFpcMZOqryKVpRR8Z+HKM3uUGywjTK/9c30EEHrmhfnSX5Yf4YxeEs3FtkLe6qLZ3brd7KT21fchhq6q",
+	"oMCE6PrXN8j08JN5zb9/gAf7b7dmavPfNlMph1a0d16QNr3UXx1xRcOVoOZiIwPyXWT/MeUVChChLXZB",
+	"9I7WrCS0KKTCmtQSuZlr0s5h1Qt6aMP6c07rUCqxEsfxp/zIj39ia80Ne6boTXVav51zCTkGo4qb/RWa",
+	"DiME2Dp8+wKKDZQu0QUWH5L/Ypu4IrDmvSCQttDN4gwZwbJTxeYG570s7MQ7bwA9frin/Mp/w3RKR6FB",
+	"pMGEypA/eUFWv/7WQoXZU6dYqHc9OhlcL+tmXSWsY29dwdfwStvtQzvEELJdKrox5CFAMT6KO7ZDtm08",
+	"0MtlKEPlLMsfMfTuHCJPMKNsQVY+iWIVUBGh4obPSTMe7L4fKO3aPVuc+e+jewK68XKybmKHoLyzDtEB",
+	"QgnsGeaF2z4m40WcmwwHNdiv4aJ+mGN9Xo/OJzpUtbDgv/16kMzSVbgvyKZREO5wxQ4awsBoXTOq0jaa",
+	"/HFYSkRL38KVBdULq6z7GrCYiufk7FkTy0c3dSS3IcIhY4hEbI2ypZEEeEqkRFe8DGdQs+5827u48ZmC",
+	"F6rq3sNuduSZ44PjZcDr720TG/tf5A2hXcBWCCLhmhSWh7h8fF1X3GCgCyI/jJcmwWBoY+SeGl6sLJ3o",
+	"Pka7aipmOQzC7Ls3VvDragEdr3acKaqKHS9otYIvS01qquxq2xeKHa9KD0fxsKZcEe4qmK5KWQDKwFPS",
+	"bcUj+vUySvwo22Joi7PuR3GADTvQhOpgF88fE1g9KKfikR0vMMlyfWjnPp7tfKotrkOCt7+0mlp/+eyL",
+	"Ty1NAsNwq+jWzl5YIbJHk6IxMDyN2IsUkbjcxYPYXV184+BICrFBi7NNU1XnpSyy0mJqxZZtUcBlYmmf",
+	"2WU9b2oCLgJXq7L0+cNhnXsS3BBKNqOIgG09WDPHlyqPfs6LHW67H193XRTby2u21EbWCKi48D+xW6Po",
+	"EtSszq+NqvSS7SmvdGaS0xwoZHcjZ5XPlmG8636GRfSBYJb30t5vcxH66Rs20WQq6cYztabHxkJdhYqq",
+	"LaTmYCT1mmWA8cMyyGumKlr3IlOfLBIBvTuq8NQLxre7tWxUSDXLrJwzhW/xY10zRSCZAuRV7JQLlyvo",
+	"YKUycBSYPcUjkPX/Jc7G9cShN5QC29hIv9hwHvPSxkf7+xbBi2iVyMHAa6tfQQQRdSy7i0HHBLTwja/m",
+	"sOzXU8gr9jGuBAEkq6iwspkrUtK5w3vCuH/Lc+yWPXSfVKDc8O3OsHIJNYDnWeji7PZc2r2AwgYIzz7q",
+	"sorJUf1VGnywTFYtaF8c1XKe297EWCPlmmfd7YNvujViIrgXQBuR8qoOv3aJL1gFgO2pMLxof7GXGdSJ",
+	"b3/aHdaKh4+izj1ZL686Y+m6oWF/9fyGtGMzvt5b/AVssdNbpwr16Hhhle50o6ki4ceU9B6D1WOnRw0U",
+	"X14Oi9qGDYI84bOAVBz+jWIV/yXqds2jyMFV1KeeyJn3+52myg9pRsfeskKqMp5ei12TXbTUjxWAl3iH",
+	"JByD1BQup7kjK2PCJyZw2Z8DvjUWCwTwFZ8+5Io49CCws9KC/OTKZ7YPhGGM2JfAWBk3oOpRDvBxAIlO",
+	"OLgMeNxZshLw3AhsS8Ugy82bg3bcXJAd3+4Q8GvNjIkj5Iz5VgtpnrV+HgIdJLD9nqpDMs/HPnQgJ8EN",
+	"vOOmrUlHaHgNQgbzzNBasGUtNfdSVr4V4Y37qrNqYNwnfzh/Tsz5u+9fkLqSfrh2FZrprJGErOjXdNE/",
+	"E347h3PwZNeu6PTxTFqw3em0kiCIWnNlzU7GhncdWeV2QSgUouQlCyLX3UDjvX9oqbzk1YoMUyT6wn0X",
+	"BDaf1WUbhXz9iVStdlIbrFa0p7cej/4P//gkDWrZHV0emuNAoBz7+9/hQELxBfT3c42gAxcDD4XdWudv",
+	"Dl9YdfQwbfIZ0iwu0DTh6XTV78YUcu+wblrw/T65TexBgFPgBjKQVXMsmBK2kEB9OQLMX8Htl187ZHBr",
+	"/jZTRwDXoO1masG7d1UUIjNcouhEhOvVhRkF1L7kEua6FLusNqKiZV1QVt9tR5txL8W8fn7snSH5/idX",
+	"MVm049ItHmArWGXYk+7C1yL0t5PcQBxNuo5WW91jPloMU1hDHNrsDT21Z/2QtvGnvci0cY4p1yAO5o4k",
+	"vI/tzeewehdZnmgUvI7uFuy0kIpNmdSy8iOgd9y0lc1TwaDxNAd0zuyo3mX11Pkm0wEBX1jhPnOTupVS",
+	"Tr+EZ04934rlFF22UdmRRxB2nTud1sYUjaAu0/sW4yEdztGv4NYyl97cFv5k9zoLo+qs9nBrx+TRJbOW",
+	"cvunsH/Gwjr2TnLv1PfpY8Bd/BHoLXrnWE6xTfXWQXXHFcEBADdeQPbmBncCdaBLt6i0UZED5TbD3DKC",
+	"tsGoNggPGDMlaqhmnqPMFib3rydtCQMWNd+gfz/ZYhY3mu0nwp1S2cO5Q+8yhT5JfHtuxdCSKIoQ9u7K",
+	"t5RB91A5DGKBCm5YoppvECTCKDaVpJ1YrpHKmjtq//oMS2uV2Ryf8DTfGZ2qWRkEBGdPGguMmBbc4Lni",
+	"GvVj5wP1cPp3qTImRXVo64u1RZghEC03PLvVHz8nm8m8HaprfrogDqEDVgRC86LGqOwx9w1M8xXS+tJg",
+	"BJnJM3jMTSMPu4hMj7JsPJll2MhDpzloTO4UEQJ5NFVPIzqHZ/YZVOjgexYZ/YzQOk6ncM/75DQn2yYQ",
+	"r1yNBKqJf/+U9R3IxeMhh8Z7Y86WnzOq8+5aBGswx8RLNS7yvM6OJOgV04jFxwUJ5o64J5rF8TV+2h1a",
+	"+sXkuwXhVpsiJc8DwundhmPXm9yY3l7uqCZrxkSfSx5RQApamUps7t+pgxFRvfPWRc+y41X3cnSDoTUu",
+	"YE67yu1MGDCdIg4M+DSOMKQOFIspzgO5dqecjIyyjT7+5P5KN+YIKgDy01tPLI/RV/LnNZ9JfgpWBPsF",
+	"K0nFoUyNJOin8tbUoyrBvvL7YV/oAsvcUG642AJYpnvH/h0uF4fAkEac6StlU6TgiivZt08hiEmfgadr",
+	"95Kzww+cBB4YPs9ZMAVshoBrnggGpsPOnmPR8fjifIeVdgAfOfeC8+0lLzhornNZQHGOC6BOuPykIo0w",
+	"vHKw+KwciNUpSXUwdDBvd6dvj0ALm/UNnM/cPLm/Qc26s++9TTtF5x44grqS87TbZywCpxJWuqI2baWM",
+	"gTv9k2SZ3kvWaD4s7CdOE12cORvDDLYydF5QQdaMbJjxwUAZCS4wITe+bmZwdxF7o5ignOcJ0OiQuOPU",
+	"dNFhOJbRA77qrOHbh3JnaHFOooVA2An+3+3b7FjsPk4sHYyl08fUogxMzXHiYTethL3BImMIUejcA0HE",
+	"TJ22mEFqLMJ2Zwn3Ky3LBD+3c8sF8UqrCw808Y34Kl3rg8OH9IdlNojeDiV9mlvNBA40x6qGIDwwc0SG",
+	"20TLCTaTZgZlNzg+8ySOdjAczjD/wa5MUF0cQRdh6xEGPhXTflRt+855G+VP3ev5W5ztqF7uox7AgH0p",
+	"pIvx3jKykVUlbxLBzBDBOZEEbLlhkPwisJ3JYiLwtauJ7VPDJ+Brx41gCWq7IJ0IJoxdurZTrCroI0dW",
+	"GvIo32dnKf1KdPJcE/T0I8gkU2qI41rGC5UX/peKbRAD9oqx2u4zV8gK8m2K37Obrk0R81rHFqMjLYmT",
+	"kSj+VtUd2VjvZFOVpKBqUKbuaK0xqdbZmbZqXdaEknaWF/DA6mNOHs2yCXWOSVqltsP0WnTF9R3DcBTb",
+	"MsEAFn9sUXWh2BCeOMrVYpAc4+bVCfSDkC+s8HIzVLe6wbGpO9nOz6uCHgPj2PixuHG+YoXJBId2RZ1O",
+	"wYTGuli2BQ0atYeqv4C7UW7IyhXCW31FiL4HhOhkVcF2L+yebpgrnZI+KuOjMYv47KugBcxn3PX7An12",
+	"NOT6+Gjgz72TMYH87A4Fuvqwhp8vNTw6IhranJdhumdyHGAJbUSHzK0ynsSMEoQWwXcNwiBcHL68LvDO",
+	"lUP/W40Hr0K77JbajuwC49uzK+6+jQ4akpQBCO1yawVFuY1Z/1x14E0lbx5oLBSM6c0LhOi3TJHRYodp",
+	"Y1RgXQyXqkyvYvWJImWMZx2qJ/nlx5H9x+swP+1cjjfMb9qB0IFDS7smQlunuSZSKkolt942H2dNCU53",
+	"afmbQv2kveFcAl/EeX+KHvji1ihKNrQwmtC15fHdTvKAVltA6WSpl5bwwstxbW0q375tJV03xmWepppg",
+	"oqgkVM8OmwK7TMUha4unMNTtoj3QaIzPrJ81guaDKS4ruZ1Cd889mJ289pl3o3B8bQO9nhcjJjFR5qTD",
+	"yf5MdRSLxtlRfAYiYDYAwkOn/nkadX+m6vqo4nWnZujAN3okn0t4kH3b91A3qb/bUWQzpwO1EwIUhk7R",
+	"6mNoZNyDk/hh3ai+glO3II3TUyQWsMbcn3kCm6KNZzuKN12n1G5e9PyQwH5b/HpEDEy/NORcqdDEafU1",
+	"Fz7c+7HquR/cPManLAIQ2JkScs1QPdXF+8ALmFtfSFFQwwQEUXBBpCqZepzaoPc72bgkufvaoMSyGtfT",
+	"hyNuWseCeR7t+9VPZHk5IwMaGPyhQhbFdbgig5owf9RGtac0U9fJ7HAn2xgpKx2zU+XE4XXWpO/pvuFm",
+	"x8WwgnLEAtZud6LO1wM7OKolgEqE1JSklAJFl+N5NzDRRgPeNmZ6OySKi1WyqSUoOOkGCVVbtDstCNWI",
+	"D5SXFHK3w8rLnIP6g2CdxbNrJ2V13mgnhXbOb+w8JmrYXPqiLRgsOKhcg+lCf3n//s2g0gs+tj8eNPnD",
+	"kyf5JW72tNhxwTqFIUOxm3h02NGXtr11+j7A4WHLBuX9OJf3PHbBaTV87liBc06C8PMN6+udMm7yJ630",
+	"XJkhT3ed8kLkBmy2EGy6o+VstaHIWaf66u5kkmABbWyAPQHtBn2YF2q+LHkmLcmkr9yWhgjdUi6Azz7n",
+	"mwOhlZaIHpwtI/7O0pIZhkWfIia5LX8hyo8qJPnFYCKO335U6jpO2gdYib7jZMqYcDTazzwZZYpupxg7",
+	"oNwm2fBto5heYPrBMHUFoXccrgDESsyW4PR+f7VULkkmwf5GXXUIrlTshiAfPyrRtE3MiYiYjc5A9MUi",
+	"pPOQR59CIuokJnDti/WyC7DKcmbFQ7uDgK8Gm+eWe+IcAor2PR5EZzRYGpkQt33mO4T7tCaGBVlRrbk2",
+	"VJgV2THFjuLJiDb64cjYq3xdaB4+FQF929rie7plq1NqzCfioNohquqzkM5dHJ3xmljYvo6FJUl2bxko",
+	"Wp/q4kfQAhgphOkDTKuPabZc4mB2GClsewnIdMeRoHJzikIOghqTNqu7Qw3J/NhM+fhkgexjiwRu83r8",
+	"WUuyoWpB2OPtY0I3himHPApqsHJC+Jge5stiPcYS/gsC9Tet6LQIYhNWcF9bAWQFs39KakC8BZhVX08L",
+	"cIuf4o8XTgEHsiLY69pTBD1gWROwqQKkrnZexBJFNdQAQBpvYhAh916ga7Bab702HGAO7uv0xJ1OXC8B",
+	"zzZyqlQTIOpRQIRVKyqJaKFce09E0ODj3twpJeydKyCBhp76vGLXrCKr9pNVFvOe9Jp8991r9Lwg1/Ku",
+	"zd6oM4psuLdz9I7WpIFpZAhc6KCbpK98DZD/9pNHpzpLQj8Yi/KxDbAJJ8ek+ZU8cw7asA0PdMe6FWZw",
+	"mqrxnt2aT3RQNkrulz44YIkO92QFZdrmEXi85ABJ3mYXFHLPdIDKPj0yyTaWQ5Zpu988qQHA3udKZbCa",
+	"bM+NM5h2qE6AES5COUZ/DNNEU/KIWGzf/tMfyes3/wCQ6RddZN+SFbJ0icw/Sy56FN9hfeuDYVnCijH6",
+	"03hksvYoZHPrgzA7pvkvVmmpGUNkqZ7yDTEbqIE3Rp5DJR2uSVysaDfwng0NiT38UTe0qg7IxB8fuxMJ",
+	"K8Wn3Y3XVDmVm4ngOh3vy3C1Z83sJaLlDm3szqDuBAaUGKM4iVGzOgQrTNvRfxeTcr51l2s3gSONu0cb",
+	"nCOQ/NFCjVCNxraGh4wbOxwipCGuDuLvbjH+i92LV6JuzEup9i8BiOCUwC+XJwnNEWiPQOmpkAyNLMex",
+	"XV9KtpDCcNF8ZmFhtJj2E2Hk47oxRop0WJBrJS0qDNuBkKzjQ5Qwts5uiLwRzscRL2nlC1HHCze8t004",
+	"cRFeSdSnE6XdxukMZNj6NgG5o9M6qAueOOrNGmWK5WnpReF7l1S0IFfsgBKK05yDTJiZZZQlqgFDQ78w",
+	"5FQscZafNqAqypXu+fYb9pAXhtXnMe/5nsmYA/10JsNuazsl0gjPZT4rfgLDw47jFbbB2Qu52/70+ill",
+	"xm19NgzitONiHEl8PS+D8/I2GeY/eVi8YgbnJUS/EqoUvwZX3OAQAYXYe/mGcqMzANN+35s5IQviRerq",
+	"1LOC1xxLukiQhkdK/7B6ov14qc2hSuDNyQ1Z1YrvqTqsFmTl8mzsn7QomDCIcLHdSW1WR2WsY9cQSgBc",
+	"bk2LK/B34GxXQyzgJ4uzmhrDlG3g//r3y/P/Sc9/WX5wfzw5/z+WH/73/xY9G6lzHcYQRJBOf98+eZJ1",
+	"zEeJnliZdcnFsuEzaD9SaFkxyK1pGRQxUiagfvIZKipBbdpKh7meGlcDLOsY8WdkkNIzYhD0kHSy2ca5",
+	"0AbAbS3V2PNayS26kR1H0hfk8s0rUtAKI9zICjmtvGJile4UnqfASrz1YHT/2oME26EvUNtpRMV0Zye5",
+	"JiWr+DUoAGanZLPF7ZhP44qVLIx5Hn2WqV1Zt66Jo57MkAuZ8K6WLbiDBfruy4uOHodlDcEcLzKq46RN",
+	"l2+olY5l3Gx5XEZY3Ju6skcL/b+WO/mm4xQAMnMin4Qbpmjllybz5keZu7XhphPjO6Zaaiz3ZnBTAaqU",
+	"HRVCz1yxA6Llg5yvk9gg857lAtO6nG9tFUp1WXaO22X/wjL0duHsX+dQmjNz6sPt+axUOC2ra6tj4WYu",
+	"UVdKa1u/zmR+nj3HhsAvVWJmrOP+MwoYRG4NjOSJUBDPE9ul/HCsrBma+ypngpz5yji2/czDB52ulAnC",
+	"fWtIzjuqfa1hVgJAgT3Boa7tZyNSTkXp9vWydoIARpepmrGK1pqVCUHlHUb4Em6stHOVBWA2BXRoTswj",
+	"3HABFV1nloEbhAA9UXKa5H+tnpKCVZlioX3qS1vlkH0m7wcYib0k4vncWPf1eLtUISt7p7DSl47NynRM",
+	"Gb69nNLOOWxKxHjO6kQTeyoOeCDJjZVnwmnNK403oU3MXkGAOLKchMZzsIxcQHTbZO28SVS4o26LsKLL",
+	"gKj29bIYXBbfRw3aJ98Te2kFPSmsGGxvCHCgW6r8Am+JkNeCmUg5t8OtUfRIhvLSFbm2y3eua1bwDS98",
+	"4HAWY7kbHwagkyQX3hMhb9q0UOQoCwS6hHwtJffkyePjzZifhMOfztTukffYI/CV7QzYzjt0mN4j51mz",
+	"LRd/Z8LoF8luTpO5wgpZViGyha7T0jyeu7QNH6sOGFMBsy1oPXngFl85oIuO+MoEkQl+J2V9Dzo6qaSs",
+	"W+3c63xBOVeycdmmXyBDhLl9Vcw/O8U80NznppPbgT3Q96qQw1xP18Xx/BFFxd+vBm6X8KvyHbsA7qZ3",
+	"d3g/XK46wOIC1X1Vtr88ZRs2DrRt2FEutvehZn9sfl0rtoRDjox3AoamVuyay8bJJSED8oJYXgmwKgEu",
+	"eFBY+HeVYmFyX1X4PvO6s/be4V9ftN5+vJj6d6SyO5Hsk2nrLfqk7fnuCvrH5p2/N1f7qpb3GNvR6WxO",
+	"hwdr5v1h7vyNgu3cC7SOB5AvT0TXOSXh7Zhdvl+MnYAYeLPjVYulKbbj4DW7Aj56LREnN1OoKTzGIEdu",
+	"NKkYLa3wWco4QdrBn1opaaZ20+tXr19ApZdEyFMFxJSNa3oOg1GskKpMtLiXJlF/CdDdFd9CvvmPb7+D",
+	"gCj8AKEdFwj2c8M1a7Mb51HOTq0VZRQVesPUcs/MTpZp+wXWztJkx6qSPFy1c1wtyKqSBa2WbUgcYCHC",
+	"Px89/ujwLnUlaQm9ZewhQNVXgKiOH7pSh/eIHJMRAfgVlurvFpbqeOCff25hj9MgVIs+AhVsT2D5rpZn",
+	"9PrygFRRsKHkpbGw/JQXkINNBYHjOd7yKXCqy+qGHnQXheoxVEd0mLv+1+hF9xWV6ihUqoQcP6aFo1Gi",
+	"7kto/ezxojBh46OiRd0DNhSMshVrT8GI+l6W7KXzK93BIjN2JDrDAAL8fIHGmdY8np15medFDI3fhy8x",
+	"NHaaR7EtnXGa6PAShYaO8aS1B4XwB8gXarTDTZTaZBlXJpWbMO1usYGPgxia6XQNI/r9XK8J98AbB8+O",
+	"8hrX3YaER19IVKU/0XbnzV75trs23GO+dEo/9OWo+ilgucopzuJsd0c1PpvWA4KHX3RIMfqMXOBugMe4",
+	"wGvFSlYwraVaZuY0KSrIz1iDzF7oR62viyA9AQ7ilTBMQUVnwwADKs5A7uzz7zOAz8lkCy97VvbVZtvK",
+	"PlZhPNxB8MF7F3eeh4tQWjHeaqLOUPpVBhrLQG7lqDFsX989sup9B88fWE3V4osru8m/k0DUn+b9iD6D",
+	"pfushKDB2L6KQ1/FoS9NHPoBPwolnnsUnbEGfxMSUnTyWZMGbrtMHL+fAH0DXsHjx3VmpNIU9J+/qAwL",
+	"fi3Xxw3VpGQF/1xlMhjlV4GsFcjuHh3UDWz8e7RC/e1ENn69q/9G72qPtVJVe3QgBx/guXMb0mqVChn9",
+	"lDfq7309fI2y6l0Q89Us8CZA9QscScQw4YvnXRC+FVKxKBDyx6wtMa4rMYHZ7+taRnH6f5YcoHI1MMJr",
+	"5qOYjCRbhhrnzU5WEefsPVWgcAUds+tP5BWHgKa5vt+yEG0hCBj/BYlVgqioNsQFP32cKhB3Pnp3jaU7",
+	"7az1qjtMg/87L2Pw1mL0gAd25ppsZVQEu3uth3FZh27JK7TKlWTDFXqdPkaVBxMCMOdvAdNPBTi14sOX",
+	"SlG9qg9JkpqoVYCENiak3MoPWO4hVHtoeZs+ruzDUVlJgTZyhPfj6kn8zoSQvd8uZvbEggiZu+0ijNIl",
+	"IvLVLkd2aePlcTuXjOD9nHfvJ9ffnaNDBmGYAdvS3g07qttV/gL1czuH+0809y3fV4SIbevUAJGCQWt6",
+	"CUa6iYzlEIYCDhBAEdtRUVa5GGKzXg87i8/K1WEH9DH8GyA03bN7XzXinhPcw+y9Mq+bomCsZCXApQK5",
+	"AYSqkXXNStTza6oMp9V5++5ERnoiR/57WTJvCsoGqMtNcc9rLvDi1Ba2AL5MQV6Et0RkWQqyJMQwhq9u",
+	"/fjF9YbaDb3TtQUsxzajEVk7QG0bCfj48CPAyqLF8Ost1rnFbKsYktprdlNJiHmdvdTu5LsLkexo9HP1",
+	"R11R0Xm/HZAOGBgnPE66q+JacrDiDTXHYXWj/UBPX944ntMvvWGnU7402DZDDbP6s9pDyP8KB3BnZt2h",
+	"h3vk2Ue1mlWuC6c78C4cZRYK3WBTn5Y335XvHsNl7+qvm9IOMLufQMacbvZM/53w1xMEw1P9XSgXHuHu",
+	"SmVOrLjgVrRbYckYslFM77Du3Qp2D15cubwE2jLjtFyRLVwhwmjytN5JuvrqgVmcvWu2W6YNK/+1YRq0",
+	"wbdM11LoyO0fXrFXcC0B8L218jSaqQcO2Nc0SqRtwrGCbm4U5K++j2OvWh2t9eFT00Ap0Xo1T0WupYkl",
+	"e0+3f+ai5GL7lsFwI3OiYKYm1BhaQOkP2smFXNNYAXRDt0teJm5u02twem32XLzCh99GjN1UbZlJnr/+",
+	"IOMcaWj4duPutp1Yth/FOnPhSgYLB0FDw6W7IFt+zcjKdbyC6ptgQq5Kpvzvq9QKY6e1YgWFyy3GPi+J",
+	"5mJbwbq3w7lwPdgTviAG7wisrU+JFOycVWxvb78wtDxHdM7G4wiO2PhZr8dHIITJ7We3BmoJPcOaLDHl",
+	"wlgxW6OrFDfgvOLC+WGg9k+EqaTK/Lz3RWVIrSDRHysxuZRM19bs5vTa/HX+/R2P1dztVsGCvq1accVq",
+	"8K+BY4Rvd8aPbieBFc4XTer4YnccL7n5YBO6Zgkwg4LWmN61kzfCMXLZX68xzdHbZeVKiI28AFIbKxsq",
+	"WhimNKFFwepsuw4kQ+7gxGVNTCWL6PnVp44e9hgxAmxExF3b3vmYOBzsgIJtp+IYNr2V4G8ykqxQ8Mq4",
+	"cXBHOn3mHJ+fFK1rFq0enXty7LNzGOVcwvzo7Macn66p1ODfy8um5DLJ+REPThJdM3oVWDy7dSWtWokn",
+	"wtj7wtpwPTzSws1O6oA+wDXRtdUzLyx72DClWEnkNdwf0CloMGtpdoChopk5oYaz1catUhQPbXGnAYRq",
+	"u+jU8DWvuDmAExPDWcq8059wYbsTDEuaxe2sDJcKQ0MJj+zpla9JrnAvs1q+lryI+obhAZGbDRSNW6Nh",
+	"hNb1A+1ddbWS17xk6qLzyNduc197mJW8VO4xfUpZvSqkQMCwyCgFYXv5Mye8kBG5dk2Lqy2gF8b81P4Z",
+	"KWQlG2VFZkp27DZdfn2y6CAMJNN08WNdUsMuhZAGtIO02AW7CRwXBBgvhQMluhNjb2X7g28s4rwNsACj",
+	"KfkG55Wd8OZE6ryf2XNqqGZmclraSxVG2rtIbNkFoWswUrhqgleM1Za0uGqRJocyRk8IGJjB2I3ViNk5",
+	"8NrOs0GBzT8+eZLjlduvWWlF5CXEikW6o234QXgZA8vy3H79Dpb+dEVCdN2TO/V2a5gStFoGeXJJa54O",
+	"dnWvd8RPKG8p/3/2/nY5bhvbF8ZvBaU6VZZ2UZKdSXb9J/qkOHbiM/bE21b2nP9McppoEupGxAYYApTc",
+	"43LVuYjnGp4LO1fyFNZaAEE22c2W1JJsa3/Y46hJ4m1hva/fUkpAl1R3ivWoe9479jhtFzNiKYksTMnI",
+	"fMtxQ77r0Fm+F7zK5g2JgmcSqgqNdZetZzu87bihFWWmKzGx80oYp0GtjvxaXwljGTzHOEOjF5Lo5vxS",
+	"jApMd8aYCOUeX6N+pZ03UsfLCynMSBmny8nFgJKJ88fGoMKinTQCw3o14Vvl4oO7G1ZkcyX/7OuTmc7l",
+	"bD75s+ZOVKdsv7kW7mzyA1BXRKaVXrifL8TySlc5/RgD48TfcX/GVxy725zU3Yuu5jgRNWQMAGstBgQm",
+	"Ymj4O6bqCGO6k4VbZDUp5BCXxQcM40Whr9DOAgUqLUVFLTxTp3Ol7S+iejwATOfUjX6VLoOEBYICc0KJ",
+	"RsWP3hJwVzPzPpLWcFlqg17g1fvpD1mrYjlZCCfNimJiBV/4pe91t9eMOvoepjIO4Oedf/ENvLeKP+PI",
+	"x7Q5Ug/o8rCe8aPOaqc9/LB8KQvxUleLAVqpCyvd0rFpMKLmOd0DYmwsp888MYicpKvWdMa4FE8RNxoE",
+	"suM0XmFV4so3qwIIIvpswsycl96Vk/p1uFV4n0TK9qU1zqjrMggga1LW2VxU4mAQE3Gz3uWeOmHcsoVu",
+	"UpeblEWpeLXcRvVrjsTZAmv1pBKKqsD1gooMvdroTT27rzPo7N/yw2B+KxJnl8Qg6ZgVfKlrCwijUjUD",
+	"QdCF9KZWrqz/1lyKypGnzAL1J3t/cvrnmMvjJlxwNatDoqqf9As1K6SZr8z4NT3tlSDSzceV3gxzab9m",
+	"98gJU5AvAxxTRCaos1HHjuXrQ6u62AL06y2+9c691M8QMid+4WI6C8YdX3xzekHZd8ehuvqSzx3epB4N",
+	"Wsigu9dF4Y/1BIBusZzL1xlW4tDf+mual3gX/+YnecaH/d+nwKMcVVCszfKe5PphcFX/dsJq4E7epXil",
+	"qwtT8qyrE3y3ohMMuKcHvdOOP1RiAM+1N1SwRzdj2K57QwANL52BNn6vPK7DkMNr87addLatTVhJ4Mzf",
+	"fPdd5NjcvPAN630vZgsoJRpcKXJgt9daEZjm6voMfmaTN49Gw6FXpuo/0jvb/gR/yNfASm+TsLKSHrWy",
+	"4FaobOl4p5s2sAOW8aKAuH/di53iUQgn8J1WQDUXmVzwot9l0n5vUitpr/Fyk5Ky6pCOHnNf33KCdVW5",
+	"vej1jtA+rc8ahn3zacPNkLp2zKjHPisrvSi3nGX8zlZbSC+u2z56ZPutw2Sha7wyPJteLm1EdZr1+3h+",
+	"gUsHvsZpbS2ULQeHJQ9d/DtuQXhyYuyyT/Vzn9TnLC0rueDVMk1YStqI+yfPMqHI9T2ba2P787OG+DJN",
+	"Um4NjEAvQkhirJPRiAqCA07jf2XFon+tEB0gjd+x5++d4YZfQWRx8YFntlgCp7gQYMF6vT3DsAPVF6Mf",
+	"H+MtOM7Ug+d4vq+VGKFvDMVUPiUbtCZecSiU3vK991DvtuVLf4cLveVLz+ciu5jqD1u+5iyea7zyWppt",
+	"V/U/jVa/wOFv+eILcon9yC0/07rovt4ntv4hpqdl6U254fwWn/6OIYYoCls6A6DQ+qIvS23O7STTha4m",
+	"di6GFAzIkMMAQIIRgOfv3/uIwEB/oz4p0hlsItWl6M/RCyFnqOJEdSaahTMu8opfBbgF+JIR9HN/VDTT",
+	"5bKSs/m4SHNWG6sXk1yarOByMTKMS0ywY6atWqsz8cQw/xDEUiKwZqEOf33fzzK3DejLbLAzwkL/IUPy",
+	"SYRL78HoA5T2qEEm24WRpmIuVY5DU1Rq3DD9GA4prAYFDkJds/20kOoCzFDoAVJqY+S0QAfHuLE2IGO7",
+	"Z3CXOvjYlJIPv7iHTA9g9uYZONY+6aQRdG68VBZvCN0CHyue6g8JejCdOAJDfKwdLi95tpyUupB9Gt1r",
+	"qS58VgU9y/DZcc0h5vpqEiUw9iZmx9kmwLrcWya00SMvT5yO23/dg57QFyeewAFzM8Eo3aT/noTUC3gI",
+	"O7JgegnI/IbbehruzqJrQcKUepk8LeeHQmcXkGI2xObPmh4EkJg3pTdWdqTf1bhOOnULK52U6qSH9hnR",
+	"5iJiHwEIZxSO/aicd0wuTlhtoKA+bL37OyIBMbdSPnLUFav+GrXjfqde+NVuTAxxk42o1i1i9ZDWVhrO",
+	"ucoj5Ej3PQAUkDmxo5AqPaohBSq9shC/jG8GsiGVe1UeNZps9+g/rph8H1fv8MeVnf947cW1F/N7V5bu",
+	"/bdTYxqnnD+pJwY9aQHQwSROv0fbKYA8gBtnn/gBK3nFFwKSxgppAPtkcXDE3Hyaz0CDAcbxCWrYQBZF",
+	"7JKJ89uRJYBfskcEekaAee6O8UMYgXgFtasUzgRJQ14PPmtEdSmqQ8gqgGxtcxKxFRAjC2kp9c37tpvc",
+	"oGTPPzzKi705Swd967lQVp5L3Okl5J6U5UlD/CqHdk5wZ4AzX0oQ8EyrYonXRBrM+oHU/ite5SOcXUTk",
+	"NM91l7/FJvv7K9U20wvRL7HuqmbDf3m63K4I4x9z7QHe/LgnWB4jFZXLELXAjo+q0bhelfn2FXoPu+z8",
+	"mtt43ZL0TcN9BeXqGxWRB1C+3ipx/H5j1XrSV7OehIJIpqvEHXkFXQQ5FAqnVa2U4/oPrLSd8azSBtIv",
+	"sHz1Lmrdt9MS2woi/BedY6tqb524eK1n/f7FU1boGRPKVssguqE8raXpmnqx4BVm115FrLkPMW4rFCAY",
+	"eGtZMuHZAAM8Q5en0YVg9BBu/Iowado9ctWk6A6w4g4m3oJSXQecyhsvvI+mjXARR4sWKp94/WVcVPiF",
+	"yn81onqPp9cTFW6lJ4/YJ7+lvdvUnm2lCzFgkfg2YRkvClFFxJSw1C8S3Sk0XroWuOi80ot1rhJHwFfc",
+	"+HECMIeoLmUmDnkph9xdAPS6HVt+8cFWnEmFNAB5wE0XIEfsWyFlD7dR9nd2pIiJzcuxlvi7WgXK6eNI",
+	"41nPGsfxL4ocLfq8XeVc6HVJS6MMsS7z6yl+nHMzWehqTd1Rwa2oYIpOBElj+x0+hVxIO+xwZUb+WwQo",
+	"lZ4I31p3LauErSs19DLIujXKoKMUKQxbcEsVN+eyAAtRX4qKF0XfZzsnDhP0y/RDRvs3wl/xrqYqgfXU",
+	"0KKC0DgXLaPEKzvUNatWPongYUJVzTma2uqBWRLX0Y+DKIAWuBbWprS9P7W58QitL+BnRlSSF5KKrnmT",
+	"4ZhERWhZIZ2hAiemWcmrkanyt6O8nxD8Ku6uclqY0535JZcwPFsKe6sKvtfGk+vp+gRbhdr+vkd56eD+",
+	"HHxJwCifh54fyewhEjgsxKUofGdjn2B0Xw6iR6dMXoic5XUVSgNrNdYPc0MmTjzg/jj4PTCrzxJYz1Zy",
+	"NhPVGltn1XL7nqW8LA+rWrlNuRLTudYXsFXZXOS171FfFvVMqv5tIY42gA9A7A7ynbw5H7jIVsB+27O5",
+	"CHHpdCaUfa1nfcxDIRSd4Nkcwrdgws4geRzg1fmFMGPxt7fvHoTRN4ocb+AnkZd6PaOCb12PU401Jsfi",
+	"HpwyM9eVbdKI/fyObq8LP5rT5zyzcfc4P8jGzQSY/aZ73dAORDTRCiFv1xGk+Uropd5XFSaUHdWxZDba",
+	"XzCOobpNw4CivTasPyxxUujZZw6/3sNHoF9778aFYGBlWMariqKC2EcDptGJsVEJPsU7QD9gael9311g",
+	"nc3pDSdQLCcRkMDqMlYTbjPLYZzGOmYzf3ZGQMhsfQkAMgMMmtpTwRvsVZPp6gyxqQC3o7mCfGGugnCD",
+	"tFap6vHsm2drOUA210YoyuEdvr70leG2B93vDGUDj2guhDJUXylK0KVE6YHuQkN5ydxuasnjrpXKQbtY",
+	"i54ApwIJX03+EYb3A0BQ79dNPcUA/jUa8CHAGb2PyZ5xCgR12GhlQoyQC6NYHdixE0yEc0uf4Cq/PMbX",
+	"vqtnciF0bbe8rOJD6abHauVva5MrAVoW+PAsfptNK66yOWkv7p5TteaYewwjIV5fv8nY6bsazW6kRfpg",
+	"Lub1yJQ2+Uum03eDcFUviFM0yWlpB3KW0ImalnlOoF8Kw7jtELbyPVGuOKT66ApBXBx9byd1zLqCEXJu",
+	"iEyW4IDM5lobYQC/b02F/0OokCHA2inPLiB1HFebduokv3nq1F5rReU+8L//dXr4T37478nv9I+nh3+d",
+	"/P4f/+OGxTbReM+ePh11lbqhIIJ/mEg1qeX6zGAfYW6Sg1E4at0fHNqCaSEQbOOWjhiYuaajBtjCNqK9",
+	"cWmGfMH1Ih5GGCIX+HiAiJeUoF7oGQZxKG3cnCBcDS8K8IywFLmZvhAD3onm96GySm+TroirkLFryB9W",
+	"q0KY6CSlYbko5CXonXZe6XqGx7EZWHBcfILwk6yGnaV9HbjqgzCNvujGI3pJ4ygTHbt5HLm3EAuH5nRq",
+	"DATOYHOxt9zOfRLwCpVsBzs7UEvhrpblnjv5Tw/4p5w+OODTgJ6ihd+akdIV9cmmy9pw1XPUYY1bx70F",
+	"CJGAZngCCs+FWDLpFCbQYQEQpd//ONgbNKRKYK2Wz10ofRkdOPTguMAfKr1bz/3rsJD9rH0MN3xQ5onR",
+	"xaWzH6i+Ce2Adang60uX9n7ED0FjxRzznoj7bzAuIDnYMcqeJOmO+uN54pb9TWN9Lnzui9PlXvmOv8+x",
+	"MHyDd0B1WgSD0UCwHaDtFZgj4JjPWNVsfEirGfv2A1vg1NlBTEvaa4ezvLP0eg7blxRWjLKegqrtawxB",
+	"aLOxXUfup3P3yOCatDtJHu7tD75FQsR2HpZA4Fu2+IZHJ7aqFeGBD8LXEaAvpuHNdWVFO5lpbGfcNhsY",
+	"9tON7bh9u93EMl04SSzyrVKy6dlR+0jPjtrITZ3Kmr0MFNwTT+gNiYaINnBcjGQHdjwypHntFuLbZHpI",
+	"BU4AaUeiGt6sN3nT8z4LYu3LFd1/73WCr5PaC+10ZEQidfIaYNIdCd2uzPY9UylIOEZW34uIuW3mn4sP",
+	"g1xzwZS+oo4w4aYmmEEJmVuVXrCnR9s7RO+EI1+fWdzinVbtLtVf2nUe7Fi17kZjK6oHo3J/Edf4C9Dh",
+	"rmc6YHK4acwEt4lg7DiWHoy7cUkfj/xqXYuuz5plvda6HOc3YIXWZeMx8DZdcBgAKswO2BcM++gseHQW",
+	"fIHOAkfbD95PEO79Q3MR0O59Dv4B2MPruwaQt/oc4K/TIeC28Ev2BThJvNENEAlhgoXmCroOIYk82v47",
+	"tf0R+M4Z/7D5Us1uw+rfNX8tKzGBy4MMbQjZCoDgxKXUNelyEeyI40FQ6DcAEXm/ajos7sv0KDimMMaZ",
+	"EPGFXbkRttfDv2IPwkNR7G7mPGhMCbeem/sLds3p7psHfbFegr/rXHiQtPV8aNU/QHfOyUrqfn1eF8WS",
+	"6cpXvN8un2qUo9FZyuPrZjFZZ1eFs6Gm9YF7Dwgwor/lZufcon4DmztQDyDsj97fru1ynd5rGxHZ4JS8",
+	"bvQgYNdQtj0gb0ivBv1WG9gdtCukiT+s4jKsnvldUwx7WXPfYrhxJG8uVmw71beqWAQhNKYcksTwVh/f",
+	"mMSI7SrpKCGh8gH5imiCD8FXVFYiF04O6moyMjO04or9gd3Cz3W13bn5jlzby4RXyopqIXLJrWDQ0GiF",
+	"/SWtABO2VsFuYYhpvalDa7Pb8TRHbXn8wq346BouGlDNevARsK2mx6lIH5oeCg970fFlKqLvhK2W67VQ",
+	"PCs8URmUGs2mglkoOYbmtp+Z7kmL4taKRbmD6NXZPACqINcpIpByQdCS96CIttc9Moa0QYfr7OWD0uY6",
+	"c3vU6x71uke9ro8SfiH4QopTtO/NVtCgj6reiqrXu6kPRJMDaTQZYEf/gHJPeATZkTQjozTrAF+8ZLci",
+	"VAHSGG6+ucjkUGz3vpVBmOWXqQmOiozEwdLgi3wYqt+XGy191AkedYItdAJvcBfFAg3sTOcDdcp3LFLv",
+	"m3t/sSGlbu+dASauVSY8J/cg0AS+ibkpgAvmqN3ZjID3IO3tNk1bOZiw8C/Xz+L/9BZwXtYJ2NCjxj1p",
+	"qGGiB6iwGgBfuljGJ2y6DEAL1znGhwWoC+iqAQZ5e3/MjYwf77og5kbNFsem+CKODzDSNYpvgxksDfP4",
+	"1Nxuh1FRCW564Xti2GCcz/XdMN1BR4HiJky5MyuK5a0h2z4ksO11WIW43JH4h6MwtDoQUV8uaxxlfBDD",
+	"kco4taYSpl4Ic/987VYbBlwHqX8LLR35Rg+6jVTSSl5g50POzith5thuKYWNxgANngRBXALfAunCGyY5",
+	"THKjYeqxFnT0LdqAU78Bt3n4yn0JyqJj2iKrK2mX751ihlfhNF9IdTaATzUXjLvfKUEFFApohBl3KkI0",
+	"rv308BCePUQwrANUI/H107evnIDT5+fwsK6tB1MEFRHsPMErUTXrn1tbuh07Lcu/CQhK4RMv/Xbxsjz8",
+	"v//n/93rXoVTBQ1GL8TyhEmEfQboRvgrVznTpeP60AHT/alB2Ro1n78pfVWIfCb6Z+X23gjbPzN24V8O",
+	"04sm0/zYTClhQmJ7ZWz/BohWc13gTTElz4Rjf3hPCwn97I0ApN/mc1NuhDlipwD0BK1xMPzE4dEFXwKe",
+	"GfUEncfDu7GMk2V2Hm0klDma7gAnBDWMSfM9i2H7boLuOuuKwU10/+58JWGWz0zCSlmKQirfa90kGPCG",
+	"NZqD0G1aEhbct0//AlBsU5nnhMS24SQ/Aac916tUz8vyYop0jhv+89nZWyBhsHl/lOfLQ2fkcAutVLEj",
+	"i2GmFPyC7f+29x47drk3fts7+P43lc25TRgVWACYo8pbMMyANuB21shcJN0t8b39YWOPflMvcJvDtkrD",
+	"eG3nQlkJzhbcEc5w3e7Qj9hpi9Cpr676TdFNYftlJc7lBwTjTw+SXmJkvE3AzVue6tMDN7+q0pVhvLji",
+	"S8OguWvAXvz4216mc/HbXsJ+2yNMPfwP1Cd/2/uUHv2m9oJ7gE7j//6f/8etoXAr9DsYbiL7gRvY7r2o",
+	"GcDes6OnR0/BCCiF4qXc+37vL0dPj/6yBziPc2B+x+7/zYTtQ42/EMvD80oINquEsNj2gnt+4s7DUcR+",
+	"yks5oUGhkX56+Sw9CCDQXoz5gg9gngDP5cjoiWERsTQt1C3cL3f4cPWO2HOisQZgO5uL7AK+CY/9+u61",
+	"o/lwVq/yve/3fhL2tJSvwI/Y9EaGhX/z9CnoQQ3cIm929/gPUgvQft9k3Ycx4E6tShC/f0eIcBZQAvu+",
+	"GSZ5DFTUElp73//r92TP+L4xe+/5khAocfNyL5v8phPu81xA4y/HV5wEjcjI7P3uBjjmZXl8LkTuyNQM",
+	"ksRrx3pYBWwLgU9DU0LEiIQ/edBN+nMhL0QCdxs6pAF8q1Mue0/r+Zzb07J8GaYCSPzUJxvaKK7u7rND",
+	"RwA5ft5q6sEGdp575M9aVMs938vR90drDjacx7NkbyGVXDjF51lfPucGdB2OM5jrAkuV+0b3bdl6hv/m",
+	"KaCj0vhPN83m953Sc3MCoQdcD23HPQE99QCNf/v02Wb6/lU5pq0r+W+R3/xifAx60r9+/9S6JW+BLggb",
+	"1Il5P1U2k5dCeeGCzQA8yulRdF/8XjR3ZfiKnBIHQ03ACZemM16eYAsOQFMFt7kucmEsO5cV5ju37wMo",
+	"pu7OnboRd3nebqDTsnRjDfEwt+p7PNtIR6fzBU6HPKGuir3v945B0z6+fLbXPn+3quY8Yj7ont/7/VOy",
+	"V2rTVxtpdUWSDjRn9uP710x8KHVlGT45FQYb+k91vnSyj3o2CuhNb5k0KAgXAK3Og16Onkx7xF5CLQwp",
+	"cE9ZKtUlL2Q+AaaXNl5Q+Cbgwlr/GZDFqBtkXHkDsYeCXi3cjE9h6c6QEsb+oPPlGurRmRX2EB2nbSoK",
+	"ptpUKg6MrWustaw1qt/rEO6zWyfcNUQL+48gVlegCSINP91Mij/w/B1u12dJ9njsnlpAMiMFO1rqvQXr",
+	"v+1Z3zFXSls4rcNKlMXy+CPiiX8CL9PATcJ6YlCDZ1gB+oeeIg07aW1YLiuRuen6jzP3cYnKv67AcvY4",
+	"0f5YUdLjrYPPaVbqojhip0XhOL6gi0kgztDk3GmNbY82zt7drkLrC0hISZiB3MQlvKMgTxdGT3NpAOfY",
+	"XfArgR1Z23fuFbqOTsNC3rlNei8saE2bFJqAXq5hX9buR1AynIrc6Bi4nr3uPYyVDu/dEQrcY4CpDv9a",
+	"9e6gojGGa2x3dddvU7h4Y/jJ0zub1LAqdOZJ0FF05Bp6eOrQ+ytps/lawoq5Q3gsMhXW8IBjtGKPP/6h",
+	"pxOZfxpUlN4Jx54Mm+srds4rxmH7vENtuqS+Na1JLpnByc+5YTM9Un4qjYUE7vvQGNr0mh7rz/69b3y3",
+	"0RwxoOIhT/GMqesrvJubm3wcIFKJpjltZtyzumdSeJBrJ7XJgfv7vV1ZPLYRF7dpuPY5qQdDFo8uCuyB",
+	"0rk+f+jpNnd72Mx5C23W44YLaD5F7yZMlxi6KZbes6qNIIcqbJxEjkNeCkcOXKKTTSyvdJUfsVOWgsmc",
+	"Mj7Vl4I9e/oU1GyMYjgh/Ozp036/T5gJWDUP2Y/w1vedP6HOWdDuHdbq1I9KYBDear/Y63gWtprRmfhg",
+	"STmbt88q6ia2qI31hzY0KzrI1rzukju0qWCsLyOi4ocnv8Gcje/o0IXeYNZysIjC2Tp9mg625LJqTt8p",
+	"22BgAgcBUYu6uvsvjETDobMFt9kcOoitXsjncGGb+e3tRqnsDrOVGvlsB1T3yorFkNQx7hzy6CgfHq2d",
+	"5nlbjmwlPY4/Nv/hdcFcFMKKPnUQQafbUsvqGZpDwYlWiUxX0GllLq3pKIDfslRpOzl39mXkPIk+KA2r",
+	"1YXSVz3Okh9hai0a3SgzWnNluLgh5S7ei1tWp74diFy3Fj6DgPN1SexbHGT9S3/X9qXb/F3SJB7TSLJM",
+	"9npRqZyOyLMuuT0xfezwVmns1zLnN6OxbM7V7I5o7PYZdHf992Tnj2PQ0cZjYg+0lKP9/+zv0XNYyLbs",
+	"/SMvy7G83GsPgXlfiCXUS6lLURlvJfiIC3r0amUG3NjEnsmNPYr9leXnyPdu4PONeONQpGMjtwE7Tg55",
+	"A/D417KWHlbSy4Tf1hZpxDulfc0HBlMUAx7tEwdwXrk4h9Q8rU4CeV0IUZoQYXM0RhhCEZkdsTMfRQGz",
+	"xYdvvHvcZyfwhYDQ3AANktx4QLGUp3cbS6GoFlP66k49JZ/VLSQqIdpqUe1N4i6e9R47EodYy/3cZTIq",
+	"e64HmV8ocHYd9nNjDJAqhfoS6PuqsEhQq+xrkQJvMLeN0hAp2rxGJmxLfyYTildSt3WAdSL7vX9jG9F9",
+	"rovCt+3FKT4xzI/tUVY+x8jse6tLRiuGpDrBprUs7KFUlOPpDowSdh+6FH8vSIqHk9n//5++ec10Bai+",
+	"kOkHkVPYH3Z46J9LDxofU1h+5v7i9wCPH4O+0rg1JYzPBc/byYRPDHO33H93QHS/F7ZLiF+e+A7LG3I5",
+	"+TOSxilY57rKxKMcH7ynsHvXuZ8jOGqdS31o9aElWPZ+X+27WplI/TWlENncv0aTgWCBewYTxUXO4OMr",
+	"GRLQDnclYupYQa34JZdQKgN9imGUidUT98qEIoyxt+NccFtjp2p9fp4AzMalzEU1UdpOTF2WurKT9nfS",
+	"7mNUYyP/LVo//VlryyfiQ4OOBsucINqnLZbxGL6i2yeWT+hWTwCHKj1h3z77C0thPyZW60nBq5nwwaS/",
+	"PGVvfnCPfMfSWtEXRT6hx5el8PU/b169ecHcH5Bl+USsLBOlFfkJ+w5jz1ZUihcTPH2aQg87cp8/02fu",
+	"4NexoUVdWFnyyh47VnPo67hGsoNmkPvyscQzWB9/tRVX+Le7ZUbP/rL5pbd86W7VmdavHe3ge9+NGSwQ",
+	"1BuRS37mhMOnZO+7MYt7RaRETG13TqAz2nmyhIFvoIudgEwCb3M/kSPICelD77YZ5l1vtbFYLlMbx6Hq",
+	"SmHNzfM5t1NtE3Y6gzL8Cv7iS0FCwY/vg0CRqtieh/qZpuwOakMUdv6G3JE0fngi8/SI/cNxvNRv1MTx",
+	"lJSl00JnF1LNUmRrNcTNKRq9ECaUbbivQ5MCLCU7QQaaol4A70vLeFVBc3mORQ2iOoRyTajs9IVEUCjy",
+	"fcpKJCtMSqOyJalY+uHQGHEINW4mZfs8oObldeWXShXt0rBKIIW5IbliKbIcBq+zq7ksRFO+g4k57n+W",
+	"hn3z9OnBEe0/ld8US/rw94zHG0MMyiff0bh/YP/cRo5Mee6Zb7oqZRzLdmQz4WUZyZELsXxivJ8OWCpq",
+	"gEAGK6Ip8rbjGwtpMq3OAdUvT1ayf5B3L3jh+KfI/UqS9mS9dVSrGuQcS6OKSZAvfi9A3jIIDjDut87N",
+	"0/0bpFJZTwtAbXBiq0WDoblMtIoWRUuDEAX5PYhJ2AJUJspKTwuxMCdYUBa2gipKJg0Eo/s8dyp6WFMp",
+	"lcL7ulLESsdbimohLYjMbiQlnAJETlZuu//iCfv2m7+y1MnyBVdLvxCDK6y4FRPIhPArg4nBX/CqzaXd",
+	"Uly/Fyp3/OkNMrxdRa7n/L4EtRv6eSCNSFYne05vOwZu0msCdS3BLs87YYJn88DzoJoRymMafoqsCrlq",
+	"b8F0zBBhnXDZCj0DQzpUzgMre61newk9QfKp/RSUF7mfm8PEp+1c17O5HXj6jH4N8Kbdp1DqJnuAQzKB",
+	"AvSJYzqTc1kUIm+/8LN76JV75qWuFi/xiZ53rVwIXdt1L5/RI+23G9Lpf/Od/z3p7YTdeiu0nW0aOSbd",
+	"Xrv9L/wd9dvVPpf9j3vIg6TbjKv1eLulZBK151l5jMZvNc9YeagZdZBeGlKhRyZC5YOPvVDRxyaQaj/0",
+	"6EvMw/fPVug1HnycvMoe6SngA7WebzXTSGKQvpXHEOo4aUNBrTzVbFDpLuTK5N66v3ogBalmk2xeq4vV",
+	"5975B57D78hahh52NkN4zprhu3xmTXM80ZP9R9Q8jae0irXUemUFRSpZASDpfZ5wjZJV7ITex/0ODwah",
+	"nTrqdLJI/3SqYksrSTCPktipVxAVCwoqRbXu1NUzwrp66QvWr+Uc+vabv25+4UzrN1wtaTnm4dlgp+Yi",
+	"0nuZ0Qth56BHgQMnE/JSUO5TWSxjo8wRNXvjDbEe4+z4I6FkfDo2VpfDttqpuQhATKDDwXTcy85kEypn",
+	"glfFEhJynTWXslyenwunaWJpkTfBwD/iU93B6+S+gfVvoPNyZ2IxpQ916R+WRUGWjPFtfEZbEAO2g676",
+	"awFo8mg7GLJxO/qe1WXEdn8Sin4dk6sDq5U5y5wt2NQx4DV8YvB+mgGvfINospVb/rrqaBsQyG3MEOAj",
+	"lng7C3blaDeDE8KHe7BY7lTHfS+dzvBOGHeBh/Mxy2DtXjmLmvx7X0RNAASdeCQQ8LKgs8N7NfEuIuLQ",
+	"DAmfoEg3cJzjxrZc4xF6LaCp6JL9Ugp1+oqAQ6jrU0gwgN5UV6ISoccHJG9ciCUrZXYR/OEnZPLCdRbZ",
+	"XLv7Bv4albNcC+QKRhRYV7gEpnrEXuqKIR4J2fAqh/9uoEigKR03FqmeeKmv7oVc5wT+GTKXqJgQXEDo",
+	"cZlLY3W1ZPtKIy+HzYV8XzQ3D6G9ba0KYcyquwrSluSlUFg+bJbGioVjarm4FIW7tlHalNuoPG/6KVDs",
+	"Txlb1RllvzyPoFfcEmfCDi0T+KqsWAorTRFOi+2j90dWWKzOHCcEbFYoChAfLD53cNKBdZG+ftm91DxH",
+	"ETxJXj5CkY1y0IHx4xPwlm+uw1IrFsCv6wocIlaXkxLcH/wD4dylMFv4Q+TyoN9wR1N32VNGOndc/49e",
+	"kMDnW5lBjk97T6L3lTnOlcZlEZEXMHV0ddTM4Qj0XfLPYZaSUDlJObSS2b9+/OXvL35PT1jj+muSD0mx",
+	"Azi2eCAebOxzN3EwslGDCD5BMrEZYdO4O4e38IlhZs5LAdA08PBve9+zjx1wGse98V+IXvPpUzqU5Y+f",
+	"bXsVduQ16Rvqnrwovau+BR/K92t9KH2jguXkrkAS8OiIktwNo1eADAihDJgAfFiaDhke9Ye1h80UN6ku",
+	"2XviA7Xsquf2dA0XfT54dfBL3lcKvv7OhMfK6mgfRgvrlXe+3f6dMTZL553vrrGe0XpE673RcSNeXHh5",
+	"0zjxfT1gYCygY0SqAcOkiVijIFXgOcGJycINTYpFeHFEtAki5Zw5nb4QhxBsmgXVvbFREPKFICJHBYUq",
+	"UBoh1D0mCCRN0LIcHQ8GgkYFgBInHxwjx5Ei7wbKuG7MJ+kN97gPYMBnRPC/YzXtA3i60mQ5HdxPEH/A",
+	"5d+yAufQRVQjIlPlqEEqdl7I2Xxbjz+KsYah7tjzf9+S6/Px/XvvezPjyJ/mffC9zsIRTtyRDtwtnLcr",
+	"jltyofZOnxypbXdn75MbnJ4b3nHrG4Kp8xYfqNyfo8vxi/AHkscJE7Y8lKX792Ek0HhZtuzyxr7rWuer",
+	"QvT6XsFoAiu+QWexkHsNM4/tnKvgJ6IkTXQEOkOZGVk4wgFP4GbJdFOPnt/URyfeoxPvC3LiAYuIb2XL",
+	"kUfXdiyjiOqltgD+aL3nVF4n3z25JXE3Du/TYQttLEQ2nCbIaqgJzQkF8YapQ4fGLgtBueIqX1O1mzqz",
+	"F5xtCGirdGsp/fCk8VrH4orEV89096vR/ocgNODqreMeK+gdz+vK6AptexmS5c+l4kUnr0ZRa2VxKXVt",
+	"AP/iiL0WHAJOTNch6yt4/aLS4y4ACW7ndlMNEKrtXQnoKwzKARAc82Z4qltjoLzXlUXkOCfZCsHBEEsP",
+	"U2YgUgUmpRJXjtFYTVCeQ/N0r0ymy/6Z7h3SFZhATxcP8RRB9Sd7h63/aj0fv/373YIvrdyHsQgr7eLM",
+	"L7sCYR2OS5vpxmw6/nsPgz7+2IkZjEPXaLM4iKtUAuK4GXAmW3FQ9Y3E3F1vA0BJ7n6pjZHTYsnSj5/S",
+	"gxNCH+WF0SRm3QikhuErhMpvRcULlqq6KFKPDK4Yz6wJ3RC88rhJAECeIEZpOMZbHPOPWb/Kh2EauimX",
+	"G8BA4mPYxOpfBU7bGgRYmdv9AX2xc4x3pTd2W6NcS4/UV1Ra0hWcG1rffepVJDs9jwLK/OYhT6CFw1Qw",
+	"sSjtMvGE5ihlaoTCqoJxhYddAonAA74y/uSxBFpbcjMWdYw0P4gSC+Hh1nhPDMulKQu+BC0t1AaQ6xm9",
+	"uan7CY7byWEVOzJASEvb4HqT7sdrqyf+sRQh5WpxU96TDINQcoT+XmCryGiGU+pE3yK8OQd9NEx6KWxy",
+	"S4ztnXATuQ3G5vZg5qs/lbjC8OiD4nJjdRfclHvzvzYTcUrBOkia1gkEXJVm879GRoWHd7uM6pJX0gmw",
+	"bQzh8A67EKUNNaLxt1uYmIpXlb7CvA1fvbRDDtTYu8Fg9jMOnZTbc70dhtMxm/877OwI07lN7mA+N7vc",
+	"YzrfHtNJrq/87N6Ib86tz4DfiX3ebPtDsM1/UcXSzyK+et7F5Cg8FkadmfnHJ/Df8QwX/MNroWZ2vvf9",
+	"N999B9Py//3s/kzrcGeuY143R/cV29lt/qzPdyQtjj8G0iKLfD38IE6rqIX3m/Ye3EnQsPBZjHSzc9le",
+	"FwANZQWvnEhZlrclS1q1koH9w0yeGCyKD8mW53IrPZV8i+H2bkZOxEyn1ZuxtTBpjTsVhVYzt6m3IEk2",
+	"drPsm1uYyiaEx4i+HiK+Y9/Z4Mk9AOXaT2idgh0OYgDx8Stjnh4ksp8xbWCb1BNxGx262/iRIj0AQG2E",
+	"6Nefp0tvXhPcOLCg6RIaaa5yEicQfvRT29iORWbzDiJ8wjJdK0AmAPfCs7tsNdfdoNttOnc9Raw7J1TU",
+	"4UACpj/oZIBAcwOk+KSnW44Cz81qy9Aorc67mCsx45VPk5cV+KyNYQZ7RQxNTKqsqHMx4UXRv4fnvDCN",
+	"j3OqdSG4Gr1ZGa+qJSE7GAEke8IqUQqCxgrkCfIacqosnxG0l/hQFjoPbta+6Vs+m8jctKY+vrE+KAJ7",
+	"34M42dupvks3cqgFXazddvv63luYvt0JuVfx7Mw14pjt5q3rAPvfYPc4hDVsfQ91O6VZrrN6AdmlUjFp",
+	"T6I/NPUhINKueJV3AvgQWTycLhFUyrcmhr8AYmrUH3p0w7rM8QDFxGIq8pw6Hlei4irkjxWOqTulcQoA",
+	"MXnSbWHcfKzp9OxUX/cwq8tOB2af8wGZp14J/WtozAum3iSvkTxjLBHgU9IwXlSC50voDKyGkkKJSnfa",
+	"voDGuCeFya9wQD/q0F9od0Xh6QdfYTwiQfC5VueFxH74u+UQeN6QRLkobVc2rOUVsX517FuFH7vreogw",
+	"cOua8UH/D2duwvWGVnfQlje0HK9qRT0/zjHYIi3bd/ctlXnKZs7ck8pqlobgcYpGdVrojBeQNpsyo+sq",
+	"EwdH7FQtQwdLqoITHzJRWswohf+0QhnHYk7czYQYjxsPOJKbyVS4ZyoOqENmrq9Mc4OrGuJExPEQ2zAX",
+	"H0TeZwHD3CYeKq9pEQbzK3mF6VOQSw9vuL8D73DWLLYPa2HLkIy2PmYD38FYFbwf0tbdDz5nfYG9B7lq",
+	"TmF11EnYlAltk4c0Wtk1tl9WelbxBRaV4WmbgwTh7+BjEfpdu6soJukThqf8t0C0nNDiXqqcuGkXJg8/",
+	"Cyh57Z0gLwRsR0DO67Po3Rm8JZqjhOobwOG1Q9iYud1na8Oq6cNuVpuBPNu5kPDl6+VC3h4EcrxtuJEb",
+	"8yIryLErxJePsbdbro3bzTgSEt7ImHP28m1/Xl3WjU8OZ+5gFN5pf07rhwLZosDm+BJKg8wJpfHOZiLv",
+	"s58XRhSXAiuBMOMH7AdDaHmyleMzrtmJ+0Dw+QFPHEqgCRtwxmc7UppWB9pKcxrIA6E9+sx6R6wn3JDR",
+	"0VXi4Gw8zZ65/3XGyEDbTgSUxX7aqx/ygaqgsidoswJBzYe8GGAE9zYO+0nY+Ghv3AY9mL7rSKpFtStW",
+	"8SqDPS2Knq34nAxTmG8fEZTcZvNVMvhJUrMuuP3gvuAeqLM/jt2bFOMx6sNc4CtkiEGYwymmoWn+jRgS",
+	"uqHvgCGtDnRPplybjPv1gkqgGLB89mV7uNdfiZBDMo419htWaM55T42jSacczCpdl+6GdN1W465I53IA",
+	"ew13gm7KUFdjnNAdkPzqQA+Y5OlwPquCoHF+hFHUu6J+HpMmuQa3RyoqBMSES/cWQjm3BzwJ8K3ookbn",
+	"o5wpZ3uMUy07K9jE1H+QKnfrOtO79cyd8dkPuEu3pFySX9Zans1v0iX+gfHRU1jQIIGMocZabaTHHwVs",
+	"m8FxIAjXHSmJwMApBIJYzljLqYtcVAQW4R9Id0Khv8JyzvjsZaUXOyfSX/3m3SqZ5uILI1MkoDXks4FQ",
+	"P/qowhadELu8udXaFs2pxoWJQRzMyWyiJCp35mibSntCJqdvX/nYJjbo8Ik2rRgJeBxLcDn26dYdPO72",
+	"7IfM/Zi+x1BYZ09uweDeOebovZjoG8KGay11rURv1BCqInQuioQZwats7gPhvn1irayozLbkZq6kdbwC",
+	"6M4RkbQbCnHdLRCYlMxMnc030tpPwudvuHssi72HEg77ign3J2G3pdpO4k3fpJpH/EG8yiENYcAtgelK",
+	"1M0CO4QRSZeVMMRZQ4tRR5aF4J5BV4418mKVxa4t6clvIcZ9HwwbvRS7VUhaY3wW8ex7zvr7zJkAnvd2",
+	"fGBQrzr22tBxOx2lp/PpdqyjH+omd9Zqo4GBVgi9i3xTNYj27L/98WXCzv7XWcJ+/OX5/8Joq1zIglcE",
+	"1Wp5ZSkADbivDcvh2cWscgdxwkpdFHTBnZAWOUunjqPhLYZY7gAIdid8nawEmJN1Ies16G19ADv74gNi",
+	"Hq0YV77IO/ULnViRzZX8s6YvlZV2/GxS1YVID1b53n7E84jhcVYWnJq1sEqAxXFwK7yO8mrobJ0hdvNo",
+	"84g8Hhrvh6Ub7SVk0N0x76MZ4Hw2RIiVuGrIn2r0GVAlocpAToWBKM0jU7yGc67NWzB8HLFGf1hbM8XQ",
+	"QXLnTDEA2FjKs4lcguKDvRUGGECC/BcOCckyXOmN2tk+ZMp+4IuyEABd2cuk1IqcemII5sYvGCHu2JTn",
+	"LM11Bm150gPP3/rZ6L7SXvWrRC6U+8FsZoDJCgfUqkniTNilyKyuGGZBgp6J8HW7ZpQbu1TeONsxcMl7",
+	"7FX5yCgfLqO0SIE3YpOT6XJyu7pjWYmM26byqifjii+i1GmAg3/7y/sztp22myasVrmHfy9FUQQ4YPi7",
+	"ySCZEwgPndrYVMGwffBzn5/LTPKCvV3auVbs/Y9/Y3yhsdxgcQDtWI7YKwtZz6ZBuveGpyPvmbyMf0Kk",
+	"b3OCTTlpMDPXdQHF0dj+YFnOhQJ8i5Lb+ViN7Newokfd7JHl3LduxvabGxau3sFtsKLb1djughVRA++v",
+	"gxU5RWQkK3rUfh5Z0c61n1tmRNvU4zZlZFDe0XUDRdW457KwolpXjeuBvNCeu04Y8xYsHCj+DRtxb9W/",
+	"W1T8RpV8Ua3vCYU3qktRMSXc/68o4NcUlzx7+vSaNcEjK3+bud1dzW934ID40qGvISRW+LU1pAdc/bMW",
+	"NaLwe4cBEAh18xTUXyBgku8le7mEluHuZ15lc3kp8ruGYPXEPKZwNuzaVxyohOTnPOIAfUz0JsHJEQz4",
+	"ONdXqtA8P/y3LHfjuvuhVnlBulIIYWBBHii3obEZuu8iJoMZA/+WJTx3grHU5ncQ8pm758D+WuERw/6s",
+	"eSHPl2uZ+4rnC6ObFNrUFVMaG8UbE4FUdwJ1AK4GM6V1hBke9IqJ/X4BAT312t6+xtvpkWlVe5UHPdkv",
+	"dJ6Bhv4py12Vu/QMdWt6I5FjD4zMYG1cr5L4z1dvGTHErzmZh46KGSefebF6y/756u311bjjhbDcOz9u",
+	"n4MAGqsfAvGeABG6o5RIvIXOegvorNgNx6lIUPvjH35iwmeqhFpalbyykhcTxDBPE7YQ1QziBgpxOhZj",
+	"kzHi+l9/2UE3xBqTsBIM7K80SQh4jchPFptTNXyOhlPb0WWPDzvbZwMK1rZZzs68omQKWuUbf/a74jLt",
+	"Ye4Vw2lM3w8iLGgbi7Wuj+bnNrzqvbB9l32Fc0XsKpDgOG6FivfxRw49aT/diGn1AAFx6MKQ6yaAGIb+",
+	"nqVCNV2ESGmH7n4LuPaVsJUUl7xIWEpiKyUm4F6o1aT11wFoNlzYWlQ2b2ngdBoDorEf9pK9ZrgBW2Ig",
+	"+e3UXTACdqCYKfE6qynBmACRGv+NZVpla/LdcE0rVjb+Gdp5tpnvE6gzthFL40WhrwA/ApJBlbFcZYI6",
+	"Jcb9pgmz4WBsjtytBDx7OOt7byDugq8OjvdAWetpUXSJhpgsktYjl93OyUf3cR5uqD5fy2O3VQk/gif2",
+	"03EneWLQ4/dOlLqyJmnAxQJvAIcffC5hV+AICzkdxkKncMQ8oQQEuI2hwJvQQ6BpL9WQaCVOgpMe8j9q",
+	"ZWVBnEkoWy2h/zA1rBM5cmtq0nlL3sIhDYx0OVhuhCWDU18Hbe0P6BXtTcQ9dnRl2yMNuX3eUg6hO4nV",
+	"4pKw1q88Yz1QdBltF1H97buGepFfMXQic4/BhDE3R5BoEkVxO58rNaB/+Flv0VlhFEvx/xzfZKgVH+JF",
+	"0WEHUBWtdb56qb0TddKMuVjUFtW1cHdjS8+/scvM+tWB6SNbmnFUI0UfGV0kFS/3sTxKtIJkg5d0Y0lU",
+	"zA7P66LAgErqbaA0At7MRSZzbB0TgMm6thIUOiNSaJ6wQpxD+7wEU/UoxXFDbUkzdEeJjSYFo61BSrwQ",
+	"S+iF5KiwEjxfIdtxavRaUReKrtbGzlJeFCkF7FEAQS+9hKXkV03jP3s8OEizDMvFuaVaFcuU/VEbC/hz",
+	"CT6FyGPwQOulocDPovGY9PXgQ3hXb6Dhf7mB95I9mvB9RXZovwccH/5wT0hJg+2ExpiCO9IthYKe2xEV",
+	"Pers21e2bWQ4N9EKNj3sdcy1tW+hqUDLGvfJ2tRGWokr6Lga17RwlR/rChI7fLlcgg36mlwOxmdcqvGF",
+	"K2dzaXyCeAkgkZXI2RVfMqu9YtOfdbXKH3dZ4BJnikfz8W10HRsFgDR0alDsC9Aoqenmqrsi6TLTARTG",
+	"DZiKgxV7sfqwkwzJ9jifSYakbyK8LjWpEodfbnbSFwm0mO+gcqZj0YRY/KCP5GfuJOiUZxfQtX6mnIZn",
+	"5UIcQtRH5KyQ6sK3JNSVnEGTJuStUTiZG7bgOcbN1wfIewPgTZi6p3Kkbc6ALbMhDt58bkTIm0LjEYgo",
+	"3qg5R5PE1wOOCI3v3YXGRGP+Wq1Rmyg2687u6FG7iXaDIE0fjMaz/ZU2YrZNomNbYQIfxZpGI52sxtgp",
+	"uprW+HSNPhKMtgZAAAvHwAc1l7P5IaTTrACDe82khtjRzeIlaxyisd+B7nd/PuV7v90bTMJnh+7TOaaj",
+	"qXoxFdUdtE5xZw3A1ifBVp/qS8GePX0KVrtF9YJxc4N8ye2m9DchSsyrIo8YumSNaFOTMGwfAFF4yy2e",
+	"NAWN7t+o+B6saRpCAYaRDUN6EiSv2y9k88IxbRRR3ltpozjETRJHd2maE8WPybnEhT6a3FvnaCIIB1AJ",
+	"MMQeefQcfr5r83u4VBrShypMwIaSFJw+AOG1DBNvhvTnN92FxBhMo4I5Yw8F+LkTt+fsv36rnz795j9P",
+	"mxXhK153TLEqB+ukrdYYEIwigSbKPNgovHx2qK6wNvq6KVb98iyhroVKmrnIA/cFddfndg9VDEVSb3f1",
+	"QX6Q++qe15nEOgvcEzt0hIEMgc+kJczDAtDM81620cf1rq8YH3+kf42P6eElB+bl4R0gaC/FYEBvTXuo",
+	"LgNr8ac4bdMbtlGDJpgrdUzDaY3K1UQ+ck3+kbSCKIFHDqrFGKiiizM60he+G4X5Hu/NSABvR6ieTvt1",
+	"hBENDTAYBeKUwGHhe9cn7Adgy21Luz8Jb9HtHl6xPdA6yfJ4HbZ160Ba/vBtuCONefPTRANr1WsP7NhU",
+	"LFGcE1t5N7KpE7G6DeV6rO5sYw7eyml19w4LFEGj9OkjKEQb1FVIIYDvPjyBhr74WKDtCi6SxrivhNjR",
+	"DOkRK/I2UmHXCOxbUm+Ps7ks8gkq1VuUvsNrkQdCg1OnCgbvZhfxjpNW21c4ntom8f7cLY32+dFnu73P",
+	"NiKMz9SB2VDAOB9ms+KjR7fkCmvgX46e1WphFK2TSWVkLiIFDP58whaCK6h8bNeEIjs6xC/sp3MpKkjV",
+	"zXgxAbUqPQD16q4VNI+jaHUlWCX+EJlFrdKtF4oQ7soleU32jSfU3N9duR/DAM/xc/flgQzzWK+Sdcj1",
+	"URfb1unI4+27K3Xs+GP0X9v4Ihu+BClB0hp/g7bzRbZ9mcsIrr+C0XJCYepwjrvnEUmbQ4DNFjHnja7I",
+	"DsMY541sDfDok7yBT3LtzXqYOsLmhxuaGp2ZHO3EE9OARm9222wtz9Em/5wuKro/HiX7Gjb06HK5pepj",
+	"uHlkudyy1MdM7Fvp1nGD3Iz1oKh/EyVqCi2c0hM2FXNoB1TIC9ynt6dnz3/uZuA6rUEU574sugd8NIMm",
+	"7cpYwfO7LGi4r2IELBJ4LEl4LEn4mksS2D6yE0fgB7dWn9Dw0xvDRt9SrpsPxrXyph37SkiuQCWY064g",
+	"k5XiW4jSjJ5SXhsK5jUlV9pZXT5gBlpgBDfdLTfb3AMEBjKtogaaY7ehRxf3z1d5+b5tdI2Vvlrf+qOH",
+	"+W6NUBPnqW1mujtsztE31OcAT93LdGXckCbGvXhUHG/C9W7UmaOfzd1Ko46dqY03wNJfryV/odD6fWrb",
+	"XfT4eFQXH9XFz0tdTNjtQvwPMtf71CHvgbl+wX1L+jS0nXcteVQLH9XCMWrhLbUsmUt7aIVx9uNuQK4D",
+	"06EW+Js4DiHFthU2dz/Zj/J8yXhhNDblgFiGY2EqZ0YvRLjmyC7cpUyID8Az4O3DHFALKUUAQ+04Umh7",
+	"ucIBfpb2TLTKb3dx5d/Rku/pmjfDr7vfkF4VNKa4FGnh7rXIv0B96bsxS3mlsIMzXfDdw0jjNeq6NfYD",
+	"xLK/z3BrDq7ZGjxGvl9b1bEaqXsSYbdRDnlAjMb8xlanFFYbj2OP7hwPAjetZWEPZUhEh8rGK4nEttKk",
+	"9tYBSzdhDb6WJoC3v4QZ7rKMozXSUEahu6edrf/akwk729EPrp7sQO79KM6lavL8amP1ojMbZJ+tBmA9",
+	"dJhxxTJeVcvxIXtoEiUN6MsqYYVWMxCkXLFvvvuOZXNe8cytBILnBTdzYTx+WfvWPaQeDaiGti7CTiuD",
+	"WyNtJZuf7ebar8vMg9N6VK63z8lrX8ltmy/4t4/9tRklL7viEczWpbFiwc5lUUB673RJQXC2nwbT213s",
+	"NGEpQUdVzb8n1NwlLbix1Osl/A27UqUH9y0yfxL2B7dPr9TdCc7+AQduUkfl+NqFZ9iOnUvRLW7Yjvqb",
+	"hAYmpGLirezqoFolUXuT+NGFuy076Fsy0KCk39YOHGbo5PqajDLsM+Kmvw1/WCf4b5VrnOnZrBB993jv",
+	"nlsi4fkD7iAMFKA4vsr+RrgZw5TnqezaMvaj/9emPHZMyIZs2H69W8/QxAx2KdXANbr43D0HuDz2fm7F",
+	"Pn0JZnwwEvl+w+0YSEPHTXnEvg/Y92N0wtvuUtEhUTnUgyK6A2sFSugrWdfw5PguVz/JyzV3B+1ZN5kv",
+	"3R7d8gair/4uzNOeke7JdTzKPK0g8TZ/NFGvU98CV+emVmopS1FIJfBnMAYPy6KeSWVG2aswMrU2VjoX",
+	"A66qJ4b5kZJGtOJAbCrmUuXk5kVsjrK2KBYNtawJ0YVK5EJZyQv4fcGXrDbiyClZF9NWx4vOlQ3xXzqW",
+	"MB+2H62BkijFB1uhZp5gPAOClEtC1IfsSlbVhfC9dQpuRdTZOokGhxjnAa35SjdMKxrVwPKUjld3wtLm",
+	"SCaFzngByVkp20+j/0qo93OolAvLgiwH9AAcUKeO5ntXYjop+Qy+diWmRloxySp+VaQJYS3MBDsX6FCf",
+	"Ltmv716fsLKSlxBzVDkrtC4RlTvPK2EMdWGpxHltRD7CncCZyXQp8lbXFB9/79b33LZz/sewE2+J1jcg",
+	"Mbzz7VzKelogXmFDP46VHnjpklf83LL9c14YbFbdh0AgzSR8qB8jAWU2Seap1oXg6hZgCQKY7Nrgfmd3",
+	"VrFmB2C9u7zgkaNfC+FgkKd6kusN3L31P+7K3dIjKo5hescf3f9giL5Wt+t76aMrZjWrapUwbnx/TOLN",
+	"8ZMkxdox/B6tmea+Xe+2ITfLu1qZBr5uZeKdc8QEBVsJvjBYRu074bkfKnAwuEVCUkN1CAn14tJt3xFz",
+	"G3MlpoQNA7sCKVApCs+juiqwsshjV0ehVnhnn3y/E/dkwlIrLciTlJhJenBCOm7ROwA0lhEqczKk27Lg",
+	"iWGSpE7P8PREDpWH5oSFPeok/0MPLeighO3KI/nV25hy1czopPvjGVTOdND50sfYSFycSwt2wC4A3TfJ",
+	"pHe1apju33W+qwyy9iDvanUj48CpSsdAj4dIxO2JrOCVfzg0RhwiAcPVac4zAKw7Wzv8+YV79Hn4Kdnr",
+	"UsDq08h5W0825TCrj79tfkv2yv5H8MqvduddvZZ0l/01d+T2pLnUj9JwK/umVtgqsMNDN8m+EfLrpkJq",
+	"Pfd3J38110XE5vUlJasheE+s+Z8Qb/O7Bfg8KUuRkqSaQddzn6wmQbgMkB0ZVum00NkFvBkE0f98/8vf",
+	"mZ7+ITJE/kY/SK2Aux6xFzyb+z2eikwvRLtNY8L+rEUtyOvpkzahThf6Ddu5qLywULxgurZgwBVBo2la",
+	"+qIdJ6tW77IAyNh0TY7kNnulyL5LjeWVnZDITsF7RMjv5+3gxqoO5bsZSiVCh9OUHTd/q6DHfLDIGmtm",
+	"UL4csdN1ouschBNn/kBgx4eL5kCYQNnvcMFabM9xOndIeRLeKeYGFTlLr3R1cV7oq4kHWHffKoqAk6d8",
+	"8wqkofEeu45om3Mn2SJap2bOTsA2QPbjxer1RCqK4+8AwopmMqlqRXpC8xF3AnAsvTL4baNf70L6+s/f",
+	"VO7e0gwofJXcWI57Uey/3hLEcFc9DXYfclrIS/8bPQtXvP/R9/RTENWtJ96iFF8h/O5z/6AHooHDOwOD",
+	"+1f8BIbcmbV6YkhDZ/uBhYNvwKn3yB1Jr9/3bOHgMTf2btSJNhcZa0wPKxQ+H32HygT3ydUzLpWxqwF6",
+	"NBQbf+xUGHsIaddO4HicTLK8ZMWw3ubE58lPtZ07YeWoknKE/Sfpvyhj+Ij9w/HQNPxAQIKObzcNl3sd",
+	"v05uUYZ/A7dclkVP1qLf3XZxN0gBbHsnehDcjZVF0cZ8TsaiGSKGoX+OFTy7MLEXtvshwCuaiA+ZELmI",
+	"pdNcgx8idDQHvaEu6X0YZpLVVSWULZYwHyqJi0R8KJLDadG7ZBpJrSYklFakGq4CcE9AuCWDxvCU5+hd",
+	"Hx8to0qqgajZVgX2kZSWdP0nqM2uLIkIhvLcppXgF30ym27gYxXGYxXGA6/CuGaxBb4zIhDnHmTcWg5H",
+	"bTXYBO0p3HeO5385CiXRd+bWtcsCxTDMuoqIZr/47BFc2VNRTyJgRL1wcjePMQiVH9bG/fJRqHzi/ulz",
+	"tzbSOrXCrUSmK2wYA54MJ3SrhImj2RF2A1aYX0LA8OR2Tqk11mS67DqQv2VpmEsPvVfUMIZBX0g/YG8u",
+	"8wuV/2pE9XzO7abQoqND/y3wmw/EKaJduml2z85uHS17PaZgs3HXv293fHtOy7L/3mh9weoSKM0vC9Lz",
+	"4RD9jXmhcua2xXN6iNgfoysHbIde/f+9hcp47UP53k+GPsQwWmwAQE117qHxCm6bHl5RhgBkQcC7GVcs",
+	"hHGg/JYqBsALJfOeAIvS+KMP99DtUBonWfIK2oUZ8Bp2wfbwWejQCBlebm3Nw8M4fI3Ege+TywkDU4Aq",
+	"hW4z8cEKZZyiDKa1aNTR8Etw6UGOyBXc6X1w0PMFugjxCAwLvV+PxAcIix1NuYX/Lc2z9CDpAQCk3s1B",
+	"qMLkTvox/xpFV/470qvhCC+kytm+XPCZSJizO3TCeJ1LjWBZ3uNKzcHDufKyfGJ8sUjDcg7cFnuL5WQd",
+	"0GBnm3ORFbwCkc7evHrzgrmHjthpa3xwSWeZKJ3ZcjXnVnhfN04H6aQx/AxfoqfYLdIkzclQDkwoAsW0",
+	"FvoQ40Whr9Apm82FO9tmsmEakfLD2UIYAx0UKlbVqi8nz03MMeiboyfyPJfYjeRt5Uax0rFWZMxl9JeP",
+	"ex5eqS/TthCMBoXIdnDeu0HxRLyL1xO+W1Vg91OpOOSYrPjr3F3vHzRwkau5ZlfOjHZGm99UiMzOuRO1",
+	"PmmKHhYqGP1uDqouCqhIaKetBJETi6t/4R40tQsYlrjr6jlAQwISeEdDDIkr2O0rbkjruFsT6nNE5RkS",
+	"lrjdnn7dJYUL6/6FooqurKE7a2IZ6s6rLT8/kpD6dFxW4lKKq1GqY/uadVMSHPUHVgfcn2CaD93mpD5Y",
+	"x80E544xJCMsk5YsJlFha5ymr3+P2eVmjnbWJBdKtjxJMMOpKLRjl26XqBmnY4O6Yle6ujAlz+KsuG7Q",
+	"iL4lwc/mo1KV4OBQWWWFb3H/Il64UWGVeYMKSbk3xOk3pdvQqd1IhV3JEnovyO0Bm+d2X7HmhFjFYQdB",
+	"58AQJoSqcmnKgi+HkvRap9yfpQdZfj1peslaZrvgF76DKgmdEzwyUO0SbHRku+w5JNiEdS74EgON0iYo",
+	"kg2bCTtIY0MLBflws2ZI/3H8H23eu1EsfUpa3FtnVvSHnzZ/qT8Ww6+2uuz7Tp8bmhFdKWye3aGugy/a",
+	"bzDEzH8k5oZBh6UV5DbArGMD/bwDCwLYD+TtgzxdV4vjeb3gagL+6eOP7i8Tqy+E2uwUcIon46zkMDKG",
+	"4X52H2Ov3MdIhaqEO0DzPSjZlVA58GorPlDkwpdcg2lRMKkSCppUwujislGDTAMPWFvrdFerWTbX2ghQ",
+	"x4/YL+4Ku1ENy0UhL3GkqMHdlZgSc66qJeMMFrrqjhj2rMMLhIoCjz/7hqXRBgK87sTU04W01gkYR98r",
+	"v4sPpWPBsfhxWyUNywptSJdGwLSBZnbcnhf6CjYb9hqgHkdIEDfOE+O9jbQaqALyMH2t2XphkfocK8xa",
+	"GJAxgXS2zeq8kWekp30Cvkp3oxQKGmd1KdOtom0mwLHAMBMrFz0Ww69KfmDuJ3fNjMi0yg01aEDjPxyl",
+	"0r6oCs00E59n4K1S2f/8dliTD6358JVJtCX9J4tlFECYPrbOLnkl3bebZuLumgGnOOozWzDPdE1doiER",
+	"mslSAgAaASQAVfhE9/bGcsyAmbT9BT2DvGjs0n1YRiE4HF6u7UFs8QrFUiyHS7FPOgzQmsLKygZ2mZLr",
+	"k/Ys3Y89E3wJso1bMdPQBj5MCXydKZaKuDvv/nVYSGNTX2YVTc3XloOzYS/Zizreg8dhL9kDB8ResoeL",
+	"7Ck633I95GJaCDvXec/CftZXvqYFPF7SUHmhU3emgjmjBeupe9bRVMbAzV9oC/nN15p1JDpXZ8hZ6ljc",
+	"rOLlnDYWUprRTHb8U6tzOasrkZ9ggz5UNqHEJfUCZUIvTLDIOG3aVvy9dsZ4xfgUYdQ7Lmgl+uzuNq0b",
+	"UUB/nr5+qxbMLhBE3euZYJq0zNm5rDCMM0zJ3T3D/14BUMi0MpY7W2nfsXiWwnpTVkgrKl4USwR391NI",
+	"2X5BntXUryI96GUS8KF+HkEfD4fiWNJRryLa8US4jV1MRTUBt9wAB1poY4lO+eolw1z5o1EcFTvZTjCR",
+	"cHWwf8Cpc78TDbFlcy0z4ShtgWrHCVoOWnWeNbdFK/582FwXuTdhaBq3TCduL038fSfoiGxOYkoptYS8",
+	"Uov5kFLN4BzCXN28PHfwf3PcjEbq5QxriMrPxs7FwojicruF99EaJstO/NwmqMP0jb1yVT0udSYI4tbz",
+	"yicGYQtOEBQTnMpi6baQM1AJjSELfWDCfcODW1qfg1JT6YICbREbTALdJf0CaOTt6xLLALcc9rz2nMMK",
+	"AhuwBMJ2IG2k4dKJ2y6UpWnf+aQJ48UVXxpnDXb4SrMOiNZhGekAEwnmQ0uPcYIOFXfQoNaoM/j+xNhl",
+	"n1vZyanGSGGOpZrEZ0unZSWdLefOivbV/dOpEe7+uYObzXX/oSV7Ml+3ICbzE2cs51jC677qnvFWNNok",
+	"1IZtwT+8Fmpm59gXuuTWisp97n//6/Twn/zw35Pf6R9PD/86+f0//kcv0Uo75Ff3i+dTUXTGe/b06TXo",
+	"8VOv57pfDb7DEOe3z74Z4SquwFSAK/MSEsV36SOAotlhsyfyBEQ/YWpBf0QUasFad+WJVw59p3KVOxZt",
+	"hPIHjzE58gx0p3CC1RBBd/Yp4s4qlwIxnTxY9XldgReR0nszrppEfx+CixKAyU49YqdkEEHxnFahlsPJ",
+	"6tX46pTnPs2vxyhX2kY9nzm7EtNDXpYR74ijkmCq5dzyuGWjR7MJNW/++8kWHod7cDa8h49/ef6G62Ur",
+	"dqxaBBHr5X+pdMdxHguCtrSB67LBAF8X4GwP+d9IX0F8QtDB6yT9svR7dBacQ3unxqaCep22Hps02RBU",
+	"zITXgJQNQqGB0hjQASmMTA+b+OmuRdwrvDcETZFWpZpBvFZCzvC5xHUvdQ0hm36VJw6H0i4nDRQcDH29",
+	"AOlNHFbPielBaoU3G0aJOuJoAHZGrPSkVQXEFROL0i7pJO44DfXzl6SnhFW/vSz9lOwdS3WuB13oP4Xu",
+	"GJhKE/2aQDpgAunleK1gYz03cYIHMjnEMopXDrqJT8vylZvIDtPPaIhNEX2MSEy5kVm83OsrazsLssDk",
+	"psJvd3TKp80m+RDKhVia448XYrkeAA/BIzGIhSHlJtXzQiyTJmXSaT2+p2AAvxHn8gNL3ZkjBzVzfdUj",
+	"rk/zhVTvxKW+gIzTEQIaxqYMKPdRRYMNyNwL+OpNnPsDkHduaY3THMLtD5tf3Zj63FGdgfbiKRBqMvCg",
+	"6qrY+37vmLuHji+f7XVVfHfCjDM8jkCd7mnQ5Nd/CsjWU9/hlNPZ9Kv/b0CD5is1JVCbbDp1xpglSdZ5",
+	"q24ZNdjFyseQpBfSoiIq7RF75UudZxp0d4xpunGzi1nl9v+kaRImgk0Q6mxDxDnM68maMuf+O4SA4yF9",
+	"+wdMxr4dvTFMqwUN1H7Gu6NWbW5qZrVeu4Gnfu/Rrxb8wysc8dnTyA4PTh+/TxMrsrmSf6JDznvy5nI2",
+	"n/xZ88IRcbLnZLFeLPvd/P0L6MwTnrrvpDQ48PZRD4iw7h1wTLNdZE8+vztmXX8dzYXul285XrJaTAn3",
+	"tbWVN+ZpTihvw9IcF/KZ3ogiESV86SrmUBZiHFB22F6HGcdK/hYk6C1wklCy1OYlW/vD6cbt9IKJ5bp2",
+	"CaCHoAICDnWtMnH0dUjzlVtxfanu831GJWUqcSWMZSkQdxrlgZ4zzjKt3FgcLRJNyMwpBCcBBIRKfQz7",
+	"ozaWTcU51RdY/6HEXxNd5AKidpVB17pUAQ/rhKVzbiYLXYmUGb40odkQtiUMk6rEgkvVVxlhJ9mc2wkv",
+	"S/KdlSVVYPJKgL/N/X4I3vo4c2eovC5euS/HjdbtM9yl8S66ftsr+srP0lhdjVLHW4NbDY7OoQTC+Nlt",
+	"odSSjXnp+orIJB7m2rmMK+M9ryujCb5G5t64JVLxe+wzVoAvHLHXgl8KaDJXQ/P0mUA/KuGAxslufZP0",
+	"Z7jdRH/WV2zB1bIhRTgWd42YI3Zt7NCAcLH6U1i/eQq6mFw4xQoiIgup6L9Wo9U7rR7rodR1pvwvHqdU",
+	"n0c7/kVbakNlaL58c5hzRmw83mbvO/AvHn+kf0Fi/bkQubN11mgw7zkigqeFvKB4by4N/gcmTmF6Ay9Y",
+	"pheQL0tuWBroxL2s6qJImeNbauYYrPY+KT+DcAHBrhsHVpQ6XgBJWRDvVjPioaGMM3wc7pEbtB/VrxMH",
+	"oYn35NFrA56uN/jAS/r8GG7r+QyiWFTcimGQd38+N68CvX2khM7S7wkwYUyDjnD4V9xQJfFdF/c8FPbx",
+	"DkGdyY0fdKy84lfguedVIUVF17OVwO0pfB0TMfVsJgyAKg2ogm8rndeAucbOxRWDXZU+LaKpmpCzOQCC",
+	"MwUZ287SyRmFs9Dd42/mBt0sKFi8LH1UlYNu5j2iA2FY9+ucG3LwHNYlo8XBbJsGlOfnJyOZyMk6NJRe",
+	"de69387/8tu0DX+BitNozriS3bKabYthNqh2d5fPvZbFrBzDpqhDuAcNgT9sdnM/4CprdZzm4jVMoqx0",
+	"CdkDmP4e+FjMqJxUZm+8Seq51ZoWthAVS1gpKma1Lig2BiZChvaQswTgUgusYdRFYBHYlrMo1oXC3rjR",
+	"dxsKc0OMC4XB7N3C7pYid5p31KxpfdQMsLOG3RQYeYXs019KoU5fPTEEt1UgQTred8ROMZh2IZZYZykM",
+	"Ex94ZiEdF7Y5YaZx2YEUQdAIWy2dlWvA+JQmKp1HEInV5gU4jzc47x2SUDTOOgydC7F8goWmUPUKmzPe",
+	"X4aDbM89Wu9tbSe15uyhYvBY8cOhYzx0pqBSe09F9MhzvSi5lVMJQYiYmo4/wv8O162dUilOfNg+9omg",
+	"EQ3KA2Rs+bwoUCtAr8l0LjywXKNm9LKc6CDH6ArxhPzS+7QD+t7DkMfxGu+CUEdJ0zsl7layQP9aR5Fw",
+	"TB9rc0ao6BJvClNC5OSRUnkDAYLFlroUyml5xnIroCQboFZWNSKPXROcBueC27oSKy3eo0ZBmEXoM8R8",
+	"ZSaVo2MJx6pFwMtyUit+yWWBdQR9RkENqRJsH8T8B+6MSiYD/kzTCsbX+gDhHpAPwQ0yg8682jbdXoIh",
+	"AL/BYDCp1vcuRWV6I8KN/vC2OaXdahHNQON0CSSHw3OeuQNviOkL0iwaHtmQnztzotUAdrNe8fDATO1k",
+	"nb6wXSF49c4/PTaN5Q9dO70cwH8WpV3eY3bTDSJSsPYWDimtqzcstVaDQ/+8sQ0iFuKMuqmQeBU529e1",
+	"NTKnlCv3ZXb69tVB0oodQdMtC8/7vKhA5+Sh7I/AOgUkOsmOKO4zerFMcrtAwSmrdG2F121O376iNLep",
+	"gKZp++nx5bNjiEV5l016gH1R/C47UT9kh8PHN82o70XMeOl7s4kvDLx6IZZbx0tClZ5TsqFENhxyE3Q8",
+	"GB8yube4COXSwcms08RpnZ/nTQ+sdcxF3xx/roRBZjAArk0xBmwVCOZZN6UG8gBaMHuoUqCKkTnGZPom",
+	"HDQQkwnFK6kNAAQ14A/SuCsJOeNaMc7OK2Hm2LAilxWUYS4HEyrdqsaIgBduYRZAwG/cvfd+ycIdFONF",
+	"ATt0TWrwR7FR1mKf3/f+8TE7/avy+MpToKTm3BPwApkQHQ7NSUKRy+d4Iu+tLgkl0Ttum8beZBOunlFZ",
+	"997CsuBUTRu2rbmT5O4zyK+diZ7CNNnhoX84ZQiKdDBwYd4L2zrMMRGvG0IR3V2YC1folzfkdvbbCs1Y",
+	"nLIa0pk+E138JrQKm9FDo+i59YR2Xa4ikY9sqKuA4tQEfJEJy3Sh68pgn1nM1Cy4mtWUx9DYFtRQwLf4",
+	"24zdHQeolGZuct6lFFIIoRanyubyUuSD1uU/xPS0LN83RszOCLg90ib70kMmefPqgYPZ79wGjSgESabQ",
+	"+mK9zemI7tDqQ8R2GdSOziAzL3VPp4nPPPNlq+dxpklTLJI20cKU7aMX50oCNpdQ2GeEVxSoPUiYVFYj",
+	"qC2rjZcjFI2gSZpSiKhnyGYfTtKfB0LfwdrD0GcqSgRBNclq9yS/ALenZpda0n3x30+GG4okwy1Ckg3d",
+	"P3S1psXHluHhM/HBnulTt6uEPL6LHI9olJvld7gvHC9KMbsVwD+zVHYujLuwSFh3yh8eVrD0fdgLT/1Y",
+	"ok7FXFTwTDD6q+FSOFtiGR505PhjaJJV1QoyO5oOYL0S8JdSqNjJ0t8oE9C5pbG+Px50OkpY7HLFwK60",
+	"vorf/Qa12uSAIwalKzmTmGimlIBiWpZXuixFfsRO4eOQjOsEpE8nEyoXOSubBBTCXO5rn4czD9YdrgAq",
+	"180Re4GoAHXcab5EYF7jHTH0CkyCGo0FxAHwMWdU3Q6Zw45FaRO0gpa7hj510J/pEua+mu1CyoF/YkwW",
+	"sptdk2KMhQeELMsHWyC8h/n5tmm4OWNiT9AhEZZNMAtWr89R6RDl7hJVTtgC08tDvPBqrrvHeGupK0kP",
+	"CpRi8Balr1cC4MSQrrCSrOk6azylXzapy9Ax27rPOB4sVS1YIS/FYIt6lRU1tuOzYmIUL81c3xQGN1rF",
+	"hRBlfCt0CfSGTpLm+uGVTz05ED4awBAVGhQHThAWsCsEjDaQpA6rnmiFX91uLb/vvB0yRosKPXMbFRoO",
+	"ug/B/Tl1P7/Ws70kNFyMfvXtFldANxBjsf+TbRSNl/hkzzesXAjtDPjNHzmjR9tfaQh//Rfe+ecA8YgQ",
+	"MOPe0D1vv/IPxo2im7cVlCmuffHv7pH4naYL5LrXmm6Uhdblpmm+1rqMZwjvDE/OPU7zgifXTsk93MyG",
+	"hESbPij5qfl5IlTe+8gLlfe07ewZta95ZyUsKCADj7+Dn1cafQ48vdLuM/qdmn1WghutpJpNoOFZ+5l3",
+	"/sfn8BuWrPY96DTa8Iw1k94dPLOm2cToqdWNbJ7EvezrSNqz5HV9SZENrn/vLT7T2810zWtrepqeRnra",
+	"ig5nEkx9g6aN36cMINU9MKCTj9B0mmBzvsq0atE0OOA90FCRwu3Pgr2rg63uT9EcF3pND7i3WAkURxfQ",
+	"jC65sQ1kYFUrk/hCO5CVJ3h8mIGGs5aGIKpAI0W1ImFWLqBsHgCOTMKMFaXBLIdYBZIEsa5rCzrIYSEu",
+	"RcFy6AU1rmKDU1wV9U3MvkioeN9YDlBdivEs07WjwgWXRdzh0Km2U50vE8YBG9lYvii7nblLXhmRYycd",
+	"8Kwl1H1HV0GRohAwwIRz1Vfq8ZMI9+e1nm1UbQEO3B0BKbeFns0wb8QCBJNWlktFCI4eT3AgDnqlqy0D",
+	"oc3osBdo83h4dtDvhobridj6CnxTZ+jh2Ev2sOe4e8yCudVTh9+vXEP5VqhiSxgcrOMfYKE+G5pWiUy4",
+	"R3t7FhWz/dX934ZytuEiOx801r7KzLE2s/sCuzWnR43rmhJXadir97+w/99/Pn1GN2SQcHzTO24nE3x/",
+	"r9c0yrkVh4A5nmxDWH5qaKpfe2bw+q1OzHOnabejBkJzQPcxAENlkvICqGwM0i4PNk16upyEvnz0oa3z",
+	"FAYnm2lldCECw2vmjKyP53kljBkxR/rC3n1lZ8a8cmxJp5NBTvJ9EYljkHkcC2NY2mgNoKrVsLf+xQeR",
+	"1ZaCTWEMUgJCTmH4IYDSYM0Uws8dsX9AVb1fIHT3Tlnqe9SnbB+QhLHF+JxfSl1TIzDsfOTbgR3EsQLp",
+	"ey6hQov+PQOKoW+lFJrkp/QhvlbnDBKMVIkeP13S4z3QFUvRaY4eLyewMKuU+FVwQ8y5YVMxcxOtKnmJ",
+	"TaCoCyFNoYb8VtIVvnn6dIQTbjUysQ/gyTyUphLXwdjD6qkdJGuiBBtCDGviFrAxQ5GLE/btN3+Nejj6",
+	"vDl8q+JWIED69WIVRLWe7ncUqwgeSBhNanVPFal+Hj/QfYqYYPLoOHp0HD0Ix9Gjz+fR50PddSKBve91",
+	"gAOfTtIK4e0HCX5wt26eb0ZgjZ1p/YarZUi5fnCB2nc1IRCtSPxtdMPV2OzINurcioQ0wIQSJAhD3ZkL",
+	"oiIgEQqKOmqAIFPwMQWlcr/ROwGBPYpj7jxI6Ruyu+lh2+imcxAhMA86b97VipqVjwxOyhwSd0Pzy1aY",
+	"FLvEog0HTisEM40AxM0thDHvw3AL+7QpSQuCoF+ptzfHsHBk5Y2+xJabC3P80f0PgmZYXQ5bfKfmwhlK",
+	"YST3WuOHVSywZIRutpq57x2xs8a9gcafEiJn5BhdF9a+8Q3uaZbej9HTl0qgS795Z9xc/CQU/TzmzsLW",
+	"yJw6OgTXCnrjx9xMOpL7AfYfA0JvAD/DY0a6g74RHP2dgc/fFMDHrTTUXsTQ81+Ew+hnXtjuFR/NTRp1",
+	"wPGStc4j9yHDCnkBd0L5TMxVfSRh09oyEfuaVgpWKRs0oCra+Yk/ocT7hKDwF+8dr5pkqbGdUBAkYcEL",
+	"Z1+KUKMO/bYrfm6TMd6X+3GmPP1L5JmiHZsI75iAr1GjxGi9ZcEVy7UglCL3O3aahdQXv/Eng+lbAewM",
+	"VCQ//G5dO+9qFfwdy1f5GDbd46f0NGW1p7pNutPdcelHl9Ojy+nR5fTocnp0OX1VLqfdt+v/MrxaFNsB",
+	"UEXoxdcV6iM0WahXM8ekhXlgJfifQ2iJTSBL0B972N/1WhpLQG5eNUPoGPygT5omRcCZvMuS0MN9OBUr",
+	"5zKunMHV60069SVCuwflghHe0kqGwAD878ZXK8iK1nt/JcettgNrEIzDsWgl4DAiWqHthXridRrlP6D6",
+	"zPerxYJPqwF57aTbKwF9IFDrdigWU5HnEIyG7nOVqLi6SNcBYE1oisNqp0+Yao8Ar7ivO6FZLJDX7yV7",
+	"WK7zjUVx6oYgX0dPStXvmy7kagUrVcjShq5AoUfI0LwINX7iQzbnakb9MTxOKnaVxq1o4yv253o1kFQw",
+	"rzzkLAZcPfhyY5gh9RJBYB5QPGYvhNXq0L8CaAO4SEJT+YJbUUGtjlQNZrYbrapVPMZL98re+sIQD/EP",
+	"wI9FgUhVC55Dy8noWy9Uzn51z/d87x1A6zbZDfThmbwUnaaYfmIeebcHzz4G7i+Q/c0RTT3xtrLKQw/p",
+	"1jG2kMFXP/0ea8msxkoyYC7uH1g6KbJ59C2sIev5BpVzwtvhp0t3FHjGbtp8CsD65E3kPS3m/ChxjWsv",
+	"tj+P8cWwix06IkouKyjYyqnzcyUyLKuRrU05VUrbwRGcHUHnRtVprZRbdsWlZQjlRd+L+/P1UAI5YYIz",
+	"B8lScN9vXVb+NKNvtoVoz6ZDAOcQWgXAic2CE3XlKof7t+5CQysZyAr22Gfgj1A5MwIKzNWsrykNjRFk",
+	"AfsBWn6tfv/H0MuIihShdXn7i9EHw+MDdxWUccP2jZjBYweMhx4/TBpmykJaqElOIpGZzWWR07stZuf+",
+	"0DPSG2E5wLggFh3GzjothpqvUyderZpuQ9Eg/lt9C+KeU8wqXZdr9tk92TdPZKmhsNk3EwrKTjwPFLmr",
+	"H2nOsJSlgOR/WLvRdZX1c9Pmlbf0Ss93eVleTKE5MmZ+W4Lq4hYZtkVEQ2O5yg8R0IL9KM+X31PR5IVY",
+	"mi6Yj0kIsESQPAlwmr6as4Phk1CSV0B8OGK/nJ+zWhXQPLjBDYNaUkVAYZAgH3MOwJL49Pun/y8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -16,7 +16,9 @@ import (
 	"gorm.io/gorm"
 
 	"appkb/gen"
+	"appkb/handlers/journal"
 	"appkb/handlers/ratelimit"
+	"appkb/internal/admin"
 	"appkb/internal/apps"
 	"appkb/internal/apps/apikeys"
 	"appkb/internal/conversation/annotations"
@@ -24,6 +26,7 @@ import (
 	"appkb/internal/conversation/conversations"
 	"appkb/internal/conversation/endusers"
 	"appkb/internal/conversation/files"
+	"appkb/internal/knowledge/datasets"
 	"appkb/internal/knowledge/documents"
 	"appkb/internal/knowledge/retrieval"
 	"appkb/internal/llm"
@@ -80,6 +83,9 @@ type Deps struct {
 	// Tools finds the tools of agent apps, tool nodes and agent nodes; nil
 	// knows the built-in set only.
 	Tools *tools.Registry
+	// Admin configures the admin API, the request journal and injected
+	// faults (all off in the zero value).
+	Admin Admin
 	// Bus connects the replicas that share the database (stop requests,
 	// news of workflow runs); nil keeps them in this process. The caller
 	// starts and stops it.
@@ -119,6 +125,11 @@ type Server struct {
 	// previews signs the preview links of uploaded files that messages
 	// list (their url).
 	previews *files.PreviewSigner
+	// admin serves the admin API; journal and scenarios are what it reads
+	// and changes (nil when off).
+	admin     *admin.Service
+	journal   *journal.Journal
+	scenarios *llm.Scenarios
 	// fetchAllow lists address ranges that the network guard lets
 	// knowledge pipelines fetch web pages from (Deps.FetchAllow).
 	fetchAllow []netip.Prefix
@@ -203,6 +214,10 @@ func NewServer(d Deps) (*echo.Echo, error) {
 		return nil, err
 	}
 	validator.maxText = d.Limits.MaxText
+	validator.adminToken = d.Admin.Token
+	if d.Admin.Scenarios != nil {
+		validator.scenarioApps = apps.NewStore(d.DB)
+	}
 
 	e := echo.New()
 	e.HideBanner = true
@@ -210,10 +225,14 @@ func NewServer(d Deps) (*echo.Echo, error) {
 	e.HTTPErrorHandler = errorHandler(log)
 	e.Use(middleware.RequestID())
 	e.Use(observe(log))
+	e.Use(recordRequests(d.Admin.Journal))
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: recoverLog(log)}))
 	e.Use(guard(d.Limits))
 	e.Use(middleware.BodyLimit(MaxBodySize))
 	e.Use(cors(d.Ops.CORSOrigins))
+	if d.Admin.Faults {
+		e.Use(injectFaults)
+	}
 	e.Use(validator.middleware)
 	e.Use(rateLimit(ratelimit.New(d.Ops.RateLimit, d.Ops.RateBurst)))
 	mountOps(e, d)
@@ -231,6 +250,13 @@ func NewServer(d Deps) (*echo.Echo, error) {
 		annotations: svc.Annotations, speech: svc.Speech, uploads: svc.Uploads,
 		convs: conversations.NewStore(d.DB), users: endusers.NewStore(d.DB),
 		docs: documents.NewService(d.DB, d.Models, d.DataDir)}
+	srv.journal, srv.scenarios = d.Admin.Journal, d.Admin.Scenarios
+	if d.Admin.Token != "" {
+		srv.admin = d.Admin.Service
+		if srv.admin == nil {
+			srv.admin = admin.New(d.DB, srv.apps, apikeys.NewStore(d.DB), datasets.NewStore(d.DB, d.Models), srv.docs)
+		}
+	}
 	if srv.pingInterval <= 0 {
 		srv.pingInterval = DefaultPingInterval
 	}
@@ -246,7 +272,12 @@ func NewServer(d Deps) (*echo.Echo, error) {
 	e.GET(documentFilePath, srv.serveDocumentFile)
 	e.GET(files.PreviewPathPrefix+":file_id/file-preview", srv.serveSignedFilePreview)
 
-	gen.RegisterHandlers(e.Group(basePath), api{ServerInterface: gen.NewStrictHandler(srv, nil), srv: srv})
+	handler := api{ServerInterface: gen.NewStrictHandler(srv, nil), srv: srv}
+	gen.RegisterHandlers(e.Group(basePath), handler)
+	// The generated routes are mounted under both prefixes; the validator
+	// lets through only the service operations under /v1 and only the
+	// admin operations under /admin/v1.
+	gen.RegisterHandlers(e.Group(adminBasePath), handler)
 	return e, nil
 }
 

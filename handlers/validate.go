@@ -18,7 +18,9 @@ import (
 	"github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/labstack/echo/v4"
 
+	"appkb/internal/apps"
 	"appkb/internal/apps/apikeys"
+	"appkb/internal/llm"
 	"appkb/internal/platform/apperr"
 	"appkb/internal/platform/cachever"
 	"appkb/models"
@@ -35,8 +37,18 @@ const (
 // then parameters and body. It is the kin-openapi counterpart of
 // oapi-codegen's echo-middleware, which cannot be used here.
 type requestValidator struct {
-	router routers.Router
-	keys   *apikeys.Store
+	// router finds the service operations (under /v1), adminRouter the
+	// admin ones (under /admin/v1, which openapi.yaml gives as their
+	// paths' server).
+	router      routers.Router
+	adminRouter routers.Router
+	// adminToken opens the admin operations; empty keeps them hidden.
+	adminToken string
+	// scenarioApps, set when scenarios script the built-in model, names
+	// the app of each app-key request on its context, which scenario
+	// rules match on.
+	scenarioApps *apps.Store
+	keys         *apikeys.Store
 	// snapshots reads every cache counter once per request, for the key,
 	// app, end-user and settings lookups that follow.
 	snapshots *cachever.Snapshots
@@ -46,22 +58,59 @@ type requestValidator struct {
 }
 
 func newRequestValidator(spec *openapi3.T, keys *apikeys.Store, snapshots *cachever.Snapshots) (*requestValidator, error) {
-	router, err := legacy.NewRouter(spec)
+	service, adminDoc := splitSpec(spec)
+	router, err := legacy.NewRouter(service)
 	if err != nil {
 		return nil, fmt.Errorf("build router from openapi.yaml: %w", err)
 	}
-	return &requestValidator{router: router, keys: keys, snapshots: snapshots}, nil
+	adminRouter, err := legacy.NewRouter(adminDoc)
+	if err != nil {
+		return nil, fmt.Errorf("build the admin router from openapi.yaml: %w", err)
+	}
+	return &requestValidator{router: router, adminRouter: adminRouter, keys: keys, snapshots: snapshots}, nil
+}
+
+// splitSpec separates the admin operations (the paths whose own server is
+// /admin/v1) from the service operations: kin-openapi's router reads only
+// the document's servers, so each half gets a document of its own.
+func splitSpec(spec *openapi3.T) (service, admin *openapi3.T) {
+	s, a := *spec, *spec
+	s.Paths, a.Paths = openapi3.NewPaths(), openapi3.NewPaths()
+	a.Servers = openapi3.Servers{{URL: adminBasePath}}
+	for path, item := range spec.Paths.Map() {
+		if len(item.Servers) > 0 && item.Servers[0].URL == adminBasePath {
+			a.Paths.Set(path, item)
+		} else {
+			s.Paths.Set(path, item)
+		}
+	}
+	return &s, &a
+}
+
+// routerFor picks the router of the request's prefix, or none.
+func (v *requestValidator) routerFor(path string) (routers.Router, bool) {
+	switch {
+	case path == basePath || strings.HasPrefix(path, basePath+"/"):
+		return v.router, true
+	case strings.HasPrefix(path, adminBasePath+"/"):
+		return v.adminRouter, true
+	}
+	return nil, false
 }
 
 func (v *requestValidator) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
-		if req.URL.Path != basePath && !strings.HasPrefix(req.URL.Path, basePath+"/") {
+		router, ok := v.routerFor(req.URL.Path)
+		if !ok {
 			return next(c)
 		}
-		route, pathParams, err := v.router.FindRoute(req)
+		if router == v.adminRouter && v.adminToken == "" {
+			return echo.ErrNotFound
+		}
+		route, pathParams, err := router.FindRoute(req)
 		if err != nil {
-			if v.pathKnown(req) {
+			if v.pathKnown(router, req) {
 				return echo.ErrMethodNotAllowed
 			}
 			return echo.ErrNotFound
@@ -120,7 +169,15 @@ func (v *requestValidator) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			return validationError(err)
 		}
-		c.SetRequest(req.WithContext(withPrincipal(req.Context(), principal)))
+		ctx := withPrincipal(req.Context(), principal)
+		if v.scenarioApps != nil && principal != nil && principal.AppID != "" {
+			name := ""
+			if a, err := v.scenarioApps.Cached(ctx, principal.AppID); err == nil {
+				name = a.Name
+			}
+			ctx = llm.WithApp(ctx, principal.AppID, name)
+		}
+		c.SetRequest(req.WithContext(ctx))
 		return next(c)
 	}
 }
@@ -197,14 +254,14 @@ func checkMediaType(req *http.Request, op *openapi3.Operation) (streamed bool, e
 const CodeUnsupportedMediaType = "unsupported_media_type"
 
 // pathKnown reports whether some other method is served at the request's path.
-func (v *requestValidator) pathKnown(req *http.Request) bool {
+func (v *requestValidator) pathKnown(router routers.Router, req *http.Request) bool {
 	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 		if m == req.Method {
 			continue
 		}
 		probe := req.Clone(req.Context())
 		probe.Method = m
-		if _, _, err := v.router.FindRoute(probe); err == nil {
+		if _, _, err := router.FindRoute(probe); err == nil {
 			return true
 		}
 	}
@@ -213,6 +270,9 @@ func (v *requestValidator) pathKnown(req *http.Request) bool {
 
 // authenticate resolves the bearer key for an operation secured by scheme.
 func (v *requestValidator) authenticate(ctx context.Context, scheme string, req *http.Request, pathParams map[string]string) (*apikeys.Principal, error) {
+	if scheme == schemeAdminToken {
+		return &apikeys.Principal{KeyID: "admin", Kind: schemeAdminToken}, adminToken(v.adminToken, req)
+	}
 	header := req.Header.Get(echo.HeaderAuthorization)
 	kind, token, ok := strings.Cut(strings.TrimSpace(header), " ")
 	token = strings.TrimSpace(token)

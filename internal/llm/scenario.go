@@ -165,14 +165,24 @@ func ParseScenario(data []byte) (*Scenario, error) {
 // apps, which come first. It is safe for concurrent use; the admin API
 // changes it while the server runs.
 type Scenarios struct {
-	mu     sync.RWMutex
-	global *Scenario
-	perApp map[string]*Scenario
+	mu      sync.RWMutex
+	initial *Scenario // what the server started with, which Reset restores
+	global  *Scenario
+	perApp  map[string]*Scenario
 }
 
 // NewScenarios starts with global (nil for none).
 func NewScenarios(global *Scenario) *Scenarios {
-	return &Scenarios{global: global, perApp: map[string]*Scenario{}}
+	return &Scenarios{initial: global, global: global, perApp: map[string]*Scenario{}}
+}
+
+// Reset forgets every app's scenario and puts back the one the server
+// started with.
+func (s *Scenarios) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.global = s.initial
+	clear(s.perApp)
 }
 
 // SetApp sets (or, with nil, removes) the scenario of one app.
