@@ -191,7 +191,7 @@ func (s *Server) AdminReset(ctx context.Context, _ gen.AdminResetRequestObject) 
 // scenarioBody reads a scenario sent to the admin API.
 func (s *Server) scenarioBody(r io.Reader) (*llm.Scenario, error) {
 	if s.scenarios == nil {
-		return nil, apperr.New(http.StatusNotImplemented, apperr.CodeNotImplemented, "This server keeps no scenarios.")
+		return nil, apperr.NotFound("This server's built-in model follows no scenarios.")
 	}
 	b, err := readAdminFile(r)
 	if err != nil {
