@@ -294,12 +294,12 @@ var commands = []command{
 				return nil
 			}
 		}},
-	{name: "app import", synopsis: "[--replace APP_ID] FILE.yml|FILE.ifpkg", minArgs: 1, maxArgs: 1,
+	{name: "app import", synopsis: "[--replace APP_ID] FILE.yml|FILE.ifpkg", minArgs: 1, maxArgs: 1, createsDataDir: true,
 		summary: "Import an app definition (Dify DSL export) and print {\"app_id\",\"api_key\"};\n        with --replace, update that app in place (its keys and conversations stay).",
 		setup: func(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
 			replace := fs.String("replace", "", "update this app in place instead of creating one")
 			return func(ctx context.Context) error {
-				return withDB(env, func(gdb *gorm.DB) error { return importApp(ctx, gdb, env.args[0], *replace, env.out) })
+				return withDB(env, func(gdb *gorm.DB) error { return importApp(ctx, gdb, env.args[0], *replace, env.out, env.log) })
 			}
 		}},
 	{name: "app export", synopsis: "APP_ID", minArgs: 1, maxArgs: 1,
@@ -584,7 +584,7 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 	return app.run(ctx, ln)
 }
 
-func importApp(ctx context.Context, gdb *gorm.DB, path, replaceID string, out io.Writer) error {
+func importApp(ctx context.Context, gdb *gorm.DB, path, replaceID string, out io.Writer, log *slog.Logger) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -597,18 +597,46 @@ func importApp(ctx context.Context, gdb *gorm.DB, path, replaceID string, out io
 			return fmt.Errorf("%s: %w", path, err)
 		}
 		printJSON(out, map[string]any{"app_id": app.ID, "replaced": true})
+		warnUnconfigured(log, app.ID, app.Name, app.Definition)
 		return nil
 	}
 	app, err := store.Import(ctx, data)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	defer warnUnconfigured(log, app.ID, app.Name, app.Definition)
 	key, err := apikeys.NewStore(gdb).CreateAppKey(ctx, app.ID, "")
 	if err != nil {
 		return err
 	}
 	printJSON(out, map[string]string{"app_id": app.ID, "api_key": key})
 	return nil
+}
+
+// warnUnconfigured says at import time, not at the first request, that the
+// app names a model provider the server's providers file (APPKB_PROVIDERS)
+// does not configure.
+func warnUnconfigured(log *slog.Logger, appID, name, definition string) {
+	registry, err := llm.Load(os.Getenv("APPKB_PROVIDERS"), os.Getenv, !envBool("APPKB_FALLBACK_BUILTIN"))
+	if err != nil {
+		log.Warn("could not read the providers file to check the app's model providers", "err", err)
+		return
+	}
+	var missing []string
+	for _, p := range appProviders(definition) {
+		if !registry.Configured(p) {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	consequence := "serve answers its requests with provider_not_initialize unless it starts with --providers FILE naming it, or --fallback-builtin"
+	if envBool("APPKB_FALLBACK_BUILTIN") {
+		consequence = "the built-in offline model will answer in its place (APPKB_FALLBACK_BUILTIN)"
+	}
+	log.Warn("app uses a model provider that is not configured; "+consequence,
+		"app_id", appID, "app", name, "providers", strings.Join(missing, ","))
 }
 
 func printDemo(out io.Writer, addr string, k *demo.Keys) {
