@@ -23,9 +23,17 @@ build:
 run: build
 	./$(BIN) serve --demo
 
-## test: every test, with the race detector
+## test: every test, with the race detector. go test -json goes through
+## internal/cli/testprogress, which prints each package as it finishes, the
+## failing tests' output, a line naming the packages still running whenever
+## 20 s pass quietly, the ten slowest packages, and closes on
+## "tests: N passed, N failed, N skipped". TEST_JSON=FILE keeps the raw stream.
+TEST_PKGS ?= ./...
+TEST_JSON ?= /dev/null
 test:
-	$(GO) test -tags $(TAGS) -race -count=1 ./...
+	@$(GO) build -o bin/testprogress ./internal/cli/testprogress
+	@echo "== go test -race $(TEST_PKGS): compiling first (a cold build cache takes several minutes; progress lines follow)"
+	@bash -c 'set -o pipefail; $(GO) test -tags $(TAGS) -race -count=1 -json $(TEST_PKGS) 2>&1 | tee $(TEST_JSON) | bin/testprogress'
 
 ## test-postgres: the tests of every package that opens a database (db.OpenTemp,
 ## db.TempURL), again on PostgreSQL: APPKB_TEST_DATABASE_URL names a server and a

@@ -1,7 +1,9 @@
 package handlers
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -36,14 +38,26 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		case openAIPath(c.Request().URL.Path):
 			// The OpenAI-compatible operations answer in OpenAI's shape.
 			status, body := oaicompat.ToError(e)
-			err = c.JSON(status, body)
+			err = writeErrorJSON(c, status, body)
 		default:
-			err = c.JSON(e.Status, e)
+			err = writeErrorJSON(c, e.Status, e)
 		}
 		if err != nil {
 			log.Warn("writing error response failed", requestAttrs(c), "error", err)
 		}
 	}
+}
+
+// writeErrorJSON writes an error body without JSON's HTML escaping, so that
+// a message such as "Bearer <api-key>" reads as written, not as \u003c….
+func writeErrorJSON(c echo.Context, status int, body any) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(body); err != nil {
+		return err
+	}
+	return c.Blob(status, echo.MIMEApplicationJSON, b.Bytes())
 }
 
 // toAPIError maps any error to the API error type. Echo's own errors (unknown

@@ -76,6 +76,7 @@ func mountOps(e *echo.Echo, d Deps) {
 		},
 	})))
 	e.GET("/docs", echo.WrapHandler(apidocs.Page()))
+	e.GET("/docs/", func(c echo.Context) error { return c.Redirect(http.StatusMovedPermanently, "/docs") })
 	e.GET(apidocs.ScriptPath, echo.WrapHandler(apidocs.Script()))
 }
 

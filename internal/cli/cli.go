@@ -75,7 +75,10 @@ func Main(spec []byte) {
 // run executes one command line; tests call it directly. Usage mistakes
 // come back as *usageError (exit status 2), --help as flag.ErrHelp.
 func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help" {
+	if len(args) == 0 {
+		return &usageError{msg: "no command given", printUsage: printUsage}
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help" {
 		if len(args) > 1 && args[0] == "help" {
 			return run(ctx, append(args[1:], "--help"), out, log)
 		}
@@ -87,34 +90,28 @@ func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) er
 	}
 	cmd, rest := findCommand(args)
 	if cmd == nil {
-		group := func(w io.Writer) { printGroupUsage(w, args[0]) }
-		if len(args) == 1 || strings.TrimLeft(args[1], "-") == "help" || strings.TrimLeft(args[1], "-") == "h" {
-			if printGroupUsage(io.Discard, args[0]) {
-				if len(args) > 1 {
-					group(out)
-					return flag.ErrHelp
-				}
-				return &usageError{msg: fmt.Sprintf("%s needs a command", args[0]), printUsage: group}
-			}
+		// The longest run of leading words some commands start with: "kb",
+		// "kb pipeline".
+		n := 0
+		for n < len(args) && printGroupUsage(io.Discard, strings.Join(args[:n+1], " ")) {
+			n++
 		}
-		if printGroupUsage(io.Discard, args[0]) {
-			return &usageError{msg: fmt.Sprintf("unknown command %q", strings.Join(args[:min(len(args), 2)], " ")), printUsage: group}
+		if n == 0 {
+			return &usageError{msg: fmt.Sprintf("unknown command %q", args[0]), printUsage: printUsage}
 		}
-		return &usageError{msg: fmt.Sprintf("unknown command %q", args[0]), printUsage: printUsage}
+		prefix := strings.Join(args[:n], " ")
+		group := func(w io.Writer) { printGroupUsage(w, prefix) }
+		if len(args) == n {
+			return &usageError{msg: fmt.Sprintf("%s needs a command", prefix), printUsage: group}
+		}
+		if next := strings.TrimLeft(args[n], "-"); next == "help" || next == "h" {
+			group(out)
+			return flag.ErrHelp
+		}
+		return &usageError{msg: fmt.Sprintf("unknown command %q", strings.Join(args[:n+1], " ")), printUsage: group}
 	}
-	fs := flag.NewFlagSet("appkb "+cmd.name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	env := &cmdEnv{out: out, log: log}
-	if !cmd.noDataDir {
-		fs.StringVar(&env.dataDir, "data-dir", envOr("APPKB_DATA_DIR", "./data"), "data directory (env APPKB_DATA_DIR)")
-		if !cmd.sqliteOnly {
-			fs.StringVar(&env.databaseURL, "database-url", os.Getenv("APPKB_DATABASE_URL"),
-				"postgres:// URL of a shared PostgreSQL database; empty keeps SQLite in --data-dir (env APPKB_DATABASE_URL)")
-		}
-	}
-	logLevel := fs.String("log-level", envOr("APPKB_LOG_LEVEL", "info"), "log level: debug, info, warn or error (env APPKB_LOG_LEVEL)")
-	logFormat := fs.String("log-format", envOr("APPKB_LOG_FORMAT", "text"), "log format: text or json (env APPKB_LOG_FORMAT)")
-	runCmd := cmd.setup(fs, env)
+	fs, logLevel, logFormat, runCmd := commandFlags(cmd, env)
 	cmdUsage := func(w io.Writer) { printCommandUsage(w, cmd, fs) }
 	if err := fs.Parse(rest); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -137,6 +134,15 @@ func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) er
 		env.log = l
 		slog.SetDefault(l)
 	}
+	if cmd.name == "serve" {
+		if err := applyEnv(fs, setFlags, os.Getenv); err != nil {
+			var ue *usageError
+			if errors.As(err, &ue) {
+				ue.printUsage = cmdUsage
+			}
+			return err
+		}
+	}
 	if cmd.sqliteOnly && os.Getenv("APPKB_DATABASE_URL") != "" {
 		return fmt.Errorf("%s works on a SQLite data directory, but APPKB_DATABASE_URL names a PostgreSQL database; back that up with pg_dump (or unset the variable)", cmd.name)
 	}
@@ -156,6 +162,22 @@ func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) er
 		ue.printUsage = cmdUsage
 	}
 	return err
+}
+
+// commandFlags defines the flags of cmd, those every command shares first.
+func commandFlags(cmd *command, env *cmdEnv) (fs *flag.FlagSet, logLevel, logFormat *string, runCmd func(context.Context) error) {
+	fs = flag.NewFlagSet("appkb "+cmd.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	if !cmd.noDataDir {
+		fs.StringVar(&env.dataDir, "data-dir", envOr("APPKB_DATA_DIR", "./data"), "data directory (env APPKB_DATA_DIR)")
+		if !cmd.sqliteOnly {
+			fs.StringVar(&env.databaseURL, "database-url", os.Getenv("APPKB_DATABASE_URL"),
+				"postgres:// URL of a shared PostgreSQL database; empty keeps SQLite in --data-dir (env APPKB_DATABASE_URL)")
+		}
+	}
+	logLevel = fs.String("log-level", envOr("APPKB_LOG_LEVEL", "info"), "log level: debug, info, warn or error (env APPKB_LOG_LEVEL)")
+	logFormat = fs.String("log-format", envOr("APPKB_LOG_FORMAT", "text"), "log format: text or json (env APPKB_LOG_FORMAT)")
+	return fs, logLevel, logFormat, cmd.setup(fs, env)
 }
 
 // usageError is a command line that cannot be run as given.
@@ -218,12 +240,13 @@ listed in its help.
 `)
 }
 
-// printGroupUsage lists the commands that start with word ("key", "app",
-// "kb") and reports whether there are any.
-func printGroupUsage(w io.Writer, word string) bool {
+// printGroupUsage lists the commands whose names start with the words of
+// prefix ("key", "kb pipeline") and have more words, and reports whether
+// there are any.
+func printGroupUsage(w io.Writer, prefix string) bool {
 	found := false
 	for _, c := range commands {
-		if first, _, ok := strings.Cut(c.name, " "); ok && first == word {
+		if strings.HasPrefix(c.name, prefix+" ") {
 			if !found {
 				fmt.Fprintf(w, "Usage:\n")
 			}
@@ -232,7 +255,7 @@ func printGroupUsage(w io.Writer, word string) bool {
 		}
 	}
 	if found {
-		fmt.Fprintf(w, "\nRun \"appkb %s COMMAND --help\" for the flags of a command.\n", word)
+		fmt.Fprintf(w, "\nRun \"appkb %s COMMAND --help\" for the flags of a command.\n", prefix)
 	}
 	return found
 }
@@ -240,9 +263,7 @@ func printGroupUsage(w io.Writer, word string) bool {
 func printCommandUsage(w io.Writer, c *command, fs *flag.FlagSet) {
 	fmt.Fprintf(w, "Usage: %s\n\n%s\n\nFlags:\n", strings.TrimSpace("appkb "+c.name+" [flags] "+c.synopsis),
 		strings.ReplaceAll(c.summary, "\n        ", "\n"))
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
+	printFlags(w, fs, c.name == "serve")
 }
 
 // newLogger returns a slog logger with the given level and format, or nil
@@ -263,7 +284,7 @@ func newLogger(w io.Writer, level, format string) *slog.Logger {
 }
 
 var commands = []command{
-	{name: "serve", synopsis: "[flags]", createsDataDir: true, maxArgs: 0,
+	{name: "serve", createsDataDir: true, maxArgs: 0,
 		summary: "Run the HTTP server: the API under /v1, its description at /openapi.yaml and /docs,\n        probes at /healthz and /readyz, metrics at /metrics.",
 		setup:   setupServe},
 	{name: "version", synopsis: "", summary: "Print the version, commit and build date.", noDataDir: true, maxArgs: 0,
@@ -273,12 +294,12 @@ var commands = []command{
 				return nil
 			}
 		}},
-	{name: "app import", synopsis: "[--replace APP_ID] FILE.yml|FILE.ifpkg", minArgs: 1, maxArgs: 1,
+	{name: "app import", synopsis: "[--replace APP_ID] FILE.yml|FILE.ifpkg", minArgs: 1, maxArgs: 1, createsDataDir: true,
 		summary: "Import an app definition (Dify DSL export) and print {\"app_id\",\"api_key\"};\n        with --replace, update that app in place (its keys and conversations stay).",
 		setup: func(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
 			replace := fs.String("replace", "", "update this app in place instead of creating one")
 			return func(ctx context.Context) error {
-				return withDB(env, func(gdb *gorm.DB) error { return importApp(ctx, gdb, env.args[0], *replace, env.out) })
+				return withDB(env, func(gdb *gorm.DB) error { return importApp(ctx, gdb, env.args[0], *replace, env.out, env.log) })
 			}
 		}},
 	{name: "app export", synopsis: "APP_ID", minArgs: 1, maxArgs: 1,
@@ -361,11 +382,12 @@ var commands = []command{
 
 func setupServe(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
 	addr := fs.String("addr", envOr("APPKB_ADDR", "127.0.0.1:5001"), "listen address (env APPKB_ADDR)")
-	withDemo := fs.Bool("demo", false, "install the demo apps (first start only) and print fresh keys for them")
-	providers := fs.String("providers", os.Getenv("APPKB_PROVIDERS"), "model providers file, YAML; see llm/providers.example.yaml (env APPKB_PROVIDERS)")
+	withDemo := fs.Bool("demo", false, "install the demo apps and knowledge base (first start only) and print fresh keys for them")
+	providers := fs.String("providers", os.Getenv("APPKB_PROVIDERS"), "model providers file, YAML; see internal/llm/providers.example.yaml (env APPKB_PROVIDERS)")
 	fallback := fs.Bool("fallback-builtin", envBool("APPKB_FALLBACK_BUILTIN"),
 		"answer with the built-in offline model when an app's provider is not configured,\ninstead of failing with provider_not_initialize (env APPKB_FALLBACK_BUILTIN=1)")
-	fs.Bool("strict-providers", true, "obsolete: unconfigured providers fail unless --fallback-builtin")
+	fs.Bool("strict-providers", true, "obsolete and hidden: unconfigured providers fail unless --fallback-builtin")
+	printCfg := fs.Bool("print-config", false, "print the value every flag takes (from the command line, the environment or its default), secrets masked, and exit")
 	fetchAllow := fs.String("fetch-allow", os.Getenv("APPKB_FETCH_ALLOW"),
 		"comma-separated address ranges (CIDR or IP) that remote files may come from although they are\nprivate or loopback (env APPKB_FETCH_ALLOW)")
 	corsOrigins := fs.String("cors-origins", os.Getenv("APPKB_CORS_ORIGINS"),
@@ -374,13 +396,17 @@ func setupServe(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
 	rateBurst := fs.Int("rate-burst", int(envFloat("APPKB_RATE_BURST")), "requests a key may send at once above --rate-limit; 0 means the rate rounded up (env APPKB_RATE_BURST)")
 	metricsToken := fs.String("metrics-token", os.Getenv("APPKB_METRICS_TOKEN"), "bearer token GET /metrics requires; empty leaves it open (env APPKB_METRICS_TOKEN)")
 	toolsFile := fs.String("tools", os.Getenv("APPKB_TOOLS"),
-		"tools file, YAML: maps the tool providers apps name to MCP servers, OpenAPI schemas, workflow apps or built-in tools; see tools/tools.example.yaml (env APPKB_TOOLS)")
+		"tools file, YAML: maps the tool providers apps name to MCP servers, OpenAPI schemas, workflow apps or built-in tools; see internal/run/tools/tools.example.yaml (env APPKB_TOOLS)")
 	codeNetwork := fs.Bool("code-network", envBool("APPKB_CODE_NETWORK"),
 		"let python3 code nodes make HTTP(S) requests, only through the SSRF guard and --fetch-allow (env APPKB_CODE_NETWORK=1)")
 	codeWarm := fs.Int("code-warm", envInt("APPKB_CODE_WARM", sandbox.DefaultWarm),
 		"python3 sandboxes kept started ahead of the code nodes that will use them; 0 starts each when its node runs (env APPKB_CODE_WARM)")
 	limits := addLimitFlags(fs)
 	return func(ctx context.Context) error {
+		if *printCfg {
+			printConfig(env.out, fs)
+			return nil
+		}
 		registry, err := llm.Load(*providers, os.Getenv, !*fallback)
 		if err != nil {
 			return fmt.Errorf("providers: %w", err)
@@ -558,7 +584,7 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 	return app.run(ctx, ln)
 }
 
-func importApp(ctx context.Context, gdb *gorm.DB, path, replaceID string, out io.Writer) error {
+func importApp(ctx context.Context, gdb *gorm.DB, path, replaceID string, out io.Writer, log *slog.Logger) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -571,18 +597,46 @@ func importApp(ctx context.Context, gdb *gorm.DB, path, replaceID string, out io
 			return fmt.Errorf("%s: %w", path, err)
 		}
 		printJSON(out, map[string]any{"app_id": app.ID, "replaced": true})
+		warnUnconfigured(log, app.ID, app.Name, app.Definition)
 		return nil
 	}
 	app, err := store.Import(ctx, data)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	defer warnUnconfigured(log, app.ID, app.Name, app.Definition)
 	key, err := apikeys.NewStore(gdb).CreateAppKey(ctx, app.ID, "")
 	if err != nil {
 		return err
 	}
 	printJSON(out, map[string]string{"app_id": app.ID, "api_key": key})
 	return nil
+}
+
+// warnUnconfigured says at import time, not at the first request, that the
+// app names a model provider the server's providers file (APPKB_PROVIDERS)
+// does not configure.
+func warnUnconfigured(log *slog.Logger, appID, name, definition string) {
+	registry, err := llm.Load(os.Getenv("APPKB_PROVIDERS"), os.Getenv, !envBool("APPKB_FALLBACK_BUILTIN"))
+	if err != nil {
+		log.Warn("could not read the providers file to check the app's model providers", "err", err)
+		return
+	}
+	var missing []string
+	for _, p := range appProviders(definition) {
+		if !registry.Configured(p) {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	consequence := "serve answers its requests with provider_not_initialize unless it starts with --providers FILE naming it, or --fallback-builtin"
+	if envBool("APPKB_FALLBACK_BUILTIN") {
+		consequence = "the built-in offline model will answer in its place (APPKB_FALLBACK_BUILTIN)"
+	}
+	log.Warn("app uses a model provider that is not configured; "+consequence,
+		"app_id", appID, "app", name, "providers", strings.Join(missing, ","))
 }
 
 func printDemo(out io.Writer, addr string, k *demo.Keys) {

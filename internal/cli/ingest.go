@@ -301,7 +301,13 @@ func setupBackup(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
 		if err != nil {
 			return fmt.Errorf("backup: %w", err)
 		}
-		env.log.Info("backup written", "file", env.args[0], "files", sum.Files, "bytes", sum.Bytes)
+		// The same summary restore prints; on standard error when standard
+		// output is the archive itself.
+		report := env.out
+		if env.args[0] == "-" {
+			report = os.Stderr
+		}
+		printJSON(report, map[string]any{"backup": env.args[0], "files": sum.Files, "bytes": sum.Bytes})
 		return nil
 	}
 }

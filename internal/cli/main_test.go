@@ -448,8 +448,12 @@ func TestIngestBackupRestoreOfALiveServer(t *testing.T) {
 
 	// Back up while the server runs, then stop it and restore elsewhere.
 	archive := filepath.Join(t.TempDir(), "appkb-backup.tar.gz")
-	if _, err := runCLI(t, "backup", "--data-dir", dataDir, archive); err != nil {
+	if out, err := runCLI(t, "backup", "--data-dir", dataDir, archive); err != nil {
 		t.Fatal(err)
+	} else if err := json.Unmarshal([]byte(out), &struct {
+		Backup *string `json:"backup"`
+	}{}); err != nil || !strings.Contains(out, `"backup":"`+archive+`"`) || !strings.Contains(out, `"files":`) {
+		t.Errorf("backup printed %q, want its summary as JSON like restore's", out)
 	}
 	srv.stop()
 	if _, err := runCLI(t, "restore", "--data-dir", dataDir, archive); err == nil || !strings.Contains(err.Error(), "not empty") {

@@ -93,6 +93,20 @@ matrix:
 		},
 		{file: "sample-untitled.pdf", wantExact: "Only text"},
 		{
+			// Printed by headless Chromium from chromium-vacation.html
+			// (chromium --headless --no-pdf-header-footer --print-to-pdf):
+			// every glyph has its own move, and fi, ff, ffi are ligature
+			// glyphs. The words come out whole and the ligatures as letters.
+			file:  "chromium-vacation.pdf",
+			title: "Vacation policy",
+			wantExact: "Vacation policy\n" +
+				"Every employee gets twenty-five days of paid vacation a year. Vacation\n" +
+				"requests are filed in the staff office.\n" +
+				"The finance office confirms the figures; offices fill quickly in April.\n" +
+				"Bicycles may be parked in the courtyard racks. WAVE Today AVA.",
+			wantNot: []string{"V acation", "\uFB01", "\uFB00", "\uFB03"},
+		},
+		{
 			file:  "sample.docx",
 			title: "Quarterly Report 2024",
 			want: []string{

@@ -207,30 +207,42 @@ func extractPDFPage(p pdfPage, out *textBuf) (err error) {
 	}()
 
 	fontDict := p.res.Key("Font")
-	encodings := map[string]pdf.TextEncoding{}
-	encodingOf := func(name string) pdf.TextEncoding {
-		if e, ok := encodings[name]; ok {
-			return e
+	type font struct {
+		enc     pdf.TextEncoding
+		metrics pdfMetrics
+	}
+	fonts := map[string]font{}
+	fontOf := func(name string) font {
+		if f, ok := fonts[name]; ok {
+			return f
 		}
-		e := fontEncoding(fontDict.Key(name))
-		encodings[name] = e
-		return e
+		f := font{fontEncoding(fontDict.Key(name)), pdfFontMetrics(fontDict.Key(name))}
+		fonts[name] = f
+		return f
 	}
 
 	var (
-		enc       pdf.TextEncoding = rawEncoding{}
+		cur       = font{enc: rawEncoding{}}
 		curY      float64
 		lineY     float64
 		hasText   bool // text was shown on this page
 		newLine   bool // a line change is pending
 		moved     bool // a horizontal move is pending
 		textEnded bool // a text object ended since the last text
+		// The horizontal text position in user space (before cm): the
+		// start of the current line, where the next glyph goes, and where
+		// the last text shown ended (endOK: that end is known).
+		tmScale, lineX, curX, endX float64 = 1, 0, 0, 0
+		endOK                      bool
+		size, charSpace, wordSpace float64
+		hScale                     float64 = 1
 	)
 	show := func(v pdf.Value) {
 		if v.Kind() != pdf.String {
 			return
 		}
-		s := enc.Decode(v.RawString())
+		raw := v.RawString()
+		s := ligatures.Replace(cur.enc.Decode(raw))
 		if s == "" {
 			return
 		}
@@ -238,6 +250,12 @@ func extractPDFPage(p pdfPage, out *textBuf) (err error) {
 			switch {
 			case newLine || math.Abs(curY-lineY) > 0.5:
 				page.breakLines(1)
+			case endOK && cur.metrics.hasWidth && size > 0:
+				// The positions are known: a word gap is a move of more
+				// than about a fifth of an em past the previous glyph.
+				if curX-endX > 0.2*size*math.Abs(tmScale) {
+					page.space()
+				}
 			case moved || textEnded:
 				page.space()
 			}
@@ -245,6 +263,12 @@ func extractPDFPage(p pdfPage, out *textBuf) (err error) {
 		page.WriteString(s)
 		hasText, newLine, moved, textEnded = true, false, false, false
 		lineY = curY
+		if cur.metrics.hasWidth {
+			curX += cur.metrics.advance(raw, size, charSpace, wordSpace, hScale) * tmScale
+			endX, endOK = curX, true
+		} else {
+			endOK = false
+		}
 	}
 	pdf.Interpret(contents, func(stk *pdf.Stack, op string) {
 		args := make([]pdf.Value, stk.Len())
@@ -257,10 +281,24 @@ func extractPDFPage(p pdfPage, out *textBuf) (err error) {
 		switch op {
 		case "Tf":
 			if len(args) == 2 {
-				enc = encodingOf(args[0].Name())
+				cur = fontOf(args[0].Name())
+				size = args[1].Float64()
+			}
+		case "Tc":
+			if len(args) == 1 {
+				charSpace = args[0].Float64()
+			}
+		case "Tw":
+			if len(args) == 1 {
+				wordSpace = args[0].Float64()
+			}
+		case "Tz":
+			if len(args) == 1 {
+				hScale = args[0].Float64() / 100
 			}
 		case "BT":
 			curY = 0
+			tmScale, lineX, curX = 1, 0, 0
 		case "ET":
 			textEnded = true
 		case "Td", "TD":
@@ -270,26 +308,35 @@ func extractPDFPage(p pdfPage, out *textBuf) (err error) {
 				if tx != 0 {
 					moved = true
 				}
+				lineX += tx * tmScale
+				curX = lineX
 			}
 		case "Tm":
 			if len(args) == 6 {
 				curY = args[5].Float64()
 				moved = true
+				tmScale = args[0].Float64()
+				if tmScale == 0 {
+					tmScale = 1
+				}
+				lineX, curX = args[4].Float64(), args[4].Float64()
 			}
 		case "T*":
 			newLine = true
+			curX = lineX
 		case "Tj":
 			if len(args) == 1 {
 				show(args[0])
 			}
 		case "'":
 			if len(args) == 1 {
-				newLine = true
+				newLine, curX = true, lineX
 				show(args[0])
 			}
 		case "\"":
 			if len(args) == 3 {
-				newLine = true
+				newLine, curX = true, lineX
+				wordSpace, charSpace = args[0].Float64(), args[1].Float64()
 				show(args[2])
 			}
 		case "TJ":
@@ -306,6 +353,7 @@ func extractPDFPage(p pdfPage, out *textBuf) (err error) {
 					if -x.Float64() > pdfWordGap && hasText {
 						moved = true
 					}
+					curX -= x.Float64() / 1000 * size * hScale * tmScale
 				}
 			}
 		}
