@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 
 	"gorm.io/gorm"
@@ -117,10 +118,11 @@ func (s *Service) RevokeKey(ctx context.Context, key string) (string, error) {
 	return s.keys.Revoke(ctx, key)
 }
 
-// Doc is a document given as text.
+// Doc is a document given as text, or as a file to parse (File set).
 type Doc struct {
-	Name string `json:"name"`
-	Text string `json:"text"`
+	Name string    `json:"name"`
+	Text string    `json:"text"`
+	File io.Reader `json:"-"`
 }
 
 // KnowledgeBase is a knowledge base made by CreateKnowledgeBase.
@@ -156,7 +158,13 @@ func (s *Service) CreateKnowledgeBase(ctx context.Context, name, technique strin
 		if doc.Name == "" {
 			doc.Name = fmt.Sprintf("document-%d.txt", i+1)
 		}
-		c, err := s.docs.CreateFromText(ctx, datasets.Actor{}, d.ID, doc.Name, doc.Text, documents.Settings{IndexingTechnique: &technique})
+		st := documents.Settings{IndexingTechnique: &technique}
+		var c *documents.Created
+		if doc.File != nil {
+			c, err = s.docs.CreateFromFile(ctx, datasets.Actor{}, d.ID, documents.Upload{Name: doc.Name, Body: doc.File}, st)
+		} else {
+			c, err = s.docs.CreateFromText(ctx, datasets.Actor{}, d.ID, doc.Name, doc.Text, st)
+		}
 		if err != nil {
 			// Leave nothing half made behind.
 			if derr := s.datasets.DeleteDataset(context.WithoutCancel(ctx), datasets.Actor{}, d.ID); derr != nil {

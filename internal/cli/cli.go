@@ -26,6 +26,8 @@ import (
 	"appkb/internal/apps"
 	"appkb/internal/apps/apikeys"
 	"appkb/internal/cli/demo"
+	"appkb/internal/admin"
+	"appkb/internal/knowledge/datasets"
 	"appkb/internal/knowledge/documents"
 	"appkb/internal/llm"
 	"appkb/internal/platform/cluster"
@@ -402,6 +404,7 @@ func setupServe(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
 	codeWarm := fs.Int("code-warm", envInt("APPKB_CODE_WARM", sandbox.DefaultWarm),
 		"python3 sandboxes kept started ahead of the code nodes that will use them; 0 starts each when its node runs (env APPKB_CODE_WARM)")
 	limits := addLimitFlags(fs)
+	double := addDoubleFlags(fs)
 	return func(ctx context.Context) error {
 		if *printCfg {
 			printConfig(env.out, fs)
@@ -421,8 +424,19 @@ func setupServe(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
 		if *codeWarm < 0 {
 			return usagef("--code-warm must not be negative")
 		}
+		if err := double.check(env.databaseURL); err != nil {
+			return err
+		}
 		cfg := serveConfig{dataDir: env.dataDir, databaseURL: env.databaseURL, addr: *addr, demo: *withDemo, models: registry, fetchAllow: allow,
-			fallback: *fallback, ready: &readiness{}, limits: limits, codeNetwork: *codeNetwork, codeWarm: *codeWarm}
+			fallback: *fallback, ready: &readiness{}, limits: limits, codeNetwork: *codeNetwork, codeWarm: *codeWarm, double: double}
+		if double.ephemeral {
+			dir, err := os.MkdirTemp("", "appkb-ephemeral-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(dir)
+			cfg.dataDir = dir
+		}
 		toolsCfg, err := tools.LoadConfig(*toolsFile, os.Getenv)
 		if err != nil {
 			return fmt.Errorf("--tools: %w", err)
@@ -481,6 +495,7 @@ type serveConfig struct {
 	tools         *tools.Registry
 	codeNetwork   bool // python3 code may use the network through the guard
 	codeWarm      int  // python3 sandboxes started ahead (0: none)
+	double        *doubleFlags // admin API, faults, scenario, seed, keys file
 }
 
 // serveGCPercent is the garbage collector's target for a server started
@@ -511,12 +526,30 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 	defer db.Close(gdb)
 	startupChecks(ctx, gdb, cfg, log)
 
+	var demoKeys *demo.Keys
 	if cfg.demo {
 		keys, err := demo.Ensure(ctx, apps.NewStore(gdb), apikeys.NewStore(gdb))
 		if err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
 		printDemo(out, addr, keys)
+		demoKeys = keys
+	}
+	if cfg.double == nil {
+		cfg.double = &doubleFlags{}
+	}
+	adminCfg, err := cfg.double.handlersAdmin(cfg.models)
+	if err != nil {
+		return err
+	}
+	appStore := apps.NewStore(gdb)
+	appStore.Check = workflow.Check
+	adminCfg.Service = admin.New(gdb, appStore, apikeys.NewStore(gdb), datasets.NewStore(gdb, cfg.models), documents.NewService(gdb, cfg.models, dataDir))
+	var seed *seeded
+	if cfg.double.seed != "" {
+		if seed, err = seedFrom(ctx, adminCfg.Service, cfg.double.seed); err != nil {
+			return err
+		}
 	}
 
 	// This process in the registry of replicas sharing the database; it
@@ -550,7 +583,7 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 	}()
 
 	deps := handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, Version: version, Models: cfg.models, DataDir: dataDir, FetchAllow: cfg.fetchAllow, Ops: cfg.ops, Tools: cfg.tools,
-		Limits: cfg.limits.handlerLimits()}
+		Limits: cfg.limits.handlerLimits(), Admin: adminCfg}
 	// python3 code nodes run in a bubblewrap sandbox; without one they fail
 	// with an error saying so, never unsandboxed.
 	pyCfg := sandbox.Config{Warm: cfg.codeWarm}
@@ -573,6 +606,22 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 	}
 	cfg.limits.configure(app.http)
 	app.started = func() {
+		if cfg.double.keysOut != "" {
+			base := "http://" + ln.Addr().String()
+			keys := map[string]any{"base_url": base, "api_url": base + "/v1", "data_dir": dataDir}
+			if cfg.double.adminToken != "" {
+				keys["admin_url"] = base + "/admin/v1"
+			}
+			if demoKeys != nil {
+				keys["demo"] = demoKeys
+			}
+			if seed != nil {
+				keys["apps"], keys["knowledge"] = seed.Apps, seed.Knowledge
+			}
+			if err := writeKeys(cfg.double.keysOut, keys); err != nil {
+				log.Error("--keys-out: writing the keys file failed", "path", cfg.double.keysOut, "err", err)
+			}
+		}
 		cfg.ready.workersStarted()
 		log.Info("appkb listening", "addr", ln.Addr().String(), "data_dir", dataDir, "api", "http://"+ln.Addr().String()+"/v1", "version", version, "max_conns", maxConns, "database", string(db.DialectOf(gdb)))
 	}

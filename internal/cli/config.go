@@ -47,6 +47,13 @@ var serveEnv = []envFlag{
 	{flag: "write-timeout", env: "APPKB_WRITE_TIMEOUT", applied: true},
 	{flag: "idle-timeout", env: "APPKB_IDLE_TIMEOUT", applied: true},
 	{flag: "max-text", env: "APPKB_MAX_TEXT", applied: true},
+	{flag: "admin-token", env: "APPKB_ADMIN_TOKEN", secret: true},
+	{flag: "faults", env: "APPKB_FAULTS"},
+	{flag: "scenario", env: "APPKB_SCENARIO"},
+	{flag: "journal", env: "APPKB_JOURNAL"},
+	{flag: "ephemeral", env: "APPKB_EPHEMERAL"},
+	{flag: "seed", env: "APPKB_SEED"},
+	{flag: "keys-out", env: "APPKB_KEYS_OUT"},
 }
 
 // hiddenFlags are still accepted but no longer shown in help.
