@@ -23,10 +23,10 @@ import (
 
 	"appkb/db"
 	"appkb/handlers"
+	"appkb/internal/admin"
 	"appkb/internal/apps"
 	"appkb/internal/apps/apikeys"
 	"appkb/internal/cli/demo"
-	"appkb/internal/admin"
 	"appkb/internal/knowledge/datasets"
 	"appkb/internal/knowledge/documents"
 	"appkb/internal/llm"
@@ -493,8 +493,8 @@ type serveConfig struct {
 	ready         *readiness
 	limits        *limitFlags // connections, timeouts, admission, text sizes
 	tools         *tools.Registry
-	codeNetwork   bool // python3 code may use the network through the guard
-	codeWarm      int  // python3 sandboxes started ahead (0: none)
+	codeNetwork   bool         // python3 code may use the network through the guard
+	codeWarm      int          // python3 sandboxes started ahead (0: none)
 	double        *doubleFlags // admin API, faults, scenario, seed, keys file
 }
 
