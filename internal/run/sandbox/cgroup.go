@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -226,7 +227,7 @@ func setupV2(dir string) (*cgroups, error) {
 	}
 	have := strings.Fields(string(ctl))
 	for _, want := range []string{"memory", "pids"} {
-		if !contains(have, want) {
+		if !slices.Contains(have, want) {
 			return nil, fmt.Errorf("the group %s does not offer the %s controller", dir, want)
 		}
 	}
@@ -258,15 +259,6 @@ func setupV2(dir string) (*cgroups, error) {
 		return nil, err
 	}
 	return c, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // probe creates and removes a group with limits, to see that it works.

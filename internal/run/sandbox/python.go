@@ -112,6 +112,7 @@ type Python struct {
 	cred  *syscall.Credential
 	cfg   Config
 	cg    *cgroups // nil: no usable cgroup, rlimits only
+	cgErr error    // why cg is nil
 
 	pool     atomic.Pointer[pool] // sandboxes started ahead; nil until Start
 	warmRuns atomic.Int64         // runs served by a sandbox started ahead
@@ -153,10 +154,13 @@ func NewPython(cfg Config) (*Python, error) {
 		return nil, err
 	}
 	p := &Python{bwrap: bwrap, cfg: cfg}
-	if !cfg.noCgroup {
-		if _, err := os.Stat(gateShell); err == nil {
-			p.cg, _ = detectCgroups()
-		}
+	switch {
+	case cfg.noCgroup:
+		p.cgErr = errors.New("turned off")
+	case !isExecutable(gateShell):
+		p.cgErr = fmt.Errorf("%s is missing", gateShell)
+	default:
+		p.cg, p.cgErr = detectCgroups()
 	}
 	p.args = buildArgs(cfg, help, limitsFor(cfg, p.cg))
 	if os.Geteuid() == 0 {

@@ -247,7 +247,7 @@ func (p *Python) Start(ctx context.Context) {
 		slog.Warn("python sandbox: removed network proxy directories left by a server that was killed", "dirs", dirs)
 	}
 	if p.cg == nil {
-		slog.Info("python sandbox: no usable cgroup (this needs root and the memory controller); memory and processes are limited per process only")
+		slog.Info("python sandbox: no usable cgroup (it takes root and the memory controller); memory and processes are limited per process only", "reason", p.cgErr)
 	} else {
 		slog.Debug("python sandbox: memory and processes are limited per sandbox", "cgroups", p.cg.String())
 	}
