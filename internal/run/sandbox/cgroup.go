@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -141,8 +142,12 @@ func cgroupMounts() (map[string]cgroupMount, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return parseMountinfo(f)
+}
+
+func parseMountinfo(r io.Reader) (map[string]cgroupMount, error) {
 	out := map[string]cgroupMount{}
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		pre, post, ok := strings.Cut(sc.Text(), " - ")
 		if !ok {
@@ -197,6 +202,10 @@ func ownCgroups() (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseProcCgroup(data), nil
+}
+
+func parseProcCgroup(data []byte) map[string]string {
 	out := map[string]string{}
 	for line := range strings.Lines(string(data)) {
 		parts := strings.SplitN(strings.TrimSpace(line), ":", 3)
@@ -211,7 +220,7 @@ func ownCgroups() (map[string]string, error) {
 			out[ctl] = parts[2]
 		}
 	}
-	return out, nil
+	return out
 }
 
 // setupV2 makes dir able to hold sandbox groups with memory and pids

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -269,4 +270,67 @@ func deadPid(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return cmd.Process.Pid
+}
+
+// TestCgroupPaths reads the mount table and the process's groups as the
+// kernel writes them, for the layouts detectCgroups knows, and maps them
+// to the directories the sandbox groups go into.
+func TestCgroupPaths(t *testing.T) {
+	tests := []struct {
+		name      string
+		mountinfo string
+		cgroup    string
+		want      map[string]string // key of the hierarchy -> own directory
+	}{
+		{
+			name: "v1 memory and pids beside an empty v2 tree",
+			mountinfo: `35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
+39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids
+32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw,relatime - cgroup cgroup rw,cpu,cpuacct
+41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+`,
+			cgroup: "8:pids:/\n4:memory:/process_api/abc\n1:cpu,cpuacct:/\n0::/\n",
+			want: map[string]string{
+				"memory": "/sys/fs/cgroup/memory/process_api/abc",
+				"pids":   "/sys/fs/cgroup/pids",
+				"2":      "/sys/fs/cgroup/unified",
+			},
+		},
+		{
+			name:      "v2 only, under systemd",
+			mountinfo: "29 23 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot\n",
+			cgroup:    "0::/system.slice/appkb.service\n",
+			want:      map[string]string{"2": "/sys/fs/cgroup/system.slice/appkb.service"},
+		},
+		{
+			name:      "a v2 mount of a subtree, as in a container without a cgroup namespace",
+			mountinfo: "50 40 0:26 /docker/x /sys/fs/cgroup ro,nosuid - cgroup2 cgroup2 rw\n",
+			cgroup:    "0::/docker/x/inner\n",
+			want:      map[string]string{"2": "/sys/fs/cgroup/inner"},
+		},
+		{
+			name:      "an escaped space in a mount point",
+			mountinfo: "60 31 0:40 / /mnt/cg\\040v2 rw - cgroup2 none rw\n",
+			cgroup:    "0::/a\n",
+			want:      map[string]string{"2": "/mnt/cg v2/a"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			mounts, err := parseMountinfo(strings.NewReader(tc.mountinfo))
+			if err != nil {
+				t.Fatal(err)
+			}
+			own := parseProcCgroup([]byte(tc.cgroup))
+			got := map[string]string{}
+			for key, m := range mounts {
+				if p, ok := own[key]; ok {
+					got[key] = m.dir(p)
+				}
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
 }
