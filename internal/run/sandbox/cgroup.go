@@ -378,26 +378,43 @@ func (g *sandboxCgroup) pidsRefused() int64 {
 	return keyedValue(filepath.Join(g.pids, "pids.events"), "max")
 }
 
-// remove kills whatever still runs in the group and removes it. It may be
-// called more than once.
+// remove kills whatever still runs in the group and removes it. A killed
+// sandbox can take a while to be gone (the kernel frees a /tmp of 300 000
+// files in seconds, and the group stays busy until then): what is not
+// removed within a moment is removed in the background. It may be called
+// more than once.
 func (g *sandboxCgroup) remove() {
 	if g == nil || g.removed.Swap(true) {
 		return
 	}
-	removeCgroup(g.dirs()...)
+	left := removeCgroup(time.Now().Add(200*time.Millisecond), g.dirs()...)
+	if len(left) == 0 {
+		return
+	}
+	go func() {
+		defer func() {
+			if v := recover(); v != nil {
+				slog.Error("python sandbox: panic while removing a cgroup", "panic", v)
+			}
+		}()
+		if left := removeCgroup(time.Now().Add(2*time.Minute), left...); len(left) > 0 {
+			slog.Warn("python sandbox: cgroups could not be removed; the next start removes them", "cgroups", left)
+		}
+	}()
 }
 
 // removeCgroup empties and removes group directories: cgroup.kill where
 // the kernel has it (v2), else SIGKILL to every listed process, then
-// rmdir, retried while the killed processes are still on their way out.
-func removeCgroup(dirs ...string) {
+// rmdir, retried until deadline while the killed processes are still on
+// their way out. It returns the directories still there.
+func removeCgroup(deadline time.Time, dirs ...string) []string {
+	var left []string
 	for _, d := range dirs {
 		if _, err := os.Stat(d); err != nil {
 			continue
 		}
 		killed := writeFile(filepath.Join(d, "cgroup.kill"), "1") == nil
-		deadline := time.Now().Add(3 * time.Second)
-		for wait := 100 * time.Microsecond; ; wait = min(wait*2, 50*time.Millisecond) {
+		for wait := 100 * time.Microsecond; ; wait = min(wait*2, 100*time.Millisecond) {
 			if !killed {
 				for _, pid := range cgroupPids(d) {
 					syscall.Kill(pid, syscall.SIGKILL)
@@ -408,12 +425,13 @@ func removeCgroup(dirs ...string) {
 				break
 			}
 			if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
-				slog.Warn("python sandbox: a cgroup could not be removed", "cgroup", d, "err", err)
+				left = append(left, d)
 				break
 			}
 			time.Sleep(wait)
 		}
 	}
+	return left
 }
 
 // cgroupPids lists the processes in a group.
@@ -479,8 +497,10 @@ func sweepCgroups(c *cgroups) []string {
 			if !e.IsDir() || !ok || serverAlive(pid) {
 				continue
 			}
-			removeCgroup(filepath.Join(parent, e.Name()))
-			swept = append(swept, filepath.Join(parent, e.Name()))
+			d := filepath.Join(parent, e.Name())
+			if len(removeCgroup(time.Now().Add(5*time.Second), d)) == 0 {
+				swept = append(swept, d)
+			}
 		}
 	}
 	return swept

@@ -16,6 +16,23 @@ import (
 	"time"
 )
 
+// TestMain removes, once the tests are done, the cgroups of sandboxes
+// whose removal was still under way in the background.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if c, err := detectCgroups(); err == nil {
+		for _, parent := range c.parents() {
+			entries, _ := os.ReadDir(parent)
+			for _, e := range entries {
+				if pid, ok := cgroupOwner(e.Name()); ok && pid == os.Getpid() {
+					removeCgroup(time.Now().Add(30*time.Second), filepath.Join(parent, e.Name()))
+				}
+			}
+		}
+	}
+	os.Exit(code)
+}
+
 // needCgroups returns the cgroup layout, or skips: a server that may not
 // create cgroups (not root, no memory controller) falls back to rlimits,
 // which TestLimits covers on its own.
@@ -48,9 +65,20 @@ func runIn(t *testing.T, p *Python, code string, inputs map[string]any) (map[str
 	}
 	res, err, _ := p.finish(context.Background(), s, in, false)
 	s.close()
+	// The group goes once the kernel is done with the killed sandbox,
+	// in the background if that takes a while.
 	for _, d := range s.cg.dirs() {
-		if _, serr := os.Stat(d); !errors.Is(serr, os.ErrNotExist) {
-			t.Errorf("the sandbox's cgroup %s is still there (%v)", d, serr)
+		deadline := time.Now().Add(time.Minute)
+		for {
+			_, serr := os.Stat(d)
+			if errors.Is(serr, os.ErrNotExist) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("the sandbox's cgroup %s is still there after a minute (%v)", d, serr)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
 	}
 	return res, err, s.usage
@@ -178,7 +206,7 @@ func TestCgroupSweep(t *testing.T) {
 		}
 		leftovers = append(leftovers, d)
 	}
-	t.Cleanup(func() { removeCgroup(leftovers...) })
+	t.Cleanup(func() { removeCgroup(time.Now().Add(5*time.Second), leftovers...) })
 	sleeper := exec.Command("sleep", "60")
 	if err := sleeper.Start(); err != nil {
 		t.Fatal(err)
