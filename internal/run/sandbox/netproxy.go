@@ -21,6 +21,10 @@ import (
 // socket bound into the sandbox at this path.
 const proxySocket = "/run/appkb/proxy.sock"
 
+// proxyDirPrefix names the private directories of the proxies' sockets
+// in the temporary directory: appkb-net-<server pid>-<random>.
+const proxyDirPrefix = "appkb-net-"
+
 // netProxy is the HTTP forward proxy one sandboxed run reaches the network
 // through. The sandbox keeps its own empty network namespace, so the unix
 // socket is its only way out, and every connection the proxy opens is dialled
@@ -42,7 +46,9 @@ type netProxy struct {
 // startProxy listens on a fresh unix socket; owner, when not nil, becomes
 // the owner of the socket and its directory (the sandbox's host user).
 func startProxy(guard *netguard.Guard, owner *int) (*netProxy, error) {
-	dir, err := os.MkdirTemp("", "appkb-net-")
+	// The server's pid in the name lets a later server remove what this
+	// one leaves if it is killed (see sweepProxyDirs).
+	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", proxyDirPrefix, os.Getpid()))
 	if err != nil {
 		return nil, fmt.Errorf("the network proxy for code could not be set up: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 
@@ -18,6 +19,9 @@ import (
 // fetchCode fetches url with urllib, requests or httpx, which all honour the
 // proxy variables, and reports the status or the failure instead of
 // raising; then it tries a raw socket to the host's raw_port.
+// requests-verify fetches with certificate checks on; ca-bundle only looks
+// at the CA certificates requests and ssl would use (200 when both find
+// some).
 const fetchCode = `
 import os, socket, ssl, urllib.error, urllib.request
 
@@ -30,6 +34,18 @@ def main(url: str, raw_port: int, lib: str) -> dict:
             r = requests.get(url, timeout=5, verify=False)
             out["status"] = r.status_code
             out["body"] = r.text
+        elif lib == "requests-verify":
+            import requests
+            r = requests.get(url, timeout=5)
+            out["status"] = r.status_code
+            out["body"] = r.text
+        elif lib == "ca-bundle":
+            import requests.utils
+            with open(requests.utils.DEFAULT_CA_BUNDLE_PATH, "rb") as f:
+                bundle = f.read().count(b"BEGIN CERTIFICATE")
+            store = ssl.create_default_context().cert_store_stats()["x509_ca"]
+            out["status"] = 200 if bundle > 0 and store > 0 else 500
+            out["body"] = "bundle %d, default store %d" % (bundle, store)
         elif lib == "httpx":
             import httpx
             r = httpx.get(url, timeout=5, verify=False)
@@ -68,29 +84,40 @@ func TestNetwork(t *testing.T) {
 	}(plain)
 
 	loopback := []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	_, caErr := os.Stat("/etc/ssl/certs/ca-certificates.crt")
 	tests := []struct {
-		name    string
-		network *netguard.Guard
-		lib     string // urllib, requests or httpx
-		url     string
-		status  float64
-		body    string // a part of the body
+		name     string
+		network  *netguard.Guard
+		lib      string // urllib, requests, httpx, requests-verify or ca-bundle
+		url      string
+		status   float64
+		body     string // a part of the body
+		rlimits  bool   // no cgroup, rlimits alone
+		needsCAs bool   // needs the host's CA bundle (Debian's ca-certificates)
 	}{
-		{"allowed http goes through the guarded proxy", &netguard.Guard{Allow: loopback}, "urllib", plain.URL + "/a", 200, "hello from /a"},
-		{"allowed https tunnels through CONNECT", &netguard.Guard{Allow: loopback}, "urllib", tlsSrv.URL + "/b", 200, "hello from /b"},
-		{"requests over http", &netguard.Guard{Allow: loopback}, "requests", plain.URL + "/f", 200, "hello from /f"},
-		{"requests over https", &netguard.Guard{Allow: loopback}, "requests", tlsSrv.URL + "/g", 200, "hello from /g"},
-		{"httpx over https", &netguard.Guard{Allow: loopback}, "httpx", tlsSrv.URL + "/j", 200, "hello from /j"},
-		{"httpx is refused as well", &netguard.Guard{}, "httpx", plain.URL + "/k", 403, "refused"},
-		{"the guard refuses loopback http", &netguard.Guard{}, "urllib", plain.URL + "/c", 403, "refused"},
-		{"the guard refuses loopback https", &netguard.Guard{}, "urllib", tlsSrv.URL + "/d", 0, "403"},
-		{"requests is refused as well", &netguard.Guard{}, "requests", tlsSrv.URL + "/h", 0, "403"},
-		{"without the opt-in nothing is reachable", nil, "urllib", plain.URL + "/e", 0, "URLError"},
-		{"without the opt-in requests reaches nothing", nil, "requests", plain.URL + "/i", 0, "ConnectionError"},
+		{name: "allowed http goes through the guarded proxy", network: &netguard.Guard{Allow: loopback}, lib: "urllib", url: plain.URL + "/a", status: 200, body: "hello from /a"},
+		{name: "allowed https tunnels through CONNECT", network: &netguard.Guard{Allow: loopback}, lib: "urllib", url: tlsSrv.URL + "/b", status: 200, body: "hello from /b"},
+		{name: "requests over http", network: &netguard.Guard{Allow: loopback}, lib: "requests", url: plain.URL + "/f", status: 200, body: "hello from /f"},
+		{name: "requests over https", network: &netguard.Guard{Allow: loopback}, lib: "requests", url: tlsSrv.URL + "/g", status: 200, body: "hello from /g"},
+		{name: "httpx over https", network: &netguard.Guard{Allow: loopback}, lib: "httpx", url: tlsSrv.URL + "/j", status: 200, body: "hello from /j"},
+		{name: "httpx over https under rlimits alone", network: &netguard.Guard{Allow: loopback}, lib: "httpx", url: tlsSrv.URL + "/l", status: 200, body: "hello from /l", rlimits: true},
+		{name: "requests finds the host's CA bundle", network: &netguard.Guard{Allow: loopback}, lib: "ca-bundle", url: tlsSrv.URL, status: 200, body: "bundle", needsCAs: true},
+		// The test server's certificate is its own: verification runs and
+		// fails on it, rather than failing to find any CA bundle.
+		{name: "requests verifies https against that bundle", network: &netguard.Guard{Allow: loopback}, lib: "requests-verify", url: tlsSrv.URL + "/m", status: 0, body: "CERTIFICATE_VERIFY_FAILED", needsCAs: true},
+		{name: "httpx is refused as well", network: &netguard.Guard{}, lib: "httpx", url: plain.URL + "/k", status: 403, body: "refused"},
+		{name: "the guard refuses loopback http", network: &netguard.Guard{}, lib: "urllib", url: plain.URL + "/c", status: 403, body: "refused"},
+		{name: "the guard refuses loopback https", network: &netguard.Guard{}, lib: "urllib", url: tlsSrv.URL + "/d", status: 0, body: "403"},
+		{name: "requests is refused as well", network: &netguard.Guard{}, lib: "requests", url: tlsSrv.URL + "/h", status: 0, body: "403"},
+		{name: "without the opt-in nothing is reachable", network: nil, lib: "urllib", url: plain.URL + "/e", status: 0, body: "URLError"},
+		{name: "without the opt-in requests reaches nothing", network: nil, lib: "requests", url: plain.URL + "/i", status: 0, body: "ConnectionError"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newPython(t, Config{Network: tc.network})
+			if tc.needsCAs && caErr != nil {
+				t.Skipf("the host has no CA bundle (install ca-certificates): %v", caErr)
+			}
+			p := newPython(t, Config{Network: tc.network, noCgroup: tc.rlimits})
 			out, err := p.Run(context.Background(), fetchCode, map[string]any{"url": tc.url, "raw_port": port, "lib": tc.lib})
 			if err != nil {
 				t.Fatalf("Run: %v", err)

@@ -2,12 +2,16 @@ package sandbox
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"iter"
+	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // An appkb server that is killed outright (SIGKILL, an out-of-memory kill)
@@ -104,4 +108,52 @@ func readProc(pid int, ourNS string) (p orphan, ok bool) {
 		return p, false
 	}
 	return p, true
+}
+
+// sweepProxyDirs removes the socket directories of network proxies that a
+// server killed outright left in tmp, and returns them. A directory named
+// after a live server stays. One of an older server, without a pid in its
+// name, goes when nothing listens on its socket any more.
+func sweepProxyDirs(tmp string) []string {
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		return nil
+	}
+	var swept []string
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), proxyDirPrefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(tmp, e.Name())
+		if pidText, _, named := strings.Cut(rest, "-"); named {
+			pid, err := strconv.Atoi(pidText)
+			if err != nil || pid <= 0 || serverAlive(pid) {
+				continue
+			}
+		} else if !abandonedSocketDir(dir) {
+			continue
+		}
+		if os.RemoveAll(dir) == nil {
+			swept = append(swept, dir)
+		}
+	}
+	return swept
+}
+
+// abandonedSocketDir tells whether nobody listens on the proxy socket in
+// dir. A directory without a socket counts as abandoned only once it is a
+// minute old: a proxy creates the directory a moment before the socket.
+func abandonedSocketDir(dir string) bool {
+	sock := filepath.Join(dir, "proxy.sock")
+	if _, err := os.Lstat(sock); err != nil {
+		st, err := os.Stat(dir)
+		return err == nil && time.Since(st.ModTime()) > time.Minute
+	}
+	c, err := net.DialTimeout("unix", sock, time.Second)
+	if err == nil {
+		c.Close()
+		return false
+	}
+	return errors.Is(err, syscall.ECONNREFUSED)
 }

@@ -2,7 +2,9 @@
 // process. Python runs python3 code nodes inside bubblewrap (bwrap): the
 // process has no network, sees a read-only /usr and little else, writes
 // only to a small private /tmp, and lives under CPU, memory, process and
-// file-size limits and a wall-clock deadline. Without bwrap nothing runs:
+// file-size limits and a wall-clock deadline. Memory and processes are
+// limited for the sandbox as a whole by a cgroup of its own where the
+// server may create one (see cgroup.go), else per process by rlimits. Without bwrap nothing runs:
 // code is never executed outside the sandbox.
 //
 // Network access is off unless Config.Network is set. Even then the sandbox
@@ -40,7 +42,7 @@ const (
 	DefaultPython    = "/usr/bin/python3"
 	DefaultBwrap     = "/usr/bin/bwrap"
 	DefaultTimeout   = 10 * time.Second
-	DefaultMemory    = 256 << 20 // bytes of address space
+	DefaultMemory    = 256 << 20 // bytes of memory
 	DefaultMaxOutput = 1 << 20   // bytes of JSON result
 	DefaultTmpSize   = 32 << 20  // bytes of /tmp, also the largest file
 	DefaultMaxProcs  = 32        // processes and threads
@@ -77,7 +79,9 @@ type Config struct {
 	// time limit is derived from it. A deadline on the context passed to
 	// Run applies as well.
 	Timeout time.Duration
-	// Memory limits the address space of the interpreter (DefaultMemory).
+	// Memory limits the memory of the sandbox (DefaultMemory): of all its
+	// processes together, and of the files in its /tmp and /dev/shm, when
+	// it has a cgroup; of each process's data otherwise.
 	Memory int64
 	// MaxOutput limits the size of the JSON result (DefaultMaxOutput).
 	MaxOutput int64
@@ -87,6 +91,8 @@ type Config struct {
 	// MaxProcs limits the processes and threads of the sandbox
 	// (DefaultMaxProcs).
 	MaxProcs int
+	// noCgroup, set by tests, makes the sandbox use rlimits alone.
+	noCgroup bool
 	// Warm is how many sandboxes are kept started ahead of their runs
 	// while the pool runs (see Start): DefaultWarm when zero, none when
 	// negative.
@@ -105,6 +111,8 @@ type Python struct {
 	args  []string // bwrap's arguments, up to and including the runner
 	cred  *syscall.Credential
 	cfg   Config
+	cg    *cgroups // nil: no usable cgroup, rlimits only
+	cgErr error    // why cg is nil
 
 	pool     atomic.Pointer[pool] // sandboxes started ahead; nil until Start
 	warmRuns atomic.Int64         // runs served by a sandbox started ahead
@@ -146,7 +154,15 @@ func NewPython(cfg Config) (*Python, error) {
 		return nil, err
 	}
 	p := &Python{bwrap: bwrap, cfg: cfg}
-	p.args = buildArgs(cfg, help)
+	switch {
+	case cfg.noCgroup:
+		p.cgErr = errors.New("turned off")
+	case !isExecutable(gateShell):
+		p.cgErr = fmt.Errorf("%s is missing", gateShell)
+	default:
+		p.cg, p.cgErr = detectCgroups()
+	}
+	p.args = buildArgs(cfg, help, limitsFor(cfg, p.cg))
 	if os.Geteuid() == 0 {
 		// As root, bwrap would give the sandbox a root identity on the
 		// host, and the kernel does not apply RLIMIT_NPROC to root; start
@@ -257,12 +273,42 @@ func bwrapHelp(bwrap string) (string, error) {
 	return string(out), nil
 }
 
+// rlimits are the per-process limits the runner sets on itself; -1 is no
+// limit.
+type rlimits struct {
+	data, as, nproc int64
+}
+
+// limitsFor picks the rlimits. With a cgroup, the group's memory and task
+// limits are the real ones and the rlimits only stop the absurd (a single
+// terabyte allocation fails with MemoryError instead of waiting for the
+// kernel): the data limit sits far above the group's, and the address
+// space is left alone, because threads and malloc arenas reserve far more
+// of it than they use (httpx over TLS reserved 326 MB while using 49 MB,
+// and failed under a 256 MB address-space limit). Without a cgroup, the
+// data limit (private writable memory that is actually mapped for use,
+// not reservations) is the memory limit, and the address space gets the
+// generous bound.
+func limitsFor(cfg Config, cg *cgroups) rlimits {
+	backstop := max(4*cfg.Memory, cfg.Memory+1<<30)
+	l := rlimits{data: cfg.Memory, as: backstop, nproc: int64(cfg.MaxProcs)}
+	if cg != nil {
+		l.data, l.as = backstop, -1
+		if cg.pids != "" {
+			// The group counts this sandbox's tasks alone; the rlimit counts
+			// every process of the sandbox's user.
+			l.nproc = 8 * int64(cfg.MaxProcs)
+		}
+	}
+	return l
+}
+
 // buildArgs lays out the sandbox: new user, pid, ipc, uts, network and
 // (when possible) cgroup namespaces; no capabilities; an empty root with
 // /usr and the few files the dynamic loader wants bound read-only; fresh
 // /dev, /proc, and size-limited /tmp and /dev/shm, the only writable
 // places; a cleared environment.
-func buildArgs(cfg Config, help string) []string {
+func buildArgs(cfg Config, help string, lim rlimits) []string {
 	a := []string{
 		"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try",
 		"--uid", strconv.Itoa(nobody), "--gid", strconv.Itoa(nobody),
@@ -293,7 +339,7 @@ func buildArgs(cfg Config, help string) []string {
 	}
 	if cfg.Network != nil {
 		// Certificate authorities, so https can be verified.
-		a = append(a, "--ro-bind-try", "/etc/ssl", "/etc/ssl")
+		a = append(a, caBinds()...)
 	}
 	tmpfs := func(dir string) {
 		if strings.Contains(help, "--size") {
@@ -313,11 +359,51 @@ func buildArgs(cfg Config, help string) []string {
 		"--chdir", "/tmp",
 		cfg.Python, "-I", "-B", "-c", runnerScript,
 		strconv.FormatInt(cpuSeconds(cfg.Timeout), 10),
-		strconv.FormatInt(cfg.Memory, 10),
-		strconv.Itoa(cfg.MaxProcs),
+		strconv.FormatInt(lim.data, 10),
+		strconv.FormatInt(lim.as, 10),
+		strconv.FormatInt(lim.nproc, 10),
 		strconv.FormatInt(cfg.TmpSize, 10),
 		strconv.Itoa(DefaultMaxFiles),
 	)
+	return a
+}
+
+// caBinds binds the host's certificate authorities read-only: the
+// directory OpenSSL and Debian's certifi look in (certifi names its
+// ca-certificates.crt bundle), OpenSSL's configuration, and, where the
+// bundle is a link into a directory the sandbox does not see otherwise,
+// that directory too. The private keys beside them stay out.
+func caBinds() []string {
+	var a []string
+	bound := map[string]bool{}
+	bind := func(p string) {
+		if bound[p] {
+			return
+		}
+		if _, err := os.Stat(p); err == nil {
+			bound[p] = true
+			a = append(a, "--ro-bind", p, p)
+		}
+	}
+	for _, p := range []string{"/etc/ssl/certs", "/etc/ssl/openssl.cnf", "/etc/ssl/cert.pem", "/etc/pki/tls/certs", "/etc/pki/ca-trust"} {
+		bind(p)
+	}
+	for _, f := range []string{"/etc/ssl/certs/ca-certificates.crt", "/etc/ssl/cert.pem"} {
+		real, err := filepath.EvalSymlinks(f)
+		if err != nil || visible(real) {
+			continue
+		}
+		dir := filepath.Dir(real)
+		covered := false
+		for p := range bound {
+			if dir == p || strings.HasPrefix(dir, p+"/") {
+				covered = true
+			}
+		}
+		if !covered && strings.HasPrefix(dir, "/etc/") {
+			bind(dir)
+		}
+	}
 	return a
 }
 
@@ -466,7 +552,13 @@ func (p *Python) finish(ctx context.Context, s *started, in []byte, warm bool) (
 	select {
 	case <-s.stdout.answered:
 		if rep, ok := parseReply(s.stdout.answer()); ok {
+			// The kernel killing any process of the sandbox for memory
+			// (a child, say) fails the run, whatever main returned.
+			oom := s.cg != nil && s.cg.oomKills() > 0
 			go s.close()
+			if oom {
+				return nil, p.outOfMemory(), true
+			}
 			res, err = p.fromReply(rep)
 			return res, err, true
 		}
@@ -515,6 +607,10 @@ func (p *Python) answer(ctx, runCtx context.Context, s *started) (map[string]any
 	}
 	line := stdout.answer()
 	rep, ok := parseReply(line)
+	if ctx.Err() == nil && s.usage.oomKills > 0 {
+		// The cgroup's limit was reached and the kernel killed for it.
+		return nil, p.outOfMemory()
+	}
 	if !ok {
 		switch {
 		case ctx.Err() != nil:

@@ -217,17 +217,20 @@ def main():
 	}
 }
 
+// limitCase is one case of TestLimits.
+type limitCase struct {
+	name    string
+	cfg     Config
+	code    string
+	inputs  map[string]any
+	want    map[string]any
+	wantIs  error
+	wantErr string
+	maxTime time.Duration // the run must end sooner than this
+}
+
 func TestLimits(t *testing.T) {
-	tests := []struct {
-		name    string
-		cfg     Config
-		code    string
-		inputs  map[string]any
-		want    map[string]any
-		wantIs  error
-		wantErr string
-		maxTime time.Duration // the run must end sooner than this
-	}{
+	tests := []limitCase{
 		{
 			name:    "a busy loop is stopped at the time limit",
 			cfg:     Config{Timeout: 500 * time.Millisecond},
@@ -338,33 +341,52 @@ def main():
 			want: map[string]any{"error": "OSError"},
 		},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			p := newPython(t, tc.cfg)
-			start := time.Now()
-			got, err := p.Run(context.Background(), tc.code, tc.inputs)
-			took := time.Since(start)
-			if tc.maxTime > 0 && took > tc.maxTime {
-				t.Errorf("the run took %s, more than %s", took, tc.maxTime)
-			}
-			if tc.wantIs == nil {
-				if err != nil {
-					t.Fatalf("Run: %v", err)
+	// Every limit holds the same way with the sandbox's cgroup and with
+	// rlimits alone (a machine where the server may not create cgroups).
+	for _, mode := range []string{"cgroup", "rlimits"} {
+		t.Run(mode, func(t *testing.T) {
+			if mode == "cgroup" {
+				if _, err := detectCgroups(); err != nil {
+					t.Skipf("no usable cgroup here: %v", err)
 				}
-				if !reflect.DeepEqual(got, tc.want) {
-					t.Fatalf("got %v, want %v", got, tc.want)
-				}
-				return
 			}
-			if !errors.Is(err, tc.wantIs) {
-				t.Fatalf("error %v (%T) is not %v", err, err, tc.wantIs)
-			}
-			if !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("error %q does not contain %q", err, tc.wantErr)
+			for _, tc := range tests {
+				tc.cfg.noCgroup = mode == "rlimits"
+				testLimit(t, tc)
 			}
 		})
 	}
+}
+
+func testLimit(t *testing.T, tc limitCase) {
+	t.Run(tc.name, func(t *testing.T) {
+		t.Parallel()
+		p := newPython(t, tc.cfg)
+		if (p.cg == nil) != tc.cfg.noCgroup {
+			t.Fatalf("cgroup %v with noCgroup %v", p.cg, tc.cfg.noCgroup)
+		}
+		start := time.Now()
+		got, err := p.Run(context.Background(), tc.code, tc.inputs)
+		took := time.Since(start)
+		if tc.maxTime > 0 && took > tc.maxTime {
+			t.Errorf("the run took %s, more than %s", took, tc.maxTime)
+		}
+		if tc.wantIs == nil {
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+			return
+		}
+		if !errors.Is(err, tc.wantIs) {
+			t.Fatalf("error %v (%T) is not %v", err, err, tc.wantIs)
+		}
+		if !strings.Contains(err.Error(), tc.wantErr) {
+			t.Fatalf("error %q does not contain %q", err, tc.wantErr)
+		}
+	})
 }
 
 func TestContext(t *testing.T) {

@@ -5,7 +5,8 @@ package sandbox
 const runnerMarker = "# appkb sandbox runner\n"
 
 // runnerScript is the Python program that python3 runs inside the
-// sandbox (as python3 -I -B -c runnerScript CPU MEM NPROC FSIZE NOFILE).
+// sandbox (as python3 -I -B -c runnerScript CPU DATA AS NPROC FSIZE NOFILE,
+// where -1 is no limit).
 //
 // It first lowers its resource limits, so nothing the user wrote ever runs
 // without them. Then it writes the line "ready" on stdout (a sandbox the
@@ -58,6 +59,8 @@ def fail(kind, message, type_="", line=0, source=""):
 
 
 def cap(which, soft, hard):
+    if soft < 0:
+        return
     _, cur_hard = resource.getrlimit(which)
     if cur_hard != resource.RLIM_INFINITY:
         hard = min(hard, cur_hard)
@@ -66,9 +69,10 @@ def cap(which, soft, hard):
 
 
 try:
-    cpu, mem, nproc, fsize, nofile = (int(a) for a in sys.argv[1:6])
+    cpu, data, vm, nproc, fsize, nofile = (int(a) for a in sys.argv[1:7])
     cap(resource.RLIMIT_CPU, cpu, cpu + 1)
-    cap(resource.RLIMIT_AS, mem, mem)
+    cap(resource.RLIMIT_DATA, data, data)
+    cap(resource.RLIMIT_AS, vm, vm)
     cap(resource.RLIMIT_NPROC, nproc, nproc)
     cap(resource.RLIMIT_FSIZE, fsize, fsize)
     cap(resource.RLIMIT_NOFILE, nofile, nofile)

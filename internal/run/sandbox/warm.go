@@ -25,12 +25,33 @@ type started struct {
 	stdin  io.WriteCloser
 	stdout *answerBuffer
 	stderr *tailBuffer
-	proxy  *netProxy // nil without network
+	proxy  *netProxy      // nil without network
+	cg     *sandboxCgroup // nil without a cgroup
 	kill   context.CancelFunc
+
+	closeOnce sync.Once
+	usage     cgroupUsage // what the cgroup recorded; set by close
 
 	exited  chan struct{} // closed once cmd.Wait has returned
 	waitErr error         // what Wait returned; read after exited
 }
+
+// cgroupUsage is what a sandbox's cgroup counted by the time it ended.
+type cgroupUsage struct {
+	oomKills    int64 // processes the kernel killed for memory
+	peak        int64 // the most memory the sandbox held, in bytes
+	pidsRefused int64 // forks refused by the task limit
+}
+
+// gateShell runs the small gate a sandbox with a cgroup starts behind:
+// the shell waits on fd 3 until the server has moved it into the
+// sandbox's cgroup, then becomes bwrap. Nothing of the sandbox (not even
+// bwrap's first child) can start outside its group, and a gate whose pipe
+// closes without the go-ahead exits instead.
+const (
+	gateShell  = "/bin/sh"
+	gateScript = `read -r _ <&3 || exit 125; exec 3<&-; exec "$@"`
+)
 
 // spawn starts a sandbox that waits for its request. It ends when parent
 // ends, or when kill is called.
@@ -51,10 +72,37 @@ func (p *Python) spawn(parent context.Context) (*started, error) {
 		}
 		args = append([]string{"--ro-bind", proxy.path, proxySocket}, p.args...)
 	}
-	s := &started{proxy: proxy, kill: kill, exited: make(chan struct{})}
+	abort := func() {
+		kill()
+		if proxy != nil {
+			proxy.close()
+		}
+	}
+	var cg *sandboxCgroup
+	name, argv := p.bwrap, args
+	var gateR, gateW *os.File
+	if p.cg != nil {
+		// The shell would start and then fail to run a missing bwrap.
+		if !isExecutable(p.bwrap) {
+			abort()
+			return nil, ErrNoBubblewrap
+		}
+		var err error
+		if cg, err = p.cg.create(p.cfg.Memory, p.cfg.MaxProcs); err != nil {
+			abort()
+			return nil, err
+		}
+		if gateR, gateW, err = os.Pipe(); err != nil {
+			cg.remove()
+			abort()
+			return nil, fmt.Errorf("the python sandbox could not start: %w", err)
+		}
+		name, argv = gateShell, append([]string{"-c", gateScript, "sh", p.bwrap}, args...)
+	}
+	s := &started{proxy: proxy, cg: cg, kill: kill, exited: make(chan struct{})}
 	s.stdout = newAnswerBuffer(p.cfg.MaxOutput+1, kill) // +1: the newline
 	s.stderr = &tailBuffer{max: 4 << 10}
-	cmd := exec.CommandContext(ctx, p.bwrap, args...)
+	cmd := exec.CommandContext(ctx, name, argv...)
 	cmd.Dir = "/"
 	cmd.Env = []string{}
 	cmd.Stdout = s.stdout
@@ -73,15 +121,36 @@ func (p *Python) spawn(parent context.Context) (*started, error) {
 		return os.ErrProcessDone
 	}
 	cmd.WaitDelay = 2 * time.Second
+	if gateR != nil {
+		cmd.ExtraFiles = []*os.File{gateR} // fd 3
+	}
 	stdin, err := cmd.StdinPipe()
 	if err == nil {
 		err = cmd.Start()
 	}
-	if err != nil {
-		kill()
-		if proxy != nil {
-			proxy.close()
+	if gateR != nil {
+		gateR.Close()
+	}
+	if err == nil && cg != nil {
+		if err = cg.add(cmd.Process.Pid); err == nil {
+			_, err = gateW.Write([]byte("go\n"))
 		}
+		gateW.Close()
+		if err != nil {
+			kill()
+			_ = cmd.Wait()
+			cg.remove()
+			if proxy != nil {
+				proxy.close()
+			}
+			return nil, fmt.Errorf("the python sandbox could not start: %w", err)
+		}
+	} else if gateW != nil {
+		gateW.Close()
+	}
+	if err != nil {
+		cg.remove()
+		abort()
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
 			return nil, ErrNoBubblewrap
 		}
@@ -105,17 +174,25 @@ func (s *started) ended() bool {
 	}
 }
 
-// close kills the sandbox if it still runs, waits for it and closes its
-// network proxy. Its stdin is closed first: a python3 that a kill of bwrap
-// in its first moments left behind then reads the end of its request and
-// leaves, rather than holding the output pipes until Wait gives up.
+// close kills the sandbox if it still runs, waits for it, notes what its
+// cgroup counted and removes the group (with anything still in it), and
+// closes its network proxy. Its stdin is closed first: a python3 that a
+// kill of bwrap in its first moments left behind then reads the end of its
+// request and leaves, rather than holding the output pipes until Wait
+// gives up. Calls after the first wait for it and do nothing more.
 func (s *started) close() {
-	s.stdin.Close()
-	s.kill()
-	<-s.exited
-	if s.proxy != nil {
-		s.proxy.close()
-	}
+	s.closeOnce.Do(func() {
+		s.stdin.Close()
+		s.kill()
+		<-s.exited
+		if s.cg != nil {
+			s.usage = cgroupUsage{oomKills: s.cg.oomKills(), peak: s.cg.peak(), pidsRefused: s.cg.pidsRefused()}
+			s.cg.remove()
+		}
+		if s.proxy != nil {
+			s.proxy.close()
+		}
+	})
 }
 
 // pool keeps sandboxes started ahead of the runs that will use them, so a
@@ -162,6 +239,17 @@ func (pl *pool) take() *started {
 func (p *Python) Start(ctx context.Context) {
 	if pids := sweepOrphans(p.bwrap); len(pids) > 0 {
 		slog.Warn("python sandbox: ended sandboxes left waiting by a server that was killed", "pids", pids)
+	}
+	if groups := sweepCgroups(p.cg); len(groups) > 0 {
+		slog.Warn("python sandbox: removed cgroups left by a server that was killed", "cgroups", groups)
+	}
+	if dirs := sweepProxyDirs(os.TempDir()); len(dirs) > 0 {
+		slog.Warn("python sandbox: removed network proxy directories left by a server that was killed", "dirs", dirs)
+	}
+	if p.cg == nil {
+		slog.Info("python sandbox: no usable cgroup (it takes root and the memory controller); memory and processes are limited per process only", "reason", p.cgErr)
+	} else {
+		slog.Debug("python sandbox: memory and processes are limited per sandbox", "cgroups", p.cg.String())
 	}
 	if p.cfg.Warm < 0 {
 		return
