@@ -3,6 +3,7 @@ package codeworker
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -154,6 +155,10 @@ var jinjaEnv = func() *gexec.Environment {
 	return &env
 }()
 
+func macroDepthMsg(name string) string {
+	return fmt.Sprintf("macro '%s' calls nest deeper than %d levels", name, MaxMacroDepth)
+}
+
 // countedMacro defines a macro whose calls fail once they nest deeper than
 // MaxMacroDepth.
 type countedMacro struct {
@@ -174,7 +179,7 @@ func (m *countedMacro) Execute(r *gexec.Renderer, _ *nodes.ControlStructureBlock
 		if depth != nil {
 			if depth.Add(1) > MaxMacroDepth {
 				depth.Add(-1)
-				return gexec.AsValue(fmt.Errorf("macro '%s' calls nest deeper than %d levels", name, MaxMacroDepth))
+				return gexec.AsValue(fmt.Errorf("%s", macroDepthMsg(name)))
 			}
 			defer depth.Add(-1)
 		}
@@ -245,7 +250,14 @@ func runJinja(j *Job) *Answer {
 		return templateErr("%s", why)
 	}
 	if err != nil {
-		return templateErr("The template failed: %v", err)
+		msg := err.Error()
+		// The depth error comes wrapped once per nested call: say it once.
+		if i := strings.Index(msg, "macro '"); i >= 0 && strings.HasSuffix(msg, fmt.Sprintf(" calls nest deeper than %d levels", MaxMacroDepth)) {
+			if j := strings.LastIndex(msg, "macro '"); j >= 0 {
+				msg = msg[j:]
+			}
+		}
+		return templateErr("The template failed: %s", msg)
 	}
 	return &Answer{Text: string(w.buf)}
 }

@@ -398,8 +398,10 @@ func (p *Pool) Run(ctx context.Context, j *Job) (*Answer, error) {
 	timer := time.NewTimer(j.Timeout + p.grace())
 	defer timer.Stop()
 	var fail *Failure
+	pending := true
 	select {
 	case r := <-resc:
+		pending = false
 		if r.err == nil {
 			if r.a.Retire {
 				w.kill()
@@ -416,7 +418,9 @@ func (p *Pool) Run(ctx context.Context, j *Job) (*Answer, error) {
 		fail = &Failure{Kind: FailStopped}
 	}
 	w.kill()
-	<-resc // the round trip ends once the worker's pipes close
+	if pending {
+		<-resc // the round trip ends once the worker's pipes close
+	}
 	p.release()
 	if fail.Kind == FailCrash || fail.Kind == FailMemory || fail.Kind == FailStack {
 		p.log().Warn("a code worker died", "reason", fail.Error(), "stderr", w.stderr.String())

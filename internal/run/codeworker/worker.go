@@ -3,8 +3,8 @@ package codeworker
 import (
 	"bufio"
 	"errors"
-	"io"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime/debug"
