@@ -172,8 +172,9 @@ func (p *Pool) Start(context.Context) {
 	p.refillLocked()
 }
 
-// Stop kills every worker; jobs still running fail, and later jobs fail
-// with FailUnavailable.
+// Stop kills every worker and waits for the pool's goroutines; jobs still
+// running fail with FailUnavailable. Jobs that come later start workers
+// anew.
 func (p *Pool) Stop() {
 	p.mu.Lock()
 	p.closed = true
@@ -193,6 +194,31 @@ func (p *Pool) Stop() {
 		p.release()
 	}
 	p.wg.Wait()
+	// The jobs whose workers were killed give their slots back.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		p.mu.Lock()
+		n := p.running
+		if p.freed == nil {
+			p.freed = make(chan struct{})
+		}
+		freed := p.freed
+		p.mu.Unlock()
+		if n <= 0 || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-freed:
+		case <-time.After(time.Until(deadline)):
+		}
+	}
+	// Later jobs start workers again, lazily: a process that goes on
+	// running workflows after Stop (tests, a restarted application) still
+	// can.
+	p.mu.Lock()
+	p.closed = false
+	p.quit = nil
+	p.mu.Unlock()
 }
 
 // refillLocked starts workers in the background until Idle are idle or
@@ -423,7 +449,7 @@ func (p *Pool) Run(ctx context.Context, j *Job) (*Answer, error) {
 	}
 	p.release()
 	if fail.Kind == FailCrash || fail.Kind == FailMemory || fail.Kind == FailStack {
-		p.log().Warn("a code worker died", "reason", fail.Error(), "stderr", w.stderr.String())
+		p.log().Warn("a code worker died", "reason", fail.Error(), "stderr", headOf(w.stderr.String()))
 	}
 	return nil, fail
 }
@@ -589,6 +615,14 @@ func firstFatal(msg string) string {
 		}
 	}
 	return ""
+}
+
+// headOf keeps the lines of a crash report before its goroutine dumps.
+func headOf(msg string) string {
+	if i := strings.Index(msg, "\ngoroutine "); i >= 0 {
+		msg = msg[:i]
+	}
+	return strings.TrimSpace(msg)
 }
 
 // capped keeps the first max bytes written to it and drops the rest.
