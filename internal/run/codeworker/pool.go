@@ -30,7 +30,7 @@ const DefaultMemoryLimit = 768 << 20
 // Defaults of a Pool.
 const (
 	DefaultIdle      = 2
-	DefaultGrace     = 600 * time.Millisecond
+	DefaultGrace     = 400 * time.Millisecond
 	DefaultMaxAnswer = 32 << 20
 	// idleFor is how long a worker beyond Idle stays idle before it is
 	// closed.
@@ -445,9 +445,19 @@ func (p *Pool) Run(ctx context.Context, j *Job) (*Answer, error) {
 	}
 	w.kill()
 	if pending {
-		<-resc // the round trip ends once the worker's pipes close
+		// The round trip ends once the worker's pipes close, which can
+		// take a while for a process with a lot of memory to give back:
+		// the slot is given back then, the answer now.
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			defer func() { _ = recover() }()
+			<-resc
+			p.release()
+		}()
+	} else {
+		p.release()
 	}
-	p.release()
 	if fail.Kind == FailCrash || fail.Kind == FailMemory || fail.Kind == FailStack {
 		p.log().Warn("a code worker died", "reason", fail.Error(), "stderr", headOf(w.stderr.String()))
 	}
