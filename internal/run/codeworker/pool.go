@@ -591,7 +591,8 @@ func (w *worker) death(err error, limit int64) *Failure {
 	msg := w.stderr.String()
 	switch {
 	case strings.Contains(msg, "out of memory") || strings.Contains(msg, "cannot allocate memory") ||
-		strings.Contains(msg, "failed to create new OS thread"):
+		strings.Contains(msg, "failed to create new OS thread") ||
+		strings.Contains(msg, "address space collisions"): // the race detector's way to say it
 		return &Failure{Kind: FailMemory, MemoryLimit: limit}
 	case strings.Contains(msg, "stack overflow") || strings.Contains(msg, "stack exceeds"):
 		return &Failure{Kind: FailStack}
