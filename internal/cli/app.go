@@ -13,6 +13,7 @@ import (
 	"appkb/internal/knowledge/documents"
 	"appkb/internal/platform/cluster"
 	"appkb/internal/run/chat"
+	"appkb/internal/run/codeworker"
 )
 
 // worker is a piece of background work the application owns.
@@ -107,6 +108,9 @@ func newApplication(deps handlers.Deps, idx documents.Config) (*application, err
 	if py, ok := deps.Python.(worker); ok {
 		workers = append(workers, namedWorker{"python sandboxes", py})
 	}
+	// javascript and template workers, started lazily (Start warms a
+	// few); stopped after the resumer, as the python sandboxes are.
+	workers = append(workers, namedWorker{"code workers", codeworker.Default()})
 	workers = append(workers, namedWorker{"workflow resumer", svc.Flows})
 	return &application{
 		log:     log,

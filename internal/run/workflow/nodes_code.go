@@ -4,21 +4,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime"
-	"runtime/metrics"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/dop251/goja"
+	"appkb/internal/run/codeworker"
 )
 
-// Budgets of code nodes. JavaScript runs inside the server process, so
-// besides its time limit it gets a memory budget (the growth of the
-// process's heap while it runs, checked every few milliseconds) and a cap
-// on the depth of its calls. The output of every code node, python3
-// included, is capped in size.
+// Budgets of code nodes. JavaScript runs out of process, in a worker of
+// package codeworker whose hard limits end it (not the server) when code
+// runs away; inside it the code also gets a memory budget (the growth of
+// the worker's heap while it runs) and a cap on the depth of its calls.
+// The output of every code node, python3 included, is capped in size.
 var (
 	// JSMemoryBudget is how much the heap may grow while a javascript
 	// node runs before it is stopped.
@@ -29,8 +26,8 @@ var (
 	MaxCodeOutput = 1 << 20
 )
 
-// runCode runs a code node. javascript runs in-process with goja under
-// Engine.CodeTimeout: main receives one object holding the declared
+// runCode runs a code node. javascript runs with goja in a code worker
+// (out of process) under Engine.CodeTimeout: main receives one object holding the declared
 // variables and must return an object. python3 runs out of process through
 // Engine.Python (a sandbox with limits of its own): main receives the
 // variables as keyword arguments and must return a dict.
@@ -68,105 +65,46 @@ func (x *nodeRun) runJavaScript(code string, args map[string]any) (map[string]an
 	if limit <= 0 {
 		limit = DefaultCodeTimeout
 	}
-	vm := goja.New()
-	vm.SetMaxCallStackSize(JSMaxCallDepth)
-	timer := time.AfterFunc(limit, func() { vm.Interrupt(fmt.Sprintf("the code ran longer than %s", limit)) })
-	defer timer.Stop()
-	defer watchMemory(func() {
-		vm.Interrupt(fmt.Sprintf("the code used more than %d MB of memory", JSMemoryBudget>>20))
-	})()
-	stop := contextAfter(x, func() { vm.Interrupt("the run was stopped") })
-	defer stop()
-	fail := func(err error) error {
-		var intr *goja.InterruptedError
-		if errors.As(err, &intr) {
-			return nodeErr("CodeNodeError", "The code was interrupted: %v", intr.Value())
-		}
-		return nodeErr("CodeNodeError", "The code failed: %v", err)
-	}
-	var err error
-	if prg := compiledJS(code); prg != nil {
-		_, err = vm.RunProgram(prg)
-	} else { // does not compile: RunString reports the error as a script sees it
-		_, err = vm.RunString(code)
-	}
-	if err != nil {
-		return nil, fail(err)
-	}
-	main, ok := goja.AssertFunction(vm.Get("main"))
-	if !ok {
-		return nil, nodeErr("CodeNodeError", "The code does not define a function main.")
-	}
-	res, err := main(goja.Undefined(), vm.ToValue(args))
-	if err != nil {
-		return nil, fail(err)
-	}
-	m, ok := plain(res.Export()).(map[string]any)
-	if !ok {
-		return nil, nodeErr("CodeNodeError", "main must return an object, not %s.", res.ExportType())
-	}
-	return m, nil
-}
-
-// jsPrograms keeps code nodes' compiled JavaScript by source text. A
-// goja.Program is not tied to a runtime and may run in several at once.
-var jsPrograms = textCache[*goja.Program]{size: 256}
-
-// compiledJS returns code compiled, or nil when it does not compile.
-func compiledJS(code string) *goja.Program {
-	prg, err := jsPrograms.get(code, func(code string) (*goja.Program, error) {
-		return goja.Compile("", code, false)
+	a, err := codeworker.Default().Run(x.ctx, &codeworker.Job{
+		Kind: codeworker.KindJavaScript, Source: code, Vars: args, Timeout: limit,
+		MaxOutput: MaxCodeOutput, MaxCallDepth: JSMaxCallDepth, MemoryBudget: JSMemoryBudget,
 	})
 	if err != nil {
-		return nil
+		return nil, nodeErr("CodeNodeError", "%s", workerFailure("The code", limit, err))
 	}
-	return prg
+	if a.ErrType != "" {
+		return nil, nodeErr(a.ErrType, "%s", a.ErrMsg)
+	}
+	return a.Result, nil
 }
 
-// heapBytes reads the bytes of heap objects (live and not yet swept).
-func heapBytes() uint64 {
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
+// workerFailure says why a code worker gave no answer, in the words the
+// node used when it ran in process; what is the subject ("The code", "The
+// template").
+func workerFailure(what string, limit time.Duration, err error) string {
+	var f *codeworker.Failure
+	if !errors.As(err, &f) {
+		return fmt.Sprintf("%s failed: %v", what, err)
 	}
-	return s[0].Value.Uint64()
-}
-
-// gcMu lets one watcher at a time force a collection.
-var gcMu sync.Mutex
-
-// watchMemory calls over once the heap has grown by more than
-// JSMemoryBudget since it was called; before it does, it collects garbage
-// once, so that garbage alone does not count. The returned function stops
-// the watch.
-func watchMemory(over func()) (stop func()) {
-	start := heapBytes()
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(5 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-			if heapBytes() <= start+JSMemoryBudget {
-				continue
-			}
-			gcMu.Lock()
-			if heapBytes() > start+JSMemoryBudget {
-				runtime.GC()
-			}
-			gcMu.Unlock()
-			if heapBytes() > start+JSMemoryBudget {
-				over()
-				return
-			}
+	switch f.Kind {
+	case codeworker.FailTimeout:
+		if what == "The template" {
+			return "The template took too long to render."
 		}
-	}()
-	return func() { close(done) }
+		return fmt.Sprintf("%s was interrupted: the code ran longer than %s", what, limit)
+	case codeworker.FailStopped:
+		return what + " was interrupted: the run was stopped"
+	case codeworker.FailMemory:
+		return fmt.Sprintf("%s used more memory than allowed (%d MB) and was stopped.", what, f.MemoryLimit>>20)
+	case codeworker.FailStack:
+		return what + " crashed: its calls nested too deeply (stack overflow)."
+	case codeworker.FailUnavailable:
+		return fmt.Sprintf("%s could not run: %s.", what, f.Detail)
+	}
+	if f.Detail != "" {
+		return fmt.Sprintf("%s crashed: %s.", what, f.Detail)
+	}
+	return what + " crashed."
 }
 
 // runPython hands python3 code to Engine.Python. Without one the node
@@ -183,20 +121,6 @@ func (x *nodeRun) runPython(code string, args map[string]any) (map[string]any, e
 		return nil, nodeErr("CodeNodeError", "main must return a dict.")
 	}
 	return plainMap(res), nil
-}
-
-// contextAfter calls f when the node's context ends, until the returned
-// function is called.
-func contextAfter(x *nodeRun, f func()) func() {
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-x.ctx.Done():
-			f()
-		case <-done:
-		}
-	}()
-	return func() { close(done) }
 }
 
 // checkOutputs keeps the declared outputs of a code node and checks their

@@ -8,8 +8,9 @@ import (
 )
 
 // TestJavaScriptRunsAlikeFromTheCache runs each code node twice: the
-// second run uses the program compiled for the first, and must see fresh
-// globals and report errors as the first did.
+// second run uses the program its worker compiled for the first, and must
+// see fresh globals and report errors as the first did (the cache itself is
+// checked in package codeworker).
 func TestJavaScriptRunsAlikeFromTheCache(t *testing.T) {
 	code := func(src string) string {
 		return graph(`
@@ -45,19 +46,13 @@ func TestJavaScriptRunsAlikeFromTheCache(t *testing.T) {
 			}
 		})
 	}
-	if compiledJS(`function main( {`) != nil {
-		t.Error("code that does not compile was cached")
-	}
-	if a, b := compiledJS(`function main() { return {} }`), compiledJS(`function main() { return {} }`); a == nil || a != b {
-		t.Error("the same code was compiled twice")
-	}
 }
 
 // TestTemplatesRenderAlikeFromTheCache renders one template text from
 // several runs at once, each with its own input, then checks what a cached
 // template must still do per render: range() keeps its budget, a declared
-// variable named range hides it, and a template that does not parse is
-// not kept.
+// variable named range hides it, and a template that does not parse fails
+// alike every time.
 func TestTemplatesRenderAlikeFromTheCache(t *testing.T) {
 	flow := func(tmpl string) string {
 		return graph(`
@@ -110,8 +105,5 @@ func TestTemplatesRenderAlikeFromTheCache(t *testing.T) {
 		if res := render(t, plain(`{% for %}`), "x"); res.Status != RunFailed || !strings.Contains(res.Error, "does not parse") {
 			t.Errorf("round %d, a broken template: %s %s", round, res.Status, res.Error)
 		}
-	}
-	if _, err := jinjaTemplates.get(`{% for %}`, parseJinja); err == nil {
-		t.Error("a template that does not parse was cached")
 	}
 }
