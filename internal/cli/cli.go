@@ -532,7 +532,12 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 		if err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
-		printDemo(out, addr, keys)
+		// The handbook is indexed by the workers once the server starts.
+		datasetID, err := demo.EnsureKnowledge(ctx, gdb, cfg.models, dataDir, apps.NewStore(gdb), keys.AppID)
+		if err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		printDemo(out, addr, keys, datasetID)
 		demoKeys = keys
 	}
 	if cfg.double == nil {
@@ -688,7 +693,7 @@ func warnUnconfigured(log *slog.Logger, appID, name, definition string) {
 		"app_id", appID, "app", name, "providers", strings.Join(missing, ","))
 }
 
-func printDemo(out io.Writer, addr string, k *demo.Keys) {
+func printDemo(out io.Writer, addr string, k *demo.Keys, datasetID string) {
 	base := "http://" + addr + "/v1"
 	fmt.Fprintf(out, `
 appkb demo (keys are new at every start; earlier demo keys are revoked)
@@ -696,13 +701,16 @@ appkb demo (keys are new at every start; earlier demo keys are revoked)
   chat app key        %[2]s
   completion app key  %[3]s
   knowledge key       %[4]s
+  knowledge base      %[5]s (%[6]s; the chat app answers from it)
 
 Try:
   curl -s %[1]s/info -H 'Authorization: Bearer %[2]s'
+  curl -s %[1]s/chat-messages -H 'Authorization: Bearer %[2]s' -H 'Content-Type: application/json' \
+    -d '{"query":"%[7]s","inputs":{},"user":"demo","response_mode":"blocking"}'
+  curl -s '%[1]s/datasets/%[5]s/documents' -H 'Authorization: Bearer %[4]s'
   curl -s '%[1]s/parameters' -H 'Authorization: Bearer %[3]s'
-  curl -s '%[1]s/datasets' -H 'Authorization: Bearer %[4]s'
 
-`, base, k.AppKey, k.CompletionAppKey, k.KnowledgeKey)
+`, base, k.AppKey, k.CompletionAppKey, k.KnowledgeKey, datasetID, demo.KnowledgeName, demo.BicycleQuestion)
 }
 
 func withDB(env *cmdEnv, fn func(*gorm.DB) error) error {

@@ -97,3 +97,17 @@ func TestImportWarnsOfUnconfiguredProvider(t *testing.T) {
 		})
 	}
 }
+
+// The example pipeline the README points at imports with every node
+// supported.
+func TestExamplePipelineImports(t *testing.T) {
+	dataDir := t.TempDir()
+	ds := makeDataset(t, dataDir, "pipeline example")
+	out, err := runCLI(t, "kb", "pipeline", "import", "--data-dir", dataDir, "--dataset", ds, "../../testdata/pipelines/file-to-chunks.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, `imported pipeline "file to chunks"`) || strings.Contains(out, "warning") {
+		t.Errorf("kb pipeline import said:\n%s", out)
+	}
+}

@@ -118,7 +118,8 @@ func (m *builtinChat) respond(req ChatRequest, answer string, start time.Time) *
 // nothing else. The question is the content of the last user message.
 //
 // With Knowledge, the reply is made of the (at most three) knowledge
-// sentences that share the most question words, weighted by how rare each
+// sentences that share the most question words (compared by their stems;
+// none that weighs less than half the best), weighted by how rare each
 // word is among all knowledge sentences, in their original order. Without
 // Knowledge, the reply is a fixed sentence that quotes the question.
 func BuiltinAnswer(req ChatRequest) string {
@@ -155,14 +156,14 @@ func extract(query string, knowledge []string) string {
 				continue
 			}
 			seen[s] = true
-			c := &candidate{text: s, terms: termSet(s), order: len(cands)}
+			c := &candidate{text: s, terms: answerTerms(s), order: len(cands)}
 			for t := range c.terms {
 				df[t]++
 			}
 			cands = append(cands, c)
 		}
 	}
-	q := termSet(query)
+	q := answerTerms(query)
 	var hits []*candidate
 	for _, c := range cands {
 		for t := range q {
@@ -178,7 +179,13 @@ func extract(query string, knowledge []string) string {
 		return builtinNoMatch
 	}
 	sort.SliceStable(hits, func(i, j int) bool { return hits[i].score > hits[j].score })
-	hits = hits[:min(len(hits), builtinMaxSentences)]
+	// A sentence that shares only a common word or two with the question
+	// (less than half the best one's weight) does not join the answer.
+	keep := 1
+	for keep < len(hits) && keep < builtinMaxSentences && hits[keep].score >= hits[0].score/2 {
+		keep++
+	}
+	hits = hits[:keep]
 	sort.Slice(hits, func(i, j int) bool { return hits[i].order < hits[j].order })
 	parts := make([]string, len(hits))
 	for i, c := range hits {
@@ -386,6 +393,25 @@ func (builtinReranker) Rerank(ctx context.Context, query string, docs []string, 
 		out = out[:topN]
 	}
 	return out, nil
+}
+
+// questionWords are words of a request that name no topic ("please tell
+// me…"); the answer's matching leaves them out besides the stopwords.
+var questionWords = map[string]bool{"please": true, "tell": true, "explain": true, "describe": true, "know": true,
+	"let": true, "show": true, "give": true}
+
+// answerTerms are the Porter stems of the topic words of text, so that
+// "Where can I park my bicycle?" meets "Bicycles may be parked…". The
+// answer matches on stems, as the reranker does, and not on the exact
+// words the embedding uses, which would miss plurals and tenses.
+func answerTerms(text string) map[string]bool {
+	set := map[string]bool{}
+	for _, t := range terms(text) {
+		if !questionWords[t] {
+			set[porterStem(t)] = true
+		}
+	}
+	return set
 }
 
 // stemSet returns the distinct Porter stems of the terms of text.

@@ -40,11 +40,13 @@ type report struct {
 	passed, failed, skipped int
 	pkgFailed               bool
 	lastPrint               time.Time
+	start                   time.Time
 	now                     func() time.Time
 }
 
 func newReport(out io.Writer) *report {
-	return &report{out: out, pkgs: map[string]*pkgState{}, now: time.Now, lastPrint: time.Now()}
+	now := time.Now()
+	return &report{out: out, pkgs: map[string]*pkgState{}, now: time.Now, lastPrint: now, start: now}
 }
 
 func (r *report) pkg(name string) *pkgState {
@@ -123,7 +125,7 @@ func (r *report) tick(quiet time.Duration) {
 	}
 	sort.Strings(running)
 	if len(running) == 0 {
-		r.printf("… compiling (%d packages done so far)\n", len(r.pkgs))
+		r.printf("… compiling, %s in (%d packages done so far)\n", r.now().Sub(r.start).Round(time.Second), len(r.pkgs))
 		return
 	}
 	r.printf("… still running: %s\n", strings.Join(running, ", "))
