@@ -95,7 +95,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	file := func(name string) []byte {
 		t.Helper()
-		b, err := os.ReadFile("../../../testdata/apps" + name)
+		b, err := os.ReadFile("../../../testdata/apps/" + name)
 		if err != nil {
 			t.Fatal(err)
 		}
