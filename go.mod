@@ -31,6 +31,11 @@ require (
 )
 
 require (
+	github.com/go-ego/gse v0.80.3 // indirect
+	github.com/vcaesar/cedar v0.20.2 // indirect
+)
+
+require (
 	github.com/apapsch/go-jsonmerge/v2 v2.0.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect

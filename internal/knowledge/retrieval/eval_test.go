@@ -104,7 +104,7 @@ func TestRetrievalQuality(t *testing.T) {
 	for _, model := range []string{llm.BuiltinEmbeddingModel, "builtin"} {
 		t.Run(model, func(t *testing.T) {
 			c := newCorpus(t, datasets.TechniqueHighQuality)
-			if err := c.db.Exec(`UPDATE datasetIDs SET embedding_model = ? WHERE id = ?`, model, c.id).Error; err != nil {
+			if err := c.db.Exec(`UPDATE datasets SET embedding_model = ? WHERE id = ?`, model, c.id).Error; err != nil {
 				t.Fatal(err)
 			}
 			texts := make([]string, len(set.Docs))

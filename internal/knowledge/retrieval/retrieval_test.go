@@ -453,7 +453,7 @@ func TestHybridFailsWhenEitherPartFails(t *testing.T) {
 		breaks func(t *testing.T, c *corpus) *llm.Registry
 	}{
 		{"embedding provider not configured", datasets.SearchSemantic, func(t *testing.T, c *corpus) *llm.Registry {
-			if err := c.db.Exec(`UPDATE datasetIDs SET embedding_model_provider = 'no-such-provider' WHERE id = ?`, c.id).Error; err != nil {
+			if err := c.db.Exec(`UPDATE datasets SET embedding_model_provider = 'no-such-provider' WHERE id = ?`, c.id).Error; err != nil {
 				t.Fatal(err)
 			}
 			return strict
