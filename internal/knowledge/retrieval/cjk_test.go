@@ -2,11 +2,14 @@ package retrieval_test
 
 import (
 	"context"
+	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
 	"appkb/internal/knowledge/datasets"
 	"appkb/internal/knowledge/retrieval"
+	"appkb/internal/knowledge/textsplit"
 )
 
 // Chinese and Japanese chunks are found by the words of a query, which
@@ -56,3 +59,73 @@ func TestCJKSearch(t *testing.T) {
 		})
 	}
 }
+
+// TestCJKCollections runs the Chinese and the Japanese collections of
+// testdata (eval_zh.json, eval_ja.json: short and long passages, some with
+// English words, one judged passage per query) with full-text and hybrid
+// search on a high_quality knowledge base and keyword search on an economy
+// one: each must rank the judged passage in the top 3 for at least 90% of
+// the queries.
+func TestCJKCollections(t *testing.T) {
+	for _, lang := range []string{"zh", "ja"} {
+		t.Run(lang, func(t *testing.T) {
+			raw, err := os.ReadFile("testdata/eval_" + lang + ".json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var set evalSet
+			if err := json.Unmarshal(raw, &set); err != nil {
+				t.Fatal(err)
+			}
+			if len(set.Docs) < 50 || len(set.Queries) < 30 {
+				t.Fatalf("%d passages, %d queries", len(set.Docs), len(set.Queries))
+			}
+			byText := map[string]string{}
+			texts := make([]string, len(set.Docs))
+			for i, d := range set.Docs {
+				texts[i] = d.Text
+				byText[d.Text] = d.ID
+			}
+			for _, tc := range []struct{ technique, method string }{
+				{datasets.TechniqueHighQuality, datasets.SearchFullText},
+				{datasets.TechniqueHighQuality, datasets.SearchHybrid},
+				{datasets.TechniqueEconomy, datasets.SearchKeyword},
+			} {
+				c := newCorpus(t, tc.technique)
+				c.add(t, "eval", strings.Join(texts, "\n"), longLines)
+				svc := retrieval.New(c.db, nil)
+				found := 0
+				for _, q := range set.Queries {
+					hits, err := svc.Search(context.Background(), []string{c.id}, q.Q, datasets.RetrievalModel{SearchMethod: tc.method, TopK: 3})
+					if err != nil {
+						t.Fatal(err)
+					}
+					var top []string
+					for _, h := range hits {
+						id, ok := byText[h.Segment.Content]
+						if !ok {
+							t.Fatalf("hit %q is no passage", h.Segment.Content)
+						}
+						top = append(top, id)
+						if q.Rel[id] > 0 {
+							found++
+							break
+						}
+					}
+					if len(top) == 0 || q.Rel[top[len(top)-1]] == 0 {
+						t.Logf("%s %q: judged passage not in the top 3 %v", tc.method, q.Q, top)
+					}
+				}
+				rate := float64(found) / float64(len(set.Queries))
+				t.Logf("%-16s judged passage in the top 3 for %.1f%% of %d queries", tc.method, 100*rate, len(set.Queries))
+				if rate < 0.9 {
+					t.Errorf("%s: judged passage in the top 3 for %.1f%% of queries, want at least 90%%", tc.method, 100*rate)
+				}
+			}
+		})
+	}
+}
+
+// longLines indexes one chunk per line, lines of up to 1,000 tokens.
+var longLines = &textsplit.ProcessRule{Mode: "custom", Rules: &textsplit.Rules{
+	Segmentation: &textsplit.Segmentation{Separator: `\n`, MaxTokens: 1000}}}
