@@ -16,6 +16,7 @@ import (
 // again when the workers start with a rebuild pending; English chunks are
 // left as they are, and the rebuild is marked done.
 func TestKeywordRebuild(t *testing.T) {
+	textsplit.Keywords("中文", 1) // loads the Chinese dictionary ahead, outside the waits below
 	f := newFixture(t, datasets.TechniqueEconomy)
 	f.start(t)
 	const zh, en = "员工的自行车请停放在地下一层的自行车停车场", "Bicycles are parked in the basement"
