@@ -30,7 +30,9 @@ import (
 // best in a bounded heap, well under a millisecond for the same query.
 //
 // The index reproduces FTS5's ranking: the same tokens (unicode61 with
-// diacritics removed, lower case, Porter stems), the same BM25 (k1 1.2,
+// diacritics removed, lower case, Porter stems; except that Chinese and
+// Japanese, which FTS5 keeps as one token per run of characters, are cut
+// into words, so that only the index finds them), the same BM25 (k1 1.2,
 // b 0.75, FTS5's idf with its floor) and the same score order, so the
 // strength it gives is the one fullTextScore expects from -bm25(). Its
 // statistics (number of chunks, average length, chunks per term) are those
