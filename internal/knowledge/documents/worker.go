@@ -124,6 +124,20 @@ func Start(ctx context.Context, cfg Config) (stop func()) {
 			w.loop(ctx, cfg.Poll)
 		}()
 	}
+	// Stored keywords that an older textsplit.Keywords computed are
+	// rebuilt in the background (see rekeyword.go).
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer func() {
+			if r := recover(); r != nil {
+				cfg.Logger.Error("indexing: keyword rebuild panicked", "panic", r)
+			}
+		}()
+		if err := rebuildKeywords(ctx, cfg.DB, cfg.Logger); err != nil && ctx.Err() == nil {
+			cfg.Logger.Error("indexing: keyword rebuild failed", "err", err)
+		}
+	}()
 	var once sync.Once
 	return func() {
 		once.Do(func() {

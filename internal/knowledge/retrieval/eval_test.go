@@ -104,7 +104,7 @@ func TestRetrievalQuality(t *testing.T) {
 	for _, model := range []string{llm.BuiltinEmbeddingModel, "builtin"} {
 		t.Run(model, func(t *testing.T) {
 			c := newCorpus(t, datasets.TechniqueHighQuality)
-			if err := c.db.Exec(`UPDATE datasetIDs SET embedding_model = ? WHERE id = ?`, model, c.id).Error; err != nil {
+			if err := c.db.Exec(`UPDATE datasets SET embedding_model = ? WHERE id = ?`, model, c.id).Error; err != nil {
 				t.Fatal(err)
 			}
 			texts := make([]string, len(set.Docs))
@@ -158,7 +158,7 @@ func TestRetrievalQuality(t *testing.T) {
 			if model == llm.BuiltinEmbeddingModel {
 				checks = append(checks,
 					check{"semantic_search", method(sem, 0, 0, false), 0.88},
-					check{"hybrid_search default 0.7/0.3", method(hyb, 0, 0, false), better},
+					check{"hybrid_search default weights", method(hyb, 0, 0, false), better},
 					check{"hybrid_search 0.9/0.1", method(hyb, 0.9, 0.1, false), better},
 					check{"hybrid_search 0.5/0.5", method(hyb, 0.5, 0.5, false), better},
 					check{"hybrid_search 0.3/0.7", method(hyb, 0.3, 0.7, false), better},
@@ -172,7 +172,7 @@ func TestRetrievalQuality(t *testing.T) {
 				// otherwise at least the side they favour.
 				checks = append(checks,
 					check{"semantic_search", method(sem, 0, 0, false), 0.78},
-					check{"hybrid_search default 0.7/0.3", method(hyb, 0, 0, false), semantic},
+					check{"hybrid_search default weights", method(hyb, 0, 0, false), semantic},
 					check{"hybrid_search 0.3/0.7", method(hyb, 0.3, 0.7, false), better},
 				)
 			}

@@ -7,10 +7,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"gorm.io/gorm"
 
 	appdb "appkb/db"
+	"appkb/internal/knowledge/textsplit"
 )
 
 // Full-text search differs by engine. SQLite ranks with FTS5's bm25() over
@@ -21,15 +23,48 @@ import (
 
 // ftsTerms splits free text into at most 64 distinct lower-case terms of
 // letters and digits; no operator of either engine's query syntax can get
-// through.
+// through. Chinese and Japanese are cut into words as the ranking index
+// cuts chunks (textsplit.CJKWords).
 func ftsTerms(text string) []string {
 	var terms []string
 	seen := map[string]bool{}
-	for _, f := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !isTokenRune(r) }) {
+	add := func(f string) {
 		if !seen[f] && len(terms) < 64 {
 			seen[f] = true
 			terms = append(terms, f)
 		}
+	}
+	for _, f := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !isTokenRune(r) }) {
+		if !hasCJK(f) {
+			add(f)
+			continue
+		}
+		// Split at the edges of the CJK runs, then cut those into words.
+		var word, cjk []rune
+		flush := func() {
+			if len(word) > 0 {
+				add(string(word))
+				word = word[:0]
+			}
+			if len(cjk) > 0 {
+				textsplit.CJKWords(string(cjk), add)
+				cjk = cjk[:0]
+			}
+		}
+		for _, r := range f {
+			if r >= 0x2E80 && textsplit.IsCJK(r) {
+				if len(word) > 0 {
+					flush()
+				}
+				cjk = append(cjk, r)
+			} else {
+				if len(cjk) > 0 {
+					flush()
+				}
+				word = append(word, r)
+			}
+		}
+		flush()
 	}
 	return terms
 }
@@ -89,11 +124,20 @@ func fullTextSQL(gdb *gorm.DB, query string) ftsSQL {
 // ranking index of the knowledge bases answers when it is current (see
 // textindex.go), the SQL path otherwise.
 func (s *Service) fullTextCandidates(ctx context.Context, datasets []string, query string, docs *docSet, limit int) ([]cand, error) {
-	if out, ok, err := s.indexedFullText(ctx, datasets, query, docs, limit, textWait); err != nil || ok {
+	wait := textWait
+	if hasCJK(query) {
+		// The SQL path's tokenizers keep a run of Chinese or Japanese as
+		// one token and so find next to nothing: wait for the index.
+		wait = cjkTextWait
+	}
+	if out, ok, err := s.indexedFullText(ctx, datasets, query, docs, limit, wait); err != nil || ok {
 		return out, err
 	}
 	return s.sqlFullText(ctx, datasets, query, docs, limit)
 }
+
+// cjkTextWait is textWait for queries in Chinese or Japanese.
+const cjkTextWait = 10 * time.Second
 
 // sqlFullText is fullTextCandidates through the SQL path, when the ranking
 // index cannot answer.

@@ -2,11 +2,14 @@ package retrieval
 
 import (
 	"context"
+	"math"
 	"slices"
 	"sort"
 	"strings"
 
 	"appkb/internal/knowledge/datasets"
+	"appkb/internal/llm"
+	"appkb/models"
 )
 
 // Joining candidate lists (the maximum for several knowledge bases, the
@@ -35,9 +38,10 @@ func fuseMax(lists ...[]cand) []cand {
 // fuseScores joins semantic and full-text candidates the way Dify's
 // weighted_score mode does (its WeightRerankRunner): a chunk scores
 // vector weight × its cosine similarity + keyword weight × its keyword
-// score, here the full-text score (BM25 or ts_rank_cd mapped into [0, 1)
-// by fullTextScore) where Dify computes a TF-IDF cosine over the
-// candidates. A chunk the full-text side found but the semantic side did
+// score, here the full-text candidate's BM25 strength divided by the best
+// strength among the full-text candidates (so the best scores 1), where
+// Dify computes a TF-IDF cosine over the candidates. A chunk the full-text
+// side found but the semantic side did
 // not keep gets the lowest cosine the semantic side kept: its own is no
 // higher. A chunk without a full-text match gets keyword score 0.
 // Negative cosines count as 0. The sum is divided by the sum of the
@@ -57,6 +61,17 @@ func fuseScores(sem, ft []cand, vw, kw float64) []cand {
 	sortCands(ft)
 	merged := make(map[candKey]int, len(sem)+len(ft))
 	out := make([]cand, 0, len(sem)+len(ft))
+	// Each side is scaled so that its best candidate scores 1: cosines of
+	// one model sit in a narrow band of their own (the builtin models'
+	// rarely pass 0.5, trained models' rarely fall below 0.3) and the
+	// full-text side's strengths have no fixed scale, so unscaled the
+	// weights would not say how much each side counts.
+	if len(sem) > 0 && sem[0].score > 0 {
+		top := sem[0].score
+		for i := range sem {
+			sem[i].score /= top
+		}
+	}
 	floor := 0.0
 	if len(sem) > 0 {
 		floor = max(sem[len(sem)-1].score, 0)
@@ -69,6 +84,9 @@ func fuseScores(sem, ft []cand, vw, kw float64) []cand {
 		merged[k] = len(out)
 		out = append(out, cand{segment: c.segment, child: c.child, score: vw * max(c.score, 0)})
 	}
+	// The full-text side is scaled so that its best candidate scores 1
+	// (see ftNormalise).
+	ft = ftNormalise(ft)
 	seen := make(map[candKey]bool, len(ft))
 	for _, c := range ft {
 		k := candKey{c.segment, c.child}
@@ -92,10 +110,56 @@ func fuseScores(sem, ft []cand, vw, kw float64) []cand {
 	return out
 }
 
-// weights returns the vector and keyword weights of hybrid search; Dify's
-// default leans on the vector side (0.7 / 0.3).
-func weights(w *datasets.Weights) (float64, float64) {
-	vw, kw := 0.7, 0.3
+// ftNormalise maps full-text candidates' scores (fullTextScore of a BM25
+// strength) to the share of the best strength among them. fullTextScore
+// flattens strong matches towards 1 (a long query matches many chunks
+// with strengths of 10 to 40, all scoring 0.9 and more), which leaves the
+// keyword side of a weighted sum next to no say in the order.
+func ftNormalise(ft []cand) []cand {
+	best := 0.0
+	for _, c := range ft {
+		best = max(best, strengthOf(c.score))
+	}
+	if best <= 0 {
+		return ft
+	}
+	for i := range ft {
+		ft[i].score = strengthOf(ft[i].score) / best
+	}
+	return ft
+}
+
+// strengthOf inverts fullTextScore.
+func strengthOf(score float64) float64 {
+	if score <= 0 {
+		return 0
+	}
+	if score >= 1 {
+		return math.MaxFloat64
+	}
+	return score / (1 - score)
+}
+
+// Default weights of hybrid search when the request names none. Dify's
+// 0.7 vector / 0.3 keyword suits a trained embedding model; the builtin
+// embedding models are lexical (hashed word and character features), a
+// weaker copy of what full-text search already does, so for knowledge
+// bases that use them the keyword side leads (on BEIR ArguAna, nDCG@10
+// 0.448 at 0.3/0.7 against 0.393 at 0.7/0.3 and 0.439 for full text
+// alone; see bench/README.md).
+const (
+	defaultVectorWeight, defaultKeywordWeight               = 0.7, 0.3
+	builtinDefaultVectorWeight, builtinDefaultKeywordWeight = 0.3, 0.7
+)
+
+// weights returns the vector and keyword weights of hybrid search: those
+// of the request, else the default for the embedding models (builtin
+// tells whether every knowledge base searched uses a builtin one).
+func weights(w *datasets.Weights, builtin bool) (float64, float64) {
+	vw, kw := defaultVectorWeight, defaultKeywordWeight
+	if builtin {
+		vw, kw = builtinDefaultVectorWeight, builtinDefaultKeywordWeight
+	}
 	if w == nil {
 		return vw, kw
 	}
@@ -106,6 +170,23 @@ func weights(w *datasets.Weights) (float64, float64) {
 		kw = *w.KeywordSetting.KeywordWeight
 	}
 	return vw, kw
+}
+
+// builtinEmbeddings tells whether every knowledge base embeds with a
+// provider of the builtin backend.
+func (s *Service) builtinEmbeddings(kbs []models.Dataset) bool {
+	builtin := map[string]bool{}
+	for _, pm := range s.models.Catalog(llm.TypeEmbedding) {
+		if pm.Backend == llm.BackendBuiltin {
+			builtin[pm.Provider] = true
+		}
+	}
+	for _, d := range kbs {
+		if !builtin[d.EmbeddingModelProvider] {
+			return false
+		}
+	}
+	return len(kbs) > 0
 }
 
 // rerank orders hits by the rerank model's scores, which replace theirs.

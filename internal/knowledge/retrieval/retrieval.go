@@ -23,8 +23,10 @@
 //     and reloaded when the stored ones change (see cache.go).
 //   - hybrid_search: semantic and full-text candidates together, scored
 //     either by weighted_score (vector weight times cosine plus keyword
-//     weight times the full-text score divided by the best full-text score)
-//     or by the named rerank model.
+//     weight times the BM25 strength divided by the best among the
+//     candidates; without weights in the request 0.7/0.3, or 0.3/0.7 when
+//     the embedding model is a builtin one, see fusion.go) or by the named
+//     rerank model.
 //
 // Any method with reranking_enable and a named rerank model (and mode not
 // weighted_score) has its candidates reordered by that model.
@@ -662,7 +664,7 @@ func (s *Service) hybridCandidates(ctx context.Context, datasetIDs []models.Data
 	if !weighted {
 		return fuseMax(sem, ft), nil
 	}
-	vw, kw := weights(rm.Weights)
+	vw, kw := weights(rm.Weights, s.builtinEmbeddings(datasetIDs))
 	return fuseScores(sem, ft, vw, kw), nil
 }
 

@@ -395,8 +395,8 @@ func TestHybridIsFusionOfItsParts(t *testing.T) {
 				t.Fatal("semantic search found nothing")
 			}
 
-			// The fusion, written out: (vector weight × cosine + keyword
-			// weight × full-text score) / (sum of the weights), a chunk
+			// The fusion, written out: (vector weight × scaled cosine +
+			// keyword weight × scaled full-text score) / (sum of the weights), a chunk
 			// missing on the semantic side taking its lowest cosine, one
 			// missing on the full-text side 0; ties keep the order of first
 			// appearance (semantic list, then full-text only).
@@ -404,14 +404,24 @@ func TestHybridIsFusionOfItsParts(t *testing.T) {
 				id    string
 				score float64
 			}
+			// Each side is first scaled so that its best scores 1: cosines
+			// divided by the best, full-text scores turned back into BM25
+			// strengths and divided by the best strength.
 			var want []fused
 			at := map[string]int{}
-			floor := max(sem[len(sem)-1].Score, 0)
+			top := sem[0].Score
+			floor := max(sem[len(sem)-1].Score/top, 0)
 			for _, h := range sem {
 				at[h.Segment.ID] = len(want)
-				want = append(want, fused{id: h.Segment.ID, score: tc.vw * max(h.Score, 0)})
+				want = append(want, fused{id: h.Segment.ID, score: tc.vw * max(h.Score/top, 0)})
+			}
+			strength := func(s float64) float64 { return s / (1 - s) }
+			best := 0.0
+			for _, h := range ft {
+				best = max(best, strength(h.Score))
 			}
 			for _, h := range ft {
+				h.Score = strength(h.Score) / best
 				i, ok := at[h.Segment.ID]
 				if !ok {
 					i = len(want)
@@ -453,7 +463,7 @@ func TestHybridFailsWhenEitherPartFails(t *testing.T) {
 		breaks func(t *testing.T, c *corpus) *llm.Registry
 	}{
 		{"embedding provider not configured", datasets.SearchSemantic, func(t *testing.T, c *corpus) *llm.Registry {
-			if err := c.db.Exec(`UPDATE datasetIDs SET embedding_model_provider = 'no-such-provider' WHERE id = ?`, c.id).Error; err != nil {
+			if err := c.db.Exec(`UPDATE datasets SET embedding_model_provider = 'no-such-provider' WHERE id = ?`, c.id).Error; err != nil {
 				t.Fatal(err)
 			}
 			return strict

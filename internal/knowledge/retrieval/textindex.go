@@ -16,6 +16,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 	"gorm.io/gorm"
 
+	"appkb/internal/knowledge/textsplit"
 	"appkb/internal/llm"
 )
 
@@ -29,7 +30,9 @@ import (
 // best in a bounded heap, well under a millisecond for the same query.
 //
 // The index reproduces FTS5's ranking: the same tokens (unicode61 with
-// diacritics removed, lower case, Porter stems), the same BM25 (k1 1.2,
+// diacritics removed, lower case, Porter stems; except that Chinese and
+// Japanese, which FTS5 keeps as one token per run of characters, are cut
+// into words, so that only the index finds them), the same BM25 (k1 1.2,
 // b 0.75, FTS5's idf with its floor) and the same score order, so the
 // strength it gives is the one fullTextScore expects from -bm25(). Its
 // statistics (number of chunks, average length, chunks per term) are those
@@ -145,25 +148,55 @@ func isTokenRune(r rune) bool {
 }
 
 // textWords calls emit with each word of text, split, lower-cased and
-// without diacritics as the unicode61 tokenizer does. emit must not keep
+// without diacritics as the unicode61 tokenizer does, except that runs of
+// Chinese or Japanese (written without spaces) are cut into words by
+// textsplit.CJKWords rather than kept as one token. emit must not keep
 // the slice.
 func textWords(text string, emit func([]byte)) {
 	var buf []byte
+	var cjk []rune
+	flushCJK := func() {
+		if len(cjk) > 0 {
+			textsplit.CJKWords(string(cjk), func(w string) { emit([]byte(w)) })
+			cjk = cjk[:0]
+		}
+	}
 	for _, r := range text {
+		if r >= 0x2E80 && textsplit.IsCJK(r) {
+			if len(buf) > 0 {
+				emit(buf)
+				buf = buf[:0]
+			}
+			cjk = append(cjk, r)
+			continue
+		}
 		if !isTokenRune(r) {
+			flushCJK()
 			if len(buf) > 0 {
 				emit(buf)
 				buf = buf[:0]
 			}
 			continue
 		}
+		flushCJK()
 		if f := foldRune(r); f >= 0 {
 			buf = utf8.AppendRune(buf, f)
 		}
 	}
+	flushCJK()
 	if len(buf) > 0 {
 		emit(buf)
 	}
+}
+
+// hasCJK tells whether s holds a Chinese or Japanese character.
+func hasCJK(s string) bool {
+	for _, r := range s {
+		if r >= 0x2E80 && textsplit.IsCJK(r) {
+			return true
+		}
+	}
+	return false
 }
 
 // textTokens calls emit with each token of text as the segments_fts
@@ -179,6 +212,10 @@ func textTokens(text string, emit func(string)) {
 func queryPhrases(query string) []string {
 	var out []string
 	for _, t := range ftsTerms(query) {
+		if hasCJK(t) {
+			out = append(out, t) // already a word of the index (see ftsTerms)
+			continue
+		}
 		var toks []string
 		textTokens(t, func(s string) { toks = append(toks, s) })
 		if len(toks) == 1 {

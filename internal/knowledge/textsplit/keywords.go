@@ -33,10 +33,12 @@ func toSet(words string) map[string]bool {
 // Terms are found this way: the text is lower-cased and cut into runs of
 // letters and digits (anything else separates terms, so "don't" gives "don"
 // and "t", and "gpt-4o" gives "gpt" and "4o"). Runs of Chinese characters
-// and Japanese kana, which are written without spaces, give their
-// overlapping two-character pairs ("知识库" gives "知识" and "识库"), or the
-// character itself when it stands alone. Other terms shorter than two
-// characters and the English stop words are dropped.
+// and Japanese kana, which are written without spaces, are cut into words
+// (CJKWords: "员工自行车停车场" gives 员工, 自行, 行车, 自行车, 停车, 车场,
+// 停车场); of those, single characters, hiragana-only pieces (particles
+// and endings) and common function words are dropped, but a Han character
+// standing alone is kept. Other terms shorter
+// than two characters and the English stop words are dropped.
 //
 // Retrieval uses the same function on the query, so both sides agree. It
 // returns nil when n <= 0 or the text has no terms.
@@ -76,15 +78,15 @@ func forEachTerm(text string, fn func(string)) {
 		word = word[:0]
 	}
 	flushCJK := func() {
-		switch len(cjk) {
-		case 0:
-		case 1:
-			fn(string(cjk))
-		default:
-			for i := 0; i+1 < len(cjk); i++ {
-				fn(string(cjk[i : i+2]))
-			}
+		if len(cjk) == 0 {
+			return
 		}
+		alone := len(cjk) == 1 && cjkClass(cjk[0]) == 1 // a lone Han character is a word
+		CJKWords(string(cjk), func(w string) {
+			if alone || keepCJK(w) {
+				fn(w)
+			}
+		})
 		cjk = cjk[:0]
 	}
 	for _, r := range text {
@@ -104,6 +106,17 @@ func forEachTerm(text string, fn func(string)) {
 	flushCJK()
 }
 
-func isCJK(r rune) bool {
-	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) || unicode.Is(unicode.Katakana, r)
+func isCJK(r rune) bool { return IsCJK(r) }
+
+// keepCJK tells whether a CJK word makes a keyword: two characters or
+// more, not hiragana only, not a function word.
+func keepCJK(w string) bool {
+	n, kana := 0, true
+	for _, r := range w {
+		n++
+		if cjkClass(r) != 2 {
+			kana = false
+		}
+	}
+	return n >= 2 && !kana && !cjkStopWords[w]
 }
