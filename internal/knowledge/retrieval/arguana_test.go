@@ -186,6 +186,11 @@ func TestArguAna(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
+	if raceDetector {
+		// A measure of search quality; the race detector adds nothing to
+		// it and makes it take minutes. The pass without it checks the floors.
+		t.Skip("quality evaluation: run without -race")
+	}
 	start := time.Now()
 	set := loadBEIR(t, arguanaDir)
 	queries := set.queries
