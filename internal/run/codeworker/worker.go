@@ -127,7 +127,9 @@ func setLimits(limit int64) {
 	// does not count against the limit.
 	as := uint64(vmSize() + limit)
 	cur := &syscall.Rlimit{}
-	if syscall.Getrlimit(syscall.RLIMIT_AS, cur) == nil && (cur.Max == ^uint64(0) || as < cur.Max) {
+	// A race-detector build (only tests are built so) keeps the Go heap's
+	// soft limit alone.
+	if !raceBuild && syscall.Getrlimit(syscall.RLIMIT_AS, cur) == nil && (cur.Max == ^uint64(0) || as < cur.Max) {
 		_ = syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: as, Max: as})
 	}
 	c := make(chan os.Signal, 1)

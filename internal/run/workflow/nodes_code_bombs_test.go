@@ -35,6 +35,9 @@ func vmRSS(t *testing.T) int64 {
 // calls): each fails its node with a reason within its time limit and a
 // second, while this process goes on and barely grows.
 func TestHostileCodeFailsTheNodeOnly(t *testing.T) {
+	if raceDetector {
+		t.Skip("the code workers of a race-detector build have no address-space limit (codeworker.setLimits)")
+	}
 	endQ := `
   - id: end
     data: {type: end, title: End, outputs: [{variable: out, value_selector: [x, output]}]}`

@@ -1,0 +1,5 @@
+//go:build !race
+
+package codeworker
+
+const raceBuild = false
