@@ -136,7 +136,9 @@ func observe(log *slog.Logger) echo.MiddlewareFunc {
 
 			err := next(c)
 			req := c.Request()
-			gone := req.Context().Err() != nil
+			// A body cut off for slowness cancels the context too, but its
+			// client is still there for the 408.
+			gone := req.Context().Err() != nil && c.Get(ctxBodyTimedOut) == nil
 			if err != nil && !(gone && !res.Committed) {
 				c.Error(err)
 			}

@@ -204,9 +204,14 @@ func NewServer(d Deps) (*echo.Echo, error) {
 	e.Use(middleware.RequestID())
 	e.Use(observe(log))
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: recoverLog(log)}))
+	// CORS first, so that every answer (a 401 too) can be read by the
+	// browser; then the key, from the headers alone, before a slot is
+	// taken or the body read (authFirst), so that clients without a key
+	// cannot hold the slots of those with one.
+	e.Use(cors(d.Ops.CORSOrigins))
+	e.Use(validator.authFirst(d.Limits.UnknownKeys))
 	e.Use(guard(d.Limits))
 	e.Use(middleware.BodyLimit(MaxBodySize))
-	e.Use(cors(d.Ops.CORSOrigins))
 	e.Use(validator.middleware)
 	e.Use(rateLimit(ratelimit.New(d.Ops.RateLimit, d.Ops.RateBurst)))
 	mountOps(e, d)
