@@ -215,3 +215,29 @@ func TestUnknownKeysAreRateLimitedPerAddress(t *testing.T) {
 		t.Fatalf("valid key from a blocked address: %d, want 429", rec.Code)
 	}
 }
+
+// A lost database is a 503 service_unavailable with Retry-After, never a
+// 500: the request may be sent again once the database is back.
+func TestLostDatabaseAnswers503(t *testing.T) {
+	s := newTestServer(t)
+	if rec := s.do(t, request{method: "GET", path: "/v1/info", key: s.appKey}); rec.Code != http.StatusOK {
+		t.Fatalf("before: %d %s", rec.Code, rec.Body)
+	}
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqlDB.Close()
+	for _, r := range []request{
+		{method: "GET", path: "/v1/info", key: s.appKey},
+		{method: "GET", path: "/v1/conversations?user=u1", key: s.appKey},
+		{method: "GET", path: "/v1/datasets", key: s.knowledgeKey},
+	} {
+		rec := s.do(t, r)
+		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
+			t.Errorf("%s: %d, Retry-After %q: %s", r.path, rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+			continue
+		}
+		checkErrorAnswer(t, rec.Body.Bytes(), http.StatusServiceUnavailable, "service_unavailable")
+	}
+}
