@@ -241,3 +241,37 @@ func TestLostDatabaseAnswers503(t *testing.T) {
 		checkErrorAnswer(t, rec.Body.Bytes(), http.StatusServiceUnavailable, "service_unavailable")
 	}
 }
+
+// /v1/chat/completions applies --max-text to every message, and ten times
+// it to all messages together.
+func TestChatCompletionTextLimits(t *testing.T) {
+	s := newLimitedServer(t, handlers.Limits{MaxText: 10})
+	msg := func(role, text string) string { return `{"role":"` + role + `","content":"` + text + `"}` }
+	long := strings.Repeat("a", 11)
+	var history []string
+	for range 6 {
+		history = append(history, msg("user", "0123456789"), msg("assistant", "0123456789"))
+	}
+	cases := []struct {
+		name     string
+		messages []string
+		status   int
+		want     string
+	}{
+		{"short", []string{msg("user", "hi")}, 200, ""},
+		{"long query", []string{msg("user", long)}, 400, "messages[0] is too long"},
+		{"long system message", []string{msg("system", long), msg("user", "hi")}, 400, "messages[0] is too long"},
+		{"long earlier turn", []string{msg("user", "hi"), msg("assistant", long), msg("user", "hi")}, 400, "messages[1] is too long"},
+		{"long parts", []string{`{"role":"user","content":[{"type":"text","text":"` + long + `"}]}`}, 400, "messages[0] is too long"},
+		{"history too long in all", append(history, msg("user", "hi")), 400, "too long together"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			body := `{"model":"x","messages":[` + strings.Join(tc.messages, ",") + `]}`
+			rec := s.do(t, request{method: "POST", path: "/v1/chat/completions", key: s.appKey, body: body})
+			if rec.Code != tc.status || !strings.Contains(rec.Body.String(), tc.want) {
+				t.Fatalf("got %d %s", rec.Code, rec.Body)
+			}
+		})
+	}
+}

@@ -112,6 +112,9 @@ type Server struct {
 	docs    *documents.Service
 	// links signs the download links of document files.
 	links *documents.LinkSigner
+	// maxText bounds the text of each message of a chat completion
+	// (Limits.MaxText).
+	maxText int
 	// fetchAllow lists address ranges that the network guard lets
 	// knowledge pipelines fetch web pages from (Deps.FetchAllow).
 	fetchAllow []netip.Prefix
@@ -225,7 +228,7 @@ func NewServer(d Deps) (*echo.Echo, error) {
 		svc = NewServices(d)
 	}
 	srv := &Server{db: d.DB, dataDir: d.DataDir, apps: apps.NewStore(d.DB), models: d.Models, log: log,
-		pingInterval: d.PingInterval, fetchAllow: d.FetchAllow, chat: svc.Chat, search: svc.Search, flows: svc.Flows,
+		pingInterval: d.PingInterval, fetchAllow: d.FetchAllow, maxText: d.Limits.MaxText, chat: svc.Chat, search: svc.Search, flows: svc.Flows,
 		annotations: svc.Annotations, speech: svc.Speech, uploads: svc.Uploads,
 		convs: conversations.NewStore(d.DB), users: endusers.NewStore(d.DB),
 		docs: documents.NewService(d.DB, d.Models, d.DataDir)}
