@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"testing"
 	"time"
-
 )
 
 // Made-up methods and odd statuses share one label each, so a client
