@@ -3,12 +3,16 @@ package handlers
 import (
 	"bytes"
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/labstack/echo/v4"
 
@@ -29,6 +33,10 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		}
 		e := toAPIError(err)
 		c.Set(ctxErrorCode, e.Code)
+		if e.Status == http.StatusServiceUnavailable && c.Response().Header().Get("Retry-After") == "" {
+			// Every 503 says when to come back.
+			c.Response().Header().Set("Retry-After", "2")
+		}
 		if e.Status >= http.StatusInternalServerError && e.Status != http.StatusNotImplemented {
 			log.Error("request failed", requestAttrs(c), "status", e.Status, "error", err)
 		}
@@ -65,8 +73,14 @@ func writeErrorJSON(c echo.Context, status int, body any) error {
 // anything unrecognised becomes a masked internal error.
 func toAPIError(err error) *apperr.Error {
 	var ae *apperr.Error
-	if errors.As(err, &ae) {
+	if errors.As(err, &ae) && (ae.Status < http.StatusInternalServerError || !lostDatabase(err)) {
 		return ae
+	}
+	if lostDatabase(err) {
+		// Not a fault of the request nor a bug: the client may try again
+		// once the database is back.
+		return apperr.Wrap(err, http.StatusServiceUnavailable, CodeServiceUnavailable,
+			"The database cannot be reached right now; try again in a moment.")
 	}
 	if errors.Is(err, http.ErrMissingBoundary) || errors.Is(err, http.ErrNotMultipart) {
 		// The generated wrappers of the file operations open the form
@@ -93,6 +107,23 @@ func toAPIError(err error) *apperr.Error {
 		}
 	}
 	return apperr.Internal(err)
+}
+
+// lostDatabase reports whether err says the connection to the database
+// is lost or cannot be made (rather than that a query failed).
+func lostDatabase(err error) bool {
+	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) {
+		return true
+	}
+	var connect *pgconn.ConnectError
+	if errors.As(err, &connect) {
+		return true
+	}
+	msg := err.Error()
+	// pgx reports a connection closed under a query, database/sql a pool
+	// that was closed, with these texts only.
+	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "failed to connect to") ||
+		strings.Contains(msg, "sql: database is closed")
 }
 
 // recoverLog logs a recovered panic with its stack; the error handler then

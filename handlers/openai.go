@@ -94,6 +94,9 @@ func (s *Server) createChatCompletion(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := req.CheckText(s.maxText); err != nil {
+		return err
+	}
 	app, err := s.openaiApp(ctx)
 	if err != nil {
 		return err

@@ -130,6 +130,9 @@ type Server struct {
 	admin     *admin.Service
 	journal   *journal.Journal
 	scenarios *llm.Scenarios
+	// maxText bounds the text of each message of a chat completion
+	// (Limits.MaxText).
+	maxText int
 	// fetchAllow lists address ranges that the network guard lets
 	// knowledge pipelines fetch web pages from (Deps.FetchAllow).
 	fetchAllow []netip.Prefix
@@ -227,9 +230,14 @@ func NewServer(d Deps) (*echo.Echo, error) {
 	e.Use(observe(log))
 	e.Use(recordRequests(d.Admin.Journal))
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: recoverLog(log)}))
+	// CORS first, so that every answer (a 401 too) can be read by the
+	// browser; then the key, from the headers alone, before a slot is
+	// taken or the body read (authFirst), so that clients without a key
+	// cannot hold the slots of those with one.
+	e.Use(cors(d.Ops.CORSOrigins))
+	e.Use(validator.authFirst(d.Limits.UnknownKeys))
 	e.Use(guard(d.Limits))
 	e.Use(middleware.BodyLimit(MaxBodySize))
-	e.Use(cors(d.Ops.CORSOrigins))
 	if d.Admin.Faults {
 		e.Use(injectFaults)
 	}
@@ -246,7 +254,7 @@ func NewServer(d Deps) (*echo.Echo, error) {
 		svc = NewServices(d)
 	}
 	srv := &Server{db: d.DB, dataDir: d.DataDir, version: d.Version, apps: apps.NewStore(d.DB), models: d.Models, log: log,
-		pingInterval: d.PingInterval, fetchAllow: d.FetchAllow, chat: svc.Chat, search: svc.Search, flows: svc.Flows,
+		pingInterval: d.PingInterval, fetchAllow: d.FetchAllow, maxText: d.Limits.MaxText, chat: svc.Chat, search: svc.Search, flows: svc.Flows,
 		annotations: svc.Annotations, speech: svc.Speech, uploads: svc.Uploads,
 		convs: conversations.NewStore(d.DB), users: endusers.NewStore(d.DB),
 		docs: documents.NewService(d.DB, d.Models, d.DataDir)}

@@ -7,9 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
+	"net"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -18,11 +23,13 @@ import (
 	"github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/labstack/echo/v4"
 
+	"appkb/handlers/ratelimit"
 	"appkb/internal/apps"
 	"appkb/internal/apps/apikeys"
 	"appkb/internal/llm"
 	"appkb/internal/platform/apperr"
 	"appkb/internal/platform/cachever"
+	"appkb/internal/platform/metrics"
 	"appkb/models"
 )
 
@@ -98,19 +105,179 @@ func (v *requestValidator) routerFor(path string) (routers.Router, bool) {
 	return nil, false
 }
 
-func (v *requestValidator) middleware(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		req := c.Request()
-		router, ok := v.routerFor(req.URL.Path)
-		if !ok {
+// ctxRoute is where the operation a request under /v1 matched is kept, so
+// that authFirst and the validator look it up once.
+const ctxRoute = "appkb.route"
+
+// ctxSnapshot marks a request whose cache counters have been read.
+const ctxSnapshot = "appkb.snapshot"
+
+// routeMatch is the operation a request under /v1 was matched to, or why
+// none was.
+type routeMatch struct {
+	router routers.Router
+	route  *routers.Route
+	params map[string]string
+	err    error
+}
+
+// match finds the operation of a request under /v1, once per request; nil
+// for paths outside /v1.
+func (v *requestValidator) match(c echo.Context) *routeMatch {
+	if m, ok := c.Get(ctxRoute).(*routeMatch); ok {
+		return m
+	}
+	req := c.Request()
+	router, ok := v.routerFor(req.URL.Path)
+	if !ok {
+		return nil
+	}
+	var route *routers.Route
+	var params map[string]string
+	var err error
+	if router == v.adminRouter && v.adminToken == "" {
+		err = routers.ErrPathNotFound // the admin API is off
+	} else {
+		route, params, err = router.FindRoute(req)
+	}
+	m := &routeMatch{router: router, route: route, params: params, err: err}
+	c.Set(ctxRoute, m)
+	return m
+}
+
+// attachSnapshot reads the cache counters for the lookups of this request,
+// once.
+func (v *requestValidator) attachSnapshot(c echo.Context) {
+	if c.Get(ctxSnapshot) != nil {
+		return
+	}
+	c.Set(ctxSnapshot, true)
+	req := c.Request()
+	c.SetRequest(req.WithContext(v.snapshots.Attach(req.Context())))
+}
+
+// authFirst checks the bearer key of a request under /v1 from its headers
+// alone, before the request is admitted (guard) and before its body is
+// read: a request without a valid key of the right kind is answered 401 at
+// once, holds no slot and has its connection closed, so that clients
+// without a key cannot take the slots of those with one by sending bodies
+// slowly. Each such failure is counted against the client's address in
+// failures; an address over that limit gets 429 without its key being
+// looked up. Whether the key may use the resource (403) is checked later,
+// by the validator.
+func (v *requestValidator) authFirst(failures *ratelimit.Limiter) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			m := v.match(c)
+			if m == nil || m.err != nil {
+				return next(c) // the validator answers 404 or 405
+			}
+			schemes := securitySchemes(m.route)
+			if len(schemes) == 0 {
+				return next(c)
+			}
+			addr := peerAddress(c.Request())
+			if ok, wait := failures.Peek(addr); !ok {
+				closeAfterAnswer(c)
+				secs := max(1, int(math.Ceil(wait.Seconds())))
+				c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+				metrics.RateLimited()
+				return apperr.New(http.StatusTooManyRequests, CodeTooManyRequests,
+					"Too many requests with a missing or invalid API key from this address; retry in %d second(s).", secs)
+			}
+			p, err := v.keyFromHeaders(c, schemes)
+			if err != nil {
+				failures.Allow(addr)
+				closeAfterAnswer(c)
+				return err
+			}
+			req := c.Request()
+			c.SetRequest(req.WithContext(withPrincipal(req.Context(), p)))
 			return next(c)
 		}
-		if router == v.adminRouter && v.adminToken == "" {
-			return echo.ErrNotFound
+	}
+}
+
+// CodeTooManyRequests is the error code of a request over a rate limit.
+const CodeTooManyRequests = "too_many_requests"
+
+// securitySchemes lists the security schemes the operation accepts (any one
+// of them will do).
+func securitySchemes(route *routers.Route) []string {
+	reqs := route.Operation.Security
+	if reqs == nil && route.Spec != nil {
+		reqs = &route.Spec.Security
+	}
+	if reqs == nil {
+		return nil
+	}
+	var schemes []string
+	for _, r := range *reqs {
+		for name := range r {
+			schemes = append(schemes, name)
 		}
-		route, pathParams, err := router.FindRoute(req)
+	}
+	return schemes
+}
+
+// keyFromHeaders resolves the bearer key and checks that it is of a kind
+// one of schemes takes.
+func (v *requestValidator) keyFromHeaders(c echo.Context, schemes []string) (*apikeys.Principal, error) {
+	if slices.Contains(schemes, schemeAdminToken) {
+		return adminPrincipal, adminToken(v.adminToken, c.Request())
+	}
+	token, err := bearerToken(c.Request())
+	if err != nil {
+		return nil, err
+	}
+	v.attachSnapshot(c)
+	p, err := v.keys.Authenticate(c.Request().Context(), token)
+	if err != nil {
+		return nil, err
+	}
+	for _, scheme := range schemes {
+		if err = keyKindFits(p, scheme); err == nil {
+			return p, nil
+		}
+	}
+	return nil, err
+}
+
+// peerAddress is the address of the client's end of the connection (not a
+// forwarding header, which the client could set to anything).
+func peerAddress(req *http.Request) string {
+	host, _, err := net.SplitHostPort(req.RemoteAddr)
+	if err != nil {
+		return req.RemoteAddr
+	}
+	return host
+}
+
+// closeAfterAnswer closes the connection after an answer given before the
+// body was read: the server would otherwise read what is left of the body
+// first (up to 256 KiB), as slowly as the client cares to send it, holding
+// the connection and its descriptor meanwhile. The read deadline in the
+// past makes that read fail at once.
+func closeAfterAnswer(c echo.Context) {
+	req := c.Request()
+	if req.ContentLength == 0 || req.Body == nil || req.Body == http.NoBody {
+		return
+	}
+	c.Response().Header().Set(echo.HeaderConnection, "close")
+	_ = http.NewResponseController(c.Response().Writer).SetReadDeadline(time.Now())
+}
+
+func (v *requestValidator) middleware(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		m := v.match(c)
+		if m == nil {
+			return next(c)
+		}
+		req := c.Request()
+		route, pathParams, err := m.route, m.params, m.err
 		if err != nil {
-			if v.pathKnown(router, req) {
+			adminOff := m.router == v.adminRouter && v.adminToken == ""
+			if !adminOff && v.pathKnown(m.router, req) {
 				return echo.ErrMethodNotAllowed
 			}
 			return echo.ErrNotFound
@@ -123,8 +290,10 @@ func (v *requestValidator) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		req = req.WithContext(v.snapshots.Attach(req.Context()))
-		c.SetRequest(req)
+		v.attachSnapshot(c)
+		req = c.Request()
+		// authFirst has resolved the key already when it ran.
+		early, _ := req.Context().Value(principalKey{}).(*apikeys.Principal)
 
 		streamed, err := checkMediaType(req, route.Operation)
 		if err != nil {
@@ -144,7 +313,16 @@ func (v *requestValidator) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 				// on that value after the key and parameters.
 				ExcludeRequestBody: streamed || body != nil,
 				AuthenticationFunc: func(ctx context.Context, ai *openapi3filter.AuthenticationInput) error {
-					p, err := v.authenticate(ctx, ai.SecuritySchemeName, req, pathParams)
+					var p *apikeys.Principal
+					var err error
+					if early != nil {
+						p, err = early, keyKindFits(early, ai.SecuritySchemeName)
+					} else {
+						p, err = v.authenticate(ctx, ai.SecuritySchemeName, req)
+					}
+					if err == nil {
+						err = keyMayUse(p, ai.SecuritySchemeName, pathParams)
+					}
 					if err == nil {
 						principal = p
 					}
@@ -268,45 +446,78 @@ func (v *requestValidator) pathKnown(router routers.Router, req *http.Request) b
 	return false
 }
 
-// authenticate resolves the bearer key for an operation secured by scheme.
-func (v *requestValidator) authenticate(ctx context.Context, scheme string, req *http.Request, pathParams map[string]string) (*apikeys.Principal, error) {
-	if scheme == schemeAdminToken {
-		return &apikeys.Principal{KeyID: "admin", Kind: schemeAdminToken}, adminToken(v.adminToken, req)
-	}
+// bearerToken returns the token of the request's Authorization header.
+func bearerToken(req *http.Request) (string, error) {
 	header := req.Header.Get(echo.HeaderAuthorization)
 	kind, token, ok := strings.Cut(strings.TrimSpace(header), " ")
 	token = strings.TrimSpace(token)
 	if !ok || !strings.EqualFold(kind, "Bearer") || token == "" {
-		return nil, apperr.Unauthorized("Authorization header must be 'Bearer <api-key>'.")
+		return "", apperr.Unauthorized("Authorization header must be 'Bearer <api-key>'.")
+	}
+	return token, nil
+}
+
+// authenticate resolves the bearer key for an operation secured by scheme.
+func (v *requestValidator) authenticate(ctx context.Context, scheme string, req *http.Request) (*apikeys.Principal, error) {
+	if scheme == schemeAdminToken {
+		return adminPrincipal, adminToken(v.adminToken, req)
+	}
+	token, err := bearerToken(req)
+	if err != nil {
+		return nil, err
 	}
 	p, err := v.keys.Authenticate(ctx, token)
 	if err != nil {
 		return nil, err
 	}
-	switch scheme {
-	case schemeAppKey:
-		if p.Kind != models.KeyKindApp {
-			return nil, apperr.Unauthorized("This operation needs an app key (app-…).")
-		}
-	case schemeKnowledgeKey:
-		if p.Kind != models.KeyKindKnowledge {
-			return nil, apperr.Unauthorized("This operation needs a knowledge key (dataset-…).")
-		}
-		id, ok := pathParams["dataset_id"]
-		if ok && !p.MayUseDataset(id) {
-			return nil, apperr.Forbidden("This key may not use knowledge base %s.", id)
-		}
-		// As in Dify, a key bound to some knowledge bases may only call the
-		// operations on one of them: listing or creating knowledge bases,
-		// tags and uploads for pipelines are for workspace keys.
-		if !ok && len(p.Datasets) > 0 {
-			return nil, apperr.Forbidden("This knowledge key is limited to some knowledge bases; this operation names none of them and needs a workspace knowledge key.")
-		}
-	default:
-		return nil, apperr.Unauthorized("Unknown security scheme %q.", scheme)
+	if err := keyKindFits(p, scheme); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
+
+// keyKindFits checks that the key is of the kind scheme takes.
+func keyKindFits(p *apikeys.Principal, scheme string) error {
+	switch scheme {
+	case schemeAppKey:
+		if p.Kind != models.KeyKindApp {
+			return apperr.Unauthorized("This operation needs an app key (app-…).")
+		}
+	case schemeKnowledgeKey:
+		if p.Kind != models.KeyKindKnowledge {
+			return apperr.Unauthorized("This operation needs a knowledge key (dataset-…).")
+		}
+	case schemeAdminToken:
+		if p != adminPrincipal {
+			return apperr.Unauthorized("This operation needs the admin token.")
+		}
+	default:
+		return apperr.Unauthorized("Unknown security scheme %q.", scheme)
+	}
+	return nil
+}
+
+// keyMayUse checks that a knowledge key may use the knowledge base the
+// path names.
+func keyMayUse(p *apikeys.Principal, scheme string, pathParams map[string]string) error {
+	if scheme != schemeKnowledgeKey {
+		return nil
+	}
+	id, ok := pathParams["dataset_id"]
+	if ok && !p.MayUseDataset(id) {
+		return apperr.Forbidden("This key may not use knowledge base %s.", id)
+	}
+	// As in Dify, a key bound to some knowledge bases may only call the
+	// operations on one of them: listing or creating knowledge bases,
+	// tags and uploads for pipelines are for workspace keys.
+	if !ok && len(p.Datasets) > 0 {
+		return apperr.Forbidden("This knowledge key is limited to some knowledge bases; this operation names none of them and needs a workspace knowledge key.")
+	}
+	return nil
+}
+
+// adminPrincipal stands for the admin token once it was checked.
+var adminPrincipal = &apikeys.Principal{KeyID: "admin", Kind: schemeAdminToken}
 
 // validationError turns a kin-openapi failure into an API error whose
 // message names the field at fault and why.
@@ -407,6 +618,10 @@ func normalizeJSONBody(req *http.Request, op *openapi3.Operation, maxText int) (
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			return nil, echo.ErrStatusRequestEntityTooLarge
+		}
+		var ae *apperr.Error
+		if errors.As(err, &ae) {
+			return nil, ae // cut off by the guard (too slow)
 		}
 		return nil, apperr.InvalidParam("request body could not be read")
 	}

@@ -274,6 +274,48 @@ func TestConnectionExhaustion(t *testing.T) {
 	t.Logf("400 idle/slow connections: GET /info answered in %s; open files %d → at most %d (--max-conns %d)", took.Round(time.Millisecond), baseFDs, maxFDs, maxConns)
 }
 
+// Hundreds of connections without a key that send a body slowly: each is
+// answered 401 from its headers and closed, none holds an admission slot
+// or its descriptor, and GET /info answers meanwhile.
+func TestKeylessTricklers(t *testing.T) {
+	dir := t.TempDir()
+	const maxConns = 64
+	s := start(t, dir, "--max-conns", fmt.Sprint(maxConns), "--max-inflight", "4", "--queue-wait", "100ms", "--auth-fail-limit", "0")
+	baseFDs := s.openFiles()
+	answered := 0
+	for range 300 {
+		c, err := net.Dial("tcp", s.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(c, "POST /v1/chat-messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 200000\r\n\r\n{\"query\":")
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		res, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err == nil && res.StatusCode == 401 {
+			answered++
+		}
+		defer c.Close()
+	}
+	if answered != 300 {
+		t.Fatalf("%d of 300 keyless uploads answered 401", answered)
+	}
+	req, _ := http.NewRequest("GET", s.base+"/info", nil)
+	req.Header.Set("Authorization", "Bearer "+s.keys["chat"])
+	began := time.Now()
+	res, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("GET /info beside 300 keyless uploads: %v", err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("GET /info: %d", res.StatusCode)
+	}
+	if fds := s.openFiles(); fds > baseFDs+maxConns+16 {
+		t.Fatalf("open files rose from %d to %d", baseFDs, fds)
+	}
+	t.Logf("300 keyless slow uploads all got 401; GET /info answered in %s", time.Since(began).Round(time.Millisecond))
+}
+
 // 2,000 blocking chats at once: no 5xx other than 503, and every 200 is
 // stored.
 func TestOverload(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"appkb/internal/apps"
 	"appkb/internal/platform/apperr"
@@ -283,3 +284,36 @@ func paramError(param, format string, args ...any) error {
 type paramName string
 
 func (p paramName) Error() string { return "param " + string(p) }
+
+// HistoryFactor is how many times the per-message bound (--max-text) the
+// text of all messages together may be.
+const HistoryFactor = 10
+
+// CheckText applies the text bound of the other operations (--max-text:
+// max characters, 0 for none) to every message, and HistoryFactor times
+// it to all of them together, so that a long history cannot carry what a
+// single message may not.
+func (r *Request) CheckText(max int) error {
+	if max <= 0 {
+		return nil
+	}
+	total := 0
+	for i, m := range r.Messages {
+		text, _, err := m.content()
+		if err != nil {
+			return err
+		}
+		n := len(text)
+		if n > max {
+			n = utf8.RuneCountInString(text)
+		}
+		if n > max {
+			return paramError("messages", "messages[%d] is too long: at most %d characters are allowed per message", i, max)
+		}
+		total += n
+		if total > HistoryFactor*max {
+			return paramError("messages", "the messages are too long together: at most %d characters are allowed in all", HistoryFactor*max)
+		}
+	}
+	return nil
+}

@@ -73,3 +73,25 @@ func (l *Limiter) Allow(key string) (ok bool, retryAfter time.Duration) {
 	}
 	return true, 0
 }
+
+// Peek reports whether key's bucket holds a token, without taking it, and
+// when not, how long until it does. It lets a caller count only some
+// requests (failures, say) with Allow and turn the others away while the
+// key is over its limit. A nil Limiter allows everything.
+func (l *Limiter) Peek(key string) (ok bool, retryAfter time.Duration) {
+	if l == nil {
+		return true, 0
+	}
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.buckets[key]
+	if b == nil {
+		return true, 0
+	}
+	tokens := b.lim.TokensAt(now)
+	if tokens >= 1 {
+		return true, 0
+	}
+	return false, time.Duration((1 - tokens) / float64(l.limit) * float64(time.Second))
+}

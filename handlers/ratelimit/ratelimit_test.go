@@ -41,3 +41,27 @@ func TestAllowPerKey(t *testing.T) {
 		t.Error("a zero rate must mean no limit")
 	}
 }
+
+// Peek tells whether a key has a token left without taking one.
+func TestPeek(t *testing.T) {
+	clock := time.Unix(1_000_000, 0)
+	l := New(2, 2)
+	l.now = func() time.Time { return clock }
+	check := func(name string, wantOK bool, wantRetry time.Duration) {
+		t.Helper()
+		if ok, retry := l.Peek("a"); ok != wantOK || retry != wantRetry {
+			t.Errorf("%s: Peek = %v, %v; want %v, %v", name, ok, retry, wantOK, wantRetry)
+		}
+	}
+	check("unknown key", true, 0)
+	l.Allow("a")
+	check("one token left", true, 0)
+	check("peeking takes none", true, 0)
+	l.Allow("a")
+	check("empty", false, 500*time.Millisecond)
+	clock = clock.Add(500 * time.Millisecond)
+	check("refilled", true, 0)
+	if ok, _ := (*Limiter)(nil).Peek("a"); !ok {
+		t.Error("a nil limiter must allow")
+	}
+}

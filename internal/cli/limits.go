@@ -11,6 +11,7 @@ import (
 
 	"appkb/handlers"
 	"appkb/handlers/admission"
+	"appkb/handlers/ratelimit"
 )
 
 // limitFlags are the serve flags that protect the server from overload and
@@ -21,6 +22,9 @@ type limitFlags struct {
 	queueWait   *time.Duration
 	headerTime  *time.Duration
 	bodyTime    *time.Duration
+	bodyRate    *int
+	bodyMax     *time.Duration
+	authFails   *float64
 	writeTime   *time.Duration
 	idleTime    *time.Duration
 	maxText     *int
@@ -34,8 +38,14 @@ func addLimitFlags(fs *flag.FlagSet) *limitFlags {
 			"most requests worked on at once; more wait up to --queue-wait, then get 503 with Retry-After (0: no limit)"),
 		queueWait:  fs.Duration("queue-wait", 5*time.Second, "how long a request over --max-inflight waits for a slot"),
 		headerTime: fs.Duration("header-timeout", 10*time.Second, "time allowed to send the request headers"),
-		bodyTime: fs.Duration("read-timeout", 2*time.Minute,
-			"time allowed to send a request body once admitted; slower uploads are cut off"),
+		bodyTime: fs.Duration("read-timeout", 20*time.Second,
+			"time allowed to send a request body once admitted, extended by a second per --read-min-rate bytes received; slower uploads get 408"),
+		bodyRate: fs.Int("read-min-rate", 500,
+			"bytes a second a request body must arrive at to keep extending --read-timeout (0: the timeout is fixed)"),
+		bodyMax: fs.Duration("read-max", 5*time.Minute,
+			"most time a request body may take however fast it arrives (0: no bound beyond --read-timeout and --read-min-rate)"),
+		authFails: fs.Float64("auth-fail-limit", 5,
+			"requests a second with a missing or invalid API key allowed per client address (bursts of 4x); more get 429 (0: no limit)"),
 		writeTime: fs.Duration("write-timeout", 2*time.Minute,
 			"time allowed to take a response once it starts (event streams use a deadline per event instead)"),
 		idleTime: fs.Duration("idle-timeout", 60*time.Second, "how long an idle keep-alive connection stays open"),
@@ -47,10 +57,13 @@ func addLimitFlags(fs *flag.FlagSet) *limitFlags {
 // handlerLimits are the limits the HTTP handlers enforce.
 func (f *limitFlags) handlerLimits() handlers.Limits {
 	return handlers.Limits{
-		Admission:    admission.New(*f.maxInflight, *f.queueWait),
-		BodyTimeout:  *f.bodyTime,
-		WriteTimeout: *f.writeTime,
-		MaxText:      *f.maxText,
+		Admission:      admission.New(*f.maxInflight, *f.queueWait),
+		BodyTimeout:    *f.bodyTime,
+		BodyMinRate:    *f.bodyRate,
+		BodyMaxTimeout: *f.bodyMax,
+		WriteTimeout:   *f.writeTime,
+		MaxText:        *f.maxText,
+		UnknownKeys:    ratelimit.New(*f.authFails, int(max(1, 4**f.authFails))),
 	}
 }
 

@@ -101,8 +101,17 @@ func RequestStarted() (done func()) {
 
 // Request records an answered request. route is the template the router
 // matched ("/v1/datasets/:dataset_id"), never the raw path.
+//
+// Every label comes from a fixed set, whatever the client sends: a method
+// outside the standard ones counts as "other" (each made-up method would
+// otherwise be a series of its own), and so does a status outside 100-599.
 func Request(route, method string, status int, elapsed time.Duration) {
-	httpRequests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+	method = MethodLabel(method)
+	code := "other"
+	if status >= 100 && status <= 599 {
+		code = strconv.Itoa(status)
+	}
+	httpRequests.WithLabelValues(route, method, code).Inc()
 	httpDuration.WithLabelValues(route, method).Observe(elapsed.Seconds())
 }
 
@@ -196,4 +205,15 @@ func Handler(src Source) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// MethodLabel is the method label of a request: its method when standard,
+// "other" for anything else.
+func MethodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return method
+	}
+	return "other"
 }

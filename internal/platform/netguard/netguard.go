@@ -223,7 +223,38 @@ func (g *Guard) Client(o ClientOptions) *http.Client {
 			if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
 				return errors.New("redirected to a URL that is not http or https")
 			}
+			KeepCredentialsOnHost(req, via)
 			return g.CheckHost(req.URL.Hostname())
 		},
+	}
+}
+
+// redirectSafeHeaders are the request headers that carry no credential;
+// they are the only ones kept when a redirect leads to another host.
+var redirectSafeHeaders = map[string]bool{
+	"Accept": true, "Accept-Encoding": true, "Accept-Language": true, "Cache-Control": true,
+	"Content-Type": true, "Content-Language": true, "If-Match": true, "If-None-Match": true,
+	"If-Modified-Since": true, "If-Unmodified-Since": true, "Pragma": true, "Range": true,
+	"Referer": true, "User-Agent": true,
+}
+
+// KeepCredentialsOnHost is for the CheckRedirect of an http.Client: when
+// a redirect leads to a host (or port, or from https to http) other than
+// the first request's, it removes every header but a few that carry no
+// credential. Go's client itself drops only Authorization, Cookie and
+// WWW-Authenticate, and keeps them for subdomains; the API-key headers of
+// OpenAPI tools and HTTP request nodes have names of their own.
+func KeepCredentialsOnHost(req *http.Request, via []*http.Request) {
+	if len(via) == 0 {
+		return
+	}
+	first := via[0].URL
+	if strings.EqualFold(req.URL.Host, first.Host) && (req.URL.Scheme == first.Scheme || req.URL.Scheme == "https") {
+		return
+	}
+	for name := range req.Header {
+		if !redirectSafeHeaders[http.CanonicalHeaderKey(name)] {
+			req.Header.Del(name)
+		}
 	}
 }

@@ -111,3 +111,56 @@ func splitPort(raw string) (string, string, error) {
 	}
 	return u.Addr().String(), strconv.Itoa(int(u.Port())), nil
 }
+
+// A redirect to another host (here another port) loses every credential
+// header, custom API-key headers too; one to the same host keeps them.
+func TestRedirectDropsCredentialsOnHostChange(t *testing.T) {
+	var got http.Header
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = r.Header.Clone() }))
+	defer other.Close()
+	var origin *httptest.Server
+	origin = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/away":
+			http.Redirect(w, r, other.URL+"/landed", http.StatusFound)
+		case "/here":
+			http.Redirect(w, r, origin.URL+"/same", http.StatusFound)
+		default:
+			got = r.Header.Clone()
+		}
+	}))
+	defer origin.Close()
+	g := &Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
+	c := g.Client(ClientOptions{})
+	cases := []struct {
+		path     string
+		wantKept bool
+	}{
+		{"/away", false},
+		{"/here", true},
+	}
+	for _, tc := range cases {
+		got = nil
+		req, _ := http.NewRequest(http.MethodGet, origin.URL+tc.path, nil)
+		req.Header.Set("Authorization", "Bearer secret")
+		req.Header.Set("X-Api-Key", "secret")
+		req.Header.Set("Cookie", "s=secret")
+		req.Header.Set("Accept", "application/json")
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if got == nil {
+			t.Fatalf("%s: the redirect was not followed", tc.path)
+		}
+		for _, h := range []string{"Authorization", "X-Api-Key", "Cookie"} {
+			if kept := got.Get(h) != ""; kept != tc.wantKept {
+				t.Errorf("%s: %s kept %v, want %v", tc.path, h, kept, tc.wantKept)
+			}
+		}
+		if got.Get("Accept") != "application/json" {
+			t.Errorf("%s: Accept lost", tc.path)
+		}
+	}
+}

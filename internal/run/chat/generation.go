@@ -393,7 +393,7 @@ func (g *Generation) run(ctx context.Context, emit func(Event) error) (*Result, 
 	}
 	if out.err != nil && !out.stopped && ctx.Err() != nil {
 		out.err = apperr.Wrap(ctx.Err(), http.StatusBadRequest, apperr.CodeCompletionRequestError,
-			"The client went away before the answer was complete.")
+			"interrupted: the client went away before the answer was complete")
 	}
 
 	rec := g.finalRecord(&out)
@@ -469,6 +469,7 @@ func (g *Generation) callModel(ctx context.Context, streaming bool, emit func(Ev
 	var resp *llm.ChatResponse
 	var err error
 	if streaming {
+		lastKept := time.Now()
 		resp, err = g.model.Stream(ctx, req, func(ch llm.Chunk) error {
 			if ch.Delta == "" {
 				return nil
@@ -478,7 +479,14 @@ func (g *Generation) callModel(ctx context.Context, streaming bool, emit func(Ev
 				withheld = preset
 				return errWithheld
 			}
-			return emit(g.messageEvent(ch.Delta))
+			if err := emit(g.messageEvent(ch.Delta)); err != nil {
+				return err
+			}
+			if time.Since(lastKept) >= partialEvery {
+				lastKept = time.Now()
+				g.keepPartial(context.WithoutCancel(ctx), buf.String())
+			}
+			return nil
 		})
 	} else {
 		resp, err = g.model.Chat(ctx, req)
@@ -518,6 +526,23 @@ func (g *Generation) callModel(ctx context.Context, streaming bool, emit func(Ev
 		out.stopped = true
 	default:
 		out.err = err
+	}
+}
+
+// partialEvery is how often the text of an answer being streamed is
+// written to its message, so that a server that stops mid-stream leaves
+// what it had already sent (CloseInterrupted keeps it).
+const partialEvery = time.Second
+
+// keepPartial writes the answer streamed so far to the message while it is
+// still being written; a failure only costs that copy, so it is logged.
+func (g *Generation) keepPartial(ctx context.Context, answer string) {
+	err := g.svc.commits.Write(ctx, func(tx *gorm.DB) error {
+		return tx.Model(&models.Message{}).Where("id = ? AND generating = ?", g.MessageID, true).
+			Update("answer", answer).Error
+	})
+	if err != nil {
+		g.svc.log.Warn("chat: keeping the partial answer failed", "message_id", g.MessageID, "error", err)
 	}
 }
 

@@ -20,7 +20,7 @@ import (
 
 const (
 	// webMaxBody bounds the page the web scraper reads.
-	webMaxBody = 5 << 20
+	webMaxBody = MaxAnswerBytes
 	// webTimeout bounds one fetch.
 	webTimeout = 30 * time.Second
 )
@@ -91,7 +91,7 @@ var toolWebScraper = &Tool{
 			return nil, fmt.Errorf("reading %s: %v", raw, err)
 		}
 		return &Output{
-			Text: doc.Text,
+			Text: capText(doc.Text),
 			JSON: []any{map[string]any{"url": res.Request.URL.String(), "title": doc.Title, "content_type": mt}},
 		}, nil
 	},

@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -53,14 +54,25 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // mcpImplementation is how appkb introduces itself to MCP servers.
 var mcpImplementation = &mcp.Implementation{Name: "appkb", Version: "1"}
 
+// mcpConn is a session with a server; tooLarge is set once one of its
+// responses went over MaxAnswerBytes (the SDK reports that only as a
+// broken response).
+type mcpConn struct {
+	*mcp.ClientSession
+	tooLarge *atomic.Bool
+}
+
 // connect opens a session with the server; the caller closes it. The
 // client goes through guard, and its context bounds the whole session.
-func (s MCPServer) connect(ctx context.Context, guard *netguard.Guard) (*mcp.ClientSession, error) {
+func (s MCPServer) connect(ctx context.Context, guard *netguard.Guard) (*mcpConn, error) {
 	// The SDK waits for the answer to each request it sends, whatever
 	// becomes of the call's context (a silent server held a call until it
 	// gave up itself): each exchange is bounded here instead.
 	hc := guard.Client(netguard.ClientOptions{MaxRedirects: -1, ResponseHeaderTimeout: s.timeout()})
-	hc.Transport = &headerTransport{base: hc.Transport, headers: s.Headers}
+	// No response may be longer than MaxAnswerBytes: the SDK would read a
+	// huge answer whole into memory (and the run then stores its text).
+	tooLarge := new(atomic.Bool)
+	hc.Transport = &headerTransport{base: limitAnswers{base: hc.Transport, tripped: tooLarge}, headers: s.Headers}
 	var tr mcp.Transport
 	switch s.Transport {
 	case TransportSSE:
@@ -73,7 +85,7 @@ func (s MCPServer) connect(ctx context.Context, guard *netguard.Guard) (*mcp.Cli
 	if err != nil {
 		return nil, mcpError(ctx, s, err)
 	}
-	return cs, nil
+	return &mcpConn{ClientSession: cs, tooLarge: tooLarge}, nil
 }
 
 // mcpError words a failure to reach a server.
@@ -110,7 +122,7 @@ func ListMCP(ctx context.Context, s MCPServer, guard *netguard.Guard) ([]*Tool, 
 		return nil, err
 	}
 	defer cs.Close()
-	return s.listTools(ctx, cs, func(ctx context.Context) (*mcp.ClientSession, func(), error) {
+	return s.listTools(ctx, cs, func(ctx context.Context) (*mcpConn, func(), error) {
 		cs, err := s.connect(ctx, guard)
 		if err != nil {
 			return nil, nil, err
@@ -121,7 +133,7 @@ func ListMCP(ctx context.Context, s MCPServer, guard *netguard.Guard) ([]*Tool, 
 
 // MCPSession is a session with an MCP server kept open for several calls.
 type MCPSession struct {
-	cs     *mcp.ClientSession
+	cs     *mcpConn
 	cancel context.CancelFunc
 }
 
@@ -136,7 +148,7 @@ func OpenMCP(ctx context.Context, s MCPServer, guard *netguard.Guard) (*MCPSessi
 	cs, err := s.connect(sctx, guard)
 	var list []*Tool
 	if err == nil {
-		list, err = s.listTools(sctx, cs, func(context.Context) (*mcp.ClientSession, func(), error) {
+		list, err = s.listTools(sctx, cs, func(context.Context) (*mcpConn, func(), error) {
 			return cs, func() {}, nil
 		})
 	}
@@ -162,7 +174,7 @@ func (m *MCPSession) Close() {
 
 // listTools lists the tools of the server over cs; each tool calls it over
 // the session session gives, then releases that session.
-func (s MCPServer) listTools(ctx context.Context, cs *mcp.ClientSession, session func(context.Context) (*mcp.ClientSession, func(), error)) ([]*Tool, error) {
+func (s MCPServer) listTools(ctx context.Context, cs *mcpConn, session func(context.Context) (*mcpConn, func(), error)) ([]*Tool, error) {
 	var out []*Tool
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
@@ -174,7 +186,7 @@ func (s MCPServer) listTools(ctx context.Context, cs *mcp.ClientSession, session
 }
 
 // tool wraps one tool of the server, called over the session session gives.
-func (s MCPServer) tool(t *mcp.Tool, session func(context.Context) (*mcp.ClientSession, func(), error)) *Tool {
+func (s MCPServer) tool(t *mcp.Tool, session func(context.Context) (*mcpConn, func(), error)) *Tool {
 	schema := map[string]any{"type": "object", "properties": map[string]any{}}
 	if data, err := json.Marshal(t.InputSchema); err == nil {
 		var m map[string]any
@@ -204,6 +216,9 @@ func (s MCPServer) tool(t *mcp.Tool, session func(context.Context) (*mcp.ClientS
 			if err != nil {
 				if expired(ctx) {
 					return nil, fmt.Errorf("the MCP tool %s did not answer within %s", name, s.timeout())
+				}
+				if cs.tooLarge.Load() {
+					return nil, fmt.Errorf("the MCP tool %s failed: its answer is larger than %d bytes", name, MaxAnswerBytes)
 				}
 				return nil, fmt.Errorf("the MCP tool %s failed: %v", name, err)
 			}
@@ -242,7 +257,7 @@ func mcpOutput(res *mcp.CallToolResult) *Output {
 			texts = append(texts, x.URI)
 		}
 	}
-	out.Text = strings.Join(texts, "\n")
+	out.Text = capText(strings.Join(texts, "\n"))
 	if res.StructuredContent != nil {
 		if data, err := json.Marshal(res.StructuredContent); err == nil {
 			var v any
@@ -251,7 +266,7 @@ func mcpOutput(res *mcp.CallToolResult) *Output {
 					out.JSON = []any{m}
 				}
 				if out.Text == "" {
-					out.Text = string(data)
+					out.Text = capText(string(data))
 				}
 			}
 		}

@@ -53,13 +53,23 @@ func (o *jobject) rename(from, to string) {
 // jarray is a JSON array that can grow in place.
 type jarray struct{ items []any }
 
+// MaxJSONDepth bounds how deeply the arrays and objects of a JSON text the
+// tools read may nest; a deeper text is refused with errTooDeep instead of
+// recursing until the stack runs out.
+const MaxJSONDepth = 512
+
+var errTooDeep = fmt.Errorf("the content is not valid JSON: arrays and objects nest more than %d deep", MaxJSONDepth)
+
 // parseOrdered reads one JSON value into jobject, jarray, string,
 // json.Number, bool and nil.
 func parseOrdered(s string) (any, error) {
 	dec := json.NewDecoder(strings.NewReader(s))
 	dec.UseNumber()
-	v, err := readOrdered(dec)
+	v, err := readOrdered(dec, 0)
 	if err != nil {
+		if errors.Is(err, errTooDeep) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("the content is not valid JSON: %v", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
@@ -68,13 +78,16 @@ func parseOrdered(s string) (any, error) {
 	return v, nil
 }
 
-func readOrdered(dec *json.Decoder) (any, error) {
+func readOrdered(dec *json.Decoder, depth int) (any, error) {
 	tok, err := dec.Token()
 	if err != nil {
 		return nil, err
 	}
 	switch t := tok.(type) {
 	case json.Delim:
+		if depth >= MaxJSONDepth {
+			return nil, errTooDeep
+		}
 		switch t {
 		case '{':
 			o := &jobject{vals: map[string]any{}}
@@ -83,7 +96,7 @@ func readOrdered(dec *json.Decoder) (any, error) {
 				if err != nil {
 					return nil, err
 				}
-				v, err := readOrdered(dec)
+				v, err := readOrdered(dec, depth+1)
 				if err != nil {
 					return nil, err
 				}
@@ -94,7 +107,7 @@ func readOrdered(dec *json.Decoder) (any, error) {
 		case '[':
 			a := &jarray{items: []any{}}
 			for dec.More() {
-				v, err := readOrdered(dec)
+				v, err := readOrdered(dec, depth+1)
 				if err != nil {
 					return nil, err
 				}

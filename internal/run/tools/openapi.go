@@ -20,7 +20,7 @@ import (
 )
 
 // openAPIMaxBody bounds a schema or a response an OpenAPI tool reads.
-const openAPIMaxBody = 5 << 20
+const openAPIMaxBody = MaxAnswerBytes
 
 // parseOpenAPI reads an OpenAPI 3 document (JSON or YAML).
 func parseOpenAPI(data []byte) (*openapi3.T, error) {
@@ -255,6 +255,6 @@ func openAPICall(base, method, path string, in map[string]string, e *Provider, c
 		if json.Unmarshal(data, &m) == nil && m != nil {
 			out.JSON = []any{m}
 		}
-		return out, nil
+		return capOutput(out), nil
 	}
 }

@@ -116,7 +116,7 @@ func TestRegistrySources(t *testing.T) {
 			}{
 				{name: "MCP tool", ref: tools.Ref{ProviderType: "mcp", ProviderID: "calc", Name: "add"}, args: map[string]any{"a": 2, "b": 3.5}, want: "5.5"},
 				{name: "MCP tool that reports an error", ref: tools.Ref{ProviderType: "mcp", Provider: "calc", Name: "fail"}, wantErr: "the MCP tool fail reported an error: the disk is on fire"},
-				{name: "MCP tool the server lacks", ref: tools.Ref{ProviderType: "mcp", Provider: "calc", Name: "divide"}, wantErr: "offers no such tool (it has add, fail, picture, slow)"},
+				{name: "MCP tool the server lacks", ref: tools.Ref{ProviderType: "mcp", Provider: "calc", Name: "divide"}, wantErr: "offers no such tool (it has add, big, fail, picture, slow)"},
 				{name: "MCP server that is down", ref: tools.Ref{ProviderType: "mcp", Provider: "down", Name: "add"}, wantErr: "the MCP server http://127.0.0.1:1/mcp cannot be reached"},
 				{name: "OpenAPI operation with path and query parameters", ref: tools.Ref{ProviderType: "api", Provider: "weather", Name: "getWeather"},
 					args: map[string]any{"city": "Paris", "unit": "F"}, want: `{"city":"Paris","sky":"sunny","temperature":21,"unit":"F"}`},
@@ -319,5 +319,58 @@ func TestOpenAPICallsReuseConnections(t *testing.T) {
 	defer mu.Unlock()
 	if conns != 1 {
 		t.Fatalf("%d connections for three calls, want 1", conns)
+	}
+}
+
+// An MCP answer is read up to tools.MaxAnswerBytes and no further; text
+// under that but over tools.MaxToolText is cut before the run gets it.
+func TestMCPAnswersAreCapped(t *testing.T) {
+	srv := toolstest.MCP(t)
+	for _, transport := range []string{tools.TransportStreamable, tools.TransportSSE} {
+		path := "/mcp"
+		if transport == tools.TransportSSE {
+			path = "/sse"
+		}
+		t.Run(transport, func(t *testing.T) {
+			list, err := tools.ListMCP(context.Background(), tools.MCPServer{Name: "calc", URL: srv.URL + path, Transport: transport,
+				Headers: map[string]string{"X-Test-Key": toolstest.MCPKey}}, loopback)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var big *tools.Tool
+			for _, tl := range list {
+				if tl.Name == "big" {
+					big = tl
+				}
+			}
+			cases := []struct {
+				name    string
+				bytes   int
+				wantErr bool
+				wantLen int // most bytes of text handed back
+			}{
+				{"small answer whole", 1000, false, 1000},
+				{"long text cut", 2 * tools.MaxToolText, false, tools.MaxToolText + 64},
+				{"answer over the read limit refused", 2 * tools.MaxAnswerBytes, true, 0},
+			}
+			for _, tc := range cases {
+				out, err := big.Run(context.Background(), nil, map[string]any{"bytes": tc.bytes})
+				if tc.wantErr {
+					if err == nil || !strings.Contains(err.Error(), "larger than") {
+						t.Errorf("%s: error %v, want the answer refused as too large", tc.name, err)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatalf("%s: %v", tc.name, err)
+				}
+				if len(out.Text) > tc.wantLen || len(out.Text) < min(tc.bytes, tools.MaxToolText) {
+					t.Errorf("%s: %d bytes of text, want %d at most", tc.name, len(out.Text), tc.wantLen)
+				}
+				if tc.bytes > tools.MaxToolText && !strings.Contains(out.Text, "[truncated") {
+					t.Errorf("%s: cut text does not say so", tc.name)
+				}
+			}
+		})
 	}
 }

@@ -66,6 +66,8 @@ func (e *Engine) httpClient(connect, read time.Duration) (*http.Client, func()) 
 			if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
 				return fmt.Errorf("redirected to a URL that is not http or https")
 			}
+			// Credentials go to the host they were meant for only.
+			netguard.KeepCredentialsOnHost(req, via)
 			return nil
 		},
 	}

@@ -55,7 +55,15 @@ func newMCPServer(done <-chan struct{}) *mcp.Server {
 		func(_ context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{MIMEType: "image/png", Data: PNG}}}, nil, nil
 		})
+	mcp.AddTool(s, &mcp.Tool{Name: "big", Description: "Answers with bytes characters of text."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in bigIn) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", in.Bytes)}}}, nil, nil
+		})
 	return s
+}
+
+type bigIn struct {
+	Bytes int `json:"bytes"`
 }
 
 // requireKey refuses requests without the X-Test-Key header.
