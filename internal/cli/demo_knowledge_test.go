@@ -36,7 +36,9 @@ func TestDemoChatAnswersFromItsHandbook(t *testing.T) {
 				cited = append(cited, c)
 			}
 		}
-		if len(cited) > 0 { // the handbook is indexed
+		// The handbook's three documents are indexed one after another;
+		// until the one about bicycles is, the others are all there is to cite.
+		if strings.Contains(strings.Join(cited, "\n"), "courtyard") {
 			break
 		}
 	}
