@@ -5,6 +5,7 @@ package db
 import (
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -77,10 +78,18 @@ var Readers = 8
 // pool of read-only ones (see pool), so writers queue in Go rather than
 // wait on SQLite's lock and fail with "database is locked".
 func Open(dataDir string) (*gorm.DB, error) {
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
-		return nil, fmt.Errorf("create data dir: %w", err)
+	if err := PrivateDir(dataDir); err != nil {
+		return nil, err
 	}
 	file := filepath.Join(dataDir, FileName)
+	// The database (and so its -wal and -shm files, which SQLite creates
+	// with the database's mode) is readable by its owner only; a database
+	// an older version created 0644 is narrowed too.
+	if f, err := os.OpenFile(file, os.O_CREATE|os.O_RDWR, 0o600); err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	} else if err := errors.Join(f.Chmod(0o600), f.Close()); err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
 	base := "file:" + file +
 		"?_journal_mode=WAL&_busy_timeout=10000&_foreign_keys=on&_synchronous=NORMAL&_txlock=immediate&_stmt_cache_size=128"
 	writer, err := sql.Open("sqlite3", base)
@@ -251,4 +260,16 @@ func Version(gdb *gorm.DB) (int, error) {
 	var v sql.NullInt64
 	err := gdb.Raw(`SELECT MAX(version) FROM schema_migrations`).Scan(&v).Error
 	return int(v.Int64), err
+}
+
+// PrivateDir creates dataDir if needed and makes it its owner's alone
+// (0700): it holds the database, uploads and keys' hashes.
+func PrivateDir(dataDir string) error {
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+	if err := os.Chmod(dataDir, 0o700); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	return nil
 }

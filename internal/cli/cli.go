@@ -26,6 +26,7 @@ import (
 	"appkb/internal/admin"
 	"appkb/internal/apps"
 	"appkb/internal/apps/apikeys"
+	"appkb/internal/cli/backup"
 	"appkb/internal/cli/demo"
 	"appkb/internal/knowledge/datasets"
 	"appkb/internal/knowledge/documents"
@@ -150,7 +151,7 @@ func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) er
 	}
 	if !cmd.noDataDir && env.databaseURL != "" {
 		// The database is elsewhere; the directory only holds scratch files.
-		if err := os.MkdirAll(env.dataDir, 0o755); err != nil {
+		if err := db.PrivateDir(env.dataDir); err != nil {
 			return err
 		}
 	} else if !cmd.noDataDir && !cmd.createsDataDir {
@@ -525,6 +526,8 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 	}
 	defer db.Close(gdb)
 	startupChecks(ctx, gdb, cfg, log)
+	// What a killed `appkb backup` left in the data directory.
+	backup.RemoveLeftovers(dataDir)
 
 	var demoKeys *demo.Keys
 	if cfg.demo {

@@ -122,7 +122,9 @@ func addFile(tw *tar.Writer, path, name string, sum *Summary) error {
 	if err != nil {
 		return err
 	}
-	hdr := &tar.Header{Name: name, Mode: int64(st.Mode().Perm()), Size: st.Size(), ModTime: st.ModTime(), Typeflag: tar.TypeReg}
+	// Every file of a data directory is its owner's alone, in the archive
+	// too.
+	hdr := &tar.Header{Name: name, Mode: 0o600, Size: st.Size(), ModTime: st.ModTime(), Typeflag: tar.TypeReg}
 	if err := tw.WriteHeader(hdr); err != nil {
 		return err
 	}
@@ -134,6 +136,7 @@ func addFile(tw *tar.Writer, path, name string, sum *Summary) error {
 // WriteFile writes the archive to path, through a temporary file renamed at
 // the end, so that a failed backup never leaves a truncated archive behind.
 func WriteFile(ctx context.Context, dataDir, path string) (*Summary, error) {
+	removeStale(filepath.Dir(path), filepath.Base(path)+".tmp-")
 	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return nil, err
@@ -160,7 +163,7 @@ func Restore(r io.Reader, dataDir string) (sum *Summary, err error) {
 	case len(entries) > 0:
 		return nil, fmt.Errorf("%s is not empty; restore into a new or empty directory", dataDir)
 	}
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+	if err := db.PrivateDir(dataDir); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -190,7 +193,7 @@ func Restore(r io.Reader, dataDir string) (sum *Summary, err error) {
 			return nil, fmt.Errorf("archive entry %q is not a plain file inside the data directory", hdr.Name)
 		}
 		dst := filepath.Join(dataDir, filepath.FromSlash(hdr.Name))
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 			return nil, err
 		}
 		if hdr.Name == db.FileName {
@@ -198,7 +201,7 @@ func Restore(r io.Reader, dataDir string) (sum *Summary, err error) {
 		} else {
 			sum.Files++
 		}
-		n, err := writeFile(dst, tr, os.FileMode(hdr.Mode).Perm()|0o600, hdr.ModTime)
+		n, err := writeFile(dst, tr, 0o600, hdr.ModTime)
 		sum.Bytes += n
 		if err != nil {
 			return nil, err
@@ -251,3 +254,39 @@ func cleanDir(dir string) {
 		os.RemoveAll(filepath.Join(dir, e.Name()))
 	}
 }
+
+// staleAfter is how long scratch space of a backup may go untouched before
+// it counts as left behind by a backup that was killed.
+const staleAfter = 10 * time.Minute
+
+// removeStale removes the entries of dir named prefix… that nothing has
+// written to for staleAfter: what a killed backup left (a database copy in
+// the data directory, a partial archive next to the archive).
+func removeStale(dir, prefix string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), prefix) {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		newest := time.Time{}
+		_ = filepath.WalkDir(path, func(_ string, d fs.DirEntry, err error) error {
+			if err == nil {
+				if info, err := d.Info(); err == nil && info.ModTime().After(newest) {
+					newest = info.ModTime()
+				}
+			}
+			return nil
+		})
+		if time.Since(newest) > staleAfter {
+			_ = os.RemoveAll(path)
+		}
+	}
+}
+
+// RemoveLeftovers removes the scratch directories killed backups left in
+// dataDir; serve calls it at start.
+func RemoveLeftovers(dataDir string) { removeStale(dataDir, tmpPrefix) }
