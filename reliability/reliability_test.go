@@ -219,7 +219,9 @@ func deref(p *string) string {
 func TestConnectionExhaustion(t *testing.T) {
 	dir := t.TempDir()
 	const maxConns = 64
-	s := start(t, dir, "--max-conns", fmt.Sprint(maxConns), "--header-timeout", "2s", "--idle-timeout", "2s", "--read-timeout", "3s")
+	// No python sandboxes started ahead: the pool fills in the background, and
+	// its pipes and cgroup files would count against the connections here.
+	s := start(t, dir, "--max-conns", fmt.Sprint(maxConns), "--header-timeout", "2s", "--idle-timeout", "2s", "--read-timeout", "3s", "--code-warm", "0")
 	baseFDs := s.openFiles()
 	var conns []net.Conn
 	defer func() {
