@@ -35,10 +35,18 @@ func capText(s string) string {
 	return s[:cut] + fmt.Sprintf("\n[truncated: %d of %d bytes shown]", cut, len(s))
 }
 
-// capOutput applies MaxToolText to an output's text.
-func capOutput(out *Output) *Output {
-	if out != nil {
-		out.Text = capText(out.Text)
+// capOutput applies MaxToolText to an output's text and to its
+// structured part, whose encoding took jsonBytes: a structured answer
+// longer than that is left out (a part of it would not be valid), and the
+// text says so. The text, cut, still carries the answer's start.
+func capOutput(out *Output, jsonBytes int) *Output {
+	if out == nil {
+		return out
+	}
+	out.Text = capText(out.Text)
+	if len(out.JSON) > 0 && jsonBytes > MaxToolText {
+		out.JSON = nil
+		out.Text += fmt.Sprintf("\n[structured answer of %d bytes left out: more than %d]", jsonBytes, MaxToolText)
 	}
 	return out
 }

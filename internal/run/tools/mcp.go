@@ -257,21 +257,23 @@ func mcpOutput(res *mcp.CallToolResult) *Output {
 			texts = append(texts, x.URI)
 		}
 	}
-	out.Text = capText(strings.Join(texts, "\n"))
+	out.Text = strings.Join(texts, "\n")
+	jsonBytes := 0
 	if res.StructuredContent != nil {
 		if data, err := json.Marshal(res.StructuredContent); err == nil {
+			jsonBytes = len(data)
 			var v any
 			if json.Unmarshal(data, &v) == nil {
 				if m, ok := v.(map[string]any); ok {
 					out.JSON = []any{m}
 				}
 				if out.Text == "" {
-					out.Text = capText(string(data))
+					out.Text = string(data)
 				}
 			}
 		}
 	}
-	return out
+	return capOutput(out, jsonBytes)
 }
 
 func extFor(mimeType string) string {

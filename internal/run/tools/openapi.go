@@ -255,6 +255,6 @@ func openAPICall(base, method, path string, in map[string]string, e *Provider, c
 		if json.Unmarshal(data, &m) == nil && m != nil {
 			out.JSON = []any{m}
 		}
-		return capOutput(out), nil
+		return capOutput(out, len(data)), nil
 	}
 }

@@ -116,7 +116,7 @@ func TestRegistrySources(t *testing.T) {
 			}{
 				{name: "MCP tool", ref: tools.Ref{ProviderType: "mcp", ProviderID: "calc", Name: "add"}, args: map[string]any{"a": 2, "b": 3.5}, want: "5.5"},
 				{name: "MCP tool that reports an error", ref: tools.Ref{ProviderType: "mcp", Provider: "calc", Name: "fail"}, wantErr: "the MCP tool fail reported an error: the disk is on fire"},
-				{name: "MCP tool the server lacks", ref: tools.Ref{ProviderType: "mcp", Provider: "calc", Name: "divide"}, wantErr: "offers no such tool (it has add, big, fail, picture, slow)"},
+				{name: "MCP tool the server lacks", ref: tools.Ref{ProviderType: "mcp", Provider: "calc", Name: "divide"}, wantErr: "offers no such tool (it has add, big, bigjson, fail, picture, slow)"},
 				{name: "MCP server that is down", ref: tools.Ref{ProviderType: "mcp", Provider: "down", Name: "add"}, wantErr: "the MCP server http://127.0.0.1:1/mcp cannot be reached"},
 				{name: "OpenAPI operation with path and query parameters", ref: tools.Ref{ProviderType: "api", Provider: "weather", Name: "getWeather"},
 					args: map[string]any{"city": "Paris", "unit": "F"}, want: `{"city":"Paris","sky":"sunny","temperature":21,"unit":"F"}`},
@@ -372,5 +372,45 @@ func TestMCPAnswersAreCapped(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Structured content is kept up to tools.MaxToolText of JSON; past that it
+// is left out (cut JSON would not be valid) and the text says so.
+func TestMCPStructuredAnswersAreCapped(t *testing.T) {
+	srv := toolstest.MCP(t)
+	list, err := tools.ListMCP(context.Background(), tools.MCPServer{Name: "calc", URL: srv.URL + "/mcp",
+		Headers: map[string]string{"X-Test-Key": toolstest.MCPKey}}, loopback)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var big *tools.Tool
+	for _, tl := range list {
+		if tl.Name == "bigjson" {
+			big = tl
+		}
+	}
+	cases := []struct {
+		name     string
+		bytes    int
+		wantJSON bool
+	}{
+		{"small object kept", 1000, true},
+		{"object over the text cap left out", tools.MaxToolText + 10, false},
+	}
+	for _, tc := range cases {
+		out, err := big.Run(context.Background(), nil, map[string]any{"bytes": tc.bytes})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := len(out.JSON) == 1; got != tc.wantJSON {
+			t.Errorf("%s: json %v, want kept %v", tc.name, len(out.JSON), tc.wantJSON)
+		}
+		if len(out.Text) > tools.MaxToolText+200 {
+			t.Errorf("%s: %d bytes of text", tc.name, len(out.Text))
+		}
+		if !tc.wantJSON && !strings.Contains(out.Text, "structured answer of") {
+			t.Errorf("%s: the text does not say the object was left out: %q", tc.name, out.Text[len(out.Text)-200:])
+		}
 	}
 }

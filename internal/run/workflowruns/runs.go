@@ -76,6 +76,10 @@ type Recorder struct {
 	mu sync.Mutex
 	// queued are the blocking run's writes not yet seen committed.
 	queued []*groupcommit.Pending
+	// onceMu guards once, the long texts the run's node records already
+	// hold whole (see shared.go).
+	onceMu sync.Mutex
+	once   onceStore
 }
 
 var _ workflow.RunStore = (*Recorder)(nil)
@@ -217,10 +221,16 @@ func (r *Recorder) RunResumed(ctx context.Context, run *workflow.RunRecord) erro
 
 func (r *Recorder) NodeFinished(ctx context.Context, d *workflow.NodeFinishedData, runID string) error {
 	finished := time.Unix(d.FinishedAt, 0).UTC()
+	// A long text an earlier record holds whole is kept as a preview.
+	r.onceMu.Lock()
+	inputs := r.once.shortenMap(d.Inputs, fmt.Sprintf("inputs of node %q (%s)", d.Title, d.NodeID))
+	process := r.once.shortenMap(d.ProcessData, fmt.Sprintf("process data of node %q (%s)", d.Title, d.NodeID))
+	outputs := r.once.shortenMap(d.Outputs, fmt.Sprintf("outputs of node %q (%s)", d.Title, d.NodeID))
+	r.onceMu.Unlock()
 	row := &models.WorkflowNodeExecution{
 		ID: d.ID, WorkflowRunID: runID, NodeID: d.NodeID, NodeType: d.NodeType, Title: d.Title,
 		NodeIndex: d.Index, PredecessorNodeID: d.PredecessorNodeID,
-		Inputs: jsonText(d.Inputs, "{}"), ProcessData: optJSON(d.ProcessData), Outputs: optJSON(d.Outputs),
+		Inputs: jsonText(inputs, "{}"), ProcessData: optJSON(process), Outputs: optJSON(outputs),
 		Status: d.Status, Error: d.Error, ElapsedTime: d.ElapsedTime,
 		ExecutionMetadata: jsonText(d.ExecutionMetadata, "{}"),
 		CreatedAt:         time.Unix(d.CreatedAt, 0).UTC(), FinishedAt: &finished,

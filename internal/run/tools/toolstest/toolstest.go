@@ -59,6 +59,12 @@ func newMCPServer(done <-chan struct{}) *mcp.Server {
 		func(_ context.Context, _ *mcp.CallToolRequest, in bigIn) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", in.Bytes)}}}, nil, nil
 		})
+	mcp.AddTool(s, &mcp.Tool{Name: "bigjson", Description: "Answers with an object holding bytes characters, as structured content and as its text."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in bigIn) (*mcp.CallToolResult, any, error) {
+			obj := map[string]any{"data": strings.Repeat("y", in.Bytes)}
+			text, _ := json.Marshal(obj)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}, StructuredContent: obj}, nil, nil
+		})
 	return s
 }
 
