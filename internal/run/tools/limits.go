@@ -3,6 +3,7 @@ package tools
 import (
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"sync/atomic"
 	"unicode/utf8"
@@ -52,11 +53,11 @@ func capOutput(out *Output, jsonBytes int) *Output {
 }
 
 // limitedBody fails a read once more than its limit has been read, and
-// sets tripped (when not nil).
+// counts the failure in tripped (when not nil).
 type limitedBody struct {
 	io.ReadCloser
 	left    int64
-	tripped *atomic.Bool
+	tripped *atomic.Int64
 }
 
 func (b *limitedBody) Read(p []byte) (int, error) {
@@ -67,7 +68,7 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 			return 0, io.EOF
 		}
 		if b.tripped != nil {
-			b.tripped.Store(true)
+			b.tripped.Add(1)
 		}
 		return 0, ErrAnswerTooLarge
 	}
@@ -79,16 +80,65 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// limitAnswers wraps a transport so that no response body it gives may be
-// longer than MaxAnswerBytes; tripped (when not nil) is set when one was.
+// eventLimitedBody is limitedBody for a stream of server-sent events,
+// which may carry any number of answers (an SSE session's stream serves
+// every call of the session): the limit holds for each event, the byte
+// count starting again after the blank line that ends one.
+type eventLimitedBody struct {
+	io.ReadCloser
+	limit   int64
+	tripped *atomic.Int64
+	// inEvent counts the bytes of the event being read; newline says the
+	// last byte that was not a carriage return ended a line.
+	inEvent int64
+	newline bool
+	failed  bool
+}
+
+func (b *eventLimitedBody) Read(p []byte) (int, error) {
+	if b.failed {
+		return 0, ErrAnswerTooLarge
+	}
+	n, err := b.ReadCloser.Read(p)
+	for _, c := range p[:n] {
+		switch {
+		case c == '\n' && b.newline:
+			// A blank line: the event is over.
+			b.inEvent, b.newline = 0, false
+			continue
+		case c == '\n':
+			b.newline = true
+		case c != '\r':
+			b.newline = false
+		}
+		b.inEvent++
+		if b.inEvent > b.limit {
+			b.failed = true
+			if b.tripped != nil {
+				b.tripped.Add(1)
+			}
+			return 0, ErrAnswerTooLarge
+		}
+	}
+	return n, err
+}
+
+// limitAnswers wraps a transport so that no answer it gives may be longer
+// than MaxAnswerBytes: a plain body as a whole, an event stream event by
+// event. tripped (when not nil) counts the answers refused.
 type limitAnswers struct {
 	base    http.RoundTripper
-	tripped *atomic.Bool
+	tripped *atomic.Int64
 }
 
 func (t limitAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
 	res, err := t.base.RoundTrip(req)
-	if err == nil && res.Body != nil {
+	if err != nil || res.Body == nil {
+		return res, err
+	}
+	if mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type")); mt == "text/event-stream" {
+		res.Body = &eventLimitedBody{ReadCloser: res.Body, limit: MaxAnswerBytes, tripped: t.tripped}
+	} else {
 		res.Body = &limitedBody{ReadCloser: res.Body, left: MaxAnswerBytes, tripped: t.tripped}
 	}
 	return res, err

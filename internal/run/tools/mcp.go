@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -54,13 +55,17 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // mcpImplementation is how appkb introduces itself to MCP servers.
 var mcpImplementation = &mcp.Implementation{Name: "appkb", Version: "1"}
 
-// mcpConn is a session with a server; tooLarge is set once one of its
-// responses went over MaxAnswerBytes (the SDK reports that only as a
-// broken response).
+// mcpConn is a session with a server; tooLarge counts its answers that
+// went over MaxAnswerBytes (the SDK reports those only as a broken
+// response or a closed connection).
 type mcpConn struct {
 	*mcp.ClientSession
-	tooLarge *atomic.Bool
+	tooLarge *atomic.Int64
 }
+
+// mcpSessionFunc gives the session a call goes over and its release,
+// told whether the call left the session unusable.
+type mcpSessionFunc func(context.Context) (*mcpConn, func(broken bool), error)
 
 // connect opens a session with the server; the caller closes it. The
 // client goes through guard, and its context bounds the whole session.
@@ -69,16 +74,18 @@ func (s MCPServer) connect(ctx context.Context, guard *netguard.Guard) (*mcpConn
 	// becomes of the call's context (a silent server held a call until it
 	// gave up itself): each exchange is bounded here instead.
 	hc := guard.Client(netguard.ClientOptions{MaxRedirects: -1, ResponseHeaderTimeout: s.timeout()})
-	// No response may be longer than MaxAnswerBytes: the SDK would read a
+	// No answer may be longer than MaxAnswerBytes: the SDK would read a
 	// huge answer whole into memory (and the run then stores its text).
-	tooLarge := new(atomic.Bool)
+	// The limit holds for each answer, so an SSE session, whose one stream
+	// carries the answers of all its calls, serves any number of them.
+	tooLarge := new(atomic.Int64)
 	hc.Transport = &headerTransport{base: limitAnswers{base: hc.Transport, tripped: tooLarge}, headers: s.Headers}
 	var tr mcp.Transport
 	switch s.Transport {
 	case TransportSSE:
-		tr = &mcp.SSEClientTransport{Endpoint: s.URL, HTTPClient: hc}
+		tr = &mcp.SSEClientTransport{Endpoint: s.URL, HTTPClient: hc, MaxEventSize: maxEventSize}
 	default:
-		tr = &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}
+		tr = &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true, MaxEventSize: maxEventSize}
 	}
 	client := mcp.NewClient(mcpImplementation, nil)
 	cs, err := client.Connect(ctx, tr, nil)
@@ -87,6 +94,10 @@ func (s MCPServer) connect(ctx context.Context, guard *netguard.Guard) (*mcpConn
 	}
 	return &mcpConn{ClientSession: cs, tooLarge: tooLarge}, nil
 }
+
+// maxEventSize is the SDK's own bound on one event it buffers, kept just
+// above ours (limitAnswers), which trips first and is reported clearly.
+const maxEventSize = MaxAnswerBytes + 64<<10
 
 // mcpError words a failure to reach a server.
 func mcpError(ctx context.Context, s MCPServer, err error) error {
@@ -122,19 +133,65 @@ func ListMCP(ctx context.Context, s MCPServer, guard *netguard.Guard) ([]*Tool, 
 		return nil, err
 	}
 	defer cs.Close()
-	return s.listTools(ctx, cs, func(ctx context.Context) (*mcpConn, func(), error) {
+	return s.listTools(ctx, cs, func(ctx context.Context) (*mcpConn, func(bool), error) {
 		cs, err := s.connect(ctx, guard)
 		if err != nil {
 			return nil, nil, err
 		}
-		return cs, func() { cs.Close() }, nil
+		return cs, func(bool) { cs.Close() }, nil
 	})
 }
 
 // MCPSession is a session with an MCP server kept open for several calls.
+// A call that leaves it unusable (an answer over MaxAnswerBytes ends an
+// SSE stream, say) makes the next call open a new one.
 type MCPSession struct {
-	cs     *mcpConn
+	s     MCPServer
+	guard *netguard.Guard
+	// ctx bounds every session opened; cancel ends them.
+	ctx    context.Context
 	cancel context.CancelFunc
+	mu     sync.Mutex
+	cs     *mcpConn // nil after a broken call until the next opens one
+}
+
+// session is the mcpSessionFunc of the tools of m.
+func (m *MCPSession) session(context.Context) (*mcpConn, func(bool), error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cs == nil {
+		if err := m.ctx.Err(); err != nil {
+			return nil, nil, fmt.Errorf("the session with the MCP server %s is closed", m.s.URL)
+		}
+		// The new session lives as long as m, but its handshake is
+		// bounded by the server's timeout, as OpenMCP's was.
+		cctx, cancel := context.WithCancel(m.ctx)
+		late := time.AfterFunc(m.s.timeout(), cancel)
+		cs, err := m.s.connect(cctx, m.guard)
+		if !late.Stop() {
+			err = fmt.Errorf("the MCP server %s did not answer within %s", m.s.URL, m.s.timeout())
+		}
+		if err != nil {
+			if cs != nil {
+				cs.Close()
+			}
+			cancel()
+			return nil, nil, err
+		}
+		m.cs = cs
+	}
+	cs := m.cs
+	return cs, func(broken bool) {
+		if !broken {
+			return
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.cs == cs {
+			cs.Close()
+			m.cs = nil
+		}
+	}, nil
 }
 
 // OpenMCP connects to an MCP server and lists its tools, which call the
@@ -146,11 +203,10 @@ func OpenMCP(ctx context.Context, s MCPServer, guard *netguard.Guard) (*MCPSessi
 	sctx, cancel := context.WithCancel(ctx)
 	late := time.AfterFunc(s.timeout(), cancel)
 	cs, err := s.connect(sctx, guard)
+	m := &MCPSession{s: s, guard: guard, ctx: sctx, cancel: cancel, cs: cs}
 	var list []*Tool
 	if err == nil {
-		list, err = s.listTools(sctx, cs, func(context.Context) (*mcpConn, func(), error) {
-			return cs, func() {}, nil
-		})
+		list, err = s.listTools(sctx, cs, m.session)
 	}
 	if !late.Stop() {
 		// The time is up and sctx cancelled, whatever came of it.
@@ -163,18 +219,23 @@ func OpenMCP(ctx context.Context, s MCPServer, guard *netguard.Guard) (*MCPSessi
 		cancel()
 		return nil, nil, err
 	}
-	return &MCPSession{cs: cs, cancel: cancel}, list, nil
+	return m, list, nil
 }
 
 // Close ends the session.
 func (m *MCPSession) Close() {
-	m.cs.Close()
+	m.mu.Lock()
+	if m.cs != nil {
+		m.cs.Close()
+		m.cs = nil
+	}
+	m.mu.Unlock()
 	m.cancel()
 }
 
 // listTools lists the tools of the server over cs; each tool calls it over
 // the session session gives, then releases that session.
-func (s MCPServer) listTools(ctx context.Context, cs *mcpConn, session func(context.Context) (*mcpConn, func(), error)) ([]*Tool, error) {
+func (s MCPServer) listTools(ctx context.Context, cs *mcpConn, session mcpSessionFunc) ([]*Tool, error) {
 	var out []*Tool
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
@@ -186,7 +247,7 @@ func (s MCPServer) listTools(ctx context.Context, cs *mcpConn, session func(cont
 }
 
 // tool wraps one tool of the server, called over the session session gives.
-func (s MCPServer) tool(t *mcp.Tool, session func(context.Context) (*mcpConn, func(), error)) *Tool {
+func (s MCPServer) tool(t *mcp.Tool, session mcpSessionFunc) *Tool {
 	schema := map[string]any{"type": "object", "properties": map[string]any{}}
 	if data, err := json.Marshal(t.InputSchema); err == nil {
 		var m map[string]any
@@ -211,13 +272,16 @@ func (s MCPServer) tool(t *mcp.Tool, session func(context.Context) (*mcpConn, fu
 			if err != nil {
 				return nil, err
 			}
-			defer release()
+			// Answers refused before this call are not this call's.
+			refused := cs.tooLarge.Load()
 			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+			tooLarge := cs.tooLarge.Load() > refused
+			release(err != nil && (tooLarge || closedConn(err)))
 			if err != nil {
 				if expired(ctx) {
 					return nil, fmt.Errorf("the MCP tool %s did not answer within %s", name, s.timeout())
 				}
-				if cs.tooLarge.Load() {
+				if tooLarge {
 					return nil, fmt.Errorf("the MCP tool %s failed: its answer is larger than %d bytes", name, MaxAnswerBytes)
 				}
 				return nil, fmt.Errorf("the MCP tool %s failed: %v", name, err)
@@ -229,6 +293,16 @@ func (s MCPServer) tool(t *mcp.Tool, session func(context.Context) (*mcpConn, fu
 			return out, nil
 		},
 	}
+}
+
+// closedConn says whether err tells that the session's connection is
+// gone, so that a kept session must be opened anew.
+func closedConn(err error) bool {
+	if errors.Is(err, mcp.ErrConnectionClosed) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "connection closed") || strings.Contains(msg, "closing") || strings.Contains(msg, "EOF")
 }
 
 // mcpOutput turns a call's content into an Output: text parts become the

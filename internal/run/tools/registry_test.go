@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -412,5 +413,75 @@ func TestMCPStructuredAnswersAreCapped(t *testing.T) {
 		if !tc.wantJSON && !strings.Contains(out.Text, "structured answer of") {
 			t.Errorf("%s: the text does not say the object was left out: %q", tc.name, out.Text[len(out.Text)-200:])
 		}
+	}
+}
+
+// The answer limit holds for each call: a kept session (over SSE one
+// stream carries every answer) serves many answers that add up to far
+// more than tools.MaxAnswerBytes without failing or holding on to them,
+// refuses one answer over it, and serves the next call after that.
+func TestMCPCapIsPerCall(t *testing.T) {
+	for _, transport := range []string{tools.TransportStreamable, tools.TransportSSE} {
+		t.Run(transport, func(t *testing.T) {
+			srv, sessions := toolstest.MCPCounting(t)
+			path := "/mcp"
+			if transport == tools.TransportSSE {
+				path = "/sse"
+			}
+			sess, list, err := tools.OpenMCP(context.Background(), tools.MCPServer{Name: "calc", URL: srv.URL + path, Transport: transport,
+				Headers: map[string]string{"X-Test-Key": toolstest.MCPKey}, Timeout: 20 * time.Second}, loopback)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sess.Close()
+			var big *tools.Tool
+			for _, tl := range list {
+				if tl.Name == "big" {
+					big = tl
+				}
+			}
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			const each, calls = tools.MaxAnswerBytes / 4, 12 // 15 MB in all
+			steps := []struct {
+				name    string
+				bytes   int
+				times   int
+				wantErr string
+			}{
+				{"answers adding up past the limit", each, calls, ""},
+				{"one answer over the limit", 2 * tools.MaxAnswerBytes, 1, "larger than"},
+				{"a call after the refused one", 10, 1, ""},
+			}
+			for _, st := range steps {
+				for i := 0; i < st.times; i++ {
+					out, err := big.Run(context.Background(), nil, map[string]any{"bytes": st.bytes})
+					switch {
+					case st.wantErr != "" && (err == nil || !strings.Contains(err.Error(), st.wantErr)):
+						t.Fatalf("%s: error %v, want %q", st.name, err, st.wantErr)
+					case st.wantErr == "" && err != nil:
+						t.Fatalf("%s, call %d: %v", st.name, i+1, err)
+					case st.wantErr == "" && len(out.Text) < min(st.bytes, tools.MaxToolText):
+						t.Fatalf("%s, call %d: %d bytes of text", st.name, i+1, len(out.Text))
+					}
+				}
+				if st.times == calls {
+					runtime.GC()
+					runtime.ReadMemStats(&after)
+					if grew := int64(after.HeapInuse) - int64(before.HeapInuse); grew > 32<<20 {
+						t.Errorf("the heap grew by %d MB over %d answers", grew>>20, calls)
+					}
+					if n := sessions.Load(); n != 1 {
+						t.Errorf("%d sessions for %d calls, want 1", n, calls)
+					}
+				}
+			}
+			// The refused answer may have ended the session; one new
+			// one at most.
+			if n := sessions.Load(); n > 2 {
+				t.Errorf("%d sessions in all, want 2 at most", n)
+			}
+		})
 	}
 }
