@@ -119,6 +119,12 @@ func lostDatabase(err error) bool {
 	if errors.As(err, &connect) {
 		return true
 	}
+	// PostgreSQL ending the session (SQLSTATE class 57: a restart or shut
+	// down, a server not yet accepting) or a broken connection (class 08).
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (strings.HasPrefix(pe.Code, "57P") || strings.HasPrefix(pe.Code, "08")) {
+		return true
+	}
 	msg := err.Error()
 	// pgx reports a connection closed under a query, database/sql a pool
 	// that was closed, with these texts only.
