@@ -123,6 +123,11 @@ type SegmentWriter struct {
 	ended   bool
 	wake    chan struct{}
 	done    chan struct{}
+
+	// onceMu guards once: long texts the segment's node events already
+	// hold whole (see shared.go), kept as previews in later node events.
+	onceMu sync.Mutex
+	once   onceStore
 }
 
 // writeTimeout bounds each write of the log.
@@ -183,13 +188,42 @@ func (w *SegmentWriter) Add(ev workflow.Event) {
 	if w.segment == 0 {
 		return
 	}
-	text, err := json.Marshal(ev)
+	text, err := json.Marshal(w.shortened(ev))
 	if err != nil {
 		w.l.log.Error("workflow: encoding a run event failed", "run", w.runID, "event", ev.Name(), "err", err)
 		return
 	}
 	s := string(text)
 	w.push(&s, false)
+}
+
+// shortened is ev as the log keeps it: node events with a long text an
+// earlier node event of the segment holds whole carry its preview instead
+// (a copy: ev itself also goes to the run's live stream). The run's end,
+// its answer text and everything else are kept as they are.
+func (w *SegmentWriter) shortened(ev workflow.Event) workflow.Event {
+	w.onceMu.Lock()
+	defer w.onceMu.Unlock()
+	node := func(d *workflow.NodeFinishedData) {
+		d.Inputs = w.once.shortenMap(d.Inputs, fmt.Sprintf("inputs of node %q (%s)", d.Title, d.NodeID))
+		d.ProcessData = w.once.shortenMap(d.ProcessData, fmt.Sprintf("process data of node %q (%s)", d.Title, d.NodeID))
+		d.Outputs = w.once.shortenMap(d.Outputs, fmt.Sprintf("outputs of node %q (%s)", d.Title, d.NodeID))
+	}
+	switch e := ev.(type) {
+	case *workflow.NodeStarted:
+		cp := *e
+		cp.Data.Inputs = w.once.shortenMap(e.Data.Inputs, fmt.Sprintf("inputs of node %q (%s)", e.Data.Title, e.Data.NodeID))
+		return &cp
+	case *workflow.NodeFinished:
+		cp := *e
+		node(&cp.Data)
+		return &cp
+	case *workflow.NodeRetry:
+		cp := *e
+		node(&cp.Data.NodeFinishedData)
+		return &cp
+	}
+	return ev
 }
 
 // End writes the segment's end and waits until every event is written
