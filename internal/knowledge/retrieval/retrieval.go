@@ -250,7 +250,11 @@ func (s *Service) search(ctx context.Context, datasetIDs []string, query string,
 		}
 	}
 	if rerank {
-		if hits, err = s.rerank(ctx, query, hits, rm.RerankingModel); err != nil {
+		first := stageSemantic
+		if len(economy) > 0 || !isSemantic(rm.SearchMethod) {
+			first = stageLexical
+		}
+		if hits, err = s.rerank(ctx, query, hits, rm.RerankingModel, first); err != nil {
 			return nil, err
 		}
 		hits = applyThreshold(hits, threshold)
@@ -719,8 +723,11 @@ func (s *Service) hybridCandidates(ctx context.Context, datasetIDs []models.Data
 		return nil, r.err
 	}
 	ft := r.cands
+	// The builtin rerank model keeps the order of a hybrid search (see
+	// rerank), so its candidates are fused by weight as without it.
 	weighted := !(rm.RerankingEnable && rm.RerankingModel != nil && rm.RerankingModel.ModelName != "" &&
-		(rm.RerankingMode == nil || *rm.RerankingMode != datasets.ModeWeightedScore))
+		(rm.RerankingMode == nil || *rm.RerankingMode != datasets.ModeWeightedScore)) ||
+		s.builtinReranker(rm.RerankingModel.ProviderName)
 	if !weighted {
 		return fuseMax(sem, ft), nil
 	}
