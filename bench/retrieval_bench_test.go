@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -124,6 +125,9 @@ type corpus struct {
 	id    string // the knowledge base
 	rss   float64
 	build time.Duration
+	// heapVectors is how much the live heap grew when the vectors were
+	// first loaded and indexed, rawVectors their raw size, in MB.
+	heapVectors, rawVectors float64
 }
 
 var (
@@ -158,13 +162,21 @@ func generatedCorpus(b *testing.B, perDoc int) *corpus {
 	corpusMu.Unlock()
 	c.once.Do(func() {
 		began := time.Now()
+		if keptCorpus(b, c, perDoc) {
+			return
+		}
 		dir, err := os.MkdirTemp("", "appkb-bench-")
+		if keep := os.Getenv("APPKB_BENCH_DIR"); keep != "" {
+			dir = filepath.Join(keep, fmt.Sprintf("chunks-%d-%d", retrievalChunks(), perDoc))
+			err = os.MkdirAll(dir, 0o755)
+		} else if err == nil {
+			corpusMu.Lock()
+			corpusDirs = append(corpusDirs, dir)
+			corpusMu.Unlock()
+		}
 		if err != nil {
 			b.Fatal(err)
 		}
-		corpusMu.Lock()
-		corpusDirs = append(corpusDirs, dir)
-		corpusMu.Unlock()
 		gdb, err := db.Open(dir)
 		if err != nil {
 			b.Fatal(err)
@@ -229,6 +241,9 @@ func generatedCorpus(b *testing.B, perDoc int) *corpus {
 			b.Fatal(err)
 		}
 		c.build = time.Since(began)
+		if os.Getenv("APPKB_BENCH_DIR") != "" {
+			_ = os.WriteFile(filepath.Join(dir, "done"), nil, 0o644)
+		}
 		// Measure what the process keeps once the garbage of the build is
 		// gone, as a server that loaded the corpus would.
 		runtime.GC()
@@ -240,6 +255,36 @@ func generatedCorpus(b *testing.B, perDoc int) *corpus {
 		b.Fatal("building the corpus failed before")
 	}
 	return c
+}
+
+// keptCorpus opens the corpus a former run left under APPKB_BENCH_DIR
+// (set it to keep the generated database between runs: building 200,000
+// chunks takes minutes). Opening it applies any migration added since, as
+// an upgrade would. It reports false when there is none to reuse.
+func keptCorpus(b *testing.B, c *corpus, perDoc int) bool {
+	keep := os.Getenv("APPKB_BENCH_DIR")
+	if keep == "" {
+		return false
+	}
+	dir := filepath.Join(keep, fmt.Sprintf("chunks-%d-%d", retrievalChunks(), perDoc))
+	if _, err := os.Stat(filepath.Join(dir, "done")); err != nil {
+		return false
+	}
+	began := time.Now()
+	gdb, err := db.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var ds models.Dataset
+	if err := gdb.Take(&ds, "name = ?", "bench").Error; err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("reusing the corpus in %s (opened in %s)", dir, time.Since(began).Round(time.Millisecond))
+	runtime.GC()
+	debug.FreeOSMemory()
+	c.rss = rssMB()
+	c.db, c.id = gdb, ds.ID
+	return true
 }
 
 // benchQueries mixes fixed queries of common words with queries drawn
@@ -264,15 +309,35 @@ func BenchmarkRetrieval(b *testing.B) {
 	for _, method := range []string{datasets.SearchKeyword, datasets.SearchFullText, datasets.SearchSemantic, datasets.SearchHybrid} {
 		b.Run(method, func(b *testing.B) {
 			rm := datasets.RetrievalModel{SearchMethod: method, TopK: 4}
+			var before runtime.MemStats
+			if method == datasets.SearchSemantic && c.heapVectors == 0 {
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+			}
 			// Warm the vector cache, as a running server would have.
 			if _, err := svc.Search(context.Background(), []string{id}, queries[0], rm); err != nil {
 				b.Fatal(err)
 			}
 			// Large sets get an approximate vector index built in the
-			// background; wait for it (at most a minute) to measure the
-			// steady state.
+			// background, and full-text search reads its ranking index in
+			// the background too; wait for them (at most a minute each) to
+			// measure the steady state.
 			if method == datasets.SearchSemantic || method == datasets.SearchHybrid {
 				waitIndex(b, gdb, id)
+			}
+			if method == datasets.SearchFullText || method == datasets.SearchHybrid {
+				waitText(b, svc, id)
+			}
+			if method == datasets.SearchSemantic && c.heapVectors == 0 {
+				// What the vector cache holds: the live heap the first
+				// semantic search added, next to the raw size of the vectors
+				// (four bytes a dimension).
+				var after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				c.heapVectors = float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / (1 << 20)
+				c.rawVectors = vectorsRawMB(b, gdb, id)
+				b.Logf("vectors: %.1f MB raw, heap grew %.1f MB (%.2f×)", c.rawVectors, c.heapVectors, c.heapVectors/c.rawVectors)
 			}
 			lat := make([]time.Duration, 0, b.N)
 			b.ResetTimer()
@@ -289,6 +354,11 @@ func BenchmarkRetrieval(b *testing.B) {
 			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 			b.ReportMetric(c.rss, "rss-corpus-MB")
 			b.ReportMetric(rssMB(), "rss-after-MB")
+			if method == datasets.SearchSemantic && c.rawVectors > 0 {
+				b.ReportMetric(c.heapVectors, "heap-vectors-MB")
+				b.ReportMetric(c.rawVectors, "raw-vectors-MB")
+				b.ReportMetric(c.heapVectors/c.rawVectors, "heap/raw")
+			}
 		})
 	}
 }
@@ -311,4 +381,26 @@ func waitIndex(b *testing.B, gdb *gorm.DB, datasetID string) {
 		}
 	}
 	b.Log("vector index not ready after a minute; measuring anyway")
+}
+
+// vectorsRawMB is the raw size of the knowledge base's stored vectors
+// (four bytes a dimension), in MB.
+func vectorsRawMB(b *testing.B, gdb *gorm.DB, datasetID string) float64 {
+	var raw int64
+	if err := gdb.Raw(`SELECT COALESCE(SUM(LENGTH(vector)), 0) FROM segment_embeddings WHERE dataset_id = ?`, datasetID).Scan(&raw).Error; err != nil {
+		b.Fatal(err)
+	}
+	return float64(raw) / (1 << 20)
+}
+
+// waitText waits until full-text search over the knowledge base ranks
+// with its in-memory index rather than through SQL.
+func waitText(b *testing.B, svc *retrieval.Service, datasetID string) {
+	for start := time.Now(); time.Since(start) < time.Minute; time.Sleep(50 * time.Millisecond) {
+		if svc.TextIndexReady(context.Background(), datasetID) {
+			b.Logf("full-text index ready after %s", time.Since(start).Round(time.Millisecond))
+			return
+		}
+	}
+	b.Log("full-text index not ready after a minute; measuring anyway")
 }

@@ -98,7 +98,8 @@ type IndexingStatus struct {
 }
 
 // BatchStatus reports the progress of every document of a batch; an
-// unknown batch is 404.
+// unknown batch is 404. Documents whose chunks a pending keyword rebuild
+// has yet to reach are reported as indexing, with its progress.
 func (s *Service) BatchStatus(ctx context.Context, actor datasets.Actor, datasetID, batch string) ([]IndexingStatus, error) {
 	if _, err := s.kb.FindDataset(ctx, actor, datasetID); err != nil {
 		return nil, err
@@ -119,6 +120,11 @@ func (s *Service) BatchStatus(ctx context.Context, actor datasets.Actor, dataset
 			CompletedAt: unixPtr(d.CompletedAt), PausedAt: unixPtr(d.PausedAt), Error: d.Error, StoppedAt: unixPtr(d.StoppedAt),
 			CompletedSegments: d.CompletedSegments, TotalSegments: d.TotalSegments,
 		})
+	}
+	// A keyword rebuild after an upgrade re-indexes chunks in the
+	// background; its progress shows here (see rebuildProgress).
+	if err := rebuildProgress(ctx, s.db, out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -74,7 +74,7 @@ func (s *Service) ForApp(ctx context.Context, appID string, mc *apps.ModelConfig
 		hits = bestDataset(hits)
 	}
 	if rerank != nil && dc.RetrievalModel != "single" {
-		if hits, err = s.rerank(ctx, query, hits, rerank); err != nil {
+		if hits, err = s.rerank(ctx, query, hits, rerank, stageMixed); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -125,3 +125,11 @@ func TextTokens(text string) []string {
 	textTokens(text, func(t string) { out = append(out, t) })
 	return out
 }
+
+// SetBuiltinRerankWeight sets the builtin reranker's part of blended
+// scores for a test and restores it after.
+func SetBuiltinRerankWeight(t interface{ Cleanup(func()) }, w float64) {
+	old := builtinRerankWeight
+	builtinRerankWeight = w
+	t.Cleanup(func() { builtinRerankWeight = old })
+}

@@ -463,12 +463,3 @@ func fullTextScore(strength float64) float64 {
 	}
 	return strength / (strength + 1)
 }
-
-// keywordsJoin expands a chunk's stored keyword list (a JSON array) into
-// rows j(value) on gdb's engine.
-func keywordsJoin(gdb *gorm.DB) string {
-	if appdb.IsPostgres(gdb) {
-		return "CROSS JOIN LATERAL jsonb_array_elements_text(s.keywords::jsonb) AS j(value)"
-	}
-	return "JOIN json_each(s.keywords) AS j"
-}

@@ -250,7 +250,11 @@ func (s *Service) search(ctx context.Context, datasetIDs []string, query string,
 		}
 	}
 	if rerank {
-		if hits, err = s.rerank(ctx, query, hits, rm.RerankingModel); err != nil {
+		first := stageSemantic
+		if len(economy) > 0 || !isSemantic(rm.SearchMethod) {
+			first = stageLexical
+		}
+		if hits, err = s.rerank(ctx, query, hits, rm.RerankingModel, first); err != nil {
 			return nil, err
 		}
 		hits = applyThreshold(hits, threshold)
@@ -459,20 +463,8 @@ func (s *Service) keywordCandidates(ctx context.Context, datasetIDs []string, qu
 	if len(kw) == 0 {
 		return nil, nil
 	}
-	q := s.db.WithContext(ctx).Table("segments AS s").
-		Select("s.id AS id, COUNT(*) AS n, d.doc_form AS form").
-		Joins(keywordsJoin(s.db)).
-		Joins("JOIN documents AS d ON d.id = s.document_id").
-		Where("s.dataset_id IN ? AND s.enabled AND j.value IN ?", datasetIDs, kw).
-		Where("d.enabled AND NOT d.archived AND d.indexing_status = 'completed'").
-		Group("s.id, s.seq, d.doc_form").Order("n DESC, s.seq")
-	q = docs.restrict(q, "s.document_id", pool*10+100)
-	var rows []struct {
-		ID   string
-		N    int
-		Form string
-	}
-	if err := q.Scan(&rows).Error; err != nil {
+	rows, err := s.keywordMatches(ctx, datasetIDs, kw, docs, pool*10+100)
+	if err != nil {
 		return nil, err
 	}
 	out := make([]cand, 0, len(rows))
@@ -518,6 +510,78 @@ func (s *Service) keywordCandidates(ctx context.Context, datasetIDs []string, qu
 		}
 	}
 	return kept, nil
+}
+
+// keywordMatch is a chunk that has some of the query's keywords: n of
+// them.
+type keywordMatch struct {
+	ID   string
+	N    int
+	Form string
+}
+
+// keywordMatches returns the first limit chunks that searches may return,
+// by number of the keywords kw they have (most first, then lower seq). The
+// counts come from the inverted index segment_keywords (migration 0026)
+// alone; only the best of them are then looked up in segments and
+// checked against the documents allowed. When checks drop some, the
+// ranking is read again further down, until limit chunks pass or every
+// match has been seen, so the answer is the one a scan of all the chunks
+// would give.
+func (s *Service) keywordMatches(ctx context.Context, datasetIDs, kw []string, docs *docSet, limit int) ([]keywordMatch, error) {
+	for fetch := limit; ; fetch *= 4 {
+		var ranked []struct {
+			Seq int64
+			N   int
+		}
+		err := s.db.WithContext(ctx).Table("segment_keywords").Select("seq, COUNT(*) AS n").
+			Where("dataset_id IN ? AND keyword IN ?", datasetIDs, kw).
+			Group("seq").Order("n DESC, seq").Limit(fetch).Scan(&ranked).Error
+		if err != nil {
+			return nil, err
+		}
+		seqs := make([]int64, len(ranked))
+		for i, r := range ranked {
+			seqs[i] = r.Seq
+		}
+		facts := map[int64]keywordFacts{}
+		for start := 0; start < len(seqs); start += 500 {
+			var part []keywordFacts
+			err := s.db.WithContext(ctx).Table("segments AS s").
+				Select("s.seq AS seq, s.id AS id, s.document_id AS document_id, s.enabled AS enabled, d.doc_form AS form").
+				Joins("JOIN documents AS d ON d.id = s.document_id").
+				Where("s.seq IN ?", seqs[start:min(start+500, len(seqs))]).Scan(&part).Error
+			if err != nil {
+				return nil, err
+			}
+			for _, f := range part {
+				facts[f.Seq] = f
+			}
+		}
+		out := make([]keywordMatch, 0, min(limit, len(ranked)))
+		for _, r := range ranked {
+			f, ok := facts[r.Seq]
+			if !ok || !f.Enabled || !docs.allowed[f.DocumentID] {
+				continue
+			}
+			out = append(out, keywordMatch{ID: f.ID, N: r.N, Form: f.Form})
+			if len(out) == limit {
+				break
+			}
+		}
+		if len(out) == limit || len(ranked) < fetch {
+			return out, nil
+		}
+	}
+}
+
+// keywordFacts is what keyword search reads of a matched chunk.
+type keywordFacts struct {
+	Seq        int64
+	ID         string
+	DocumentID string
+	Enabled    bool
+	Form       string
 }
 
 // semanticCandidates scores every stored vector of the knowledge bases'
@@ -659,8 +723,11 @@ func (s *Service) hybridCandidates(ctx context.Context, datasetIDs []models.Data
 		return nil, r.err
 	}
 	ft := r.cands
+	// The builtin rerank model keeps the order of a hybrid search (see
+	// rerank), so its candidates are fused by weight as without it.
 	weighted := !(rm.RerankingEnable && rm.RerankingModel != nil && rm.RerankingModel.ModelName != "" &&
-		(rm.RerankingMode == nil || *rm.RerankingMode != datasets.ModeWeightedScore))
+		(rm.RerankingMode == nil || *rm.RerankingMode != datasets.ModeWeightedScore)) ||
+		s.builtinReranker(rm.RerankingModel.ProviderName)
 	if !weighted {
 		return fuseMax(sem, ft), nil
 	}

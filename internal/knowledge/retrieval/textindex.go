@@ -741,3 +741,18 @@ func (c *textCache) lastTook(datasetID string) time.Duration {
 	defer c.mu.Unlock()
 	return c.took[datasetID]
 }
+
+// TextIndexReady reports whether full-text searches of the knowledge base
+// rank with a current in-memory index; when not, it starts reading one
+// (as a search would). Benchmarks wait for it to measure the steady state.
+func (s *Service) TextIndexReady(ctx context.Context, datasetID string) bool {
+	versions, err := textVersions(ctx, s.db, []string{datasetID})
+	if err != nil {
+		return false
+	}
+	if kb := s.text.current(datasetID, versions[datasetID]); kb != nil {
+		return !kb.tooBig
+	}
+	s.text.refresh(s.db, datasetID)
+	return false
+}
