@@ -32,61 +32,6 @@ func (x *nodeRun) get(sel []string) any {
 // executor runs one kind of node.
 type executor func(x *nodeRun) (*outcome, error)
 
-// executorFor is the executor of a node kind: the one registry of the
-// node kinds the engine can run. A function rather than a map variable,
-// since executors of containers run inner nodes through it.
-func executorFor(kind string) (executor, bool) {
-	switch kind {
-	case apps.NodeStart:
-		return runStart, true
-	case apps.NodeEnd:
-		return runEnd, true
-	case apps.NodeAnswer:
-		return runAnswer, true
-	case apps.NodeLLM:
-		return runLLM, true
-	case apps.NodeIfElse:
-		return runIfElse, true
-	case apps.NodeCode:
-		return runCode, true
-	case apps.NodeTemplateTransform:
-		return runTemplate, true
-	case apps.NodeHTTPRequest:
-		return runHTTPRequest, true
-	case apps.NodeTool:
-		return runTool, true
-	case apps.NodeAgent:
-		return runAgent, true
-	case apps.NodeKnowledgeRetrieval:
-		return runKnowledge, true
-	case apps.NodeQuestionClassifier:
-		return runClassifier, true
-	case apps.NodeParameterExtractor:
-		return runExtractor, true
-	case apps.NodeVariableAggregator:
-		return runAggregator, true
-	case apps.NodeAssigner:
-		return runAssigner, true
-	case apps.NodeListOperator:
-		return runListOperator, true
-	case apps.NodeDocumentExtractor:
-		return runDocExtractor, true
-	case apps.NodeHumanInput:
-		return runHumanInput, true
-	case apps.NodeIteration:
-		return runIteration, true
-	case apps.NodeLoop:
-		return runLoop, true
-	case apps.NodeIterationStart, apps.NodeLoopStart, apps.NodeLoopEnd:
-		return runMarker, true
-	case apps.NodeDatasource:
-		return runDatasource, true
-	case apps.NodeKnowledgeIndex:
-		return runKnowledgeIndex, true
-	}
-	return nil, false
-}
-
 // runMarker runs the markers inside containers, which only say where the
 // inner graph begins or (loop-end) where a round stops the loop.
 func runMarker(*nodeRun) (*outcome, error) { return &outcome{}, nil }
@@ -98,11 +43,11 @@ func runExecutor(x *nodeRun) (out *outcome, err error) {
 			out, err = nil, nodeErr("InternalError", "The %s node %q crashed: %v", x.n.kind, x.n.title, p)
 		}
 	}()
-	ex, ok := executorFor(x.n.kind)
+	k, ok := nodeKinds[x.n.kind]
 	if !ok {
 		return nil, nodeErr("NotSupported", "The node type %q (node %q) is not supported yet.", x.n.kind, x.n.title)
 	}
-	return ex(x)
+	return k.run(x)
 }
 
 // retryConfig reads retry_config.
@@ -266,6 +211,6 @@ func defaultValues(d map[string]any) map[string]any {
 
 // Supports reports whether the engine can run nodes of the kind.
 func Supports(kind string) bool {
-	_, ok := executorFor(kind)
+	_, ok := nodeKinds[kind]
 	return ok
 }
