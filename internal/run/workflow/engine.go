@@ -234,6 +234,42 @@ func (e *Engine) logger() *slog.Logger {
 	return slog.Default()
 }
 
+// prepareInput checks a run's input and fills in what the caller left
+// out: the mode, the inputs of the start form (validated, or copied for a
+// graph without one), and fresh run, task and workflow ids.
+func prepareInput(g *Graph, in *RunInput) error {
+	if in.Mode == "" {
+		in.Mode = ModeWorkflow
+	}
+	resume := in.Resume
+	if resume != nil && (resume.Snapshot == nil || in.RunID == "") {
+		return fmt.Errorf("workflow: resuming needs the run id and its snapshot")
+	}
+	if resume == nil && g.root.kind != apps.NodeStart {
+		// A graph entered elsewhere (a knowledge pipeline) has no input form.
+		in.Inputs = maps.Clone(in.Inputs)
+		if in.Inputs == nil {
+			in.Inputs = map[string]any{}
+		}
+	} else if resume == nil {
+		inputs, err := validateInputs(g.root, in.Inputs)
+		if err != nil {
+			return err
+		}
+		in.Inputs = inputs
+	}
+	if in.RunID == "" {
+		in.RunID = models.NewID()
+	}
+	if in.TaskID == "" {
+		in.TaskID = uuid.NewString()
+	}
+	if in.WorkflowID == "" {
+		in.WorkflowID = uuid.NewString()
+	}
+	return nil
+}
+
 // Run executes a graph, calling emit for every event in order (emit may
 // be nil). It returns an error only when the run cannot start (no graph,
 // invalid inputs: an *apperr.Error with code invalid_param); how the run
@@ -246,34 +282,9 @@ func (e *Engine) Run(ctx context.Context, in RunInput, emit func(Event)) (*Resul
 			return nil, err
 		}
 	}
-	if in.Mode == "" {
-		in.Mode = ModeWorkflow
-	}
 	resume := in.Resume
-	if resume != nil && (resume.Snapshot == nil || in.RunID == "") {
-		return nil, fmt.Errorf("workflow: resuming needs the run id and its snapshot")
-	}
-	if resume == nil && g.root.kind != apps.NodeStart {
-		// A graph entered elsewhere (a knowledge pipeline) has no input form.
-		in.Inputs = maps.Clone(in.Inputs)
-		if in.Inputs == nil {
-			in.Inputs = map[string]any{}
-		}
-	} else if resume == nil {
-		inputs, err := validateInputs(g.root, in.Inputs)
-		if err != nil {
-			return nil, err
-		}
-		in.Inputs = inputs
-	}
-	if in.RunID == "" {
-		in.RunID = models.NewID()
-	}
-	if in.TaskID == "" {
-		in.TaskID = uuid.NewString()
-	}
-	if in.WorkflowID == "" {
-		in.WorkflowID = uuid.NewString()
+	if err := prepareInput(g, &in); err != nil {
+		return nil, err
 	}
 	r := &run{
 		e: e, g: g, in: in, pool: NewPool(), start: time.Now(), emitFn: emit,
@@ -496,6 +507,51 @@ type walkResult struct {
 	snapshot *Snapshot
 }
 
+// frontier is what a walk knows of its graph: the state of every node and
+// edge, and the nodes ready to run.
+type frontier struct {
+	g     *Graph
+	nodes map[*gnode]nodeState
+	edges []edgeState
+	ready []*gnode
+}
+
+// settle marks the outgoing edges of a decided node and collects the
+// targets that became ready, skipping those no live branch reaches.
+func (fr *frontier) settle(n *gnode, handle string, skipped bool) {
+	for _, ed := range n.out {
+		if !skipped && ed.handle == handle {
+			fr.edges[ed.idx] = edgeTaken
+		} else {
+			fr.edges[ed.idx] = edgeSkipped
+		}
+	}
+	for _, ed := range n.out {
+		t := fr.g.byID[ed.target]
+		if fr.nodes[t] != statePending || slices.Contains(fr.ready, t) {
+			continue
+		}
+		taken, open := false, false
+		for _, ie := range t.in {
+			switch fr.edges[ie.idx] {
+			case edgeUnknown:
+				open = true
+			case edgeTaken:
+				taken = true
+			}
+		}
+		if open {
+			continue
+		}
+		if taken {
+			fr.ready = append(fr.ready, t)
+		} else {
+			fr.nodes[t] = stateSkipped
+			fr.settle(t, "", true)
+		}
+	}
+}
+
 // walk runs g from its root until no node is left to run, or a node
 // fails. It serves the top-level graph and, called from an iteration or a
 // loop node, their inner graphs; steps and exceptions count for the whole
@@ -513,62 +569,24 @@ func (r *run) walk(parent context.Context, g *Graph) walkResult {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 
-	nodes := make(map[*gnode]nodeState, len(g.nodes))
-	edges := make([]edgeState, len(g.edges))
-	var ready []*gnode
+	fr := &frontier{g: g, nodes: make(map[*gnode]nodeState, len(g.nodes)), edges: make([]edgeState, len(g.edges))}
+	nodes, edges := fr.nodes, fr.edges
 	running := 0
 	results := make(chan finished)
 	var wg sync.WaitGroup
 	wr := walkResult{outputs: map[string]any{}}
 
-	// settle marks the outgoing edges of a decided node and collects the
-	// targets that became ready, skipping those no live branch reaches.
-	var settle func(n *gnode, handle string, skipped bool)
-	settle = func(n *gnode, handle string, skipped bool) {
-		for _, ed := range n.out {
-			if !skipped && ed.handle == handle {
-				edges[ed.idx] = edgeTaken
-			} else {
-				edges[ed.idx] = edgeSkipped
-			}
-		}
-		for _, ed := range n.out {
-			t := g.byID[ed.target]
-			if nodes[t] != statePending || slices.Contains(ready, t) {
-				continue
-			}
-			taken, open := false, false
-			for _, ie := range t.in {
-				switch edges[ie.idx] {
-				case edgeUnknown:
-					open = true
-				case edgeTaken:
-					taken = true
-				}
-			}
-			if open {
-				continue
-			}
-			if taken {
-				ready = append(ready, t)
-			} else {
-				nodes[t] = stateSkipped
-				settle(t, "", true)
-			}
-		}
-	}
-
 	top := g == r.g
 	if top && r.in.Resume != nil {
-		ready = r.restore(g, nodes, edges, &wr)
+		fr.ready = r.restore(g, nodes, edges, &wr)
 	} else {
-		ready = append(ready, g.root)
+		fr.ready = append(fr.ready, g.root)
 	}
 	for {
-		for wr.fail == "" && !wr.loopEnd && running < par && len(ready) > 0 {
-			slices.SortFunc(ready, func(a, b *gnode) int { return a.order - b.order })
-			n := ready[0]
-			ready = ready[1:]
+		for wr.fail == "" && !wr.loopEnd && running < par && len(fr.ready) > 0 {
+			slices.SortFunc(fr.ready, func(a, b *gnode) int { return a.order - b.order })
+			n := fr.ready[0]
+			fr.ready = fr.ready[1:]
 			index := r.steps.Add(1)
 			if index > maxSteps {
 				r.steps.Add(-1)
@@ -621,7 +639,7 @@ func (r *run) walk(parent context.Context, g *Graph) walkResult {
 			if handle == "" {
 				handle = "source"
 			}
-			settle(f.node, handle, false)
+			fr.settle(f.node, handle, false)
 		}
 	}
 	wg.Wait()
