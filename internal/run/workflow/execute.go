@@ -76,19 +76,7 @@ func (r *run) execute(ctx context.Context, n *gnode, index int, pred *string) fi
 		ID: models.NewID(), NodeID: n.id, NodeType: n.kind, Title: n.title, Index: index,
 		PredecessorNodeID: pred, CreatedAt: created.Unix(), Files: []any{},
 	}
-	// A node inside an iteration or loop names it, and the round it ran in.
-	var containerMeta map[string]any
-	if n.container != "" {
-		id := n.container
-		round := r.round(id)
-		if n.containerKind == apps.NodeLoop {
-			base.LoopID = &id
-			containerMeta = map[string]any{"loop_id": id, "loop_index": round}
-		} else {
-			base.IterationID = &id
-			containerMeta = map[string]any{"iteration_id": id, "iteration_index": round}
-		}
-	}
+	containerMeta := r.nameContainer(n, &base)
 	r.emit(&NodeStarted{Envelope: r.envelope(EventNodeStarted), Data: NodeStartedData{
 		ID: base.ID, NodeID: n.id, NodeType: n.kind, Title: n.title, Index: index,
 		PredecessorNodeID: pred, Inputs: map[string]any{}, CreatedAt: base.CreatedAt, Extras: map[string]any{},
@@ -194,6 +182,22 @@ func (r *run) execute(ctx context.Context, n *gnode, index int, pred *string) fi
 	metrics.NodeExecution(fd.NodeType, fd.Status)
 	r.emit(&NodeFinished{Envelope: r.envelope(EventNodeFinished), Data: fd})
 	return finished{node: n, out: out, status: status, err: err}
+}
+
+// nameContainer sets in d the iteration or loop a node inside one runs
+// in, and returns the metadata naming it and the round.
+func (r *run) nameContainer(n *gnode, d *NodeFinishedData) map[string]any {
+	if n.container == "" {
+		return nil
+	}
+	id := n.container
+	round := r.round(id)
+	if n.containerKind == apps.NodeLoop {
+		d.LoopID = &id
+		return map[string]any{"loop_id": id, "loop_index": round}
+	}
+	d.IterationID = &id
+	return map[string]any{"iteration_id": id, "iteration_index": round}
 }
 
 // defaultValues reads default_value [{key, type, value}].
