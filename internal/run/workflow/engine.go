@@ -507,51 +507,6 @@ type walkResult struct {
 	snapshot *Snapshot
 }
 
-// frontier is what a walk knows of its graph: the state of every node and
-// edge, and the nodes ready to run.
-type frontier struct {
-	g     *Graph
-	nodes map[*gnode]nodeState
-	edges []edgeState
-	ready []*gnode
-}
-
-// settle marks the outgoing edges of a decided node and collects the
-// targets that became ready, skipping those no live branch reaches.
-func (fr *frontier) settle(n *gnode, handle string, skipped bool) {
-	for _, ed := range n.out {
-		if !skipped && ed.handle == handle {
-			fr.edges[ed.idx] = edgeTaken
-		} else {
-			fr.edges[ed.idx] = edgeSkipped
-		}
-	}
-	for _, ed := range n.out {
-		t := fr.g.byID[ed.target]
-		if fr.nodes[t] != statePending || slices.Contains(fr.ready, t) {
-			continue
-		}
-		taken, open := false, false
-		for _, ie := range t.in {
-			switch fr.edges[ie.idx] {
-			case edgeUnknown:
-				open = true
-			case edgeTaken:
-				taken = true
-			}
-		}
-		if open {
-			continue
-		}
-		if taken {
-			fr.ready = append(fr.ready, t)
-		} else {
-			fr.nodes[t] = stateSkipped
-			fr.settle(t, "", true)
-		}
-	}
-}
-
 // walk runs g from its root until no node is left to run, or a node
 // fails. It serves the top-level graph and, called from an iteration or a
 // loop node, their inner graphs; steps and exceptions count for the whole
@@ -569,24 +524,62 @@ func (r *run) walk(parent context.Context, g *Graph) walkResult {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 
-	fr := &frontier{g: g, nodes: make(map[*gnode]nodeState, len(g.nodes)), edges: make([]edgeState, len(g.edges))}
-	nodes, edges := fr.nodes, fr.edges
+	nodes := make(map[*gnode]nodeState, len(g.nodes))
+	edges := make([]edgeState, len(g.edges))
+	var ready []*gnode
 	running := 0
 	results := make(chan finished)
 	var wg sync.WaitGroup
 	wr := walkResult{outputs: map[string]any{}}
 
+	// settle marks the outgoing edges of a decided node and collects the
+	// targets that became ready, skipping those no live branch reaches.
+	var settle func(n *gnode, handle string, skipped bool)
+	settle = func(n *gnode, handle string, skipped bool) {
+		for _, ed := range n.out {
+			if !skipped && ed.handle == handle {
+				edges[ed.idx] = edgeTaken
+			} else {
+				edges[ed.idx] = edgeSkipped
+			}
+		}
+		for _, ed := range n.out {
+			t := g.byID[ed.target]
+			if nodes[t] != statePending || slices.Contains(ready, t) {
+				continue
+			}
+			taken, open := false, false
+			for _, ie := range t.in {
+				switch edges[ie.idx] {
+				case edgeUnknown:
+					open = true
+				case edgeTaken:
+					taken = true
+				}
+			}
+			if open {
+				continue
+			}
+			if taken {
+				ready = append(ready, t)
+			} else {
+				nodes[t] = stateSkipped
+				settle(t, "", true)
+			}
+		}
+	}
+
 	top := g == r.g
 	if top && r.in.Resume != nil {
-		fr.ready = r.restore(g, nodes, edges, &wr)
+		ready = r.restore(g, nodes, edges, &wr)
 	} else {
-		fr.ready = append(fr.ready, g.root)
+		ready = append(ready, g.root)
 	}
 	for {
-		for wr.fail == "" && !wr.loopEnd && running < par && len(fr.ready) > 0 {
-			slices.SortFunc(fr.ready, func(a, b *gnode) int { return a.order - b.order })
-			n := fr.ready[0]
-			fr.ready = fr.ready[1:]
+		for wr.fail == "" && !wr.loopEnd && running < par && len(ready) > 0 {
+			slices.SortFunc(ready, func(a, b *gnode) int { return a.order - b.order })
+			n := ready[0]
+			ready = ready[1:]
 			index := r.steps.Add(1)
 			if index > maxSteps {
 				r.steps.Add(-1)
@@ -607,39 +600,12 @@ func (r *run) walk(parent context.Context, g *Graph) walkResult {
 		}
 		f := <-results
 		running--
+		nodes[f.node] = stateDone
 		if f.status == nodePaused {
 			nodes[f.node] = statePaused
-			wr.paused = append(wr.paused, f.node.id)
-			wr.forms = append(wr.forms, f.out.pause)
-			continue
 		}
-		nodes[f.node] = stateDone
-		switch f.status {
-		case NodeFailed:
-			if wr.fail == "" {
-				wr.fail = f.err.Error()
-				cancel()
-			}
-			continue
-		case NodeException:
-			r.exceptions.Add(1)
-		}
-		wr.tokens += f.out.tokens
-		switch f.node.kind {
-		case apps.NodeEnd:
-			wr.hasEnd = true
-			for k, v := range f.out.outputs {
-				wr.outputs[k] = v
-			}
-		case apps.NodeLoopEnd:
-			wr.loopEnd = true
-		}
-		if wr.fail == "" && !wr.loopEnd {
-			handle := f.out.handle
-			if handle == "" {
-				handle = "source"
-			}
-			fr.settle(f.node, handle, false)
+		if handle, goOn := r.take(&wr, f, cancel); goOn {
+			settle(f.node, handle, false)
 		}
 	}
 	wg.Wait()
@@ -647,6 +613,45 @@ func (r *run) walk(parent context.Context, g *Graph) walkResult {
 		wr.snapshot = r.snapshot(g, nodes, edges, wr)
 	}
 	return wr
+}
+
+// take adds what a finished node brings to the walk's result: a paused
+// node its form, a failed one the walk's failure (the first cancels the
+// rest), an end node the outputs. It returns the handle whose edges the
+// walk goes on along, and false when the walk should not go on from it.
+func (r *run) take(wr *walkResult, f finished, cancel context.CancelFunc) (string, bool) {
+	if f.status == nodePaused {
+		wr.paused = append(wr.paused, f.node.id)
+		wr.forms = append(wr.forms, f.out.pause)
+		return "", false
+	}
+	switch f.status {
+	case NodeFailed:
+		if wr.fail == "" {
+			wr.fail = f.err.Error()
+			cancel()
+		}
+		return "", false
+	case NodeException:
+		r.exceptions.Add(1)
+	}
+	wr.tokens += f.out.tokens
+	switch f.node.kind {
+	case apps.NodeEnd:
+		wr.hasEnd = true
+		for k, v := range f.out.outputs {
+			wr.outputs[k] = v
+		}
+	case apps.NodeLoopEnd:
+		wr.loopEnd = true
+	}
+	if wr.fail != "" || wr.loopEnd {
+		return "", false
+	}
+	if f.out.handle == "" {
+		return "source", true
+	}
+	return f.out.handle, true
 }
 
 // Names of node states in a Snapshot.

@@ -76,7 +76,7 @@ func (r *run) execute(ctx context.Context, n *gnode, index int, pred *string) fi
 		ID: models.NewID(), NodeID: n.id, NodeType: n.kind, Title: n.title, Index: index,
 		PredecessorNodeID: pred, CreatedAt: created.Unix(), Files: []any{},
 	}
-	containerMeta := r.nameContainer(n, &base)
+	inside := r.nameContainer(n, &base)
 	r.emit(&NodeStarted{Envelope: r.envelope(EventNodeStarted), Data: NodeStartedData{
 		ID: base.ID, NodeID: n.id, NodeType: n.kind, Title: n.title, Index: index,
 		PredecessorNodeID: pred, Inputs: map[string]any{}, CreatedAt: base.CreatedAt, Extras: map[string]any{},
@@ -165,8 +165,8 @@ func (r *run) execute(ctx context.Context, n *gnode, index int, pred *string) fi
 	if status == NodeException {
 		meta["error_strategy"] = n.data["error_strategy"]
 	}
-	for k, v := range containerMeta {
-		meta[k] = v
+	if inside.id != "" {
+		meta[inside.idKey], meta[inside.indexKey] = inside.id, inside.round
 	}
 	fd.ExecutionMetadata = meta
 	// Stored before node_finished goes out, so that what the event
@@ -184,20 +184,27 @@ func (r *run) execute(ctx context.Context, n *gnode, index int, pred *string) fi
 	return finished{node: n, out: out, status: status, err: err}
 }
 
+// container names the iteration or loop a node ran in, and the round.
+type container struct {
+	id, idKey, indexKey string
+	round               int
+}
+
 // nameContainer sets in d the iteration or loop a node inside one runs
-// in, and returns the metadata naming it and the round.
-func (r *run) nameContainer(n *gnode, d *NodeFinishedData) map[string]any {
+// in, and returns it with the round for the node's metadata (zero for a
+// node outside containers).
+func (r *run) nameContainer(n *gnode, d *NodeFinishedData) container {
 	if n.container == "" {
-		return nil
+		return container{}
 	}
 	id := n.container
 	round := r.round(id)
 	if n.containerKind == apps.NodeLoop {
 		d.LoopID = &id
-		return map[string]any{"loop_id": id, "loop_index": round}
+		return container{id: id, idKey: "loop_id", indexKey: "loop_index", round: round}
 	}
 	d.IterationID = &id
-	return map[string]any{"iteration_id": id, "iteration_index": round}
+	return container{id: id, idKey: "iteration_id", indexKey: "iteration_index", round: round}
 }
 
 // defaultValues reads default_value [{key, type, value}].
