@@ -68,9 +68,11 @@ func writeErrorJSON(c echo.Context, status int, body any) error {
 	return c.Blob(status, echo.MIMEApplicationJSON, b.Bytes())
 }
 
-// toAPIError maps any error to the API error type. Echo's own errors (unknown
-// route, wrong method, body limit, parameter binding) get the contract's codes;
-// anything unrecognised becomes a masked internal error.
+// toAPIError maps any error to the API error type. Errors of the domain
+// carry their code and the status of apperr's table already; Echo's own
+// errors (unknown route, wrong method, body limit, parameter binding) get
+// the contract's codes here; anything unrecognised becomes a masked
+// internal error.
 func toAPIError(err error) *apperr.Error {
 	var ae *apperr.Error
 	if errors.As(err, &ae) && (ae.Status < http.StatusInternalServerError || !lostDatabase(err)) {
@@ -94,9 +96,9 @@ func toAPIError(err error) *apperr.Error {
 		case http.StatusNotFound:
 			return apperr.NotFound("The requested URL was not found on the server.")
 		case http.StatusMethodNotAllowed:
-			return apperr.New(he.Code, apperr.CodeMethodNotAllowed, "The method is not allowed for the requested URL.")
+			return apperr.Fail(apperr.CodeMethodNotAllowed, "The method is not allowed for the requested URL.")
 		case http.StatusRequestEntityTooLarge:
-			return apperr.New(he.Code, apperr.CodeTooLarge, "The request body is too large.")
+			return apperr.Fail(apperr.CodeTooLarge, "The request body is too large.")
 		case http.StatusBadRequest:
 			return apperr.InvalidParam("%s", msg)
 		case http.StatusUnauthorized:

@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"sync"
 
 	"gorm.io/gorm"
@@ -133,7 +132,7 @@ func (s *Store) Get(ctx context.Context, id string) (*models.App, error) {
 func (s *Store) Cached(ctx context.Context, id string) (*models.App, error) {
 	app, ok, err := s.cache.Get(ctx, id, func(ctx context.Context) (*models.App, bool, error) {
 		app, err := s.Get(ctx, id)
-		if err != nil && apperr.From(err).Status == http.StatusNotFound {
+		if err != nil && apperr.Is(err, apperr.CodeNotFound) {
 			return nil, false, nil
 		}
 		return app, err == nil, err
@@ -173,7 +172,7 @@ func (s *Store) Load(ctx context.Context, id string) (*models.App, *Definition, 
 func parseStored(app *models.App) (*Definition, error) {
 	def, err := parseText([]byte(app.Definition))
 	if err != nil {
-		return nil, apperr.Wrap(err, http.StatusBadRequest, apperr.CodeAppUnavailable,
+		return nil, apperr.FailWith(err, apperr.CodeAppUnavailable,
 			"the stored definition of app %s cannot be read (%s); import it again", app.ID, apperr.From(err).Message)
 	}
 	return def, nil

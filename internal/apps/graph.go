@@ -6,7 +6,8 @@ import (
 )
 
 // Node kinds: the `type` inside a node's data. This is the one list; the
-// graph engine registers an executor for each (workflow/execute.go).
+// graph engine registers a decoder and an executor for each
+// (internal/run/workflow/kinds.go).
 const (
 	NodeStart              = "start"
 	NodeEnd                = "end"

@@ -3,7 +3,6 @@ package llm
 import (
 	"context"
 	"io"
-	"net/http"
 	"time"
 
 	"appkb/internal/platform/apperr"
@@ -175,5 +174,5 @@ func orDiscard(onChunk func(Chunk) error) func(Chunk) error {
 
 // modelError builds the package's API error: always status 400.
 func modelError(code string, cause error, format string, args ...any) *apperr.Error {
-	return apperr.Wrap(cause, http.StatusBadRequest, code, format, args...)
+	return apperr.FailWith(cause, code, format, args...)
 }

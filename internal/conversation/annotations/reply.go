@@ -339,9 +339,8 @@ func (s *Service) finish(ctx context.Context, job *models.AnnotationReplyJob, er
 // message of an API error (model errors are written for clients), or a
 // generic text for anything else, which is only logged.
 func jobErrorMessage(err error) string {
-	var ae *apperr.Error
-	if errors.As(err, &ae) && ae.Status < 500 {
-		return ae.Message
+	if apperr.ClientFault(err) {
+		return apperr.From(err).Message
 	}
 	return "The job failed; the server log has the details."
 }

@@ -68,26 +68,26 @@ func (s *Service) Transcribe(ctx context.Context, appID string, recording io.Rea
 		return "", err
 	}
 	if !def.FeatureSwitches().SpeechToText.On() {
-		return "", apperr.New(http.StatusBadRequest, apperr.CodeSpeechToTextDisabled, "Speech to text is not enabled for this app.")
+		return "", apperr.Fail(apperr.CodeSpeechToTextDisabled, "Speech to text is not enabled for this app.")
 	}
 	ext, ok := recordingExtension(filename, contentType)
 	if !ok {
-		return "", apperr.New(http.StatusUnsupportedMediaType, apperr.CodeUnsupportedAudioType,
+		return "", apperr.Fail(apperr.CodeUnsupportedAudioType,
 			"Audio of type %q is not accepted; send mp3, m4a, wav, webm or amr.", contentType)
 	}
 	data, err := io.ReadAll(io.LimitReader(recording, MaxAudioSize+1))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return "", apperr.New(http.StatusRequestEntityTooLarge, apperr.CodeTooLarge, "The request body is too large.")
+			return "", apperr.Fail(apperr.CodeTooLarge, "The request body is too large.")
 		}
-		return "", apperr.Wrap(err, http.StatusBadRequest, apperr.CodeInvalidParam, "The audio could not be read.")
+		return "", apperr.FailWith(err, apperr.CodeInvalidParam, "The audio could not be read.")
 	}
 	if len(data) == 0 {
-		return "", apperr.New(http.StatusBadRequest, apperr.CodeNoAudioUploaded, "The audio file is empty.")
+		return "", apperr.Fail(apperr.CodeNoAudioUploaded, "The audio file is empty.")
 	}
 	if len(data) > MaxAudioSize {
-		return "", apperr.New(http.StatusRequestEntityTooLarge, apperr.CodeAudioTooLarge,
+		return "", apperr.Fail(apperr.CodeAudioTooLarge,
 			"The audio is larger than %d MB.", MaxAudioSize>>20)
 	}
 	model, err := s.models.SpeechToText(ModelProvider(def), "")

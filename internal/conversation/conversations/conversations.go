@@ -14,7 +14,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -100,7 +99,7 @@ func HasVariables(mode string) bool {
 // ErrNotChatApp is the answer to a conversation operation on an app that has
 // no conversations (a text generator or a workflow).
 func ErrNotChatApp() *apperr.Error {
-	return apperr.New(http.StatusBadRequest, apperr.CodeNotChatApp,
+	return apperr.Fail(apperr.CodeNotChatApp,
 		"This operation is only for chat apps; the app's mode does not match the route.")
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
 	"strings"
 	"time"
 
@@ -49,7 +48,7 @@ type VariableQuery struct {
 }
 
 func errNoVariables() *apperr.Error {
-	return apperr.New(http.StatusBadRequest, apperr.CodeNotChatApp,
+	return apperr.Fail(apperr.CodeNotChatApp,
 		"Conversation variables are only kept by chat apps; the app's mode does not match the route.")
 }
 
@@ -123,7 +122,7 @@ func (s *Store) UpdateVariable(ctx context.Context, app *models.App, def *apps.D
 		return nil, err
 	}
 	if err := CheckValue(v.ValueType, value); err != nil {
-		return nil, apperr.New(http.StatusBadRequest, apperr.CodeBadRequest,
+		return nil, apperr.Fail(apperr.CodeBadRequest,
 			"Variable %q has type %s; %s.", v.Name, v.ValueType, err.Error())
 	}
 	text, err := json.Marshal(value)

@@ -5,7 +5,6 @@ package endusers
 import (
 	"context"
 	"errors"
-	"net/http"
 	"strings"
 
 	"github.com/google/uuid"
@@ -98,7 +97,7 @@ func (s *Store) Get(ctx context.Context, appID, id string) (*models.EndUser, err
 	var eu models.EndUser
 	err := s.db.WithContext(ctx).Where("app_id = ? AND id = ?", appID, id).Take(&eu).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, apperr.New(http.StatusNotFound, apperr.CodeEndUserNotFound, "End user not found.")
+		return nil, apperr.Fail(apperr.CodeEndUserNotFound, "End user not found.")
 	}
 	if err != nil {
 		return nil, err

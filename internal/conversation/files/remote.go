@@ -163,13 +163,13 @@ func fetchError(rawURL string, err error) error {
 		return ae
 	}
 	if errors.Is(err, ErrBlockedAddress) {
-		return apperr.Wrap(err, http.StatusBadRequest, apperr.CodeInvalidParam,
+		return apperr.FailWith(err, apperr.CodeInvalidParam,
 			"The URL %s points to an address that may not be fetched.", rawURL)
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return apperr.Wrap(err, http.StatusBadRequest, apperr.CodeInvalidParam, "Fetching %s timed out.", rawURL)
+		return apperr.FailWith(err, apperr.CodeInvalidParam, "Fetching %s timed out.", rawURL)
 	}
-	return apperr.Wrap(err, http.StatusBadRequest, apperr.CodeInvalidParam, "Fetching %s failed.", rawURL)
+	return apperr.FailWith(err, apperr.CodeInvalidParam, "Fetching %s failed.", rawURL)
 }
 
 // remoteName picks a file name for a fetched response.

@@ -3,7 +3,6 @@ package files
 import (
 	"context"
 	"mime"
-	"net/http"
 	"slices"
 	"strings"
 
@@ -153,7 +152,7 @@ func (s *Store) fetch(ctx context.Context, appID, endUserID, rawURL string) (*mo
 	}
 	rules := Rules{Limits: s.Limits}
 	if limit := rules.SizeLimit(Extension(name)); remote.ContentLength > limit {
-		return nil, apperr.New(http.StatusRequestEntityTooLarge, apperr.CodeFileTooLarge,
+		return nil, apperr.Fail(apperr.CodeFileTooLarge,
 			"The file at %s is larger than %d MB, the limit for %s files.", rawURL, limit>>20, KindOf(Extension(name)))
 	}
 	mimeType := remote.MimeType

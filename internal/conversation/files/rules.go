@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"appkb/internal/apps"
+	"appkb/internal/platform/apperr"
 )
 
 // File kinds, as message requests and app settings name them.
@@ -82,7 +83,7 @@ var DefaultBlocked = []string{
 }
 
 // CodeExtensionBlocked is the error code of a blocked extension (400).
-const CodeExtensionBlocked = "file_extension_blocked"
+const CodeExtensionBlocked = apperr.CodeExtensionBlocked
 
 // Allows reports whether a file with this extension may be uploaded.
 func (r Rules) Allows(ext string) bool {

@@ -90,7 +90,7 @@ func (s *Store) Stage(rules Rules, name, mimeType string, content io.Reader) (*S
 		return nil, err
 	}
 	if !rules.Allows(ext) {
-		return nil, apperr.New(http.StatusBadRequest, CodeExtensionBlocked,
+		return nil, apperr.Fail(CodeExtensionBlocked,
 			"Files of type %q are blocked for security reasons.", displayExt(ext))
 	}
 	limit := rules.SizeLimit(ext)
@@ -115,16 +115,16 @@ func (s *Store) Stage(rules Rules, name, mimeType string, content io.Reader) (*S
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return nil, apperr.New(http.StatusRequestEntityTooLarge, apperr.CodeTooLarge, "The request body is too large.")
+			return nil, apperr.Fail(apperr.CodeTooLarge, "The request body is too large.")
 		}
 		var ae *apperr.Error
 		if errors.As(err, &ae) {
 			return nil, ae
 		}
-		return nil, apperr.Wrap(err, http.StatusBadRequest, apperr.CodeInvalidParam, "The file could not be read.")
+		return nil, apperr.FailWith(err, apperr.CodeInvalidParam, "The file could not be read.")
 	}
 	if n > limit {
-		return nil, apperr.New(http.StatusRequestEntityTooLarge, apperr.CodeFileTooLarge,
+		return nil, apperr.Fail(apperr.CodeFileTooLarge,
 			"The file is larger than %d MB, the limit for %s files.", limit>>20, KindOf(ext))
 	}
 	if err := tmp.Close(); err != nil {
@@ -271,7 +271,7 @@ func (s *Store) Open(ctx context.Context, f *models.UploadFile) (*Content, error
 	}
 	r, size, err := s.blobs.Open(ctx, key)
 	if errors.Is(err, blobs.ErrNotFound) {
-		return nil, apperr.Wrap(err, http.StatusNotFound, apperr.CodeFileNotFound, "The file's content is missing.")
+		return nil, apperr.FailWith(err, apperr.CodeFileNotFound, "The file's content is missing.")
 	}
 	if err != nil {
 		return nil, apperr.Internal(err)
@@ -332,7 +332,7 @@ func (s *Store) dir() (string, error) {
 func cleanName(name string) (string, error) {
 	name = strings.TrimSpace(name)
 	if name == "" {
-		return "", apperr.New(http.StatusBadRequest, apperr.CodeFilenameNotExists, "The file has no name.")
+		return "", apperr.Fail(apperr.CodeFilenameNotExists, "The file has no name.")
 	}
 	if !utf8.ValidString(name) || strings.ContainsAny(name, `/\`) || strings.ContainsFunc(name, unicode.IsControl) {
 		return "", apperr.InvalidParam("The file name contains characters that are not allowed.")
@@ -354,11 +354,11 @@ func cleanName(name string) (string, error) {
 func cleanMimeType(declared, ext string) (string, error) {
 	declared = strings.TrimSpace(declared)
 	if declared == "" {
-		return "", apperr.New(http.StatusUnsupportedMediaType, apperr.CodeUnsupportedFileType, "The file part declares no Content-Type.")
+		return "", apperr.Fail(apperr.CodeUnsupportedFileType, "The file part declares no Content-Type.")
 	}
 	mt, _, err := mime.ParseMediaType(declared)
 	if err != nil {
-		return "", apperr.New(http.StatusUnsupportedMediaType, apperr.CodeUnsupportedFileType, "The file's Content-Type %q cannot be read.", declared)
+		return "", apperr.Fail(apperr.CodeUnsupportedFileType, "The file's Content-Type %q cannot be read.", declared)
 	}
 	if mt == "application/octet-stream" && ext != "" {
 		if guess := typeByExtension(ext); guess != "" {
@@ -389,9 +389,9 @@ func displayExt(ext string) string {
 }
 
 func fileNotFound() *apperr.Error {
-	return apperr.New(http.StatusNotFound, apperr.CodeFileNotFound, "File not found.")
+	return apperr.Fail(apperr.CodeFileNotFound, "File not found.")
 }
 
 func accessDenied() *apperr.Error {
-	return apperr.New(http.StatusForbidden, apperr.CodeFileAccessDenied, "You may not access this file.")
+	return apperr.Fail(apperr.CodeFileAccessDenied, "You may not access this file.")
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -169,7 +168,7 @@ func errDatasetNotFound(id string) error { return apperr.NotFound("Dataset %s no
 // errNameDuplicate is Dify's answer to creating a knowledge base under a
 // name that is taken.
 func errNameDuplicate() error {
-	return apperr.New(http.StatusConflict, apperr.CodeDatasetNameDuplicate,
+	return apperr.Fail(apperr.CodeDatasetNameDuplicate,
 		"The dataset name already exists. Please modify your dataset name.")
 }
 

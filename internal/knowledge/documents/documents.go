@@ -401,10 +401,10 @@ func newBatch() string {
 
 func checkUploadName(name string) error {
 	if strings.TrimSpace(name) == "" {
-		return apperr.New(http.StatusBadRequest, apperr.CodeFilenameNotExists, "The uploaded file has no file name.")
+		return apperr.Fail(apperr.CodeFilenameNotExists, "The uploaded file has no file name.")
 	}
 	if !docparse.Supported(docparse.Ext(name)) {
-		return apperr.New(http.StatusUnsupportedMediaType, apperr.CodeUnsupportedFileType,
+		return apperr.Fail(apperr.CodeUnsupportedFileType,
 			"Files of type %q are not supported; use one of %s.", filepath.Ext(name), strings.Join(docparse.Extensions(), ", "))
 	}
 	return nil
@@ -423,10 +423,10 @@ func (s *Service) storeFile(ctx context.Context, doc *models.Document, up Upload
 		var tooLarge *http.MaxBytesError
 		switch {
 		case errors.Is(err, errFileTooLarge):
-			return apperr.New(http.StatusRequestEntityTooLarge, apperr.CodeFileTooLarge,
+			return apperr.Fail(apperr.CodeFileTooLarge,
 				"The file is larger than %d MB.", limit>>20)
 		case errors.As(err, &tooLarge):
-			return apperr.New(http.StatusRequestEntityTooLarge, apperr.CodeFileTooLarge, "The file is too large.")
+			return apperr.Fail(apperr.CodeFileTooLarge, "The file is too large.")
 		}
 		return err
 	}
@@ -540,7 +540,7 @@ type MetadataOnly struct {
 // field, "without" leaves out doc_metadata, "only" returns a *MetadataOnly.
 func (s *Service) GetDocument(ctx context.Context, actor datasets.Actor, datasetID, documentID, metadata string) (any, error) {
 	if !slices.Contains([]string{"", "all", "only", "without"}, metadata) {
-		return nil, apperr.New(http.StatusBadRequest, apperr.CodeInvalidMetadata, "metadata must be all, only or without.")
+		return nil, apperr.Fail(apperr.CodeInvalidMetadata, "metadata must be all, only or without.")
 	}
 	_, d, err := s.findDocument(ctx, actor, datasetID, documentID)
 	if err != nil {

@@ -48,7 +48,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
 	"time"
 	"unicode/utf8"
 
@@ -118,7 +117,7 @@ func datasetDir(datasetID string) string { return "datasets/" + datasetID }
 func errDocumentNotFound(id string) error { return apperr.NotFound("Document %s not found.", id) }
 
 func errArchived() error {
-	return apperr.New(http.StatusForbidden, apperr.CodeArchivedImmutable, "The document is archived and cannot be changed.")
+	return apperr.Fail(apperr.CodeArchivedImmutable, "The document is archived and cannot be changed.")
 }
 
 // findDocument loads a document of a knowledge base the actor may use.

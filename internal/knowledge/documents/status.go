@@ -2,7 +2,6 @@ package documents
 
 import (
 	"context"
-	"net/http"
 	"slices"
 	"time"
 
@@ -30,7 +29,7 @@ func (s *Service) SetStatus(ctx context.Context, actor datasets.Actor, datasetID
 		return err
 	}
 	if !slices.Contains([]string{ActionEnable, ActionDisable, ActionArchive, ActionUnarchive}, action) {
-		return apperr.New(http.StatusBadRequest, apperr.CodeInvalidAction, "Unknown action %q.", action)
+		return apperr.Fail(apperr.CodeInvalidAction, "Unknown action %q.", action)
 	}
 	ids = cleanIDs(ids)
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -54,7 +53,7 @@ func (s *Service) SetStatus(ctx context.Context, actor datasets.Actor, datasetID
 					return errArchived()
 				}
 				if action == ActionDisable && d.IndexingStatus != StatusCompleted {
-					return apperr.New(http.StatusBadRequest, apperr.CodeInvalidAction, "Document %s is not indexed yet and cannot be disabled.", d.ID)
+					return apperr.Fail(apperr.CodeInvalidAction, "Document %s is not indexed yet and cannot be disabled.", d.ID)
 				}
 				d.Enabled = action == ActionEnable
 				if d.Enabled {
@@ -65,7 +64,7 @@ func (s *Service) SetStatus(ctx context.Context, actor datasets.Actor, datasetID
 				}
 			case ActionArchive:
 				if d.IndexingStatus != StatusCompleted && d.IndexingStatus != StatusError {
-					return apperr.New(http.StatusBadRequest, apperr.CodeInvalidAction, "Document %s is being indexed and cannot be archived.", d.ID)
+					return apperr.Fail(apperr.CodeInvalidAction, "Document %s is being indexed and cannot be archived.", d.ID)
 				}
 				if !d.Archived {
 					d.Archived, d.ArchivedAt = true, &now

@@ -6,7 +6,6 @@ package apperr
 import (
 	"errors"
 	"fmt"
-	"net/http"
 )
 
 // Error codes used by the API. They are part of the wire contract: clients
@@ -48,9 +47,15 @@ const (
 	CodeCompletionRequestError = "completion_request_error"    // any other failed model call
 )
 
-// Error is an API-facing failure: an HTTP status, a stable code and a message
-// that is safe to show. Err, when set, is the underlying cause; it is logged
-// but never sent to the client.
+// Error is an API-facing failure: a stable code, a message that is safe to
+// show and the HTTP status the code answers with. Err, when set, is the
+// underlying cause; it is logged but never sent to the client.
+//
+// The domain names a failure by its code only (Fail, FailWith and the
+// helpers below); the status comes from the one table in status.go. Only
+// the HTTP layer, which answers for the protocol itself (an unknown
+// route, a timeout, a rate limit), picks a status directly with New or
+// Wrap.
 type Error struct {
 	Status  int    `json:"status"`
 	Code    string `json:"code"`
@@ -67,12 +72,27 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// New builds an error with an explicit status and code.
+// Fail builds the error of a code; its status is the one the code has in
+// the status table.
+func Fail(code, format string, args ...any) *Error {
+	return &Error{Status: StatusOf(code), Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// FailWith is Fail with a cause attached.
+func FailWith(err error, code, format string, args ...any) *Error {
+	e := Fail(code, format, args...)
+	e.Err = err
+	return e
+}
+
+// New builds an error with an explicit status and code. It is for the HTTP
+// layer; the domain uses Fail.
 func New(status int, code, format string, args ...any) *Error {
 	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// Wrap attaches a cause to a new API error.
+// Wrap attaches a cause to a new error with an explicit status (HTTP layer
+// only, like New).
 func Wrap(err error, status int, code, format string, args ...any) *Error {
 	e := New(status, code, format, args...)
 	e.Err = err
@@ -81,32 +101,32 @@ func Wrap(err error, status int, code, format string, args ...any) *Error {
 
 // InvalidParam reports a request that breaks the API description or a domain rule on its input.
 func InvalidParam(format string, args ...any) *Error {
-	return New(http.StatusBadRequest, CodeInvalidParam, format, args...)
+	return Fail(CodeInvalidParam, format, args...)
 }
 
 // NotFound reports a missing resource with the generic not_found code.
 func NotFound(format string, args ...any) *Error {
-	return New(http.StatusNotFound, CodeNotFound, format, args...)
+	return Fail(CodeNotFound, format, args...)
 }
 
 // Unauthorized reports a missing or unusable API key.
 func Unauthorized(format string, args ...any) *Error {
-	return New(http.StatusUnauthorized, CodeUnauthorized, format, args...)
+	return Fail(CodeUnauthorized, format, args...)
 }
 
 // Forbidden reports a valid key acting outside what it may touch.
 func Forbidden(format string, args ...any) *Error {
-	return New(http.StatusForbidden, CodeForbidden, format, args...)
+	return Fail(CodeForbidden, format, args...)
 }
 
 // NotImplemented marks an operation that appkb does not serve yet.
 func NotImplemented(operation string) *Error {
-	return New(http.StatusNotImplemented, CodeNotImplemented, "%s is not implemented yet", operation)
+	return Fail(CodeNotImplemented, "%s is not implemented yet", operation)
 }
 
 // Internal wraps an unexpected failure. Its message is deliberately generic.
 func Internal(err error) *Error {
-	return Wrap(err, http.StatusInternalServerError, CodeInternal, "The server encountered an internal error.")
+	return FailWith(err, CodeInternal, "The server encountered an internal error.")
 }
 
 // From returns err as an *Error. Foreign errors become an internal error, so

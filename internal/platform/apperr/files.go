@@ -14,3 +14,6 @@ const (
 	CodeAudioTooLarge        = "audio_too_large"
 	CodeUnsupportedAudioType = "unsupported_audio_type"
 )
+
+// CodeExtensionBlocked refuses an upload whose extension the app blocks.
+const CodeExtensionBlocked = "file_extension_blocked"

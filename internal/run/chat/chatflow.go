@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/google/uuid"
@@ -60,7 +59,7 @@ type ChatflowTurn struct {
 // turn count and conversation variables. Nothing is stored yet.
 func (s *Service) PrepareChatflow(ctx context.Context, req Request, def *apps.Definition) (*ChatflowTurn, error) {
 	if def == nil || def.Workflow == nil {
-		return nil, apperr.New(http.StatusBadRequest, apperr.CodeAppUnavailable, "The chatflow has no workflow graph.")
+		return nil, apperr.Fail(apperr.CodeAppUnavailable, "The chatflow has no workflow graph.")
 	}
 	user, err := s.users.Resolve(ctx, req.AppID, req.User)
 	if err != nil {

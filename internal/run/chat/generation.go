@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"strings"
 	"time"
 
@@ -88,10 +87,10 @@ func (s *Service) prepare(ctx context.Context, req Request, chatOp bool) (*Gener
 		return nil, err
 	}
 	if ac.mc == nil {
-		return nil, apperr.New(http.StatusBadRequest, apperr.CodeAppUnavailable, "The app has no model configuration.")
+		return nil, apperr.Fail(apperr.CodeAppUnavailable, "The app has no model configuration.")
 	}
 	if isAgentMode(ac.mode) && !req.Streaming {
-		return nil, apperr.New(http.StatusBadRequest, apperr.CodeBadRequest, "Agent apps only answer in streaming mode; send response_mode \"streaming\".")
+		return nil, apperr.Fail(apperr.CodeBadRequest, "Agent apps only answer in streaming mode; send response_mode \"streaming\".")
 	}
 	user, err := s.users.Resolve(ctx, req.AppID, req.User)
 	if err != nil {
@@ -211,7 +210,7 @@ func (g *Generation) continueConversation(ctx context.Context, id string, form [
 		return nil, err
 	}
 	if conv.Status != "" && conv.Status != StatusNormal {
-		return nil, apperr.New(http.StatusBadRequest, apperr.CodeConversationCompleted, "The conversation has ended.")
+		return nil, apperr.Fail(apperr.CodeConversationCompleted, "The conversation has ended.")
 	}
 	g.ConversationID = conv.ID
 	stored := map[string]any{}
@@ -297,7 +296,7 @@ func (g *Generation) BlockingResponse(res *Result) BlockingResponse {
 func (g *Generation) ErrorEvent(err error) ErrorEvent {
 	e := apperr.From(err)
 	if errors.Is(err, context.Canceled) && e.Code == apperr.CodeInternal {
-		e = apperr.New(http.StatusBadRequest, apperr.CodeCompletionRequestError, "The request was cancelled.")
+		e = apperr.Fail(apperr.CodeCompletionRequestError, "The request was cancelled.")
 	}
 	return ErrorEvent{
 		Event:          EventError,
@@ -392,7 +391,7 @@ func (g *Generation) run(ctx context.Context, emit func(Event) error) (*Result, 
 		}
 	}
 	if out.err != nil && !out.stopped && ctx.Err() != nil {
-		out.err = apperr.Wrap(ctx.Err(), http.StatusBadRequest, apperr.CodeCompletionRequestError,
+		out.err = apperr.FailWith(ctx.Err(), apperr.CodeCompletionRequestError,
 			"interrupted: the client went away before the answer was complete")
 	}
 

@@ -21,7 +21,6 @@ package chat
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"sync"
 
 	"gorm.io/gorm"
@@ -283,16 +282,16 @@ func checkChatApp(mode string) error {
 	case apps.ModeChat, apps.ModeAgentChat, apps.ModeAgent:
 		return nil
 	case apps.ModeAdvancedChat:
-		return apperr.New(http.StatusBadRequest, apperr.CodeAppUnavailable,
+		return apperr.Fail(apperr.CodeAppUnavailable,
 			"Chatflow (advanced-chat) apps answer through their workflow graph, not through PrepareChat.")
 	}
-	return apperr.New(http.StatusBadRequest, apperr.CodeNotChatApp, "App mode %s does not hold conversations; this operation is for chat apps.", mode)
+	return apperr.Fail(apperr.CodeNotChatApp, "App mode %s does not hold conversations; this operation is for chat apps.", mode)
 }
 
 // checkCompletionApp refuses apps the completion operations cannot serve.
 func checkCompletionApp(mode string) error {
 	if mode != apps.ModeCompletion {
-		return apperr.New(http.StatusBadRequest, apperr.CodeAppUnavailable, "App mode %s is not a text generator; this operation is for completion apps.", mode)
+		return apperr.Fail(apperr.CodeAppUnavailable, "App mode %s is not a text generator; this operation is for completion apps.", mode)
 	}
 	return nil
 }

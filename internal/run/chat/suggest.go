@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"strings"
 	"time"
 
@@ -43,10 +42,10 @@ func (s *Service) SuggestedQuestions(ctx context.Context, appID, user, messageID
 		return nil, err
 	}
 	if !isChatMode(ac.mode) {
-		return nil, apperr.New(http.StatusBadRequest, apperr.CodeNotChatApp, "App mode %s does not hold conversations; this operation is for chat apps.", ac.mode)
+		return nil, apperr.Fail(apperr.CodeNotChatApp, "App mode %s does not hold conversations; this operation is for chat apps.", ac.mode)
 	}
 	if !ac.features.SuggestedQuestionsAfterAnswer.On() {
-		return nil, apperr.New(http.StatusBadRequest, apperr.CodeBadRequest, "Suggested questions after an answer are switched off for this app.")
+		return nil, apperr.Fail(apperr.CodeBadRequest, "Suggested questions after an answer are switched off for this app.")
 	}
 	msg, err := s.findMessage(ctx, appID, user, messageID)
 	if err != nil {

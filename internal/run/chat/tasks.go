@@ -3,7 +3,6 @@ package chat
 import (
 	"context"
 	"errors"
-	"net/http"
 	"strings"
 	"sync"
 
@@ -110,7 +109,7 @@ func (s *Service) stop(ctx context.Context, appID, user, taskID string, chatOp b
 	}
 	if chatOp {
 		if !isChatMode(app.Mode) {
-			return apperr.New(http.StatusBadRequest, apperr.CodeNotChatApp, "App mode %s does not hold conversations; this operation is for chat apps.", app.Mode)
+			return apperr.Fail(apperr.CodeNotChatApp, "App mode %s does not hold conversations; this operation is for chat apps.", app.Mode)
 		}
 	} else if err := checkCompletionApp(app.Mode); err != nil {
 		return err

@@ -31,7 +31,6 @@ package flows
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"sync"
 	"time"
 
@@ -220,7 +219,7 @@ func (s *Service) FlowApp(ctx context.Context, appID string) (*models.App, error
 
 // NotWorkflowApp is the error of a workflow operation on another kind of app.
 func NotWorkflowApp() error {
-	return apperr.New(http.StatusBadRequest, apperr.CodeNotWorkflowApp, "Please check if your app mode matches the right API route.")
+	return apperr.Fail(apperr.CodeNotWorkflowApp, "Please check if your app mode matches the right API route.")
 }
 
 // version is the workflow version a run uses: the app's current
@@ -230,7 +229,7 @@ func (s *Service) version(ctx context.Context, app *models.App, id string) (*wor
 		return s.runs.Current(ctx, app)
 	}
 	if _, err := uuid.Parse(id); err != nil {
-		return nil, apperr.New(http.StatusBadRequest, apperr.CodeBadRequest, "Invalid workflow ID format.")
+		return nil, apperr.Fail(apperr.CodeBadRequest, "Invalid workflow ID format.")
 	}
 	return s.runs.ByID(ctx, app.ID, id)
 }

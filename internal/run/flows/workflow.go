@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"strings"
 	"time"
 
@@ -269,7 +268,7 @@ func runFailure(res *workflow.Result) error {
 	if msg == "" {
 		msg = "The workflow run failed."
 	}
-	return apperr.New(http.StatusBadRequest, apperr.CodeInvalidParam, "Run failed: %s", msg)
+	return apperr.Fail(apperr.CodeInvalidParam, "Run failed: %s", msg)
 }
 
 // chatflowOutcome is what a turn stores of a finished run.

@@ -234,6 +234,42 @@ func (e *Engine) logger() *slog.Logger {
 	return slog.Default()
 }
 
+// prepareInput checks a run's input and fills in what the caller left
+// out: the mode, the inputs of the start form (validated, or copied for a
+// graph without one), and fresh run, task and workflow ids.
+func prepareInput(g *Graph, in *RunInput) error {
+	if in.Mode == "" {
+		in.Mode = ModeWorkflow
+	}
+	resume := in.Resume
+	if resume != nil && (resume.Snapshot == nil || in.RunID == "") {
+		return fmt.Errorf("workflow: resuming needs the run id and its snapshot")
+	}
+	if resume == nil && g.root.kind != apps.NodeStart {
+		// A graph entered elsewhere (a knowledge pipeline) has no input form.
+		in.Inputs = maps.Clone(in.Inputs)
+		if in.Inputs == nil {
+			in.Inputs = map[string]any{}
+		}
+	} else if resume == nil {
+		inputs, err := validateInputs(g.root, in.Inputs)
+		if err != nil {
+			return err
+		}
+		in.Inputs = inputs
+	}
+	if in.RunID == "" {
+		in.RunID = models.NewID()
+	}
+	if in.TaskID == "" {
+		in.TaskID = uuid.NewString()
+	}
+	if in.WorkflowID == "" {
+		in.WorkflowID = uuid.NewString()
+	}
+	return nil
+}
+
 // Run executes a graph, calling emit for every event in order (emit may
 // be nil). It returns an error only when the run cannot start (no graph,
 // invalid inputs: an *apperr.Error with code invalid_param); how the run
@@ -246,34 +282,9 @@ func (e *Engine) Run(ctx context.Context, in RunInput, emit func(Event)) (*Resul
 			return nil, err
 		}
 	}
-	if in.Mode == "" {
-		in.Mode = ModeWorkflow
-	}
 	resume := in.Resume
-	if resume != nil && (resume.Snapshot == nil || in.RunID == "") {
-		return nil, fmt.Errorf("workflow: resuming needs the run id and its snapshot")
-	}
-	if resume == nil && g.root.kind != apps.NodeStart {
-		// A graph entered elsewhere (a knowledge pipeline) has no input form.
-		in.Inputs = maps.Clone(in.Inputs)
-		if in.Inputs == nil {
-			in.Inputs = map[string]any{}
-		}
-	} else if resume == nil {
-		inputs, err := validateInputs(g.root, in.Inputs)
-		if err != nil {
-			return nil, err
-		}
-		in.Inputs = inputs
-	}
-	if in.RunID == "" {
-		in.RunID = models.NewID()
-	}
-	if in.TaskID == "" {
-		in.TaskID = uuid.NewString()
-	}
-	if in.WorkflowID == "" {
-		in.WorkflowID = uuid.NewString()
+	if err := prepareInput(g, &in); err != nil {
+		return nil, err
 	}
 	r := &run{
 		e: e, g: g, in: in, pool: NewPool(), start: time.Now(), emitFn: emit,
@@ -589,38 +600,11 @@ func (r *run) walk(parent context.Context, g *Graph) walkResult {
 		}
 		f := <-results
 		running--
+		nodes[f.node] = stateDone
 		if f.status == nodePaused {
 			nodes[f.node] = statePaused
-			wr.paused = append(wr.paused, f.node.id)
-			wr.forms = append(wr.forms, f.out.pause)
-			continue
 		}
-		nodes[f.node] = stateDone
-		switch f.status {
-		case NodeFailed:
-			if wr.fail == "" {
-				wr.fail = f.err.Error()
-				cancel()
-			}
-			continue
-		case NodeException:
-			r.exceptions.Add(1)
-		}
-		wr.tokens += f.out.tokens
-		switch f.node.kind {
-		case apps.NodeEnd:
-			wr.hasEnd = true
-			for k, v := range f.out.outputs {
-				wr.outputs[k] = v
-			}
-		case apps.NodeLoopEnd:
-			wr.loopEnd = true
-		}
-		if wr.fail == "" && !wr.loopEnd {
-			handle := f.out.handle
-			if handle == "" {
-				handle = "source"
-			}
+		if handle, goOn := r.take(&wr, f, cancel); goOn {
 			settle(f.node, handle, false)
 		}
 	}
@@ -629,6 +613,45 @@ func (r *run) walk(parent context.Context, g *Graph) walkResult {
 		wr.snapshot = r.snapshot(g, nodes, edges, wr)
 	}
 	return wr
+}
+
+// take adds what a finished node brings to the walk's result: a paused
+// node its form, a failed one the walk's failure (the first cancels the
+// rest), an end node the outputs. It returns the handle whose edges the
+// walk goes on along, and false when the walk should not go on from it.
+func (r *run) take(wr *walkResult, f finished, cancel context.CancelFunc) (string, bool) {
+	if f.status == nodePaused {
+		wr.paused = append(wr.paused, f.node.id)
+		wr.forms = append(wr.forms, f.out.pause)
+		return "", false
+	}
+	switch f.status {
+	case NodeFailed:
+		if wr.fail == "" {
+			wr.fail = f.err.Error()
+			cancel()
+		}
+		return "", false
+	case NodeException:
+		r.exceptions.Add(1)
+	}
+	wr.tokens += f.out.tokens
+	switch f.node.kind {
+	case apps.NodeEnd:
+		wr.hasEnd = true
+		for k, v := range f.out.outputs {
+			wr.outputs[k] = v
+		}
+	case apps.NodeLoopEnd:
+		wr.loopEnd = true
+	}
+	if wr.fail != "" || wr.loopEnd {
+		return "", false
+	}
+	if f.out.handle == "" {
+		return "source", true
+	}
+	return f.out.handle, true
 }
 
 // Names of node states in a Snapshot.

@@ -32,61 +32,6 @@ func (x *nodeRun) get(sel []string) any {
 // executor runs one kind of node.
 type executor func(x *nodeRun) (*outcome, error)
 
-// executorFor is the executor of a node kind: the one registry of the
-// node kinds the engine can run. A function rather than a map variable,
-// since executors of containers run inner nodes through it.
-func executorFor(kind string) (executor, bool) {
-	switch kind {
-	case apps.NodeStart:
-		return runStart, true
-	case apps.NodeEnd:
-		return runEnd, true
-	case apps.NodeAnswer:
-		return runAnswer, true
-	case apps.NodeLLM:
-		return runLLM, true
-	case apps.NodeIfElse:
-		return runIfElse, true
-	case apps.NodeCode:
-		return runCode, true
-	case apps.NodeTemplateTransform:
-		return runTemplate, true
-	case apps.NodeHTTPRequest:
-		return runHTTPRequest, true
-	case apps.NodeTool:
-		return runTool, true
-	case apps.NodeAgent:
-		return runAgent, true
-	case apps.NodeKnowledgeRetrieval:
-		return runKnowledge, true
-	case apps.NodeQuestionClassifier:
-		return runClassifier, true
-	case apps.NodeParameterExtractor:
-		return runExtractor, true
-	case apps.NodeVariableAggregator:
-		return runAggregator, true
-	case apps.NodeAssigner:
-		return runAssigner, true
-	case apps.NodeListOperator:
-		return runListOperator, true
-	case apps.NodeDocumentExtractor:
-		return runDocExtractor, true
-	case apps.NodeHumanInput:
-		return runHumanInput, true
-	case apps.NodeIteration:
-		return runIteration, true
-	case apps.NodeLoop:
-		return runLoop, true
-	case apps.NodeIterationStart, apps.NodeLoopStart, apps.NodeLoopEnd:
-		return runMarker, true
-	case apps.NodeDatasource:
-		return runDatasource, true
-	case apps.NodeKnowledgeIndex:
-		return runKnowledgeIndex, true
-	}
-	return nil, false
-}
-
 // runMarker runs the markers inside containers, which only say where the
 // inner graph begins or (loop-end) where a round stops the loop.
 func runMarker(*nodeRun) (*outcome, error) { return &outcome{}, nil }
@@ -98,11 +43,11 @@ func runExecutor(x *nodeRun) (out *outcome, err error) {
 			out, err = nil, nodeErr("InternalError", "The %s node %q crashed: %v", x.n.kind, x.n.title, p)
 		}
 	}()
-	ex, ok := executorFor(x.n.kind)
+	k, ok := nodeKinds[x.n.kind]
 	if !ok {
 		return nil, nodeErr("NotSupported", "The node type %q (node %q) is not supported yet.", x.n.kind, x.n.title)
 	}
-	return ex(x)
+	return k.run(x)
 }
 
 // retryConfig reads retry_config.
@@ -131,19 +76,7 @@ func (r *run) execute(ctx context.Context, n *gnode, index int, pred *string) fi
 		ID: models.NewID(), NodeID: n.id, NodeType: n.kind, Title: n.title, Index: index,
 		PredecessorNodeID: pred, CreatedAt: created.Unix(), Files: []any{},
 	}
-	// A node inside an iteration or loop names it, and the round it ran in.
-	var containerMeta map[string]any
-	if n.container != "" {
-		id := n.container
-		round := r.round(id)
-		if n.containerKind == apps.NodeLoop {
-			base.LoopID = &id
-			containerMeta = map[string]any{"loop_id": id, "loop_index": round}
-		} else {
-			base.IterationID = &id
-			containerMeta = map[string]any{"iteration_id": id, "iteration_index": round}
-		}
-	}
+	inside := r.nameContainer(n, &base)
 	r.emit(&NodeStarted{Envelope: r.envelope(EventNodeStarted), Data: NodeStartedData{
 		ID: base.ID, NodeID: n.id, NodeType: n.kind, Title: n.title, Index: index,
 		PredecessorNodeID: pred, Inputs: map[string]any{}, CreatedAt: base.CreatedAt, Extras: map[string]any{},
@@ -232,8 +165,8 @@ func (r *run) execute(ctx context.Context, n *gnode, index int, pred *string) fi
 	if status == NodeException {
 		meta["error_strategy"] = n.data["error_strategy"]
 	}
-	for k, v := range containerMeta {
-		meta[k] = v
+	if inside.id != "" {
+		meta[inside.idKey], meta[inside.indexKey] = inside.id, inside.round
 	}
 	fd.ExecutionMetadata = meta
 	// Stored before node_finished goes out, so that what the event
@@ -251,6 +184,29 @@ func (r *run) execute(ctx context.Context, n *gnode, index int, pred *string) fi
 	return finished{node: n, out: out, status: status, err: err}
 }
 
+// container names the iteration or loop a node ran in, and the round.
+type container struct {
+	id, idKey, indexKey string
+	round               int
+}
+
+// nameContainer sets in d the iteration or loop a node inside one runs
+// in, and returns it with the round for the node's metadata (zero for a
+// node outside containers).
+func (r *run) nameContainer(n *gnode, d *NodeFinishedData) container {
+	if n.container == "" {
+		return container{}
+	}
+	id := n.container
+	round := r.round(id)
+	if n.containerKind == apps.NodeLoop {
+		d.LoopID = &id
+		return container{id: id, idKey: "loop_id", indexKey: "loop_index", round: round}
+	}
+	d.IterationID = &id
+	return container{id: id, idKey: "iteration_id", indexKey: "iteration_index", round: round}
+}
+
 // defaultValues reads default_value [{key, type, value}].
 func defaultValues(d map[string]any) map[string]any {
 	out := map[string]any{}
@@ -266,6 +222,6 @@ func defaultValues(d map[string]any) map[string]any {
 
 // Supports reports whether the engine can run nodes of the kind.
 func Supports(kind string) bool {
-	_, ok := executorFor(kind)
+	_, ok := nodeKinds[kind]
 	return ok
 }

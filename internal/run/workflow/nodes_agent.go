@@ -207,41 +207,15 @@ func runAgent(x *nodeRun) (*outcome, error) {
 		return nil, err
 	}
 	mv := asMap(x.agentParam("model"))
-	provider, modelName := asString(mv["provider"]), asString(mv["model"])
-	if modelName == "" {
-		modelName = asString(mv["name"])
-	}
-	var src ModelSource = x.r.e.Models
-	if src == nil {
-		src = (*llm.Registry)(nil)
-	}
-	model, err := src.Chat(provider, modelName)
-	if err != nil {
-		return nil, nodeErr("ModelError", "The model %s/%s is not available: %v", provider, modelName, err)
-	}
-	list, err := x.agentTools()
+	provider, modelName, model, err := x.agentModel(mv)
 	if err != nil {
 		return nil, err
 	}
-	if withMCP {
-		servers, err := x.mcpServers()
-		if err != nil {
-			return nil, err
-		}
-		for _, s := range servers {
-			// One session per server for the whole node: listing and
-			// every call go over it.
-			sess, found, err := tools.OpenMCP(x.ctx, s, x.r.e.Tools.Guard())
-			if err != nil {
-				return nil, nodeErr("AgentNodeError", "The agent node %q cannot use the MCP server %q: %s.", x.n.title, s.Name, strings.TrimSuffix(err.Error(), "."))
-			}
-			defer sess.Close()
-			for _, t := range found {
-				list = append(list, &agent.Tool{Tool: t})
-			}
-		}
+	list, closeMCP, err := x.agentToolList(withMCP)
+	defer closeMCP()
+	if err != nil {
+		return nil, err
 	}
-	list = agent.NewTools(list)
 	query := strings.TrimSpace(Text(x.agentParam("query")))
 	instruction := Text(x.agentParam("instruction"))
 	maxIter := agentDefaultIterations
@@ -270,68 +244,17 @@ func runAgent(x *nodeRun) (*outcome, error) {
 	msgs = append(msgs, x.historyMessages()...)
 	msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: query})
 
-	roundIDs := map[int]string{}
-	label := func(r *agent.Round) string { return fmt.Sprintf("ROUND %d", r.Position) }
-	var files []any
+	logs := &agentRounds{x: x, provider: provider, model: modelName, ids: map[int]string{}}
 	res, err := agent.Run(x.ctx, agent.Config{
 		Model: model, Messages: msgs, Tools: list, MaxIterations: maxIter,
-		Params: asMap(mv["completion_params"]), Env: x.toolEnv(),
-		Hooks: agent.Hooks{
-			RoundStart: func(r *agent.Round) error {
-				roundIDs[r.Position] = uuid.NewString()
-				x.agentLog(roundIDs[r.Position], "", label(r), AgentLogStart, "", nil, map[string]any{"started_at": float64(r.Started.Unix())})
-				return nil
-			},
-			Thought: func(r *agent.Round) error {
-				callList := make([]any, len(r.Calls))
-				for i, c := range r.Calls {
-					callList[i] = map[string]any{"id": c.ID, "name": c.Fn}
-				}
-				x.agentLog(uuid.NewString(), roundIDs[r.Position], modelName+" Thought", AgentLogSuccess, "",
-					map[string]any{"output": map[string]any{"llm_response": r.Thought, "tool_calls": callList}},
-					map[string]any{"provider": provider, "elapsed_time": time.Since(r.Started).Seconds(), "total_tokens": float64(r.Usage.TotalTokens)})
-				return nil
-			},
-			CallDone: func(r *agent.Round, c *agent.Call) error {
-				status := AgentLogSuccess
-				if c.Error != "" {
-					status = AgentLogError
-				}
-				if c.Output != nil && len(c.Output.Files) > 0 {
-					saved, err := x.saveToolFiles(c.Output.Files)
-					if err != nil {
-						return err
-					}
-					files = append(files, saved...)
-				}
-				x.agentLog(uuid.NewString(), roundIDs[r.Position], "CALL "+c.Fn, status, c.Error,
-					map[string]any{"output": map[string]any{
-						"tool_call_id": c.ID, "tool_call_name": c.Fn, "tool_call_input": c.Input, "tool_response": c.Observation,
-					}},
-					map[string]any{"elapsed_time": c.Elapsed.Seconds()})
-				return nil
-			},
-			RoundEnd: func(r *agent.Round) error {
-				out := map[string]any{"llm_response": r.Thought}
-				if len(r.Calls) > 0 {
-					obs := map[string]any{}
-					for _, c := range r.Calls {
-						obs[c.Fn] = c.Observation
-					}
-					out["observation"] = obs
-				}
-				x.agentLog(roundIDs[r.Position], "", label(r), AgentLogSuccess, "", map[string]any{"output": out},
-					map[string]any{"elapsed_time": r.Elapsed.Seconds()})
-				return nil
-			},
-		},
+		Params: asMap(mv["completion_params"]), Env: x.toolEnv(), Hooks: logs.hooks(),
 	})
 	if res == nil {
 		res = &agent.Result{}
 	}
 	if err != nil {
 		if r := lastRound(res); r != nil && len(r.Calls) == 0 && !r.Final {
-			x.agentLog(roundIDs[r.Position], "", label(r), AgentLogError, err.Error(), nil, map[string]any{"elapsed_time": time.Since(r.Started).Seconds()})
+			x.agentLog(logs.ids[r.Position], "", roundLabel(r), AgentLogError, err.Error(), nil, map[string]any{"elapsed_time": time.Since(r.Started).Seconds()})
 		}
 		process["usage"] = usageMap(res.Usage)
 		if x.ctx.Err() != nil {
@@ -353,9 +276,125 @@ func runAgent(x *nodeRun) (*outcome, error) {
 	return &outcome{
 		inputs:  inputs,
 		process: process,
-		outputs: map[string]any{"text": res.Answer, "files": orEmpty(files), "json": []any{}, "usage": um},
+		outputs: map[string]any{"text": res.Answer, "files": orEmpty(logs.files), "json": []any{}, "usage": um},
 		tokens:  usage.TotalTokens, price: res.Price, currency: currencyOr(res.Currency),
 	}, nil
+}
+
+// agentModel is the chat model the node's model parameter names.
+func (x *nodeRun) agentModel(mv map[string]any) (provider, name string, model llm.ChatModel, err error) {
+	provider, name = asString(mv["provider"]), asString(mv["model"])
+	if name == "" {
+		name = asString(mv["name"])
+	}
+	var src ModelSource = x.r.e.Models
+	if src == nil {
+		src = (*llm.Registry)(nil)
+	}
+	model, err = src.Chat(provider, name)
+	if err != nil {
+		return "", "", nil, nodeErr("ModelError", "The model %s/%s is not available: %v", provider, name, err)
+	}
+	return provider, name, model, nil
+}
+
+// agentToolList is the node's tools, with those of its MCP servers when
+// the strategy uses them. The sessions stay open (one per server, for
+// listing and every call) until the returned close runs, which is never
+// nil.
+func (x *nodeRun) agentToolList(withMCP bool) ([]*agent.Tool, func(), error) {
+	var sessions []*tools.MCPSession
+	closeAll := func() {
+		for i := len(sessions) - 1; i >= 0; i-- {
+			sessions[i].Close()
+		}
+	}
+	list, err := x.agentTools()
+	if err != nil {
+		return nil, closeAll, err
+	}
+	if withMCP {
+		servers, err := x.mcpServers()
+		if err != nil {
+			return nil, closeAll, err
+		}
+		for _, s := range servers {
+			sess, found, err := tools.OpenMCP(x.ctx, s, x.r.e.Tools.Guard())
+			if err != nil {
+				return nil, closeAll, nodeErr("AgentNodeError", "The agent node %q cannot use the MCP server %q: %s.", x.n.title, s.Name, strings.TrimSuffix(err.Error(), "."))
+			}
+			sessions = append(sessions, sess)
+			for _, t := range found {
+				list = append(list, &agent.Tool{Tool: t})
+			}
+		}
+	}
+	return agent.NewTools(list), closeAll, nil
+}
+
+// agentRounds turns the agent loop's progress into agent_log events: one
+// log a round, with its model thought and tool calls under it, and keeps
+// the files the tools return.
+type agentRounds struct {
+	x               *nodeRun
+	provider, model string
+	ids             map[int]string // the log id of each round, by position
+	files           []any
+}
+
+func roundLabel(r *agent.Round) string { return fmt.Sprintf("ROUND %d", r.Position) }
+
+func (l *agentRounds) hooks() agent.Hooks {
+	x := l.x
+	return agent.Hooks{
+		RoundStart: func(r *agent.Round) error {
+			l.ids[r.Position] = uuid.NewString()
+			x.agentLog(l.ids[r.Position], "", roundLabel(r), AgentLogStart, "", nil, map[string]any{"started_at": float64(r.Started.Unix())})
+			return nil
+		},
+		Thought: func(r *agent.Round) error {
+			callList := make([]any, len(r.Calls))
+			for i, c := range r.Calls {
+				callList[i] = map[string]any{"id": c.ID, "name": c.Fn}
+			}
+			x.agentLog(uuid.NewString(), l.ids[r.Position], l.model+" Thought", AgentLogSuccess, "",
+				map[string]any{"output": map[string]any{"llm_response": r.Thought, "tool_calls": callList}},
+				map[string]any{"provider": l.provider, "elapsed_time": time.Since(r.Started).Seconds(), "total_tokens": float64(r.Usage.TotalTokens)})
+			return nil
+		},
+		CallDone: func(r *agent.Round, c *agent.Call) error {
+			status := AgentLogSuccess
+			if c.Error != "" {
+				status = AgentLogError
+			}
+			if c.Output != nil && len(c.Output.Files) > 0 {
+				saved, err := x.saveToolFiles(c.Output.Files)
+				if err != nil {
+					return err
+				}
+				l.files = append(l.files, saved...)
+			}
+			x.agentLog(uuid.NewString(), l.ids[r.Position], "CALL "+c.Fn, status, c.Error,
+				map[string]any{"output": map[string]any{
+					"tool_call_id": c.ID, "tool_call_name": c.Fn, "tool_call_input": c.Input, "tool_response": c.Observation,
+				}},
+				map[string]any{"elapsed_time": c.Elapsed.Seconds()})
+			return nil
+		},
+		RoundEnd: func(r *agent.Round) error {
+			out := map[string]any{"llm_response": r.Thought}
+			if len(r.Calls) > 0 {
+				obs := map[string]any{}
+				for _, c := range r.Calls {
+					obs[c.Fn] = c.Observation
+				}
+				out["observation"] = obs
+			}
+			x.agentLog(l.ids[r.Position], "", roundLabel(r), AgentLogSuccess, "", map[string]any{"output": out},
+				map[string]any{"elapsed_time": r.Elapsed.Seconds()})
+			return nil
+		},
+	}
 }
 
 func lastRound(res *agent.Result) *agent.Round {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"gorm.io/gorm"
@@ -77,9 +76,9 @@ func formNotFound() error { return apperr.NotFound("Form not found.") }
 func closed(row *models.HumanInputForm, now time.Time) error {
 	switch {
 	case row.Status == workflow.FormSubmitted:
-		return apperr.New(http.StatusPreconditionFailed, apperr.CodeFormSubmitted, "This form has already been answered.")
+		return apperr.Fail(apperr.CodeFormSubmitted, "This form has already been answered.")
 	case row.Status == workflow.FormTimeout || !now.Before(row.ExpiresAt):
-		return apperr.New(http.StatusPreconditionFailed, apperr.CodeFormExpired, "This form has expired.")
+		return apperr.Fail(apperr.CodeFormExpired, "This form has expired.")
 	}
 	return nil
 }
@@ -111,11 +110,11 @@ func (f *Forms) Submit(ctx context.Context, appID, token, user, action string, d
 		return nil, err
 	}
 	if msg := form.CheckAnswer(action, data); msg != "" {
-		return nil, apperr.New(http.StatusBadRequest, apperr.CodeInvalidFormData, "%s", msg)
+		return nil, apperr.Fail(apperr.CodeInvalidFormData, "%s", msg)
 	}
 	text, err := json.Marshal(data)
 	if err != nil {
-		return nil, apperr.New(http.StatusBadRequest, apperr.CodeInvalidFormData, "The inputs cannot be stored: %v", err)
+		return nil, apperr.Fail(apperr.CodeInvalidFormData, "The inputs cannot be stored: %v", err)
 	}
 	answer := string(text)
 	now := time.Now().UTC()
@@ -132,7 +131,7 @@ func (f *Forms) Submit(ctx context.Context, appID, token, user, action string, d
 		// Someone else answered first, or time ran out in between.
 		_, err := f.Open(ctx, appID, token)
 		if err == nil {
-			err = apperr.New(http.StatusPreconditionFailed, apperr.CodeFormSubmitted, "This form has already been answered.")
+			err = apperr.Fail(apperr.CodeFormSubmitted, "This form has already been answered.")
 		}
 		return nil, err
 	}

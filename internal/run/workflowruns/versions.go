@@ -145,11 +145,11 @@ func (s *Store) version(v *models.WorkflowVersion) (*Version, error) {
 	}
 	def, err := apps.Parse([]byte(v.Definition))
 	if err != nil {
-		return nil, apperr.Wrap(err, 400, apperr.CodeAppUnavailable,
+		return nil, apperr.FailWith(err, apperr.CodeAppUnavailable,
 			"The definition of workflow %s cannot be read (%s).", v.ID, apperr.From(err).Message)
 	}
 	if def.Workflow == nil {
-		return nil, apperr.New(400, apperr.CodeAppUnavailable, "The definition of workflow %s has no graph.", v.ID)
+		return nil, apperr.Fail(apperr.CodeAppUnavailable, "The definition of workflow %s has no graph.", v.ID)
 	}
 	s.defs.Store(v.ID, def)
 	out.Def = def
