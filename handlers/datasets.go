@@ -143,7 +143,7 @@ func (s *Server) RetrieveSegments(ctx context.Context, req gen.RetrieveSegmentsR
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.RetrieveSegments200JSONResponse](out)
+	return gen.RetrieveSegments200JSONResponse(out), nil
 }
 
 // HitTestSegments serves POST /datasets/{dataset_id}/hit-testing, the other
@@ -153,28 +153,28 @@ func (s *Server) HitTestSegments(ctx context.Context, req gen.HitTestSegmentsReq
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.HitTestSegments200JSONResponse](out)
+	return gen.HitTestSegments200JSONResponse(out), nil
 }
 
-func (s *Server) searchDataset(ctx context.Context, datasetID string, body *gen.RetrieveRequest) (retrieveJSON, error) {
+func (s *Server) searchDataset(ctx context.Context, datasetID string, body *gen.RetrieveRequest) (gen.RetrieveResult, error) {
 	actor, err := s.actorOf(ctx)
 	if err != nil {
-		return retrieveJSON{}, err
+		return gen.RetrieveResult{}, err
 	}
 	if body == nil {
-		return retrieveJSON{}, apperr.InvalidParam("request body is required")
+		return gen.RetrieveResult{}, apperr.InvalidParam("request body is required")
 	}
 	ds, err := s.kb.FindDataset(ctx, actor, datasetID)
 	if err != nil {
-		return retrieveJSON{}, err
+		return gen.RetrieveResult{}, err
 	}
 	rm, err := datasets.EffectiveRetrievalModel(ds)
 	if err != nil {
-		return retrieveJSON{}, err
+		return gen.RetrieveResult{}, err
 	}
 	if body.RetrievalModel != nil {
 		if rm, err = toWire[datasets.RetrievalModel](body.RetrievalModel); err != nil {
-			return retrieveJSON{}, err
+			return gen.RetrieveResult{}, err
 		}
 	}
 	return s.retrieve(ctx, ds.ID, body.Query, rm)

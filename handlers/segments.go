@@ -29,7 +29,7 @@ func (s *Server) CreateSegments(ctx context.Context, req gen.CreateSegmentsReque
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.CreateSegments200JSONResponse](map[string]any{"data": out.Data, "doc_form": out.DocForm})
+	return gen.CreateSegments200JSONResponse{Data: wireSegments(out.Data), DocForm: out.DocForm}, nil
 }
 
 // ListSegments serves GET /datasets/{dataset_id}/documents/{document_id}/segments.
@@ -56,7 +56,7 @@ func (s *Server) ListSegments(ctx context.Context, req gen.ListSegmentsRequestOb
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.ListSegments200JSONResponse](out)
+	return gen.ListSegments200JSONResponse(wireSegmentList(out)), nil
 }
 
 // GetSegmentDetail serves GET /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}.
@@ -69,7 +69,7 @@ func (s *Server) GetSegmentDetail(ctx context.Context, req gen.GetSegmentDetailR
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.GetSegmentDetail200JSONResponse](out)
+	return gen.GetSegmentDetail200JSONResponse(wireSegmentDetail(out)), nil
 }
 
 // UpdateSegment serves POST /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}.
@@ -90,7 +90,7 @@ func (s *Server) UpdateSegment(ctx context.Context, req gen.UpdateSegmentRequest
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.UpdateSegment200JSONResponse](out)
+	return gen.UpdateSegment200JSONResponse(wireSegmentDetail(out)), nil
 }
 
 // DeleteSegment serves DELETE /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}.
@@ -118,7 +118,7 @@ func (s *Server) CreateChildChunk(ctx context.Context, req gen.CreateChildChunkR
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.CreateChildChunk200JSONResponse](map[string]any{"data": c})
+	return gen.CreateChildChunk200JSONResponse{Data: wireChild(*c)}, nil
 }
 
 // GetChildChunks serves GET /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks.
@@ -142,7 +142,7 @@ func (s *Server) GetChildChunks(ctx context.Context, req gen.GetChildChunksReque
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.GetChildChunks200JSONResponse](out)
+	return gen.GetChildChunks200JSONResponse(wireChildPage(out)), nil
 }
 
 // UpdateChildChunk serves PATCH /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks/{child_chunk_id}.
@@ -158,7 +158,7 @@ func (s *Server) UpdateChildChunk(ctx context.Context, req gen.UpdateChildChunkR
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.UpdateChildChunk200JSONResponse](map[string]any{"data": c})
+	return gen.UpdateChildChunk200JSONResponse{Data: wireChild(*c)}, nil
 }
 
 // DeleteChildChunk serves DELETE /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks/{child_chunk_id}.

@@ -1,0 +1,100 @@
+package handlers
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"appkb/gen"
+	"appkb/internal/knowledge/documents"
+	"appkb/internal/knowledge/retrieval"
+	"appkb/models"
+)
+
+// viaJSON is the JSON round trip the converters replace: encode the
+// domain value, decode it into the wire type.
+func viaJSON[T any](t *testing.T, v any) T {
+	t.Helper()
+	var out T
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// sameJSON fails unless both values encode to the same bytes.
+func sameJSON(t *testing.T, name string, got, want any) {
+	t.Helper()
+	g, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(g) != string(w) {
+		t.Errorf("%s:\n got %s\nwant %s", name, g, w)
+	}
+}
+
+// The explicit converters answer byte for byte what the JSON round trip
+// answered, for values with every optional field unset and set.
+func TestConvertersMatchTheJSONRoundTrip(t *testing.T) {
+	n, s := int64(1_700_000_123), "someone"
+	child := documents.ChildChunk{ID: "c1", SegmentID: "s1", Content: "child", Position: 2, WordCount: 5, Type: "automatic", CreatedAt: 10, UpdatedAt: 11}
+	segs := []struct {
+		name string
+		seg  documents.Segment
+	}{
+		{"bare", documents.Segment{ID: "s1", Content: "text"}},
+		{"full", documents.Segment{ID: "s2", Position: 3, DocumentID: "d1", Content: "q", SignContent: "q", Answer: "a",
+			WordCount: 9, Tokens: 4, Keywords: []string{"k1", "k2"}, IndexNodeID: "n1", IndexNodeHash: "h1", HitCount: 7,
+			Enabled: true, DisabledAt: &n, DisabledBy: &s, Status: "completed", CreatedBy: "key", CreatedAt: n, UpdatedAt: n + 1,
+			UpdatedBy: &s, IndexingAt: &n, CompletedAt: &n, Error: &s, StoppedAt: &n,
+			ChildChunks: []documents.ChildChunk{child}, Attachments: []any{}, Summary: &s}},
+		{"empty lists", documents.Segment{ID: "s3", Keywords: []string{}, ChildChunks: []documents.ChildChunk{}, Attachments: []any{}}},
+	}
+	for _, tc := range segs {
+		sameJSON(t, "segment "+tc.name, wireSegment(tc.seg), viaJSON[gen.Segment](t, tc.seg))
+		detail := &documents.SegmentDetail{Data: tc.seg, DocForm: "text_model"}
+		sameJSON(t, "detail "+tc.name, wireSegmentDetail(detail), viaJSON[gen.SegmentDetail](t, detail))
+	}
+	for _, list := range []*documents.SegmentList{
+		{},
+		{Data: []documents.Segment{segs[0].seg, segs[1].seg}, DocForm: "qa_model", Total: 2, HasMore: true, Limit: 20, Page: 1},
+	} {
+		sameJSON(t, "segment list", wireSegmentList(list), viaJSON[gen.SegmentList](t, list))
+	}
+	for _, page := range []*documents.ChildChunkPage{{}, {Data: []documents.ChildChunk{child}, Total: 1, TotalPages: 1, Page: 1, Limit: 20}} {
+		sameJSON(t, "child page", wireChildPage(page), viaJSON[gen.ChildChunkList](t, page))
+	}
+
+	at := time.Unix(n, 0)
+	stored := models.Segment{ID: "s9", DocumentID: "d9", Content: "found", Position: 1, Keywords: `["x"]`, Enabled: true,
+		Status: "completed", CreatedAt: at, UpdatedAt: at, IndexingAt: &at, CompletedAt: &at}
+	hits := []retrieval.Hit{
+		{Segment: stored, Document: retrieval.DocumentSummary{ID: "d9", Name: "doc", DataSourceType: "upload_file"}, Score: 0.5},
+		{Segment: stored, Document: retrieval.DocumentSummary{ID: "d9", Name: "doc", Metadata: map[string]any{"author": "x", "year": 2024}},
+			Score: 0.25, ChildChunks: []retrieval.ChildHit{{ID: "c", Content: "part", Position: 1, Score: 0.75}}},
+	}
+	for _, h := range hits {
+		// What the retrieve answer was built from before.
+		seg := h.Segment
+		children := make([]map[string]any, len(h.ChildChunks))
+		for i, c := range h.ChildChunks {
+			children[i] = map[string]any{"id": c.ID, "content": c.Content, "position": c.Position, "score": c.Score}
+		}
+		old := map[string]any{"score": h.Score, "files": []any{}, "tsne_position": nil, "summary": nil, "child_chunks": children,
+			"segment": struct {
+				documents.Segment
+				Document map[string]any `json:"document"`
+			}{documents.SegmentView(&seg), map[string]any{"id": h.Document.ID, "data_source_type": h.Document.DataSourceType,
+				"name": h.Document.Name, "doc_type": nil, "doc_metadata": h.Document.Metadata}}}
+		sameJSON(t, "hit", wireHit(h), viaJSON[gen.RetrieveRecord](t, old))
+	}
+}
