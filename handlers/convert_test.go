@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"appkb/gen"
+	"appkb/internal/knowledge/datasets"
 	"appkb/internal/knowledge/documents"
 	"appkb/internal/knowledge/retrieval"
 	"appkb/models"
@@ -72,6 +73,17 @@ func TestConvertersMatchTheJSONRoundTrip(t *testing.T) {
 	}
 	for _, page := range []*documents.ChildChunkPage{{}, {Data: []documents.ChildChunk{child}, Total: 1, TotalPages: 1, Page: 1, Limit: 20}} {
 		sameJSON(t, "child page", wireChildPage(page), viaJSON[gen.ChildChunkList](t, page))
+	}
+
+	tags := []datasets.Tag{{ID: "t1", Name: "one", Type: "knowledge", BindingCount: "2"}, {ID: "t2", Name: "two"}}
+	sameJSON(t, "tag", wireTag(&tags[0]), viaJSON[gen.KnowledgeTag](t, tags[0]))
+	sameJSON(t, "tags", wireTags(tags), viaJSON[[]gen.KnowledgeTag](t, tags))
+	refs := []datasets.TagRef{{ID: "t1", Name: "one"}}
+	sameJSON(t, "tag refs", wireTagRefs(refs), viaJSON[[]gen.DatasetTagRef](t, refs))
+	sameJSON(t, "no tags", wireTags(nil), []gen.KnowledgeTag{})
+	for _, l := range []*datasets.MetadataList{{}, {BuiltInFieldEnabled: true, DocMetadata: []datasets.MetadataUsage{}},
+		{DocMetadata: []datasets.MetadataUsage{{MetadataField: datasets.MetadataField{ID: "m", Name: "author", Type: "string"}, Count: 3}}}} {
+		sameJSON(t, "metadata", wireMetadataList(l), viaJSON[gen.MetadataFieldList](t, l))
 	}
 
 	at := time.Unix(n, 0)

@@ -34,11 +34,7 @@ func (s *Server) ListMetadataFields(ctx context.Context, req gen.ListMetadataFie
 	if err != nil {
 		return nil, err
 	}
-	out, err := toWire[gen.MetadataFieldList](list)
-	if err != nil {
-		return nil, err
-	}
-	return gen.ListMetadataFields200JSONResponse(out), nil
+	return gen.ListMetadataFields200JSONResponse(wireMetadataList(list)), nil
 }
 
 // UpdateMetadataField serves PATCH /datasets/{dataset_id}/metadata/{metadata_id}.

@@ -20,11 +20,7 @@ func (s *Server) CreateKnowledgeTag(ctx context.Context, req gen.CreateKnowledge
 	if err != nil {
 		return nil, err
 	}
-	out, err := toWire[gen.KnowledgeTag](tag)
-	if err != nil {
-		return nil, err
-	}
-	return gen.CreateKnowledgeTag200JSONResponse(out), nil
+	return gen.CreateKnowledgeTag200JSONResponse(wireTag(tag)), nil
 }
 
 // GetKnowledgeTags serves GET /datasets/tags: every tag with its binding count.
@@ -37,14 +33,7 @@ func (s *Server) GetKnowledgeTags(ctx context.Context, _ gen.GetKnowledgeTagsReq
 	if err != nil {
 		return nil, err
 	}
-	out, err := toWire[[]gen.KnowledgeTag](tags)
-	if err != nil {
-		return nil, err
-	}
-	if out == nil {
-		out = []gen.KnowledgeTag{}
-	}
-	return gen.GetKnowledgeTags200JSONResponse(out), nil
+	return gen.GetKnowledgeTags200JSONResponse(wireTags(tags)), nil
 }
 
 // UpdateKnowledgeTag serves PATCH /datasets/tags: renames a tag.
@@ -60,11 +49,7 @@ func (s *Server) UpdateKnowledgeTag(ctx context.Context, req gen.UpdateKnowledge
 	if err != nil {
 		return nil, err
 	}
-	out, err := toWire[gen.KnowledgeTag](tag)
-	if err != nil {
-		return nil, err
-	}
-	return gen.UpdateKnowledgeTag200JSONResponse(out), nil
+	return gen.UpdateKnowledgeTag200JSONResponse(wireTag(tag)), nil
 }
 
 // DeleteKnowledgeTag serves DELETE /datasets/tags.
@@ -132,13 +117,7 @@ func (s *Server) QueryDatasetTags(ctx context.Context, req gen.QueryDatasetTagsR
 	if err != nil {
 		return nil, err
 	}
-	data, err := toWire[[]gen.DatasetTagRef](tags)
-	if err != nil {
-		return nil, err
-	}
-	if data == nil {
-		data = []gen.DatasetTagRef{}
-	}
+	data := wireTagRefs(tags)
 	total := len(data)
 	return gen.QueryDatasetTags200JSONResponse{Data: &data, Total: &total}, nil
 }
