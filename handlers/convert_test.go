@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"appkb/gen"
+	"appkb/internal/apps"
+	"appkb/internal/conversation/conversations"
 	"appkb/internal/knowledge/datasets"
 	"appkb/internal/knowledge/documents"
 	"appkb/internal/knowledge/retrieval"
@@ -84,6 +86,29 @@ func TestConvertersMatchTheJSONRoundTrip(t *testing.T) {
 	for _, l := range []*datasets.MetadataList{{}, {BuiltInFieldEnabled: true, DocMetadata: []datasets.MetadataUsage{}},
 		{DocMetadata: []datasets.MetadataUsage{{MetadataField: datasets.MetadataField{ID: "m", Name: "author", Type: "string"}, Count: 3}}}} {
 		sameJSON(t, "metadata", wireMetadataList(l), viaJSON[gen.MetadataFieldList](t, l))
+	}
+
+	for _, info := range []apps.AppInfo{{Name: "a", Mode: "chat"}, {Name: "b", Description: "d", Tags: []string{}, Mode: "workflow", AuthorName: &s}} {
+		sameJSON(t, "app info", wireAppInfo(info), viaJSON[gen.AppInfoResponse](t, info))
+	}
+
+	size, url := int64(2048), "https://x/f"
+	fileSets := [][]conversations.MessageFile{nil, {}, {{ID: "f"}, {ID: "g", Filename: "a.png", Type: "image", URL: &url, MimeType: &url,
+		Size: &size, TransferMethod: "local_file", BelongsTo: &s, UploadFileID: &s}}}
+	for _, fs := range fileSets {
+		sameJSON(t, "message files", wireMessageFiles(fs), viaJSON[[]gen.MessageFileItem](t, fs))
+	}
+	resSets := [][]conversations.RetrieverResource{nil, {}, {{ID: "r"}, {ID: "r2", MessageID: "m", Position: 1, DatasetID: "d", DatasetName: "n",
+		DocumentID: "doc", DocumentName: "dn", DataSourceType: "upload_file", SegmentID: "s", Score: 0.123456789012, HitCount: 3,
+		WordCount: 40, SegmentPosition: 2, IndexNodeHash: "h", Content: "c", Summary: &s, CreatedAt: n}, {ID: "r3", Score: 0.7}}}
+	for _, rs := range resSets {
+		sameJSON(t, "retriever resources", wireRetrieverResources(rs), viaJSON[[]gen.RetrieverResource](t, rs))
+	}
+	thoughtSets := [][]conversations.AgentThought{nil, {}, {{ID: "a"}, {ID: "b", ChainID: &s, MessageID: "m", Position: 1, Thought: "t",
+		Tool: "tool", ToolLabels: map[string]any{"tool": map[string]any{"en_US": "Tool"}}, ToolInput: "{}", Observation: "o",
+		Files: []string{"f1"}, CreatedAt: n}, {ID: "c", ToolLabels: map[string]any{}, Files: []string{}}}}
+	for _, ts := range thoughtSets {
+		sameJSON(t, "agent thoughts", wireAgentThoughts(ts), viaJSON[[]gen.AgentThoughtItem](t, ts))
 	}
 
 	at := time.Unix(n, 0)
