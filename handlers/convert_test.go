@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,4 +135,36 @@ func TestConvertersMatchTheJSONRoundTrip(t *testing.T) {
 				"name": h.Document.Name, "doc_type": nil, "doc_metadata": h.Document.Metadata}}}
 		sameJSON(t, "hit", wireHit(h), viaJSON[gen.RetrieveRecord](t, old))
 	}
+}
+
+// The cost of shaping one search hit for the wire, through the converter
+// and through the JSON round trip it replaced.
+func BenchmarkWireHit(b *testing.B) {
+	at := time.Unix(1_700_000_000, 0)
+	h := retrieval.Hit{Segment: models.Segment{ID: "s", DocumentID: "d", Content: strings.Repeat("text ", 100), Keywords: `["a","b"]`,
+		Enabled: true, Status: "completed", CreatedAt: at, UpdatedAt: at, IndexingAt: &at, CompletedAt: &at},
+		Document: retrieval.DocumentSummary{ID: "d", Name: "doc", DataSourceType: "upload_file", Metadata: map[string]any{"author": "x"}}, Score: 0.5}
+	b.Run("converter", func(b *testing.B) {
+		for range b.N {
+			if _, err := json.Marshal(wireHit(h)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("json round trip", func(b *testing.B) {
+		for range b.N {
+			seg := h.Segment
+			old := map[string]any{"score": h.Score, "files": []any{}, "child_chunks": []any{}, "segment": struct {
+				documents.Segment
+				Document map[string]any `json:"document"`
+			}{documents.SegmentView(&seg), map[string]any{"id": h.Document.ID, "name": h.Document.Name, "doc_metadata": h.Document.Metadata}}}
+			out, err := toWire[gen.RetrieveRecord](old)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := json.Marshal(out); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
