@@ -11,6 +11,7 @@ import (
 	"appkb/internal/conversation/conversations"
 	"appkb/internal/knowledge/datasets"
 	"appkb/internal/knowledge/documents"
+	"appkb/internal/knowledge/pipeline"
 	"appkb/internal/knowledge/retrieval"
 	"appkb/models"
 )
@@ -110,6 +111,15 @@ func TestConvertersMatchTheJSONRoundTrip(t *testing.T) {
 		Files: []string{"f1"}, CreatedAt: n}, {ID: "c", ToolLabels: map[string]any{}, Files: []string{}}}}
 	for _, ts := range thoughtSets {
 		sameJSON(t, "agent thoughts", wireAgentThoughts(ts), viaJSON[[]gen.AgentThoughtItem](t, ts))
+	}
+
+	mime := "text/plain"
+	for _, f := range []*pipeline.UploadedFile{{ID: "u"}, {ID: "u2", Name: "a.txt", Size: 12, Extension: "txt", MimeType: &mime, CreatedBy: "k", CreatedAt: &s}} {
+		sameJSON(t, "pipeline upload", wirePipelineUpload(f), viaJSON[gen.PipelineFileUploadResult](t, f))
+	}
+	for _, l := range [][]pipeline.Datasource{nil, {}, {{NodeID: "n"}, {NodeID: "m", PluginID: "p", ProviderName: "web", DatasourceType: "website_crawl",
+		Title: "Web", UserInputVariables: []map[string]any{{"variable": "url", "required": true}}, Credentials: []any{}}}} {
+		sameJSON(t, "datasources", wireDatasources(l), viaJSON[[]gen.DatasourcePlugin](t, l))
 	}
 
 	at := time.Unix(n, 0)

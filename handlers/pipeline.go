@@ -27,11 +27,7 @@ func (s *Server) UploadPipelineFile(ctx context.Context, req gen.UploadPipelineF
 	if err != nil {
 		return nil, err
 	}
-	out, err := toWire[gen.PipelineFileUploadResult](f)
-	if err != nil {
-		return nil, err
-	}
-	return gen.UploadPipelineFile201JSONResponse(out), nil
+	return gen.UploadPipelineFile201JSONResponse(wirePipelineUpload(f)), nil
 }
 
 // ListDatasourcePlugins serves GET /datasets/{dataset_id}/pipeline/datasource-plugins.
@@ -44,11 +40,7 @@ func (s *Server) ListDatasourcePlugins(ctx context.Context, req gen.ListDatasour
 	if err != nil {
 		return nil, err
 	}
-	out, err := toWire[[]gen.DatasourcePlugin](list)
-	if err != nil {
-		return nil, err
-	}
-	return gen.ListDatasourcePlugins200JSONResponse(out), nil
+	return gen.ListDatasourcePlugins200JSONResponse(wireDatasources(list)), nil
 }
 
 // RunDatasourceNode serves POST /datasets/{dataset_id}/pipeline/datasource/nodes/{node_id}/run:
