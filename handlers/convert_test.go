@@ -122,6 +122,21 @@ func TestConvertersMatchTheJSONRoundTrip(t *testing.T) {
 		sameJSON(t, "datasources", wireDatasources(l), viaJSON[[]gen.DatasourcePlugin](t, l))
 	}
 
+	v := "2024"
+	docs := []documents.Document{{ID: "d"}, {ID: "d2", Position: 2, DataSourceType: "upload_file", DataSourceInfo: map[string]any{"upload_file_id": "u"},
+		DataSourceDetailDict: map[string]any{}, DatasetProcessRuleID: "r", Name: "a.txt", CreatedFrom: "api", CreatedBy: "k", CreatedAt: n,
+		Tokens: 5, IndexingStatus: "completed", Error: &s, Enabled: true, DisabledAt: &n, DisabledBy: &s, Archived: true,
+		DisplayStatus: "available", WordCount: 9, HitCount: 1, DocForm: "text_model",
+		DocMetadata:        []documents.MetadataValue{{ID: "m", Name: "year", Type: "number", Value: &v}, {ID: "x", Name: "n", Type: "string"}},
+		SummaryIndexStatus: &s, NeedSummary: true}, {ID: "d3", DocMetadata: []documents.MetadataValue{}}}
+	for i := range docs {
+		c := &documents.Created{Document: docs[i], Batch: "b"}
+		sameJSON(t, "created", wireCreated(c), viaJSON[gen.DocumentCreatedResult](t, c))
+	}
+	for _, p := range []*documents.DocumentPage{{}, {Data: docs, HasMore: true, Limit: 20, Total: 3, Page: 1}} {
+		sameJSON(t, "document page", wireDocumentPage(p), viaJSON[gen.DocumentList](t, p))
+	}
+
 	at := time.Unix(n, 0)
 	stored := models.Segment{ID: "s9", DocumentID: "d9", Content: "found", Position: 1, Keywords: `["x"]`, Enabled: true,
 		Status: "completed", CreatedAt: at, UpdatedAt: at, IndexingAt: &at, CompletedAt: &at}

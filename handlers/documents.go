@@ -86,7 +86,7 @@ func (s *Server) CreateDocumentFromText(ctx context.Context, req gen.CreateDocum
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.CreateDocumentFromText200JSONResponse](out)
+	return gen.CreateDocumentFromText200JSONResponse(wireCreated(out)), nil
 }
 
 // documentForm is a read multipart form of the file operations.
@@ -200,7 +200,7 @@ func (s *Server) CreateDocumentFromFile(ctx context.Context, req gen.CreateDocum
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.CreateDocumentFromFile200JSONResponse](out)
+	return gen.CreateDocumentFromFile200JSONResponse(wireCreated(out)), nil
 }
 
 // ListDocuments serves GET /datasets/{dataset_id}/documents.
@@ -231,7 +231,7 @@ func (s *Server) ListDocuments(ctx context.Context, req gen.ListDocumentsRequest
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.ListDocuments200JSONResponse](page)
+	return gen.ListDocuments200JSONResponse(wireDocumentPage(page)), nil
 }
 
 // GetDocumentDetail serves GET /datasets/{dataset_id}/documents/{document_id}.
@@ -286,7 +286,7 @@ func (s *Server) UpdateDocument(ctx context.Context, req gen.UpdateDocumentReque
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.UpdateDocument200JSONResponse](out)
+	return gen.UpdateDocument200JSONResponse(wireCreated(out)), nil
 }
 
 // UpdateDocumentByFile serves POST /datasets/{dataset_id}/documents/{document_id}/update-by-file.
@@ -295,7 +295,7 @@ func (s *Server) UpdateDocumentByFile(ctx context.Context, req gen.UpdateDocumen
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.UpdateDocumentByFile200JSONResponse](out)
+	return gen.UpdateDocumentByFile200JSONResponse(wireCreated(out)), nil
 }
 
 // UpdateDocumentByText serves POST /datasets/{dataset_id}/documents/{document_id}/update-by-text.
@@ -316,7 +316,7 @@ func (s *Server) UpdateDocumentByText(ctx context.Context, req gen.UpdateDocumen
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.UpdateDocumentByText200JSONResponse](out)
+	return gen.UpdateDocumentByText200JSONResponse(wireCreated(out)), nil
 }
 
 // GetDocumentIndexingStatus serves GET /datasets/{dataset_id}/documents/{batch}/indexing-status.
