@@ -30,6 +30,7 @@ import (
 	"appkb/internal/apps/apikeys"
 	"appkb/internal/cli/demo"
 	"appkb/internal/llm"
+	"appkb/internal/wiring"
 )
 
 // server is the real HTTP handler over a fresh database with the demo apps.
@@ -68,7 +69,7 @@ func routerWith(b *testing.B, deps handlers.Deps) *echo.Echo {
 	}
 	deps.SpecYAML = spec
 	deps.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	e, err := handlers.NewServer(deps)
+	e, err := wiring.NewServer(deps)
 	if err != nil {
 		b.Fatal(err)
 	}

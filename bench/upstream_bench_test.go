@@ -22,6 +22,7 @@ import (
 	"appkb/internal/apps/apikeys"
 	"appkb/internal/cli/demo"
 	"appkb/internal/llm"
+	"appkb/internal/wiring"
 )
 
 // fakeUpstream answers every chat completion at once with 64 tokens and
@@ -84,7 +85,7 @@ func newUpstreamServer(b *testing.B) *server {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e, err := handlers.NewServer(handlers.Deps{DB: gdb, SpecYAML: spec, Models: reg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	e, err := wiring.NewServer(handlers.Deps{DB: gdb, SpecYAML: spec, Models: reg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"appkb/handlers/journal"
 	"appkb/internal/knowledge/documents"
 	"appkb/internal/llm"
+	"appkb/internal/wiring"
 )
 
 const adminToken = "test-admin-token"
@@ -41,7 +42,7 @@ func newAdminServer(t *testing.T, faults bool) *adminServer {
 	reg.FollowScenarios(scenarios)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	dataDir := t.TempDir()
-	e, err := handlers.NewServer(handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, DataDir: dataDir, Models: reg,
+	e, err := wiring.NewServer(handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, DataDir: dataDir, Models: reg,
 		Admin: handlers.Admin{Token: adminToken, Journal: journal.New(100), Scenarios: scenarios, Faults: faults}})
 	if err != nil {
 		t.Fatal(err)

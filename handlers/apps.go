@@ -15,11 +15,7 @@ func (s *Server) GetChatAppInfo(ctx context.Context, _ gen.GetChatAppInfoRequest
 	if err != nil {
 		return nil, err
 	}
-	out, err := toWire[gen.AppInfoResponse](apps.Info(app))
-	if err != nil {
-		return nil, err
-	}
-	return gen.GetChatAppInfo200JSONResponse(out), nil
+	return gen.GetChatAppInfo200JSONResponse(wireAppInfo(apps.Info(app))), nil
 }
 
 // GetChatAppParameters serves GET /parameters: features, input form and

@@ -25,6 +25,7 @@ import (
 	"appkb/internal/platform/apperr"
 	"appkb/internal/run/chat"
 	"appkb/internal/run/tools"
+	"appkb/internal/wiring"
 	"appkb/models"
 )
 
@@ -97,7 +98,7 @@ func newChatServer(t *testing.T, o chatOptions) *chatServer {
 		logTo = io.Discard
 	}
 	log := slog.New(slog.NewTextHandler(logTo, nil))
-	e, err := handlers.NewServer(handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML,
+	e, err := wiring.NewServer(handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML,
 		Models: o.llm, ChatModels: o.models, PingInterval: o.ping, DataDir: t.TempDir(), Tools: o.tools})
 	if err != nil {
 		t.Fatal(err)

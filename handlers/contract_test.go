@@ -28,6 +28,7 @@ import (
 	"appkb/internal/apps/apikeys"
 	"appkb/internal/cli/demo"
 	"appkb/internal/knowledge/documents"
+	"appkb/internal/wiring"
 )
 
 // The contract checker reads openapi.yaml from disk (not the copy compiled
@@ -101,7 +102,7 @@ func newTestServer(t *testing.T) *testServer {
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	dataDir := t.TempDir()
-	e, err := handlers.NewServer(handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, DataDir: dataDir})
+	e, err := wiring.NewServer(handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, DataDir: dataDir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -194,20 +194,7 @@ func historyItem(h *conversations.HistoryItem) (gen.ConversationMessageItem, err
 			Rating *string `json:"rating,omitempty"`
 		}{Rating: &h.Rating}
 	}
-	// The three lists share their JSON shape with the domain types, so they
-	// are copied through JSON rather than field by field.
-	files, err := toWire[[]gen.MessageFileItem](h.Files)
-	if err != nil {
-		return item, err
-	}
-	resources, err := toWire[[]gen.RetrieverResource](h.RetrieverResources)
-	if err != nil {
-		return item, err
-	}
-	thoughts, err := toWire[[]gen.AgentThoughtItem](h.AgentThoughts)
-	if err != nil {
-		return item, err
-	}
+	files, resources, thoughts := wireMessageFiles(h.Files), wireRetrieverResources(h.RetrieverResources), wireAgentThoughts(h.AgentThoughts)
 	item.MessageFiles, item.RetrieverResources, item.AgentThoughts = &files, &resources, &thoughts
 	item.ExtraContents = emptyList(item.ExtraContents)
 	return item, nil

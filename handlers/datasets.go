@@ -10,7 +10,7 @@ import (
 
 // CreateDataset serves POST /datasets: a new, empty knowledge base.
 func (s *Server) CreateDataset(ctx context.Context, req gen.CreateDatasetRequestObject) (gen.CreateDatasetResponseObject, error) {
-	store, actor, err := s.knowledgeFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +41,7 @@ func (s *Server) CreateDataset(ctx context.Context, req gen.CreateDatasetRequest
 		}
 		p.SummaryIndexSetting = &sis
 	}
-	ds, err := store.CreateDataset(ctx, actor, p)
+	ds, err := s.kb.CreateDataset(ctx, actor, p)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +51,7 @@ func (s *Server) CreateDataset(ctx context.Context, req gen.CreateDatasetRequest
 // ListDatasets serves GET /datasets: one page of the knowledge bases the key
 // may use, newest first.
 func (s *Server) ListDatasets(ctx context.Context, req gen.ListDatasetsRequestObject) (gen.ListDatasetsResponseObject, error) {
-	store, actor, err := s.knowledgeFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +61,7 @@ func (s *Server) ListDatasets(ctx context.Context, req gen.ListDatasetsRequestOb
 	if q.TagIds != nil {
 		p.TagIDs = *q.TagIds
 	}
-	page, err := store.ListDatasets(ctx, actor, p)
+	page, err := s.kb.ListDatasets(ctx, actor, p)
 	if err != nil {
 		return nil, err
 	}
@@ -70,11 +70,11 @@ func (s *Server) ListDatasets(ctx context.Context, req gen.ListDatasetsRequestOb
 
 // GetDatasetDetail serves GET /datasets/{dataset_id}.
 func (s *Server) GetDatasetDetail(ctx context.Context, req gen.GetDatasetDetailRequestObject) (gen.GetDatasetDetailResponseObject, error) {
-	store, actor, err := s.knowledgeFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
-	ds, err := store.GetDataset(ctx, actor, req.DatasetId)
+	ds, err := s.kb.GetDataset(ctx, actor, req.DatasetId)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +84,7 @@ func (s *Server) GetDatasetDetail(ctx context.Context, req gen.GetDatasetDetailR
 // UpdateDataset serves PATCH /datasets/{dataset_id}: only the settings in
 // the body change.
 func (s *Server) UpdateDataset(ctx context.Context, req gen.UpdateDatasetRequestObject) (gen.UpdateDatasetResponseObject, error) {
-	store, actor, err := s.knowledgeFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +116,7 @@ func (s *Server) UpdateDataset(ctx context.Context, req gen.UpdateDatasetRequest
 		}
 		p.PartialMemberList = &members
 	}
-	ds, err := store.UpdateDataset(ctx, actor, req.DatasetId, p)
+	ds, err := s.kb.UpdateDataset(ctx, actor, req.DatasetId, p)
 	if err != nil {
 		return nil, err
 	}
@@ -125,11 +125,11 @@ func (s *Server) UpdateDataset(ctx context.Context, req gen.UpdateDatasetRequest
 
 // DeleteDataset serves DELETE /datasets/{dataset_id}.
 func (s *Server) DeleteDataset(ctx context.Context, req gen.DeleteDatasetRequestObject) (gen.DeleteDatasetResponseObject, error) {
-	docs, actor, err := s.documentsFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := docs.DeleteDataset(ctx, actor, req.DatasetId); err != nil {
+	if err := s.docs.DeleteDataset(ctx, actor, req.DatasetId); err != nil {
 		return nil, err
 	}
 	return gen.DeleteDataset204Response{}, nil
@@ -143,7 +143,7 @@ func (s *Server) RetrieveSegments(ctx context.Context, req gen.RetrieveSegmentsR
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.RetrieveSegments200JSONResponse](out)
+	return gen.RetrieveSegments200JSONResponse(out), nil
 }
 
 // HitTestSegments serves POST /datasets/{dataset_id}/hit-testing, the other
@@ -153,39 +153,39 @@ func (s *Server) HitTestSegments(ctx context.Context, req gen.HitTestSegmentsReq
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.HitTestSegments200JSONResponse](out)
+	return gen.HitTestSegments200JSONResponse(out), nil
 }
 
-func (s *Server) searchDataset(ctx context.Context, datasetID string, body *gen.RetrieveRequest) (retrieveJSON, error) {
-	store, actor, err := s.knowledgeFor(ctx)
+func (s *Server) searchDataset(ctx context.Context, datasetID string, body *gen.RetrieveRequest) (gen.RetrieveResult, error) {
+	actor, err := s.actorOf(ctx)
 	if err != nil {
-		return retrieveJSON{}, err
+		return gen.RetrieveResult{}, err
 	}
 	if body == nil {
-		return retrieveJSON{}, apperr.InvalidParam("request body is required")
+		return gen.RetrieveResult{}, apperr.InvalidParam("request body is required")
 	}
-	ds, err := store.FindDataset(ctx, actor, datasetID)
+	ds, err := s.kb.FindDataset(ctx, actor, datasetID)
 	if err != nil {
-		return retrieveJSON{}, err
+		return gen.RetrieveResult{}, err
 	}
 	rm, err := datasets.EffectiveRetrievalModel(ds)
 	if err != nil {
-		return retrieveJSON{}, err
+		return gen.RetrieveResult{}, err
 	}
 	if body.RetrievalModel != nil {
 		if rm, err = toWire[datasets.RetrievalModel](body.RetrievalModel); err != nil {
-			return retrieveJSON{}, err
+			return gen.RetrieveResult{}, err
 		}
 	}
 	return s.retrieve(ctx, ds.ID, body.Query, rm)
 }
 
-// knowledgeFor returns the knowledge store and the actor that the request's
-// knowledge key stands for.
-func (s *Server) knowledgeFor(ctx context.Context) (*datasets.Store, datasets.Actor, error) {
+// actorOf is the key a knowledge request is done for: its id, recorded as
+// creator, and the knowledge bases it is limited to.
+func (s *Server) actorOf(ctx context.Context) (datasets.Actor, error) {
 	p, err := principalFrom(ctx)
 	if err != nil {
-		return nil, datasets.Actor{}, err
+		return datasets.Actor{}, err
 	}
-	return datasets.NewStore(s.db, s.models), datasets.Actor{KeyID: p.KeyID, Datasets: p.Datasets}, nil
+	return datasets.Actor{KeyID: p.KeyID, Datasets: p.Datasets}, nil
 }

@@ -26,16 +26,6 @@ import (
 	"appkb/internal/platform/docparse"
 )
 
-// documentsFor returns the documents service and the actor of the request's
-// knowledge key.
-func (s *Server) documentsFor(ctx context.Context) (*documents.Service, datasets.Actor, error) {
-	_, actor, err := s.knowledgeFor(ctx)
-	if err != nil {
-		return nil, datasets.Actor{}, err
-	}
-	return s.docs, actor, nil
-}
-
 // kbJSON answers 200 with a value encoded as is: human input forms, and the
 // document detail, whose keys depend on its metadata parameter.
 // Knowledge operations answer with the generated types instead, filled by
@@ -80,7 +70,7 @@ func settingsFrom(technique, docForm, language *string, rule *gen.ProcessRule, r
 
 // CreateDocumentFromText serves POST /datasets/{dataset_id}/document/create-by-text.
 func (s *Server) CreateDocumentFromText(ctx context.Context, req gen.CreateDocumentFromTextRequestObject) (gen.CreateDocumentFromTextResponseObject, error) {
-	svc, actor, err := s.documentsFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -92,11 +82,11 @@ func (s *Server) CreateDocumentFromText(ctx context.Context, req gen.CreateDocum
 	if err != nil {
 		return nil, err
 	}
-	out, err := svc.CreateFromText(ctx, actor, req.DatasetId, b.Name, b.Text, st)
+	out, err := s.docs.CreateFromText(ctx, actor, req.DatasetId, b.Name, b.Text, st)
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.CreateDocumentFromText200JSONResponse](out)
+	return gen.CreateDocumentFromText200JSONResponse(wireCreated(out)), nil
 }
 
 // documentForm is a read multipart form of the file operations.
@@ -197,7 +187,7 @@ func (s *Server) uploadSpool() string {
 
 // CreateDocumentFromFile serves POST /datasets/{dataset_id}/document/create-by-file.
 func (s *Server) CreateDocumentFromFile(ctx context.Context, req gen.CreateDocumentFromFileRequestObject) (gen.CreateDocumentFromFileResponseObject, error) {
-	svc, actor, err := s.documentsFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -206,16 +196,16 @@ func (s *Server) CreateDocumentFromFile(ctx context.Context, req gen.CreateDocum
 		return nil, err
 	}
 	defer form.close()
-	out, err := svc.CreateFromFile(ctx, actor, req.DatasetId, *form.file, form.settings)
+	out, err := s.docs.CreateFromFile(ctx, actor, req.DatasetId, *form.file, form.settings)
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.CreateDocumentFromFile200JSONResponse](out)
+	return gen.CreateDocumentFromFile200JSONResponse(wireCreated(out)), nil
 }
 
 // ListDocuments serves GET /datasets/{dataset_id}/documents.
 func (s *Server) ListDocuments(ctx context.Context, req gen.ListDocumentsRequestObject) (gen.ListDocumentsResponseObject, error) {
-	svc, actor, err := s.documentsFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -237,16 +227,16 @@ func (s *Server) ListDocuments(ctx context.Context, req gen.ListDocumentsRequest
 	if q.Status != nil {
 		p.Status = string(*q.Status)
 	}
-	page, err := svc.ListDocuments(ctx, actor, req.DatasetId, p)
+	page, err := s.docs.ListDocuments(ctx, actor, req.DatasetId, p)
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.ListDocuments200JSONResponse](page)
+	return gen.ListDocuments200JSONResponse(wireDocumentPage(page)), nil
 }
 
 // GetDocumentDetail serves GET /datasets/{dataset_id}/documents/{document_id}.
 func (s *Server) GetDocumentDetail(ctx context.Context, req gen.GetDocumentDetailRequestObject) (gen.GetDocumentDetailResponseObject, error) {
-	svc, actor, err := s.documentsFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -254,7 +244,7 @@ func (s *Server) GetDocumentDetail(ctx context.Context, req gen.GetDocumentDetai
 	if req.Params.Metadata != nil {
 		metadata = string(*req.Params.Metadata)
 	}
-	out, err := svc.GetDocument(ctx, actor, req.DatasetId, req.DocumentId, metadata)
+	out, err := s.docs.GetDocument(ctx, actor, req.DatasetId, req.DocumentId, metadata)
 	if err != nil {
 		return nil, err
 	}
@@ -266,11 +256,11 @@ func (s *Server) GetDocumentDetail(ctx context.Context, req gen.GetDocumentDetai
 
 // DeleteDocument serves DELETE /datasets/{dataset_id}/documents/{document_id}.
 func (s *Server) DeleteDocument(ctx context.Context, req gen.DeleteDocumentRequestObject) (gen.DeleteDocumentResponseObject, error) {
-	svc, actor, err := s.documentsFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := svc.DeleteDocument(ctx, actor, req.DatasetId, req.DocumentId); err != nil {
+	if err := s.docs.DeleteDocument(ctx, actor, req.DatasetId, req.DocumentId); err != nil {
 		return nil, err
 	}
 	return gen.DeleteDocument204Response{}, nil
@@ -278,7 +268,7 @@ func (s *Server) DeleteDocument(ctx context.Context, req gen.DeleteDocumentReque
 
 // updateByForm is the PATCH and the older update-by-file operation.
 func (s *Server) updateByForm(ctx context.Context, datasetID, documentID string, body *multipart.Reader) (*documents.Created, error) {
-	svc, actor, err := s.documentsFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -287,7 +277,7 @@ func (s *Server) updateByForm(ctx context.Context, datasetID, documentID string,
 		return nil, err
 	}
 	defer form.close()
-	return svc.UpdateDocument(ctx, actor, datasetID, documentID, documents.UpdateParams{File: form.file, Settings: form.settings})
+	return s.docs.UpdateDocument(ctx, actor, datasetID, documentID, documents.UpdateParams{File: form.file, Settings: form.settings})
 }
 
 // UpdateDocument serves PATCH /datasets/{dataset_id}/documents/{document_id}.
@@ -296,7 +286,7 @@ func (s *Server) UpdateDocument(ctx context.Context, req gen.UpdateDocumentReque
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.UpdateDocument200JSONResponse](out)
+	return gen.UpdateDocument200JSONResponse(wireCreated(out)), nil
 }
 
 // UpdateDocumentByFile serves POST /datasets/{dataset_id}/documents/{document_id}/update-by-file.
@@ -305,12 +295,12 @@ func (s *Server) UpdateDocumentByFile(ctx context.Context, req gen.UpdateDocumen
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.UpdateDocumentByFile200JSONResponse](out)
+	return gen.UpdateDocumentByFile200JSONResponse(wireCreated(out)), nil
 }
 
 // UpdateDocumentByText serves POST /datasets/{dataset_id}/documents/{document_id}/update-by-text.
 func (s *Server) UpdateDocumentByText(ctx context.Context, req gen.UpdateDocumentByTextRequestObject) (gen.UpdateDocumentByTextResponseObject, error) {
-	svc, actor, err := s.documentsFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -322,20 +312,20 @@ func (s *Server) UpdateDocumentByText(ctx context.Context, req gen.UpdateDocumen
 	if err != nil {
 		return nil, err
 	}
-	out, err := svc.UpdateDocument(ctx, actor, req.DatasetId, req.DocumentId, documents.UpdateParams{Name: b.Name, Text: b.Text, Settings: st})
+	out, err := s.docs.UpdateDocument(ctx, actor, req.DatasetId, req.DocumentId, documents.UpdateParams{Name: b.Name, Text: b.Text, Settings: st})
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.UpdateDocumentByText200JSONResponse](out)
+	return gen.UpdateDocumentByText200JSONResponse(wireCreated(out)), nil
 }
 
 // GetDocumentIndexingStatus serves GET /datasets/{dataset_id}/documents/{batch}/indexing-status.
 func (s *Server) GetDocumentIndexingStatus(ctx context.Context, req gen.GetDocumentIndexingStatusRequestObject) (gen.GetDocumentIndexingStatusResponseObject, error) {
-	svc, actor, err := s.documentsFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
-	data, err := svc.BatchStatus(ctx, actor, req.DatasetId, req.Batch)
+	data, err := s.docs.BatchStatus(ctx, actor, req.DatasetId, req.Batch)
 	if err != nil {
 		return nil, err
 	}
@@ -344,14 +334,14 @@ func (s *Server) GetDocumentIndexingStatus(ctx context.Context, req gen.GetDocum
 
 // BatchUpdateDocumentStatus serves PATCH /datasets/{dataset_id}/documents/status/{action}.
 func (s *Server) BatchUpdateDocumentStatus(ctx context.Context, req gen.BatchUpdateDocumentStatusRequestObject) (gen.BatchUpdateDocumentStatusResponseObject, error) {
-	svc, actor, err := s.documentsFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if req.Body == nil {
 		return nil, apperr.InvalidParam("request body is required")
 	}
-	if err := svc.SetStatus(ctx, actor, req.DatasetId, string(req.Action), req.Body.DocumentIds); err != nil {
+	if err := s.docs.SetStatus(ctx, actor, req.DatasetId, string(req.Action), req.Body.DocumentIds); err != nil {
 		return nil, err
 	}
 	return gen.BatchUpdateDocumentStatus200JSONResponse{Result: "success"}, nil
@@ -360,11 +350,11 @@ func (s *Server) BatchUpdateDocumentStatus(ctx context.Context, req gen.BatchUpd
 // DownloadDocument serves GET /datasets/{dataset_id}/documents/{document_id}/download:
 // a signed link to documentFilePath, valid for downloadLinkTTL.
 func (s *Server) DownloadDocument(ctx context.Context, req gen.DownloadDocumentRequestObject) (gen.DownloadDocumentResponseObject, error) {
-	svc, actor, err := s.documentsFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := svc.File(ctx, actor, req.DatasetId, req.DocumentId); err != nil {
+	if _, err := s.docs.File(ctx, actor, req.DatasetId, req.DocumentId); err != nil {
 		return nil, err
 	}
 	return gen.DownloadDocument200JSONResponse{Url: s.links.URL("/files/datasets/", req.DatasetId, req.DocumentId, time.Now().Add(downloadLinkTTL))}, nil
@@ -372,14 +362,14 @@ func (s *Server) DownloadDocument(ctx context.Context, req gen.DownloadDocumentR
 
 // DownloadDocumentsZip serves POST /datasets/{dataset_id}/documents/download-zip.
 func (s *Server) DownloadDocumentsZip(ctx context.Context, req gen.DownloadDocumentsZipRequestObject) (gen.DownloadDocumentsZipResponseObject, error) {
-	svc, actor, err := s.documentsFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if req.Body == nil {
 		return nil, apperr.InvalidParam("request body is required")
 	}
-	files, err := svc.Files(ctx, actor, req.DatasetId, req.Body.DocumentIds)
+	files, err := s.docs.Files(ctx, actor, req.DatasetId, req.Body.DocumentIds)
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,7 @@ import (
 	"appkb/internal/apps/apikeys"
 	"appkb/internal/cli/demo"
 	"appkb/internal/llm"
+	"appkb/internal/wiring"
 )
 
 // mediaApp is a chat app that takes images, documents and .dat files,
@@ -83,7 +84,7 @@ func newMediaServer(t *testing.T, registry *llm.Registry, adjust ...func(*handle
 	for _, f := range adjust {
 		f(&deps)
 	}
-	e, err := handlers.NewServer(deps)
+	e, err := wiring.NewServer(deps)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"appkb/internal/apps"
 	"appkb/internal/apps/apikeys"
 	"appkb/internal/cli/demo"
+	"appkb/internal/wiring"
 )
 
 func newLimitedServer(t *testing.T, lim handlers.Limits) *testServer {
@@ -26,7 +27,7 @@ func newLimitedServer(t *testing.T, lim handlers.Limits) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := handlers.NewServer(handlers.Deps{DB: gdb, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	e, err := wiring.NewServer(handlers.Deps{DB: gdb, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		SpecYAML: specYAML, DataDir: t.TempDir(), Limits: lim})
 	if err != nil {
 		t.Fatal(err)

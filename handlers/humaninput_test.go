@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"appkb/handlers"
+	"appkb/internal/wiring"
 	"appkb/models"
 )
 
@@ -48,7 +49,7 @@ workflow:
 func restarted(t *testing.T, s *testServer) *testServer {
 	t.Helper()
 	_, _, specYAML := loadContract(t)
-	e, err := handlers.NewServer(handlers.Deps{DB: s.db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), SpecYAML: specYAML, DataDir: t.TempDir()})
+	e, err := wiring.NewServer(handlers.Deps{DB: s.db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), SpecYAML: specYAML, DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"appkb/handlers"
 	"appkb/internal/apps/apikeys"
 	"appkb/internal/llm"
+	"appkb/internal/wiring"
 )
 
 // kbDecode reads a JSON answer into v.
@@ -573,7 +574,7 @@ providers:
 	}
 	_, _, specYAML := loadContract(t)
 	gdb := db.OpenTemp(t)
-	e, err := handlers.NewServer(handlers.Deps{DB: gdb, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	e, err := wiring.NewServer(handlers.Deps{DB: gdb, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		SpecYAML: specYAML, Models: configured, DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)

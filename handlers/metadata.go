@@ -10,14 +10,14 @@ import (
 
 // CreateMetadataField serves POST /datasets/{dataset_id}/metadata.
 func (s *Server) CreateMetadataField(ctx context.Context, req gen.CreateMetadataFieldRequestObject) (gen.CreateMetadataFieldResponseObject, error) {
-	store, actor, err := s.knowledgeFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if req.Body == nil {
 		return nil, apperr.InvalidParam("request body is required")
 	}
-	f, err := store.CreateMetadataField(ctx, actor, req.DatasetId, req.Body.Name, string(req.Body.Type))
+	f, err := s.kb.CreateMetadataField(ctx, actor, req.DatasetId, req.Body.Name, string(req.Body.Type))
 	if err != nil {
 		return nil, err
 	}
@@ -26,31 +26,27 @@ func (s *Server) CreateMetadataField(ctx context.Context, req gen.CreateMetadata
 
 // ListMetadataFields serves GET /datasets/{dataset_id}/metadata.
 func (s *Server) ListMetadataFields(ctx context.Context, req gen.ListMetadataFieldsRequestObject) (gen.ListMetadataFieldsResponseObject, error) {
-	store, actor, err := s.knowledgeFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
-	list, err := store.ListMetadataFields(ctx, actor, req.DatasetId)
+	list, err := s.kb.ListMetadataFields(ctx, actor, req.DatasetId)
 	if err != nil {
 		return nil, err
 	}
-	out, err := toWire[gen.MetadataFieldList](list)
-	if err != nil {
-		return nil, err
-	}
-	return gen.ListMetadataFields200JSONResponse(out), nil
+	return gen.ListMetadataFields200JSONResponse(wireMetadataList(list)), nil
 }
 
 // UpdateMetadataField serves PATCH /datasets/{dataset_id}/metadata/{metadata_id}.
 func (s *Server) UpdateMetadataField(ctx context.Context, req gen.UpdateMetadataFieldRequestObject) (gen.UpdateMetadataFieldResponseObject, error) {
-	store, actor, err := s.knowledgeFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if req.Body == nil {
 		return nil, apperr.InvalidParam("request body is required")
 	}
-	f, err := store.RenameMetadataField(ctx, actor, req.DatasetId, req.MetadataId, req.Body.Name)
+	f, err := s.kb.RenameMetadataField(ctx, actor, req.DatasetId, req.MetadataId, req.Body.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -59,11 +55,11 @@ func (s *Server) UpdateMetadataField(ctx context.Context, req gen.UpdateMetadata
 
 // DeleteMetadataField serves DELETE /datasets/{dataset_id}/metadata/{metadata_id}.
 func (s *Server) DeleteMetadataField(ctx context.Context, req gen.DeleteMetadataFieldRequestObject) (gen.DeleteMetadataFieldResponseObject, error) {
-	store, actor, err := s.knowledgeFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := store.DeleteMetadataField(ctx, actor, req.DatasetId, req.MetadataId); err != nil {
+	if err := s.kb.DeleteMetadataField(ctx, actor, req.DatasetId, req.MetadataId); err != nil {
 		return nil, err
 	}
 	return gen.DeleteMetadataField204Response{}, nil
@@ -71,11 +67,11 @@ func (s *Server) DeleteMetadataField(ctx context.Context, req gen.DeleteMetadata
 
 // GetBuiltInMetadataFields serves GET /datasets/{dataset_id}/metadata/built-in.
 func (s *Server) GetBuiltInMetadataFields(ctx context.Context, req gen.GetBuiltInMetadataFieldsRequestObject) (gen.GetBuiltInMetadataFieldsResponseObject, error) {
-	store, actor, err := s.knowledgeFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
-	fields, err := store.GetBuiltInFields(ctx, actor, req.DatasetId)
+	fields, err := s.kb.GetBuiltInFields(ctx, actor, req.DatasetId)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +84,7 @@ func (s *Server) GetBuiltInMetadataFields(ctx context.Context, req gen.GetBuiltI
 
 // ToggleBuiltInMetadataField serves POST /datasets/{dataset_id}/metadata/built-in/{action}.
 func (s *Server) ToggleBuiltInMetadataField(ctx context.Context, req gen.ToggleBuiltInMetadataFieldRequestObject) (gen.ToggleBuiltInMetadataFieldResponseObject, error) {
-	store, actor, err := s.knowledgeFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +96,7 @@ func (s *Server) ToggleBuiltInMetadataField(ctx context.Context, req gen.ToggleB
 	default:
 		return nil, apperr.InvalidParam("action must be enable or disable")
 	}
-	if err := store.SetBuiltInFields(ctx, actor, req.DatasetId, enabled); err != nil {
+	if err := s.kb.SetBuiltInFields(ctx, actor, req.DatasetId, enabled); err != nil {
 		return nil, err
 	}
 	return gen.ToggleBuiltInMetadataField200JSONResponse{Result: "success"}, nil
@@ -108,7 +104,7 @@ func (s *Server) ToggleBuiltInMetadataField(ctx context.Context, req gen.ToggleB
 
 // BatchUpdateDocumentMetadata serves POST /datasets/{dataset_id}/documents/metadata.
 func (s *Server) BatchUpdateDocumentMetadata(ctx context.Context, req gen.BatchUpdateDocumentMetadataRequestObject) (gen.BatchUpdateDocumentMetadataResponseObject, error) {
-	svc, actor, err := s.documentsFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +122,7 @@ func (s *Server) BatchUpdateDocumentMetadata(ctx context.Context, req gen.BatchU
 		}
 		ops = append(ops, op)
 	}
-	if err := svc.SetMetadata(ctx, actor, req.DatasetId, ops); err != nil {
+	if err := s.docs.SetMetadata(ctx, actor, req.DatasetId, ops); err != nil {
 		return nil, err
 	}
 	return gen.BatchUpdateDocumentMetadata200JSONResponse{Result: "success"}, nil

@@ -27,6 +27,7 @@ import (
 	"appkb/internal/apps"
 	"appkb/internal/apps/apikeys"
 	"appkb/internal/cli/demo"
+	"appkb/internal/wiring"
 )
 
 // opsServer is a real HTTP server with the operator settings under test and
@@ -89,7 +90,7 @@ func newOpsServer(t *testing.T, ops handlers.Ops, options ...func(*handlers.Deps
 	for _, o := range options {
 		o(&deps)
 	}
-	e, err := handlers.NewServer(deps)
+	e, err := wiring.NewServer(deps)
 	if err != nil {
 		t.Fatal(err)
 	}

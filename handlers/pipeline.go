@@ -8,72 +8,46 @@ import (
 	"appkb/gen"
 	"appkb/internal/apps"
 	"appkb/internal/conversation/files"
-	"appkb/internal/knowledge/datasets"
 	"appkb/internal/knowledge/pipeline"
 	"appkb/internal/platform/apperr"
-	"appkb/internal/platform/netguard"
-	"appkb/internal/run/workflow"
 )
-
-// pipelineFor returns the pipeline service and the actor of the request's
-// knowledge key.
-func (s *Server) pipelineFor(ctx context.Context) (*pipeline.Service, datasets.Actor, error) {
-	_, actor, err := s.knowledgeFor(ctx)
-	if err != nil {
-		return nil, datasets.Actor{}, err
-	}
-	guard := &netguard.Guard{Allow: s.fetchAllow}
-	var engine *workflow.Engine
-	if s.flows != nil {
-		engine = s.flows.ToolEngine()
-	}
-	return pipeline.NewService(s.db, s.models, s.dataDir, guard, engine), actor, nil
-}
 
 // UploadPipelineFile serves POST /datasets/pipeline/file-upload.
 func (s *Server) UploadPipelineFile(ctx context.Context, req gen.UploadPipelineFileRequestObject) (gen.UploadPipelineFileResponseObject, error) {
-	svc, actor, err := s.pipelineFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
-	form, err := readUploadForm(req.Body, files.NewStore(s.db, s.dataDir), files.Rules{Limits: apps.DefaultSystemParameters})
+	form, err := readUploadForm(req.Body, s.uploads, files.Rules{Limits: apps.DefaultSystemParameters})
 	if err != nil {
 		return nil, err
 	}
 	defer form.staged.Discard()
-	f, err := svc.Upload(ctx, actor, form.staged)
+	f, err := s.pipelines.Upload(ctx, actor, form.staged)
 	if err != nil {
 		return nil, err
 	}
-	out, err := toWire[gen.PipelineFileUploadResult](f)
-	if err != nil {
-		return nil, err
-	}
-	return gen.UploadPipelineFile201JSONResponse(out), nil
+	return gen.UploadPipelineFile201JSONResponse(wirePipelineUpload(f)), nil
 }
 
 // ListDatasourcePlugins serves GET /datasets/{dataset_id}/pipeline/datasource-plugins.
 func (s *Server) ListDatasourcePlugins(ctx context.Context, req gen.ListDatasourcePluginsRequestObject) (gen.ListDatasourcePluginsResponseObject, error) {
-	svc, actor, err := s.pipelineFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
-	list, err := svc.Datasources(ctx, actor, req.DatasetId)
+	list, err := s.pipelines.Datasources(ctx, actor, req.DatasetId)
 	if err != nil {
 		return nil, err
 	}
-	out, err := toWire[[]gen.DatasourcePlugin](list)
-	if err != nil {
-		return nil, err
-	}
-	return gen.ListDatasourcePlugins200JSONResponse(out), nil
+	return gen.ListDatasourcePlugins200JSONResponse(wireDatasources(list)), nil
 }
 
 // RunDatasourceNode serves POST /datasets/{dataset_id}/pipeline/datasource/nodes/{node_id}/run:
 // the node's progress and result as an event stream. Problems found before
 // the node starts (unknown knowledge base or node) are plain error answers.
 func (s *Server) RunDatasourceNode(ctx context.Context, req gen.RunDatasourceNodeRequestObject) (gen.RunDatasourceNodeResponseObject, error) {
-	svc, actor, err := s.pipelineFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -81,18 +55,18 @@ func (s *Server) RunDatasourceNode(ctx context.Context, req gen.RunDatasourceNod
 		return nil, apperr.InvalidParam("request body is required")
 	}
 	body := *req.Body
-	if _, err := svc.Node(ctx, actor, req.DatasetId, req.NodeId, string(body.DatasourceType)); err != nil {
+	if _, err := s.pipelines.Node(ctx, actor, req.DatasetId, req.NodeId, string(body.DatasourceType)); err != nil {
 		return nil, err
 	}
 	return pipelineStream(func(emit func(pipeline.Event) error) error {
-		return svc.RunDatasource(ctx, actor, req.DatasetId, req.NodeId, string(body.DatasourceType), body.Inputs, emit)
+		return s.pipelines.RunDatasource(ctx, actor, req.DatasetId, req.NodeId, string(body.DatasourceType), body.Inputs, emit)
 	}), nil
 }
 
 // RunPipeline serves POST /datasets/{dataset_id}/pipeline/run, blocking or
 // streamed as response_mode says.
 func (s *Server) RunPipeline(ctx context.Context, req gen.RunPipelineRequestObject) (gen.RunPipelineResponseObject, error) {
-	svc, actor, err := s.pipelineFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +80,7 @@ func (s *Server) RunPipeline(ctx context.Context, req gen.RunPipelineRequestObje
 	run := pipeline.RunRequest{DatasourceType: string(req.Body.DatasourceType), Sources: sources,
 		StartNodeID: req.Body.StartNodeId, Inputs: req.Body.Inputs}
 	if req.Body.ResponseMode == gen.PipelineRunRequestResponseModeBlocking {
-		res, err := svc.Run(ctx, actor, req.DatasetId, run, nil)
+		res, err := s.pipelines.Run(ctx, actor, req.DatasetId, run, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -116,11 +90,11 @@ func (s *Server) RunPipeline(ctx context.Context, req gen.RunPipelineRequestObje
 		}
 		return gen.RunPipeline200JSONResponse(out), nil
 	}
-	if _, err := svc.Check(ctx, actor, req.DatasetId, run); err != nil {
+	if _, err := s.pipelines.Check(ctx, actor, req.DatasetId, run); err != nil {
 		return nil, err
 	}
 	return pipelineStream(func(emit func(pipeline.Event) error) error {
-		_, err := svc.Run(ctx, actor, req.DatasetId, run, emit)
+		_, err := s.pipelines.Run(ctx, actor, req.DatasetId, run, emit)
 		if err != nil && !apperr.Is(err, apperr.CodeInternal) {
 			// Failures of the run itself were reported by workflow_finished;
 			// the error event carries the reason for clients that stop at it.

@@ -20,6 +20,7 @@ import (
 	"appkb/internal/knowledge/datasets"
 	"appkb/internal/knowledge/documents"
 	"appkb/internal/knowledge/pipeline"
+	"appkb/internal/wiring"
 )
 
 // newPipelineServer is newTestServer whose network guard lets pipelines
@@ -34,7 +35,7 @@ func newPipelineServer(t *testing.T) *testServer {
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	dataDir := t.TempDir()
-	e, err := handlers.NewServer(handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, DataDir: dataDir,
+	e, err := wiring.NewServer(handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, DataDir: dataDir,
 		FetchAllow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 
 // CreateSegments serves POST /datasets/{dataset_id}/documents/{document_id}/segments.
 func (s *Server) CreateSegments(ctx context.Context, req gen.CreateSegmentsRequestObject) (gen.CreateSegmentsResponseObject, error) {
-	svc, actor, err := s.documentsFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -25,16 +25,16 @@ func (s *Server) CreateSegments(ctx context.Context, req gen.CreateSegmentsReque
 		}
 		in = append(in, seg)
 	}
-	out, err := svc.CreateSegments(ctx, actor, req.DatasetId, req.DocumentId, in)
+	out, err := s.docs.CreateSegments(ctx, actor, req.DatasetId, req.DocumentId, in)
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.CreateSegments200JSONResponse](map[string]any{"data": out.Data, "doc_form": out.DocForm})
+	return gen.CreateSegments200JSONResponse{Data: wireSegments(out.Data), DocForm: out.DocForm}, nil
 }
 
 // ListSegments serves GET /datasets/{dataset_id}/documents/{document_id}/segments.
 func (s *Server) ListSegments(ctx context.Context, req gen.ListSegmentsRequestObject) (gen.ListSegmentsResponseObject, error) {
-	svc, actor, err := s.documentsFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -52,29 +52,29 @@ func (s *Server) ListSegments(ctx context.Context, req gen.ListSegmentsRequestOb
 	if p.Status != nil {
 		q.Status = *p.Status
 	}
-	out, err := svc.ListSegments(ctx, actor, req.DatasetId, req.DocumentId, q)
+	out, err := s.docs.ListSegments(ctx, actor, req.DatasetId, req.DocumentId, q)
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.ListSegments200JSONResponse](out)
+	return gen.ListSegments200JSONResponse(wireSegmentList(out)), nil
 }
 
 // GetSegmentDetail serves GET /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}.
 func (s *Server) GetSegmentDetail(ctx context.Context, req gen.GetSegmentDetailRequestObject) (gen.GetSegmentDetailResponseObject, error) {
-	svc, actor, err := s.documentsFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out, err := svc.GetSegment(ctx, actor, req.DatasetId, req.DocumentId, req.SegmentId)
+	out, err := s.docs.GetSegment(ctx, actor, req.DatasetId, req.DocumentId, req.SegmentId)
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.GetSegmentDetail200JSONResponse](out)
+	return gen.GetSegmentDetail200JSONResponse(wireSegmentDetail(out)), nil
 }
 
 // UpdateSegment serves POST /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}.
 func (s *Server) UpdateSegment(ctx context.Context, req gen.UpdateSegmentRequestObject) (gen.UpdateSegmentResponseObject, error) {
-	svc, actor, err := s.documentsFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -86,20 +86,20 @@ func (s *Server) UpdateSegment(ctx context.Context, req gen.UpdateSegmentRequest
 	if b.RegenerateChildChunks != nil {
 		u.RegenerateChildChunks = *b.RegenerateChildChunks
 	}
-	out, err := svc.UpdateSegment(ctx, actor, req.DatasetId, req.DocumentId, req.SegmentId, u)
+	out, err := s.docs.UpdateSegment(ctx, actor, req.DatasetId, req.DocumentId, req.SegmentId, u)
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.UpdateSegment200JSONResponse](out)
+	return gen.UpdateSegment200JSONResponse(wireSegmentDetail(out)), nil
 }
 
 // DeleteSegment serves DELETE /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}.
 func (s *Server) DeleteSegment(ctx context.Context, req gen.DeleteSegmentRequestObject) (gen.DeleteSegmentResponseObject, error) {
-	svc, actor, err := s.documentsFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := svc.DeleteSegment(ctx, actor, req.DatasetId, req.DocumentId, req.SegmentId); err != nil {
+	if err := s.docs.DeleteSegment(ctx, actor, req.DatasetId, req.DocumentId, req.SegmentId); err != nil {
 		return nil, err
 	}
 	return gen.DeleteSegment204Response{}, nil
@@ -107,23 +107,23 @@ func (s *Server) DeleteSegment(ctx context.Context, req gen.DeleteSegmentRequest
 
 // CreateChildChunk serves POST /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks.
 func (s *Server) CreateChildChunk(ctx context.Context, req gen.CreateChildChunkRequestObject) (gen.CreateChildChunkResponseObject, error) {
-	svc, actor, err := s.documentsFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if req.Body == nil {
 		return nil, apperr.InvalidParam("request body is required")
 	}
-	c, err := svc.CreateChildChunk(ctx, actor, req.DatasetId, req.DocumentId, req.SegmentId, req.Body.Content)
+	c, err := s.docs.CreateChildChunk(ctx, actor, req.DatasetId, req.DocumentId, req.SegmentId, req.Body.Content)
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.CreateChildChunk200JSONResponse](map[string]any{"data": c})
+	return gen.CreateChildChunk200JSONResponse{Data: wireChild(*c)}, nil
 }
 
 // GetChildChunks serves GET /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks.
 func (s *Server) GetChildChunks(ctx context.Context, req gen.GetChildChunksRequestObject) (gen.GetChildChunksResponseObject, error) {
-	svc, actor, err := s.documentsFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -138,36 +138,36 @@ func (s *Server) GetChildChunks(ctx context.Context, req gen.GetChildChunksReque
 	if req.Params.Keyword != nil {
 		keyword = *req.Params.Keyword
 	}
-	out, err := svc.ListChildChunks(ctx, actor, req.DatasetId, req.DocumentId, req.SegmentId, page, limit, keyword)
+	out, err := s.docs.ListChildChunks(ctx, actor, req.DatasetId, req.DocumentId, req.SegmentId, page, limit, keyword)
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.GetChildChunks200JSONResponse](out)
+	return gen.GetChildChunks200JSONResponse(wireChildPage(out)), nil
 }
 
 // UpdateChildChunk serves PATCH /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks/{child_chunk_id}.
 func (s *Server) UpdateChildChunk(ctx context.Context, req gen.UpdateChildChunkRequestObject) (gen.UpdateChildChunkResponseObject, error) {
-	svc, actor, err := s.documentsFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if req.Body == nil {
 		return nil, apperr.InvalidParam("request body is required")
 	}
-	c, err := svc.UpdateChildChunk(ctx, actor, req.DatasetId, req.DocumentId, req.SegmentId, req.ChildChunkId, req.Body.Content)
+	c, err := s.docs.UpdateChildChunk(ctx, actor, req.DatasetId, req.DocumentId, req.SegmentId, req.ChildChunkId, req.Body.Content)
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.UpdateChildChunk200JSONResponse](map[string]any{"data": c})
+	return gen.UpdateChildChunk200JSONResponse{Data: wireChild(*c)}, nil
 }
 
 // DeleteChildChunk serves DELETE /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks/{child_chunk_id}.
 func (s *Server) DeleteChildChunk(ctx context.Context, req gen.DeleteChildChunkRequestObject) (gen.DeleteChildChunkResponseObject, error) {
-	svc, actor, err := s.documentsFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := svc.DeleteChildChunk(ctx, actor, req.DatasetId, req.DocumentId, req.SegmentId, req.ChildChunkId); err != nil {
+	if err := s.docs.DeleteChildChunk(ctx, actor, req.DatasetId, req.DocumentId, req.SegmentId, req.ChildChunkId); err != nil {
 		return nil, err
 	}
 	return gen.DeleteChildChunk204Response{}, nil

@@ -5,6 +5,7 @@
 package handlers
 
 import (
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -28,11 +29,12 @@ import (
 	"appkb/internal/conversation/files"
 	"appkb/internal/knowledge/datasets"
 	"appkb/internal/knowledge/documents"
+	"appkb/internal/knowledge/pipeline"
 	"appkb/internal/knowledge/retrieval"
 	"appkb/internal/llm"
 	"appkb/internal/platform/cachever"
 	"appkb/internal/platform/cluster"
-	"appkb/internal/platform/groupcommit"
+	"appkb/internal/platform/netguard"
 	"appkb/internal/run/chat"
 	"appkb/internal/run/flows"
 	"appkb/internal/run/tools"
@@ -45,7 +47,11 @@ const basePath = "/v1"
 // MaxBodySize bounds request bodies, uploads included.
 const MaxBodySize = "64M"
 
-// Deps is what the HTTP layer needs from the rest of the program.
+// Deps is the configuration of one process's service graph: the wiring
+// (internal/wiring) builds every service from it, once, and NewServer
+// reads the HTTP side (logger, spec, version, pings, Ops, Limits, Admin)
+// and the finished Services. serve fills it from the command line, tests
+// by hand.
 type Deps struct {
 	DB     *gorm.DB
 	Logger *slog.Logger
@@ -64,13 +70,14 @@ type Deps struct {
 	// FetchAllow lists address ranges that remote files may be fetched from
 	// although the SSRF guard refuses them otherwise (loopback, private…).
 	FetchAllow []netip.Prefix
+	// Guard is the one SSRF guard of the process, shared with the tools
+	// and the python sandbox; nil makes one from FetchAllow.
+	Guard *netguard.Guard
 	// ChatModels, when set, replaces Models as the source of chat models
 	// for chat and completion apps (tests put slow or failing fakes here).
 	ChatModels chat.Models
-	// Services are the domain services behind the routes. main builds
-	// them (NewServices) and owns their background workers; when nil,
-	// NewServer builds its own, whose workers are not started (paused
-	// runs still resume when their forms are answered).
+	// Services are the finished domain services behind the routes, built
+	// by internal/wiring; NewServer refuses to run without them.
 	Services *Services
 	// Python runs the python3 code nodes of workflows; when nil those
 	// nodes fail with an error saying the sandbox is missing.
@@ -97,7 +104,6 @@ const DefaultPingInterval = 10 * time.Second
 
 // Server implements every operation of the API.
 type Server struct {
-	db      *gorm.DB
 	dataDir string
 	version string
 	apps    *apps.Store
@@ -115,11 +121,13 @@ type Server struct {
 	annotations *annotations.Service
 	// speech is speech to text and text to speech.
 	speech *audio.Service
-	// Stores and services without background work, built once.
-	convs   *conversations.Store
-	users   *endusers.Store
-	uploads *files.Store
-	docs    *documents.Service
+	// Stores and services without background work.
+	convs     *conversations.Store
+	users     *endusers.Store
+	uploads   *files.Store
+	kb        *datasets.Store
+	docs      *documents.Service
+	pipelines *pipeline.Service
 	// links signs the download links of document files.
 	links *documents.LinkSigner
 	// previews signs the preview links of uploaded files that messages
@@ -133,64 +141,39 @@ type Server struct {
 	// maxText bounds the text of each message of a chat completion
 	// (Limits.MaxText).
 	maxText int
-	// fetchAllow lists address ranges that the network guard lets
-	// knowledge pipelines fetch web pages from (Deps.FetchAllow).
-	fetchAllow []netip.Prefix
 }
 
-// Services are the long-lived domain services the routes call, built
-// once per process. Flows and Annotations have background workers
-// (Start/Stop) that the caller owns.
+// Services are the finished domain services and stores the routes call,
+// built once per process by the wiring (internal/wiring), each with its
+// dependencies. The HTTP layer builds none of its own. Flows and
+// Annotations have background workers (Start/Stop) that the application
+// owns.
 type Services struct {
+	Apps      *apps.Store
+	Keys      *apikeys.Store
+	Snapshots *cachever.Snapshots
+	// Knowledge holds the knowledge bases, their tags and metadata fields.
+	Knowledge *datasets.Store
+	// Documents holds documents and chunks and queues their indexing.
+	Documents *documents.Service
+	Pipelines *pipeline.Service
+	// Conversations and EndUsers are read by the conversation operations.
+	Conversations *conversations.Store
+	EndUsers      *endusers.Store
+	// Uploads keeps uploaded files and fetches remote ones.
+	Uploads     *files.Store
 	Chat        *chat.Service
 	Flows       *flows.Service
 	Annotations *annotations.Service
 	Search      *retrieval.Service
 	Speech      *audio.Service
-	// Uploads keeps uploaded files and fetches remote ones.
-	Uploads *files.Store
-}
-
-// NewServices builds the domain services over d.
-func NewServices(d Deps) *Services {
-	log := d.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	ann := annotations.NewService(d.DB, d.Models)
-	ann.Log = log
-	uploads := remoteFiles(d)
-	// One queue batches the rows of every answer and workflow run.
-	commits := groupcommit.New(d.DB)
-	chatCfg := chat.Config{
-		DB:              d.DB,
-		Commits:         commits,
-		Models:          d.ChatModels,
-		Logger:          log,
-		MatchAnnotation: ann.Match,
-		ResolveFiles:    flows.AttachedFiles(uploads),
-		Tools:           d.Tools,
-		Files:           uploads,
-	}
-	if chatCfg.Models == nil && d.Models != nil {
-		chatCfg.Models = d.Models
-	}
-	// One retrieval service serves the retrieve operation, chat apps and the
-	// knowledge-retrieval nodes of workflows.
-	search := retrieval.New(d.DB, d.Models)
-	chatCfg.Retrieve = search.ForApp
-	chatSvc := chat.New(chatCfg)
-	fl := flows.New(flows.Config{
-		DB: d.DB, Chat: chatSvc, Models: chatCfg.Models, Speech: d.Models,
-		Retriever: retrieval.WorkflowRetriever{Service: search}, Files: uploads,
-		HTTPGuard: &files.Guard{Allow: d.FetchAllow}, Python: d.Python, Logger: log, Tools: d.Tools,
-		Bus: d.Bus, Commits: commits,
-	})
-	if d.Tools != nil {
-		// Workflow tools run other imported workflow apps.
-		d.Tools.SetWorkflows(workflow.AppRunner(apps.NewStore(d.DB), fl.ToolEngine))
-	}
-	return &Services{Chat: chatSvc, Flows: fl, Annotations: ann, Search: search, Speech: audio.NewService(d.DB, d.Models), Uploads: uploads}
+	// Links and Previews sign the download links of document files and
+	// the preview links of uploads.
+	Links    *documents.LinkSigner
+	Previews *files.PreviewSigner
+	// Admin does the admin API's operations; served only when
+	// Admin.Token is set.
+	Admin *admin.Service
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -201,9 +184,14 @@ var _ gen.StrictServerInterface = (*Server)(nil)
 // hundreds) shares it as the requests of one server do.
 var parsedSpec = sync.OnceValues(gen.GetSpec)
 
-// NewServer builds the complete HTTP server: middleware, validation,
+// NewServer builds the complete HTTP server over finished services
+// (d.Services, see internal/wiring): middleware, validation,
 // authentication and all routes. main and the tests use the same function.
 func NewServer(d Deps) (*echo.Echo, error) {
+	svc := d.Services
+	if svc == nil {
+		return nil, errors.New("handlers: Deps.Services is nil; build the services with internal/wiring")
+	}
 	log := d.Logger
 	if log == nil {
 		log = slog.Default()
@@ -212,14 +200,14 @@ func NewServer(d Deps) (*echo.Echo, error) {
 	if err != nil {
 		return nil, err
 	}
-	validator, err := newRequestValidator(spec, apikeys.NewStore(d.DB), cachever.NewSnapshots(d.DB))
+	validator, err := newRequestValidator(spec, svc.Keys, svc.Snapshots)
 	if err != nil {
 		return nil, err
 	}
 	validator.maxText = d.Limits.MaxText
 	validator.adminToken = d.Admin.Token
 	if d.Admin.Scenarios != nil {
-		validator.scenarioApps = apps.NewStore(d.DB)
+		validator.scenarioApps = svc.Apps
 	}
 
 	e := echo.New()
@@ -249,30 +237,19 @@ func NewServer(d Deps) (*echo.Echo, error) {
 		return c.Blob(http.StatusOK, "application/yaml", d.SpecYAML)
 	})
 
-	svc := d.Services
-	if svc == nil {
-		svc = NewServices(d)
-	}
-	srv := &Server{db: d.DB, dataDir: d.DataDir, version: d.Version, apps: apps.NewStore(d.DB), models: d.Models, log: log,
-		pingInterval: d.PingInterval, fetchAllow: d.FetchAllow, maxText: d.Limits.MaxText, chat: svc.Chat, search: svc.Search, flows: svc.Flows,
+	srv := &Server{dataDir: d.DataDir, version: d.Version, apps: svc.Apps, models: d.Models, log: log,
+		pingInterval: d.PingInterval, maxText: d.Limits.MaxText, chat: svc.Chat, search: svc.Search, flows: svc.Flows,
 		annotations: svc.Annotations, speech: svc.Speech, uploads: svc.Uploads,
-		convs: conversations.NewStore(d.DB), users: endusers.NewStore(d.DB),
-		docs: documents.NewService(d.DB, d.Models, d.DataDir)}
-	srv.journal, srv.scenarios = d.Admin.Journal, d.Admin.Scenarios
+		convs: svc.Conversations, users: svc.EndUsers, kb: svc.Knowledge, docs: svc.Documents, pipelines: svc.Pipelines,
+		links: svc.Links, previews: svc.Previews, journal: d.Admin.Journal, scenarios: d.Admin.Scenarios}
 	if d.Admin.Token != "" {
 		srv.admin = d.Admin.Service
 		if srv.admin == nil {
-			srv.admin = admin.New(d.DB, srv.apps, apikeys.NewStore(d.DB), datasets.NewStore(d.DB, d.Models), srv.docs)
+			srv.admin = svc.Admin
 		}
 	}
 	if srv.pingInterval <= 0 {
 		srv.pingInterval = DefaultPingInterval
-	}
-	if srv.links, err = documents.NewLinkSigner(); err != nil {
-		return nil, err
-	}
-	if srv.previews, err = files.NewPreviewSigner(); err != nil {
-		return nil, err
 	}
 
 	// Signed download links of knowledge documents (outside /v1: the link
@@ -287,14 +264,6 @@ func NewServer(d Deps) (*echo.Echo, error) {
 	// admin operations under /admin/v1.
 	gen.RegisterHandlers(e.Group(adminBasePath), handler)
 	return e, nil
-}
-
-// remoteFiles is the upload store used for files that messages attach, with
-// the remote-fetch allowlist applied.
-func remoteFiles(d Deps) *files.Store {
-	store := files.NewStore(d.DB, d.DataDir)
-	store.Remote.Allow = d.FetchAllow
-	return store
 }
 
 // api serves every operation through the strict handlers except those

@@ -9,74 +9,59 @@ import (
 
 // CreateKnowledgeTag serves POST /datasets/tags.
 func (s *Server) CreateKnowledgeTag(ctx context.Context, req gen.CreateKnowledgeTagRequestObject) (gen.CreateKnowledgeTagResponseObject, error) {
-	store, actor, err := s.knowledgeFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if req.Body == nil {
 		return nil, apperr.InvalidParam("request body is required")
 	}
-	tag, err := store.CreateTag(ctx, actor, req.Body.Name)
+	tag, err := s.kb.CreateTag(ctx, actor, req.Body.Name)
 	if err != nil {
 		return nil, err
 	}
-	out, err := toWire[gen.KnowledgeTag](tag)
-	if err != nil {
-		return nil, err
-	}
-	return gen.CreateKnowledgeTag200JSONResponse(out), nil
+	return gen.CreateKnowledgeTag200JSONResponse(wireTag(tag)), nil
 }
 
 // GetKnowledgeTags serves GET /datasets/tags: every tag with its binding count.
 func (s *Server) GetKnowledgeTags(ctx context.Context, _ gen.GetKnowledgeTagsRequestObject) (gen.GetKnowledgeTagsResponseObject, error) {
-	store, actor, err := s.knowledgeFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
-	tags, err := store.ListTags(ctx, actor)
+	tags, err := s.kb.ListTags(ctx, actor)
 	if err != nil {
 		return nil, err
 	}
-	out, err := toWire[[]gen.KnowledgeTag](tags)
-	if err != nil {
-		return nil, err
-	}
-	if out == nil {
-		out = []gen.KnowledgeTag{}
-	}
-	return gen.GetKnowledgeTags200JSONResponse(out), nil
+	return gen.GetKnowledgeTags200JSONResponse(wireTags(tags)), nil
 }
 
 // UpdateKnowledgeTag serves PATCH /datasets/tags: renames a tag.
 func (s *Server) UpdateKnowledgeTag(ctx context.Context, req gen.UpdateKnowledgeTagRequestObject) (gen.UpdateKnowledgeTagResponseObject, error) {
-	store, actor, err := s.knowledgeFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if req.Body == nil {
 		return nil, apperr.InvalidParam("request body is required")
 	}
-	tag, err := store.RenameTag(ctx, actor, req.Body.TagId, req.Body.Name)
+	tag, err := s.kb.RenameTag(ctx, actor, req.Body.TagId, req.Body.Name)
 	if err != nil {
 		return nil, err
 	}
-	out, err := toWire[gen.KnowledgeTag](tag)
-	if err != nil {
-		return nil, err
-	}
-	return gen.UpdateKnowledgeTag200JSONResponse(out), nil
+	return gen.UpdateKnowledgeTag200JSONResponse(wireTag(tag)), nil
 }
 
 // DeleteKnowledgeTag serves DELETE /datasets/tags.
 func (s *Server) DeleteKnowledgeTag(ctx context.Context, req gen.DeleteKnowledgeTagRequestObject) (gen.DeleteKnowledgeTagResponseObject, error) {
-	store, actor, err := s.knowledgeFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if req.Body == nil {
 		return nil, apperr.InvalidParam("request body is required")
 	}
-	if err := store.DeleteTag(ctx, actor, req.Body.TagId); err != nil {
+	if err := s.kb.DeleteTag(ctx, actor, req.Body.TagId); err != nil {
 		return nil, err
 	}
 	return gen.DeleteKnowledgeTag204Response{}, nil
@@ -84,14 +69,14 @@ func (s *Server) DeleteKnowledgeTag(ctx context.Context, req gen.DeleteKnowledge
 
 // BindTagsToDataset serves POST /datasets/tags/binding.
 func (s *Server) BindTagsToDataset(ctx context.Context, req gen.BindTagsToDatasetRequestObject) (gen.BindTagsToDatasetResponseObject, error) {
-	store, actor, err := s.knowledgeFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if req.Body == nil {
 		return nil, apperr.InvalidParam("request body is required")
 	}
-	if err := store.BindTags(ctx, actor, req.Body.TargetId, req.Body.TagIds); err != nil {
+	if err := s.kb.BindTags(ctx, actor, req.Body.TargetId, req.Body.TagIds); err != nil {
 		return nil, err
 	}
 	return gen.BindTagsToDataset204Response{}, nil
@@ -100,7 +85,7 @@ func (s *Server) BindTagsToDataset(ctx context.Context, req gen.BindTagsToDatase
 // UnbindTagFromDataset serves POST /datasets/tags/unbinding; the older
 // single tag_id counts as a one-element tag_ids.
 func (s *Server) UnbindTagFromDataset(ctx context.Context, req gen.UnbindTagFromDatasetRequestObject) (gen.UnbindTagFromDatasetResponseObject, error) {
-	store, actor, err := s.knowledgeFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +101,7 @@ func (s *Server) UnbindTagFromDataset(ctx context.Context, req gen.UnbindTagFrom
 	if b.TagId != nil {
 		ids = append(ids, *b.TagId)
 	}
-	if err := store.UnbindTags(ctx, actor, b.TargetId, ids); err != nil {
+	if err := s.kb.UnbindTags(ctx, actor, b.TargetId, ids); err != nil {
 		return nil, err
 	}
 	return gen.UnbindTagFromDataset204Response{}, nil
@@ -124,21 +109,15 @@ func (s *Server) UnbindTagFromDataset(ctx context.Context, req gen.UnbindTagFrom
 
 // QueryDatasetTags serves GET /datasets/{dataset_id}/tags.
 func (s *Server) QueryDatasetTags(ctx context.Context, req gen.QueryDatasetTagsRequestObject) (gen.QueryDatasetTagsResponseObject, error) {
-	store, actor, err := s.knowledgeFor(ctx)
+	actor, err := s.actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
-	tags, err := store.DatasetTags(ctx, actor, req.DatasetId)
+	tags, err := s.kb.DatasetTags(ctx, actor, req.DatasetId)
 	if err != nil {
 		return nil, err
 	}
-	data, err := toWire[[]gen.DatasetTagRef](tags)
-	if err != nil {
-		return nil, err
-	}
-	if data == nil {
-		data = []gen.DatasetTagRef{}
-	}
+	data := wireTagRefs(tags)
 	total := len(data)
 	return gen.QueryDatasetTags200JSONResponse{Data: &data, Total: &total}, nil
 }

@@ -11,9 +11,9 @@ import (
 	"appkb/db"
 	"appkb/handlers"
 	"appkb/internal/knowledge/documents"
-	"appkb/internal/platform/cluster"
 	"appkb/internal/run/chat"
 	"appkb/internal/run/codeworker"
+	"appkb/internal/wiring"
 )
 
 // worker is a piece of background work the application owns.
@@ -47,36 +47,21 @@ type namedWorker struct {
 // shutdownGrace bounds how long a stop waits for requests in flight.
 const shutdownGrace = 15 * time.Second
 
-// newApplication builds the server and its workers over gdb: the replica
-// registry (idx.Replica, made if nil), the bus to the other replicas, the
-// indexing queue, annotation reply jobs, and the resumer of paused
-// workflow runs (which also times out their forms).
-func newApplication(deps handlers.Deps, idx documents.Config) (*application, error) {
+// newApplication puts the finished graph g (internal/wiring) to work:
+// the replica's sweeps, then the workers in their start order: database
+// checkpoints, the replica registry, the bus to the other replicas, the
+// indexing queue (idx), annotation reply jobs, the python sandboxes, the
+// code workers and the resumer of paused workflow runs (which also times
+// out their forms).
+func newApplication(g *wiring.Graph, deps handlers.Deps, idx documents.Config) *application {
 	log := deps.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	if deps.Bus == nil {
-		deps.Bus = cluster.NewBus(deps.DB, log)
-	}
-	svc := handlers.NewServices(deps)
-	deps.Services = svc
-	e, err := handlers.NewServer(deps)
-	if err != nil {
-		return nil, err
-	}
-	rep := idx.Replica
-	if rep == nil {
-		rep = cluster.NewReplica(deps.DB)
-		rep.Log = log
-		idx.Replica = rep
-	}
-	// Work this process takes on carries its replica id; on a shared
-	// database the replica's sweeps close the runs and streams of replicas
-	// that died (the workers take over their jobs themselves).
-	svc.Chat.SetReplica(rep)
-	svc.Flows.Runs().SetReplica(rep)
-	svc.Annotations.Replica = rep
+	svc, rep := g.Services, g.Replica
+	// On a shared database the replica's sweeps close the runs and
+	// streams of replicas that died (the workers take over their jobs
+	// themselves).
 	rep.OnSweep("workflow runs", func(ctx context.Context) (int64, error) {
 		return svc.Flows.Runs().CloseInterrupted(ctx, rep)
 	})
@@ -114,9 +99,9 @@ func newApplication(deps handlers.Deps, idx documents.Config) (*application, err
 	workers = append(workers, namedWorker{"workflow resumer", svc.Flows})
 	return &application{
 		log:     log,
-		http:    &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second},
+		http:    &http.Server{Handler: g.Server, ReadHeaderTimeout: 10 * time.Second},
 		workers: workers,
-	}, nil
+	}
 }
 
 // run serves on ln until ctx ends or the listener fails, then shuts down

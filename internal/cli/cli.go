@@ -23,12 +23,10 @@ import (
 
 	"appkb/db"
 	"appkb/handlers"
-	"appkb/internal/admin"
 	"appkb/internal/apps"
 	"appkb/internal/apps/apikeys"
 	"appkb/internal/cli/backup"
 	"appkb/internal/cli/demo"
-	"appkb/internal/knowledge/datasets"
 	"appkb/internal/knowledge/documents"
 	"appkb/internal/llm"
 	"appkb/internal/platform/cluster"
@@ -38,6 +36,7 @@ import (
 	"appkb/internal/run/tools"
 	"appkb/internal/run/workflow"
 	"appkb/internal/run/workflowruns"
+	"appkb/internal/wiring"
 )
 
 // specYAML is the hand-written openapi.yaml, embedded by the root main package
@@ -137,14 +136,12 @@ func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) er
 		env.log = l
 		slog.SetDefault(l)
 	}
-	if cmd.name == "serve" {
-		if err := applyEnv(fs, setFlags, os.Getenv); err != nil {
-			var ue *usageError
-			if errors.As(err, &ue) {
-				ue.printUsage = cmdUsage
-			}
-			return err
+	if err := applyEnv(fs, setFlags, os.Getenv); err != nil {
+		var ue *usageError
+		if errors.As(err, &ue) {
+			ue.printUsage = cmdUsage
 		}
+		return err
 	}
 	if cmd.sqliteOnly && os.Getenv("APPKB_DATABASE_URL") != "" {
 		return fmt.Errorf("%s works on a SQLite data directory, but APPKB_DATABASE_URL names a PostgreSQL database; back that up with pg_dump (or unset the variable)", cmd.name)
@@ -171,16 +168,9 @@ func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) er
 func commandFlags(cmd *command, env *cmdEnv) (fs *flag.FlagSet, logLevel, logFormat *string, runCmd func(context.Context) error) {
 	fs = flag.NewFlagSet("appkb "+cmd.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	if !cmd.noDataDir {
-		fs.StringVar(&env.dataDir, "data-dir", envOr("APPKB_DATA_DIR", "./data"), "data directory (env APPKB_DATA_DIR)")
-		if !cmd.sqliteOnly {
-			fs.StringVar(&env.databaseURL, "database-url", os.Getenv("APPKB_DATABASE_URL"),
-				"postgres:// URL of a shared PostgreSQL database; empty keeps SQLite in --data-dir (env APPKB_DATABASE_URL)")
-		}
-	}
-	logLevel = fs.String("log-level", envOr("APPKB_LOG_LEVEL", "info"), "log level: debug, info, warn or error (env APPKB_LOG_LEVEL)")
-	logFormat = fs.String("log-format", envOr("APPKB_LOG_FORMAT", "text"), "log format: text or json (env APPKB_LOG_FORMAT)")
-	return fs, logLevel, logFormat, cmd.setup(fs, env)
+	common := &commonOptions{}
+	define(fs, commonTable(cmd.noDataDir, cmd.sqliteOnly, env, common))
+	return fs, &common.logLevel, &common.logFormat, cmd.setup(fs, env)
 }
 
 // usageError is a command line that cannot be run as given.
@@ -384,52 +374,35 @@ var commands = []command{
 }
 
 func setupServe(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
-	addr := fs.String("addr", envOr("APPKB_ADDR", "127.0.0.1:5001"), "listen address (env APPKB_ADDR)")
-	withDemo := fs.Bool("demo", false, "install the demo apps and knowledge base (first start only) and print fresh keys for them")
-	providers := fs.String("providers", os.Getenv("APPKB_PROVIDERS"), "model providers file, YAML; see internal/llm/providers.example.yaml (env APPKB_PROVIDERS)")
-	fallback := fs.Bool("fallback-builtin", envBool("APPKB_FALLBACK_BUILTIN"),
-		"answer with the built-in offline model when an app's provider is not configured,\ninstead of failing with provider_not_initialize (env APPKB_FALLBACK_BUILTIN=1)")
+	o := &serveOptions{}
+	define(fs, serveTable(o))
 	fs.Bool("strict-providers", true, "obsolete and hidden: unconfigured providers fail unless --fallback-builtin")
 	printCfg := fs.Bool("print-config", false, "print the value every flag takes (from the command line, the environment or its default), secrets masked, and exit")
-	fetchAllow := fs.String("fetch-allow", os.Getenv("APPKB_FETCH_ALLOW"),
-		"comma-separated address ranges (CIDR or IP) that remote files may come from although they are\nprivate or loopback (env APPKB_FETCH_ALLOW)")
-	corsOrigins := fs.String("cors-origins", os.Getenv("APPKB_CORS_ORIGINS"),
-		"comma-separated browser origins allowed to call /v1, or * for any (env APPKB_CORS_ORIGINS)")
-	rateLimit := fs.Float64("rate-limit", envFloat("APPKB_RATE_LIMIT"), "requests per second each API key may send; 0 means no limit (env APPKB_RATE_LIMIT)")
-	rateBurst := fs.Int("rate-burst", int(envFloat("APPKB_RATE_BURST")), "requests a key may send at once above --rate-limit; 0 means the rate rounded up (env APPKB_RATE_BURST)")
-	metricsToken := fs.String("metrics-token", os.Getenv("APPKB_METRICS_TOKEN"), "bearer token GET /metrics requires; empty leaves it open (env APPKB_METRICS_TOKEN)")
-	toolsFile := fs.String("tools", os.Getenv("APPKB_TOOLS"),
-		"tools file, YAML: maps the tool providers apps name to MCP servers, OpenAPI schemas, workflow apps or built-in tools; see internal/run/tools/tools.example.yaml (env APPKB_TOOLS)")
-	codeNetwork := fs.Bool("code-network", envBool("APPKB_CODE_NETWORK"),
-		"let python3 code nodes make HTTP(S) requests, only through the SSRF guard and --fetch-allow (env APPKB_CODE_NETWORK=1)")
-	codeWarm := fs.Int("code-warm", envInt("APPKB_CODE_WARM", sandbox.DefaultWarm),
-		"python3 sandboxes kept started ahead of the code nodes that will use them; 0 starts each when its node runs (env APPKB_CODE_WARM)")
-	limits := addLimitFlags(fs)
 	double := addDoubleFlags(fs)
 	return func(ctx context.Context) error {
 		if *printCfg {
 			printConfig(env.out, fs)
 			return nil
 		}
-		registry, err := llm.Load(*providers, os.Getenv, !*fallback)
+		registry, err := llm.Load(o.providers, os.Getenv, !o.fallback)
 		if err != nil {
 			return fmt.Errorf("providers: %w", err)
 		}
-		allow, err := parsePrefixes(*fetchAllow)
+		allow, err := parsePrefixes(o.fetchAllow)
 		if err != nil {
 			return usagef("--fetch-allow: %v", err)
 		}
-		if *rateLimit < 0 || *rateBurst < 0 {
+		if o.rateLimit < 0 || o.rateBurst < 0 {
 			return usagef("--rate-limit and --rate-burst must not be negative")
 		}
-		if *codeWarm < 0 {
+		if o.codeWarm < 0 {
 			return usagef("--code-warm must not be negative")
 		}
 		if err := double.check(env.databaseURL); err != nil {
 			return err
 		}
-		cfg := serveConfig{dataDir: env.dataDir, databaseURL: env.databaseURL, addr: *addr, demo: *withDemo, models: registry, fetchAllow: allow,
-			fallback: *fallback, ready: &readiness{}, limits: limits, codeNetwork: *codeNetwork, codeWarm: *codeWarm, double: double}
+		cfg := serveConfig{dataDir: env.dataDir, databaseURL: env.databaseURL, addr: o.addr, demo: o.demo, models: registry, fetchAllow: allow,
+			fallback: o.fallback, ready: &readiness{}, limits: &o.limits, codeNetwork: o.codeNetwork, codeWarm: o.codeWarm, double: double}
 		if double.ephemeral {
 			dir, err := os.MkdirTemp("", "appkb-ephemeral-")
 			if err != nil {
@@ -438,13 +411,16 @@ func setupServe(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
 			defer os.RemoveAll(dir)
 			cfg.dataDir = dir
 		}
-		toolsCfg, err := tools.LoadConfig(*toolsFile, os.Getenv)
+		toolsCfg, err := tools.LoadConfig(o.tools, os.Getenv)
 		if err != nil {
 			return fmt.Errorf("--tools: %w", err)
 		}
-		cfg.tools = tools.NewRegistry(toolsCfg, &netguard.Guard{Allow: allow})
-		cfg.ops = handlers.Ops{CORSOrigins: splitList(*corsOrigins), RateLimit: *rateLimit, RateBurst: *rateBurst,
-			MetricsToken: *metricsToken, Ready: cfg.ready.checks()}
+		// The one SSRF guard: tools, python code and the server's own
+		// fetches (remote files, http-request nodes, pipelines) share it.
+		cfg.guard = &netguard.Guard{Allow: allow}
+		cfg.tools = tools.NewRegistry(toolsCfg, cfg.guard)
+		cfg.ops = handlers.Ops{CORSOrigins: splitList(o.corsOrigins), RateLimit: o.rateLimit, RateBurst: o.rateBurst,
+			MetricsToken: o.metricsToken, Ready: cfg.ready.checks()}
 		return serve(ctx, cfg, env.out, env.log)
 	}
 }
@@ -489,10 +465,11 @@ type serveConfig struct {
 	demo          bool
 	models        *llm.Registry
 	fetchAllow    []netip.Prefix
-	fallback      bool         // unconfigured providers use the builtin model
-	ops           handlers.Ops // probes, metrics, CORS, rate limits
+	guard         *netguard.Guard // made from fetchAllow when nil
+	fallback      bool            // unconfigured providers use the builtin model
+	ops           handlers.Ops    // probes, metrics, CORS, rate limits
 	ready         *readiness
-	limits        *limitFlags // connections, timeouts, admission, text sizes
+	limits        *limitOptions // connections, timeouts, admission, text sizes
 	tools         *tools.Registry
 	codeNetwork   bool         // python3 code may use the network through the guard
 	codeWarm      int          // python3 sandboxes started ahead (0: none)
@@ -513,7 +490,7 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 	dataDir, addr := cfg.dataDir, cfg.addr
 	// Bind first: a busy port must fail before demo keys are replaced.
 	if cfg.limits == nil {
-		cfg.limits = addLimitFlags(flag.NewFlagSet("", flag.ContinueOnError))
+		cfg.limits = &defaultOptions().limits
 	}
 	ln, maxConns, err := cfg.limits.listen(addr)
 	if err != nil {
@@ -550,14 +527,8 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 	if err != nil {
 		return err
 	}
-	appStore := apps.NewStore(gdb)
-	appStore.Check = workflow.Check
-	adminCfg.Service = admin.New(gdb, appStore, apikeys.NewStore(gdb), datasets.NewStore(gdb, cfg.models), documents.NewService(gdb, cfg.models, dataDir))
-	var seed *seeded
-	if cfg.double.seed != "" {
-		if seed, err = seedFrom(ctx, adminCfg.Service, cfg.double.seed); err != nil {
-			return err
-		}
+	if cfg.guard == nil {
+		cfg.guard = &netguard.Guard{Allow: cfg.fetchAllow}
 	}
 
 	// This process in the registry of replicas sharing the database; it
@@ -590,8 +561,9 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 		llm.LoadTokenizer()
 	}()
 
-	deps := handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, Version: version, Models: cfg.models, DataDir: dataDir, FetchAllow: cfg.fetchAllow, Ops: cfg.ops, Tools: cfg.tools,
-		Limits: cfg.limits.handlerLimits(), Admin: adminCfg}
+	deps := handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, Version: version, Models: cfg.models, DataDir: dataDir,
+		FetchAllow: cfg.fetchAllow, Guard: cfg.guard, Ops: cfg.ops, Tools: cfg.tools,
+		Limits: cfg.limits.handlerLimits(), Admin: adminCfg, Bus: cluster.NewBus(gdb, log)}
 	// python3 code nodes run in a bubblewrap sandbox; without one they fail
 	// with an error saying so, never unsandboxed.
 	pyCfg := sandbox.Config{Warm: cfg.codeWarm}
@@ -599,19 +571,27 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 		pyCfg.Warm = -1 // the sandbox's zero means its default
 	}
 	if cfg.codeNetwork {
-		pyCfg.Network = &netguard.Guard{Allow: cfg.fetchAllow}
+		pyCfg.Network = cfg.guard
 	}
 	if py, err := sandbox.NewPython(pyCfg); err != nil {
 		log.Warn("python3 code nodes are unavailable", "err", err)
 	} else {
 		deps.Python = py
 	}
-	// Documents are indexed in the background; jobs a previous run left
-	// unfinished are picked up again when the worker starts.
-	app, err := newApplication(deps, documents.Config{DB: gdb, Models: cfg.models, DataDir: dataDir, Logger: log, Replica: replica})
+	// Every service, once, each with its dependencies.
+	graph, err := wiring.Build(deps, replica)
 	if err != nil {
 		return err
 	}
+	var seed *seeded
+	if cfg.double.seed != "" {
+		if seed, err = seedFrom(ctx, graph.Services.Admin, cfg.double.seed); err != nil {
+			return err
+		}
+	}
+	// Documents are indexed in the background; jobs a previous run left
+	// unfinished are picked up again when the worker starts.
+	app := newApplication(graph, deps, documents.Config{DB: gdb, Models: cfg.models, DataDir: dataDir, Logger: log, Replica: replica})
 	cfg.limits.configure(app.http)
 	app.started = func() {
 		if cfg.double.keysOut != "" {

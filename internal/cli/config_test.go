@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Every serve flag has an environment variable, named in serve --help and
@@ -133,4 +135,69 @@ func TestServeEnvAndPrintConfig(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Every row of the table with a field is filled from its variable, and the
+// flag it defines starts at the row's default; --print-config shows both.
+func TestEveryTableRowReadsItsVariable(t *testing.T) {
+	sample := func(field any) (string, string) { // value to set, as printed
+		switch field.(type) {
+		case *string:
+			return "v-x", "v-x"
+		case *bool:
+			return "1", "true"
+		case *int:
+			return "7", "7"
+		case *float64:
+			return "2.5", "2.5"
+		case *time.Duration:
+			return "3s", "3s"
+		}
+		t.Fatalf("field of type %T", field)
+		return "", ""
+	}
+	for _, row := range serveEnv {
+		if row.field == nil || row.flag == "database-url" || row.flag == "data-dir" || row.flag == "log-level" || row.flag == "log-format" {
+			continue // the stand-in's rows, and those a value would break
+		}
+		t.Run(row.flag, func(t *testing.T) {
+			for _, e := range serveEnv {
+				t.Setenv(e.env, "")
+			}
+			def, err := runCLI(t, "serve", "--data-dir", t.TempDir(), "--print-config")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := printed(def, row.flag); got != fmt.Sprint(row.def) && !(row.def == "" && got == "") {
+				if d, ok := row.def.(time.Duration); !ok || got != d.String() {
+					t.Errorf("default --%s = %q, want %v", row.flag, got, row.def)
+				}
+			}
+			set, want := sample(row.field)
+			t.Setenv(row.env, set)
+			out, err := runCLI(t, "serve", "--data-dir", t.TempDir(), "--print-config")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if row.secret {
+				want = "****"
+			}
+			if got := printed(out, row.flag); got != want {
+				t.Errorf("%s=%s: --%s = %q, want %q", row.env, set, row.flag, got, want)
+			}
+		})
+	}
+}
+
+// printed is the value --print-config shows for flag name.
+func printed(out, name string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 0 && f[0] == name {
+			if len(f) >= 3 && f[1] != "(env" {
+				return f[1]
+			}
+			return ""
+		}
+	}
+	return "<missing>"
 }

@@ -143,11 +143,6 @@ func envInt(name string, def int) int {
 	return v
 }
 
-func envFloat(name string) float64 {
-	v, _ := strconv.ParseFloat(strings.TrimSpace(os.Getenv(name)), 64)
-	return v
-}
-
 // splitList reads a comma-separated list, dropping empty items.
 func splitList(s string) []string {
 	var out []string

@@ -17,11 +17,6 @@ import (
 // off because the server stopped while writing it.
 const InterruptedError = "interrupted: the server stopped before the answer was complete"
 
-// SetReplica makes the messages this service streams carry r's id, so
-// that other replicas leave them alone while r is alive (see
-// CloseInterrupted). Call it before the service serves any request.
-func (s *Service) SetReplica(r *cluster.Replica) { s.replica = r }
-
 // CloseInterrupted marks as failed the messages still being written that
 // nobody writes any more, keeping the part of the answer that was stored,
 // and returns how many it closed. Alone on its database (r nil, or

@@ -103,6 +103,9 @@ type Config struct {
 	// Files keeps the files tools make; without it a tool that makes one
 	// fails.
 	Files *files.Store
+	// Replica is the process whose id the streamed messages carry; nil
+	// leaves them without one (a process alone on its database).
+	Replica *cluster.Replica
 }
 
 // Service runs chat and completion apps.
@@ -129,7 +132,7 @@ type Service struct {
 	commits *groupcommit.Queue
 	// background counts work that outlives a request (conversation names).
 	background sync.WaitGroup
-	// replica owns the messages this service streams (see SetReplica).
+	// replica owns the messages this service streams (Config.Replica).
 	replica *cluster.Replica
 }
 
@@ -163,6 +166,7 @@ func New(cfg Config) *Service {
 		cfg:     cfg,
 		tasks:   cfg.Tasks,
 		log:     cfg.Logger,
+		replica: cfg.Replica,
 	}
 }
 

@@ -89,6 +89,9 @@ type Config struct {
 	// queue of their own.
 	Commits *groupcommit.Queue
 	Logger  *slog.Logger
+	// Replica is the process whose id the runs it starts or resumes
+	// carry; nil leaves them without one.
+	Replica *cluster.Replica
 }
 
 // Service starts, follows, stops and resumes runs.
@@ -130,6 +133,9 @@ func New(cfg Config) *Service {
 	runs := workflowruns.New(cfg.DB)
 	if cfg.Commits != nil {
 		runs.ShareCommits(cfg.Commits)
+	}
+	if cfg.Replica != nil {
+		runs.SetReplica(cfg.Replica)
 	}
 	s := &Service{
 		db: cfg.DB, apps: apps.NewStore(cfg.DB), chat: cfg.Chat, tasks: cfg.Chat.Tasks(),

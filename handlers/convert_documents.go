@@ -1,0 +1,58 @@
+package handlers
+
+import (
+	"appkb/gen"
+	"appkb/internal/knowledge/documents"
+)
+
+// Documents, domain → wire.
+
+// docMetaItem is the element type of gen.Document.DocMetadata (an
+// anonymous struct in the generated code; the alias names the same type).
+type docMetaItem = struct {
+	Id    string  `json:"id"`
+	Name  string  `json:"name"`
+	Type  string  `json:"type"`
+	Value *string `json:"value"`
+}
+
+// mapOrNil points at m, or is nil for a nil map.
+func mapOrNil(m map[string]any) *map[string]any {
+	if m == nil {
+		return nil
+	}
+	return &m
+}
+
+func wireDocument(d *documents.Document) gen.Document {
+	out := gen.Document{Id: d.ID, Position: d.Position, DataSourceType: d.DataSourceType,
+		DataSourceInfo: mapOrNil(d.DataSourceInfo), DataSourceDetailDict: mapOrNil(d.DataSourceDetailDict),
+		DatasetProcessRuleId: d.DatasetProcessRuleID, Name: d.Name, CreatedFrom: d.CreatedFrom, CreatedBy: &d.CreatedBy,
+		CreatedAt: float64(d.CreatedAt), Tokens: &d.Tokens, IndexingStatus: d.IndexingStatus, Error: d.Error,
+		Enabled: d.Enabled, DisabledAt: unixF(d.DisabledAt), DisabledBy: d.DisabledBy, Archived: d.Archived,
+		DisplayStatus: d.DisplayStatus, WordCount: &d.WordCount, HitCount: d.HitCount, DocForm: d.DocForm,
+		SummaryIndexStatus: d.SummaryIndexStatus, NeedSummary: d.NeedSummary}
+	if d.DocMetadata != nil {
+		meta := make([]docMetaItem, len(d.DocMetadata))
+		for i, m := range d.DocMetadata {
+			meta[i] = docMetaItem{Id: m.ID, Name: m.Name, Type: m.Type, Value: m.Value}
+		}
+		out.DocMetadata = &meta
+	}
+	return out
+}
+
+func wireCreated(c *documents.Created) gen.DocumentCreatedResult {
+	return gen.DocumentCreatedResult{Document: wireDocument(&c.Document), Batch: c.Batch}
+}
+
+func wireDocumentPage(p *documents.DocumentPage) gen.DocumentList {
+	out := gen.DocumentList{HasMore: p.HasMore, Limit: p.Limit, Total: p.Total, Page: p.Page}
+	if p.Data != nil {
+		out.Data = make([]gen.Document, len(p.Data))
+		for i := range p.Data {
+			out.Data[i] = wireDocument(&p.Data[i])
+		}
+	}
+	return out
+}

@@ -1,0 +1,126 @@
+package handlers
+
+import (
+	"appkb/gen"
+	"appkb/internal/knowledge/documents"
+	"appkb/internal/knowledge/retrieval"
+)
+
+// Chunks, child chunks and search hits, domain → wire. Each field is
+// copied as the answer has always shown it: times in Unix seconds, text
+// fields the domain keeps as strings sent as strings (never null), lists
+// the domain leaves nil sent as null.
+
+// unixF is a Unix time as the wire's number.
+func unixF(p *int64) *float64 {
+	if p == nil {
+		return nil
+	}
+	v := float64(*p)
+	return &v
+}
+
+// listOrNil points at a copy of list, or is nil for a nil list.
+func listOrNil[T any](list []T) *[]T {
+	if list == nil {
+		return nil
+	}
+	return &list
+}
+
+func wireChild(c documents.ChildChunk) gen.ChildChunk {
+	return gen.ChildChunk{Id: c.ID, SegmentId: c.SegmentID, Content: c.Content, Position: c.Position,
+		WordCount: c.WordCount, Type: c.Type, CreatedAt: float64(c.CreatedAt), UpdatedAt: float64(c.UpdatedAt)}
+}
+
+func wireChildren(list []documents.ChildChunk) []gen.ChildChunk {
+	if list == nil {
+		return nil
+	}
+	out := make([]gen.ChildChunk, len(list))
+	for i, c := range list {
+		out[i] = wireChild(c)
+	}
+	return out
+}
+
+// wireAttachments is the files of a chunk; the domain lists none yet
+// (always an empty list), so only the list itself is carried over.
+func wireAttachments(list []any) *[]gen.SegmentAttachment {
+	if list == nil {
+		return nil
+	}
+	out := make([]gen.SegmentAttachment, 0, len(list))
+	return &out
+}
+
+func wireSegment(s documents.Segment) gen.Segment {
+	var children *[]gen.ChildChunk
+	if s.ChildChunks != nil {
+		list := wireChildren(s.ChildChunks)
+		children = &list
+	}
+	return gen.Segment{
+		Id: s.ID, Position: s.Position, DocumentId: s.DocumentID, Content: s.Content, SignContent: s.SignContent,
+		Answer: &s.Answer, WordCount: s.WordCount, Tokens: s.Tokens, Keywords: listOrNil(s.Keywords),
+		IndexNodeId: &s.IndexNodeID, IndexNodeHash: &s.IndexNodeHash, HitCount: s.HitCount, Enabled: s.Enabled,
+		DisabledAt: unixF(s.DisabledAt), DisabledBy: s.DisabledBy, Status: s.Status, CreatedBy: s.CreatedBy,
+		CreatedAt: float64(s.CreatedAt), UpdatedAt: float64(s.UpdatedAt), UpdatedBy: valueOf(s.UpdatedBy),
+		IndexingAt: unixF(s.IndexingAt), CompletedAt: unixF(s.CompletedAt), Error: s.Error, StoppedAt: unixF(s.StoppedAt),
+		ChildChunks: children, Attachments: wireAttachments(s.Attachments), Summary: s.Summary,
+	}
+}
+
+func wireSegments(list []documents.Segment) []gen.Segment {
+	if list == nil {
+		return nil
+	}
+	out := make([]gen.Segment, len(list))
+	for i, s := range list {
+		out[i] = wireSegment(s)
+	}
+	return out
+}
+
+func wireSegmentList(l *documents.SegmentList) gen.SegmentList {
+	return gen.SegmentList{Data: wireSegments(l.Data), DocForm: l.DocForm, Total: l.Total, HasMore: l.HasMore,
+		Limit: l.Limit, Page: l.Page}
+}
+
+func wireSegmentDetail(d *documents.SegmentDetail) gen.SegmentDetail {
+	return gen.SegmentDetail{Data: wireSegment(d.Data), DocForm: d.DocForm}
+}
+
+func wireChildPage(p *documents.ChildChunkPage) gen.ChildChunkList {
+	return gen.ChildChunkList{Data: wireChildren(p.Data), Total: p.Total, TotalPages: p.TotalPages, Page: p.Page, Limit: p.Limit}
+}
+
+// wireHit is one search hit as the retrieve operation answers it: the
+// chunk with a summary of its document, and the matching child chunks
+// (an empty list, never null, when there are none).
+func wireHit(h retrieval.Hit) gen.RetrieveRecord {
+	s := documents.SegmentView(&h.Segment)
+	score := h.Score
+	files := []gen.SegmentAttachment{}
+	var meta *map[string]any
+	if h.Document.Metadata != nil {
+		m := map[string]any(h.Document.Metadata)
+		meta = &m
+	}
+	rec := gen.RetrieveRecord{Score: &score, Files: &files, ChildChunks: make([]gen.RetrievedChildChunk, len(h.ChildChunks)),
+		Segment: gen.RetrievedSegment{
+			Id: s.ID, Position: s.Position, DocumentId: s.DocumentID, Content: s.Content, SignContent: s.SignContent,
+			Answer: &s.Answer, WordCount: s.WordCount, Tokens: s.Tokens, Keywords: listOrNil(s.Keywords),
+			IndexNodeId: &s.IndexNodeID, IndexNodeHash: &s.IndexNodeHash, HitCount: s.HitCount, Enabled: s.Enabled,
+			DisabledAt: unixF(s.DisabledAt), DisabledBy: s.DisabledBy, Status: s.Status, CreatedBy: s.CreatedBy,
+			CreatedAt: float64(s.CreatedAt), IndexingAt: unixF(s.IndexingAt), CompletedAt: unixF(s.CompletedAt),
+			Error: s.Error, StoppedAt: unixF(s.StoppedAt),
+			Document: gen.SegmentDocumentSummary{Id: h.Document.ID, DataSourceType: h.Document.DataSourceType,
+				Name: h.Document.Name, DocMetadata: meta},
+		}}
+	for i, c := range h.ChildChunks {
+		score := c.Score
+		rec.ChildChunks[i] = gen.RetrievedChildChunk{Id: c.ID, Content: c.Content, Position: c.Position, Score: &score}
+	}
+	return rec
+}

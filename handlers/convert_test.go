@@ -1,0 +1,195 @@
+package handlers
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"appkb/gen"
+	"appkb/internal/apps"
+	"appkb/internal/conversation/conversations"
+	"appkb/internal/knowledge/datasets"
+	"appkb/internal/knowledge/documents"
+	"appkb/internal/knowledge/pipeline"
+	"appkb/internal/knowledge/retrieval"
+	"appkb/models"
+)
+
+// viaJSON is the JSON round trip the converters replace: encode the
+// domain value, decode it into the wire type.
+func viaJSON[T any](t *testing.T, v any) T {
+	t.Helper()
+	var out T
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// sameJSON fails unless both values encode to the same bytes.
+func sameJSON(t *testing.T, name string, got, want any) {
+	t.Helper()
+	g, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(g) != string(w) {
+		t.Errorf("%s:\n got %s\nwant %s", name, g, w)
+	}
+}
+
+// The explicit converters answer byte for byte what the JSON round trip
+// answered, for values with every optional field unset and set.
+func TestConvertersMatchTheJSONRoundTrip(t *testing.T) {
+	n, s := int64(1_700_000_123), "someone"
+	child := documents.ChildChunk{ID: "c1", SegmentID: "s1", Content: "child", Position: 2, WordCount: 5, Type: "automatic", CreatedAt: 10, UpdatedAt: 11}
+	segs := []struct {
+		name string
+		seg  documents.Segment
+	}{
+		{"bare", documents.Segment{ID: "s1", Content: "text"}},
+		{"full", documents.Segment{ID: "s2", Position: 3, DocumentID: "d1", Content: "q", SignContent: "q", Answer: "a",
+			WordCount: 9, Tokens: 4, Keywords: []string{"k1", "k2"}, IndexNodeID: "n1", IndexNodeHash: "h1", HitCount: 7,
+			Enabled: true, DisabledAt: &n, DisabledBy: &s, Status: "completed", CreatedBy: "key", CreatedAt: n, UpdatedAt: n + 1,
+			UpdatedBy: &s, IndexingAt: &n, CompletedAt: &n, Error: &s, StoppedAt: &n,
+			ChildChunks: []documents.ChildChunk{child}, Attachments: []any{}, Summary: &s}},
+		{"empty lists", documents.Segment{ID: "s3", Keywords: []string{}, ChildChunks: []documents.ChildChunk{}, Attachments: []any{}}},
+	}
+	for _, tc := range segs {
+		sameJSON(t, "segment "+tc.name, wireSegment(tc.seg), viaJSON[gen.Segment](t, tc.seg))
+		detail := &documents.SegmentDetail{Data: tc.seg, DocForm: "text_model"}
+		sameJSON(t, "detail "+tc.name, wireSegmentDetail(detail), viaJSON[gen.SegmentDetail](t, detail))
+	}
+	for _, list := range []*documents.SegmentList{
+		{},
+		{Data: []documents.Segment{segs[0].seg, segs[1].seg}, DocForm: "qa_model", Total: 2, HasMore: true, Limit: 20, Page: 1},
+	} {
+		sameJSON(t, "segment list", wireSegmentList(list), viaJSON[gen.SegmentList](t, list))
+	}
+	for _, page := range []*documents.ChildChunkPage{{}, {Data: []documents.ChildChunk{child}, Total: 1, TotalPages: 1, Page: 1, Limit: 20}} {
+		sameJSON(t, "child page", wireChildPage(page), viaJSON[gen.ChildChunkList](t, page))
+	}
+
+	tags := []datasets.Tag{{ID: "t1", Name: "one", Type: "knowledge", BindingCount: "2"}, {ID: "t2", Name: "two"}}
+	sameJSON(t, "tag", wireTag(&tags[0]), viaJSON[gen.KnowledgeTag](t, tags[0]))
+	sameJSON(t, "tags", wireTags(tags), viaJSON[[]gen.KnowledgeTag](t, tags))
+	refs := []datasets.TagRef{{ID: "t1", Name: "one"}}
+	sameJSON(t, "tag refs", wireTagRefs(refs), viaJSON[[]gen.DatasetTagRef](t, refs))
+	sameJSON(t, "no tags", wireTags(nil), []gen.KnowledgeTag{})
+	for _, l := range []*datasets.MetadataList{{}, {BuiltInFieldEnabled: true, DocMetadata: []datasets.MetadataUsage{}},
+		{DocMetadata: []datasets.MetadataUsage{{MetadataField: datasets.MetadataField{ID: "m", Name: "author", Type: "string"}, Count: 3}}}} {
+		sameJSON(t, "metadata", wireMetadataList(l), viaJSON[gen.MetadataFieldList](t, l))
+	}
+
+	for _, info := range []apps.AppInfo{{Name: "a", Mode: "chat"}, {Name: "b", Description: "d", Tags: []string{}, Mode: "workflow", AuthorName: &s}} {
+		sameJSON(t, "app info", wireAppInfo(info), viaJSON[gen.AppInfoResponse](t, info))
+	}
+
+	size, url := int64(2048), "https://x/f"
+	fileSets := [][]conversations.MessageFile{nil, {}, {{ID: "f"}, {ID: "g", Filename: "a.png", Type: "image", URL: &url, MimeType: &url,
+		Size: &size, TransferMethod: "local_file", BelongsTo: &s, UploadFileID: &s}}}
+	for _, fs := range fileSets {
+		sameJSON(t, "message files", wireMessageFiles(fs), viaJSON[[]gen.MessageFileItem](t, fs))
+	}
+	resSets := [][]conversations.RetrieverResource{nil, {}, {{ID: "r"}, {ID: "r2", MessageID: "m", Position: 1, DatasetID: "d", DatasetName: "n",
+		DocumentID: "doc", DocumentName: "dn", DataSourceType: "upload_file", SegmentID: "s", Score: 0.123456789012, HitCount: 3,
+		WordCount: 40, SegmentPosition: 2, IndexNodeHash: "h", Content: "c", Summary: &s, CreatedAt: n}, {ID: "r3", Score: 0.7}}}
+	for _, rs := range resSets {
+		sameJSON(t, "retriever resources", wireRetrieverResources(rs), viaJSON[[]gen.RetrieverResource](t, rs))
+	}
+	thoughtSets := [][]conversations.AgentThought{nil, {}, {{ID: "a"}, {ID: "b", ChainID: &s, MessageID: "m", Position: 1, Thought: "t",
+		Tool: "tool", ToolLabels: map[string]any{"tool": map[string]any{"en_US": "Tool"}}, ToolInput: "{}", Observation: "o",
+		Files: []string{"f1"}, CreatedAt: n}, {ID: "c", ToolLabels: map[string]any{}, Files: []string{}}}}
+	for _, ts := range thoughtSets {
+		sameJSON(t, "agent thoughts", wireAgentThoughts(ts), viaJSON[[]gen.AgentThoughtItem](t, ts))
+	}
+
+	mime := "text/plain"
+	for _, f := range []*pipeline.UploadedFile{{ID: "u"}, {ID: "u2", Name: "a.txt", Size: 12, Extension: "txt", MimeType: &mime, CreatedBy: "k", CreatedAt: &s}} {
+		sameJSON(t, "pipeline upload", wirePipelineUpload(f), viaJSON[gen.PipelineFileUploadResult](t, f))
+	}
+	for _, l := range [][]pipeline.Datasource{nil, {}, {{NodeID: "n"}, {NodeID: "m", PluginID: "p", ProviderName: "web", DatasourceType: "website_crawl",
+		Title: "Web", UserInputVariables: []map[string]any{{"variable": "url", "required": true}}, Credentials: []any{}}}} {
+		sameJSON(t, "datasources", wireDatasources(l), viaJSON[[]gen.DatasourcePlugin](t, l))
+	}
+
+	v := "2024"
+	docs := []documents.Document{{ID: "d"}, {ID: "d2", Position: 2, DataSourceType: "upload_file", DataSourceInfo: map[string]any{"upload_file_id": "u"},
+		DataSourceDetailDict: map[string]any{}, DatasetProcessRuleID: "r", Name: "a.txt", CreatedFrom: "api", CreatedBy: "k", CreatedAt: n,
+		Tokens: 5, IndexingStatus: "completed", Error: &s, Enabled: true, DisabledAt: &n, DisabledBy: &s, Archived: true,
+		DisplayStatus: "available", WordCount: 9, HitCount: 1, DocForm: "text_model",
+		DocMetadata:        []documents.MetadataValue{{ID: "m", Name: "year", Type: "number", Value: &v}, {ID: "x", Name: "n", Type: "string"}},
+		SummaryIndexStatus: &s, NeedSummary: true}, {ID: "d3", DocMetadata: []documents.MetadataValue{}}}
+	for i := range docs {
+		c := &documents.Created{Document: docs[i], Batch: "b"}
+		sameJSON(t, "created", wireCreated(c), viaJSON[gen.DocumentCreatedResult](t, c))
+	}
+	for _, p := range []*documents.DocumentPage{{}, {Data: docs, HasMore: true, Limit: 20, Total: 3, Page: 1}} {
+		sameJSON(t, "document page", wireDocumentPage(p), viaJSON[gen.DocumentList](t, p))
+	}
+
+	at := time.Unix(n, 0)
+	stored := models.Segment{ID: "s9", DocumentID: "d9", Content: "found", Position: 1, Keywords: `["x"]`, Enabled: true,
+		Status: "completed", CreatedAt: at, UpdatedAt: at, IndexingAt: &at, CompletedAt: &at}
+	hits := []retrieval.Hit{
+		{Segment: stored, Document: retrieval.DocumentSummary{ID: "d9", Name: "doc", DataSourceType: "upload_file"}, Score: 0.5},
+		{Segment: stored, Document: retrieval.DocumentSummary{ID: "d9", Name: "doc", Metadata: map[string]any{"author": "x", "year": 2024}},
+			Score: 0.25, ChildChunks: []retrieval.ChildHit{{ID: "c", Content: "part", Position: 1, Score: 0.75}}},
+	}
+	for _, h := range hits {
+		// What the retrieve answer was built from before.
+		seg := h.Segment
+		children := make([]map[string]any, len(h.ChildChunks))
+		for i, c := range h.ChildChunks {
+			children[i] = map[string]any{"id": c.ID, "content": c.Content, "position": c.Position, "score": c.Score}
+		}
+		old := map[string]any{"score": h.Score, "files": []any{}, "tsne_position": nil, "summary": nil, "child_chunks": children,
+			"segment": struct {
+				documents.Segment
+				Document map[string]any `json:"document"`
+			}{documents.SegmentView(&seg), map[string]any{"id": h.Document.ID, "data_source_type": h.Document.DataSourceType,
+				"name": h.Document.Name, "doc_type": nil, "doc_metadata": h.Document.Metadata}}}
+		sameJSON(t, "hit", wireHit(h), viaJSON[gen.RetrieveRecord](t, old))
+	}
+}
+
+// The cost of shaping one search hit for the wire, through the converter
+// and through the JSON round trip it replaced.
+func BenchmarkWireHit(b *testing.B) {
+	at := time.Unix(1_700_000_000, 0)
+	h := retrieval.Hit{Segment: models.Segment{ID: "s", DocumentID: "d", Content: strings.Repeat("text ", 100), Keywords: `["a","b"]`,
+		Enabled: true, Status: "completed", CreatedAt: at, UpdatedAt: at, IndexingAt: &at, CompletedAt: &at},
+		Document: retrieval.DocumentSummary{ID: "d", Name: "doc", DataSourceType: "upload_file", Metadata: map[string]any{"author": "x"}}, Score: 0.5}
+	b.Run("converter", func(b *testing.B) {
+		for range b.N {
+			if _, err := json.Marshal(wireHit(h)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("json round trip", func(b *testing.B) {
+		for range b.N {
+			seg := h.Segment
+			old := map[string]any{"score": h.Score, "files": []any{}, "child_chunks": []any{}, "segment": struct {
+				documents.Segment
+				Document map[string]any `json:"document"`
+			}{documents.SegmentView(&seg), map[string]any{"id": h.Document.ID, "name": h.Document.Name, "doc_metadata": h.Document.Metadata}}}
+			out, err := toWire[gen.RetrieveRecord](old)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := json.Marshal(out); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
