@@ -208,11 +208,7 @@ func NewServer(d Deps) (*echo.Echo, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	spec, err := parsedSpec()
-	if err != nil {
-		return nil, err
-	}
-	validator, err := newRequestValidator(spec, apikeys.NewStore(d.DB), cachever.NewSnapshots(d.DB))
+	validator, err := newRequestValidator(apikeys.NewStore(d.DB), cachever.NewSnapshots(d.DB))
 	if err != nil {
 		return nil, err
 	}

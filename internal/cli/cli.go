@@ -411,6 +411,9 @@ func setupServe(fs *flag.FlagSet, env *cmdEnv) func(context.Context) error {
 			printConfig(env.out, fs)
 			return nil
 		}
+		// Parsing openapi.yaml is most of the start's CPU; it runs while
+		// the database opens and migrates.
+		handlers.WarmSpec()
 		registry, err := llm.Load(*providers, os.Getenv, !*fallback)
 		if err != nil {
 			return fmt.Errorf("providers: %w", err)
