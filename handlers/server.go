@@ -199,7 +199,7 @@ var _ gen.StrictServerInterface = (*Server)(nil)
 // takes about 0.1 s (1 s under the race detector), and nothing writes to
 // the parsed document, so every server of a process (the tests build
 // hundreds) shares it as the requests of one server do.
-var parsedSpec = sync.OnceValues(gen.GetSpec)
+var parsedSpec = sync.OnceValues(loadSpec)
 
 // NewServer builds the complete HTTP server: middleware, validation,
 // authentication and all routes. main and the tests use the same function.
