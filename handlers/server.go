@@ -30,6 +30,7 @@ import (
 	"appkb/internal/knowledge/documents"
 	"appkb/internal/knowledge/retrieval"
 	"appkb/internal/llm"
+	"appkb/internal/platform/blobs"
 	"appkb/internal/platform/cachever"
 	"appkb/internal/platform/cluster"
 	"appkb/internal/platform/groupcommit"
@@ -258,7 +259,7 @@ func NewServer(d Deps) (*echo.Echo, error) {
 	if d.Admin.Token != "" {
 		srv.admin = d.Admin.Service
 		if srv.admin == nil {
-			srv.admin = admin.New(d.DB, srv.apps, apikeys.NewStore(d.DB), datasets.NewStore(d.DB, d.Models), srv.docs)
+			srv.admin = admin.New(d.DB, srv.apps, apikeys.NewStore(d.DB), datasets.NewStore(d.DB, d.Models), srv.docs, blobs.For(d.DB, d.DataDir))
 		}
 	}
 	if srv.pingInterval <= 0 {

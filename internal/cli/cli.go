@@ -33,6 +33,7 @@ import (
 	"appkb/internal/knowledge/datasets"
 	"appkb/internal/knowledge/documents"
 	"appkb/internal/llm"
+	"appkb/internal/platform/blobs"
 	"appkb/internal/platform/cluster"
 	"appkb/internal/platform/netguard"
 	"appkb/internal/run/chat"
@@ -584,7 +585,7 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 	}
 	appStore := apps.NewStore(gdb)
 	appStore.Check = workflow.Check
-	adminCfg.Service = admin.New(gdb, appStore, apikeys.NewStore(gdb), datasets.NewStore(gdb, cfg.models), documents.NewService(gdb, cfg.models, dataDir))
+	adminCfg.Service = admin.New(gdb, appStore, apikeys.NewStore(gdb), datasets.NewStore(gdb, cfg.models), documents.NewService(gdb, cfg.models, dataDir), blobs.For(gdb, dataDir))
 	var seed *seeded
 	if cfg.double.seed != "" {
 		if seed, err = seedFrom(ctx, adminCfg.Service, cfg.double.seed); err != nil {
