@@ -188,40 +188,83 @@ func migrations(d Dialect) ([]migration, error) {
 	return out, nil
 }
 
-// Migrate applies, each in its own transaction, every migration not yet
-// recorded in schema_migrations. Running it again is a no-op.
+// Migrate applies every migration not yet recorded in schema_migrations.
+// Running it again is a no-op.
+//
+// On SQLite all pending migrations go in one transaction: a new database
+// (every migration pending) is created in one commit instead of one per
+// file, which is most of what a fresh start spends on its schema, and an
+// upgrade that fails half way leaves the database at the version it had.
+// On PostgreSQL each migration keeps its own transaction under the
+// advisory lock, so that replicas starting together take turns.
 func Migrate(gdb *gorm.DB) error {
-	d := DialectOf(gdb)
-	timeType := "DATETIME"
-	if d == Postgres {
-		timeType = "TIMESTAMPTZ"
+	all, err := migrations(DialectOf(gdb))
+	if err != nil {
+		return err
 	}
-	err := gdb.Transaction(func(tx *gorm.DB) error {
-		if d == Postgres {
-			if err := tx.Exec(`SELECT pg_advisory_xact_lock(?)`, migrateLockKey).Error; err != nil {
-				return err
+	if IsPostgres(gdb) {
+		return migratePostgres(gdb, all)
+	}
+	return migrateSQLite(gdb, all)
+}
+
+// migrateSQLite applies the migrations of all not yet recorded, all in one
+// transaction.
+func migrateSQLite(gdb *gorm.DB, all []migration) error {
+	return gdb.Transaction(func(tx *gorm.DB) error {
+		if err := tx.Exec(createSchemaMigrations("DATETIME")).Error; err != nil {
+			return fmt.Errorf("create schema_migrations: %w", err)
+		}
+		var done []int
+		if err := tx.Raw(`SELECT version FROM schema_migrations`).Scan(&done).Error; err != nil {
+			return fmt.Errorf("read schema_migrations: %w", err)
+		}
+		applied := make(map[int]bool, len(done))
+		for _, v := range done {
+			applied[v] = true
+		}
+		now := time.Now().UTC()
+		for _, m := range all {
+			if applied[m.version] {
+				continue
+			}
+			if err := execScript(tx, m.sql); err != nil {
+				return fmt.Errorf("migration %04d_%s: %w", m.version, m.name, err)
+			}
+			if err := tx.Exec(`INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)`,
+				m.version, m.name, now).Error; err != nil {
+				return fmt.Errorf("migration %04d_%s: %w", m.version, m.name, err)
 			}
 		}
-		return tx.Exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+		return nil
+	})
+}
+
+func createSchemaMigrations(timeType string) string {
+	return `CREATE TABLE IF NOT EXISTS schema_migrations (
 			version INTEGER PRIMARY KEY,
 			name TEXT NOT NULL,
-			applied_at ` + timeType + ` NOT NULL)`).Error
+			applied_at ` + timeType + ` NOT NULL)`
+}
+
+// migratePostgres applies the pending migrations one transaction each,
+// every one under the advisory lock.
+func migratePostgres(gdb *gorm.DB, all []migration) error {
+	err := gdb.Transaction(func(tx *gorm.DB) error {
+		if err := tx.Exec(`SELECT pg_advisory_xact_lock(?)`, migrateLockKey).Error; err != nil {
+			return err
+		}
+		return tx.Exec(createSchemaMigrations("TIMESTAMPTZ")).Error
 	})
 	if err != nil {
 		return fmt.Errorf("create schema_migrations: %w", err)
 	}
-	all, err := migrations(d)
-	if err != nil {
-		return err
-	}
 	for _, m := range all {
 		err := gdb.Transaction(func(tx *gorm.DB) error {
-			if d == Postgres {
-				// Replicas starting together take turns: the first
-				// applies the migration, the others then find it done.
-				if err := tx.Exec(`SELECT pg_advisory_xact_lock(?)`, migrateLockKey).Error; err != nil {
-					return err
-				}
+			// Replicas starting together take turns: the first
+			// applies the migration, the others then find it done.
+			if err := tx.Exec(`SELECT pg_advisory_xact_lock(?)`, migrateLockKey).Error; err != nil {
+				return err
 			}
 			var n int64
 			if err := tx.Raw(`SELECT COUNT(*) FROM schema_migrations WHERE version = ?`, m.version).Scan(&n).Error; err != nil {

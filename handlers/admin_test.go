@@ -26,6 +26,7 @@ const adminToken = "test-admin-token"
 type adminServer struct {
 	*testServer
 	scenarios *llm.Scenarios
+	dataDir   string
 }
 
 // newAdminServer is the real server with the test double's controls on:
@@ -49,7 +50,7 @@ func newAdminServer(t *testing.T, faults bool) *adminServer {
 	}
 	stop := documents.Start(context.Background(), documents.Config{DB: gdb, DataDir: dataDir, Poll: 20 * time.Millisecond, Logger: log})
 	t.Cleanup(stop)
-	return &adminServer{testServer: &testServer{e: e, db: gdb}, scenarios: scenarios}
+	return &adminServer{testServer: &testServer{e: e, db: gdb}, scenarios: scenarios, dataDir: dataDir}
 }
 
 func (s *adminServer) admin(t *testing.T, method, path, body, contentType string) *httptest.ResponseRecorder {

@@ -182,7 +182,7 @@ var _ gen.StrictServerInterface = (*Server)(nil)
 // takes about 0.1 s (1 s under the race detector), and nothing writes to
 // the parsed document, so every server of a process (the tests build
 // hundreds) shares it as the requests of one server do.
-var parsedSpec = sync.OnceValues(gen.GetSpec)
+var parsedSpec = sync.OnceValues(loadSpec)
 
 // NewServer builds the complete HTTP server over finished services
 // (d.Services, see internal/wiring): middleware, validation,
@@ -196,11 +196,7 @@ func NewServer(d Deps) (*echo.Echo, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	spec, err := parsedSpec()
-	if err != nil {
-		return nil, err
-	}
-	validator, err := newRequestValidator(spec, svc.Keys, svc.Snapshots)
+	validator, err := newRequestValidator(svc.Keys, svc.Snapshots)
 	if err != nil {
 		return nil, err
 	}

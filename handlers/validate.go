@@ -15,7 +15,6 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/labstack/echo/v4"
 
 	"appkb/internal/apps"
@@ -56,17 +55,12 @@ type requestValidator struct {
 	maxText int
 }
 
-func newRequestValidator(spec *openapi3.T, keys *apikeys.Store, snapshots *cachever.Snapshots) (*requestValidator, error) {
-	service, adminDoc := splitSpec(spec)
-	router, err := legacy.NewRouter(service)
+func newRequestValidator(keys *apikeys.Store, snapshots *cachever.Snapshots) (*requestValidator, error) {
+	r, err := builtRouters()
 	if err != nil {
-		return nil, fmt.Errorf("build router from openapi.yaml: %w", err)
+		return nil, err
 	}
-	adminRouter, err := legacy.NewRouter(adminDoc)
-	if err != nil {
-		return nil, fmt.Errorf("build the admin router from openapi.yaml: %w", err)
-	}
-	return &requestValidator{router: router, adminRouter: adminRouter, keys: keys, snapshots: snapshots}, nil
+	return &requestValidator{router: r.service, adminRouter: r.admin, keys: keys, snapshots: snapshots}, nil
 }
 
 // splitSpec separates the admin operations (the paths whose own server is

@@ -18,6 +18,7 @@ import (
 	"appkb/internal/knowledge/datasets"
 	"appkb/internal/knowledge/documents"
 	"appkb/internal/platform/apperr"
+	"appkb/internal/platform/blobs"
 	"appkb/models"
 )
 
@@ -28,11 +29,15 @@ type Service struct {
 	keys     *apikeys.Store
 	datasets *datasets.Store
 	docs     *documents.Service
+	// files holds the bytes of uploads, which Reset removes with their rows.
+	files blobs.Store
 }
 
-// New builds the service over the stores the server already has.
-func New(db *gorm.DB, appStore *apps.Store, keys *apikeys.Store, ds *datasets.Store, docs *documents.Service) *Service {
-	return &Service{db: db, apps: appStore, keys: keys, datasets: ds, docs: docs}
+// New builds the service over the stores the server already has; files is
+// where uploads keep their bytes (blobs.For of the server's database and
+// data directory).
+func New(db *gorm.DB, appStore *apps.Store, keys *apikeys.Store, ds *datasets.Store, docs *documents.Service, files blobs.Store) *Service {
+	return &Service{db: db, apps: appStore, keys: keys, datasets: ds, docs: docs, files: files}
 }
 
 // App is an imported app; APIKey is set when a key was made with it.
@@ -181,8 +186,8 @@ func (s *Service) CreateKnowledgeBase(ctx context.Context, name, technique strin
 	return kb, nil
 }
 
-// Reset removes every app, knowledge base, key, end user and upload, as on
-// a fresh data directory. Knowledge bases go through their own deletion,
+// Reset removes every app, knowledge base, key, end user and upload (its
+// bytes too), as on a fresh data directory. Knowledge bases go through their own deletion,
 // which also drops what they keep outside their rows.
 func (s *Service) Reset(ctx context.Context) error {
 	var ids []string
@@ -194,10 +199,25 @@ func (s *Service) Reset(ctx context.Context) error {
 			return err
 		}
 	}
+	var uploads []string
+	if err := s.db.WithContext(ctx).Model(&models.UploadFile{}).Pluck("storage_key", &uploads).Error; err != nil {
+		return fmt.Errorf("reset: %w", err)
+	}
 	// Children before parents, for the tables no cascade reaches.
 	for _, m := range []any{&models.App{}, &models.APIKey{}, &models.EndUser{}, &models.UploadFile{}, &models.DatasetTag{}} {
 		if err := s.db.WithContext(ctx).Session(&gorm.Session{AllowGlobalUpdate: true}).Delete(m).Error; err != nil {
 			return fmt.Errorf("reset: %w", err)
+		}
+	}
+	// The bytes of the uploads go once no row points at them.
+	if s.files != nil {
+		for _, key := range uploads {
+			if key == "" {
+				continue
+			}
+			if err := s.files.Delete(ctx, key); err != nil {
+				return fmt.Errorf("reset: removing an upload's bytes: %w", err)
+			}
 		}
 	}
 	return nil

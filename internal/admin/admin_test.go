@@ -24,7 +24,7 @@ func newService(t *testing.T) (*Service, *apikeys.Store) {
 		t.Fatal(err)
 	}
 	keys := apikeys.NewStore(gdb)
-	return New(gdb, apps.NewStore(gdb), keys, datasets.NewStore(gdb, reg), documents.NewService(gdb, reg, t.TempDir())), keys
+	return New(gdb, apps.NewStore(gdb), keys, datasets.NewStore(gdb, reg), documents.NewService(gdb, reg, t.TempDir()), nil), keys
 }
 
 func readApp(t *testing.T, name string) []byte {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -17,6 +18,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"gorm.io/gorm"
@@ -483,10 +485,40 @@ type serveConfig struct {
 // CPU of a chat message (bench/README.md).
 const serveGCPercent = 200
 
-func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger) error {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(serveGCPercent)
+// startMemoryLimit bounds the heap while the collector is off during the
+// start (see startupGC).
+const startMemoryLimit = 256 << 20
+
+// startupGC turns the garbage collector off until the server is ready,
+// unless GOGC is set, and returns the function that sets it to
+// serveGCPercent (once; later calls do nothing). Almost all a start
+// allocates (about 20 MB, most of it parsing openapi.yaml) is garbage
+// soon, and collecting it on the way cost a good part of the start's CPU.
+// Until then a soft memory limit, unless GOMEMLIMIT is set, makes the
+// collector run anyway if a start (a large --seed) allocates much more.
+func startupGC() func() {
+	if os.Getenv("GOGC") != "" {
+		return func() {}
 	}
+	limit := os.Getenv("GOMEMLIMIT") == ""
+	debug.SetGCPercent(-1)
+	if limit {
+		debug.SetMemoryLimit(startMemoryLimit)
+	}
+	return sync.OnceFunc(func() {
+		debug.SetGCPercent(serveGCPercent)
+		if limit {
+			debug.SetMemoryLimit(math.MaxInt64)
+		}
+	})
+}
+
+func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger) error {
+	gcStarted := startupGC()
+	defer gcStarted()
+	// Parsing openapi.yaml is most of the start's CPU; it runs while the
+	// database opens and migrates.
+	handlers.WarmSpec()
 	dataDir, addr := cfg.dataDir, cfg.addr
 	// Bind first: a busy port must fail before demo keys are replaced.
 	if cfg.limits == nil {
@@ -550,17 +582,6 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 		log.Warn("closed messages interrupted by the last stop", "messages", n)
 	}
 
-	// The token vocabulary takes a few hundred milliseconds to load; load
-	// it while the rest starts, not in the first request that counts.
-	go func() {
-		defer func() {
-			if v := recover(); v != nil {
-				log.Error("loading the token vocabulary panicked", "panic", v)
-			}
-		}()
-		llm.LoadTokenizer()
-	}()
-
 	deps := handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, Version: version, Models: cfg.models, DataDir: dataDir,
 		FetchAllow: cfg.fetchAllow, Guard: cfg.guard, Ops: cfg.ops, Tools: cfg.tools,
 		Limits: cfg.limits.handlerLimits(), Admin: adminCfg, Bus: cluster.NewBus(gdb, log)}
@@ -610,7 +631,20 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 				log.Error("--keys-out: writing the keys file failed", "path", cfg.double.keysOut, "err", err)
 			}
 		}
+		gcStarted()
 		cfg.ready.workersStarted()
+		// The token vocabulary takes a few hundred milliseconds of CPU to
+		// load: loaded now, once the server answers, it neither slows the
+		// start (it would compete with parsing openapi.yaml) nor waits
+		// for the first request that counts tokens.
+		go func() {
+			defer func() {
+				if v := recover(); v != nil {
+					log.Error("loading the token vocabulary panicked", "panic", v)
+				}
+			}()
+			llm.LoadTokenizer()
+		}()
 		log.Info("appkb listening", "addr", ln.Addr().String(), "data_dir", dataDir, "api", "http://"+ln.Addr().String()+"/v1", "version", version, "max_conns", maxConns, "database", string(db.DialectOf(gdb)))
 	}
 	app.stopping = cfg.ready.stopping

@@ -22,6 +22,7 @@ import (
 	"appkb/internal/conversation/files"
 	"appkb/internal/knowledge/datasets"
 	"appkb/internal/knowledge/documents"
+	"appkb/internal/platform/blobs"
 	"appkb/internal/knowledge/pipeline"
 	"appkb/internal/knowledge/retrieval"
 	"appkb/internal/platform/cachever"
@@ -143,6 +144,6 @@ func services(d handlers.Deps, rep *cluster.Replica) (*handlers.Services, *netgu
 		Uploads: uploads, Chat: chatSvc, Flows: fl, Annotations: ann, Search: search,
 		Speech: audio.NewService(d.DB, d.Models),
 		Links:  links, Previews: previews,
-		Admin: admin.New(d.DB, appStore, keys, kb, docs),
+		Admin: admin.New(d.DB, appStore, keys, kb, docs, blobs.For(d.DB, d.DataDir)),
 	}, guard, nil
 }

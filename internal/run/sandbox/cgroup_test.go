@@ -112,6 +112,9 @@ func TestCgroupLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := p.probe(); err != nil {
+		t.Fatal(err)
+	}
 	if p.cg == nil {
 		t.Fatal("no cgroup although one can be created")
 	}

@@ -113,13 +113,18 @@ type Python struct {
 	cfg   Config
 	cg    *cgroups // nil: no usable cgroup, rlimits only
 	cgErr error    // why cg is nil
+	// probe runs prepare once; args, cg and cgErr are read only after it
+	// returned. Its error (bwrap does not run) is every run's.
+	probe func() error
 
 	pool     atomic.Pointer[pool] // sandboxes started ahead; nil until Start
 	warmRuns atomic.Int64         // runs served by a sandbox started ahead
 }
 
 // NewPython checks that bwrap and python3 exist and prepares the sandbox.
-// It fails with ErrNoBubblewrap or ErrNoPython when either is missing.
+// It fails with ErrNoBubblewrap or ErrNoPython when either is missing. It
+// does not run bwrap: that check, and the search for a cgroup, wait for
+// Start or the first run (see prepare).
 func NewPython(cfg Config) (*Python, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
@@ -149,20 +154,8 @@ func NewPython(cfg Config) (*Python, error) {
 		return nil, err
 	}
 	cfg.Python = python
-	help, err := bwrapHelp(bwrap)
-	if err != nil {
-		return nil, err
-	}
 	p := &Python{bwrap: bwrap, cfg: cfg}
-	switch {
-	case cfg.noCgroup:
-		p.cgErr = errors.New("turned off")
-	case !isExecutable(gateShell):
-		p.cgErr = fmt.Errorf("%s is missing", gateShell)
-	default:
-		p.cg, p.cgErr = detectCgroups()
-	}
-	p.args = buildArgs(cfg, help, limitsFor(cfg, p.cg))
+	p.probe = sync.OnceValue(p.prepare)
 	if os.Geteuid() == 0 {
 		// As root, bwrap would give the sandbox a root identity on the
 		// host, and the kernel does not apply RLIMIT_NPROC to root; start
@@ -171,6 +164,28 @@ func NewPython(cfg Config) (*Python, error) {
 		p.cred = &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{}}
 	}
 	return p, nil
+}
+
+// prepare asks bwrap which options it has and looks for a cgroup the
+// sandboxes can get, then lays out bwrap's arguments. It runs bwrap once
+// and reads the cgroup tree, some tens of milliseconds (more on a busy
+// machine), so NewPython leaves it out: it runs once, from Start's
+// background work or from the first run, whichever comes first (p.probe).
+func (p *Python) prepare() error {
+	help, err := bwrapHelp(p.bwrap)
+	if err != nil {
+		return err
+	}
+	switch {
+	case p.cfg.noCgroup:
+		p.cgErr = errors.New("turned off")
+	case !isExecutable(gateShell):
+		p.cgErr = fmt.Errorf("%s is missing", gateShell)
+	default:
+		p.cg, p.cgErr = detectCgroups()
+	}
+	p.args = buildArgs(p.cfg, help, limitsFor(p.cfg, p.cg))
+	return nil
 }
 
 func findBwrap(path string) (string, error) {
@@ -418,6 +433,9 @@ func cpuSeconds(d time.Duration) int64 {
 // source), for logs and tests.
 func (p *Python) Args() []string {
 	out := []string{p.bwrap}
+	if p.probe() != nil {
+		return out
+	}
 	for _, a := range p.args {
 		if a == runnerScript {
 			a = "<runner>"

@@ -362,6 +362,9 @@ func testLimit(t *testing.T, tc limitCase) {
 	t.Run(tc.name, func(t *testing.T) {
 		t.Parallel()
 		p := newPython(t, tc.cfg)
+		if err := p.probe(); err != nil {
+			t.Fatal(err)
+		}
 		if (p.cg == nil) != tc.cfg.noCgroup {
 			t.Fatalf("cgroup %v with noCgroup %v", p.cg, tc.cfg.noCgroup)
 		}

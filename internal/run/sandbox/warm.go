@@ -56,6 +56,9 @@ const (
 // spawn starts a sandbox that waits for its request. It ends when parent
 // ends, or when kill is called.
 func (p *Python) spawn(parent context.Context) (*started, error) {
+	if err := p.probe(); err != nil {
+		return nil, err
+	}
 	ctx, kill := context.WithCancel(parent)
 	args := p.args
 	var proxy *netProxy
@@ -233,34 +236,56 @@ func (pl *pool) take() *started {
 }
 
 // Start keeps Config.Warm sandboxes started ahead of their runs until Stop.
-// It first ends sandboxes a server killed outright left behind (see
-// sweepOrphans). The pool does not run when Config.Warm is negative, and a
-// second Start leaves the running pool alone.
+// It returns at once: in the background it first ends sandboxes a server
+// killed outright left behind (see sweepOrphans), checks bwrap and looks
+// for a cgroup (prepare), and then fills the pool. The pool does not run
+// when Config.Warm is negative, and a second Start leaves the running pool
+// alone.
 func (p *Python) Start(ctx context.Context) {
+	var pl *pool
+	if p.cfg.Warm >= 0 {
+		ctx, cancel := context.WithCancel(ctx)
+		pl = &pool{size: p.cfg.Warm, need: make(chan struct{}, 1), stop: cancel, done: make(chan struct{})}
+		if !p.pool.CompareAndSwap(nil, pl) {
+			cancel()
+			return
+		}
+		go func() {
+			p.sweep()
+			p.fill(ctx, pl)
+		}()
+		return
+	}
+	go p.sweep()
+}
+
+// sweep removes what servers that were killed left behind, and says how
+// the sandboxes will be limited. It leaves this server's own sandboxes,
+// groups and proxies alone, so runs may go on meanwhile.
+func (p *Python) sweep() {
+	defer func() {
+		if v := recover(); v != nil {
+			slog.Error("python sandbox: panic while starting", "panic", v)
+		}
+	}()
 	if pids := sweepOrphans(p.bwrap); len(pids) > 0 {
 		slog.Warn("python sandbox: ended sandboxes left waiting by a server that was killed", "pids", pids)
 	}
-	if groups := sweepCgroups(p.cg); len(groups) > 0 {
-		slog.Warn("python sandbox: removed cgroups left by a server that was killed", "cgroups", groups)
-	}
 	if dirs := sweepProxyDirs(os.TempDir()); len(dirs) > 0 {
 		slog.Warn("python sandbox: removed network proxy directories left by a server that was killed", "dirs", dirs)
+	}
+	if err := p.probe(); err != nil {
+		slog.Warn("python3 code nodes are unavailable", "err", err)
+		return
+	}
+	if groups := sweepCgroups(p.cg); len(groups) > 0 {
+		slog.Warn("python sandbox: removed cgroups left by a server that was killed", "cgroups", groups)
 	}
 	if p.cg == nil {
 		slog.Info("python sandbox: no usable cgroup (it takes root and the memory controller); memory and processes are limited per process only", "reason", p.cgErr)
 	} else {
 		slog.Debug("python sandbox: memory and processes are limited per sandbox", "cgroups", p.cg.String())
 	}
-	if p.cfg.Warm < 0 {
-		return
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	pl := &pool{size: p.cfg.Warm, need: make(chan struct{}, 1), stop: cancel, done: make(chan struct{})}
-	if !p.pool.CompareAndSwap(nil, pl) {
-		cancel()
-		return
-	}
-	go p.fill(ctx, pl)
 }
 
 // Stop ends the pool: no more sandboxes are started, and those waiting for
