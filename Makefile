@@ -40,15 +40,19 @@ TEST_PKGS ?= ./...
 # bombs need the code workers' address-space limit, and the ArguAna floors
 # would take minutes.
 NORACE_PKGS ?= ./internal/run/codeworker/ ./internal/run/workflow/ ./internal/knowledge/retrieval/ \
-	./internal/knowledge/retrieval/vecindex/ ./internal/knowledge/textsplit/
+	./internal/knowledge/retrieval/vecindex/ ./internal/knowledge/textsplit/ \
+	./internal/knowledge/documents/ ./internal/cli/
 NORACE_RUN  ?= Hostile|TestJobs|ArguAna
 # Tests the race pass leaves to the second pass: one goroutine doing heavy
 # arithmetic (vector recall, ranking floors) or loading the Chinese
 # dictionary, which the race detector makes 15 to 70 times slower (152 s
-# instead of 2 s for the recall test) without anything to watch. Their
-# packages' other tests, searches included, still run under -race. The
-# names are unique in the tree, so -skip leaves no other test out.
-NORACE_ONLY ?= TestApproximateIndexRecall|TestGroupedSetScoresAlike|TestRetrievalQuality|TestCJKSearch|TestCJKCollections|TestRecallOnClusteredData|TestKeywords
+# instead of 2 s for the recall test) without anything to watch; the
+# keyword rebuild, whose dictionary load took 46 s; and the README doc test,
+# whose every command starts a race-built binary (59 s instead of 19 s).
+# Their packages' other tests, searches, indexing workers and the server
+# included, still run under -race. The names are unique in the tree, so
+# -skip leaves no other test out.
+NORACE_ONLY ?= TestApproximateIndexRecall|TestGroupedSetScoresAlike|TestRetrievalQuality|TestCJKSearch|TestCJKCollections|TestRecallOnClusteredData|TestKeywords|TestKeywordRebuild|TestReadme
 TEST_JSON ?= /dev/null
 test:
 	@echo "== building the progress reporter (bin/testprogress)"
