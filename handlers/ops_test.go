@@ -262,8 +262,14 @@ func TestRequestLogCarriesRealStatus(t *testing.T) {
 func TestClientThatGaveUpIsLogged499(t *testing.T) {
 	// The model never sends its first chunk: the stream stays open until the
 	// client leaves.
+	// The stream finds out that its client left when its next keep-alive
+	// ping fails; a short ping interval makes that 200 ms instead of the
+	// default 10 s.
 	model := newFakeModel(time.Hour, "never")
-	s := newOpsServer(t, handlers.Ops{}, func(d *handlers.Deps) { d.ChatModels = fakeModels{model} })
+	s := newOpsServer(t, handlers.Ops{}, func(d *handlers.Deps) {
+		d.ChatModels = fakeModels{model}
+		d.PingInterval = 200 * time.Millisecond
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	res := liveStream(t, ctx, s.url, s.appKey, `{"query":"hello","inputs":{},"user":"u1","response_mode":"streaming"}`)
