@@ -15,6 +15,7 @@ import (
 	"appkb/handlers"
 	"appkb/handlers/journal"
 	"appkb/internal/llm"
+	"appkb/internal/wiring"
 )
 
 // scenarioApp imports testdata/apps/chat.yml ("Travel concierge") into s
@@ -210,7 +211,7 @@ func failureServer(t *testing.T, reg *llm.Registry) *adminServer {
 	gdb := db.OpenTemp(t)
 	scenarios := llm.NewScenarios(nil)
 	reg.FollowScenarios(scenarios)
-	e, err := handlers.NewServer(handlers.Deps{DB: gdb, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), SpecYAML: specYAML,
+	e, err := wiring.NewServer(handlers.Deps{DB: gdb, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), SpecYAML: specYAML,
 		DataDir: t.TempDir(), Models: reg, Admin: handlers.Admin{Token: adminToken, Journal: journal.New(10), Scenarios: scenarios}})
 	if err != nil {
 		t.Fatal(err)
