@@ -88,6 +88,9 @@ type Config struct {
 	// TmpSize is the size of each of the private /tmp and /dev/shm, and
 	// the largest file the code may write (DefaultTmpSize).
 	TmpSize int64
+	// TmpInodes is how many files and directories /tmp may hold
+	// (DefaultTmpInodes); it applies where the server may mount (root).
+	TmpInodes int
 	// MaxProcs limits the processes and threads of the sandbox
 	// (DefaultMaxProcs).
 	MaxProcs int
@@ -137,6 +140,9 @@ func NewPython(cfg Config) (*Python, error) {
 	}
 	if cfg.TmpSize <= 0 {
 		cfg.TmpSize = DefaultTmpSize
+	}
+	if cfg.TmpInodes <= 0 {
+		cfg.TmpInodes = DefaultTmpInodes
 	}
 	if cfg.MaxProcs <= 0 {
 		cfg.MaxProcs = DefaultMaxProcs

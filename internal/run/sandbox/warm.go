@@ -27,6 +27,7 @@ type started struct {
 	stderr *tailBuffer
 	proxy  *netProxy      // nil without network
 	cg     *sandboxCgroup // nil without a cgroup
+	tmp    *privateTmp    // the mounted /tmp; nil when bwrap makes it
 	kill   context.CancelFunc
 
 	closeOnce sync.Once
@@ -75,11 +76,23 @@ func (p *Python) spawn(parent context.Context) (*started, error) {
 		}
 		args = append([]string{"--ro-bind", proxy.path, proxySocket}, p.args...)
 	}
+	tmp, err := mountTmp(p.cfg.TmpSize, p.cfg.TmpInodes)
+	if err != nil {
+		kill()
+		if proxy != nil {
+			proxy.close()
+		}
+		return nil, err
+	}
+	if tmp != nil {
+		args = withPrivateTmp(args, tmp.dir)
+	}
 	abort := func() {
 		kill()
 		if proxy != nil {
 			proxy.close()
 		}
+		tmp.remove()
 	}
 	var cg *sandboxCgroup
 	name, argv := p.bwrap, args
@@ -102,7 +115,7 @@ func (p *Python) spawn(parent context.Context) (*started, error) {
 		}
 		name, argv = gateShell, append([]string{"-c", gateScript, "sh", p.bwrap}, args...)
 	}
-	s := &started{proxy: proxy, cg: cg, kill: kill, exited: make(chan struct{})}
+	s := &started{proxy: proxy, cg: cg, tmp: tmp, kill: kill, exited: make(chan struct{})}
 	s.stdout = newAnswerBuffer(p.cfg.MaxOutput+1, kill) // +1: the newline
 	s.stderr = &tailBuffer{max: 4 << 10}
 	cmd := exec.CommandContext(ctx, name, argv...)
@@ -146,6 +159,7 @@ func (p *Python) spawn(parent context.Context) (*started, error) {
 			if proxy != nil {
 				proxy.close()
 			}
+			tmp.remove()
 			return nil, fmt.Errorf("the python sandbox could not start: %w", err)
 		}
 	} else if gateW != nil {
@@ -195,6 +209,7 @@ func (s *started) close() {
 		if s.proxy != nil {
 			s.proxy.close()
 		}
+		s.tmp.remove()
 	})
 }
 
@@ -270,6 +285,9 @@ func (p *Python) sweep() {
 	}()
 	if pids := sweepOrphans(p.bwrap); len(pids) > 0 {
 		slog.Warn("python sandbox: ended sandboxes left waiting by a server that was killed", "pids", pids)
+	}
+	if dirs := sweepTmpMounts(os.TempDir()); len(dirs) > 0 {
+		slog.Warn("python sandbox: unmounted /tmp filesystems left by a server that was killed", "dirs", dirs)
 	}
 	if dirs := sweepProxyDirs(os.TempDir()); len(dirs) > 0 {
 		slog.Warn("python sandbox: removed network proxy directories left by a server that was killed", "dirs", dirs)
