@@ -1,16 +1,22 @@
 package handlers_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"os"
-	"path/filepath"
 	"testing"
+
+	"appkb/internal/platform/blobs"
 )
 
 // TestAdminResetRemovesUploadBytes checks that a reset leaves no upload
 // behind on disk: the files clients uploaded (to an app, and one more the
 // reset must not miss) are in the data directory before and gone after,
 // and their ids are unknown to a new app.
+//
+// readBlob (below) reads one stored blob whole.
 func TestAdminResetRemovesUploadBytes(t *testing.T) {
 	s := newAdminServer(t, false)
 	dsl, err := os.ReadFile("../testdata/apps/chat.yml")
@@ -27,6 +33,8 @@ func TestAdminResetRemovesUploadBytes(t *testing.T) {
 		return app.APIKey
 	}
 	key := importApp()
+	// The data directory on SQLite, the blobs table on PostgreSQL.
+	store := blobs.For(s.db, s.dataDir)
 	tests := []struct {
 		name, contentType string
 		data              []byte
@@ -46,8 +54,8 @@ func TestAdminResetRemovesUploadBytes(t *testing.T) {
 		if err := json.Unmarshal(rec.Body.Bytes(), &f); err != nil {
 			t.Fatal(err)
 		}
-		p := filepath.Join(s.dataDir, "files", f.ID)
-		got, err := os.ReadFile(p)
+		p := "files/" + f.ID
+		got, err := readBlob(store, p)
 		if err != nil || string(got) != string(tc.data) {
 			t.Fatalf("%s: the upload's bytes are not at %s: %q, %v", tc.name, p, got, err)
 		}
@@ -56,7 +64,7 @@ func TestAdminResetRemovesUploadBytes(t *testing.T) {
 
 	expectStatus(t, s.admin(t, "POST", "/reset", "", ""), 204, "")
 	for _, p := range paths {
-		if _, err := os.Stat(p); !os.IsNotExist(err) {
+		if _, err := store.Stat(context.Background(), p); !errors.Is(err, blobs.ErrNotFound) {
 			t.Errorf("after the reset %s is still there (%v)", p, err)
 		}
 	}
@@ -69,4 +77,13 @@ func TestAdminResetRemovesUploadBytes(t *testing.T) {
 			t.Errorf("a chat message with upload %s from before the reset: %d %s", id, rec.Code, rec.Body)
 		}
 	}
+}
+
+func readBlob(store blobs.Store, key string) ([]byte, error) {
+	r, _, err := store.Open(context.Background(), key)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return io.ReadAll(r)
 }

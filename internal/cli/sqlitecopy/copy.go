@@ -128,10 +128,11 @@ func (e *NotEmptyError) Error() string {
 
 // seeded are target tables whose rows PostgreSQL writes itself: the
 // counters its migrations insert (cache_versions), the keyword rebuilds
-// they queue (keyword_rebuilds) and the counters its triggers keep while
-// the chunks are copied (chunk_text_versions). They may be non-empty before
-// the copy, and copied rows replace theirs.
-var seeded = map[string]bool{"cache_versions": true, "chunk_text_versions": true, "keyword_rebuilds": true}
+// they queue (keyword_rebuilds), and what its triggers write while the
+// chunks are copied: the counters (chunk_text_versions) and the keyword
+// index (segment_keywords). They may be non-empty before the copy, and
+// copied rows replace theirs.
+var seeded = map[string]bool{"cache_versions": true, "chunk_text_versions": true, "keyword_rebuilds": true, "segment_keywords": true}
 
 // Copy copies the SQLite installation in dataDir into dst, which must be an
 // empty PostgreSQL database at the same migration version. The source is
