@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-
 	"appkb/internal/apps"
 	"appkb/internal/conversation/conversations"
 	"appkb/internal/llm"
