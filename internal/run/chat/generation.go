@@ -522,6 +522,14 @@ func (g *Generation) callModel(ctx context.Context, streaming bool, emit func(Ev
 	}
 	out.answer = buf.String()
 
+	g.settle(ctx, out, withheld, streaming, emit, err)
+}
+
+// settle records how a model call ended in out: an answer the output
+// moderation withheld is replaced by its preset (announced to a stream by
+// a message_replace event), a call cut off by a stop marks out stopped,
+// and any other error of the call is out's error.
+func (g *Generation) settle(ctx context.Context, out *outcome, withheld string, streaming bool, emit func(Event) error, err error) {
 	switch {
 	case withheld != "":
 		out.answer = withheld
