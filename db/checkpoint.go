@@ -88,11 +88,11 @@ func (c *Checkpointer) Start(ctx context.Context) {
 	c.conn, c.done = conn, make(chan struct{})
 	c.walPath = p.file + "-wal"
 	var wg sync.WaitGroup
-	wg.Go(func() { every(ctx, c.interval, func() { c.checkpoint(ctx) }) })
+	wg.Go(func() { Every(ctx, c.interval, func() { c.checkpoint(ctx) }) })
 	wg.Go(func() {
 		l := &logFlusher{c: c}
 		defer l.close()
-		every(ctx, c.flushInterval, l.flush)
+		Every(ctx, c.flushInterval, l.flush)
 	})
 	go func() {
 		wg.Wait()
@@ -100,8 +100,10 @@ func (c *Checkpointer) Start(ctx context.Context) {
 	}()
 }
 
-// every calls fn each interval until ctx ends.
-func every(ctx context.Context, interval time.Duration, fn func()) {
+// Every calls fn each interval until ctx ends, the first time one interval
+// after the start. The checkpointer's loops and the replicas' periodic
+// chores (through cluster.Every) all run this way.
+func Every(ctx context.Context, interval time.Duration, fn func()) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {

@@ -59,30 +59,8 @@ func main() {
 	chatflow := flag.Bool("chatflow", false, "with -appkb: also send messages to the chatflow of bench/load/chatflow.yml (an llm node with memory on the upstream, an answer), blocking, a new conversation each, with -c connections")
 	flag.Parse()
 
-	var phases []phase
-	for _, m := range strings.Split(*modes, ",") {
-		m = strings.TrimSpace(m)
-		if m != "blocking" && m != "streaming" {
-			fail("unknown mode %q", m)
-		}
-		if m == "blocking" && *single {
-			phases = append(phases, phase{mode: m, conns: 1})
-		}
-		phases = append(phases, phase{mode: m, conns: *clients})
-	}
-	if *streams > 0 {
-		phases = append(phases, phase{mode: "streaming", conns: *streams})
-	}
-
-	maxConns := *clients
-	if *streams > maxConns {
-		maxConns = *streams
-	}
-	client := &http.Client{Transport: &http.Transport{
-		MaxIdleConns:        maxConns * 2,
-		MaxIdleConnsPerHost: maxConns * 2,
-		IdleConnTimeout:     time.Minute,
-	}}
+	phases := chatPhases(*modes, *single, *clients, *streams)
+	client := loadClient(max(*clients, *streams))
 
 	var up *upstream
 	relayBase, upBase, flowKey, chatflowKey := "", "", "", ""
@@ -118,48 +96,24 @@ func main() {
 	fmt.Printf("%-10s %-9s %6s %10s %9s %9s %9s %7s\n", "target", "mode", "conns", "req/s", "p50", "p99", "max", "errors")
 	failed := false
 	for _, ph := range phases {
-		var upRes *result
-		if up != nil {
-			r := run(client, ph, *duration, upstreamRequest(up.base, ph.mode))
-			upRes = &r
-			r.print("upstream", ph)
-			failed = failed || r.errs > 0
+		if !runChatPhase(client, ph, *duration, upBase, relayBase, *url, *key) {
+			failed = true
 		}
-		if relayBase != "" {
-			r := run(client, ph, *duration, appkbRequest(relayBase, "relay", ph.mode))
-			r.print("relay", ph)
-			failed = failed || r.errs > 0
-			r.printRatio(ph, upRes)
-		}
-		r := run(client, ph, *duration, appkbRequest(*url, *key, ph.mode))
-		r.print("appkb", ph)
-		failed = failed || r.errs > 0
-		r.printRatio(ph, upRes)
 	}
 	if flowKey != "" {
 		// One run makes one blocking model call: the upstream's blocking
 		// figures at the same connections are its floor.
-		ph := phase{mode: "blocking", conns: *clients}
-		up := run(client, ph, *duration, upstreamRequest(upBase, ph.mode))
-		up.print("upstream", ph)
-		ph.mode = "workflow"
-		r := run(client, ph, *duration, workflowRequest(*url, flowKey))
-		r.print("appkb", ph)
-		failed = failed || r.errs > 0 || up.errs > 0
-		r.printRatio(ph, &up)
+		if !runFloorPhase(client, phase{mode: "blocking", conns: *clients}, *duration, upBase, "workflow", workflowRequest(*url, flowKey)) {
+			failed = true
+		}
 	}
 	if chatflowKey != "" {
 		// A message makes one model call, from an llm node, which always
 		// asks the upstream for a stream (as Dify's does): the upstream's
 		// streaming figures at the same connections are its floor.
-		ph := phase{mode: "streaming", conns: *clients}
-		up := run(client, ph, *duration, upstreamRequest(upBase, ph.mode))
-		up.print("upstream", ph)
-		ph.mode = "chatflow"
-		r := run(client, ph, *duration, appkbRequest(*url, chatflowKey, "blocking"))
-		r.print("appkb", ph)
-		failed = failed || r.errs > 0 || up.errs > 0
-		r.printRatio(ph, &up)
+		if !runFloorPhase(client, phase{mode: "streaming", conns: *clients}, *duration, upBase, "chatflow", appkbRequest(*url, chatflowKey, "blocking")) {
+			failed = true
+		}
 	}
 	if *kbDocs > 0 {
 		if kbKey == "" {
@@ -173,6 +127,76 @@ func main() {
 	if failed {
 		os.Exit(1)
 	}
+}
+
+// chatPhases lists the chat phases the flags ask for: per response mode
+// one at conns connections (and blocking at one connection first when
+// single), then one of streams concurrent streams when streams > 0.
+func chatPhases(modes string, single bool, conns, streams int) []phase {
+	var phases []phase
+	for _, m := range strings.Split(modes, ",") {
+		m = strings.TrimSpace(m)
+		if m != "blocking" && m != "streaming" {
+			fail("unknown mode %q", m)
+		}
+		if m == "blocking" && single {
+			phases = append(phases, phase{mode: m, conns: 1})
+		}
+		phases = append(phases, phase{mode: m, conns: conns})
+	}
+	if streams > 0 {
+		phases = append(phases, phase{mode: "streaming", conns: streams})
+	}
+	return phases
+}
+
+// loadClient is the HTTP client of every phase, keeping enough idle
+// connections for maxConns concurrent ones.
+func loadClient(maxConns int) *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		MaxIdleConns:        maxConns * 2,
+		MaxIdleConnsPerHost: maxConns * 2,
+		IdleConnTimeout:     time.Minute,
+	}}
+}
+
+// runChatPhase measures one chat phase: the upstream alone (when
+// upstreamBase is set), the bare relay (when relayBase is set), then appkb
+// at url, printing each and appkb's ratio to the upstream. It reports
+// whether every request succeeded.
+func runChatPhase(client *http.Client, ph phase, d time.Duration, upstreamBase, relayBase, url, key string) bool {
+	ok := true
+	var upRes *result
+	if upstreamBase != "" {
+		r := run(client, ph, d, upstreamRequest(upstreamBase, ph.mode))
+		upRes = &r
+		r.print("upstream", ph)
+		ok = ok && r.errs == 0
+	}
+	if relayBase != "" {
+		r := run(client, ph, d, appkbRequest(relayBase, "relay", ph.mode))
+		r.print("relay", ph)
+		ok = ok && r.errs == 0
+		r.printRatio(ph, upRes)
+	}
+	r := run(client, ph, d, appkbRequest(url, key, ph.mode))
+	r.print("appkb", ph)
+	r.printRatio(ph, upRes)
+	return ok && r.errs == 0
+}
+
+// runFloorPhase measures the upstream alone in ph's response mode, as the
+// floor, then appkb's requests do under the label mode at the same
+// connections, and prints their ratio. It reports whether every request of
+// both succeeded.
+func runFloorPhase(client *http.Client, ph phase, d time.Duration, upBase, mode string, do request) bool {
+	up := run(client, ph, d, upstreamRequest(upBase, ph.mode))
+	up.print("upstream", ph)
+	ph.mode = mode
+	r := run(client, ph, d, do)
+	r.print("appkb", ph)
+	r.printRatio(ph, &up)
+	return r.errs == 0 && up.errs == 0
 }
 
 // knowledgePhases creates a high_quality knowledge base, uploads docs

@@ -45,17 +45,27 @@ func NewStore(db *gorm.DB) *Store {
 	return &Store{db: db, cache: cachever.New[string, *models.App](db, "apps")}
 }
 
-// Import stores a new app from an app definition file (YAML text or an app
-// package). A file that does not parse creates nothing.
-func (s *Store) Import(ctx context.Context, data []byte) (*models.App, error) {
+// loadChecked reads an app definition file as Import and Replace take it
+// and runs the store's Check on it when there is one.
+func (s *Store) loadChecked(data []byte) ([]byte, *Definition, error) {
 	text, def, err := load(data)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if s.Check != nil {
 		if err := s.Check(def); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+	}
+	return text, def, nil
+}
+
+// Import stores a new app from an app definition file (YAML text or an app
+// package). A file that does not parse creates nothing.
+func (s *Store) Import(ctx context.Context, data []byte) (*models.App, error) {
+	text, def, err := s.loadChecked(data)
+	if err != nil {
+		return nil, err
 	}
 	app := &models.App{}
 	fill(app, def, text)
@@ -71,14 +81,9 @@ func (s *Store) Import(ctx context.Context, data []byte) (*models.App, error) {
 // one, since switching the agent loop on turns one into the other). When
 // anything is wrong nothing changes.
 func (s *Store) Replace(ctx context.Context, appID string, data []byte) (*models.App, error) {
-	text, def, err := load(data)
+	text, def, err := s.loadChecked(data)
 	if err != nil {
 		return nil, err
-	}
-	if s.Check != nil {
-		if err := s.Check(def); err != nil {
-			return nil, err
-		}
 	}
 	var app models.App
 	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {

@@ -538,19 +538,9 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 	// What a killed `appkb backup` left in the data directory.
 	backup.RemoveLeftovers(dataDir)
 
-	var demoKeys *demo.Keys
-	if cfg.demo {
-		keys, err := demo.Ensure(ctx, apps.NewStore(gdb), apikeys.NewStore(gdb))
-		if err != nil {
-			return fmt.Errorf("demo: %w", err)
-		}
-		// The handbook is indexed by the workers once the server starts.
-		datasetID, err := demo.EnsureKnowledge(ctx, gdb, cfg.models, dataDir, apps.NewStore(gdb), keys.AppID)
-		if err != nil {
-			return fmt.Errorf("demo: %w", err)
-		}
-		printDemo(out, addr, keys, datasetID)
-		demoKeys = keys
+	demoKeys, err := ensureDemo(ctx, gdb, cfg, out)
+	if err != nil {
+		return err
 	}
 	if cfg.double == nil {
 		cfg.double = &doubleFlags{}
@@ -567,36 +557,14 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 	// registers when the application starts.
 	replica := cluster.NewReplica(gdb)
 	replica.Log = log
-	// Workflow runs a previous process left running can never finish now
-	// (with PostgreSQL: those of replicas that are gone; the live ones go
-	// on).
-	if n, err := workflowruns.New(gdb).CloseInterrupted(ctx, replica); err != nil {
+	if err := closeInterrupted(ctx, gdb, replica, log); err != nil {
 		return err
-	} else if n > 0 {
-		log.Warn("closed workflow runs interrupted by the last stop", "runs", n)
-	}
-	// So can answers a previous process was still streaming.
-	if n, err := chat.CloseInterrupted(ctx, gdb, replica); err != nil {
-		return err
-	} else if n > 0 {
-		log.Warn("closed messages interrupted by the last stop", "messages", n)
 	}
 
 	deps := handlers.Deps{DB: gdb, Logger: log, SpecYAML: specYAML, Version: version, Models: cfg.models, DataDir: dataDir,
 		FetchAllow: cfg.fetchAllow, Guard: cfg.guard, Ops: cfg.ops, Tools: cfg.tools,
 		Limits: cfg.limits.handlerLimits(), Admin: adminCfg, Bus: cluster.NewBus(gdb, log)}
-	// python3 code nodes run in a bubblewrap sandbox; without one they fail
-	// with an error saying so, never unsandboxed.
-	pyCfg := sandbox.Config{Warm: cfg.codeWarm}
-	if cfg.codeWarm <= 0 {
-		pyCfg.Warm = -1 // the sandbox's zero means its default
-	}
-	if cfg.codeNetwork {
-		pyCfg.Network = cfg.guard
-	}
-	if py, err := sandbox.NewPython(pyCfg); err != nil {
-		log.Warn("python3 code nodes are unavailable", "err", err)
-	} else {
+	if py := pythonRunner(cfg, log); py != nil {
 		deps.Python = py
 	}
 	// Every service, once, each with its dependencies.
@@ -615,36 +583,10 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 	app := newApplication(graph, deps, documents.Config{DB: gdb, Models: cfg.models, DataDir: dataDir, Logger: log, Replica: replica})
 	cfg.limits.configure(app.http)
 	app.started = func() {
-		if cfg.double.keysOut != "" {
-			base := "http://" + ln.Addr().String()
-			keys := map[string]any{"base_url": base, "api_url": base + "/v1", "data_dir": dataDir}
-			if cfg.double.adminToken != "" {
-				keys["admin_url"] = base + "/admin/v1"
-			}
-			if demoKeys != nil {
-				keys["demo"] = demoKeys
-			}
-			if seed != nil {
-				keys["apps"], keys["knowledge"] = seed.Apps, seed.Knowledge
-			}
-			if err := writeKeys(cfg.double.keysOut, keys); err != nil {
-				log.Error("--keys-out: writing the keys file failed", "path", cfg.double.keysOut, "err", err)
-			}
-		}
+		writeKeysOut(cfg, ln.Addr().String(), demoKeys, seed, log)
 		gcStarted()
 		cfg.ready.workersStarted()
-		// The token vocabulary takes a few hundred milliseconds of CPU to
-		// load: loaded now, once the server answers, it neither slows the
-		// start (it would compete with parsing openapi.yaml) nor waits
-		// for the first request that counts tokens.
-		go func() {
-			defer func() {
-				if v := recover(); v != nil {
-					log.Error("loading the token vocabulary panicked", "panic", v)
-				}
-			}()
-			llm.LoadTokenizer()
-		}()
+		loadTokenizerInBackground(log)
 		log.Info("appkb listening", "addr", ln.Addr().String(), "data_dir", dataDir, "api", "http://"+ln.Addr().String()+"/v1", "version", version, "max_conns", maxConns, "database", string(db.DialectOf(gdb)))
 	}
 	app.stopping = cfg.ready.stopping
@@ -653,6 +595,98 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 	// run returns once HTTP has drained and the workers have stopped; the
 	// database closes after that (deferred above).
 	return app.run(ctx, ln)
+}
+
+// ensureDemo creates the demo app, its keys and its knowledge base when
+// --demo is on and prints how to reach them; without --demo it returns nil.
+func ensureDemo(ctx context.Context, gdb *gorm.DB, cfg serveConfig, out io.Writer) (*demo.Keys, error) {
+	if !cfg.demo {
+		return nil, nil
+	}
+	keys, err := demo.Ensure(ctx, apps.NewStore(gdb), apikeys.NewStore(gdb))
+	if err != nil {
+		return nil, fmt.Errorf("demo: %w", err)
+	}
+	// The handbook is indexed by the workers once the server starts.
+	datasetID, err := demo.EnsureKnowledge(ctx, gdb, cfg.models, cfg.dataDir, apps.NewStore(gdb), keys.AppID)
+	if err != nil {
+		return nil, fmt.Errorf("demo: %w", err)
+	}
+	printDemo(out, cfg.addr, keys, datasetID)
+	return keys, nil
+}
+
+// closeInterrupted ends the workflow runs and the streamed answers a
+// previous process left running: they can never finish now (with
+// PostgreSQL: only those of replicas that are gone; the live ones go on).
+func closeInterrupted(ctx context.Context, gdb *gorm.DB, replica *cluster.Replica, log *slog.Logger) error {
+	if n, err := workflowruns.New(gdb).CloseInterrupted(ctx, replica); err != nil {
+		return err
+	} else if n > 0 {
+		log.Warn("closed workflow runs interrupted by the last stop", "runs", n)
+	}
+	if n, err := chat.CloseInterrupted(ctx, gdb, replica); err != nil {
+		return err
+	} else if n > 0 {
+		log.Warn("closed messages interrupted by the last stop", "messages", n)
+	}
+	return nil
+}
+
+// pythonRunner returns the bubblewrap sandbox python3 code nodes run in, or
+// nil (logged) when there is none: the nodes then fail saying so, and never
+// run unsandboxed.
+func pythonRunner(cfg serveConfig, log *slog.Logger) *sandbox.Python {
+	pyCfg := sandbox.Config{Warm: cfg.codeWarm}
+	if cfg.codeWarm <= 0 {
+		pyCfg.Warm = -1 // the sandbox's zero means its default
+	}
+	if cfg.codeNetwork {
+		pyCfg.Network = cfg.guard
+	}
+	py, err := sandbox.NewPython(pyCfg)
+	if err != nil {
+		log.Warn("python3 code nodes are unavailable", "err", err)
+		return nil
+	}
+	return py
+}
+
+// writeKeysOut writes the --keys-out file (addresses, demo keys, seeded
+// apps) once the server listens on addr; without --keys-out it does nothing.
+func writeKeysOut(cfg serveConfig, addr string, demoKeys *demo.Keys, seed *seeded, log *slog.Logger) {
+	if cfg.double.keysOut == "" {
+		return
+	}
+	base := "http://" + addr
+	keys := map[string]any{"base_url": base, "api_url": base + "/v1", "data_dir": cfg.dataDir}
+	if cfg.double.adminToken != "" {
+		keys["admin_url"] = base + "/admin/v1"
+	}
+	if demoKeys != nil {
+		keys["demo"] = demoKeys
+	}
+	if seed != nil {
+		keys["apps"], keys["knowledge"] = seed.Apps, seed.Knowledge
+	}
+	if err := writeKeys(cfg.double.keysOut, keys); err != nil {
+		log.Error("--keys-out: writing the keys file failed", "path", cfg.double.keysOut, "err", err)
+	}
+}
+
+// loadTokenizerInBackground loads the token vocabulary (a few hundred
+// milliseconds of CPU) once the server answers, so that it neither slows
+// the start, where it would compete with parsing openapi.yaml, nor makes
+// the first request that counts tokens wait.
+func loadTokenizerInBackground(log *slog.Logger) {
+	go func() {
+		defer func() {
+			if v := recover(); v != nil {
+				log.Error("loading the token vocabulary panicked", "panic", v)
+			}
+		}()
+		llm.LoadTokenizer()
+	}()
 }
 
 func importApp(ctx context.Context, gdb *gorm.DB, path, replaceID string, out io.Writer, log *slog.Logger) error {

@@ -373,14 +373,7 @@ func (s *Service) enable(ctx context.Context, job *models.AnnotationReplyJob) er
 		}
 	}
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		set := models.AnnotationReplySetting{
-			AppID:                 job.AppID,
-			Enabled:               true,
-			EmbeddingProviderName: model.provider,
-			EmbeddingModelName:    model.name,
-			ScoreThreshold:        job.ScoreThreshold,
-		}
-		if err := upsertSettings(tx, &set); err != nil {
+		if err := saveJobSetting(tx, job, true, model.provider, model.name); err != nil {
 			return err
 		}
 		return tx.Where("app_id = ? AND NOT (embedding_provider_name = ? AND embedding_model_name = ?)",
@@ -388,17 +381,22 @@ func (s *Service) enable(ctx context.Context, job *models.AnnotationReplyJob) er
 	})
 }
 
+// saveJobSetting stores the app's annotation reply setting as job leaves
+// it: on or off, with the given embedding model and the job's threshold.
+func saveJobSetting(tx *gorm.DB, job *models.AnnotationReplyJob, enabled bool, provider, model string) error {
+	return upsertSettings(tx, &models.AnnotationReplySetting{
+		AppID:                 job.AppID,
+		Enabled:               enabled,
+		EmbeddingProviderName: provider,
+		EmbeddingModelName:    model,
+		ScoreThreshold:        job.ScoreThreshold,
+	})
+}
+
 // disable switches annotation reply off and drops the app's vectors.
 func (s *Service) disable(ctx context.Context, job *models.AnnotationReplyJob) error {
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		set := models.AnnotationReplySetting{
-			AppID:                 job.AppID,
-			Enabled:               false,
-			EmbeddingProviderName: job.EmbeddingProviderName,
-			EmbeddingModelName:    job.EmbeddingModelName,
-			ScoreThreshold:        job.ScoreThreshold,
-		}
-		if err := upsertSettings(tx, &set); err != nil {
+		if err := saveJobSetting(tx, job, false, job.EmbeddingProviderName, job.EmbeddingModelName); err != nil {
 			return err
 		}
 		return tx.Where("app_id = ?", job.AppID).Delete(&models.AnnotationEmbedding{}).Error

@@ -360,22 +360,14 @@ func (s *Service) ListSegments(ctx context.Context, actor datasets.Actor, datase
 	if err != nil {
 		return nil, err
 	}
-	query := func() *gorm.DB {
+	segs, total, err := pageByPosition[models.Segment](func() *gorm.DB {
 		db := s.db.WithContext(ctx).Model(&models.Segment{}).Where("document_id = ?", d.ID)
 		if st := cleanIDs(q.Status); len(st) > 0 {
 			db = db.Where("status IN ?", st)
 		}
-		if kw := strings.TrimSpace(q.Keyword); kw != "" {
-			db = db.Where(appdb.ContainsCI(s.db, "content"), "%"+escapeLike(kw)+"%")
-		}
-		return db
-	}
-	var total int64
-	if err := query().Count(&total).Error; err != nil {
-		return nil, err
-	}
-	var segs []models.Segment
-	if err := query().Order("position").Offset((page - 1) * limit).Limit(limit).Find(&segs).Error; err != nil {
+		return s.contentContains(db, q.Keyword)
+	}, page, limit)
+	if err != nil {
 		return nil, err
 	}
 	data, err := s.views(ctx, segs)
@@ -541,19 +533,10 @@ func (s *Service) ListChildChunks(ctx context.Context, actor datasets.Actor, dat
 	if err != nil {
 		return nil, err
 	}
-	query := func() *gorm.DB {
-		db := s.db.WithContext(ctx).Model(&models.ChildChunk{}).Where("segment_id = ?", seg.ID)
-		if kw := strings.TrimSpace(keyword); kw != "" {
-			db = db.Where(appdb.ContainsCI(s.db, "content"), "%"+escapeLike(kw)+"%")
-		}
-		return db
-	}
-	var total int64
-	if err := query().Count(&total).Error; err != nil {
-		return nil, err
-	}
-	var rows []models.ChildChunk
-	if err := query().Order("position").Offset((page - 1) * limit).Limit(limit).Find(&rows).Error; err != nil {
+	rows, total, err := pageByPosition[models.ChildChunk](func() *gorm.DB {
+		return s.contentContains(s.db.WithContext(ctx).Model(&models.ChildChunk{}).Where("segment_id = ?", seg.ID), keyword)
+	}, page, limit)
+	if err != nil {
 		return nil, err
 	}
 	out := &ChildChunkPage{Data: []ChildChunk{}, Total: int(total), TotalPages: (int(total) + limit - 1) / limit, Page: page, Limit: limit}
@@ -561,6 +544,29 @@ func (s *Service) ListChildChunks(ctx context.Context, actor datasets.Actor, dat
 		out.Data = append(out.Data, childView(&rows[i]))
 	}
 	return out, nil
+}
+
+// contentContains narrows db to the rows whose content holds keyword,
+// ignoring case; a blank keyword leaves db as it is.
+func (s *Service) contentContains(db *gorm.DB, keyword string) *gorm.DB {
+	if kw := strings.TrimSpace(keyword); kw != "" {
+		db = db.Where(appdb.ContainsCI(s.db, "content"), "%"+escapeLike(kw)+"%")
+	}
+	return db
+}
+
+// pageByPosition counts the rows query selects and loads page (from 1) of
+// limit of them in position order; query is called once for each.
+func pageByPosition[T any](query func() *gorm.DB, page, limit int) ([]T, int64, error) {
+	var total int64
+	if err := query().Count(&total).Error; err != nil {
+		return nil, 0, err
+	}
+	var rows []T
+	if err := query().Order("position").Offset((page - 1) * limit).Limit(limit).Find(&rows).Error; err != nil {
+		return nil, 0, err
+	}
+	return rows, total, nil
 }
 
 func errNotHierarchical() error {

@@ -140,10 +140,6 @@ func (s *Service) search(ctx context.Context, datasetIDs []string, query string,
 	if query == "" || len(datasetIDs) == 0 {
 		return []Hit{}, nil
 	}
-	topK := rm.TopK
-	if topK <= 0 {
-		topK = datasets.DefaultTopK
-	}
 	var rows []models.Dataset
 	if err := s.db.WithContext(ctx).Where("id IN ?", datasetIDs).Find(&rows).Error; err != nil {
 		return nil, err
@@ -158,110 +154,157 @@ func (s *Service) search(ctx context.Context, datasetIDs []string, query string,
 	if len(docs.allowed) == 0 {
 		return []Hit{}, nil
 	}
+	plan := planSearch(rows, rm)
+	cands, err := s.candidates(ctx, &plan, query, docs, rm)
+	if err != nil {
+		return nil, err
+	}
+	hits, err := s.collectHits(ctx, &plan, cands, query, docs, rm)
+	if err != nil {
+		return nil, err
+	}
+	if plan.rerank {
+		first := stageSemantic
+		if len(plan.economy) > 0 || !isSemantic(rm.SearchMethod) {
+			first = stageLexical
+		}
+		if hits, err = s.rerank(ctx, query, hits, rm.RerankingModel, first); err != nil {
+			return nil, err
+		}
+		hits = applyThreshold(hits, plan.threshold)
+		if len(hits) > plan.topK {
+			hits = hits[:plan.topK]
+		}
+	}
+	nameHits(hits, rows)
+	return hits, nil
+}
 
-	rerank := rm.RerankingEnable && rm.RerankingModel != nil && rm.RerankingModel.ModelName != "" &&
+// searchPlan is what a search decides from its settings before it looks
+// for candidates.
+type searchPlan struct {
+	topK int
+	// pool is how many candidates the methods are asked for; limit is how
+	// many hits are collected from them (more than topK when a reranker
+	// picks the final ones).
+	pool, limit int
+	rerank      bool
+	// short: plain full-text search ranks only the first shortLimit(pool)
+	// candidates at first, and again in full when they fall short.
+	short     bool
+	threshold *float64
+	// Economy knowledge bases have no vectors, so keyword search is their
+	// only method whatever was asked; quality ones use the method asked.
+	economy, quality []models.Dataset
+}
+
+func planSearch(rows []models.Dataset, rm datasets.RetrievalModel) searchPlan {
+	p := searchPlan{topK: rm.TopK}
+	if p.topK <= 0 {
+		p.topK = datasets.DefaultTopK
+	}
+	p.rerank = rm.RerankingEnable && rm.RerankingModel != nil && rm.RerankingModel.ModelName != "" &&
 		(rm.RerankingMode == nil || *rm.RerankingMode != datasets.ModeWeightedScore)
-	// Economy knowledge bases have no vectors: keyword search is their only
-	// method, whatever was asked.
-	var economy, quality []models.Dataset
 	for _, d := range rows {
 		if d.IndexingTechnique != nil && *d.IndexingTechnique == datasets.TechniqueEconomy {
-			economy = append(economy, d)
+			p.economy = append(p.economy, d)
 		} else {
-			quality = append(quality, d)
+			p.quality = append(p.quality, d)
 		}
 	}
-	pool := topK * 4
-	if rerank {
-		pool = max(topK*4, 20)
+	p.pool = p.topK * 4
+	p.limit = p.topK
+	if p.rerank {
+		p.pool = max(p.topK*4, 20)
+		p.limit = p.pool
 	}
-	// Plain full-text search ranks only the first few candidates at first
-	// (shortLimit): enough when the best of them may be returned, as they
-	// nearly always may; when they fall short it ranks again in full.
-	short := !rerank && len(economy) == 0 && rm.SearchMethod == datasets.SearchFullText
+	// Ranking only the first few is enough when the best of them may be
+	// returned, as they nearly always may.
+	p.short = !p.rerank && len(p.economy) == 0 && rm.SearchMethod == datasets.SearchFullText
+	if rm.ScoreThresholdEnabled && rm.ScoreThreshold != nil {
+		p.threshold = rm.ScoreThreshold
+	}
+	return p
+}
+
+// candidates gathers the candidates of every knowledge base in the plan,
+// keyword ones for economy knowledge bases and those of the asked method
+// for the others, unsorted.
+func (s *Service) candidates(ctx context.Context, p *searchPlan, query string, docs *docSet, rm datasets.RetrievalModel) ([]cand, error) {
 	var cands []cand
-	if len(economy) > 0 {
-		c, err := s.keywordCandidates(ctx, ids(economy), query, docs, pool)
+	if len(p.economy) > 0 {
+		c, err := s.keywordCandidates(ctx, ids(p.economy), query, docs, p.pool)
 		if err != nil {
 			return nil, err
 		}
 		cands = append(cands, c...)
 	}
-	if len(quality) > 0 {
+	if len(p.quality) > 0 {
 		var c []cand
+		var err error
 		switch rm.SearchMethod {
 		case datasets.SearchKeyword:
-			c, err = s.keywordCandidates(ctx, ids(quality), query, docs, pool)
+			c, err = s.keywordCandidates(ctx, ids(p.quality), query, docs, p.pool)
 		case datasets.SearchFullText:
-			lim := fullTextLimit(pool)
-			if short {
-				lim = shortLimit(pool)
+			lim := fullTextLimit(p.pool)
+			if p.short {
+				lim = shortLimit(p.pool)
 			}
-			c, err = s.fullTextCandidates(ctx, ids(quality), query, docs, lim)
+			c, err = s.fullTextCandidates(ctx, ids(p.quality), query, docs, lim)
 		case datasets.SearchHybrid:
-			c, err = s.hybridCandidates(ctx, quality, query, docs, pool, rm)
+			c, err = s.hybridCandidates(ctx, p.quality, query, docs, p.pool, rm)
 		default:
-			c, err = s.semanticCandidates(ctx, quality, query, docs, semanticLimit(pool))
+			c, err = s.semanticCandidates(ctx, p.quality, query, docs, semanticLimit(p.pool))
 		}
 		if err != nil {
 			return nil, err
 		}
 		cands = append(cands, c...)
 	}
+	return cands, nil
+}
+
+// collectHits ranks cands and collects up to p.limit hits from them; when
+// a bounded first ranking ran out before that, it gathers the candidates
+// again without the bound and collects once more.
+func (s *Service) collectHits(ctx context.Context, p *searchPlan, cands []cand, query string, docs *docSet, rm datasets.RetrievalModel) ([]Hit, error) {
 	sortCands(cands)
 	// Chunks and child chunks were ranked apart; only the first shortLimit
 	// of both together are surely the first of a full ranking.
-	truncated := short && len(cands) >= shortLimit(pool)
+	truncated := p.short && len(cands) >= shortLimit(p.pool)
 	if truncated {
-		cands = cands[:shortLimit(pool)]
+		cands = cands[:shortLimit(p.pool)]
 	}
-
-	var threshold *float64
-	if rm.ScoreThresholdEnabled && rm.ScoreThreshold != nil {
-		threshold = rm.ScoreThreshold
-	}
-	limit := topK
-	if rerank {
-		limit = pool
-	}
-	hits, exhausted, err := s.collect(ctx, cands, docs, limit, threshold, !rerank)
+	hits, exhausted, err := s.collect(ctx, cands, docs, p.limit, p.threshold, !p.rerank)
 	if err != nil {
 		return nil, err
 	}
 	if exhausted && truncated {
-		if cands, err = s.fullTextCandidates(ctx, ids(quality), query, docs, fullTextLimit(pool)); err != nil {
+		if cands, err = s.fullTextCandidates(ctx, ids(p.quality), query, docs, fullTextLimit(p.pool)); err != nil {
 			return nil, err
 		}
 		sortCands(cands)
-		if hits, _, err = s.collect(ctx, cands, docs, limit, threshold, !rerank); err != nil {
+		if hits, _, err = s.collect(ctx, cands, docs, p.limit, p.threshold, !p.rerank); err != nil {
 			return nil, err
 		}
 	}
 	// Semantic search keeps only its best candidates. When disabled chunks
 	// used them all up before limit hits were found, score every vector
 	// again without the bound: slow, but rare.
-	if exhausted && len(economy) == 0 && len(quality) > 0 && isSemantic(rm.SearchMethod) && len(cands) >= semanticLimit(pool) {
-		if cands, err = s.semanticCandidates(ctx, quality, query, docs, 0); err != nil {
+	if exhausted && len(p.economy) == 0 && len(p.quality) > 0 && isSemantic(rm.SearchMethod) && len(cands) >= semanticLimit(p.pool) {
+		if cands, err = s.semanticCandidates(ctx, p.quality, query, docs, 0); err != nil {
 			return nil, err
 		}
 		sortCands(cands)
-		if hits, _, err = s.collect(ctx, cands, docs, limit, threshold, !rerank); err != nil {
+		if hits, _, err = s.collect(ctx, cands, docs, p.limit, p.threshold, !p.rerank); err != nil {
 			return nil, err
 		}
 	}
-	if rerank {
-		first := stageSemantic
-		if len(economy) > 0 || !isSemantic(rm.SearchMethod) {
-			first = stageLexical
-		}
-		if hits, err = s.rerank(ctx, query, hits, rm.RerankingModel, first); err != nil {
-			return nil, err
-		}
-		hits = applyThreshold(hits, threshold)
-		if len(hits) > topK {
-			hits = hits[:topK]
-		}
-	}
+	return hits, nil
+}
+
+// nameHits sets the knowledge base name of every hit.
+func nameHits(hits []Hit, rows []models.Dataset) {
 	names := map[string]string{}
 	for _, d := range rows {
 		names[d.ID] = d.Name
@@ -269,7 +312,6 @@ func (s *Service) search(ctx context.Context, datasetIDs []string, query string,
 	for i := range hits {
 		hits[i].DatasetName = names[hits[i].DatasetID]
 	}
-	return hits, nil
 }
 
 // fullTextLimit is how many full-text candidates (chunks, and child

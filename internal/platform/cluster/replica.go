@@ -292,14 +292,5 @@ func (r *Replica) nowExpr() any {
 // is one interval away). The periodic chores of the replicas (heartbeats,
 // taking over the work of dead replicas, pruning) all run this way.
 func Every(ctx context.Context, interval time.Duration, fn func(context.Context)) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		fn(ctx)
-	}
+	db.Every(ctx, interval, func() { fn(ctx) })
 }

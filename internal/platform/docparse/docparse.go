@@ -171,28 +171,22 @@ var DefaultLimits = Limits{
 }
 
 func (l Limits) withDefaults() Limits {
-	if l.MaxFileSize <= 0 {
-		l.MaxFileSize = DefaultLimits.MaxFileSize
-	}
-	if l.MaxUnpackedSize <= 0 {
-		l.MaxUnpackedSize = DefaultLimits.MaxUnpackedSize
-	}
-	if l.MaxZipEntries <= 0 {
-		l.MaxZipEntries = DefaultLimits.MaxZipEntries
-	}
-	if l.MaxTextSize <= 0 {
-		l.MaxTextSize = DefaultLimits.MaxTextSize
-	}
-	if l.MaxDepth <= 0 {
-		l.MaxDepth = DefaultLimits.MaxDepth
-	}
-	if l.MaxCells <= 0 {
-		l.MaxCells = DefaultLimits.MaxCells
-	}
-	if l.MaxDuration <= 0 {
-		l.MaxDuration = DefaultLimits.MaxDuration
-	}
+	d := DefaultLimits
+	orDefault(&l.MaxFileSize, d.MaxFileSize)
+	orDefault(&l.MaxUnpackedSize, d.MaxUnpackedSize)
+	orDefault(&l.MaxZipEntries, d.MaxZipEntries)
+	orDefault(&l.MaxTextSize, d.MaxTextSize)
+	orDefault(&l.MaxDepth, d.MaxDepth)
+	orDefault(&l.MaxCells, d.MaxCells)
+	orDefault(&l.MaxDuration, d.MaxDuration)
 	return l
+}
+
+// orDefault sets *v to def when *v is zero or negative (not set).
+func orDefault[T int | int64 | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // parser reads one format from the whole file in memory.

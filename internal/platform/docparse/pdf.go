@@ -206,70 +206,7 @@ func extractPDFPage(p pdfPage, out *textBuf) (err error) {
 		}
 	}()
 
-	fontDict := p.res.Key("Font")
-	type font struct {
-		enc     pdf.TextEncoding
-		metrics pdfMetrics
-	}
-	fonts := map[string]font{}
-	fontOf := func(name string) font {
-		if f, ok := fonts[name]; ok {
-			return f
-		}
-		f := font{fontEncoding(fontDict.Key(name)), pdfFontMetrics(fontDict.Key(name))}
-		fonts[name] = f
-		return f
-	}
-
-	var (
-		cur       = font{enc: rawEncoding{}}
-		curY      float64
-		lineY     float64
-		hasText   bool // text was shown on this page
-		newLine   bool // a line change is pending
-		moved     bool // a horizontal move is pending
-		textEnded bool // a text object ended since the last text
-		// The horizontal text position in user space (before cm): the
-		// start of the current line, where the next glyph goes, and where
-		// the last text shown ended (endOK: that end is known).
-		tmScale, lineX, curX, endX float64 = 1, 0, 0, 0
-		endOK                      bool
-		size, charSpace, wordSpace float64
-		hScale                     float64 = 1
-	)
-	show := func(v pdf.Value) {
-		if v.Kind() != pdf.String {
-			return
-		}
-		raw := v.RawString()
-		s := ligatures.Replace(cur.enc.Decode(raw))
-		if s == "" {
-			return
-		}
-		if hasText {
-			switch {
-			case newLine || math.Abs(curY-lineY) > 0.5:
-				page.breakLines(1)
-			case endOK && cur.metrics.hasWidth && size > 0:
-				// The positions are known: a word gap is a move of more
-				// than about a fifth of an em past the previous glyph.
-				if curX-endX > 0.2*size*math.Abs(tmScale) {
-					page.space()
-				}
-			case moved || textEnded:
-				page.space()
-			}
-		}
-		page.WriteString(s)
-		hasText, newLine, moved, textEnded = true, false, false, false
-		lineY = curY
-		if cur.metrics.hasWidth {
-			curX += cur.metrics.advance(raw, size, charSpace, wordSpace, hScale) * tmScale
-			endX, endOK = curX, true
-		} else {
-			endOK = false
-		}
-	}
+	st := newPDFTextState(p.res.Key("Font"), page)
 	pdf.Interpret(contents, func(stk *pdf.Stack, op string) {
 		args := make([]pdf.Value, stk.Len())
 		for i := len(args) - 1; i >= 0; i-- {
@@ -278,87 +215,185 @@ func extractPDFPage(p pdfPage, out *textBuf) (err error) {
 		if page.over {
 			return
 		}
-		switch op {
-		case "Tf":
-			if len(args) == 2 {
-				cur = fontOf(args[0].Name())
-				size = args[1].Float64()
-			}
-		case "Tc":
-			if len(args) == 1 {
-				charSpace = args[0].Float64()
-			}
-		case "Tw":
-			if len(args) == 1 {
-				wordSpace = args[0].Float64()
-			}
-		case "Tz":
-			if len(args) == 1 {
-				hScale = args[0].Float64() / 100
-			}
-		case "BT":
-			curY = 0
-			tmScale, lineX, curX = 1, 0, 0
-		case "ET":
-			textEnded = true
-		case "Td", "TD":
-			if len(args) == 2 {
-				tx, ty := args[0].Float64(), args[1].Float64()
-				curY += ty
-				if tx != 0 {
-					moved = true
-				}
-				lineX += tx * tmScale
-				curX = lineX
-			}
-		case "Tm":
-			if len(args) == 6 {
-				curY = args[5].Float64()
-				moved = true
-				tmScale = args[0].Float64()
-				if tmScale == 0 {
-					tmScale = 1
-				}
-				lineX, curX = args[4].Float64(), args[4].Float64()
-			}
-		case "T*":
-			newLine = true
-			curX = lineX
-		case "Tj":
-			if len(args) == 1 {
-				show(args[0])
-			}
-		case "'":
-			if len(args) == 1 {
-				newLine, curX = true, lineX
-				show(args[0])
-			}
-		case "\"":
-			if len(args) == 3 {
-				newLine, curX = true, lineX
-				wordSpace, charSpace = args[0].Float64(), args[1].Float64()
-				show(args[2])
-			}
-		case "TJ":
-			if len(args) != 1 || args[0].Kind() != pdf.Array {
-				return
-			}
-			a := args[0]
-			for i := 0; i < a.Len(); i++ {
-				x := a.Index(i)
-				switch x.Kind() {
-				case pdf.String:
-					show(x)
-				case pdf.Integer, pdf.Real:
-					if -x.Float64() > pdfWordGap && hasText {
-						moved = true
-					}
-					curX -= x.Float64() / 1000 * size * hScale * tmScale
-				}
-			}
-		}
+		st.apply(op, args)
 	})
 	return nil
+}
+
+// pdfFont is what the text extractor knows of one page font: how its codes
+// decode and, when the font says, how wide its glyphs are.
+type pdfFont struct {
+	enc     pdf.TextEncoding
+	metrics pdfMetrics
+}
+
+// pdfTextState follows the text operators of one page's content stream and
+// writes what they show to page, with the line breaks and spaces their
+// positions imply.
+type pdfTextState struct {
+	page     *textBuf
+	fontDict pdf.Value
+	fonts    map[string]pdfFont
+
+	cur       pdfFont
+	curY      float64
+	lineY     float64
+	hasText   bool // text was shown on this page
+	newLine   bool // a line change is pending
+	moved     bool // a horizontal move is pending
+	textEnded bool // a text object ended since the last text
+	// The horizontal text position in user space (before cm): the start of
+	// the current line, where the next glyph goes, and where the last text
+	// shown ended (endOK: that end is known).
+	tmScale, lineX, curX, endX float64
+	endOK                      bool
+	size, charSpace, wordSpace float64
+	hScale                     float64
+}
+
+func newPDFTextState(fontDict pdf.Value, page *textBuf) *pdfTextState {
+	return &pdfTextState{
+		page:     page,
+		fontDict: fontDict,
+		fonts:    map[string]pdfFont{},
+		cur:      pdfFont{enc: rawEncoding{}},
+		tmScale:  1,
+		hScale:   1,
+	}
+}
+
+// fontOf returns the named page font, reading it on first use.
+func (s *pdfTextState) fontOf(name string) pdfFont {
+	if f, ok := s.fonts[name]; ok {
+		return f
+	}
+	f := pdfFont{fontEncoding(s.fontDict.Key(name)), pdfFontMetrics(s.fontDict.Key(name))}
+	s.fonts[name] = f
+	return f
+}
+
+// show writes one shown string, preceded by a line break or a space when
+// the text position moved enough since the previous one.
+func (s *pdfTextState) show(v pdf.Value) {
+	if v.Kind() != pdf.String {
+		return
+	}
+	raw := v.RawString()
+	text := ligatures.Replace(s.cur.enc.Decode(raw))
+	if text == "" {
+		return
+	}
+	if s.hasText {
+		switch {
+		case s.newLine || math.Abs(s.curY-s.lineY) > 0.5:
+			s.page.breakLines(1)
+		case s.endOK && s.cur.metrics.hasWidth && s.size > 0:
+			// The positions are known: a word gap is a move of more than
+			// about a fifth of an em past the previous glyph.
+			if s.curX-s.endX > 0.2*s.size*math.Abs(s.tmScale) {
+				s.page.space()
+			}
+		case s.moved || s.textEnded:
+			s.page.space()
+		}
+	}
+	s.page.WriteString(text)
+	s.hasText, s.newLine, s.moved, s.textEnded = true, false, false, false
+	s.lineY = s.curY
+	if s.cur.metrics.hasWidth {
+		s.curX += s.cur.metrics.advance(raw, s.size, s.charSpace, s.wordSpace, s.hScale) * s.tmScale
+		s.endX, s.endOK = s.curX, true
+	} else {
+		s.endOK = false
+	}
+}
+
+// apply carries out one content-stream operator; operators that do not
+// affect text, and ones with the wrong number of operands, are ignored.
+func (s *pdfTextState) apply(op string, args []pdf.Value) {
+	switch op {
+	case "Tf":
+		if len(args) == 2 {
+			s.cur = s.fontOf(args[0].Name())
+			s.size = args[1].Float64()
+		}
+	case "Tc":
+		if len(args) == 1 {
+			s.charSpace = args[0].Float64()
+		}
+	case "Tw":
+		if len(args) == 1 {
+			s.wordSpace = args[0].Float64()
+		}
+	case "Tz":
+		if len(args) == 1 {
+			s.hScale = args[0].Float64() / 100
+		}
+	case "BT":
+		s.curY = 0
+		s.tmScale, s.lineX, s.curX = 1, 0, 0
+	case "ET":
+		s.textEnded = true
+	case "Td", "TD":
+		if len(args) == 2 {
+			tx, ty := args[0].Float64(), args[1].Float64()
+			s.curY += ty
+			if tx != 0 {
+				s.moved = true
+			}
+			s.lineX += tx * s.tmScale
+			s.curX = s.lineX
+		}
+	case "Tm":
+		if len(args) == 6 {
+			s.curY = args[5].Float64()
+			s.moved = true
+			s.tmScale = args[0].Float64()
+			if s.tmScale == 0 {
+				s.tmScale = 1
+			}
+			s.lineX, s.curX = args[4].Float64(), args[4].Float64()
+		}
+	case "T*":
+		s.newLine = true
+		s.curX = s.lineX
+	case "Tj":
+		if len(args) == 1 {
+			s.show(args[0])
+		}
+	case "'":
+		if len(args) == 1 {
+			s.newLine, s.curX = true, s.lineX
+			s.show(args[0])
+		}
+	case "\"":
+		if len(args) == 3 {
+			s.newLine, s.curX = true, s.lineX
+			s.wordSpace, s.charSpace = args[0].Float64(), args[1].Float64()
+			s.show(args[2])
+		}
+	case "TJ":
+		if len(args) == 1 && args[0].Kind() == pdf.Array {
+			s.showArray(args[0])
+		}
+	}
+}
+
+// showArray carries out TJ: strings are shown, numbers move the position
+// back (a large enough move counts as a word gap).
+func (s *pdfTextState) showArray(a pdf.Value) {
+	for i := 0; i < a.Len(); i++ {
+		x := a.Index(i)
+		switch x.Kind() {
+		case pdf.String:
+			s.show(x)
+		case pdf.Integer, pdf.Real:
+			if -x.Float64() > pdfWordGap && s.hasText {
+				s.moved = true
+			}
+			s.curX -= x.Float64() / 1000 * s.size * s.hScale * s.tmScale
+		}
+	}
 }
 
 // fontEncoding returns how the codes of font f map to text, or rawEncoding

@@ -3,7 +3,6 @@ package chat
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -163,16 +162,7 @@ func (g *Generation) runAgent(ctx context.Context, emit func(Event) error, out *
 	if res != nil && res.Answer != "" && (err == nil || out.answer == "") {
 		out.answer = res.Answer
 	}
-	switch {
-	case withheld != "":
-		out.answer = withheld
-		out.err = emit(MessageReplaceEvent{Event: EventMessageReplace, StreamBase: g.base(), Answer: withheld, Reason: "output_moderation"})
-	case err == nil:
-	case errors.Is(context.Cause(ctx), ErrStopped):
-		out.stopped = true
-	default:
-		out.err = err
-	}
+	g.settle(ctx, out, withheld, true, emit, err)
 }
 
 // saveToolFile keeps a file a tool made as a file of the answer.

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
-
 	"appkb/internal/apps"
 	"appkb/internal/conversation/conversations"
 	"appkb/internal/llm"
@@ -61,23 +59,9 @@ func (s *Service) PrepareChatflow(ctx context.Context, req Request, def *apps.De
 	if def == nil || def.Workflow == nil {
 		return nil, apperr.Fail(apperr.CodeAppUnavailable, "The chatflow has no workflow graph.")
 	}
-	user, err := s.users.Resolve(ctx, req.AppID, req.User)
+	g, err := s.newGeneration(ctx, req, apps.ModeAdvancedChat, true)
 	if err != nil {
 		return nil, err
-	}
-	g := &Generation{
-		TaskID:    uuid.NewString(),
-		MessageID: models.NewID(),
-		Mode:      apps.ModeAdvancedChat,
-		CreatedAt: time.Now().UTC(),
-		Streaming: req.Streaming,
-		svc:       s,
-		appID:     req.AppID,
-		user:      req.User,
-		endUserID: user.ID,
-		chatOp:    true,
-		query:     req.Query,
-		autoName:  req.AutoGenerateName,
 	}
 	t := &ChatflowTurn{g: g, def: def, DialogueCount: 1}
 	if req.ConversationID == "" {
@@ -114,13 +98,13 @@ func (s *Service) PrepareChatflow(ctx context.Context, req Request, def *apps.De
 		}
 	}
 	if len(req.Files) > 0 && s.cfg.ResolveFiles != nil {
-		if g.files, err = s.cfg.ResolveFiles(ctx, req.AppID, user.ID, req.Files); err != nil {
+		if g.files, err = s.cfg.ResolveFiles(ctx, req.AppID, g.endUserID, req.Files); err != nil {
 			return nil, err
 		}
 	}
 	t.Files = g.files
 	t.TaskID, t.MessageID, t.ConversationID = g.TaskID, g.MessageID, g.ConversationID
-	t.CreatedAt, t.Streaming, t.EndUserID, t.Inputs = g.CreatedAt, g.Streaming, user.ID, g.inputs
+	t.CreatedAt, t.Streaming, t.EndUserID, t.Inputs = g.CreatedAt, g.Streaming, g.endUserID, g.inputs
 	return t, nil
 }
 

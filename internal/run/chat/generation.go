@@ -56,6 +56,30 @@ type Generation struct {
 	agentMode apps.AgentMode
 }
 
+// newGeneration starts the generation of one answer to req in an app of
+// the given mode, for the end user req names (created on first use); chatOp
+// tells whether the answer belongs to a conversation.
+func (s *Service) newGeneration(ctx context.Context, req Request, mode string, chatOp bool) (*Generation, error) {
+	user, err := s.users.Resolve(ctx, req.AppID, req.User)
+	if err != nil {
+		return nil, err
+	}
+	return &Generation{
+		TaskID:    uuid.NewString(),
+		MessageID: models.NewID(),
+		Mode:      mode,
+		CreatedAt: time.Now().UTC(),
+		Streaming: req.Streaming,
+		svc:       s,
+		appID:     req.AppID,
+		user:      req.User,
+		endUserID: user.ID,
+		chatOp:    chatOp,
+		query:     req.Query,
+		autoName:  req.AutoGenerateName,
+	}, nil
+}
+
 // PrepareChat checks a chat-message request and readies its generation.
 // It fails with not_chat_app for apps that hold no conversations,
 // bad_request for a blocking request to an agent app, invalid_param for
@@ -92,27 +116,11 @@ func (s *Service) prepare(ctx context.Context, req Request, chatOp bool) (*Gener
 	if isAgentMode(ac.mode) && !req.Streaming {
 		return nil, apperr.Fail(apperr.CodeBadRequest, "Agent apps only answer in streaming mode; send response_mode \"streaming\".")
 	}
-	user, err := s.users.Resolve(ctx, req.AppID, req.User)
+	g, err := s.newGeneration(ctx, req, ac.mode, chatOp)
 	if err != nil {
 		return nil, err
 	}
-
-	g := &Generation{
-		TaskID:    uuid.NewString(),
-		MessageID: models.NewID(),
-		Mode:      ac.mode,
-		CreatedAt: time.Now().UTC(),
-		Streaming: req.Streaming,
-		svc:       s,
-		appID:     req.AppID,
-		user:      req.User,
-		endUserID: user.ID,
-		chatOp:    chatOp,
-		query:     req.Query,
-		autoName:  req.AutoGenerateName,
-		filter:    ac.filter,
-		agentMode: agentModeOf(ac.mc),
-	}
+	g.filter, g.agentMode = ac.filter, agentModeOf(ac.mc)
 
 	var history []Turn
 	if chatOp && req.ConversationID != "" {
@@ -139,7 +147,7 @@ func (s *Service) prepare(ctx context.Context, req Request, chatOp bool) (*Gener
 	g.params = overrideParams(spec.CompletionParams, req.Params)
 
 	if len(req.Files) > 0 && s.cfg.ResolveFiles != nil {
-		if g.files, err = s.cfg.ResolveFiles(ctx, req.AppID, user.ID, req.Files); err != nil {
+		if g.files, err = s.cfg.ResolveFiles(ctx, req.AppID, g.endUserID, req.Files); err != nil {
 			return nil, err
 		}
 	}
@@ -514,6 +522,14 @@ func (g *Generation) callModel(ctx context.Context, streaming bool, emit func(Ev
 	}
 	out.answer = buf.String()
 
+	g.settle(ctx, out, withheld, streaming, emit, err)
+}
+
+// settle records how a model call ended in out: an answer the output
+// moderation withheld is replaced by its preset (announced to a stream by
+// a message_replace event), a call cut off by a stop marks out stopped,
+// and any other error of the call is out's error.
+func (g *Generation) settle(ctx context.Context, out *outcome, withheld string, streaming bool, emit func(Event) error, err error) {
 	switch {
 	case withheld != "":
 		out.answer = withheld

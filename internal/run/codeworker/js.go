@@ -62,7 +62,7 @@ func runJS(j *Job) *Answer {
 	if err != nil {
 		return fail(err)
 	}
-	m, ok := plain(res.Export()).(map[string]any)
+	m, ok := jsonnum.Plain(res.Export()).(map[string]any)
 	if !ok {
 		return codeErr("main must return an object, not %s.", res.ExportType())
 	}
@@ -163,46 +163,6 @@ func compiledJS(code string) *goja.Program {
 		return nil
 	}
 	return prg
-}
-
-// plain turns what goja exports into plain values (nil, string, bool,
-// float64, []any, map[string]any), as the workflow engine does with its
-// variables.
-func plain(v any) any {
-	switch x := v.(type) {
-	case nil, string, bool, float64:
-		return x
-	case []string:
-		out := make([]any, len(x))
-		for i, s := range x {
-			out[i] = s
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = plain(e)
-		}
-		return out
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = plain(e)
-		}
-		return out
-	}
-	if f, ok := jsonnum.Float(v); ok {
-		return f
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	var out any
-	if json.Unmarshal(b, &out) != nil {
-		return string(b)
-	}
-	return out
 }
 
 // heapBytes reads the bytes of heap objects (live and not yet swept).

@@ -118,25 +118,7 @@ func (p *Python) spawn(parent context.Context) (*started, error) {
 	s := &started{proxy: proxy, cg: cg, tmp: tmp, kill: kill, exited: make(chan struct{})}
 	s.stdout = newAnswerBuffer(p.cfg.MaxOutput+1, kill) // +1: the newline
 	s.stderr = &tailBuffer{max: 4 << 10}
-	cmd := exec.CommandContext(ctx, name, argv...)
-	cmd.Dir = "/"
-	cmd.Env = []string{}
-	cmd.Stdout = s.stdout
-	cmd.Stderr = s.stderr
-	// bwrap runs in a process group of its own, and the group is killed
-	// whole: bwrap 0.8 leaves the sandbox's inner bwrap waiting for ever
-	// when the outer one is killed before the sandbox is set up, and
-	// until then the inner one is still in the group.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.cred, Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	cmd.Cancel = func() error {
-		// As Process.Kill does, a group that is already gone is no error
-		// of Wait's.
-		if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); !errors.Is(err, syscall.ESRCH) {
-			return err
-		}
-		return os.ErrProcessDone
-	}
-	cmd.WaitDelay = 2 * time.Second
+	cmd := p.sandboxCommand(ctx, name, argv, s)
 	if gateR != nil {
 		cmd.ExtraFiles = []*os.File{gateR} // fd 3
 	}
@@ -179,6 +161,32 @@ func (p *Python) spawn(parent context.Context) (*started, error) {
 		close(s.exited)
 	}()
 	return s, nil
+}
+
+// sandboxCommand prepares the command that starts sandbox s: an empty
+// environment, output into s's buffers, and a process group of its own
+// that is killed whole when ctx ends.
+func (p *Python) sandboxCommand(ctx context.Context, name string, argv []string, s *started) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, argv...)
+	cmd.Dir = "/"
+	cmd.Env = []string{}
+	cmd.Stdout = s.stdout
+	cmd.Stderr = s.stderr
+	// bwrap runs in a process group of its own, and the group is killed
+	// whole: bwrap 0.8 leaves the sandbox's inner bwrap waiting for ever
+	// when the outer one is killed before the sandbox is set up, and
+	// until then the inner one is still in the group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.cred, Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	cmd.Cancel = func() error {
+		// As Process.Kill does, a group that is already gone is no error
+		// of Wait's.
+		if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); !errors.Is(err, syscall.ESRCH) {
+			return err
+		}
+		return os.ErrProcessDone
+	}
+	cmd.WaitDelay = 2 * time.Second
+	return cmd
 }
 
 // ended reports whether the sandbox has already exited.

@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"appkb/internal/platform/jsonnum"
 	"appkb/internal/platform/netguard"
 )
 
@@ -152,7 +153,7 @@ func (t *Tool) Prepare(args map[string]any) (map[string]any, error) {
 		}
 		switch p.Type {
 		case paramNumber:
-			f, ok := parseNumber(v)
+			f, ok := jsonnum.Number(v)
 			if !ok {
 				return nil, fmt.Errorf("the parameter %q must be a number, not %q", p.Name, Text(v))
 			}

@@ -48,18 +48,6 @@ func Text(v any) string {
 	return string(b)
 }
 
-// parseNumber accepts a number or the text of one.
-func parseNumber(v any) (float64, bool) {
-	if f, ok := jsonnum.Float(v); ok {
-		return f, true
-	}
-	if s, ok := v.(string); ok {
-		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-		return f, err == nil
-	}
-	return 0, false
-}
-
 // toBool accepts a boolean, its text or a number (non-zero is true).
 func toBool(v any) (bool, bool) {
 	switch x := v.(type) {
