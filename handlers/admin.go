@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"crypto/subtle"
 	"io"
 	"net/http"
 	"strings"
@@ -13,16 +12,13 @@ import (
 	"appkb/gen"
 	"appkb/handlers/faults"
 	"appkb/handlers/journal"
+	"appkb/handlers/validation"
 	"appkb/internal/admin"
 	"appkb/internal/llm"
 	"appkb/internal/platform/apperr"
 )
 
-// adminBasePath is where the admin operations are mounted.
-const adminBasePath = "/admin/v1"
-
-// schemeAdminToken is the security scheme of the admin operations.
-const schemeAdminToken = "AdminToken"
+const adminBasePath = validation.AdminBasePath
 
 // Admin configures the test double's side of the server: the admin API,
 // the request journal and injected faults. The zero value turns all of it
@@ -42,17 +38,6 @@ type Admin struct {
 	// Service does the admin operations; built over the server's stores
 	// when nil.
 	Service *admin.Service
-}
-
-// adminToken checks the admin bearer token in constant time.
-func adminToken(want string, req *http.Request) error {
-	kind, token, ok := strings.Cut(strings.TrimSpace(req.Header.Get(echo.HeaderAuthorization)), " ")
-	token = strings.TrimSpace(token)
-	if want == "" || !ok || !strings.EqualFold(kind, "Bearer") ||
-		subtle.ConstantTimeCompare([]byte(token), []byte(want)) != 1 {
-		return apperr.Unauthorized("The admin API needs 'Bearer <admin-token>', the token the server was started with.")
-	}
-	return nil
 }
 
 // maxAdminFile bounds a DSL or scenario body.

@@ -13,6 +13,7 @@ import (
 
 	"appkb/handlers/admission"
 	"appkb/handlers/ratelimit"
+	"appkb/handlers/validation"
 	"appkb/internal/platform/apperr"
 )
 
@@ -75,7 +76,7 @@ func guard(l Limits) echo.MiddlewareFunc {
 						retry := max(1, int(math.Ceil(l.Admission.Wait().Seconds())))
 						res.Header().Set("Retry-After", strconv.Itoa(retry))
 					}
-					closeAfterAnswer(c)
+					validation.CloseAfterAnswer(c)
 					return apperr.New(http.StatusServiceUnavailable, CodeServiceUnavailable,
 						"The server is busy; try again in a moment.")
 				}

@@ -19,7 +19,7 @@ import (
 	"appkb/handlers/apidocs"
 	"appkb/handlers/health"
 	"appkb/handlers/ratelimit"
-	"appkb/internal/apps/apikeys"
+	"appkb/handlers/validation"
 	"appkb/internal/platform/apperr"
 	"appkb/internal/platform/metrics"
 	"appkb/models"
@@ -164,7 +164,7 @@ func dnsLabels(s string) bool {
 func rateLimit(l *ratelimit.Limiter) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			p, ok := c.Request().Context().Value(principalKey{}).(*apikeys.Principal)
+			p, ok := validation.Principal(c.Request().Context())
 			if l == nil || !ok {
 				return next(c)
 			}
@@ -231,7 +231,7 @@ func observe(log *slog.Logger) echo.MiddlewareFunc {
 				slog.Int64("bytes", res.Size),
 				slog.String("remote", c.RealIP()),
 			}
-			if p, ok := req.Context().Value(principalKey{}).(*apikeys.Principal); ok {
+			if p, ok := validation.Principal(req.Context()); ok {
 				if p.Kind == models.KeyKindApp {
 					attrs = append(attrs, slog.String("app_id", p.AppID))
 				} else {
