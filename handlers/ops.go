@@ -17,6 +17,7 @@ import (
 
 	"appkb/db"
 	"appkb/handlers/apidocs"
+	"appkb/handlers/guard"
 	"appkb/handlers/health"
 	"appkb/handlers/ratelimit"
 	"appkb/handlers/validation"
@@ -201,7 +202,7 @@ func observe(log *slog.Logger) echo.MiddlewareFunc {
 			req := c.Request()
 			// A body cut off for slowness cancels the context too, but its
 			// client is still there for the 408.
-			gone := req.Context().Err() != nil && c.Get(ctxBodyTimedOut) == nil
+			gone := req.Context().Err() != nil && !guard.BodyTimedOut(c)
 			if err != nil && !(gone && !res.Committed) {
 				c.Error(err)
 			}

@@ -16,6 +16,7 @@ import (
 	"gorm.io/gorm"
 
 	"appkb/gen"
+	"appkb/handlers/guard"
 	"appkb/handlers/journal"
 	"appkb/handlers/ratelimit"
 	"appkb/handlers/validation"
@@ -42,6 +43,10 @@ import (
 )
 
 const basePath = validation.BasePath
+
+// Limits protect the server from overload and from slow or oversized
+// requests (see guard.Limits).
+type Limits = guard.Limits
 
 // principalFrom returns the key that authenticated the request.
 var principalFrom = validation.PrincipalFrom
@@ -219,7 +224,7 @@ func NewServer(d Deps) (*echo.Echo, error) {
 	// cannot hold the slots of those with one.
 	e.Use(cors(d.Ops.CORSOrigins))
 	e.Use(validator.AuthFirst(d.Limits.UnknownKeys))
-	e.Use(guard(d.Limits))
+	e.Use(guard.Middleware(d.Limits))
 	e.Use(middleware.BodyLimit(MaxBodySize))
 	if d.Admin.Faults {
 		e.Use(injectFaults)
