@@ -59,7 +59,7 @@ func settingsFrom(technique, docForm, language *string, rule *gen.ProcessRule, r
 		st.ProcessRule = &r
 	}
 	if rm != nil {
-		r, err := toWire[datasets.RetrievalModel](rm)
+		r, err := domainRetrievalModel(rm)
 		if err != nil {
 			return st, err
 		}
