@@ -13,6 +13,7 @@ import (
 	"appkb/internal/knowledge/documents"
 	"appkb/internal/knowledge/pipeline"
 	"appkb/internal/knowledge/retrieval"
+	"appkb/internal/knowledge/textsplit"
 	"appkb/models"
 )
 
@@ -236,5 +237,24 @@ func TestDomainRetrievalModelMatchesTheJSONRoundTrip(t *testing.T) {
 		si := b.SummaryIndexSetting
 		sameJSON(t, body, domainSummaryIndexSetting(si.Enable, si.ModelName, si.ModelProviderName, si.SummaryPrompt),
 			viaJSON[datasets.SummaryIndexSetting](t, si))
+	}
+}
+
+// The request's process rule reads as the JSON round trip read it.
+func TestDomainProcessRuleMatchesTheJSONRoundTrip(t *testing.T) {
+	for _, body := range []string{
+		`{"mode":"automatic"}`,
+		`{"mode":"custom","rules":{}}`,
+		`{"mode":"custom","rules":{"pre_processing_rules":[],"segmentation":{}}}`,
+		`{"mode":"custom","rules":{"pre_processing_rules":[{"id":"remove_extra_spaces","enabled":true},{"id":"remove_urls_emails"},{}],
+			"segmentation":{"separator":"\n\n","max_tokens":300,"chunk_overlap":20}}}`,
+		`{"mode":"hierarchical","rules":{"parent_mode":"paragraph","segmentation":{"separator":"###","max_tokens":800},
+			"subchunk_segmentation":{"separator":"\n","max_tokens":120,"chunk_overlap":0}}}`,
+	} {
+		var rule gen.ProcessRule
+		if err := json.Unmarshal([]byte(body), &rule); err != nil {
+			t.Fatal(err)
+		}
+		sameJSON(t, body, domainProcessRule(&rule), viaJSON[textsplit.ProcessRule](t, &rule))
 	}
 }
