@@ -16,6 +16,7 @@ import (
 	"gorm.io/gorm"
 
 	"appkb/gen"
+	"appkb/handlers/cors"
 	"appkb/handlers/guard"
 	"appkb/handlers/journal"
 	"appkb/handlers/ratelimit"
@@ -222,7 +223,7 @@ func NewServer(d Deps) (*echo.Echo, error) {
 	// browser; then the key, from the headers alone, before a slot is
 	// taken or the body read (authFirst), so that clients without a key
 	// cannot hold the slots of those with one.
-	e.Use(cors(d.Ops.CORSOrigins))
+	e.Use(cors.Middleware(d.Ops.CORSOrigins))
 	e.Use(validator.AuthFirst(d.Limits.UnknownKeys))
 	e.Use(guard.Middleware(d.Limits))
 	e.Use(middleware.BodyLimit(MaxBodySize))
