@@ -4,13 +4,8 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"strings"
-	"time"
-
-	"github.com/labstack/echo/v4"
 
 	"appkb/gen"
-	"appkb/handlers/faults"
 	"appkb/handlers/journal"
 	"appkb/handlers/validation"
 	"appkb/internal/admin"
@@ -256,84 +251,4 @@ func (s *Server) AdminClearRequests(ctx context.Context, _ gen.AdminClearRequest
 		s.journal.Clear()
 	}
 	return gen.AdminClearRequests204Response{}, nil
-}
-
-// recordRequests is the middleware that writes the request journal. The
-// admin API's own requests are left out, so that a test reads only what
-// its client sent.
-func recordRequests(j *journal.Journal) echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		if j == nil {
-			return next
-		}
-		return func(c echo.Context) error {
-			req := c.Request()
-			if strings.HasPrefix(req.URL.Path, adminBasePath+"/") {
-				return next(c)
-			}
-			start := time.Now()
-			err := next(c)
-			if err != nil {
-				c.Error(err) // render now, so that the status is known
-				err = nil
-			}
-			e := journal.Entry{Time: start.UTC(), Method: req.Method, Path: req.URL.Path,
-				Route: routePattern(c.Path()), Status: c.Response().Status, BodyBytes: req.ContentLength,
-				DurationMS: float64(time.Since(start).Microseconds()) / 1000, Fault: req.Header.Get(faults.Header)}
-			if e.BodyBytes < 0 {
-				e.BodyBytes = 0
-			}
-			if p, perr := principalFrom(c.Request().Context()); perr == nil {
-				e.KeyID = p.KeyID
-			}
-			j.Add(e)
-			return err
-		}
-	}
-}
-
-// routePattern writes an Echo route (/v1/conversations/:id) as the API
-// description does (/v1/conversations/{id}).
-func routePattern(p string) string {
-	parts := strings.Split(p, "/")
-	for i, s := range parts {
-		if strings.HasPrefix(s, ":") {
-			parts[i] = "{" + s[1:] + "}"
-		}
-	}
-	return strings.Join(parts, "/")
-}
-
-// injectFaults is the middleware that honours X-Appkb-Fault (serve
-// --faults): it waits, answers an error, or wraps the response so that the
-// event stream is cut or ends in an error event.
-func injectFaults(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		h := c.Request().Header.Get(faults.Header)
-		if h == "" || strings.HasPrefix(c.Request().URL.Path, adminBasePath+"/") {
-			return next(c)
-		}
-		f, err := faults.Parse(h)
-		if err != nil {
-			return apperr.InvalidParam("%s", err.Error())
-		}
-		if f.Delay > 0 {
-			t := time.NewTimer(f.Delay)
-			select {
-			case <-c.Request().Context().Done():
-				t.Stop()
-				return c.Request().Context().Err()
-			case <-t.C:
-			}
-		}
-		if f.Status != 0 {
-			b := f.Body()
-			return apperr.New(f.Status, b["code"].(string), "%s", b["message"].(string))
-		}
-		if f.Streams() {
-			res := c.Response()
-			res.Writer = f.Writer(res.Writer)
-		}
-		return next(c)
-	}
 }

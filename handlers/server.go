@@ -17,6 +17,7 @@ import (
 
 	"appkb/gen"
 	"appkb/handlers/cors"
+	"appkb/handlers/faults"
 	"appkb/handlers/guard"
 	"appkb/handlers/journal"
 	"appkb/handlers/ratelimit"
@@ -217,7 +218,7 @@ func NewServer(d Deps) (*echo.Echo, error) {
 	e.HTTPErrorHandler = errorHandler(log)
 	e.Use(middleware.RequestID())
 	e.Use(observe(log))
-	e.Use(recordRequests(d.Admin.Journal))
+	e.Use(journal.Middleware(d.Admin.Journal))
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: recoverLog(log)}))
 	// CORS first, so that every answer (a 401 too) can be read by the
 	// browser; then the key, from the headers alone, before a slot is
@@ -228,7 +229,7 @@ func NewServer(d Deps) (*echo.Echo, error) {
 	e.Use(guard.Middleware(d.Limits))
 	e.Use(middleware.BodyLimit(MaxBodySize))
 	if d.Admin.Faults {
-		e.Use(injectFaults)
+		e.Use(faults.Middleware)
 	}
 	e.Use(validator.Middleware)
 	e.Use(rateLimit(ratelimit.New(d.Ops.RateLimit, d.Ops.RateBurst)))
