@@ -2,27 +2,18 @@ package handlers
 
 import (
 	"context"
-	"crypto/subtle"
 	"io"
 	"net/http"
-	"strings"
-	"time"
-
-	"github.com/labstack/echo/v4"
 
 	"appkb/gen"
-	"appkb/handlers/faults"
 	"appkb/handlers/journal"
+	"appkb/handlers/validation"
 	"appkb/internal/admin"
 	"appkb/internal/llm"
 	"appkb/internal/platform/apperr"
 )
 
-// adminBasePath is where the admin operations are mounted.
-const adminBasePath = "/admin/v1"
-
-// schemeAdminToken is the security scheme of the admin operations.
-const schemeAdminToken = "AdminToken"
+const adminBasePath = validation.AdminBasePath
 
 // Admin configures the test double's side of the server: the admin API,
 // the request journal and injected faults. The zero value turns all of it
@@ -42,17 +33,6 @@ type Admin struct {
 	// Service does the admin operations; built over the server's stores
 	// when nil.
 	Service *admin.Service
-}
-
-// adminToken checks the admin bearer token in constant time.
-func adminToken(want string, req *http.Request) error {
-	kind, token, ok := strings.Cut(strings.TrimSpace(req.Header.Get(echo.HeaderAuthorization)), " ")
-	token = strings.TrimSpace(token)
-	if want == "" || !ok || !strings.EqualFold(kind, "Bearer") ||
-		subtle.ConstantTimeCompare([]byte(token), []byte(want)) != 1 {
-		return apperr.Unauthorized("The admin API needs 'Bearer <admin-token>', the token the server was started with.")
-	}
-	return nil
 }
 
 // maxAdminFile bounds a DSL or scenario body.
@@ -271,84 +251,4 @@ func (s *Server) AdminClearRequests(ctx context.Context, _ gen.AdminClearRequest
 		s.journal.Clear()
 	}
 	return gen.AdminClearRequests204Response{}, nil
-}
-
-// recordRequests is the middleware that writes the request journal. The
-// admin API's own requests are left out, so that a test reads only what
-// its client sent.
-func recordRequests(j *journal.Journal) echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		if j == nil {
-			return next
-		}
-		return func(c echo.Context) error {
-			req := c.Request()
-			if strings.HasPrefix(req.URL.Path, adminBasePath+"/") {
-				return next(c)
-			}
-			start := time.Now()
-			err := next(c)
-			if err != nil {
-				c.Error(err) // render now, so that the status is known
-				err = nil
-			}
-			e := journal.Entry{Time: start.UTC(), Method: req.Method, Path: req.URL.Path,
-				Route: routePattern(c.Path()), Status: c.Response().Status, BodyBytes: req.ContentLength,
-				DurationMS: float64(time.Since(start).Microseconds()) / 1000, Fault: req.Header.Get(faults.Header)}
-			if e.BodyBytes < 0 {
-				e.BodyBytes = 0
-			}
-			if p, perr := principalFrom(c.Request().Context()); perr == nil {
-				e.KeyID = p.KeyID
-			}
-			j.Add(e)
-			return err
-		}
-	}
-}
-
-// routePattern writes an Echo route (/v1/conversations/:id) as the API
-// description does (/v1/conversations/{id}).
-func routePattern(p string) string {
-	parts := strings.Split(p, "/")
-	for i, s := range parts {
-		if strings.HasPrefix(s, ":") {
-			parts[i] = "{" + s[1:] + "}"
-		}
-	}
-	return strings.Join(parts, "/")
-}
-
-// injectFaults is the middleware that honours X-Appkb-Fault (serve
-// --faults): it waits, answers an error, or wraps the response so that the
-// event stream is cut or ends in an error event.
-func injectFaults(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		h := c.Request().Header.Get(faults.Header)
-		if h == "" || strings.HasPrefix(c.Request().URL.Path, adminBasePath+"/") {
-			return next(c)
-		}
-		f, err := faults.Parse(h)
-		if err != nil {
-			return apperr.InvalidParam("%s", err.Error())
-		}
-		if f.Delay > 0 {
-			t := time.NewTimer(f.Delay)
-			select {
-			case <-c.Request().Context().Done():
-				t.Stop()
-				return c.Request().Context().Err()
-			case <-t.C:
-			}
-		}
-		if f.Status != 0 {
-			b := f.Body()
-			return apperr.New(f.Status, b["code"].(string), "%s", b["message"].(string))
-		}
-		if f.Streams() {
-			res := c.Response()
-			res.Writer = f.Writer(res.Writer)
-		}
-		return next(c)
-	}
 }

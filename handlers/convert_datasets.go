@@ -1,6 +1,8 @@
 package handlers
 
 import (
+	"encoding/json"
+
 	"appkb/gen"
 	"appkb/internal/knowledge/datasets"
 )
@@ -40,4 +42,54 @@ func wireMetadataList(l *datasets.MetadataList) gen.MetadataFieldList {
 		out.DocMetadata = &fields
 	}
 	return out
+}
+
+// Search settings, wire → domain.
+
+// domainRetrievalModel reads the search settings of a request.
+func domainRetrievalModel(rm *gen.RetrievalModel) (datasets.RetrievalModel, error) {
+	out := datasets.RetrievalModel{SearchMethod: string(rm.SearchMethod), RerankingEnable: rm.RerankingEnable,
+		RerankingMode: (*string)(rm.RerankingMode), TopK: rm.TopK, ScoreThresholdEnabled: rm.ScoreThresholdEnabled,
+		ScoreThreshold: rm.ScoreThreshold}
+	if m := rm.RerankingModel; m != nil {
+		out.RerankingModel = &datasets.RerankingModel{ProviderName: valueOf(m.RerankingProviderName), ModelName: valueOf(m.RerankingModelName)}
+	}
+	if w := rm.Weights; w != nil {
+		out.Weights = &datasets.Weights{WeightType: (*string)(w.WeightType)}
+		if v := w.VectorSetting; v != nil {
+			out.Weights.VectorSetting = &datasets.VectorSetting{VectorWeight: v.VectorWeight,
+				EmbeddingProviderName: v.EmbeddingProviderName, EmbeddingModelName: v.EmbeddingModelName}
+		}
+		if k := w.KeywordSetting; k != nil {
+			out.Weights.KeywordSetting = &datasets.KeywordSetting{KeywordWeight: k.KeywordWeight}
+		}
+	}
+	if f := rm.MetadataFilteringConditions; f != nil {
+		mf := &datasets.MetadataFilter{LogicalOperator: (*string)(f.LogicalOperator)}
+		if f.Conditions != nil {
+			mf.Conditions = make([]datasets.MetadataCondition, len(*f.Conditions))
+			for i, c := range *f.Conditions {
+				mf.Conditions[i] = datasets.MetadataCondition{Name: c.Name, ComparisonOperator: string(c.ComparisonOperator)}
+				if c.Value != nil {
+					// The value is a union (string, number or strings): read
+					// as the domain's untyped value, as a JSON decode gives.
+					raw, err := c.Value.MarshalJSON()
+					if err != nil {
+						return out, err
+					}
+					if err := json.Unmarshal(raw, &mf.Conditions[i].Value); err != nil {
+						return out, err
+					}
+				}
+			}
+		}
+		out.MetadataFilteringConditions = mf
+	}
+	return out, nil
+}
+
+// domainSummaryIndexSetting reads the summary settings of a new knowledge
+// base.
+func domainSummaryIndexSetting(enable *bool, model, provider, prompt *string) datasets.SummaryIndexSetting {
+	return datasets.SummaryIndexSetting{Enable: enable, ModelName: model, ModelProviderName: provider, SummaryPrompt: prompt}
 }

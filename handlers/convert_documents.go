@@ -3,6 +3,7 @@ package handlers
 import (
 	"appkb/gen"
 	"appkb/internal/knowledge/documents"
+	"appkb/internal/knowledge/textsplit"
 )
 
 // Documents, domain → wire.
@@ -55,4 +56,31 @@ func wireDocumentPage(p *documents.DocumentPage) gen.DocumentList {
 		}
 	}
 	return out
+}
+
+// domainProcessRule reads the cleaning and splitting settings of a
+// request; what the request leaves out reads as the zero value.
+func domainProcessRule(rule *gen.ProcessRule) textsplit.ProcessRule {
+	out := textsplit.ProcessRule{Mode: string(rule.Mode)}
+	r := rule.Rules
+	if r == nil {
+		return out
+	}
+	rules := &textsplit.Rules{ParentMode: string(valueOf(r.ParentMode)),
+		Segmentation: domainSegmentation(r.Segmentation), SubchunkSegmentation: domainSegmentation(r.SubchunkSegmentation)}
+	if r.PreProcessingRules != nil {
+		rules.PreProcessingRules = make([]textsplit.PreProcessingRule, len(*r.PreProcessingRules))
+		for i, p := range *r.PreProcessingRules {
+			rules.PreProcessingRules[i] = textsplit.PreProcessingRule{ID: string(valueOf(p.Id)), Enabled: valueOf(p.Enabled)}
+		}
+	}
+	out.Rules = rules
+	return out
+}
+
+func domainSegmentation(s *gen.ProcessRuleSegmentation) *textsplit.Segmentation {
+	if s == nil {
+		return nil
+	}
+	return &textsplit.Segmentation{Separator: valueOf(s.Separator), MaxTokens: valueOf(s.MaxTokens), ChunkOverlap: valueOf(s.ChunkOverlap)}
 }

@@ -13,6 +13,7 @@ import (
 	"appkb/internal/knowledge/documents"
 	"appkb/internal/knowledge/pipeline"
 	"appkb/internal/knowledge/retrieval"
+	"appkb/internal/knowledge/textsplit"
 	"appkb/models"
 )
 
@@ -192,4 +193,68 @@ func BenchmarkWireHit(b *testing.B) {
 			}
 		}
 	})
+}
+
+// The request-side search settings read as the JSON round trip read them,
+// from bodies that leave every optional part out and that set all of it.
+func TestDomainRetrievalModelMatchesTheJSONRoundTrip(t *testing.T) {
+	bodies := []struct{ name, body string }{
+		{"bare", `{"search_method":"semantic_search","reranking_enable":false,"top_k":3,"score_threshold_enabled":false}`},
+		{"nulls", `{"search_method":"keyword_search","reranking_enable":false,"reranking_mode":null,"reranking_model":null,
+			"top_k":2,"score_threshold_enabled":true,"score_threshold":null,"weights":null}`},
+		{"empty parts", `{"search_method":"hybrid_search","reranking_enable":true,"reranking_model":{},"top_k":1,
+			"score_threshold_enabled":true,"score_threshold":0,"weights":{},"metadata_filtering_conditions":{"conditions":[]}}`},
+		{"full", `{"search_method":"hybrid_search","reranking_enable":true,"reranking_mode":"weighted_score",
+			"reranking_model":{"reranking_provider_name":"cohere","reranking_model_name":"rerank-3"},"top_k":7,
+			"score_threshold_enabled":true,"score_threshold":0.25,
+			"weights":{"weight_type":"customized","vector_setting":{"vector_weight":0.7,"embedding_provider_name":"openai",
+			"embedding_model_name":"text-embedding-3-small"},"keyword_setting":{"keyword_weight":0.3}},
+			"metadata_filtering_conditions":{"logical_operator":"or","conditions":[
+			{"name":"author","comparison_operator":"is","value":"ann"},
+			{"name":"year","comparison_operator":">","value":2020.5},
+			{"name":"tags","comparison_operator":"in","value":["a","b"]},
+			{"name":"draft","comparison_operator":"empty"}]}}`},
+	}
+	for _, tc := range bodies {
+		t.Run(tc.name, func(t *testing.T) {
+			var rm gen.RetrievalModel
+			if err := json.Unmarshal([]byte(tc.body), &rm); err != nil {
+				t.Fatal(err)
+			}
+			got, err := domainRetrievalModel(&rm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameJSON(t, tc.name, got, viaJSON[datasets.RetrievalModel](t, &rm))
+		})
+	}
+	var b gen.CreateDatasetRequest
+	for _, body := range []string{`{"name":"x","summary_index_setting":{}}`,
+		`{"name":"x","summary_index_setting":{"enable":true,"model_name":"m","model_provider_name":"p","summary_prompt":"sum it"}}`} {
+		if err := json.Unmarshal([]byte(body), &b); err != nil {
+			t.Fatal(err)
+		}
+		si := b.SummaryIndexSetting
+		sameJSON(t, body, domainSummaryIndexSetting(si.Enable, si.ModelName, si.ModelProviderName, si.SummaryPrompt),
+			viaJSON[datasets.SummaryIndexSetting](t, si))
+	}
+}
+
+// The request's process rule reads as the JSON round trip read it.
+func TestDomainProcessRuleMatchesTheJSONRoundTrip(t *testing.T) {
+	for _, body := range []string{
+		`{"mode":"automatic"}`,
+		`{"mode":"custom","rules":{}}`,
+		`{"mode":"custom","rules":{"pre_processing_rules":[],"segmentation":{}}}`,
+		`{"mode":"custom","rules":{"pre_processing_rules":[{"id":"remove_extra_spaces","enabled":true},{"id":"remove_urls_emails"},{}],
+			"segmentation":{"separator":"\n\n","max_tokens":300,"chunk_overlap":20}}}`,
+		`{"mode":"hierarchical","rules":{"parent_mode":"paragraph","segmentation":{"separator":"###","max_tokens":800},
+			"subchunk_segmentation":{"separator":"\n","max_tokens":120,"chunk_overlap":0}}}`,
+	} {
+		var rule gen.ProcessRule
+		if err := json.Unmarshal([]byte(body), &rule); err != nil {
+			t.Fatal(err)
+		}
+		sameJSON(t, body, domainProcessRule(&rule), viaJSON[textsplit.ProcessRule](t, &rule))
+	}
 }

@@ -28,17 +28,15 @@ func (s *Server) CreateDataset(ctx context.Context, req gen.CreateDatasetRequest
 		EmbeddingModelProvider: b.EmbeddingModelProvider,
 	}
 	if b.RetrievalModel != nil {
-		rm, err := toWire[datasets.RetrievalModel](b.RetrievalModel)
+		rm, err := domainRetrievalModel(b.RetrievalModel)
 		if err != nil {
 			return nil, err
 		}
 		p.RetrievalModel = &rm
 	}
 	if b.SummaryIndexSetting != nil {
-		sis, err := toWire[datasets.SummaryIndexSetting](b.SummaryIndexSetting)
-		if err != nil {
-			return nil, err
-		}
+		si := b.SummaryIndexSetting
+		sis := domainSummaryIndexSetting(si.Enable, si.ModelName, si.ModelProviderName, si.SummaryPrompt)
 		p.SummaryIndexSetting = &sis
 	}
 	ds, err := s.kb.CreateDataset(ctx, actor, p)
@@ -101,7 +99,7 @@ func (s *Server) UpdateDataset(ctx context.Context, req gen.UpdateDatasetRequest
 		EmbeddingModelProvider: b.EmbeddingModelProvider,
 	}
 	if b.RetrievalModel != nil {
-		rm, err := toWire[datasets.RetrievalModel](b.RetrievalModel)
+		rm, err := domainRetrievalModel(b.RetrievalModel)
 		if err != nil {
 			return nil, err
 		}
@@ -173,7 +171,7 @@ func (s *Server) searchDataset(ctx context.Context, datasetID string, body *gen.
 		return gen.RetrieveResult{}, err
 	}
 	if body.RetrievalModel != nil {
-		if rm, err = toWire[datasets.RetrievalModel](body.RetrievalModel); err != nil {
+		if rm, err = domainRetrievalModel(body.RetrievalModel); err != nil {
 			return gen.RetrieveResult{}, err
 		}
 	}

@@ -21,7 +21,6 @@ import (
 	"appkb/gen"
 	"appkb/internal/knowledge/datasets"
 	"appkb/internal/knowledge/documents"
-	"appkb/internal/knowledge/textsplit"
 	"appkb/internal/platform/apperr"
 	"appkb/internal/platform/docparse"
 )
@@ -52,14 +51,11 @@ func settingsFrom(technique, docForm, language *string, rule *gen.ProcessRule, r
 	st := documents.Settings{IndexingTechnique: technique, DocForm: docForm, DocLanguage: language,
 		EmbeddingModel: em, EmbeddingModelProvider: emp}
 	if rule != nil {
-		r, err := toWire[textsplit.ProcessRule](rule)
-		if err != nil {
-			return st, err
-		}
+		r := domainProcessRule(rule)
 		st.ProcessRule = &r
 	}
 	if rm != nil {
-		r, err := toWire[datasets.RetrievalModel](rm)
+		r, err := domainRetrievalModel(rm)
 		if err != nil {
 			return st, err
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"appkb/handlers/guard"
 	"appkb/handlers/oaicompat"
 	"appkb/internal/platform/apperr"
 )
@@ -81,7 +82,7 @@ func toAPIError(err error) *apperr.Error {
 	if lostDatabase(err) {
 		// Not a fault of the request nor a bug: the client may try again
 		// once the database is back.
-		return apperr.Wrap(err, http.StatusServiceUnavailable, CodeServiceUnavailable,
+		return apperr.Wrap(err, http.StatusServiceUnavailable, guard.CodeServiceUnavailable,
 			"The database cannot be reached right now; try again in a moment.")
 	}
 	if errors.Is(err, http.ErrMissingBoundary) || errors.Is(err, http.ErrNotMultipart) {

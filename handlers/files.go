@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"appkb/gen"
+	"appkb/handlers/validation"
 	"appkb/internal/apps"
 	"appkb/internal/conversation/files"
 	"appkb/internal/platform/apperr"
@@ -110,7 +111,7 @@ func readUploadForm(body *multipart.Reader, store *files.Store, rules files.Rule
 			}
 			if bytes.IndexByte(b, 0) >= 0 {
 				form.staged.Discard()
-				return nil, nulError(`form field "user"`)
+				return nil, validation.NULError(`form field "user"`)
 			}
 			form.user = string(b)
 		}

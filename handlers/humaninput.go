@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"appkb/gen"
+	"appkb/handlers/sse"
 	"appkb/internal/run/flows"
 	"appkb/models"
 )
@@ -78,5 +79,5 @@ func (s *Server) streamRunEvents(c echo.Context, runID string, params gen.Stream
 	if err != nil {
 		return err
 	}
-	return s.pump(c, run, difyFraming)
+	return s.pump(c, run, sse.Dify)
 }

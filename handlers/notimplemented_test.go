@@ -11,6 +11,7 @@ import (
 
 	"appkb/db"
 	"appkb/gen"
+	"appkb/handlers/validation"
 	"appkb/internal/apps"
 	"appkb/internal/apps/apikeys"
 	"appkb/internal/cli/demo"
@@ -31,7 +32,7 @@ func TestNotImplementedOperations(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := &Server{apps: apps.NewStore(gdb)}
-	ctx := withPrincipal(context.Background(), &apikeys.Principal{Kind: models.KeyKindApp, AppID: keys.AppID})
+	ctx := validation.WithPrincipal(context.Background(), &apikeys.Principal{Kind: models.KeyKindApp, AppID: keys.AppID})
 
 	iface := reflect.TypeOf((*gen.StrictServerInterface)(nil)).Elem()
 	value := reflect.ValueOf(srv)

@@ -13,6 +13,7 @@ import (
 
 	"appkb/gen"
 	"appkb/handlers/oaicompat"
+	"appkb/handlers/sse"
 	"appkb/internal/platform/apperr"
 	"appkb/internal/run/flows"
 )
@@ -167,5 +168,5 @@ func (s *Server) streamChatCompletion(c echo.Context, runner oaicompat.Runner, r
 			}
 			return &flows.Result{}, nil
 		})
-	return s.pump(c, run, openaiFraming)
+	return s.pump(c, run, sse.OpenAI)
 }

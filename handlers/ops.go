@@ -6,20 +6,18 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
-	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/labstack/echo/v4/middleware"
 
 	"appkb/db"
 	"appkb/handlers/apidocs"
+	"appkb/handlers/guard"
 	"appkb/handlers/health"
 	"appkb/handlers/ratelimit"
-	"appkb/internal/apps/apikeys"
+	"appkb/handlers/validation"
 	"appkb/internal/platform/apperr"
 	"appkb/internal/platform/metrics"
 	"appkb/models"
@@ -82,89 +80,12 @@ func mountOps(e *echo.Echo, d Deps) {
 	e.GET(apidocs.ScriptPath, echo.WrapHandler(apidocs.Script()))
 }
 
-// cors answers browser preflights and adds CORS headers on /v1 when origins
-// are configured; it runs before the request validator so that OPTIONS
-// requests never reach it.
-func cors(origins []string) echo.MiddlewareFunc {
-	var allow func(string) (bool, error)
-	if !slices.Contains(origins, "*") {
-		// Echo turns a wildcard pattern into a regular expression that
-		// also matches origins with the pattern's tail elsewhere
-		// (https://evil.example/.trusted.example); origins are matched
-		// label by label here instead.
-		allow = func(origin string) (bool, error) { return originAllowed(origins, origin), nil }
-	}
-	return middleware.CORSWithConfig(middleware.CORSConfig{
-		AllowOriginFunc: allow,
-		Skipper: func(c echo.Context) bool {
-			p := c.Request().URL.Path
-			return len(origins) == 0 || (p != basePath && !strings.HasPrefix(p, basePath+"/"))
-		},
-		AllowOrigins:  origins,
-		AllowMethods:  []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete},
-		AllowHeaders:  []string{echo.HeaderAuthorization, echo.HeaderContentType, echo.HeaderAccept, "Last-Event-ID"},
-		ExposeHeaders: []string{echo.HeaderXRequestID, "Retry-After"},
-		MaxAge:        600,
-	})
-}
-
-// originAllowed reports whether a browser origin matches one of patterns:
-// exactly (scheme, host and port, letter case aside), or for a pattern
-// scheme://*.domain[:port] when the origin's host is one or more DNS labels
-// followed by .domain, with the same scheme and port. An origin with a
-// path, query, user or other oddity matches nothing.
-func originAllowed(patterns []string, origin string) bool {
-	u, err := url.Parse(origin)
-	if err != nil || u.Scheme == "" || u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") ||
-		u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" || strings.ContainsAny(origin, " \\") {
-		return false
-	}
-	host, port := strings.ToLower(u.Hostname()), u.Port()
-	for _, p := range patterns {
-		if strings.EqualFold(p, origin) {
-			return true
-		}
-		scheme, rest, ok := strings.Cut(p, "://")
-		if !ok || !strings.EqualFold(scheme, u.Scheme) || !strings.HasPrefix(rest, "*.") {
-			continue
-		}
-		domain, pport, _ := strings.Cut(rest[2:], ":")
-		if pport != port {
-			continue
-		}
-		sub, ok := strings.CutSuffix(host, "."+strings.ToLower(domain))
-		if ok && dnsLabels(sub) {
-			return true
-		}
-	}
-	return false
-}
-
-// dnsLabels reports whether s is one or more dot-separated labels of
-// letters, digits and hyphens.
-func dnsLabels(s string) bool {
-	if s == "" {
-		return false
-	}
-	for label := range strings.SplitSeq(s, ".") {
-		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
-			return false
-		}
-		for _, r := range label {
-			if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
-				return false
-			}
-		}
-	}
-	return true
-}
-
 // rateLimit counts requests per API key once the validator has
 // authenticated them; requests over the limit get 429 with Retry-After.
 func rateLimit(l *ratelimit.Limiter) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			p, ok := c.Request().Context().Value(principalKey{}).(*apikeys.Principal)
+			p, ok := validation.Principal(c.Request().Context())
 			if l == nil || !ok {
 				return next(c)
 			}
@@ -201,7 +122,7 @@ func observe(log *slog.Logger) echo.MiddlewareFunc {
 			req := c.Request()
 			// A body cut off for slowness cancels the context too, but its
 			// client is still there for the 408.
-			gone := req.Context().Err() != nil && c.Get(ctxBodyTimedOut) == nil
+			gone := req.Context().Err() != nil && !guard.BodyTimedOut(c)
 			if err != nil && !(gone && !res.Committed) {
 				c.Error(err)
 			}
@@ -231,7 +152,7 @@ func observe(log *slog.Logger) echo.MiddlewareFunc {
 				slog.Int64("bytes", res.Size),
 				slog.String("remote", c.RealIP()),
 			}
-			if p, ok := req.Context().Value(principalKey{}).(*apikeys.Principal); ok {
+			if p, ok := validation.Principal(req.Context()); ok {
 				if p.Kind == models.KeyKindApp {
 					attrs = append(attrs, slog.String("app_id", p.AppID))
 				} else {

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -17,8 +16,12 @@ import (
 	"gorm.io/gorm"
 
 	"appkb/gen"
+	"appkb/handlers/cors"
+	"appkb/handlers/faults"
+	"appkb/handlers/guard"
 	"appkb/handlers/journal"
 	"appkb/handlers/ratelimit"
+	"appkb/handlers/validation"
 	"appkb/internal/admin"
 	"appkb/internal/apps"
 	"appkb/internal/apps/apikeys"
@@ -41,8 +44,14 @@ import (
 	"appkb/internal/run/workflow"
 )
 
-// basePath is where every operation of the API is mounted.
-const basePath = "/v1"
+const basePath = validation.BasePath
+
+// Limits protect the server from overload and from slow or oversized
+// requests (see guard.Limits).
+type Limits = guard.Limits
+
+// principalFrom returns the key that authenticated the request.
+var principalFrom = validation.PrincipalFrom
 
 // MaxBodySize bounds request bodies, uploads included.
 const MaxBodySize = "64M"
@@ -178,11 +187,9 @@ type Services struct {
 
 var _ gen.StrictServerInterface = (*Server)(nil)
 
-// parsedSpec is the API description, parsed once per process: parsing
-// takes about 0.1 s (1 s under the race detector), and nothing writes to
-// the parsed document, so every server of a process (the tests build
-// hundreds) shares it as the requests of one server do.
-var parsedSpec = sync.OnceValues(loadSpec)
+// WarmSpec starts parsing openapi.yaml in the background (see
+// validation.WarmSpec).
+func WarmSpec() { validation.WarmSpec() }
 
 // NewServer builds the complete HTTP server over finished services
 // (d.Services, see internal/wiring): middleware, validation,
@@ -196,14 +203,13 @@ func NewServer(d Deps) (*echo.Echo, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	validator, err := newRequestValidator(svc.Keys, svc.Snapshots)
+	vcfg := validation.Config{Keys: svc.Keys, Snapshots: svc.Snapshots, MaxText: d.Limits.MaxText, AdminToken: d.Admin.Token}
+	if d.Admin.Scenarios != nil {
+		vcfg.ScenarioApps = svc.Apps
+	}
+	validator, err := validation.New(vcfg)
 	if err != nil {
 		return nil, err
-	}
-	validator.maxText = d.Limits.MaxText
-	validator.adminToken = d.Admin.Token
-	if d.Admin.Scenarios != nil {
-		validator.scenarioApps = svc.Apps
 	}
 
 	e := echo.New()
@@ -212,20 +218,20 @@ func NewServer(d Deps) (*echo.Echo, error) {
 	e.HTTPErrorHandler = errorHandler(log)
 	e.Use(middleware.RequestID())
 	e.Use(observe(log))
-	e.Use(recordRequests(d.Admin.Journal))
+	e.Use(journal.Middleware(d.Admin.Journal))
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: recoverLog(log)}))
 	// CORS first, so that every answer (a 401 too) can be read by the
 	// browser; then the key, from the headers alone, before a slot is
 	// taken or the body read (authFirst), so that clients without a key
 	// cannot hold the slots of those with one.
-	e.Use(cors(d.Ops.CORSOrigins))
-	e.Use(validator.authFirst(d.Limits.UnknownKeys))
-	e.Use(guard(d.Limits))
+	e.Use(cors.Middleware(d.Ops.CORSOrigins))
+	e.Use(validator.AuthFirst(d.Limits.UnknownKeys))
+	e.Use(guard.Middleware(d.Limits))
 	e.Use(middleware.BodyLimit(MaxBodySize))
 	if d.Admin.Faults {
-		e.Use(injectFaults)
+		e.Use(faults.Middleware)
 	}
-	e.Use(validator.middleware)
+	e.Use(validator.Middleware)
 	e.Use(rateLimit(ratelimit.New(d.Ops.RateLimit, d.Ops.RateBurst)))
 	mountOps(e, d)
 

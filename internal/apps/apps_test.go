@@ -506,6 +506,52 @@ func TestLoadUnreadableDefinition(t *testing.T) {
 	}
 }
 
+// DefinitionOf parses the row a caller already holds once, sharing the
+// parse with Load, and refuses a row whose stored definition is unreadable.
+func TestDefinitionOf(t *testing.T) {
+	ctx := context.Background()
+	gdb := db.OpenTemp(t)
+	store := apps.NewStore(gdb)
+	imported, err := store.Import(ctx, readTestdata(t, "chat.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, loaded, err := store.Load(ctx, imported.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		row      *models.App
+		wantCode string
+		same     bool // the very definition Load gave
+	}{
+		{"the cached row", app, "", true},
+		{"a copy of the row", func() *models.App { c := *app; return &c }(), "", false},
+		{"an unreadable row", &models.App{ID: app.ID, Mode: app.Mode, Definition: "not: [yaml"}, apperr.CodeAppUnavailable, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			def, err := store.DefinitionOf(tc.row)
+			if tc.wantCode != "" {
+				if !apperr.Is(err, tc.wantCode) {
+					t.Fatalf("err = %v, want %s", err, tc.wantCode)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (def == loaded) != tc.same {
+				t.Errorf("shared with Load = %v, want %v", def == loaded, tc.same)
+			}
+			if def.App.Mode != app.Mode || def.App.Name != loaded.App.Name {
+				t.Errorf("definition %s/%q, want %s/%q", def.App.Mode, def.App.Name, app.Mode, loaded.App.Name)
+			}
+		})
+	}
+}
+
 // formJSON renders the input form the way /parameters sends it.
 func formJSON(t *testing.T, p apps.Parameters) string {
 	t.Helper()

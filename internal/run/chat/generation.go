@@ -98,7 +98,7 @@ func (s *Service) PrepareCompletion(ctx context.Context, req Request) (*Generati
 }
 
 func (s *Service) prepare(ctx context.Context, req Request, chatOp bool) (*Generation, error) {
-	_, ac, err := s.loadApp(ctx, req.AppID)
+	_, ac, err := s.loadApp(ctx, req.AppID, req.App)
 	if err != nil {
 		return nil, err
 	}

@@ -176,6 +176,9 @@ func (s *Service) Tasks() *Tasks { return s.tasks }
 // Request is one call to send a chat message or generate a completion.
 type Request struct {
 	AppID string
+	// App, when set, is the row of AppID as the caller already loaded it
+	// (apps.Store.Cached); it is used instead of looking the app up again.
+	App *models.App
 	// User is the caller's end-user string.
 	User   string
 	Query  string
@@ -227,8 +230,16 @@ type appConfig struct {
 // loadApp returns the app's runtime configuration. The store parses a
 // definition once per cached row; the configuration read from it is kept
 // here for as long as the store hands out that same parsed definition.
-func (s *Service) loadApp(ctx context.Context, appID string) (*models.App, *appConfig, error) {
-	app, def, err := s.apps.Load(ctx, appID)
+func (s *Service) loadApp(ctx context.Context, appID string, loaded *models.App) (*models.App, *appConfig, error) {
+	var app *models.App
+	var def *apps.Definition
+	var err error
+	if loaded != nil && loaded.ID == appID {
+		app = loaded
+		def, err = s.apps.DefinitionOf(app)
+	} else {
+		app, def, err = s.apps.Load(ctx, appID)
+	}
 	if err != nil {
 		return nil, nil, err
 	}

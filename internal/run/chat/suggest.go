@@ -37,7 +37,7 @@ const suggestPrompt = "Read the conversation below and predict the three questio
 // made from the message's query by fixed patterns, so that demos and tests
 // see the feature work.
 func (s *Service) SuggestedQuestions(ctx context.Context, appID, user, messageID string) ([]string, error) {
-	_, ac, err := s.loadApp(ctx, appID)
+	_, ac, err := s.loadApp(ctx, appID, nil)
 	if err != nil {
 		return nil, err
 	}

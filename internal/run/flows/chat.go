@@ -18,7 +18,9 @@ func (s *Service) Chat(ctx context.Context, req Request) (*Run, error) {
 	if app.Mode == apps.ModeAdvancedChat {
 		return s.chatflow(ctx, app, req)
 	}
-	g, err := s.chat.PrepareChat(ctx, chatRequest(req))
+	cr := chatRequest(req)
+	cr.App = app // loaded above: the chat service does not look it up again
+	g, err := s.chat.PrepareChat(ctx, cr)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,7 @@
-package handlers
+// Package guard protects the server from overload and from slow or
+// oversized requests: it admits a request only when a slot is free, cuts
+// off a body that arrives too slowly and bounds the writing of an answer.
+package guard
 
 import (
 	"errors"
@@ -13,6 +16,7 @@ import (
 
 	"appkb/handlers/admission"
 	"appkb/handlers/ratelimit"
+	"appkb/handlers/validation"
 	"appkb/internal/platform/apperr"
 )
 
@@ -55,16 +59,20 @@ const CodeServiceUnavailable = "service_unavailable"
 // goes away, but the client is still there and gets the 408.
 const ctxBodyTimedOut = "appkb.body_timed_out"
 
+// BodyTimedOut reports whether the request's body was cut off for arriving
+// too slowly (its context is cancelled then, though the client is there).
+func BodyTimedOut(c echo.Context) bool { return c.Get(ctxBodyTimedOut) != nil }
+
 // errBodyTimeout is the answer to a request body that arrives too slowly.
 func errBodyTimeout() *apperr.Error {
 	return apperr.New(http.StatusRequestTimeout, apperr.CodeBadRequest,
 		"The request body arrived too slowly and was cut off; send it again at a steadier pace.")
 }
 
-// guard is the middleware that applies Limits; it runs after the key has
-// been checked (authFirst) and before the request is validated and its
+// Middleware applies Limits; it runs after the key has been checked
+// (validation's AuthFirst) and before the request is validated and its
 // body read, so a turned-away request costs almost nothing.
-func guard(l Limits) echo.MiddlewareFunc {
+func Middleware(l Limits) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			req, res := c.Request(), c.Response()
@@ -75,7 +83,7 @@ func guard(l Limits) echo.MiddlewareFunc {
 						retry := max(1, int(math.Ceil(l.Admission.Wait().Seconds())))
 						res.Header().Set("Retry-After", strconv.Itoa(retry))
 					}
-					closeAfterAnswer(c)
+					validation.CloseAfterAnswer(c)
 					return apperr.New(http.StatusServiceUnavailable, CodeServiceUnavailable,
 						"The server is busy; try again in a moment.")
 				}

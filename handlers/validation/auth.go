@@ -1,11 +1,12 @@
-package handlers
+package validation
 
 // The bearer keys of the API: checked from the headers before a request is
-// admitted (authFirst), and again, with what the key may use, by the
+// admitted (AuthFirst), and again, with what the key may use, by the
 // validator.
 
 import (
 	"context"
+	"crypto/subtle"
 	"math"
 	"net"
 	"net/http"
@@ -24,7 +25,7 @@ import (
 	"appkb/models"
 )
 
-// authFirst checks the bearer key of a request under /v1 from its headers
+// AuthFirst checks the bearer key of a request under /v1 from its headers
 // alone, before the request is admitted (guard) and before its body is
 // read: a request without a valid key of the right kind is answered 401 at
 // once, holds no slot and has its connection closed, so that clients
@@ -33,7 +34,7 @@ import (
 // failures; an address over that limit gets 429 without its key being
 // looked up. Whether the key may use the resource (403) is checked later,
 // by the validator.
-func (v *requestValidator) authFirst(failures *ratelimit.Limiter) echo.MiddlewareFunc {
+func (v *Validator) AuthFirst(failures *ratelimit.Limiter) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			m := v.match(c)
@@ -46,7 +47,7 @@ func (v *requestValidator) authFirst(failures *ratelimit.Limiter) echo.Middlewar
 			}
 			addr := peerAddress(c.Request())
 			if ok, wait := failures.Peek(addr); !ok {
-				closeAfterAnswer(c)
+				CloseAfterAnswer(c)
 				secs := max(1, int(math.Ceil(wait.Seconds())))
 				c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
 				metrics.RateLimited()
@@ -56,11 +57,11 @@ func (v *requestValidator) authFirst(failures *ratelimit.Limiter) echo.Middlewar
 			p, err := v.keyFromHeaders(c, schemes)
 			if err != nil {
 				failures.Allow(addr)
-				closeAfterAnswer(c)
+				CloseAfterAnswer(c)
 				return err
 			}
 			req := c.Request()
-			c.SetRequest(req.WithContext(withPrincipal(req.Context(), p)))
+			c.SetRequest(req.WithContext(WithPrincipal(req.Context(), p)))
 			return next(c)
 		}
 	}
@@ -90,8 +91,8 @@ func securitySchemes(route *routers.Route) []string {
 
 // keyFromHeaders resolves the bearer key and checks that it is of a kind
 // one of schemes takes.
-func (v *requestValidator) keyFromHeaders(c echo.Context, schemes []string) (*apikeys.Principal, error) {
-	if slices.Contains(schemes, schemeAdminToken) {
+func (v *Validator) keyFromHeaders(c echo.Context, schemes []string) (*apikeys.Principal, error) {
+	if slices.Contains(schemes, SchemeAdminToken) {
 		return adminPrincipal, adminToken(v.adminToken, c.Request())
 	}
 	token, err := bearerToken(c.Request())
@@ -121,12 +122,12 @@ func peerAddress(req *http.Request) string {
 	return host
 }
 
-// closeAfterAnswer closes the connection after an answer given before the
+// CloseAfterAnswer closes the connection after an answer given before the
 // body was read: the server would otherwise read what is left of the body
 // first (up to 256 KiB), as slowly as the client cares to send it, holding
 // the connection and its descriptor meanwhile. The read deadline in the
 // past makes that read fail at once.
-func closeAfterAnswer(c echo.Context) {
+func CloseAfterAnswer(c echo.Context) {
 	req := c.Request()
 	if req.ContentLength == 0 || req.Body == nil || req.Body == http.NoBody {
 		return
@@ -147,8 +148,8 @@ func bearerToken(req *http.Request) (string, error) {
 }
 
 // authenticate resolves the bearer key for an operation secured by scheme.
-func (v *requestValidator) authenticate(ctx context.Context, scheme string, req *http.Request) (*apikeys.Principal, error) {
-	if scheme == schemeAdminToken {
+func (v *Validator) authenticate(ctx context.Context, scheme string, req *http.Request) (*apikeys.Principal, error) {
+	if scheme == SchemeAdminToken {
 		return adminPrincipal, adminToken(v.adminToken, req)
 	}
 	token, err := bearerToken(req)
@@ -176,7 +177,7 @@ func keyKindFits(p *apikeys.Principal, scheme string) error {
 		if p.Kind != models.KeyKindKnowledge {
 			return apperr.Unauthorized("This operation needs a knowledge key (dataset-…).")
 		}
-	case schemeAdminToken:
+	case SchemeAdminToken:
 		if p != adminPrincipal {
 			return apperr.Unauthorized("This operation needs the admin token.")
 		}
@@ -206,4 +207,15 @@ func keyMayUse(p *apikeys.Principal, scheme string, pathParams map[string]string
 }
 
 // adminPrincipal stands for the admin token once it was checked.
-var adminPrincipal = &apikeys.Principal{KeyID: "admin", Kind: schemeAdminToken}
+var adminPrincipal = &apikeys.Principal{KeyID: "admin", Kind: SchemeAdminToken}
+
+// adminToken checks the admin bearer token in constant time.
+func adminToken(want string, req *http.Request) error {
+	kind, token, ok := strings.Cut(strings.TrimSpace(req.Header.Get(echo.HeaderAuthorization)), " ")
+	token = strings.TrimSpace(token)
+	if want == "" || !ok || !strings.EqualFold(kind, "Bearer") ||
+		subtle.ConstantTimeCompare([]byte(token), []byte(want)) != 1 {
+		return apperr.Unauthorized("The admin API needs 'Bearer <admin-token>', the token the server was started with.")
+	}
+	return nil
+}

@@ -1,4 +1,4 @@
-package handlers
+package sse
 
 import (
 	"context"
@@ -61,12 +61,12 @@ func TestPump(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &Server{log: log, pingInterval: time.Hour}
+			s := &Streamer{Log: log, Ping: time.Hour}
 			e := echo.New()
 			rec := httptest.NewRecorder()
 			c := e.NewContext(httptest.NewRequest("POST", "/", nil), rec)
 			run := flows.Produce(context.Background(), log, "task", errorEvent, tc.produce)
-			err := s.pump(c, run, difyFraming)
+			err := s.Pump(c, run, Dify)
 			if tc.wantErr != "" {
 				if !apperr.Is(err, tc.wantErr) {
 					t.Fatalf("pump returned %v, want %s", err, tc.wantErr)
@@ -118,10 +118,10 @@ func TestPumpCoalescesBursts(t *testing.T) {
 	msg := func(i int) flows.Event {
 		return flows.Event{Name: "message", Payload: map[string]any{"event": "message", "answer": fmt.Sprint("part", i)}}
 	}
-	newPump := func() (*Server, echo.Context, *flushCounter) {
+	newPump := func() (*Streamer, echo.Context, *flushCounter) {
 		rec := &flushCounter{ResponseRecorder: httptest.NewRecorder(), flushed: make(chan string, 64)}
 		c := echo.New().NewContext(httptest.NewRequest("POST", "/", nil), rec)
-		return &Server{log: log, pingInterval: time.Hour}, c, rec
+		return &Streamer{Log: log, Ping: time.Hour}, c, rec
 	}
 
 	t.Run("a burst goes out with one flush", func(t *testing.T) {
@@ -137,7 +137,7 @@ func TestPumpCoalescesBursts(t *testing.T) {
 		})
 		<-queued
 		done := make(chan error, 1)
-		go func() { done <- s.pump(c, run, difyFraming) }()
+		go func() { done <- s.Pump(c, run, Dify) }()
 		body := <-rec.flushed // the first flush carries the whole burst
 		close(release)
 		if err := <-done; err != nil {
@@ -170,7 +170,7 @@ func TestPumpCoalescesBursts(t *testing.T) {
 			}
 			return &flows.Result{}, nil
 		})
-		if err := s.pump(c, run, difyFraming); err != nil {
+		if err := s.Pump(c, run, Dify); err != nil {
 			t.Fatal(err)
 		}
 		if body := rec.Body.String(); strings.Contains(body, "error") || strings.Count(body, "data: ") != 3 {

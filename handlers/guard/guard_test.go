@@ -1,8 +1,7 @@
-package handlers
+package guard
 
 import (
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"appkb/handlers/admission"
+	"appkb/internal/platform/apperr"
 )
 
 // A stream gives its admission slot back once its headers are out, so that
@@ -19,7 +19,7 @@ import (
 func TestGuardReleasesStreamsAtHeaders(t *testing.T) {
 	l := admission.New(1, 0)
 	e := echo.New()
-	e.Use(guard(Limits{Admission: l}))
+	e.Use(Middleware(Limits{Admission: l}))
 	inFlight := map[string]int{}
 	e.GET("/stream", func(c echo.Context) error {
 		c.Response().Header().Set(echo.HeaderContentType, "text/event-stream")
@@ -50,8 +50,11 @@ func TestGuardReleasesStreamsAtHeaders(t *testing.T) {
 // A body that stops arriving is cut off at the body timeout.
 func TestGuardCutsOffSlowBodies(t *testing.T) {
 	e := echo.New()
-	e.HTTPErrorHandler = errorHandler(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	e.Use(guard(Limits{BodyTimeout: 100 * time.Millisecond}))
+	e.HTTPErrorHandler = func(err error, c echo.Context) {
+		e := apperr.From(err)
+		_ = c.JSON(e.Status, e)
+	}
+	e.Use(Middleware(Limits{BodyTimeout: 100 * time.Millisecond}))
 	e.POST("/upload", func(c echo.Context) error {
 		if _, err := io.ReadAll(c.Request().Body); err != nil {
 			return err

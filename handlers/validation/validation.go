@@ -1,4 +1,4 @@
-package handlers
+package validation
 
 import (
 	"bytes"
@@ -30,11 +30,11 @@ const (
 	schemeKnowledgeKey = "KnowledgeKey"
 )
 
-// requestValidator checks every request under /v1 against the embedded API
+// Validator checks every request under /v1 against the embedded API
 // description before a handler runs: the route and method, the bearer key,
 // then parameters and body. It is the kin-openapi counterpart of
 // oapi-codegen's echo-middleware, which cannot be used here.
-type requestValidator struct {
+type Validator struct {
 	// router finds the service operations (under /v1), adminRouter the
 	// admin ones (under /admin/v1, which openapi.yaml gives as their
 	// paths' server).
@@ -55,12 +55,30 @@ type requestValidator struct {
 	maxText int
 }
 
-func newRequestValidator(keys *apikeys.Store, snapshots *cachever.Snapshots) (*requestValidator, error) {
+// Config is what a Validator checks requests with.
+type Config struct {
+	Keys *apikeys.Store
+	// Snapshots reads every cache counter once per request.
+	Snapshots *cachever.Snapshots
+	// MaxText bounds query and each input value, in characters (0: no
+	// limit).
+	MaxText int
+	// AdminToken opens the admin operations; empty keeps them hidden.
+	AdminToken string
+	// ScenarioApps, set when scenarios script the built-in model, names
+	// the app of each app-key request on its context.
+	ScenarioApps *apps.Store
+}
+
+// New builds the validator over the routers of the embedded spec (parsed
+// once per process).
+func New(cfg Config) (*Validator, error) {
 	r, err := builtRouters()
 	if err != nil {
 		return nil, err
 	}
-	return &requestValidator{router: r.service, adminRouter: r.admin, keys: keys, snapshots: snapshots}, nil
+	return &Validator{router: r.service, adminRouter: r.admin, keys: cfg.Keys, snapshots: cfg.Snapshots,
+		maxText: cfg.MaxText, adminToken: cfg.AdminToken, scenarioApps: cfg.ScenarioApps}, nil
 }
 
 // splitSpec separates the admin operations (the paths whose own server is
@@ -69,9 +87,9 @@ func newRequestValidator(keys *apikeys.Store, snapshots *cachever.Snapshots) (*r
 func splitSpec(spec *openapi3.T) (service, admin *openapi3.T) {
 	s, a := *spec, *spec
 	s.Paths, a.Paths = openapi3.NewPaths(), openapi3.NewPaths()
-	a.Servers = openapi3.Servers{{URL: adminBasePath}}
+	a.Servers = openapi3.Servers{{URL: AdminBasePath}}
 	for path, item := range spec.Paths.Map() {
-		if len(item.Servers) > 0 && item.Servers[0].URL == adminBasePath {
+		if len(item.Servers) > 0 && item.Servers[0].URL == AdminBasePath {
 			a.Paths.Set(path, item)
 		} else {
 			s.Paths.Set(path, item)
@@ -81,18 +99,18 @@ func splitSpec(spec *openapi3.T) (service, admin *openapi3.T) {
 }
 
 // routerFor picks the router of the request's prefix, or none.
-func (v *requestValidator) routerFor(path string) (routers.Router, bool) {
+func (v *Validator) routerFor(path string) (routers.Router, bool) {
 	switch {
-	case path == basePath || strings.HasPrefix(path, basePath+"/"):
+	case path == BasePath || strings.HasPrefix(path, BasePath+"/"):
 		return v.router, true
-	case strings.HasPrefix(path, adminBasePath+"/"):
+	case strings.HasPrefix(path, AdminBasePath+"/"):
 		return v.adminRouter, true
 	}
 	return nil, false
 }
 
 // ctxRoute is where the operation a request under /v1 matched is kept, so
-// that authFirst and the validator look it up once.
+// that AuthFirst and the validator look it up once.
 const ctxRoute = "appkb.route"
 
 // ctxSnapshot marks a request whose cache counters have been read.
@@ -109,7 +127,7 @@ type routeMatch struct {
 
 // match finds the operation of a request under /v1, once per request; nil
 // for paths outside /v1.
-func (v *requestValidator) match(c echo.Context) *routeMatch {
+func (v *Validator) match(c echo.Context) *routeMatch {
 	if m, ok := c.Get(ctxRoute).(*routeMatch); ok {
 		return m
 	}
@@ -133,7 +151,7 @@ func (v *requestValidator) match(c echo.Context) *routeMatch {
 
 // attachSnapshot reads the cache counters for the lookups of this request,
 // once.
-func (v *requestValidator) attachSnapshot(c echo.Context) {
+func (v *Validator) attachSnapshot(c echo.Context) {
 	if c.Get(ctxSnapshot) != nil {
 		return
 	}
@@ -142,7 +160,9 @@ func (v *requestValidator) attachSnapshot(c echo.Context) {
 	c.SetRequest(req.WithContext(v.snapshots.Attach(req.Context())))
 }
 
-func (v *requestValidator) middleware(next echo.HandlerFunc) echo.HandlerFunc {
+// Middleware checks each request under /v1 and /admin/v1 before its
+// handler runs.
+func (v *Validator) Middleware(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		m := v.match(c)
 		if m == nil {
@@ -167,7 +187,7 @@ func (v *requestValidator) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		v.attachSnapshot(c)
 		req = c.Request()
-		// authFirst has resolved the key already when it ran.
+		// AuthFirst has resolved the key already when it ran.
 		early, _ := req.Context().Value(principalKey{}).(*apikeys.Principal)
 
 		streamed, err := checkMediaType(req, route.Operation)
@@ -222,7 +242,7 @@ func (v *requestValidator) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			return validationError(err)
 		}
-		ctx := withPrincipal(req.Context(), principal)
+		ctx := WithPrincipal(req.Context(), principal)
 		if v.scenarioApps != nil && principal != nil && principal.AppID != "" {
 			name := ""
 			if a, err := v.scenarioApps.Cached(ctx, principal.AppID); err == nil {
@@ -307,7 +327,7 @@ func checkMediaType(req *http.Request, op *openapi3.Operation) (streamed bool, e
 const CodeUnsupportedMediaType = "unsupported_media_type"
 
 // pathKnown reports whether some other method is served at the request's path.
-func (v *requestValidator) pathKnown(router routers.Router, req *http.Request) bool {
+func (v *Validator) pathKnown(router routers.Router, req *http.Request) bool {
 	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 		if m == req.Method {
 			continue
@@ -447,7 +467,7 @@ func normalizeJSONBody(req *http.Request, op *openapi3.Operation, maxText int) (
 	// A NUL can only reach a JSON string as the escape \u0000.
 	if bytes.Contains(trimmed, []byte(`u0000`)) {
 		if field, found := findNUL(value, ""); found {
-			return nil, nulError(fmt.Sprintf("field %q", field))
+			return nil, NULError(fmt.Sprintf("field %q", field))
 		}
 	}
 	if dropped {
@@ -534,14 +554,14 @@ func checkTextLimits(body any, max int) error {
 func refuseNULInParams(req *http.Request, pathParams map[string]string) error {
 	for name, v := range pathParams {
 		if strings.Contains(v, "%00") {
-			return nulError(fmt.Sprintf("path parameter %q", name))
+			return NULError(fmt.Sprintf("path parameter %q", name))
 		}
 	}
 	if strings.Contains(req.URL.RawQuery, "%00") {
 		for name, vs := range req.URL.Query() {
 			for _, v := range vs {
 				if strings.Contains(name, "\x00") || strings.Contains(v, "\x00") {
-					return nulError(fmt.Sprintf("query parameter %q", name))
+					return NULError(fmt.Sprintf("query parameter %q", name))
 				}
 			}
 		}
@@ -580,7 +600,7 @@ func findNUL(value any, at string) (string, bool) {
 	return "", false
 }
 
-func nulError(where string) *apperr.Error {
+func NULError(where string) *apperr.Error {
 	return apperr.InvalidParam("%s contains the NUL character (U+0000), which is not accepted in text.", where)
 }
 
