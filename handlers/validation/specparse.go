@@ -26,25 +26,9 @@ func loadSpec() (*openapi3.T, error) {
 	if err != nil {
 		return nil, err
 	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &top); err != nil {
-		return nil, fmt.Errorf("openapi.yaml: %w", err)
-	}
-	rawPaths := top["paths"]
-	var comps map[string]json.RawMessage
-	if c, ok := top["components"]; ok {
-		if err := json.Unmarshal(c, &comps); err != nil {
-			return nil, fmt.Errorf("openapi.yaml components: %w", err)
-		}
-	}
-	delete(top, "paths")
-	delete(top, "components")
-	var rawSchemas map[string]json.RawMessage
-	if s, ok := comps["schemas"]; ok {
-		if err := json.Unmarshal(s, &rawSchemas); err != nil {
-			return nil, fmt.Errorf("openapi.yaml schemas: %w", err)
-		}
-		delete(comps, "schemas")
+	top, comps, rawPaths, rawSchemas, err := cutSpec(raw)
+	if err != nil {
+		return nil, err
 	}
 
 	// The jobs, largest first, so that the workers end together: paths
@@ -141,4 +125,28 @@ func loadSpec() (*openapi3.T, error) {
 		return nil, fmt.Errorf("openapi.yaml: %w", err)
 	}
 	return &doc, nil
+}
+
+// cutSpec cuts the document's JSON into what loadSpec decodes apart: the
+// top level without paths and components, the components without their
+// schemas, the paths, and each component schema.
+func cutSpec(raw []byte) (top, comps map[string]json.RawMessage, rawPaths json.RawMessage, rawSchemas map[string]json.RawMessage, err error) {
+	if err = json.Unmarshal(raw, &top); err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("openapi.yaml: %w", err)
+	}
+	rawPaths = top["paths"]
+	if c, ok := top["components"]; ok {
+		if err = json.Unmarshal(c, &comps); err != nil {
+			return nil, nil, nil, nil, fmt.Errorf("openapi.yaml components: %w", err)
+		}
+	}
+	delete(top, "paths")
+	delete(top, "components")
+	if s, ok := comps["schemas"]; ok {
+		if err = json.Unmarshal(s, &rawSchemas); err != nil {
+			return nil, nil, nil, nil, fmt.Errorf("openapi.yaml schemas: %w", err)
+		}
+		delete(comps, "schemas")
+	}
+	return top, comps, rawPaths, rawSchemas, nil
 }
