@@ -187,9 +187,9 @@ type Services struct {
 
 var _ gen.StrictServerInterface = (*Server)(nil)
 
-// WarmSpec starts parsing openapi.yaml in the background (see
-// validation.WarmSpec).
-func WarmSpec() { validation.WarmSpec() }
+// PrepareValidation parses openapi.yaml and builds the validator's
+// routers ahead of NewServer (see validation.Prepare).
+func PrepareValidation() error { return validation.Prepare() }
 
 // NewServer builds the complete HTTP server over finished services
 // (d.Services, see internal/wiring): middleware, validation,

@@ -2,29 +2,24 @@ package validation
 
 import (
 	"fmt"
-	"log/slog"
 	"sync"
 
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
+
+	"appkb/internal/apispec"
 )
 
 // specRouters are the routers the validator finds operations with, one
 // for the service operations and one for the admin ones, built once per
 // process from the parsed spec. Like the spec they are only read once
 // built, so every server of a process shares them.
-// parsedSpec is the API description, parsed once per process: parsing
-// takes about 0.1 s (1 s under the race detector), and nothing writes to
-// the parsed document, so every server of a process (the tests build
-// hundreds) shares it as the requests of one server do.
-var parsedSpec = sync.OnceValues(loadSpec)
-
 type specRouters struct {
 	service, admin routers.Router
 }
 
 var builtRouters = sync.OnceValues(func() (specRouters, error) {
-	spec, err := parsedSpec()
+	spec, err := apispec.Parsed()
 	if err != nil {
 		return specRouters{}, err
 	}
@@ -39,18 +34,12 @@ var builtRouters = sync.OnceValues(func() (specRouters, error) {
 	return r, nil
 })
 
-// WarmSpec starts parsing openapi.yaml and building its routers in the
-// background, the largest part of a server's start (most of 0.1 s of CPU),
-// so that it overlaps with what the process does before NewServer (opening
-// and migrating the database). NewServer waits for the result; calling
-// WarmSpec is never required, and calling it twice is harmless.
-func WarmSpec() {
-	go func() {
-		defer func() {
-			if v := recover(); v != nil {
-				slog.Error("parsing openapi.yaml panicked", "panic", v)
-			}
-		}()
-		_, _ = builtRouters()
-	}()
+// Prepare parses openapi.yaml and builds its routers, if that has not
+// happened yet, and reports a failure to. It is the largest part of a
+// server's start (most of 0.1 s of CPU); serve calls it in the background
+// so that it overlaps with opening and migrating the database, and the
+// first NewServer waits for it. Calling it is never required.
+func Prepare() error {
+	_, err := builtRouters()
+	return err
 }

@@ -518,7 +518,7 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, log *slog.Logger
 	defer gcStarted()
 	// Parsing openapi.yaml is most of the start's CPU; it runs while the
 	// database opens and migrates.
-	handlers.WarmSpec()
+	prepareValidationInBackground(log)
 	dataDir, addr := cfg.dataDir, cfg.addr
 	// Bind first: a busy port must fail before demo keys are replaced.
 	if cfg.limits == nil {
@@ -672,6 +672,20 @@ func writeKeysOut(cfg serveConfig, addr string, demoKeys *demo.Keys, seed *seede
 	if err := writeKeys(cfg.double.keysOut, keys); err != nil {
 		log.Error("--keys-out: writing the keys file failed", "path", cfg.double.keysOut, "err", err)
 	}
+}
+
+// prepareValidationInBackground parses openapi.yaml and builds the
+// request validator's routers while the rest of serve starts; NewServer
+// waits for the result, and reports a failure itself.
+func prepareValidationInBackground(log *slog.Logger) {
+	go func() {
+		defer func() {
+			if v := recover(); v != nil {
+				log.Error("parsing openapi.yaml panicked", "panic", v)
+			}
+		}()
+		_ = handlers.PrepareValidation()
+	}()
 }
 
 // loadTokenizerInBackground loads the token vocabulary (a few hundred
