@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"appkb/internal/platform/jsonnum"
 )
 
 type pinPoint struct {
@@ -67,8 +69,8 @@ func TestTextPinned(t *testing.T) {
 	}
 }
 
-// TestFormatNumberPinned pins how numbers are written (dates of the time
-// tools included).
+// TestFormatNumberPinned pins how numbers are written (Text and the dates
+// of the time tools).
 func TestFormatNumberPinned(t *testing.T) {
 	tests := []struct {
 		in   float64
@@ -80,8 +82,8 @@ func TestFormatNumberPinned(t *testing.T) {
 		{math.NaN(), "NaN"}, {math.Inf(-1), "-Inf"},
 	}
 	for _, tc := range tests {
-		if got := formatNumber(tc.in); got != tc.want {
-			t.Errorf("formatNumber(%v) = %q; want %q", tc.in, got, tc.want)
+		if got := jsonnum.Format(tc.in); got != tc.want {
+			t.Errorf("jsonnum.Format(%v) = %q; want %q", tc.in, got, tc.want)
 		}
 	}
 }
