@@ -1,5 +1,6 @@
 // Package jsonnum reads numbers out of decoded JSON values, whichever Go
-// type the decoder (or a caller building values by hand) used for them.
+// type the decoder (or a caller building values by hand) used for them, and
+// writes such values back as plain JSON-like values or as text.
 package jsonnum
 
 import "encoding/json"

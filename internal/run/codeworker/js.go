@@ -11,6 +11,7 @@ import (
 	"github.com/dop251/goja"
 
 	"appkb/internal/platform/jsonnum"
+	"appkb/internal/platform/jsontext"
 )
 
 // MaxJSONDepth bounds how deeply the text given to JSON.parse may nest:
@@ -118,23 +119,10 @@ func guardJSONParse(vm *goja.Runtime) {
 // stopping once it passes limit.
 func jsonDepth(text string, limit int) int {
 	depth, deepest := 0, 0
-	inStr, esc := false, false
 	for i := 0; i < len(text); i++ {
-		c := text[i]
-		if inStr {
-			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"':
-				inStr = false
-			}
-			continue
-		}
-		switch c {
+		switch text[i] {
 		case '"':
-			inStr = true
+			i = jsontext.StringEnd(text, i) - 1
 		case '[', '{':
 			depth++
 			if depth > deepest {

@@ -8,6 +8,7 @@ import (
 	"time"
 	_ "time/tzdata" // the time tools accept any IANA zone, even without system zone files
 
+	"appkb/internal/platform/jsonnum"
 	"appkb/internal/run/tools/strftime"
 )
 
@@ -62,7 +63,7 @@ var toolWeekday = &Tool{
 		d, _ := num(args, "day")
 		t := time.Date(int(y), time.Month(int(m)), int(d), 0, 0, 0, 0, time.UTC)
 		if y < 1 || m < 1 || m > 12 || d < 1 || t.Day() != int(d) {
-			return nil, fmt.Errorf("%s-%s-%s is not a date", formatNumber(y), formatNumber(m), formatNumber(d))
+			return nil, fmt.Errorf("%s-%s-%s is not a date", jsonnum.Format(y), jsonnum.Format(m), jsonnum.Format(d))
 		}
 		return textOut(fmt.Sprintf("%s %d, %d is %s.", t.Month(), t.Day(), t.Year(), t.Weekday())), nil
 	},

@@ -1,9 +1,7 @@
 package tools
 
 import (
-	"encoding/json"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
@@ -15,18 +13,11 @@ import (
 const fileIdentity = "__dify__file__"
 
 // Text renders an argument as text: strings as they are, numbers without
-// needless decimals, files by their URL (or name), everything else as JSON.
+// needless decimals, files by their URL (or name), everything else as JSON
+// (see jsonnum.Text). Unlike the workflow's Text, a fmt.Stringer (a
+// json.Number among them) shows its own text.
 func Text(v any) string {
 	switch x := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return x
-	case bool:
-		if x {
-			return "true"
-		}
-		return "false"
 	case map[string]any:
 		if x["dify_model_identity"] == fileIdentity {
 			for _, k := range []string{"url", "remote_url", "filename"} {
@@ -38,14 +29,7 @@ func Text(v any) string {
 	case fmt.Stringer:
 		return x.String()
 	}
-	if f, ok := jsonnum.Float(v); ok {
-		return formatNumber(f)
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
+	return jsonnum.Text(v)
 }
 
 // toBool accepts a boolean, its text or a number (non-zero is true).
@@ -61,14 +45,6 @@ func toBool(v any) (bool, bool) {
 		return f != 0, true
 	}
 	return false, false
-}
-
-// formatNumber writes integers without a fraction.
-func formatNumber(f float64) string {
-	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
-		return strconv.FormatInt(int64(f), 10)
-	}
-	return strconv.FormatFloat(f, 'f', -1, 64)
 }
 
 // asList returns the elements of an array value.

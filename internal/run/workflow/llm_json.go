@@ -9,6 +9,7 @@ import (
 
 	"appkb/internal/llm"
 	"appkb/internal/platform/jsonnum"
+	"appkb/internal/platform/jsontext"
 )
 
 // structuredSchema reads the JSON schema of an llm node's structured
@@ -115,24 +116,14 @@ func firstJSONObject(s string) (map[string]any, bool) {
 // balancedLen is the length of the {…} span s starts with, braces inside
 // JSON strings not counted, or -1 when it never closes.
 func balancedLen(s string) int {
-	depth, inStr, esc := 0, false, false
+	depth := 0
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case inStr:
-			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"':
-				inStr = false
-			}
-		case c == '"':
-			inStr = true
-		case c == '{':
+		switch s[i] {
+		case '"':
+			i = jsontext.StringEnd(s, i) - 1
+		case '{':
 			depth++
-		case c == '}':
+		case '}':
 			depth--
 			if depth == 0 {
 				return i + 1

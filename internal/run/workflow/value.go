@@ -2,7 +2,6 @@ package workflow
 
 import (
 	"encoding/json"
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -164,16 +163,7 @@ func typeMatches(t string, v any) bool {
 }
 
 // parseNumber accepts a number or the text of one.
-func parseNumber(v any) (float64, bool) {
-	if f, ok := jsonnum.Float(v); ok {
-		return f, true
-	}
-	if s, ok := v.(string); ok {
-		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-		return f, err == nil
-	}
-	return 0, false
-}
+var parseNumber = jsonnum.Number
 
 // inputNumber converts the value of a number input as Dify does: text
 // (and a JSON number's own text) without a decimal point is an integer,
@@ -214,27 +204,11 @@ func inputNumber(v any) (any, bool) {
 	return f, true
 }
 
-// formatNumber writes integers without a fraction.
-func formatNumber(f float64) string {
-	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
-		return strconv.FormatInt(int64(f), 10)
-	}
-	return strconv.FormatFloat(f, 'f', -1, 64)
-}
-
 // Text renders a value the way templates show it: strings as they are,
-// numbers without needless decimals, files by URL, everything else as JSON.
+// numbers without needless decimals, files by URL, everything else as JSON
+// (see jsonnum.Text).
 func Text(v any) string {
 	switch x := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return x
-	case bool:
-		if x {
-			return "true"
-		}
-		return "false"
 	case File:
 		if u, _ := x.Attr("url"); u != "" {
 			return u.(string)
@@ -243,67 +217,35 @@ func Text(v any) string {
 	case *File:
 		return Text(*x)
 	}
-	if f, ok := jsonnum.Float(v); ok {
-		return formatNumber(f)
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
+	return jsonnum.Text(v)
 }
 
 // plain converts a value into JSON-like Go values (maps, slices, strings,
-// float64, bool) so that scripts, templates and events see one shape.
+// float64, bool) so that scripts, templates and events see one shape. It is
+// jsonnum.PlainWith with plainOwn.
 func plain(v any) any {
+	return jsonnum.PlainWith(v, plainOwn)
+}
+
+// plainOwn is what plain does differently from jsonnum.Plain: integer
+// inputs stay int64 (inputNumber), so that templates render them without
+// a fraction, and files become their JSON objects.
+func plainOwn(v any) (any, bool) {
 	switch x := v.(type) {
-	case nil, string, bool, float64:
-		return x
 	case int64:
-		// Integer inputs stay integers (inputNumber), so that templates
-		// render them without a fraction.
-		return x
+		return x, true
 	case File:
-		return fileMap(x)
+		return fileMap(x), true
 	case *File:
-		return fileMap(*x)
+		return fileMap(*x), true
 	case []File:
 		out := make([]any, len(x))
 		for i, f := range x {
 			out[i] = fileMap(f)
 		}
-		return out
-	case []string:
-		out := make([]any, len(x))
-		for i, s := range x {
-			out[i] = s
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = plain(e)
-		}
-		return out
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = plain(e)
-		}
-		return out
+		return out, true
 	}
-	if f, ok := jsonnum.Float(v); ok {
-		return f
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	var out any
-	if json.Unmarshal(b, &out) != nil {
-		return string(b)
-	}
-	return out
+	return nil, false
 }
 
 func fileMap(f File) map[string]any {
