@@ -3,8 +3,6 @@ package handlers
 import (
 	"bytes"
 	"context"
-	"database/sql"
-	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,10 +10,9 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/labstack/echo/v4"
 
+	"appkb/db"
 	"appkb/handlers/guard"
 	"appkb/handlers/oaicompat"
 	"appkb/internal/platform/apperr"
@@ -76,10 +73,10 @@ func writeErrorJSON(c echo.Context, status int, body any) error {
 // internal error.
 func toAPIError(err error) *apperr.Error {
 	var ae *apperr.Error
-	if errors.As(err, &ae) && (ae.Status < http.StatusInternalServerError || !lostDatabase(err)) {
+	if errors.As(err, &ae) && (ae.Status < http.StatusInternalServerError || !db.ConnectionLost(err)) {
 		return ae
 	}
-	if lostDatabase(err) {
+	if db.ConnectionLost(err) {
 		// Not a fault of the request nor a bug: the client may try again
 		// once the database is back.
 		return apperr.Wrap(err, http.StatusServiceUnavailable, guard.CodeServiceUnavailable,
@@ -110,29 +107,6 @@ func toAPIError(err error) *apperr.Error {
 		}
 	}
 	return apperr.Internal(err)
-}
-
-// lostDatabase reports whether err says the connection to the database
-// is lost or cannot be made (rather than that a query failed).
-func lostDatabase(err error) bool {
-	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) {
-		return true
-	}
-	var connect *pgconn.ConnectError
-	if errors.As(err, &connect) {
-		return true
-	}
-	// PostgreSQL ending the session (SQLSTATE class 57: a restart or shut
-	// down, a server not yet accepting) or a broken connection (class 08).
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && (strings.HasPrefix(pe.Code, "57P") || strings.HasPrefix(pe.Code, "08")) {
-		return true
-	}
-	msg := err.Error()
-	// pgx reports a connection closed under a query, database/sql a pool
-	// that was closed, with these texts only.
-	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "failed to connect to") ||
-		strings.Contains(msg, "sql: database is closed")
 }
 
 // recoverLog logs a recovered panic with its stack; the error handler then
