@@ -2,11 +2,10 @@ package handlers
 
 import (
 	"context"
-	"errors"
-	"io"
 	"net/http"
 
 	"appkb/gen"
+	"appkb/handlers/forms"
 	"appkb/internal/conversation/audio"
 	"appkb/internal/platform/apperr"
 )
@@ -18,32 +17,22 @@ func (s *Server) AudioToText(ctx context.Context, req gen.AudioToTextRequestObje
 	if err != nil {
 		return nil, err
 	}
-	if req.Body == nil {
-		return nil, apperr.New(http.StatusBadRequest, apperr.CodeNoAudioUploaded, "No audio file was uploaded.")
+	// A missing body is a form without a file. The recording is read
+	// straight from its part; later parts (such as `user`) are never read
+	// and do not change the result.
+	var text string
+	err = forms.Read(req.Body, forms.Spec{
+		NoFile:     apperr.New(http.StatusBadRequest, apperr.CodeNoAudioUploaded, "No audio file was uploaded."),
+		StopAtFile: true,
+		File: func(f forms.File) (err error) {
+			text, err = s.speech.Transcribe(ctx, p.AppID, f.Body, f.Name, f.ContentType)
+			return err
+		},
+	})
+	if err != nil {
+		return nil, err
 	}
-	svc := s.speech
-	for {
-		part, err := req.Body.NextPart()
-		if errors.Is(err, io.EOF) {
-			return nil, apperr.New(http.StatusBadRequest, apperr.CodeNoAudioUploaded, "No audio file was uploaded.")
-		}
-		if err != nil {
-			return nil, multipartError(err)
-		}
-		name, hasName := partFileName(part)
-		if part.FormName() != "file" && !hasName {
-			part.Close()
-			continue
-		}
-		// The recording is read straight from its part; later parts (such
-		// as `user`) do not change the result.
-		text, err := svc.Transcribe(ctx, p.AppID, part, name, part.Header.Get("Content-Type"))
-		part.Close()
-		if err != nil {
-			return nil, err
-		}
-		return gen.AudioToText200JSONResponse{Text: text}, nil
-	}
+	return gen.AudioToText200JSONResponse{Text: text}, nil
 }
 
 // TextToAudioChat serves POST /text-to-audio: MP3 audio of the given text

@@ -3,22 +3,18 @@ package handlers
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"mime/multipart"
 	"net/http"
-	"net/url"
 	"os"
 	"path"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"appkb/gen"
+	"appkb/handlers/forms"
 	"appkb/internal/knowledge/datasets"
 	"appkb/internal/knowledge/documents"
 	"appkb/internal/platform/apperr"
@@ -89,88 +85,44 @@ func (s *Server) CreateDocumentFromText(ctx context.Context, req gen.CreateDocum
 type documentForm struct {
 	file     *documents.Upload
 	settings documents.Settings
-	spool    *os.File // where the file part was written; removed by close
+	spool    forms.Spool // where the file part was written; removed by close
 }
 
 // close removes the spooled file part.
-func (f *documentForm) close() {
-	if f != nil && f.spool != nil {
-		f.spool.Close()
-		os.Remove(f.spool.Name())
-	}
-}
+func (f *documentForm) close() { f.spool.Close() }
 
-// readDocumentForm reads the `file` and `data` parts. The file goes to a
-// temporary file under dir as it arrives, and is cut off with 413 once it
-// passes the parser's size limit; the caller must close the form.
-func readDocumentForm(body *multipart.Reader, fileRequired bool, dir string) (_ *documentForm, err error) {
-	if body == nil {
-		if fileRequired {
-			return nil, apperr.New(http.StatusBadRequest, apperr.CodeNoFileUploaded, "No file was uploaded.")
-		}
-		return &documentForm{}, nil
+// readDocumentForm reads the caller's actor and the `file` and `data`
+// parts. The file goes to a temporary file under the upload spool as it
+// arrives, and is cut off with 413 once it passes the parser's size limit;
+// the caller must close the form.
+func (s *Server) readDocumentForm(ctx context.Context, body *multipart.Reader, fileRequired bool) (datasets.Actor, *documentForm, error) {
+	actor, err := s.actorOf(ctx)
+	if err != nil {
+		return actor, nil, err
 	}
-	form := &documentForm{}
-	defer func() {
-		if err != nil {
-			form.close()
-		}
-	}()
-	files := 0
-	limit := docparse.DefaultLimits.MaxFileSize
-	for {
-		part, err := body.NextPart()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, multipartError(err)
-		}
-		name, hasName := partFileName(part)
-		switch {
-		case hasName || part.FormName() == "file":
-			files++
-			if files > 1 {
-				break
+	form := &documentForm{spool: forms.Spool{Dir: s.uploadSpool(), Limit: docparse.DefaultLimits.MaxFileSize}}
+	spec := forms.Spec{
+		RequireName: true,
+		File: func(f forms.File) error {
+			if err := form.spool.Take(f.Body); err != nil {
+				return err
 			}
-			if !hasName || strings.TrimSpace(name) == "" {
-				return nil, apperr.New(http.StatusBadRequest, apperr.CodeFilenameNotExists, "The uploaded file has no file name.")
-			}
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return nil, err
-			}
-			if form.spool, err = os.CreateTemp(dir, ".document-*"); err != nil {
-				return nil, err
-			}
-			n, err := io.Copy(form.spool, io.LimitReader(part, limit+1))
-			if err != nil {
-				return nil, multipartError(err)
-			}
-			if n > limit {
-				return nil, apperr.New(http.StatusRequestEntityTooLarge, apperr.CodeFileTooLarge, "The file is larger than %d MB.", limit>>20)
-			}
-			if _, err := form.spool.Seek(0, io.SeekStart); err != nil {
-				return nil, err
-			}
-			form.file = &documents.Upload{Name: path.Base(strings.ReplaceAll(name, `\`, "/")), MimeType: part.Header.Get("Content-Type"), Body: form.spool}
-		case part.FormName() == "data":
-			b, err := io.ReadAll(io.LimitReader(part, 1<<20))
-			if err != nil {
-				return nil, multipartError(err)
-			}
-			if form.settings, err = documents.ParseFileSettings(string(b)); err != nil {
-				return nil, err
-			}
-		}
-		part.Close()
+			form.file = &documents.Upload{Name: path.Base(strings.ReplaceAll(f.Name, `\`, "/")), MimeType: f.ContentType, Body: form.spool.File}
+			return nil
+		},
+		Fields: map[string]forms.Field{"data": {Max: 1 << 20, Set: func(b []byte) (err error) {
+			form.settings, err = documents.ParseFileSettings(string(b))
+			return err
+		}}},
 	}
-	switch {
-	case files > 1:
-		return nil, apperr.New(http.StatusBadRequest, apperr.CodeTooManyFiles, "Only one file may be uploaded at a time.")
-	case files == 0 && fileRequired:
-		return nil, apperr.New(http.StatusBadRequest, apperr.CodeNoFileUploaded, "No file was uploaded.")
+	if fileRequired {
+		spec.NoFile = forms.NoFile()
 	}
-	return form, nil
+	if err := forms.Read(body, spec); err != nil {
+		form.close()
+		return actor, nil, err
+	}
+	return actor, form, nil
 }
 
 // uploadSpool is where file parts wait while a request is read.
@@ -183,11 +135,7 @@ func (s *Server) uploadSpool() string {
 
 // CreateDocumentFromFile serves POST /datasets/{dataset_id}/document/create-by-file.
 func (s *Server) CreateDocumentFromFile(ctx context.Context, req gen.CreateDocumentFromFileRequestObject) (gen.CreateDocumentFromFileResponseObject, error) {
-	actor, err := s.actorOf(ctx)
-	if err != nil {
-		return nil, err
-	}
-	form, err := readDocumentForm(req.Body, true, s.uploadSpool())
+	actor, form, err := s.readDocumentForm(ctx, req.Body, true)
 	if err != nil {
 		return nil, err
 	}
@@ -264,11 +212,7 @@ func (s *Server) DeleteDocument(ctx context.Context, req gen.DeleteDocumentReque
 
 // updateByForm is the PATCH and the older update-by-file operation.
 func (s *Server) updateByForm(ctx context.Context, datasetID, documentID string, body *multipart.Reader) (*documents.Created, error) {
-	actor, err := s.actorOf(ctx)
-	if err != nil {
-		return nil, err
-	}
-	form, err := readDocumentForm(body, false, s.uploadSpool())
+	actor, form, err := s.readDocumentForm(ctx, body, false)
 	if err != nil {
 		return nil, err
 	}
@@ -399,22 +343,5 @@ func (s *Server) serveDocumentFile(c echo.Context) error {
 		return err
 	}
 	defer body.Close()
-	h := c.Response().Header()
-	h.Set("Content-Disposition", fmt.Sprintf("attachment; filename*=UTF-8''%s", url.PathEscape(f.Name)))
-	if f.MimeType != "" {
-		h.Set("Content-Type", f.MimeType)
-	}
-	// Both blob stores give readers that seek, which lets ServeContent
-	// answer range requests as serving the file from disk did.
-	if rs, ok := body.(io.ReadSeeker); ok {
-		http.ServeContent(c.Response(), c.Request(), "", time.Time{}, rs)
-		return nil
-	}
-	if f.MimeType == "" {
-		h.Set("Content-Type", "application/octet-stream")
-	}
-	h.Set("Content-Length", strconv.FormatInt(size, 10))
-	c.Response().WriteHeader(http.StatusOK)
-	_, err = io.Copy(c.Response(), body)
-	return err
+	return forms.Download(c.Response(), c.Request(), f.Name, f.MimeType, body, size)
 }

@@ -3,10 +3,6 @@ package handlers
 import (
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
-	"io"
-	"mime"
 	"mime/multipart"
 	"net/http"
 	"net/url"
@@ -16,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"appkb/gen"
+	"appkb/handlers/forms"
 	"appkb/handlers/validation"
 	"appkb/internal/apps"
 	"appkb/internal/conversation/files"
@@ -70,85 +67,32 @@ func (f *uploadForm) userOrDefault() string {
 // is read even when the first file fails, so that a second file is
 // reported as such.
 func readUploadForm(body *multipart.Reader, store *files.Store, rules files.Rules) (*uploadForm, error) {
-	if body == nil {
-		return nil, apperr.New(http.StatusBadRequest, apperr.CodeNoFileUploaded, "No file was uploaded.")
-	}
 	form := &uploadForm{}
-	var (
-		fileParts int
-		stageErr  error
-	)
-	for {
-		part, err := body.NextPart()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			form.staged.Discard()
-			return nil, multipartError(err)
-		}
-		name, hasName := partFileName(part)
-		switch {
-		case hasName || part.FormName() == "file":
-			fileParts++
-			if fileParts > 1 || stageErr != nil {
-				break
-			}
-			if !hasName || strings.TrimSpace(name) == "" {
-				stageErr = apperr.New(http.StatusBadRequest, apperr.CodeFilenameNotExists, "The uploaded file has no file name.")
-				break
-			}
-			form.staged, stageErr = store.Stage(rules, name, part.Header.Get("Content-Type"), part)
-		case part.FormName() == "user":
-			b, err := io.ReadAll(io.LimitReader(part, maxFormFieldSize+1))
-			if err != nil {
-				form.staged.Discard()
-				return nil, multipartError(err)
-			}
-			if len(b) > maxFormFieldSize {
-				form.staged.Discard()
-				return nil, apperr.InvalidParam("user is too long")
-			}
+	err := forms.Read(body, forms.Spec{
+		NoFile:        forms.NoFile(),
+		RequireName:   true,
+		HoldFileError: true,
+		File: func(f forms.File) (err error) {
+			form.staged, err = store.Stage(rules, f.Name, f.ContentType, f.Body)
+			return err
+		},
+		Fields: map[string]forms.Field{"user": {Max: maxFormFieldSize, TooLong: apperr.InvalidParam("user is too long"), Set: func(b []byte) error {
 			if bytes.IndexByte(b, 0) >= 0 {
-				form.staged.Discard()
-				return nil, validation.NULError(`form field "user"`)
+				return validation.NULError(`form field "user"`)
 			}
 			form.user = string(b)
-		}
-		part.Close()
-	}
-	switch {
-	case fileParts == 0:
-		stageErr = apperr.New(http.StatusBadRequest, apperr.CodeNoFileUploaded, "No file was uploaded.")
-	case fileParts > 1:
-		stageErr = apperr.New(http.StatusBadRequest, apperr.CodeTooManyFiles, "Only one file may be uploaded at a time.")
-	}
-	if stageErr != nil {
+			return nil
+		}}},
+	})
+	if err != nil {
 		form.staged.Discard()
-		return nil, stageErr
+		return nil, err
 	}
 	return form, nil
 }
 
-// partFileName returns the filename parameter of a part exactly as sent
-// (multipart.Part.FileName would cut it down to its last path segment),
-// and whether the parameter is there at all.
-func partFileName(p *multipart.Part) (string, bool) {
-	_, params, err := mime.ParseMediaType(p.Header.Get("Content-Disposition"))
-	if err != nil {
-		return "", false
-	}
-	name, ok := params["filename"]
-	return name, ok
-}
-
-func multipartError(err error) *apperr.Error {
-	var tooLarge *http.MaxBytesError
-	if errors.As(err, &tooLarge) {
-		return apperr.New(http.StatusRequestEntityTooLarge, apperr.CodeTooLarge, "The request body is too large.")
-	}
-	return apperr.Wrap(err, http.StatusBadRequest, apperr.CodeInvalidParam, "The multipart body cannot be read.")
-}
+// multipartError maps an error reading a multipart body (forms.ReadError).
+func multipartError(err error) *apperr.Error { return forms.ReadError(err) }
 
 // uploadResponse describes a stored file the way the upload operation
 // answers.
@@ -194,49 +138,17 @@ func (s *Server) PreviewChatFile(ctx context.Context, req gen.PreviewChatFileReq
 	if err != nil {
 		return nil, err
 	}
-	return filePreview{
-		file:       meta,
-		body:       content,
-		attachment: req.Params.AsAttachment != nil && *req.Params.AsAttachment,
-	}, nil
+	return filePreview{Name: meta.Name, MimeType: meta.MimeType, Body: content, Size: content.Size,
+		Attachment: req.Params.AsAttachment != nil && *req.Params.AsAttachment}, nil
 }
 
 // filePreview writes a file's bytes. The generated response type always
 // says application/octet-stream and has no way to add headers, so this one
 // implements the response interface itself.
-type filePreview struct {
-	file       *models.UploadFile
-	body       *files.Content
-	attachment bool
-}
+type filePreview forms.Preview
 
 func (r filePreview) VisitPreviewChatFileResponse(w http.ResponseWriter) error {
-	defer r.body.Close()
-	h := w.Header()
-	disposition := "inline"
-	contentType := r.file.MimeType
-	if r.attachment {
-		disposition = "attachment"
-		contentType = "application/octet-stream"
-	}
-	if contentType == "" {
-		contentType = "application/octet-stream"
-	}
-	h.Set("Content-Type", contentType)
-	if v := mime.FormatMediaType(disposition, map[string]string{"filename": r.file.Name}); v != "" {
-		h.Set("Content-Disposition", v)
-	} else {
-		h.Set("Content-Disposition", disposition)
-	}
-	h.Set("Content-Length", fmt.Sprint(r.body.Size))
-	// The bytes came from a client: never let a browser run them as a page
-	// of this origin or guess another type for them.
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
-	h.Set("Cache-Control", "private, max-age=3600")
-	w.WriteHeader(http.StatusOK)
-	_, err := io.Copy(w, r.body)
-	return err
+	return forms.Preview(r).Write(w)
 }
 
 // serveSignedFilePreview answers a signed preview link of an uploaded file
@@ -255,5 +167,5 @@ func (s *Server) serveSignedFilePreview(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return filePreview{file: f, body: content}.VisitPreviewChatFileResponse(c.Response())
+	return forms.Preview{Name: f.Name, MimeType: f.MimeType, Body: content, Size: content.Size}.Write(c.Response())
 }
