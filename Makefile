@@ -89,7 +89,7 @@ test-postgres:
 ## in Go 1.27); such a run is reported and passed over. Any other failure,
 ## and every failing input Go writes to testdata/fuzz, fails the target.
 FUZZTIME  ?= 3s
-FUZZ_PKGS ?= ./internal/platform/docparse ./internal/apps ./internal/run/tools
+FUZZ_PKGS ?= ./internal/platform/docparse ./internal/apps ./internal/run/tools ./handlers/forms
 fuzz:
 	@for pkg in $(FUZZ_PKGS); do \
 	  for fn in $$($(GO) test -tags $(TAGS) -list '^Fuzz' $$pkg | grep '^Fuzz'); do \

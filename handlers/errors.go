@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"appkb/db"
+	"appkb/handlers/forms"
 	"appkb/handlers/guard"
 	"appkb/handlers/oaicompat"
 	"appkb/internal/platform/apperr"
@@ -85,7 +86,7 @@ func toAPIError(err error) *apperr.Error {
 	if errors.Is(err, http.ErrMissingBoundary) || errors.Is(err, http.ErrNotMultipart) {
 		// The generated wrappers of the file operations open the form
 		// before a handler runs; a form without a boundary fails there.
-		return multipartError(err)
+		return forms.ReadError(err)
 	}
 	var he *echo.HTTPError
 	if errors.As(err, &he) {

@@ -91,9 +91,6 @@ func readUploadForm(body *multipart.Reader, store *files.Store, rules files.Rule
 	return form, nil
 }
 
-// multipartError maps an error reading a multipart body (forms.ReadError).
-func multipartError(err error) *apperr.Error { return forms.ReadError(err) }
-
 // uploadResponse describes a stored file the way the upload operation
 // answers.
 func uploadResponse(f *models.UploadFile) gen.FileUploadResponse {
