@@ -8,6 +8,7 @@ import (
 
 	"appkb/gen"
 	"appkb/internal/platform/apperr"
+	"appkb/internal/run/chat"
 	"appkb/internal/run/flows"
 )
 
@@ -15,28 +16,15 @@ import (
 // messages, `response_mode` alone picks blocking (the default) or
 // streaming.
 func (s *Server) createCompletionMessage(c echo.Context) error {
-	ctx := c.Request().Context()
-	p, err := principalFrom(ctx)
-	if err != nil {
-		return err
-	}
-	var body gen.CompletionRequest
-	if err := decodeBody(c, &body); err != nil {
-		return err
-	}
-	streaming := body.ResponseMode != nil && *body.ResponseMode == gen.CompletionRequestResponseModeStreaming
-	run, err := s.flows.Completion(ctx, flows.Request{
-		AppID:     p.AppID,
-		User:      body.User,
-		Query:     valueOf(body.Query),
-		Inputs:    body.Inputs,
-		Files:     fileRefs(body.Files),
-		Streaming: streaming,
+	return startRun(s, c, s.flows.Completion, func(body *gen.CompletionRequest) flows.Request {
+		return flows.Request{Request: chat.Request{
+			User:      body.User,
+			Query:     valueOf(body.Query),
+			Inputs:    body.Inputs,
+			Files:     fileRefs(body.Files),
+			Streaming: body.ResponseMode != nil && *body.ResponseMode == gen.CompletionRequestResponseModeStreaming,
+		}}
 	})
-	if err != nil {
-		return err
-	}
-	return s.answer(c, run, streaming)
 }
 
 // CreateCompletionMessage is the strict form of POST /completion-messages;
@@ -47,15 +35,7 @@ func (s *Server) CreateCompletionMessage(context.Context, gen.CreateCompletionMe
 
 // StopGenerate serves POST /completion-messages/{task_id}/stop.
 func (s *Server) StopGenerate(ctx context.Context, req gen.StopGenerateRequestObject) (gen.StopGenerateResponseObject, error) {
-	p, err := principalFrom(ctx)
-	if err != nil {
-		return nil, err
-	}
-	user := ""
-	if req.Body != nil {
-		user = req.Body.User
-	}
-	if err := s.flows.StopCompletion(ctx, p.AppID, user, req.TaskId); err != nil {
+	if err := s.stopTask(ctx, s.flows.StopCompletion, (*stopBody)(req.Body), req.TaskId); err != nil {
 		return nil, err
 	}
 	return gen.StopGenerate200JSONResponse{Result: "success"}, nil

@@ -39,10 +39,10 @@ func (r openaiRunner) App(ctx context.Context, appID string) (*oaicompat.App, er
 // flowRequest is the run a turn asks for. Agent apps always run streaming
 // (Dify has no blocking agent answers); a blocking turn collects them.
 func flowRequest(t *oaicompat.Turn, streaming bool) flows.Request {
-	req := flows.Request{
+	req := flows.Request{Request: chat.Request{
 		AppID: t.AppID, User: t.User, Query: t.Query, Inputs: t.Inputs, ConversationID: t.ConversationID,
 		AutoGenerateName: true, Streaming: streaming, Instructions: t.Instructions, Params: t.Params,
-	}
+	}}
 	for _, h := range t.History {
 		req.History = append(req.History, chat.Turn{Query: h.Query, Answer: h.Answer})
 	}

@@ -167,7 +167,7 @@ func (s *Service) chatflow(ctx context.Context, app *models.App, req Request) (*
 	if err != nil {
 		return nil, err
 	}
-	turn, err := s.chat.PrepareChatflow(ctx, chatRequest(req), version.Def)
+	turn, err := s.chat.PrepareChatflow(ctx, req.Request, version.Def)
 	if err != nil {
 		return nil, err
 	}
