@@ -1,4 +1,4 @@
-package handlers
+package openai
 
 import (
 	"context"
@@ -16,16 +16,19 @@ import (
 	"appkb/internal/run/workflow"
 )
 
-// openaiRunner runs the turns of the OpenAI-compatible endpoint through
-// flows, the same runs the Dify operations start. It is the only place
-// where oaicompat meets the runtimes.
-type openaiRunner struct{ s *Server }
+// runner runs the turns of the OpenAI-compatible endpoint through flows,
+// the same runs the Dify operations start. It is the only place where
+// oaicompat meets the runtimes.
+type runner struct {
+	apps  *apps.Store
+	flows *flows.Service
+}
 
-var _ oaicompat.Runner = openaiRunner{}
+var _ oaicompat.Runner = runner{}
 
 // App describes the key's app with its input form.
-func (r openaiRunner) App(ctx context.Context, appID string) (*oaicompat.App, error) {
-	app, err := r.s.apps.Cached(ctx, appID)
+func (r runner) App(ctx context.Context, appID string) (*oaicompat.App, error) {
+	app, err := r.apps.Cached(ctx, appID)
 	if err != nil {
 		return nil, err
 	}
@@ -54,9 +57,9 @@ func flowRequest(t *oaicompat.Turn, streaming bool) flows.Request {
 
 // Run runs one turn of the app the turn names, reporting its start and its
 // answer text to emit as they come when emit is set.
-func (r openaiRunner) Run(ctx context.Context, t *oaicompat.Turn, emit func(oaicompat.Event) error) (*oaicompat.Answer, error) {
+func (r runner) Run(ctx context.Context, t *oaicompat.Turn, emit func(oaicompat.Event) error) (*oaicompat.Answer, error) {
 	agent := t.Mode == apps.ModeAgentChat || t.Mode == apps.ModeAgent
-	run, err := r.s.flows.Run(ctx, flowRequest(t, emit != nil || agent))
+	run, err := r.flows.Run(ctx, flowRequest(t, emit != nil || agent))
 	if err != nil {
 		return nil, err
 	}
