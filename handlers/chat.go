@@ -30,6 +30,34 @@ func (s *Server) sendChatMessage(c echo.Context) error {
 	})
 }
 
+// SendChatMessage is the strict form of POST /chat-messages. The operation
+// is routed to sendChatMessage instead (see api in server.go), so this is
+// never reached through the router.
+func (s *Server) SendChatMessage(context.Context, gen.SendChatMessageRequestObject) (gen.SendChatMessageResponseObject, error) {
+	return nil, apperr.Internal(errors.New("POST /chat-messages is served by the raw handler"))
+}
+
+// createCompletionMessage serves POST /completion-messages; like chat
+// messages, `response_mode` alone picks blocking (the default) or
+// streaming.
+func (s *Server) createCompletionMessage(c echo.Context) error {
+	return startRun(s, c, s.flows.Completion, func(body *gen.CompletionRequest) flows.Request {
+		return flows.Request{Request: chat.Request{
+			User:      body.User,
+			Query:     valueOf(body.Query),
+			Inputs:    body.Inputs,
+			Files:     fileRefs(body.Files),
+			Streaming: body.ResponseMode != nil && *body.ResponseMode == gen.CompletionRequestResponseModeStreaming,
+		}}
+	})
+}
+
+// CreateCompletionMessage is the strict form of POST /completion-messages;
+// the router sends the operation to createCompletionMessage instead.
+func (s *Server) CreateCompletionMessage(context.Context, gen.CreateCompletionMessageRequestObject) (gen.CreateCompletionMessageResponseObject, error) {
+	return nil, apperr.Internal(errors.New("POST /completion-messages is served by the raw handler"))
+}
+
 // startRun is the common part of the operations that start a run: the
 // key's principal, then the body decoded as B, then start with the
 // request req made of it for the key's app, then the answer, streaming
@@ -54,19 +82,20 @@ func startRun[B any](s *Server, c echo.Context, start func(context.Context, flow
 	return s.answer(c, run, r.Streaming)
 }
 
-// SendChatMessage is the strict form of POST /chat-messages. The operation
-// is routed to sendChatMessage instead (see api in server.go), so this is
-// never reached through the router.
-func (s *Server) SendChatMessage(context.Context, gen.SendChatMessageRequestObject) (gen.SendChatMessageResponseObject, error) {
-	return nil, apperr.Internal(errors.New("POST /chat-messages is served by the raw handler"))
-}
-
 // StopChatMessageGeneration serves POST /chat-messages/{task_id}/stop.
 func (s *Server) StopChatMessageGeneration(ctx context.Context, req gen.StopChatMessageGenerationRequestObject) (gen.StopChatMessageGenerationResponseObject, error) {
 	if err := s.stopTask(ctx, s.flows.StopChat, (*stopBody)(req.Body), req.TaskId); err != nil {
 		return nil, err
 	}
 	return gen.StopChatMessageGeneration200JSONResponse{Result: "success"}, nil
+}
+
+// StopGenerate serves POST /completion-messages/{task_id}/stop.
+func (s *Server) StopGenerate(ctx context.Context, req gen.StopGenerateRequestObject) (gen.StopGenerateResponseObject, error) {
+	if err := s.stopTask(ctx, s.flows.StopCompletion, (*stopBody)(req.Body), req.TaskId); err != nil {
+		return nil, err
+	}
+	return gen.StopGenerate200JSONResponse{Result: "success"}, nil
 }
 
 // stopBody is the optional body of the chat and completion stop
