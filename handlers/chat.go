@@ -17,31 +17,17 @@ import (
 // apps. `response_mode` alone picks the answer's form (streaming, or
 // blocking when absent); the Accept header plays no part.
 func (s *Server) sendChatMessage(c echo.Context) error {
-	ctx := c.Request().Context()
-	p, err := principalFrom(ctx)
-	if err != nil {
-		return err
-	}
-	var body gen.ChatRequest
-	if err := decodeBody(c, &body); err != nil {
-		return err
-	}
-	streaming := body.ResponseMode != nil && *body.ResponseMode == gen.ChatRequestResponseModeStreaming
-	run, err := s.flows.Chat(ctx, flows.Request{
-		AppID:            p.AppID,
-		User:             body.User,
-		Query:            body.Query,
-		Inputs:           body.Inputs,
-		ConversationID:   valueOf(body.ConversationId),
-		WorkflowID:       valueOf(body.WorkflowId),
-		Files:            fileRefs(body.Files),
-		AutoGenerateName: body.AutoGenerateName == nil || *body.AutoGenerateName,
-		Streaming:        streaming,
+	return startRun(s, c, s.flows.Chat, func(body *gen.ChatRequest) flows.Request {
+		return flows.Request{WorkflowID: valueOf(body.WorkflowId), Request: chat.Request{
+			User:             body.User,
+			Query:            body.Query,
+			Inputs:           body.Inputs,
+			ConversationID:   valueOf(body.ConversationId),
+			Files:            fileRefs(body.Files),
+			AutoGenerateName: body.AutoGenerateName == nil || *body.AutoGenerateName,
+			Streaming:        body.ResponseMode != nil && *body.ResponseMode == gen.ChatRequestResponseModeStreaming,
+		}}
 	})
-	if err != nil {
-		return err
-	}
-	return s.answer(c, run, streaming)
 }
 
 // SendChatMessage is the strict form of POST /chat-messages. The operation
@@ -51,20 +37,87 @@ func (s *Server) SendChatMessage(context.Context, gen.SendChatMessageRequestObje
 	return nil, apperr.Internal(errors.New("POST /chat-messages is served by the raw handler"))
 }
 
-// StopChatMessageGeneration serves POST /chat-messages/{task_id}/stop.
-func (s *Server) StopChatMessageGeneration(ctx context.Context, req gen.StopChatMessageGenerationRequestObject) (gen.StopChatMessageGenerationResponseObject, error) {
+// createCompletionMessage serves POST /completion-messages; like chat
+// messages, `response_mode` alone picks blocking (the default) or
+// streaming.
+func (s *Server) createCompletionMessage(c echo.Context) error {
+	return startRun(s, c, s.flows.Completion, func(body *gen.CompletionRequest) flows.Request {
+		return flows.Request{Request: chat.Request{
+			User:      body.User,
+			Query:     valueOf(body.Query),
+			Inputs:    body.Inputs,
+			Files:     fileRefs(body.Files),
+			Streaming: body.ResponseMode != nil && *body.ResponseMode == gen.CompletionRequestResponseModeStreaming,
+		}}
+	})
+}
+
+// CreateCompletionMessage is the strict form of POST /completion-messages;
+// the router sends the operation to createCompletionMessage instead.
+func (s *Server) CreateCompletionMessage(context.Context, gen.CreateCompletionMessageRequestObject) (gen.CreateCompletionMessageResponseObject, error) {
+	return nil, apperr.Internal(errors.New("POST /completion-messages is served by the raw handler"))
+}
+
+// startRun is the common part of the operations that start a run: the
+// key's principal, then the body decoded as B, then start with the
+// request req made of it for the key's app, then the answer, streaming
+// when the request asks for it.
+func startRun[B any](s *Server, c echo.Context, start func(context.Context, flows.Request) (*flows.Run, error),
+	req func(body *B) flows.Request) error {
+	ctx := c.Request().Context()
 	p, err := principalFrom(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	user := ""
-	if req.Body != nil {
-		user = req.Body.User
+	var body B
+	if err := decodeBody(c, &body); err != nil {
+		return err
 	}
-	if err := s.flows.StopChat(ctx, p.AppID, user, req.TaskId); err != nil {
+	r := req(&body)
+	r.AppID = p.AppID
+	run, err := start(ctx, r)
+	if err != nil {
+		return err
+	}
+	return s.answer(c, run, r.Streaming)
+}
+
+// StopChatMessageGeneration serves POST /chat-messages/{task_id}/stop.
+func (s *Server) StopChatMessageGeneration(ctx context.Context, req gen.StopChatMessageGenerationRequestObject) (gen.StopChatMessageGenerationResponseObject, error) {
+	if err := s.stopTask(ctx, s.flows.StopChat, (*stopBody)(req.Body), req.TaskId); err != nil {
 		return nil, err
 	}
 	return gen.StopChatMessageGeneration200JSONResponse{Result: "success"}, nil
+}
+
+// StopGenerate serves POST /completion-messages/{task_id}/stop.
+func (s *Server) StopGenerate(ctx context.Context, req gen.StopGenerateRequestObject) (gen.StopGenerateResponseObject, error) {
+	if err := s.stopTask(ctx, s.flows.StopCompletion, (*stopBody)(req.Body), req.TaskId); err != nil {
+		return nil, err
+	}
+	return gen.StopGenerate200JSONResponse{Result: "success"}, nil
+}
+
+// stopBody is the optional body of the chat and completion stop
+// operations, whose generated types differ in name only.
+type stopBody = struct {
+	User string `json:"user"`
+}
+
+// stopTask is the common part of the chat and completion stop operations:
+// it stops taskID of the key's app on behalf of the body's user (none
+// without a body).
+func (s *Server) stopTask(ctx context.Context, stop func(ctx context.Context, appID, user, taskID string) error,
+	body *stopBody, taskID string) error {
+	p, err := principalFrom(ctx)
+	if err != nil {
+		return err
+	}
+	user := ""
+	if body != nil {
+		user = body.User
+	}
+	return stop(ctx, p.AppID, user, taskID)
 }
 
 // GetSuggestedQuestions serves GET /messages/{message_id}/suggested.

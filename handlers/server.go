@@ -20,6 +20,7 @@ import (
 	"appkb/handlers/faults"
 	"appkb/handlers/guard"
 	"appkb/handlers/journal"
+	"appkb/handlers/openai"
 	"appkb/handlers/ratelimit"
 	"appkb/handlers/validation"
 	"appkb/internal/admin"
@@ -147,9 +148,8 @@ type Server struct {
 	admin     *admin.Service
 	journal   *journal.Journal
 	scenarios *llm.Scenarios
-	// maxText bounds the text of each message of a chat completion
-	// (Limits.MaxText).
-	maxText int
+	// Endpoint serves the OpenAI-compatible operations.
+	*openai.Endpoint
 }
 
 // Services are the finished domain services and stores the routes call,
@@ -240,7 +240,7 @@ func NewServer(d Deps) (*echo.Echo, error) {
 	})
 
 	srv := &Server{dataDir: d.DataDir, version: d.Version, apps: svc.Apps, models: d.Models, log: log,
-		pingInterval: d.PingInterval, maxText: d.Limits.MaxText, chat: svc.Chat, search: svc.Search, flows: svc.Flows,
+		pingInterval: d.PingInterval, chat: svc.Chat, search: svc.Search, flows: svc.Flows,
 		annotations: svc.Annotations, speech: svc.Speech, uploads: svc.Uploads,
 		convs: svc.Conversations, users: svc.EndUsers, kb: svc.Knowledge, docs: svc.Documents, pipelines: svc.Pipelines,
 		links: svc.Links, previews: svc.Previews, journal: d.Admin.Journal, scenarios: d.Admin.Scenarios}
@@ -253,6 +253,8 @@ func NewServer(d Deps) (*echo.Echo, error) {
 	if srv.pingInterval <= 0 {
 		srv.pingInterval = DefaultPingInterval
 	}
+	srv.Endpoint = openai.New(openai.Config{Apps: svc.Apps, Flows: svc.Flows, Log: log,
+		Ping: srv.pingInterval, MaxText: d.Limits.MaxText})
 
 	// Signed download links of knowledge documents (outside /v1: the link
 	// itself is the credential).

@@ -51,28 +51,16 @@ func (s *Server) RunWorkflowById(context.Context, gen.RunWorkflowByIdRequestObje
 // request gets the finished run as JSON, a streaming one every engine
 // event as it happens.
 func (s *Server) runWorkflow(c echo.Context, versionID string) error {
-	ctx := c.Request().Context()
-	p, err := principalFrom(ctx)
-	if err != nil {
-		return err
-	}
-	var body workflowRequest
-	if err := decodeBody(c, &body); err != nil {
-		return err
-	}
-	refs := make([]chat.FileRef, len(body.Files))
-	for i, f := range body.Files {
-		refs[i] = chat.FileRef{Type: f.Type, TransferMethod: f.TransferMethod, URL: f.URL, UploadFileID: f.UploadFileID}
-	}
-	streaming := body.ResponseMode != nil && *body.ResponseMode == string(gen.WorkflowExecutionRequestResponseModeStreaming)
-	run, err := s.flows.Workflow(ctx, flows.Request{
-		AppID: p.AppID, User: body.User, Inputs: body.Inputs, Files: refs,
-		WorkflowID: versionID, Streaming: streaming,
+	return startRun(s, c, s.flows.Workflow, func(body *workflowRequest) flows.Request {
+		refs := make([]chat.FileRef, len(body.Files))
+		for i, f := range body.Files {
+			refs[i] = chat.FileRef{Type: f.Type, TransferMethod: f.TransferMethod, URL: f.URL, UploadFileID: f.UploadFileID}
+		}
+		return flows.Request{WorkflowID: versionID, Request: chat.Request{
+			User: body.User, Inputs: body.Inputs, Files: refs,
+			Streaming: body.ResponseMode != nil && *body.ResponseMode == string(gen.WorkflowExecutionRequestResponseModeStreaming),
+		}}
 	})
-	if err != nil {
-		return err
-	}
-	return s.answer(c, run, streaming)
 }
 
 // StopWorkflowTaskGeneration serves POST /workflows/tasks/{task_id}/stop.

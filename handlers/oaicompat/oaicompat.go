@@ -6,8 +6,8 @@
 // and errors in OpenAI's error shape.
 //
 // The package knows nothing about HTTP servers and does not run apps
-// itself: a Runner does (the handlers implement one over the chat runtime
-// and the workflow engine).
+// itself: a Runner does (handlers/openai implements one over flows, the
+// runs the Dify operations start).
 package oaicompat
 
 import (

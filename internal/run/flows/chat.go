@@ -18,39 +18,22 @@ func (s *Service) Chat(ctx context.Context, req Request) (*Run, error) {
 	if app.Mode == apps.ModeAdvancedChat {
 		return s.chatflow(ctx, app, req)
 	}
-	cr := chatRequest(req)
-	cr.App = app // loaded above: the chat service does not look it up again
-	g, err := s.chat.PrepareChat(ctx, cr)
+	req.App = app // loaded above: the chat service does not look it up again
+	g, err := s.chat.PrepareChat(ctx, req.Request)
 	if err != nil {
 		return nil, err
 	}
 	return s.generate(ctx, req.AppID, g), nil
 }
 
-// Completion starts the answer of a text generator.
+// Completion starts the answer of a text generator; a conversation id is
+// ignored (PrepareCompletion drops it).
 func (s *Service) Completion(ctx context.Context, req Request) (*Run, error) {
-	req.ConversationID = ""
-	g, err := s.chat.PrepareCompletion(ctx, chatRequest(req))
+	g, err := s.chat.PrepareCompletion(ctx, req.Request)
 	if err != nil {
 		return nil, err
 	}
 	return s.generate(ctx, req.AppID, g), nil
-}
-
-func chatRequest(req Request) chat.Request {
-	return chat.Request{
-		AppID:            req.AppID,
-		User:             req.User,
-		Query:            req.Query,
-		Inputs:           req.Inputs,
-		ConversationID:   req.ConversationID,
-		Files:            req.Files,
-		AutoGenerateName: req.AutoGenerateName,
-		Streaming:        req.Streaming,
-		History:          req.History,
-		Instructions:     req.Instructions,
-		Params:           req.Params,
-	}
 }
 
 // generate runs a prepared chat or completion answer. A blocking run

@@ -97,10 +97,10 @@ func TestRunEveryMode(t *testing.T) {
 		wantAnswer string // a part of the answer
 		wantEvents []string
 	}{
-		{"chat", "chat", flows.Request{Query: "hello there"}, "hello there", []string{"message", "message_end"}},
-		{"completion", "completion", flows.Request{Inputs: map[string]any{"topic": "tea"}}, "tea", []string{"message", "message_end"}},
-		{"chatflow", "chatflow", flows.Request{Query: "ping"}, "You said ping", []string{"workflow_started", "message", "workflow_finished", "message_end"}},
-		{"workflow", "workflow", flows.Request{Inputs: map[string]any{"name": "Ada"}}, "Ada", []string{"workflow_started", "workflow_finished"}},
+		{"chat", "chat", flows.Request{Request: chat.Request{Query: "hello there"}}, "hello there", []string{"message", "message_end"}},
+		{"completion", "completion", flows.Request{Request: chat.Request{Inputs: map[string]any{"topic": "tea"}}}, "tea", []string{"message", "message_end"}},
+		{"chatflow", "chatflow", flows.Request{Request: chat.Request{Query: "ping"}}, "You said ping", []string{"workflow_started", "message", "workflow_finished", "message_end"}},
+		{"workflow", "workflow", flows.Request{Request: chat.Request{Inputs: map[string]any{"name": "Ada"}}}, "Ada", []string{"workflow_started", "workflow_finished"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -170,11 +170,11 @@ func TestRefusals(t *testing.T) {
 		req  flows.Request
 		code string
 	}{
-		{"workflow op on a chat app", flows.Request{Op: flows.OpWorkflow, AppID: ids["chat"], User: "u"}, apperr.CodeNotWorkflowApp},
-		{"chat op on a workflow app", flows.Request{Op: flows.OpChat, AppID: ids["workflow"], User: "u", Query: "q"}, apperr.CodeNotChatApp},
-		{"completion op on a chat app", flows.Request{Op: flows.OpCompletion, AppID: ids["chat"], User: "u"}, apperr.CodeAppUnavailable},
-		{"bad workflow version id", flows.Request{AppID: ids["workflow"], User: "u", WorkflowID: "nope"}, apperr.CodeBadRequest},
-		{"unknown app", flows.Request{AppID: "8d3c1c9e-0000-4000-8000-000000000000", User: "u"}, apperr.CodeNotFound},
+		{"workflow op on a chat app", flows.Request{Op: flows.OpWorkflow, Request: chat.Request{AppID: ids["chat"], User: "u"}}, apperr.CodeNotWorkflowApp},
+		{"chat op on a workflow app", flows.Request{Op: flows.OpChat, Request: chat.Request{AppID: ids["workflow"], User: "u", Query: "q"}}, apperr.CodeNotChatApp},
+		{"completion op on a chat app", flows.Request{Op: flows.OpCompletion, Request: chat.Request{AppID: ids["chat"], User: "u"}}, apperr.CodeAppUnavailable},
+		{"bad workflow version id", flows.Request{WorkflowID: "nope", Request: chat.Request{AppID: ids["workflow"], User: "u"}}, apperr.CodeBadRequest},
+		{"unknown app", flows.Request{Request: chat.Request{AppID: "8d3c1c9e-0000-4000-8000-000000000000", User: "u"}}, apperr.CodeNotFound},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -191,8 +191,8 @@ func TestRefusals(t *testing.T) {
 // event can cancel the run and the producer still ends.
 func TestCancelDrains(t *testing.T) {
 	svc, ids := newService(t)
-	run, err := svc.Run(context.Background(), flows.Request{AppID: ids["workflow"], User: "u",
-		Inputs: map[string]any{"name": "x"}, Streaming: true})
+	run, err := svc.Run(context.Background(), flows.Request{Request: chat.Request{AppID: ids["workflow"], User: "u",
+		Inputs: map[string]any{"name": "x"}, Streaming: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -214,7 +214,7 @@ func TestReplicasStop(t *testing.T) {
 	}{
 		{
 			name:  "chat",
-			start: flows.Request{Op: flows.OpChat, AppID: ids["chat"], User: "alice", Query: "talk", Streaming: true},
+			start: flows.Request{Op: flows.OpChat, Request: chat.Request{AppID: ids["chat"], User: "alice", Query: "talk", Streaming: true}},
 			stop:  func(user, task string) error { return b.StopChat(ctx, ids["chat"], user, task) },
 			wrongApp: func(task string) error {
 				return expectCode(b.StopChat(ctx, ids["workflow"], "alice", task), apperr.CodeNotChatApp)
@@ -225,7 +225,7 @@ func TestReplicasStop(t *testing.T) {
 		},
 		{
 			name:  "completion",
-			start: flows.Request{Op: flows.OpCompletion, AppID: ids["completion"], User: "alice", Inputs: map[string]any{"topic": "tea"}, Streaming: true},
+			start: flows.Request{Op: flows.OpCompletion, Request: chat.Request{AppID: ids["completion"], User: "alice", Inputs: map[string]any{"topic": "tea"}, Streaming: true}},
 			stop:  func(user, task string) error { return b.StopCompletion(ctx, ids["completion"], user, task) },
 			wrongApp: func(task string) error {
 				return expectCode(b.StopCompletion(ctx, ids["chat"], "alice", task), apperr.CodeAppUnavailable)
@@ -236,7 +236,7 @@ func TestReplicasStop(t *testing.T) {
 		},
 		{
 			name:  "workflow",
-			start: flows.Request{Op: flows.OpWorkflow, AppID: ids["spin"], User: "alice", Streaming: true},
+			start: flows.Request{Op: flows.OpWorkflow, Request: chat.Request{AppID: ids["spin"], User: "alice", Streaming: true}},
 			stop:  func(user, task string) error { return b.StopWorkflow(ctx, ids["spin"], user, task) },
 			wrongApp: func(task string) error {
 				return expectCode(b.StopWorkflow(ctx, ids["chat"], "alice", task), apperr.CodeNotWorkflowApp)
@@ -327,7 +327,7 @@ func expectCode(err error, code string) error {
 func TestReplicasFollow(t *testing.T) {
 	a, b, ids, segments := newReplicas(t)
 	ctx := context.Background()
-	run, err := a.Workflow(ctx, flows.Request{AppID: ids["workflow"], User: "alice", Inputs: map[string]any{"name": "Ada"}, Streaming: true})
+	run, err := a.Workflow(ctx, flows.Request{Request: chat.Request{AppID: ids["workflow"], User: "alice", Inputs: map[string]any{"name": "Ada"}, Streaming: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +386,7 @@ func TestReplicasResume(t *testing.T) {
 	a, b, ids, segments := newReplicas(t)
 	ctx := context.Background()
 	app := ids["approval"]
-	run, err := a.Workflow(ctx, flows.Request{AppID: app, User: "ann", Inputs: map[string]any{"doc": "the plan"}, Streaming: true})
+	run, err := a.Workflow(ctx, flows.Request{Request: chat.Request{AppID: app, User: "ann", Inputs: map[string]any{"doc": "the plan"}, Streaming: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -515,7 +515,7 @@ func TestFollowPastPause(t *testing.T) {
 	svc, ids := newService(t)
 	ctx := context.Background()
 	app := ids["approval"]
-	run, err := svc.Workflow(ctx, flows.Request{AppID: app, User: "ann", Inputs: map[string]any{"doc": "d"}, Streaming: true})
+	run, err := svc.Workflow(ctx, flows.Request{Request: chat.Request{AppID: app, User: "ann", Inputs: map[string]any{"doc": "d"}, Streaming: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,33 +30,18 @@ const (
 	OpWorkflow
 )
 
-// Request asks for one run of an app.
+// Request asks for one run of an app: the chat runtime's request (app,
+// user, query, inputs, files, conversation, streaming, and the history,
+// instructions and parameters of stateless callers), which chat and
+// completion answers and chatflow turns are given as it is, plus what
+// only flows reads. Chatflows use History when no stored conversation is
+// continued; workflow runs read AppID, User, Inputs, Files and Streaming.
 type Request struct {
-	Op    Op
-	AppID string
-	// User is the caller's end-user string.
-	User   string
-	Query  string
-	Inputs map[string]any
-	Files  []chat.FileRef
-	// ConversationID continues a conversation (chat apps, chatflows).
-	ConversationID string
-	// AutoGenerateName names a new conversation from its first query.
-	AutoGenerateName bool
+	chat.Request
+	Op Op
 	// WorkflowID runs a recorded workflow version instead of the app's
 	// current definition (chatflows and workflow apps).
 	WorkflowID string
-	// Streaming asks for events as they happen; otherwise the run
-	// produces no events and Wait gives the whole answer.
-	Streaming bool
-	// History, Instructions and Params come from clients that keep the
-	// conversation themselves (the OpenAI-compatible endpoint): earlier
-	// turns given with the request, extra system instructions, and model
-	// parameter overrides. Chat and completion apps honour all three;
-	// chatflows use History when no stored conversation is continued.
-	History      []chat.Turn
-	Instructions string
-	Params       map[string]any
 }
 
 // Event is one frame of a run's stream.

@@ -94,14 +94,12 @@ func (s *Service) Workflow(ctx context.Context, req Request) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	graph, err := s.runs.Graph(version)
+	in, err := s.onGraph(version, workflow.RunInput{
+		Mode: workflow.ModeWorkflow, Inputs: req.Inputs, Files: WorkflowFiles(attached),
+		UserID: req.User, AppID: app.ID, TaskID: uuid.NewString(), RunID: models.NewID(),
+	})
 	if err != nil {
 		return nil, err
-	}
-	in := workflow.RunInput{
-		Graph: graph, Mode: workflow.ModeWorkflow, Inputs: req.Inputs, Files: WorkflowFiles(attached),
-		UserID: req.User, AppID: app.ID, WorkflowID: version.ID,
-		TaskID: uuid.NewString(), RunID: models.NewID(),
 	}
 	// A blocking run's rows are committed together at its end: nobody
 	// sees its events (see RunMeta.Blocking).
@@ -154,6 +152,13 @@ func (s *Service) Workflow(ctx context.Context, req Request) (*Run, error) {
 	}), nil
 }
 
+// onGraph is in set to run version: its compiled graph and its id.
+func (s *Service) onGraph(version *workflowruns.Version, in workflow.RunInput) (workflow.RunInput, error) {
+	graph, err := s.runs.Graph(version)
+	in.Graph, in.WorkflowID = graph, version.ID
+	return in, err
+}
+
 // chatflow starts a chatflow turn: the conversation is prepared by the
 // chat runtime, the graph answers. The text the answer nodes produce goes
 // out as message events; after workflow_finished the turn is stored and
@@ -167,23 +172,21 @@ func (s *Service) chatflow(ctx context.Context, app *models.App, req Request) (*
 	if err != nil {
 		return nil, err
 	}
-	turn, err := s.chat.PrepareChatflow(ctx, chatRequest(req), version.Def)
+	turn, err := s.chat.PrepareChatflow(ctx, req.Request, version.Def)
 	if err != nil {
 		return nil, err
 	}
-	graph, err := s.runs.Graph(version)
-	if err != nil {
-		return nil, err
-	}
-	in := workflow.RunInput{
-		Graph: graph, Mode: workflow.ModeChatflow, Inputs: turn.Inputs, Query: req.Query,
-		UserID: req.User, AppID: app.ID, WorkflowID: version.ID,
+	in, err := s.onGraph(version, workflow.RunInput{
+		Mode: workflow.ModeChatflow, Inputs: turn.Inputs, Query: req.Query, UserID: req.User, AppID: app.ID,
 		ConversationID: turn.ConversationID, MessageID: turn.MessageID,
 		TaskID: turn.TaskID, RunID: models.NewID(),
 		DialogueCount:         turn.DialogueCount,
 		ConversationVariables: turn.ConversationVariables,
 		History:               turn.History,
 		Files:                 WorkflowFiles(turn.Files),
+	})
+	if err != nil {
+		return nil, err
 	}
 	// A blocking turn's run is stored with its message rather than step
 	// by step: nobody sees its events (see RunMeta.Blocking).

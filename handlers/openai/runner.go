@@ -1,4 +1,4 @@
-package handlers
+package openai
 
 import (
 	"context"
@@ -16,16 +16,19 @@ import (
 	"appkb/internal/run/workflow"
 )
 
-// openaiRunner runs the turns of the OpenAI-compatible endpoint through
-// flows, the same runs the Dify operations start. It is the only place
-// where oaicompat meets the runtimes.
-type openaiRunner struct{ s *Server }
+// runner runs the turns of the OpenAI-compatible endpoint through flows,
+// the same runs the Dify operations start. It is the only place where
+// oaicompat meets the runtimes.
+type runner struct {
+	apps  *apps.Store
+	flows *flows.Service
+}
 
-var _ oaicompat.Runner = openaiRunner{}
+var _ oaicompat.Runner = runner{}
 
 // App describes the key's app with its input form.
-func (r openaiRunner) App(ctx context.Context, appID string) (*oaicompat.App, error) {
-	app, err := r.s.apps.Cached(ctx, appID)
+func (r runner) App(ctx context.Context, appID string) (*oaicompat.App, error) {
+	app, err := r.apps.Cached(ctx, appID)
 	if err != nil {
 		return nil, err
 	}
@@ -39,10 +42,10 @@ func (r openaiRunner) App(ctx context.Context, appID string) (*oaicompat.App, er
 // flowRequest is the run a turn asks for. Agent apps always run streaming
 // (Dify has no blocking agent answers); a blocking turn collects them.
 func flowRequest(t *oaicompat.Turn, streaming bool) flows.Request {
-	req := flows.Request{
+	req := flows.Request{Request: chat.Request{
 		AppID: t.AppID, User: t.User, Query: t.Query, Inputs: t.Inputs, ConversationID: t.ConversationID,
 		AutoGenerateName: true, Streaming: streaming, Instructions: t.Instructions, Params: t.Params,
-	}
+	}}
 	for _, h := range t.History {
 		req.History = append(req.History, chat.Turn{Query: h.Query, Answer: h.Answer})
 	}
@@ -54,9 +57,9 @@ func flowRequest(t *oaicompat.Turn, streaming bool) flows.Request {
 
 // Run runs one turn of the app the turn names, reporting its start and its
 // answer text to emit as they come when emit is set.
-func (r openaiRunner) Run(ctx context.Context, t *oaicompat.Turn, emit func(oaicompat.Event) error) (*oaicompat.Answer, error) {
+func (r runner) Run(ctx context.Context, t *oaicompat.Turn, emit func(oaicompat.Event) error) (*oaicompat.Answer, error) {
 	agent := t.Mode == apps.ModeAgentChat || t.Mode == apps.ModeAgent
-	run, err := r.s.flows.Run(ctx, flowRequest(t, emit != nil || agent))
+	run, err := r.flows.Run(ctx, flowRequest(t, emit != nil || agent))
 	if err != nil {
 		return nil, err
 	}
