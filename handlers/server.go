@@ -16,6 +16,7 @@ import (
 	"gorm.io/gorm"
 
 	"appkb/gen"
+	"appkb/handlers/adminapi"
 	"appkb/handlers/cors"
 	"appkb/handlers/faults"
 	"appkb/handlers/guard"
@@ -142,11 +143,8 @@ type Server struct {
 	// previews signs the preview links of uploaded files that messages
 	// list (their url).
 	previews *files.PreviewSigner
-	// admin serves the admin API; journal and scenarios are what it reads
-	// and changes (nil when off).
-	admin     *admin.Service
-	journal   *journal.Journal
-	scenarios *llm.Scenarios
+	// API serves the admin operations.
+	*adminapi.API
 	// maxText bounds the text of each message of a chat completion
 	// (Limits.MaxText).
 	maxText int
@@ -243,13 +241,7 @@ func NewServer(d Deps) (*echo.Echo, error) {
 		pingInterval: d.PingInterval, maxText: d.Limits.MaxText, chat: svc.Chat, search: svc.Search, flows: svc.Flows,
 		annotations: svc.Annotations, speech: svc.Speech, uploads: svc.Uploads,
 		convs: svc.Conversations, users: svc.EndUsers, kb: svc.Knowledge, docs: svc.Documents, pipelines: svc.Pipelines,
-		links: svc.Links, previews: svc.Previews, journal: d.Admin.Journal, scenarios: d.Admin.Scenarios}
-	if d.Admin.Token != "" {
-		srv.admin = d.Admin.Service
-		if srv.admin == nil {
-			srv.admin = svc.Admin
-		}
-	}
+		links: svc.Links, previews: svc.Previews, API: adminapi.New(d.Admin, svc.Admin, svc.Apps)}
 	if srv.pingInterval <= 0 {
 		srv.pingInterval = DefaultPingInterval
 	}
