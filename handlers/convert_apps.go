@@ -18,27 +18,16 @@ func wireAppInfo(i apps.AppInfo) gen.AppInfoResponse {
 // is sent; the optional text-to-speech settings only when set. A list the
 // domain leaves nil is left out.
 func wireParameters(p *apps.Parameters) (gen.AppParametersResponse, error) {
-	out := gen.AppParametersResponse{
-		OpeningStatement:              &p.OpeningStatement,
-		SuggestedQuestions:            listOrNil(p.SuggestedQuestions),
-		SuggestedQuestionsAfterAnswer: wireSwitch(p.SuggestedQuestionsAfterAnswer),
-		SpeechToText:                  wireSwitch(p.SpeechToText),
-		RetrieverResource:             wireSwitch(p.RetrieverResource),
-		AnnotationReply:               wireSwitch(p.AnnotationReply),
-		MoreLikeThis:                  wireSwitch(p.MoreLikeThis),
-	}
-	out.TextToSpeech = &struct {
-		AutoPlay *string `json:"autoPlay,omitempty"`
-		Enabled  *bool   `json:"enabled,omitempty"`
-		Language *string `json:"language,omitempty"`
-		Voice    *string `json:"voice,omitempty"`
-	}{AutoPlay: textOrNil(p.TextToSpeech.AutoPlay), Enabled: &p.TextToSpeech.Enabled,
-		Language: textOrNil(p.TextToSpeech.Language), Voice: textOrNil(p.TextToSpeech.Voice)}
-	out.SensitiveWordAvoidance = &struct {
-		Config  *map[string]interface{} `json:"config,omitempty"`
-		Enabled *bool                   `json:"enabled,omitempty"`
-		Type    *string                 `json:"type,omitempty"`
-	}{Enabled: &p.SensitiveWordAvoidance.Enabled}
+	out := gen.AppParametersResponse{OpeningStatement: &p.OpeningStatement, SuggestedQuestions: listOrNil(p.SuggestedQuestions)}
+	alloc(&out.SuggestedQuestionsAfterAnswer).Enabled = &p.SuggestedQuestionsAfterAnswer.Enabled
+	alloc(&out.SpeechToText).Enabled = &p.SpeechToText.Enabled
+	tts := alloc(&out.TextToSpeech)
+	tts.AutoPlay, tts.Enabled = textOrNil(p.TextToSpeech.AutoPlay), &p.TextToSpeech.Enabled
+	tts.Language, tts.Voice = textOrNil(p.TextToSpeech.Language), textOrNil(p.TextToSpeech.Voice)
+	alloc(&out.RetrieverResource).Enabled = &p.RetrieverResource.Enabled
+	alloc(&out.AnnotationReply).Enabled = &p.AnnotationReply.Enabled
+	alloc(&out.MoreLikeThis).Enabled = &p.MoreLikeThis.Enabled
+	alloc(&out.SensitiveWordAvoidance).Enabled = &p.SensitiveWordAvoidance.Enabled
 	if p.UserInputForm != nil {
 		out.UserInputForm = make([]gen.UserInputFormItem, len(p.UserInputForm))
 	}
@@ -54,44 +43,23 @@ func wireParameters(p *apps.Parameters) (gen.AppParametersResponse, error) {
 			return out, err
 		}
 	}
-	u := &p.FileUpload
-	out.FileUpload = &struct {
-		AllowedFileExtensions    *[]string `json:"allowed_file_extensions,omitempty"`
-		AllowedFileTypes         *[]string `json:"allowed_file_types,omitempty"`
-		AllowedFileUploadMethods *[]string `json:"allowed_file_upload_methods,omitempty"`
-		Enabled                  *bool     `json:"enabled,omitempty"`
-		Image                    *struct {
-			Detail          *string   `json:"detail,omitempty"`
-			Enabled         *bool     `json:"enabled,omitempty"`
-			NumberLimits    *int      `json:"number_limits,omitempty"`
-			TransferMethods *[]string `json:"transfer_methods,omitempty"`
-		} `json:"image,omitempty"`
-		NumberLimits *int `json:"number_limits,omitempty"`
-	}{AllowedFileExtensions: listOrNil(u.AllowedFileExtensions), AllowedFileTypes: listOrNil(u.AllowedFileTypes),
-		AllowedFileUploadMethods: listOrNil(u.AllowedFileUploadMethods), Enabled: &u.Enabled, NumberLimits: &u.NumberLimits}
-	out.FileUpload.Image = &struct {
-		Detail          *string   `json:"detail,omitempty"`
-		Enabled         *bool     `json:"enabled,omitempty"`
-		NumberLimits    *int      `json:"number_limits,omitempty"`
-		TransferMethods *[]string `json:"transfer_methods,omitempty"`
-	}{Detail: &u.Image.Detail, Enabled: &u.Image.Enabled, NumberLimits: &u.Image.NumberLimits,
-		TransferMethods: listOrNil(u.Image.TransferMethods)}
-	sp := &p.SystemParameters
-	out.SystemParameters.FileSizeLimit = &sp.FileSizeLimit
-	out.SystemParameters.ImageFileSizeLimit = &sp.ImageFileSizeLimit
-	out.SystemParameters.AudioFileSizeLimit = &sp.AudioFileSizeLimit
-	out.SystemParameters.VideoFileSizeLimit = &sp.VideoFileSizeLimit
-	out.SystemParameters.WorkflowFileUploadLimit = &sp.WorkflowFileUploadLimit
+	u, fu := &p.FileUpload, alloc(&out.FileUpload)
+	fu.AllowedFileExtensions, fu.AllowedFileTypes = listOrNil(u.AllowedFileExtensions), listOrNil(u.AllowedFileTypes)
+	fu.AllowedFileUploadMethods, fu.Enabled, fu.NumberLimits = listOrNil(u.AllowedFileUploadMethods), &u.Enabled, &u.NumberLimits
+	img := alloc(&fu.Image)
+	img.Detail, img.Enabled, img.NumberLimits = &u.Image.Detail, &u.Image.Enabled, &u.Image.NumberLimits
+	img.TransferMethods = listOrNil(u.Image.TransferMethods)
+	sp, wsp := &p.SystemParameters, &out.SystemParameters
+	wsp.FileSizeLimit, wsp.ImageFileSizeLimit, wsp.AudioFileSizeLimit = &sp.FileSizeLimit, &sp.ImageFileSizeLimit, &sp.AudioFileSizeLimit
+	wsp.VideoFileSizeLimit, wsp.WorkflowFileUploadLimit = &sp.VideoFileSizeLimit, &sp.WorkflowFileUploadLimit
 	return out, nil
 }
 
-// wireSwitch maps a feature switch to the wire.
-func wireSwitch(s apps.Switch) *struct {
-	Enabled *bool `json:"enabled,omitempty"`
-} {
-	return &struct {
-		Enabled *bool `json:"enabled,omitempty"`
-	}{Enabled: &s.Enabled}
+// alloc points *field at a new zero value and returns it, so that the
+// generated types' anonymous structs need not be spelled out.
+func alloc[T any](field **T) *T {
+	*field = new(T)
+	return *field
 }
 
 // textOrNil leaves out text that is empty.
