@@ -230,7 +230,7 @@ func NewServer(d Deps) (*echo.Echo, error) {
 		e.Use(faults.Middleware)
 	}
 	e.Use(validator.Middleware)
-	e.Use(rateLimit(ratelimit.New(d.Ops.RateLimit, d.Ops.RateBurst)))
+	e.Use(ratelimit.Middleware(ratelimit.New(d.Ops.RateLimit, d.Ops.RateBurst), principalKey))
 	mountOps(e, d)
 
 	e.GET("/openapi.yaml", func(c echo.Context) error {
