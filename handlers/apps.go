@@ -35,7 +35,7 @@ func (s *Server) GetChatAppParameters(ctx context.Context, _ gen.GetChatAppParam
 	if !reply.CreatedAt.IsZero() {
 		params.AnnotationReply = apps.Switch{Enabled: reply.Enabled}
 	}
-	out, err := toWire[gen.AppParametersResponse](params)
+	out, err := wireParameters(&params)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +48,7 @@ func (s *Server) GetChatAppMeta(ctx context.Context, _ gen.GetChatAppMetaRequest
 	if err != nil {
 		return nil, err
 	}
-	out, err := toWire[gen.AppMetaResponse](apps.MetaFor(def))
+	out, err := wireMeta(apps.MetaFor(def))
 	if err != nil {
 		return nil, err
 	}
@@ -61,11 +61,7 @@ func (s *Server) GetChatWebAppSettings(ctx context.Context, _ gen.GetChatWebAppS
 	if err != nil {
 		return nil, err
 	}
-	out, err := toWire[gen.WebAppSettingsResponse](apps.SiteFor(app, def))
-	if err != nil {
-		return nil, err
-	}
-	return gen.GetChatWebAppSettings200JSONResponse(out), nil
+	return gen.GetChatWebAppSettings200JSONResponse(wireSite(apps.SiteFor(app, def))), nil
 }
 
 // currentApp loads the app that the request's app key is bound to.

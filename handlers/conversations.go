@@ -2,12 +2,9 @@ package handlers
 
 import (
 	"context"
-	"encoding/json"
-	"time"
 
 	"appkb/gen"
 	"appkb/internal/conversation/conversations"
-	"appkb/models"
 )
 
 // GetConversationsList serves GET /conversations: one page of the caller's
@@ -48,10 +45,8 @@ func (s *Server) GetConversationHistory(ctx context.Context, req gen.GetConversa
 	}
 	out := gen.ConversationHistoryResponse{Limit: page.Limit, HasMore: page.HasMore, Data: make([]gen.ConversationMessageItem, len(page.Data))}
 	for i := range page.Data {
-		s.signLocalFiles(page.Data[i].Files)
-		if out.Data[i], err = historyItem(&page.Data[i]); err != nil {
-			return nil, err
-		}
+		conversations.SignLocalFiles(page.Data[i].Files, s.previews)
+		out.Data[i] = historyItem(&page.Data[i])
 	}
 	return gen.GetConversationHistory200JSONResponse(out), nil
 }
@@ -124,95 +119,4 @@ func (s *Server) DeleteConversation(ctx context.Context, req gen.DeleteConversat
 		return nil, err
 	}
 	return gen.DeleteConversation204Response{}, nil
-}
-
-func conversationItem(c *models.Conversation) gen.ConversationListItem {
-	return gen.ConversationListItem{
-		Id:           c.ID,
-		Name:         c.Name,
-		Inputs:       jsonObject(c.Inputs),
-		Status:       c.Status,
-		Introduction: &c.Introduction,
-		CreatedAt:    c.CreatedAt.Unix(),
-		UpdatedAt:    c.UpdatedAt.Unix(),
-	}
-}
-
-func variableItem(v *models.ConversationVariable) gen.ConversationVariableItem {
-	created, updated := v.CreatedAt.Unix(), v.UpdatedAt.Unix()
-	return gen.ConversationVariableItem{
-		Id:          v.ID,
-		Name:        v.Name,
-		ValueType:   v.ValueType,
-		Value:       conversations.ValueText(v.Value),
-		Description: &v.Description,
-		CreatedAt:   &created,
-		UpdatedAt:   &updated,
-	}
-}
-
-// signLocalFiles gives every local file of a message without a url a
-// signed preview link, as Dify lists a message's uploaded files.
-func (s *Server) signLocalFiles(fs []conversations.MessageFile) {
-	now := time.Now()
-	for i := range fs {
-		f := &fs[i]
-		if f.TransferMethod != "local_file" || (f.URL != nil && *f.URL != "") {
-			continue
-		}
-		id := f.ID
-		if f.UploadFileID != nil && *f.UploadFileID != "" {
-			id = *f.UploadFileID
-		}
-		link := s.previews.URL(id, now)
-		f.URL = &link
-	}
-}
-
-// historyItem maps one message of a conversation's history to the wire.
-func historyItem(h *conversations.HistoryItem) (gen.ConversationMessageItem, error) {
-	m := &h.Message
-	item := gen.ConversationMessageItem{
-		Id:                      m.ID,
-		ConversationId:          valueOf(m.ConversationID),
-		ParentMessageId:         m.ParentMessageID,
-		Inputs:                  &h.Inputs,
-		Query:                   &m.Query,
-		Answer:                  &m.Answer,
-		Status:                  &m.Status,
-		Error:                   m.Error,
-		MessageTokens:           &m.MessageTokens,
-		AnswerTokens:            &m.AnswerTokens,
-		TotalTokens:             &m.TotalTokens,
-		ProviderResponseLatency: &m.ProviderResponseLatency,
-		TotalPrice:              m.TotalPrice,
-		Currency:                m.Currency,
-		CreatedAt:               m.CreatedAt.Unix(),
-	}
-	if h.Rating != "" {
-		item.Feedback = &struct {
-			Rating *string `json:"rating,omitempty"`
-		}{Rating: &h.Rating}
-	}
-	files, resources, thoughts := wireMessageFiles(h.Files), wireRetrieverResources(h.RetrieverResources), wireAgentThoughts(h.AgentThoughts)
-	item.MessageFiles, item.RetrieverResources, item.AgentThoughts = &files, &resources, &thoughts
-	item.ExtraContents = emptyList(item.ExtraContents)
-	return item, nil
-}
-
-// jsonObject decodes a JSON object column; anything else reads as {}.
-func jsonObject(text string) *map[string]any {
-	m := map[string]any{}
-	_ = json.Unmarshal([]byte(text), &m)
-	if m == nil {
-		m = map[string]any{}
-	}
-	return &m
-}
-
-// emptyList gives an optional list field an empty, non-null value; the
-// argument only carries the field's type.
-func emptyList[T any](_ *[]T) *[]T {
-	out := []T{}
-	return &out
 }

@@ -3,7 +3,77 @@ package handlers
 import (
 	"appkb/gen"
 	"appkb/internal/conversation/conversations"
+	"appkb/models"
 )
+
+// Conversations, their variables and messages, domain → wire.
+
+// conversationItem maps a conversation to the wire.
+func conversationItem(c *models.Conversation) gen.ConversationListItem {
+	inputs := conversations.DecodeObject(c.Inputs)
+	return gen.ConversationListItem{
+		Id:           c.ID,
+		Name:         c.Name,
+		Inputs:       &inputs,
+		Status:       c.Status,
+		Introduction: &c.Introduction,
+		CreatedAt:    c.CreatedAt.Unix(),
+		UpdatedAt:    c.UpdatedAt.Unix(),
+	}
+}
+
+// variableItem maps a conversation variable to the wire, its value as
+// text.
+func variableItem(v *models.ConversationVariable) gen.ConversationVariableItem {
+	created, updated := v.CreatedAt.Unix(), v.UpdatedAt.Unix()
+	return gen.ConversationVariableItem{
+		Id:          v.ID,
+		Name:        v.Name,
+		ValueType:   v.ValueType,
+		Value:       conversations.ValueText(v.Value),
+		Description: &v.Description,
+		CreatedAt:   &created,
+		UpdatedAt:   &updated,
+	}
+}
+
+// historyItem maps one message of a conversation's history to the wire.
+func historyItem(h *conversations.HistoryItem) gen.ConversationMessageItem {
+	m := &h.Message
+	item := gen.ConversationMessageItem{
+		Id:                      m.ID,
+		ConversationId:          valueOf(m.ConversationID),
+		ParentMessageId:         m.ParentMessageID,
+		Inputs:                  &h.Inputs,
+		Query:                   &m.Query,
+		Answer:                  &m.Answer,
+		Status:                  &m.Status,
+		Error:                   m.Error,
+		MessageTokens:           &m.MessageTokens,
+		AnswerTokens:            &m.AnswerTokens,
+		TotalTokens:             &m.TotalTokens,
+		ProviderResponseLatency: &m.ProviderResponseLatency,
+		TotalPrice:              m.TotalPrice,
+		Currency:                m.Currency,
+		CreatedAt:               m.CreatedAt.Unix(),
+	}
+	if h.Rating != "" {
+		item.Feedback = &struct {
+			Rating *string `json:"rating,omitempty"`
+		}{Rating: &h.Rating}
+	}
+	files, resources, thoughts := wireMessageFiles(h.Files), wireRetrieverResources(h.RetrieverResources), wireAgentThoughts(h.AgentThoughts)
+	item.MessageFiles, item.RetrieverResources, item.AgentThoughts = &files, &resources, &thoughts
+	item.ExtraContents = emptyList(item.ExtraContents)
+	return item
+}
+
+// emptyList gives an optional list field an empty, non-null value; the
+// argument only carries the field's type.
+func emptyList[T any](_ *[]T) *[]T {
+	out := []T{}
+	return &out
+}
 
 // The lists a message of a conversation's history carries, domain → wire.
 // Text the domain keeps as plain strings is always sent (empty included);

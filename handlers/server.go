@@ -16,6 +16,7 @@ import (
 	"gorm.io/gorm"
 
 	"appkb/gen"
+	"appkb/handlers/adminapi"
 	"appkb/handlers/cors"
 	"appkb/handlers/faults"
 	"appkb/handlers/guard"
@@ -143,11 +144,8 @@ type Server struct {
 	// previews signs the preview links of uploaded files that messages
 	// list (their url).
 	previews *files.PreviewSigner
-	// admin serves the admin API; journal and scenarios are what it reads
-	// and changes (nil when off).
-	admin     *admin.Service
-	journal   *journal.Journal
-	scenarios *llm.Scenarios
+	// API serves the admin operations.
+	*adminapi.API
 	// Endpoint serves the OpenAI-compatible operations.
 	*openai.Endpoint
 }
@@ -232,7 +230,7 @@ func NewServer(d Deps) (*echo.Echo, error) {
 		e.Use(faults.Middleware)
 	}
 	e.Use(validator.Middleware)
-	e.Use(rateLimit(ratelimit.New(d.Ops.RateLimit, d.Ops.RateBurst)))
+	e.Use(ratelimit.Middleware(ratelimit.New(d.Ops.RateLimit, d.Ops.RateBurst), principalKey))
 	mountOps(e, d)
 
 	e.GET("/openapi.yaml", func(c echo.Context) error {
@@ -243,13 +241,7 @@ func NewServer(d Deps) (*echo.Echo, error) {
 		pingInterval: d.PingInterval, chat: svc.Chat, search: svc.Search, flows: svc.Flows,
 		annotations: svc.Annotations, speech: svc.Speech, uploads: svc.Uploads,
 		convs: svc.Conversations, users: svc.EndUsers, kb: svc.Knowledge, docs: svc.Documents, pipelines: svc.Pipelines,
-		links: svc.Links, previews: svc.Previews, journal: d.Admin.Journal, scenarios: d.Admin.Scenarios}
-	if d.Admin.Token != "" {
-		srv.admin = d.Admin.Service
-		if srv.admin == nil {
-			srv.admin = svc.Admin
-		}
-	}
+		links: svc.Links, previews: svc.Previews, API: adminapi.New(d.Admin, svc.Admin, svc.Apps)}
 	if srv.pingInterval <= 0 {
 		srv.pingInterval = DefaultPingInterval
 	}
