@@ -84,3 +84,21 @@ func domainSegmentation(s *gen.ProcessRuleSegmentation) *textsplit.Segmentation 
 	}
 	return &textsplit.Segmentation{Separator: valueOf(s.Separator), MaxTokens: valueOf(s.MaxTokens), ChunkOverlap: valueOf(s.ChunkOverlap)}
 }
+
+// wireIndexingStatuses is the progress of a batch's documents; times are
+// Unix seconds, a nil list is null.
+func wireIndexingStatuses(list []documents.IndexingStatus) gen.IndexingStatusList {
+	if list == nil {
+		return gen.IndexingStatusList{}
+	}
+	out := make([]gen.DocumentIndexingStatus, len(list))
+	for i := range list {
+		st := &list[i]
+		out[i] = gen.DocumentIndexingStatus{Id: st.ID, IndexingStatus: st.IndexingStatus,
+			ProcessingStartedAt: unixF(st.ProcessingStartedAt), ParsingCompletedAt: unixF(st.ParsingCompletedAt),
+			CleaningCompletedAt: unixF(st.CleaningCompletedAt), SplittingCompletedAt: unixF(st.SplittingCompletedAt),
+			CompletedAt: unixF(st.CompletedAt), PausedAt: unixF(st.PausedAt), Error: st.Error, StoppedAt: unixF(st.StoppedAt),
+			CompletedSegments: st.CompletedSegments, TotalSegments: st.TotalSegments}
+	}
+	return gen.IndexingStatusList{Data: out}
+}

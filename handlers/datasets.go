@@ -43,7 +43,7 @@ func (s *Server) CreateDataset(ctx context.Context, req gen.CreateDatasetRequest
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.CreateDataset200JSONResponse](ds)
+	return gen.CreateDataset200JSONResponse(wireDataset(ds)), nil
 }
 
 // ListDatasets serves GET /datasets: one page of the knowledge bases the key
@@ -63,7 +63,7 @@ func (s *Server) ListDatasets(ctx context.Context, req gen.ListDatasetsRequestOb
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.ListDatasets200JSONResponse](page)
+	return gen.ListDatasets200JSONResponse(wireDatasetPage(page)), nil
 }
 
 // GetDatasetDetail serves GET /datasets/{dataset_id}.
@@ -76,7 +76,7 @@ func (s *Server) GetDatasetDetail(ctx context.Context, req gen.GetDatasetDetailR
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.GetDatasetDetail200JSONResponse](ds)
+	return gen.GetDatasetDetail200JSONResponse(wireDataset(ds)), nil
 }
 
 // UpdateDataset serves PATCH /datasets/{dataset_id}: only the settings in
@@ -118,7 +118,7 @@ func (s *Server) UpdateDataset(ctx context.Context, req gen.UpdateDatasetRequest
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.UpdateDataset200JSONResponse](ds)
+	return gen.UpdateDataset200JSONResponse(wireDataset(ds)), nil
 }
 
 // DeleteDataset serves DELETE /datasets/{dataset_id}.

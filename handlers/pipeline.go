@@ -73,7 +73,7 @@ func (s *Server) RunPipeline(ctx context.Context, req gen.RunPipelineRequestObje
 	if req.Body == nil {
 		return nil, apperr.InvalidParam("request body is required")
 	}
-	sources, err := toWire[[]map[string]any](req.Body.DatasourceInfoList)
+	sources, err := domainSources(req.Body.DatasourceInfoList)
 	if err != nil {
 		return nil, apperr.InvalidParam("datasource_info_list: %v", err)
 	}
@@ -84,11 +84,7 @@ func (s *Server) RunPipeline(ctx context.Context, req gen.RunPipelineRequestObje
 		if err != nil {
 			return nil, err
 		}
-		out, err := toWire[gen.PipelineRunResult](res)
-		if err != nil {
-			return nil, err
-		}
-		return gen.RunPipeline200JSONResponse(out), nil
+		return gen.RunPipeline200JSONResponse(wirePipelineResult(res)), nil
 	}
 	if _, err := s.pipelines.Check(ctx, actor, req.DatasetId, run); err != nil {
 		return nil, err
