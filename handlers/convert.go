@@ -14,6 +14,15 @@ func valueOf[T any](p *T) T {
 	return *p
 }
 
+// valueOr returns what p points to, or def for nil: a query parameter
+// with its default.
+func valueOr[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
 // toWire copies a domain value into a generated wire type through JSON. The
 // domain structs carry the wire names as JSON tags; going through JSON also
 // fills the generated union types (input form items, tool icons).

@@ -88,6 +88,19 @@ func domainRetrievalModel(rm *gen.RetrievalModel) (datasets.RetrievalModel, erro
 	return out, nil
 }
 
+// domainRetrievalModelOrNil is domainRetrievalModel for settings a request
+// may leave out: none read as nil.
+func domainRetrievalModelOrNil(rm *gen.RetrievalModel) (*datasets.RetrievalModel, error) {
+	if rm == nil {
+		return nil, nil
+	}
+	out, err := domainRetrievalModel(rm)
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // domainSummaryIndexSetting reads the summary settings of a new knowledge
 // base.
 func domainSummaryIndexSetting(enable *bool, model, provider, prompt *string) datasets.SummaryIndexSetting {
