@@ -137,28 +137,8 @@ func wireDataset(d *datasets.Dataset) gen.Dataset {
 			SummaryPrompt     *string `json:"summary_prompt,omitempty"`
 		}{si.Enable, si.ModelName, si.ModelProviderName, si.SummaryPrompt}
 	}
-	if d.Tags != nil {
-		tags := make([]struct {
-			Id   string `json:"id"`
-			Name string `json:"name"`
-			Type string `json:"type"`
-		}, len(d.Tags))
-		for i, t := range d.Tags {
-			tags[i].Id, tags[i].Name, tags[i].Type = t.ID, t.Name, t.Type
-		}
-		out.Tags = &tags
-	}
-	if d.DocMetadata != nil {
-		fields := make([]struct {
-			Id   string `json:"id"`
-			Name string `json:"name"`
-			Type string `json:"type"`
-		}, len(d.DocMetadata))
-		for i, f := range d.DocMetadata {
-			fields[i].Id, fields[i].Name, fields[i].Type = f.ID, f.Name, f.Type
-		}
-		out.DocMetadata = &fields
-	}
+	out.Tags = wireNamed(d.Tags)
+	out.DocMetadata = wireNamed(d.DocMetadata)
 	if d.ExternalKnowledgeInfo != nil {
 		out.ExternalKnowledgeInfo = allocLike(out.ExternalKnowledgeInfo)
 	}
@@ -173,6 +153,28 @@ func wireDataset(d *datasets.Dataset) gen.Dataset {
 		out.PartialMemberList = p
 	}
 	return out
+}
+
+// wireNamed lists the tags or metadata fields of a knowledge base; a nil
+// list is null.
+func wireNamed[T datasets.DatasetTag | datasets.MetadataField](list []T) *[]struct {
+	Id   string `json:"id"`
+	Name string `json:"name"`
+	Type string `json:"type"`
+} {
+	if list == nil {
+		return nil
+	}
+	out := make([]struct {
+		Id   string `json:"id"`
+		Name string `json:"name"`
+		Type string `json:"type"`
+	}, len(list))
+	for i, v := range list {
+		t := datasets.DatasetTag(v)
+		out[i].Id, out[i].Name, out[i].Type = t.ID, t.Name, t.Type
+	}
+	return &out
 }
 
 func wireDatasetPage(p *datasets.Page) gen.DatasetList {
