@@ -178,14 +178,7 @@ func wireNamed[T datasets.DatasetTag | datasets.MetadataField](list []T) *[]stru
 }
 
 func wireDatasetPage(p *datasets.Page) gen.DatasetList {
-	out := gen.DatasetList{HasMore: p.HasMore, Limit: p.Limit, Total: p.Total, Page: p.Page}
-	if p.Data != nil {
-		out.Data = make([]gen.Dataset, len(p.Data))
-		for i := range p.Data {
-			out.Data[i] = wireDataset(&p.Data[i])
-		}
-	}
-	return out
+	return gen.DatasetList{Data: wireEach(p.Data, wireDataset), HasMore: p.HasMore, Limit: p.Limit, Total: p.Total, Page: p.Page}
 }
 
 // wireRetrievalModel is the search settings of a knowledge base as the
