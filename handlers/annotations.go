@@ -34,17 +34,8 @@ func (s *Server) GetAnnotationList(ctx context.Context, req gen.GetAnnotationLis
 	if err != nil {
 		return nil, err
 	}
-	page, limit, keyword := 1, annotations.DefaultPageSize, ""
-	if req.Params.Page != nil {
-		page = *req.Params.Page
-	}
-	if req.Params.Limit != nil {
-		limit = *req.Params.Limit
-	}
-	if req.Params.Keyword != nil {
-		keyword = *req.Params.Keyword
-	}
-	res, err := s.annotationService().List(ctx, p.AppID, page, limit, keyword)
+	q := req.Params
+	res, err := s.annotationService().List(ctx, p.AppID, valueOr(q.Page, 1), valueOr(q.Limit, annotations.DefaultPageSize), valueOf(q.Keyword))
 	if err != nil {
 		return nil, err
 	}

@@ -1,10 +1,5 @@
 package handlers
 
-import (
-	"encoding/json"
-	"fmt"
-)
-
 // valueOf returns what p points to, or the zero value for nil.
 func valueOf[T any](p *T) T {
 	var zero T
@@ -14,17 +9,24 @@ func valueOf[T any](p *T) T {
 	return *p
 }
 
-// toWire copies a domain value into a generated wire type through JSON. The
-// domain structs carry the wire names as JSON tags; going through JSON also
-// fills the generated union types (input form items, tool icons).
-func toWire[T any](v any) (T, error) {
-	var out T
-	b, err := json.Marshal(v)
-	if err != nil {
-		return out, fmt.Errorf("encode %T: %w", v, err)
+// wireEach converts every element of list with f; a nil list stays nil
+// (null on the wire), an empty one empty.
+func wireEach[T, W any](list []T, f func(*T) W) []W {
+	if list == nil {
+		return nil
 	}
-	if err := json.Unmarshal(b, &out); err != nil {
-		return out, fmt.Errorf("decode into %T: %w", out, err)
+	out := make([]W, len(list))
+	for i := range list {
+		out[i] = f(&list[i])
 	}
-	return out, nil
+	return out
+}
+
+// valueOr returns what p points to, or def for nil: a query parameter
+// with its default.
+func valueOr[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
 }

@@ -48,14 +48,7 @@ func wireCreated(c *documents.Created) gen.DocumentCreatedResult {
 }
 
 func wireDocumentPage(p *documents.DocumentPage) gen.DocumentList {
-	out := gen.DocumentList{HasMore: p.HasMore, Limit: p.Limit, Total: p.Total, Page: p.Page}
-	if p.Data != nil {
-		out.Data = make([]gen.Document, len(p.Data))
-		for i := range p.Data {
-			out.Data[i] = wireDocument(&p.Data[i])
-		}
-	}
-	return out
+	return gen.DocumentList{Data: wireEach(p.Data, wireDocument), HasMore: p.HasMore, Limit: p.Limit, Total: p.Total, Page: p.Page}
 }
 
 // domainProcessRule reads the cleaning and splitting settings of a
@@ -83,4 +76,16 @@ func domainSegmentation(s *gen.ProcessRuleSegmentation) *textsplit.Segmentation 
 		return nil
 	}
 	return &textsplit.Segmentation{Separator: valueOf(s.Separator), MaxTokens: valueOf(s.MaxTokens), ChunkOverlap: valueOf(s.ChunkOverlap)}
+}
+
+// wireIndexingStatuses is the progress of a batch's documents; times are
+// Unix seconds, a nil list is null.
+func wireIndexingStatuses(list []documents.IndexingStatus) gen.IndexingStatusList {
+	return gen.IndexingStatusList{Data: wireEach(list, func(st *documents.IndexingStatus) gen.DocumentIndexingStatus {
+		return gen.DocumentIndexingStatus{Id: st.ID, IndexingStatus: st.IndexingStatus,
+			ProcessingStartedAt: unixF(st.ProcessingStartedAt), ParsingCompletedAt: unixF(st.ParsingCompletedAt),
+			CleaningCompletedAt: unixF(st.CleaningCompletedAt), SplittingCompletedAt: unixF(st.SplittingCompletedAt),
+			CompletedAt: unixF(st.CompletedAt), PausedAt: unixF(st.PausedAt), Error: st.Error, StoppedAt: unixF(st.StoppedAt),
+			CompletedSegments: st.CompletedSegments, TotalSegments: st.TotalSegments}
+	})}
 }

@@ -1,6 +1,9 @@
 package handlers
 
 import (
+	"encoding/json"
+	"fmt"
+
 	"appkb/gen"
 	"appkb/internal/knowledge/pipeline"
 )
@@ -32,4 +35,29 @@ func wireDatasources(list []pipeline.Datasource) []gen.DatasourcePlugin {
 		out[i] = p
 	}
 	return out
+}
+
+// wirePipelineResult is the outcome of a blocking pipeline run.
+func wirePipelineResult(r *pipeline.Result) gen.PipelineRunResult {
+	return gen.PipelineRunResult{TaskId: &r.TaskID, WorkflowRunId: &r.WorkflowRunID, Data: mapOrNil(r.Data)}
+}
+
+// domainSources reads datasource_info_list: each entry as the object sent
+// (a null entry stays nil). An entry that is no object fails, with the
+// message the whole list's decoding gave.
+func domainSources(list []gen.PipelineRunRequest_DatasourceInfoList_Item) ([]map[string]any, error) {
+	if list == nil {
+		return nil, nil
+	}
+	out := make([]map[string]any, len(list))
+	for i, item := range list {
+		raw, err := item.MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("encode %T: %w", list, err)
+		}
+		if err := json.Unmarshal(raw, &out[i]); err != nil {
+			return nil, fmt.Errorf("decode into %T: %w", out, err)
+		}
+	}
+	return out, nil
 }

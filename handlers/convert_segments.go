@@ -34,14 +34,7 @@ func wireChild(c documents.ChildChunk) gen.ChildChunk {
 }
 
 func wireChildren(list []documents.ChildChunk) []gen.ChildChunk {
-	if list == nil {
-		return nil
-	}
-	out := make([]gen.ChildChunk, len(list))
-	for i, c := range list {
-		out[i] = wireChild(c)
-	}
-	return out
+	return wireEach(list, func(c *documents.ChildChunk) gen.ChildChunk { return wireChild(*c) })
 }
 
 // wireAttachments is the files of a chunk; the domain lists none yet
@@ -72,14 +65,7 @@ func wireSegment(s documents.Segment) gen.Segment {
 }
 
 func wireSegments(list []documents.Segment) []gen.Segment {
-	if list == nil {
-		return nil
-	}
-	out := make([]gen.Segment, len(list))
-	for i, s := range list {
-		out[i] = wireSegment(s)
-	}
-	return out
+	return wireEach(list, func(s *documents.Segment) gen.Segment { return wireSegment(*s) })
 }
 
 func wireSegmentList(l *documents.SegmentList) gen.SegmentList {

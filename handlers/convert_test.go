@@ -125,9 +125,9 @@ func TestConvertersMatchTheJSONRoundTrip(t *testing.T) {
 
 	v := "2024"
 	docs := []documents.Document{{ID: "d"}, {ID: "d2", Position: 2, DataSourceType: "upload_file", DataSourceInfo: map[string]any{"upload_file_id": "u"},
-		DataSourceDetailDict: map[string]any{}, DatasetProcessRuleID: "r", Name: "a.txt", CreatedFrom: "api", CreatedBy: "k", CreatedAt: n,
-		Tokens: 5, IndexingStatus: "completed", Error: &s, Enabled: true, DisabledAt: &n, DisabledBy: &s, Archived: true,
-		DisplayStatus: "available", WordCount: 9, HitCount: 1, DocForm: "text_model",
+		DataSourceDetailDict: map[string]any{}, DatasetProcessRuleID: "r", DocumentState: documents.DocumentState{Name: "a.txt", CreatedFrom: "api", CreatedBy: "k", CreatedAt: n,
+			Tokens: 5, IndexingStatus: "completed", Error: &s, Enabled: true, DisabledAt: &n, DisabledBy: &s, Archived: true,
+			DisplayStatus: "available", WordCount: 9, HitCount: 1, DocForm: "text_model"},
 		DocMetadata:        []documents.MetadataValue{{ID: "m", Name: "year", Type: "number", Value: &v}, {ID: "x", Name: "n", Type: "string"}},
 		SummaryIndexStatus: &s, NeedSummary: true}, {ID: "d3", DocMetadata: []documents.MetadataValue{}}}
 	for i := range docs {

@@ -10,13 +10,13 @@ import (
 
 // CreateDataset serves POST /datasets: a new, empty knowledge base.
 func (s *Server) CreateDataset(ctx context.Context, req gen.CreateDatasetRequestObject) (gen.CreateDatasetResponseObject, error) {
-	actor, err := s.actorOf(ctx)
+	actor, b, err := actorWithBody(s, ctx, req.Body)
 	if err != nil {
 		return nil, err
 	}
-	b := req.Body
-	if b == nil {
-		return nil, apperr.InvalidParam("request body is required")
+	rm, err := domainRetrievalModelOrNil(b.RetrievalModel)
+	if err != nil {
+		return nil, err
 	}
 	p := datasets.CreateParams{
 		Name:                   b.Name,
@@ -26,13 +26,7 @@ func (s *Server) CreateDataset(ctx context.Context, req gen.CreateDatasetRequest
 		Provider:               (*string)(b.Provider),
 		EmbeddingModel:         b.EmbeddingModel,
 		EmbeddingModelProvider: b.EmbeddingModelProvider,
-	}
-	if b.RetrievalModel != nil {
-		rm, err := domainRetrievalModel(b.RetrievalModel)
-		if err != nil {
-			return nil, err
-		}
-		p.RetrievalModel = &rm
+		RetrievalModel:         rm,
 	}
 	if b.SummaryIndexSetting != nil {
 		si := b.SummaryIndexSetting
@@ -43,7 +37,7 @@ func (s *Server) CreateDataset(ctx context.Context, req gen.CreateDatasetRequest
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.CreateDataset200JSONResponse](ds)
+	return gen.CreateDataset200JSONResponse(wireDataset(ds)), nil
 }
 
 // ListDatasets serves GET /datasets: one page of the knowledge bases the key
@@ -63,7 +57,7 @@ func (s *Server) ListDatasets(ctx context.Context, req gen.ListDatasetsRequestOb
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.ListDatasets200JSONResponse](page)
+	return gen.ListDatasets200JSONResponse(wireDatasetPage(page)), nil
 }
 
 // GetDatasetDetail serves GET /datasets/{dataset_id}.
@@ -76,19 +70,19 @@ func (s *Server) GetDatasetDetail(ctx context.Context, req gen.GetDatasetDetailR
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.GetDatasetDetail200JSONResponse](ds)
+	return gen.GetDatasetDetail200JSONResponse(wireDataset(ds)), nil
 }
 
 // UpdateDataset serves PATCH /datasets/{dataset_id}: only the settings in
 // the body change.
 func (s *Server) UpdateDataset(ctx context.Context, req gen.UpdateDatasetRequestObject) (gen.UpdateDatasetResponseObject, error) {
-	actor, err := s.actorOf(ctx)
+	actor, b, err := actorWithBody(s, ctx, req.Body)
 	if err != nil {
 		return nil, err
 	}
-	b := req.Body
-	if b == nil {
-		return nil, apperr.InvalidParam("request body is required")
+	rm, err := domainRetrievalModelOrNil(b.RetrievalModel)
+	if err != nil {
+		return nil, err
 	}
 	p := datasets.UpdateParams{
 		Name:                   b.Name,
@@ -97,13 +91,7 @@ func (s *Server) UpdateDataset(ctx context.Context, req gen.UpdateDatasetRequest
 		Permission:             (*string)(b.Permission),
 		EmbeddingModel:         b.EmbeddingModel,
 		EmbeddingModelProvider: b.EmbeddingModelProvider,
-	}
-	if b.RetrievalModel != nil {
-		rm, err := domainRetrievalModel(b.RetrievalModel)
-		if err != nil {
-			return nil, err
-		}
-		p.RetrievalModel = &rm
+		RetrievalModel:         rm,
 	}
 	if b.PartialMemberList != nil {
 		members := []string{}
@@ -118,7 +106,7 @@ func (s *Server) UpdateDataset(ctx context.Context, req gen.UpdateDatasetRequest
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.UpdateDataset200JSONResponse](ds)
+	return gen.UpdateDataset200JSONResponse(wireDataset(ds)), nil
 }
 
 // DeleteDataset serves DELETE /datasets/{dataset_id}.
@@ -155,12 +143,9 @@ func (s *Server) HitTestSegments(ctx context.Context, req gen.HitTestSegmentsReq
 }
 
 func (s *Server) searchDataset(ctx context.Context, datasetID string, body *gen.RetrieveRequest) (gen.RetrieveResult, error) {
-	actor, err := s.actorOf(ctx)
+	actor, body, err := actorWithBody(s, ctx, body)
 	if err != nil {
 		return gen.RetrieveResult{}, err
-	}
-	if body == nil {
-		return gen.RetrieveResult{}, apperr.InvalidParam("request body is required")
 	}
 	ds, err := s.kb.FindDataset(ctx, actor, datasetID)
 	if err != nil {
@@ -186,4 +171,17 @@ func (s *Server) actorOf(ctx context.Context) (datasets.Actor, error) {
 		return datasets.Actor{}, err
 	}
 	return datasets.Actor{KeyID: p.KeyID, Datasets: p.Datasets}, nil
+}
+
+// actorWithBody is actorOf for an operation that needs a request body: a
+// missing body fails once the key has been checked.
+func actorWithBody[B any](s *Server, ctx context.Context, body *B) (datasets.Actor, *B, error) {
+	actor, err := s.actorOf(ctx)
+	if err != nil {
+		return actor, nil, err
+	}
+	if body == nil {
+		return actor, nil, apperr.InvalidParam("request body is required")
+	}
+	return actor, body, nil
 }

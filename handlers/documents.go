@@ -269,7 +269,7 @@ func (s *Server) GetDocumentIndexingStatus(ctx context.Context, req gen.GetDocum
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.GetDocumentIndexingStatus200JSONResponse](map[string]any{"data": data})
+	return gen.GetDocumentIndexingStatus200JSONResponse(wireIndexingStatuses(data)), nil
 }
 
 // BatchUpdateDocumentStatus serves PATCH /datasets/{dataset_id}/documents/status/{action}.

@@ -43,5 +43,5 @@ func (s *Server) UpdateDocumentByFileUnderscore(ctx context.Context, req gen.Upd
 	if err != nil {
 		return nil, err
 	}
-	return toWire[gen.UpdateDocumentByFileUnderscore200JSONResponse](out)
+	return gen.UpdateDocumentByFileUnderscore200JSONResponse(wireCreated(out)), nil
 }

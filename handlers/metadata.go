@@ -10,14 +10,11 @@ import (
 
 // CreateMetadataField serves POST /datasets/{dataset_id}/metadata.
 func (s *Server) CreateMetadataField(ctx context.Context, req gen.CreateMetadataFieldRequestObject) (gen.CreateMetadataFieldResponseObject, error) {
-	actor, err := s.actorOf(ctx)
+	actor, b, err := actorWithBody(s, ctx, req.Body)
 	if err != nil {
 		return nil, err
 	}
-	if req.Body == nil {
-		return nil, apperr.InvalidParam("request body is required")
-	}
-	f, err := s.kb.CreateMetadataField(ctx, actor, req.DatasetId, req.Body.Name, string(req.Body.Type))
+	f, err := s.kb.CreateMetadataField(ctx, actor, req.DatasetId, b.Name, string(b.Type))
 	if err != nil {
 		return nil, err
 	}
@@ -39,14 +36,11 @@ func (s *Server) ListMetadataFields(ctx context.Context, req gen.ListMetadataFie
 
 // UpdateMetadataField serves PATCH /datasets/{dataset_id}/metadata/{metadata_id}.
 func (s *Server) UpdateMetadataField(ctx context.Context, req gen.UpdateMetadataFieldRequestObject) (gen.UpdateMetadataFieldResponseObject, error) {
-	actor, err := s.actorOf(ctx)
+	actor, b, err := actorWithBody(s, ctx, req.Body)
 	if err != nil {
 		return nil, err
 	}
-	if req.Body == nil {
-		return nil, apperr.InvalidParam("request body is required")
-	}
-	f, err := s.kb.RenameMetadataField(ctx, actor, req.DatasetId, req.MetadataId, req.Body.Name)
+	f, err := s.kb.RenameMetadataField(ctx, actor, req.DatasetId, req.MetadataId, b.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -104,15 +98,12 @@ func (s *Server) ToggleBuiltInMetadataField(ctx context.Context, req gen.ToggleB
 
 // BatchUpdateDocumentMetadata serves POST /datasets/{dataset_id}/documents/metadata.
 func (s *Server) BatchUpdateDocumentMetadata(ctx context.Context, req gen.BatchUpdateDocumentMetadataRequestObject) (gen.BatchUpdateDocumentMetadataResponseObject, error) {
-	actor, err := s.actorOf(ctx)
+	actor, b, err := actorWithBody(s, ctx, req.Body)
 	if err != nil {
 		return nil, err
 	}
-	if req.Body == nil {
-		return nil, apperr.InvalidParam("request body is required")
-	}
-	ops := make([]documents.MetadataOp, 0, len(req.Body.OperationData))
-	for _, item := range req.Body.OperationData {
+	ops := make([]documents.MetadataOp, 0, len(b.OperationData))
+	for _, item := range b.OperationData {
 		op := documents.MetadataOp{DocumentID: item.DocumentId, Values: map[string]any{}}
 		if item.PartialUpdate != nil {
 			op.Partial = *item.PartialUpdate

@@ -47,14 +47,10 @@ func (s *Server) ListDatasourcePlugins(ctx context.Context, req gen.ListDatasour
 // the node's progress and result as an event stream. Problems found before
 // the node starts (unknown knowledge base or node) are plain error answers.
 func (s *Server) RunDatasourceNode(ctx context.Context, req gen.RunDatasourceNodeRequestObject) (gen.RunDatasourceNodeResponseObject, error) {
-	actor, err := s.actorOf(ctx)
+	actor, body, err := actorWithBody(s, ctx, req.Body)
 	if err != nil {
 		return nil, err
 	}
-	if req.Body == nil {
-		return nil, apperr.InvalidParam("request body is required")
-	}
-	body := *req.Body
 	if _, err := s.pipelines.Node(ctx, actor, req.DatasetId, req.NodeId, string(body.DatasourceType)); err != nil {
 		return nil, err
 	}
@@ -66,29 +62,22 @@ func (s *Server) RunDatasourceNode(ctx context.Context, req gen.RunDatasourceNod
 // RunPipeline serves POST /datasets/{dataset_id}/pipeline/run, blocking or
 // streamed as response_mode says.
 func (s *Server) RunPipeline(ctx context.Context, req gen.RunPipelineRequestObject) (gen.RunPipelineResponseObject, error) {
-	actor, err := s.actorOf(ctx)
+	actor, b, err := actorWithBody(s, ctx, req.Body)
 	if err != nil {
 		return nil, err
 	}
-	if req.Body == nil {
-		return nil, apperr.InvalidParam("request body is required")
-	}
-	sources, err := toWire[[]map[string]any](req.Body.DatasourceInfoList)
+	sources, err := domainSources(b.DatasourceInfoList)
 	if err != nil {
 		return nil, apperr.InvalidParam("datasource_info_list: %v", err)
 	}
-	run := pipeline.RunRequest{DatasourceType: string(req.Body.DatasourceType), Sources: sources,
-		StartNodeID: req.Body.StartNodeId, Inputs: req.Body.Inputs}
-	if req.Body.ResponseMode == gen.PipelineRunRequestResponseModeBlocking {
+	run := pipeline.RunRequest{DatasourceType: string(b.DatasourceType), Sources: sources,
+		StartNodeID: b.StartNodeId, Inputs: b.Inputs}
+	if b.ResponseMode == gen.PipelineRunRequestResponseModeBlocking {
 		res, err := s.pipelines.Run(ctx, actor, req.DatasetId, run, nil)
 		if err != nil {
 			return nil, err
 		}
-		out, err := toWire[gen.PipelineRunResult](res)
-		if err != nil {
-			return nil, err
-		}
-		return gen.RunPipeline200JSONResponse(out), nil
+		return gen.RunPipeline200JSONResponse(wirePipelineResult(res)), nil
 	}
 	if _, err := s.pipelines.Check(ctx, actor, req.DatasetId, run); err != nil {
 		return nil, err

@@ -5,20 +5,16 @@ import (
 
 	"appkb/gen"
 	"appkb/internal/knowledge/documents"
-	"appkb/internal/platform/apperr"
 )
 
 // CreateSegments serves POST /datasets/{dataset_id}/documents/{document_id}/segments.
 func (s *Server) CreateSegments(ctx context.Context, req gen.CreateSegmentsRequestObject) (gen.CreateSegmentsResponseObject, error) {
-	actor, err := s.actorOf(ctx)
+	actor, b, err := actorWithBody(s, ctx, req.Body)
 	if err != nil {
 		return nil, err
 	}
-	if req.Body == nil {
-		return nil, apperr.InvalidParam("request body is required")
-	}
-	in := make([]documents.NewSegment, 0, len(req.Body.Segments))
-	for _, n := range req.Body.Segments {
+	in := make([]documents.NewSegment, 0, len(b.Segments))
+	for _, n := range b.Segments {
 		seg := documents.NewSegment{Content: n.Content, Answer: n.Answer}
 		if n.Keywords != nil {
 			seg.Keywords = append([]string{}, *n.Keywords...)
@@ -38,20 +34,8 @@ func (s *Server) ListSegments(ctx context.Context, req gen.ListSegmentsRequestOb
 	if err != nil {
 		return nil, err
 	}
-	q := documents.SegmentQuery{}
 	p := req.Params
-	if p.Page != nil {
-		q.Page = *p.Page
-	}
-	if p.Limit != nil {
-		q.Limit = *p.Limit
-	}
-	if p.Keyword != nil {
-		q.Keyword = *p.Keyword
-	}
-	if p.Status != nil {
-		q.Status = *p.Status
-	}
+	q := documents.SegmentQuery{Page: valueOf(p.Page), Limit: valueOf(p.Limit), Keyword: valueOf(p.Keyword), Status: valueOf(p.Status)}
 	out, err := s.docs.ListSegments(ctx, actor, req.DatasetId, req.DocumentId, q)
 	if err != nil {
 		return nil, err
@@ -74,14 +58,11 @@ func (s *Server) GetSegmentDetail(ctx context.Context, req gen.GetSegmentDetailR
 
 // UpdateSegment serves POST /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}.
 func (s *Server) UpdateSegment(ctx context.Context, req gen.UpdateSegmentRequestObject) (gen.UpdateSegmentResponseObject, error) {
-	actor, err := s.actorOf(ctx)
+	actor, body, err := actorWithBody(s, ctx, req.Body)
 	if err != nil {
 		return nil, err
 	}
-	if req.Body == nil {
-		return nil, apperr.InvalidParam("request body is required")
-	}
-	b := req.Body.Segment
+	b := body.Segment
 	u := documents.SegmentUpdate{Content: b.Content, Answer: b.Answer, Keywords: b.Keywords, Enabled: b.Enabled}
 	if b.RegenerateChildChunks != nil {
 		u.RegenerateChildChunks = *b.RegenerateChildChunks
@@ -107,14 +88,11 @@ func (s *Server) DeleteSegment(ctx context.Context, req gen.DeleteSegmentRequest
 
 // CreateChildChunk serves POST /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks.
 func (s *Server) CreateChildChunk(ctx context.Context, req gen.CreateChildChunkRequestObject) (gen.CreateChildChunkResponseObject, error) {
-	actor, err := s.actorOf(ctx)
+	actor, b, err := actorWithBody(s, ctx, req.Body)
 	if err != nil {
 		return nil, err
 	}
-	if req.Body == nil {
-		return nil, apperr.InvalidParam("request body is required")
-	}
-	c, err := s.docs.CreateChildChunk(ctx, actor, req.DatasetId, req.DocumentId, req.SegmentId, req.Body.Content)
+	c, err := s.docs.CreateChildChunk(ctx, actor, req.DatasetId, req.DocumentId, req.SegmentId, b.Content)
 	if err != nil {
 		return nil, err
 	}
@@ -127,18 +105,8 @@ func (s *Server) GetChildChunks(ctx context.Context, req gen.GetChildChunksReque
 	if err != nil {
 		return nil, err
 	}
-	var page, limit int
-	var keyword string
-	if req.Params.Page != nil {
-		page = *req.Params.Page
-	}
-	if req.Params.Limit != nil {
-		limit = *req.Params.Limit
-	}
-	if req.Params.Keyword != nil {
-		keyword = *req.Params.Keyword
-	}
-	out, err := s.docs.ListChildChunks(ctx, actor, req.DatasetId, req.DocumentId, req.SegmentId, page, limit, keyword)
+	q := req.Params
+	out, err := s.docs.ListChildChunks(ctx, actor, req.DatasetId, req.DocumentId, req.SegmentId, valueOf(q.Page), valueOf(q.Limit), valueOf(q.Keyword))
 	if err != nil {
 		return nil, err
 	}
@@ -147,14 +115,11 @@ func (s *Server) GetChildChunks(ctx context.Context, req gen.GetChildChunksReque
 
 // UpdateChildChunk serves PATCH /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks/{child_chunk_id}.
 func (s *Server) UpdateChildChunk(ctx context.Context, req gen.UpdateChildChunkRequestObject) (gen.UpdateChildChunkResponseObject, error) {
-	actor, err := s.actorOf(ctx)
+	actor, b, err := actorWithBody(s, ctx, req.Body)
 	if err != nil {
 		return nil, err
 	}
-	if req.Body == nil {
-		return nil, apperr.InvalidParam("request body is required")
-	}
-	c, err := s.docs.UpdateChildChunk(ctx, actor, req.DatasetId, req.DocumentId, req.SegmentId, req.ChildChunkId, req.Body.Content)
+	c, err := s.docs.UpdateChildChunk(ctx, actor, req.DatasetId, req.DocumentId, req.SegmentId, req.ChildChunkId, b.Content)
 	if err != nil {
 		return nil, err
 	}

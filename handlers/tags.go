@@ -4,19 +4,15 @@ import (
 	"context"
 
 	"appkb/gen"
-	"appkb/internal/platform/apperr"
 )
 
 // CreateKnowledgeTag serves POST /datasets/tags.
 func (s *Server) CreateKnowledgeTag(ctx context.Context, req gen.CreateKnowledgeTagRequestObject) (gen.CreateKnowledgeTagResponseObject, error) {
-	actor, err := s.actorOf(ctx)
+	actor, b, err := actorWithBody(s, ctx, req.Body)
 	if err != nil {
 		return nil, err
 	}
-	if req.Body == nil {
-		return nil, apperr.InvalidParam("request body is required")
-	}
-	tag, err := s.kb.CreateTag(ctx, actor, req.Body.Name)
+	tag, err := s.kb.CreateTag(ctx, actor, b.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -38,14 +34,11 @@ func (s *Server) GetKnowledgeTags(ctx context.Context, _ gen.GetKnowledgeTagsReq
 
 // UpdateKnowledgeTag serves PATCH /datasets/tags: renames a tag.
 func (s *Server) UpdateKnowledgeTag(ctx context.Context, req gen.UpdateKnowledgeTagRequestObject) (gen.UpdateKnowledgeTagResponseObject, error) {
-	actor, err := s.actorOf(ctx)
+	actor, b, err := actorWithBody(s, ctx, req.Body)
 	if err != nil {
 		return nil, err
 	}
-	if req.Body == nil {
-		return nil, apperr.InvalidParam("request body is required")
-	}
-	tag, err := s.kb.RenameTag(ctx, actor, req.Body.TagId, req.Body.Name)
+	tag, err := s.kb.RenameTag(ctx, actor, b.TagId, b.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -54,14 +47,11 @@ func (s *Server) UpdateKnowledgeTag(ctx context.Context, req gen.UpdateKnowledge
 
 // DeleteKnowledgeTag serves DELETE /datasets/tags.
 func (s *Server) DeleteKnowledgeTag(ctx context.Context, req gen.DeleteKnowledgeTagRequestObject) (gen.DeleteKnowledgeTagResponseObject, error) {
-	actor, err := s.actorOf(ctx)
+	actor, b, err := actorWithBody(s, ctx, req.Body)
 	if err != nil {
 		return nil, err
 	}
-	if req.Body == nil {
-		return nil, apperr.InvalidParam("request body is required")
-	}
-	if err := s.kb.DeleteTag(ctx, actor, req.Body.TagId); err != nil {
+	if err := s.kb.DeleteTag(ctx, actor, b.TagId); err != nil {
 		return nil, err
 	}
 	return gen.DeleteKnowledgeTag204Response{}, nil
@@ -69,14 +59,11 @@ func (s *Server) DeleteKnowledgeTag(ctx context.Context, req gen.DeleteKnowledge
 
 // BindTagsToDataset serves POST /datasets/tags/binding.
 func (s *Server) BindTagsToDataset(ctx context.Context, req gen.BindTagsToDatasetRequestObject) (gen.BindTagsToDatasetResponseObject, error) {
-	actor, err := s.actorOf(ctx)
+	actor, b, err := actorWithBody(s, ctx, req.Body)
 	if err != nil {
 		return nil, err
 	}
-	if req.Body == nil {
-		return nil, apperr.InvalidParam("request body is required")
-	}
-	if err := s.kb.BindTags(ctx, actor, req.Body.TargetId, req.Body.TagIds); err != nil {
+	if err := s.kb.BindTags(ctx, actor, b.TargetId, b.TagIds); err != nil {
 		return nil, err
 	}
 	return gen.BindTagsToDataset204Response{}, nil
@@ -85,13 +72,9 @@ func (s *Server) BindTagsToDataset(ctx context.Context, req gen.BindTagsToDatase
 // UnbindTagFromDataset serves POST /datasets/tags/unbinding; the older
 // single tag_id counts as a one-element tag_ids.
 func (s *Server) UnbindTagFromDataset(ctx context.Context, req gen.UnbindTagFromDatasetRequestObject) (gen.UnbindTagFromDatasetResponseObject, error) {
-	actor, err := s.actorOf(ctx)
+	actor, b, err := actorWithBody(s, ctx, req.Body)
 	if err != nil {
 		return nil, err
-	}
-	b := req.Body
-	if b == nil {
-		return nil, apperr.InvalidParam("request body is required")
 	}
 	var ids []string
 	if b.TagIds != nil {

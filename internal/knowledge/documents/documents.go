@@ -32,33 +32,39 @@ type MetadataValue struct {
 	Value *string `json:"value"`
 }
 
+// DocumentState is what a document shows alike in lists and in its
+// detail: its name, creator, progress and counts.
+type DocumentState struct {
+	Name           string  `json:"name"`
+	CreatedFrom    string  `json:"created_from"`
+	CreatedBy      string  `json:"created_by"`
+	CreatedAt      int64   `json:"created_at"`
+	Tokens         int     `json:"tokens"`
+	IndexingStatus string  `json:"indexing_status"`
+	Error          *string `json:"error"`
+	Enabled        bool    `json:"enabled"`
+	DisabledAt     *int64  `json:"disabled_at"`
+	DisabledBy     *string `json:"disabled_by"`
+	Archived       bool    `json:"archived"`
+	DisplayStatus  string  `json:"display_status"`
+	WordCount      int     `json:"word_count"`
+	HitCount       int     `json:"hit_count"`
+	DocForm        string  `json:"doc_form"`
+}
+
 // Document is a document as lists and write operations show it; the JSON
 // names are the API's and every key is always present.
 type Document struct {
-	ID                   string          `json:"id"`
-	Position             int             `json:"position"`
-	DataSourceType       string          `json:"data_source_type"`
-	DataSourceInfo       map[string]any  `json:"data_source_info"`
-	DataSourceDetailDict map[string]any  `json:"data_source_detail_dict"`
-	DatasetProcessRuleID string          `json:"dataset_process_rule_id"`
-	Name                 string          `json:"name"`
-	CreatedFrom          string          `json:"created_from"`
-	CreatedBy            string          `json:"created_by"`
-	CreatedAt            int64           `json:"created_at"`
-	Tokens               int             `json:"tokens"`
-	IndexingStatus       string          `json:"indexing_status"`
-	Error                *string         `json:"error"`
-	Enabled              bool            `json:"enabled"`
-	DisabledAt           *int64          `json:"disabled_at"`
-	DisabledBy           *string         `json:"disabled_by"`
-	Archived             bool            `json:"archived"`
-	DisplayStatus        string          `json:"display_status"`
-	WordCount            int             `json:"word_count"`
-	HitCount             int             `json:"hit_count"`
-	DocForm              string          `json:"doc_form"`
-	DocMetadata          []MetadataValue `json:"doc_metadata"`
-	SummaryIndexStatus   *string         `json:"summary_index_status"`
-	NeedSummary          bool            `json:"need_summary"`
+	ID                   string         `json:"id"`
+	Position             int            `json:"position"`
+	DataSourceType       string         `json:"data_source_type"`
+	DataSourceInfo       map[string]any `json:"data_source_info"`
+	DataSourceDetailDict map[string]any `json:"data_source_detail_dict"`
+	DatasetProcessRuleID string         `json:"dataset_process_rule_id"`
+	DocumentState
+	DocMetadata        []MetadataValue `json:"doc_metadata"`
+	SummaryIndexStatus *string         `json:"summary_index_status"`
+	NeedSummary        bool            `json:"need_summary"`
 }
 
 // Created is the answer to creating or updating a document.
@@ -204,6 +210,15 @@ func (s *Service) fields(ctx context.Context, datasetID string) ([]models.Datase
 	return fields, err
 }
 
+// stateOf is the DocumentState of a stored document; hits is its chunks'
+// hit count, which only the detail adds up.
+func stateOf(d *models.Document, hits int) DocumentState {
+	return DocumentState{Name: d.Name, CreatedFrom: "api", CreatedBy: d.CreatedBy, CreatedAt: d.CreatedAt.Unix(),
+		Tokens: d.Tokens, IndexingStatus: d.IndexingStatus, Error: d.Error, Enabled: d.Enabled,
+		DisabledAt: unixPtr(d.DisabledAt), DisabledBy: d.DisabledBy, Archived: d.Archived,
+		DisplayStatus: displayStatus(d), WordCount: d.WordCount, HitCount: hits, DocForm: d.DocForm}
+}
+
 func view(d *models.Document, fields []models.DatasetMetadataField) Document {
 	return Document{
 		ID:                   d.ID,
@@ -212,20 +227,7 @@ func view(d *models.Document, fields []models.DatasetMetadataField) Document {
 		DataSourceInfo:       map[string]any{"upload_file_id": d.FileID},
 		DataSourceDetailDict: map[string]any{"upload_file": uploadFileInfo(d)},
 		DatasetProcessRuleID: d.ProcessRuleID,
-		Name:                 d.Name,
-		CreatedFrom:          "api",
-		CreatedBy:            d.CreatedBy,
-		CreatedAt:            d.CreatedAt.Unix(),
-		Tokens:               d.Tokens,
-		IndexingStatus:       d.IndexingStatus,
-		Error:                d.Error,
-		Enabled:              d.Enabled,
-		DisabledAt:           unixPtr(d.DisabledAt),
-		DisabledBy:           d.DisabledBy,
-		Archived:             d.Archived,
-		DisplayStatus:        displayStatus(d),
-		WordCount:            d.WordCount,
-		DocForm:              d.DocForm,
+		DocumentState:        stateOf(d, 0),
 		DocMetadata:          metadataValues(d, fields),
 	}
 }
@@ -495,28 +497,14 @@ func (s *Service) ListDocuments(ctx context.Context, actor datasets.Actor, datas
 
 // DocumentDetail is the full view of one document.
 type DocumentDetail struct {
-	ID                   string           `json:"id"`
-	Position             int              `json:"position"`
-	DataSourceType       string           `json:"data_source_type"`
-	DataSourceInfo       map[string]any   `json:"data_source_info"`
-	DatasetProcessRuleID string           `json:"dataset_process_rule_id"`
-	DatasetProcessRule   map[string]any   `json:"dataset_process_rule"`
-	DocumentProcessRule  map[string]any   `json:"document_process_rule"`
-	Name                 string           `json:"name"`
-	CreatedFrom          string           `json:"created_from"`
-	CreatedBy            string           `json:"created_by"`
-	CreatedAt            int64            `json:"created_at"`
-	Tokens               int              `json:"tokens"`
-	IndexingStatus       string           `json:"indexing_status"`
-	Error                *string          `json:"error"`
-	Enabled              bool             `json:"enabled"`
-	DisabledAt           *int64           `json:"disabled_at"`
-	DisabledBy           *string          `json:"disabled_by"`
-	Archived             bool             `json:"archived"`
-	DisplayStatus        string           `json:"display_status"`
-	WordCount            int              `json:"word_count"`
-	HitCount             int              `json:"hit_count"`
-	DocForm              string           `json:"doc_form"`
+	ID                   string         `json:"id"`
+	Position             int            `json:"position"`
+	DataSourceType       string         `json:"data_source_type"`
+	DataSourceInfo       map[string]any `json:"data_source_info"`
+	DatasetProcessRuleID string         `json:"dataset_process_rule_id"`
+	DatasetProcessRule   map[string]any `json:"dataset_process_rule"`
+	DocumentProcessRule  map[string]any `json:"document_process_rule"`
+	DocumentState
 	DocLanguage          string           `json:"doc_language"`
 	DocType              *string          `json:"doc_type"`
 	DocMetadata          *[]MetadataValue `json:"doc_metadata,omitempty"`
@@ -574,21 +562,7 @@ func (s *Service) GetDocument(ctx context.Context, actor datasets.Actor, dataset
 		DatasetProcessRuleID: d.ProcessRuleID,
 		DatasetProcessRule:   rule,
 		DocumentProcessRule:  rule,
-		Name:                 d.Name,
-		CreatedFrom:          "api",
-		CreatedBy:            d.CreatedBy,
-		CreatedAt:            d.CreatedAt.Unix(),
-		Tokens:               d.Tokens,
-		IndexingStatus:       d.IndexingStatus,
-		Error:                d.Error,
-		Enabled:              d.Enabled,
-		DisabledAt:           unixPtr(d.DisabledAt),
-		DisabledBy:           d.DisabledBy,
-		Archived:             d.Archived,
-		DisplayStatus:        displayStatus(d),
-		WordCount:            d.WordCount,
-		HitCount:             agg.Hits,
-		DocForm:              d.DocForm,
+		DocumentState:        stateOf(d, agg.Hits),
 		DocLanguage:          d.DocLanguage,
 		CompletedAt:          unixPtr(d.CompletedAt),
 		UpdatedAt:            &updated,

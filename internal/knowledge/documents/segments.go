@@ -220,10 +220,7 @@ func (s *Service) CreateSegments(ctx context.Context, actor datasets.Actor, data
 		if err := tx.CreateInBatches(&made, 200).Error; err != nil {
 			return err
 		}
-		if err := rows.write(tx); err != nil {
-			return err
-		}
-		return refreshDocumentCounts(tx, d.ID)
+		return rows.writeAndCount(tx, d.ID)
 	})
 	if err != nil {
 		return nil, err
@@ -474,10 +471,7 @@ func (s *Service) UpdateSegment(ctx context.Context, actor datasets.Actor, datas
 				return err
 			}
 		}
-		if err := rows.write(tx); err != nil {
-			return err
-		}
-		return refreshDocumentCounts(tx, d.ID)
+		return rows.writeAndCount(tx, d.ID)
 	})
 	if err != nil {
 		return nil, err

@@ -474,6 +474,15 @@ type built struct {
 	tokens   int
 }
 
+// writeAndCount stores the rows of a document's changed chunks and then
+// refreshes the document's counts.
+func (b *built) writeAndCount(tx *gorm.DB, documentID string) error {
+	if err := b.write(tx); err != nil {
+		return err
+	}
+	return refreshDocumentCounts(tx, documentID)
+}
+
 func (b *built) write(tx *gorm.DB) error {
 	if len(b.segments) > 0 {
 		if err := tx.Create(&b.segments).Error; err != nil {
