@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"appkb/handlers/wire"
 	"context"
 
 	"appkb/gen"
@@ -35,7 +36,7 @@ func (s *Server) GetAnnotationList(ctx context.Context, req gen.GetAnnotationLis
 		return nil, err
 	}
 	q := req.Params
-	res, err := s.annotationService().List(ctx, p.AppID, valueOr(q.Page, 1), valueOr(q.Limit, annotations.DefaultPageSize), valueOf(q.Keyword))
+	res, err := s.annotationService().List(ctx, p.AppID, wire.ValueOr(q.Page, 1), wire.ValueOr(q.Limit, annotations.DefaultPageSize), wire.ValueOf(q.Keyword))
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"appkb/handlers/wire"
 	"context"
 
 	"appkb/gen"
@@ -15,7 +16,7 @@ func (s *Server) GetChatAppInfo(ctx context.Context, _ gen.GetChatAppInfoRequest
 	if err != nil {
 		return nil, err
 	}
-	return gen.GetChatAppInfo200JSONResponse(wireAppInfo(apps.Info(app))), nil
+	return gen.GetChatAppInfo200JSONResponse(wire.AppInfo(apps.Info(app))), nil
 }
 
 // GetChatAppParameters serves GET /parameters: features, input form and
@@ -35,7 +36,7 @@ func (s *Server) GetChatAppParameters(ctx context.Context, _ gen.GetChatAppParam
 	if !reply.CreatedAt.IsZero() {
 		params.AnnotationReply = apps.Switch{Enabled: reply.Enabled}
 	}
-	out, err := wireParameters(&params)
+	out, err := wire.Parameters(&params)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +49,7 @@ func (s *Server) GetChatAppMeta(ctx context.Context, _ gen.GetChatAppMetaRequest
 	if err != nil {
 		return nil, err
 	}
-	out, err := wireMeta(apps.MetaFor(def))
+	out, err := wire.Meta(apps.MetaFor(def))
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +62,7 @@ func (s *Server) GetChatWebAppSettings(ctx context.Context, _ gen.GetChatWebAppS
 	if err != nil {
 		return nil, err
 	}
-	return gen.GetChatWebAppSettings200JSONResponse(wireSite(apps.SiteFor(app, def))), nil
+	return gen.GetChatWebAppSettings200JSONResponse(wire.Site(apps.SiteFor(app, def))), nil
 }
 
 // currentApp loads the app that the request's app key is bound to.

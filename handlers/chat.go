@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"appkb/handlers/wire"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,11 +19,11 @@ import (
 // blocking when absent); the Accept header plays no part.
 func (s *Server) sendChatMessage(c echo.Context) error {
 	return startRun(s, c, s.flows.Chat, func(body *gen.ChatRequest) flows.Request {
-		return flows.Request{WorkflowID: valueOf(body.WorkflowId), Request: chat.Request{
+		return flows.Request{WorkflowID: wire.ValueOf(body.WorkflowId), Request: chat.Request{
 			User:             body.User,
 			Query:            body.Query,
 			Inputs:           body.Inputs,
-			ConversationID:   valueOf(body.ConversationId),
+			ConversationID:   wire.ValueOf(body.ConversationId),
 			Files:            fileRefs(body.Files),
 			AutoGenerateName: body.AutoGenerateName == nil || *body.AutoGenerateName,
 			Streaming:        body.ResponseMode != nil && *body.ResponseMode == gen.ChatRequestResponseModeStreaming,
@@ -44,7 +45,7 @@ func (s *Server) createCompletionMessage(c echo.Context) error {
 	return startRun(s, c, s.flows.Completion, func(body *gen.CompletionRequest) flows.Request {
 		return flows.Request{Request: chat.Request{
 			User:      body.User,
-			Query:     valueOf(body.Query),
+			Query:     wire.ValueOf(body.Query),
 			Inputs:    body.Inputs,
 			Files:     fileRefs(body.Files),
 			Streaming: body.ResponseMode != nil && *body.ResponseMode == gen.CompletionRequestResponseModeStreaming,
@@ -152,8 +153,8 @@ func fileRefs(files *[]gen.InputFileObject) []chat.FileRef {
 		out = append(out, chat.FileRef{
 			Type:           string(f.Type),
 			TransferMethod: string(f.TransferMethod),
-			URL:            valueOf(f.Url),
-			UploadFileID:   valueOf(f.UploadFileId),
+			URL:            wire.ValueOf(f.Url),
+			UploadFileID:   wire.ValueOf(f.UploadFileId),
 		})
 	}
 	return out

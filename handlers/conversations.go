@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"appkb/handlers/wire"
 	"context"
 
 	"appkb/gen"
@@ -15,17 +16,17 @@ func (s *Server) GetConversationsList(ctx context.Context, req gen.GetConversati
 		return nil, err
 	}
 	p := req.Params
-	query := conversations.ListQuery{LastID: valueOf(p.LastId), Limit: valueOf(p.Limit)}
+	query := conversations.ListQuery{LastID: wire.ValueOf(p.LastId), Limit: wire.ValueOf(p.Limit)}
 	if p.SortBy != nil {
 		query.SortBy = string(*p.SortBy)
 	}
-	page, err := s.convs.List(ctx, app, valueOf(p.User), query)
+	page, err := s.convs.List(ctx, app, wire.ValueOf(p.User), query)
 	if err != nil {
 		return nil, err
 	}
 	out := gen.ConversationsListResponse{Limit: page.Limit, HasMore: page.HasMore, Data: make([]gen.ConversationListItem, len(page.Data))}
 	for i := range page.Data {
-		out.Data[i] = conversationItem(&page.Data[i])
+		out.Data[i] = wire.ConversationItem(&page.Data[i])
 	}
 	return gen.GetConversationsList200JSONResponse(out), nil
 }
@@ -38,15 +39,15 @@ func (s *Server) GetConversationHistory(ctx context.Context, req gen.GetConversa
 		return nil, err
 	}
 	p := req.Params
-	page, err := s.convs.History(ctx, app, valueOf(p.User), p.ConversationId,
-		conversations.HistoryQuery{FirstID: valueOf(p.FirstId), Limit: valueOf(p.Limit)})
+	page, err := s.convs.History(ctx, app, wire.ValueOf(p.User), p.ConversationId,
+		conversations.HistoryQuery{FirstID: wire.ValueOf(p.FirstId), Limit: wire.ValueOf(p.Limit)})
 	if err != nil {
 		return nil, err
 	}
 	out := gen.ConversationHistoryResponse{Limit: page.Limit, HasMore: page.HasMore, Data: make([]gen.ConversationMessageItem, len(page.Data))}
 	for i := range page.Data {
 		conversations.SignLocalFiles(page.Data[i].Files, s.previews)
-		out.Data[i] = historyItem(&page.Data[i])
+		out.Data[i] = wire.HistoryItem(&page.Data[i])
 	}
 	return gen.GetConversationHistory200JSONResponse(out), nil
 }
@@ -58,14 +59,14 @@ func (s *Server) GetConversationVariables(ctx context.Context, req gen.GetConver
 		return nil, err
 	}
 	p := req.Params
-	page, err := s.convs.Variables(ctx, app, def, valueOf(p.User), req.ConversationId,
-		conversations.VariableQuery{LastID: valueOf(p.LastId), Limit: valueOf(p.Limit), Name: valueOf(p.VariableName)})
+	page, err := s.convs.Variables(ctx, app, def, wire.ValueOf(p.User), req.ConversationId,
+		conversations.VariableQuery{LastID: wire.ValueOf(p.LastId), Limit: wire.ValueOf(p.Limit), Name: wire.ValueOf(p.VariableName)})
 	if err != nil {
 		return nil, err
 	}
 	out := gen.ConversationVariablesResponse{Limit: page.Limit, HasMore: page.HasMore, Data: make([]gen.ConversationVariableItem, len(page.Data))}
 	for i := range page.Data {
-		out.Data[i] = variableItem(&page.Data[i])
+		out.Data[i] = wire.VariableItem(&page.Data[i])
 	}
 	return gen.GetConversationVariables200JSONResponse(out), nil
 }
@@ -80,12 +81,12 @@ func (s *Server) RenameConversation(ctx context.Context, req gen.RenameConversat
 	if req.Body != nil {
 		body = *req.Body
 	}
-	conv, err := s.convs.RenameConversation(ctx, app, valueOf(body.User), req.ConversationId,
-		conversations.Rename{Name: valueOf(body.Name), AutoGenerate: valueOf(body.AutoGenerate)})
+	conv, err := s.convs.RenameConversation(ctx, app, wire.ValueOf(body.User), req.ConversationId,
+		conversations.Rename{Name: wire.ValueOf(body.Name), AutoGenerate: wire.ValueOf(body.AutoGenerate)})
 	if err != nil {
 		return nil, err
 	}
-	return gen.RenameConversation200JSONResponse(conversationItem(conv)), nil
+	return gen.RenameConversation200JSONResponse(wire.ConversationItem(conv)), nil
 }
 
 // UpdateChatConversationVariable serves PUT /conversations/{conversation_id}/variables/{variable_id}.
@@ -98,11 +99,11 @@ func (s *Server) UpdateChatConversationVariable(ctx context.Context, req gen.Upd
 	if req.Body != nil {
 		body = *req.Body
 	}
-	v, err := s.convs.UpdateVariable(ctx, app, def, valueOf(body.User), req.ConversationId, req.VariableId, body.Value)
+	v, err := s.convs.UpdateVariable(ctx, app, def, wire.ValueOf(body.User), req.ConversationId, req.VariableId, body.Value)
 	if err != nil {
 		return nil, err
 	}
-	return gen.UpdateChatConversationVariable200JSONResponse(variableItem(v)), nil
+	return gen.UpdateChatConversationVariable200JSONResponse(wire.VariableItem(v)), nil
 }
 
 // DeleteConversation serves DELETE /conversations/{conversation_id}.
@@ -113,7 +114,7 @@ func (s *Server) DeleteConversation(ctx context.Context, req gen.DeleteConversat
 	}
 	var user string
 	if req.Body != nil {
-		user = valueOf(req.Body.User)
+		user = wire.ValueOf(req.Body.User)
 	}
 	if err := s.convs.Delete(ctx, app, user, req.ConversationId); err != nil {
 		return nil, err

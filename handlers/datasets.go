@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"appkb/handlers/wire"
 	"context"
 
 	"appkb/gen"
@@ -14,7 +15,7 @@ func (s *Server) CreateDataset(ctx context.Context, req gen.CreateDatasetRequest
 	if err != nil {
 		return nil, err
 	}
-	rm, err := domainRetrievalModelOrNil(b.RetrievalModel)
+	rm, err := wire.DomainRetrievalModelOrNil(b.RetrievalModel)
 	if err != nil {
 		return nil, err
 	}
@@ -30,14 +31,14 @@ func (s *Server) CreateDataset(ctx context.Context, req gen.CreateDatasetRequest
 	}
 	if b.SummaryIndexSetting != nil {
 		si := b.SummaryIndexSetting
-		sis := domainSummaryIndexSetting(si.Enable, si.ModelName, si.ModelProviderName, si.SummaryPrompt)
+		sis := wire.DomainSummaryIndexSetting(si.Enable, si.ModelName, si.ModelProviderName, si.SummaryPrompt)
 		p.SummaryIndexSetting = &sis
 	}
 	ds, err := s.kb.CreateDataset(ctx, actor, p)
 	if err != nil {
 		return nil, err
 	}
-	return gen.CreateDataset200JSONResponse(wireDataset(ds)), nil
+	return gen.CreateDataset200JSONResponse(wire.Dataset(ds)), nil
 }
 
 // ListDatasets serves GET /datasets: one page of the knowledge bases the key
@@ -49,7 +50,7 @@ func (s *Server) ListDatasets(ctx context.Context, req gen.ListDatasetsRequestOb
 	}
 	// openapi.yaml bounds page and limit; the validator has checked them.
 	q := req.Params
-	p := datasets.ListParams{Page: valueOf(q.Page), Limit: valueOf(q.Limit), Keyword: valueOf(q.Keyword)}
+	p := datasets.ListParams{Page: wire.ValueOf(q.Page), Limit: wire.ValueOf(q.Limit), Keyword: wire.ValueOf(q.Keyword)}
 	if q.TagIds != nil {
 		p.TagIDs = *q.TagIds
 	}
@@ -57,7 +58,7 @@ func (s *Server) ListDatasets(ctx context.Context, req gen.ListDatasetsRequestOb
 	if err != nil {
 		return nil, err
 	}
-	return gen.ListDatasets200JSONResponse(wireDatasetPage(page)), nil
+	return gen.ListDatasets200JSONResponse(wire.DatasetPage(page)), nil
 }
 
 // GetDatasetDetail serves GET /datasets/{dataset_id}.
@@ -70,7 +71,7 @@ func (s *Server) GetDatasetDetail(ctx context.Context, req gen.GetDatasetDetailR
 	if err != nil {
 		return nil, err
 	}
-	return gen.GetDatasetDetail200JSONResponse(wireDataset(ds)), nil
+	return gen.GetDatasetDetail200JSONResponse(wire.Dataset(ds)), nil
 }
 
 // UpdateDataset serves PATCH /datasets/{dataset_id}: only the settings in
@@ -80,7 +81,7 @@ func (s *Server) UpdateDataset(ctx context.Context, req gen.UpdateDatasetRequest
 	if err != nil {
 		return nil, err
 	}
-	rm, err := domainRetrievalModelOrNil(b.RetrievalModel)
+	rm, err := wire.DomainRetrievalModelOrNil(b.RetrievalModel)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +107,7 @@ func (s *Server) UpdateDataset(ctx context.Context, req gen.UpdateDatasetRequest
 	if err != nil {
 		return nil, err
 	}
-	return gen.UpdateDataset200JSONResponse(wireDataset(ds)), nil
+	return gen.UpdateDataset200JSONResponse(wire.Dataset(ds)), nil
 }
 
 // DeleteDataset serves DELETE /datasets/{dataset_id}.
@@ -156,7 +157,7 @@ func (s *Server) searchDataset(ctx context.Context, datasetID string, body *gen.
 		return gen.RetrieveResult{}, err
 	}
 	if body.RetrievalModel != nil {
-		if rm, err = domainRetrievalModel(body.RetrievalModel); err != nil {
+		if rm, err = wire.DomainRetrievalModel(body.RetrievalModel); err != nil {
 			return gen.RetrieveResult{}, err
 		}
 	}

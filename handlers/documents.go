@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"appkb/handlers/wire"
 	"context"
 	"encoding/json"
 	"mime/multipart"
@@ -47,11 +48,11 @@ func settingsFrom(technique, docForm, language *string, rule *gen.ProcessRule, r
 	st := documents.Settings{IndexingTechnique: technique, DocForm: docForm, DocLanguage: language,
 		EmbeddingModel: em, EmbeddingModelProvider: emp}
 	if rule != nil {
-		r := domainProcessRule(rule)
+		r := wire.DomainProcessRule(rule)
 		st.ProcessRule = &r
 	}
 	if rm != nil {
-		r, err := domainRetrievalModel(rm)
+		r, err := wire.DomainRetrievalModel(rm)
 		if err != nil {
 			return st, err
 		}
@@ -78,7 +79,7 @@ func (s *Server) CreateDocumentFromText(ctx context.Context, req gen.CreateDocum
 	if err != nil {
 		return nil, err
 	}
-	return gen.CreateDocumentFromText200JSONResponse(wireCreated(out)), nil
+	return gen.CreateDocumentFromText200JSONResponse(wire.Created(out)), nil
 }
 
 // documentForm is a read multipart form of the file operations.
@@ -144,7 +145,7 @@ func (s *Server) CreateDocumentFromFile(ctx context.Context, req gen.CreateDocum
 	if err != nil {
 		return nil, err
 	}
-	return gen.CreateDocumentFromFile200JSONResponse(wireCreated(out)), nil
+	return gen.CreateDocumentFromFile200JSONResponse(wire.Created(out)), nil
 }
 
 // ListDocuments serves GET /datasets/{dataset_id}/documents.
@@ -175,7 +176,7 @@ func (s *Server) ListDocuments(ctx context.Context, req gen.ListDocumentsRequest
 	if err != nil {
 		return nil, err
 	}
-	return gen.ListDocuments200JSONResponse(wireDocumentPage(page)), nil
+	return gen.ListDocuments200JSONResponse(wire.DocumentPage(page)), nil
 }
 
 // GetDocumentDetail serves GET /datasets/{dataset_id}/documents/{document_id}.
@@ -226,7 +227,7 @@ func (s *Server) UpdateDocument(ctx context.Context, req gen.UpdateDocumentReque
 	if err != nil {
 		return nil, err
 	}
-	return gen.UpdateDocument200JSONResponse(wireCreated(out)), nil
+	return gen.UpdateDocument200JSONResponse(wire.Created(out)), nil
 }
 
 // UpdateDocumentByFile serves POST /datasets/{dataset_id}/documents/{document_id}/update-by-file.
@@ -235,7 +236,7 @@ func (s *Server) UpdateDocumentByFile(ctx context.Context, req gen.UpdateDocumen
 	if err != nil {
 		return nil, err
 	}
-	return gen.UpdateDocumentByFile200JSONResponse(wireCreated(out)), nil
+	return gen.UpdateDocumentByFile200JSONResponse(wire.Created(out)), nil
 }
 
 // UpdateDocumentByText serves POST /datasets/{dataset_id}/documents/{document_id}/update-by-text.
@@ -256,7 +257,7 @@ func (s *Server) UpdateDocumentByText(ctx context.Context, req gen.UpdateDocumen
 	if err != nil {
 		return nil, err
 	}
-	return gen.UpdateDocumentByText200JSONResponse(wireCreated(out)), nil
+	return gen.UpdateDocumentByText200JSONResponse(wire.Created(out)), nil
 }
 
 // GetDocumentIndexingStatus serves GET /datasets/{dataset_id}/documents/{batch}/indexing-status.
@@ -269,7 +270,7 @@ func (s *Server) GetDocumentIndexingStatus(ctx context.Context, req gen.GetDocum
 	if err != nil {
 		return nil, err
 	}
-	return gen.GetDocumentIndexingStatus200JSONResponse(wireIndexingStatuses(data)), nil
+	return gen.GetDocumentIndexingStatus200JSONResponse(wire.IndexingStatuses(data)), nil
 }
 
 // BatchUpdateDocumentStatus serves PATCH /datasets/{dataset_id}/documents/status/{action}.

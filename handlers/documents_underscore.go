@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"appkb/handlers/wire"
 	"context"
 
 	"appkb/gen"
@@ -43,5 +44,5 @@ func (s *Server) UpdateDocumentByFileUnderscore(ctx context.Context, req gen.Upd
 	if err != nil {
 		return nil, err
 	}
-	return gen.UpdateDocumentByFileUnderscore200JSONResponse(wireCreated(out)), nil
+	return gen.UpdateDocumentByFileUnderscore200JSONResponse(wire.Created(out)), nil
 }

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"appkb/handlers/wire"
 	"context"
 
 	"appkb/gen"
@@ -35,7 +36,7 @@ func (s *Server) GetChatAppFeedbacks(ctx context.Context, req gen.GetChatAppFeed
 	if err != nil {
 		return nil, err
 	}
-	items, err := s.convs.FeedbackPage(ctx, app, valueOf(req.Params.Page), valueOf(req.Params.Limit))
+	items, err := s.convs.FeedbackPage(ctx, app, wire.ValueOf(req.Params.Page), wire.ValueOf(req.Params.Limit))
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"appkb/handlers/wire"
 	"context"
 
 	"appkb/gen"
@@ -31,7 +32,7 @@ func (s *Server) ListMetadataFields(ctx context.Context, req gen.ListMetadataFie
 	if err != nil {
 		return nil, err
 	}
-	return gen.ListMetadataFields200JSONResponse(wireMetadataList(list)), nil
+	return gen.ListMetadataFields200JSONResponse(wire.MetadataList(list)), nil
 }
 
 // UpdateMetadataField serves PATCH /datasets/{dataset_id}/metadata/{metadata_id}.

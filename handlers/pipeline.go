@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"appkb/handlers/wire"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -27,7 +28,7 @@ func (s *Server) UploadPipelineFile(ctx context.Context, req gen.UploadPipelineF
 	if err != nil {
 		return nil, err
 	}
-	return gen.UploadPipelineFile201JSONResponse(wirePipelineUpload(f)), nil
+	return gen.UploadPipelineFile201JSONResponse(wire.PipelineUpload(f)), nil
 }
 
 // ListDatasourcePlugins serves GET /datasets/{dataset_id}/pipeline/datasource-plugins.
@@ -40,7 +41,7 @@ func (s *Server) ListDatasourcePlugins(ctx context.Context, req gen.ListDatasour
 	if err != nil {
 		return nil, err
 	}
-	return gen.ListDatasourcePlugins200JSONResponse(wireDatasources(list)), nil
+	return gen.ListDatasourcePlugins200JSONResponse(wire.Datasources(list)), nil
 }
 
 // RunDatasourceNode serves POST /datasets/{dataset_id}/pipeline/datasource/nodes/{node_id}/run:
@@ -66,7 +67,7 @@ func (s *Server) RunPipeline(ctx context.Context, req gen.RunPipelineRequestObje
 	if err != nil {
 		return nil, err
 	}
-	sources, err := domainSources(b.DatasourceInfoList)
+	sources, err := wire.DomainSources(b.DatasourceInfoList)
 	if err != nil {
 		return nil, apperr.InvalidParam("datasource_info_list: %v", err)
 	}
@@ -77,7 +78,7 @@ func (s *Server) RunPipeline(ctx context.Context, req gen.RunPipelineRequestObje
 		if err != nil {
 			return nil, err
 		}
-		return gen.RunPipeline200JSONResponse(wirePipelineResult(res)), nil
+		return gen.RunPipeline200JSONResponse(wire.PipelineResult(res)), nil
 	}
 	if _, err := s.pipelines.Check(ctx, actor, req.DatasetId, run); err != nil {
 		return nil, err

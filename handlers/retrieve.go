@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"appkb/handlers/wire"
 	"context"
 	"strings"
 
@@ -28,7 +29,7 @@ func (s *Server) retrieve(ctx context.Context, datasetID, query string, rm datas
 	}
 	out.Records = make([]gen.RetrieveRecord, len(hits))
 	for i, h := range hits {
-		out.Records[i] = wireHit(h)
+		out.Records[i] = wire.Hit(h)
 	}
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"appkb/handlers/wire"
 	"context"
 
 	"appkb/gen"
@@ -25,7 +26,7 @@ func (s *Server) CreateSegments(ctx context.Context, req gen.CreateSegmentsReque
 	if err != nil {
 		return nil, err
 	}
-	return gen.CreateSegments200JSONResponse{Data: wireSegments(out.Data), DocForm: out.DocForm}, nil
+	return gen.CreateSegments200JSONResponse{Data: wire.Segments(out.Data), DocForm: out.DocForm}, nil
 }
 
 // ListSegments serves GET /datasets/{dataset_id}/documents/{document_id}/segments.
@@ -35,12 +36,12 @@ func (s *Server) ListSegments(ctx context.Context, req gen.ListSegmentsRequestOb
 		return nil, err
 	}
 	p := req.Params
-	q := documents.SegmentQuery{Page: valueOf(p.Page), Limit: valueOf(p.Limit), Keyword: valueOf(p.Keyword), Status: valueOf(p.Status)}
+	q := documents.SegmentQuery{Page: wire.ValueOf(p.Page), Limit: wire.ValueOf(p.Limit), Keyword: wire.ValueOf(p.Keyword), Status: wire.ValueOf(p.Status)}
 	out, err := s.docs.ListSegments(ctx, actor, req.DatasetId, req.DocumentId, q)
 	if err != nil {
 		return nil, err
 	}
-	return gen.ListSegments200JSONResponse(wireSegmentList(out)), nil
+	return gen.ListSegments200JSONResponse(wire.SegmentList(out)), nil
 }
 
 // GetSegmentDetail serves GET /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}.
@@ -53,7 +54,7 @@ func (s *Server) GetSegmentDetail(ctx context.Context, req gen.GetSegmentDetailR
 	if err != nil {
 		return nil, err
 	}
-	return gen.GetSegmentDetail200JSONResponse(wireSegmentDetail(out)), nil
+	return gen.GetSegmentDetail200JSONResponse(wire.SegmentDetail(out)), nil
 }
 
 // UpdateSegment serves POST /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}.
@@ -71,7 +72,7 @@ func (s *Server) UpdateSegment(ctx context.Context, req gen.UpdateSegmentRequest
 	if err != nil {
 		return nil, err
 	}
-	return gen.UpdateSegment200JSONResponse(wireSegmentDetail(out)), nil
+	return gen.UpdateSegment200JSONResponse(wire.SegmentDetail(out)), nil
 }
 
 // DeleteSegment serves DELETE /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}.
@@ -96,7 +97,7 @@ func (s *Server) CreateChildChunk(ctx context.Context, req gen.CreateChildChunkR
 	if err != nil {
 		return nil, err
 	}
-	return gen.CreateChildChunk200JSONResponse{Data: wireChild(*c)}, nil
+	return gen.CreateChildChunk200JSONResponse{Data: wire.Child(*c)}, nil
 }
 
 // GetChildChunks serves GET /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks.
@@ -106,11 +107,11 @@ func (s *Server) GetChildChunks(ctx context.Context, req gen.GetChildChunksReque
 		return nil, err
 	}
 	q := req.Params
-	out, err := s.docs.ListChildChunks(ctx, actor, req.DatasetId, req.DocumentId, req.SegmentId, valueOf(q.Page), valueOf(q.Limit), valueOf(q.Keyword))
+	out, err := s.docs.ListChildChunks(ctx, actor, req.DatasetId, req.DocumentId, req.SegmentId, wire.ValueOf(q.Page), wire.ValueOf(q.Limit), wire.ValueOf(q.Keyword))
 	if err != nil {
 		return nil, err
 	}
-	return gen.GetChildChunks200JSONResponse(wireChildPage(out)), nil
+	return gen.GetChildChunks200JSONResponse(wire.ChildPage(out)), nil
 }
 
 // UpdateChildChunk serves PATCH /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks/{child_chunk_id}.
@@ -123,7 +124,7 @@ func (s *Server) UpdateChildChunk(ctx context.Context, req gen.UpdateChildChunkR
 	if err != nil {
 		return nil, err
 	}
-	return gen.UpdateChildChunk200JSONResponse{Data: wireChild(*c)}, nil
+	return gen.UpdateChildChunk200JSONResponse{Data: wire.Child(*c)}, nil
 }
 
 // DeleteChildChunk serves DELETE /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks/{child_chunk_id}.

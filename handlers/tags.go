@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"appkb/handlers/wire"
 	"context"
 
 	"appkb/gen"
@@ -16,7 +17,7 @@ func (s *Server) CreateKnowledgeTag(ctx context.Context, req gen.CreateKnowledge
 	if err != nil {
 		return nil, err
 	}
-	return gen.CreateKnowledgeTag200JSONResponse(wireTag(tag)), nil
+	return gen.CreateKnowledgeTag200JSONResponse(wire.Tag(tag)), nil
 }
 
 // GetKnowledgeTags serves GET /datasets/tags: every tag with its binding count.
@@ -29,7 +30,7 @@ func (s *Server) GetKnowledgeTags(ctx context.Context, _ gen.GetKnowledgeTagsReq
 	if err != nil {
 		return nil, err
 	}
-	return gen.GetKnowledgeTags200JSONResponse(wireTags(tags)), nil
+	return gen.GetKnowledgeTags200JSONResponse(wire.Tags(tags)), nil
 }
 
 // UpdateKnowledgeTag serves PATCH /datasets/tags: renames a tag.
@@ -42,7 +43,7 @@ func (s *Server) UpdateKnowledgeTag(ctx context.Context, req gen.UpdateKnowledge
 	if err != nil {
 		return nil, err
 	}
-	return gen.UpdateKnowledgeTag200JSONResponse(wireTag(tag)), nil
+	return gen.UpdateKnowledgeTag200JSONResponse(wire.Tag(tag)), nil
 }
 
 // DeleteKnowledgeTag serves DELETE /datasets/tags.
@@ -100,7 +101,7 @@ func (s *Server) QueryDatasetTags(ctx context.Context, req gen.QueryDatasetTagsR
 	if err != nil {
 		return nil, err
 	}
-	data := wireTagRefs(tags)
+	data := wire.TagRefs(tags)
 	total := len(data)
 	return gen.QueryDatasetTags200JSONResponse{Data: &data, Total: &total}, nil
 }

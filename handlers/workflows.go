@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"appkb/handlers/wire"
 	"context"
 	"encoding/json"
 	"errors"
@@ -113,13 +114,13 @@ func (s *Server) GetWorkflowLogs(ctx context.Context, req gen.GetWorkflowLogsReq
 		return nil, err
 	}
 	q := req.Params
-	if valueOf(q.CreatedByAccount) != "" {
+	if wire.ValueOf(q.CreatedByAccount) != "" {
 		// appkb has no console accounts, so no run was started by one.
 		return nil, apperr.InvalidParam("Account %s not found.", *q.CreatedByAccount)
 	}
 	f := workflowruns.LogFilter{
-		Keyword: valueOf(q.Keyword), Status: string(valueOf(q.Status)),
-		Before: q.CreatedAtBefore, After: q.CreatedAtAfter, SessionID: valueOf(q.CreatedByEndUserSessionId),
+		Keyword: wire.ValueOf(q.Keyword), Status: string(wire.ValueOf(q.Status)),
+		Before: q.CreatedAtBefore, After: q.CreatedAtAfter, SessionID: wire.ValueOf(q.CreatedByEndUserSessionId),
 		Page: 1, Limit: 20,
 	}
 	if q.Page != nil {

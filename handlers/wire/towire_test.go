@@ -1,4 +1,4 @@
-package handlers
+package wire
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package handlers
+package wire
 
 import (
 	"encoding/json"
@@ -9,21 +9,21 @@ import (
 
 // Tags and metadata fields of knowledge bases, domain → wire.
 
-func wireTag(t *datasets.Tag) gen.KnowledgeTag {
+func Tag(t *datasets.Tag) gen.KnowledgeTag {
 	return gen.KnowledgeTag{Id: t.ID, Name: t.Name, Type: &t.Type, BindingCount: &t.BindingCount}
 }
 
-// wireTags lists tags; no tags is an empty list.
-func wireTags(list []datasets.Tag) []gen.KnowledgeTag {
+// Tags lists tags; no tags is an empty list.
+func Tags(list []datasets.Tag) []gen.KnowledgeTag {
 	out := make([]gen.KnowledgeTag, len(list))
 	for i := range list {
-		out[i] = wireTag(&list[i])
+		out[i] = Tag(&list[i])
 	}
 	return out
 }
 
-// wireTagRefs lists the tags of a knowledge base; none is an empty list.
-func wireTagRefs(list []datasets.TagRef) []gen.DatasetTagRef {
+// TagRefs lists the tags of a knowledge base; none is an empty list.
+func TagRefs(list []datasets.TagRef) []gen.DatasetTagRef {
 	out := make([]gen.DatasetTagRef, len(list))
 	for i, t := range list {
 		out[i] = gen.DatasetTagRef{Id: t.ID, Name: t.Name}
@@ -31,7 +31,7 @@ func wireTagRefs(list []datasets.TagRef) []gen.DatasetTagRef {
 	return out
 }
 
-func wireMetadataList(l *datasets.MetadataList) gen.MetadataFieldList {
+func MetadataList(l *datasets.MetadataList) gen.MetadataFieldList {
 	out := gen.MetadataFieldList{BuiltInFieldEnabled: &l.BuiltInFieldEnabled}
 	if l.DocMetadata != nil {
 		fields := make([]gen.MetadataFieldUsage, len(l.DocMetadata))
@@ -46,13 +46,13 @@ func wireMetadataList(l *datasets.MetadataList) gen.MetadataFieldList {
 
 // Search settings, wire → domain.
 
-// domainRetrievalModel reads the search settings of a request.
-func domainRetrievalModel(rm *gen.RetrievalModel) (datasets.RetrievalModel, error) {
+// DomainRetrievalModel reads the search settings of a request.
+func DomainRetrievalModel(rm *gen.RetrievalModel) (datasets.RetrievalModel, error) {
 	out := datasets.RetrievalModel{SearchMethod: string(rm.SearchMethod), RerankingEnable: rm.RerankingEnable,
 		RerankingMode: (*string)(rm.RerankingMode), TopK: rm.TopK, ScoreThresholdEnabled: rm.ScoreThresholdEnabled,
 		ScoreThreshold: rm.ScoreThreshold}
 	if m := rm.RerankingModel; m != nil {
-		out.RerankingModel = &datasets.RerankingModel{ProviderName: valueOf(m.RerankingProviderName), ModelName: valueOf(m.RerankingModelName)}
+		out.RerankingModel = &datasets.RerankingModel{ProviderName: ValueOf(m.RerankingProviderName), ModelName: ValueOf(m.RerankingModelName)}
 	}
 	if w := rm.Weights; w != nil {
 		out.Weights = &datasets.Weights{WeightType: (*string)(w.WeightType)}
@@ -88,22 +88,22 @@ func domainRetrievalModel(rm *gen.RetrievalModel) (datasets.RetrievalModel, erro
 	return out, nil
 }
 
-// domainRetrievalModelOrNil is domainRetrievalModel for settings a request
+// DomainRetrievalModelOrNil is DomainRetrievalModel for settings a request
 // may leave out: none read as nil.
-func domainRetrievalModelOrNil(rm *gen.RetrievalModel) (*datasets.RetrievalModel, error) {
+func DomainRetrievalModelOrNil(rm *gen.RetrievalModel) (*datasets.RetrievalModel, error) {
 	if rm == nil {
 		return nil, nil
 	}
-	out, err := domainRetrievalModel(rm)
+	out, err := DomainRetrievalModel(rm)
 	if err != nil {
 		return nil, err
 	}
 	return &out, nil
 }
 
-// domainSummaryIndexSetting reads the summary settings of a new knowledge
+// DomainSummaryIndexSetting reads the summary settings of a new knowledge
 // base.
-func domainSummaryIndexSetting(enable *bool, model, provider, prompt *string) datasets.SummaryIndexSetting {
+func DomainSummaryIndexSetting(enable *bool, model, provider, prompt *string) datasets.SummaryIndexSetting {
 	return datasets.SummaryIndexSetting{Enable: enable, ModelName: model, ModelProviderName: provider, SummaryPrompt: prompt}
 }
 
@@ -115,14 +115,14 @@ func domainSummaryIndexSetting(enable *bool, model, provider, prompt *string) da
 // are such zero values: each of their keys null, false or 0.
 func allocLike[T any](_ *T) *T { return new(T) }
 
-func wireDataset(d *datasets.Dataset) gen.Dataset {
+func Dataset(d *datasets.Dataset) gen.Dataset {
 	out := gen.Dataset{
 		Id: d.ID, Name: d.Name, Description: &d.Description, Provider: d.Provider, Permission: d.Permission,
 		DataSourceType: d.DataSourceType, IndexingTechnique: d.IndexingTechnique, AppCount: d.AppCount,
 		DocumentCount: d.DocumentCount, WordCount: d.WordCount, CreatedBy: &d.CreatedBy, AuthorName: d.AuthorName,
 		CreatedAt: float64(d.CreatedAt), UpdatedBy: &d.UpdatedBy, UpdatedAt: unixF(&d.UpdatedAt),
 		EmbeddingModel: &d.EmbeddingModel, EmbeddingModelProvider: &d.EmbeddingModelProvider,
-		EmbeddingAvailable: &d.EmbeddingAvailable, RetrievalModelDict: wireRetrievalModel(d.RetrievalModelDict),
+		EmbeddingAvailable: &d.EmbeddingAvailable, RetrievalModelDict: retrievalModelOf(d.RetrievalModelDict),
 		DocForm: d.DocForm, BuiltInFieldEnabled: d.BuiltInFieldEnabled, PipelineId: d.PipelineID,
 		RuntimeMode: d.RuntimeMode, ChunkStructure: d.ChunkStructure, IsPublished: d.IsPublished,
 		TotalDocuments: d.TotalDocuments, TotalAvailableDocuments: d.TotalAvailableDocuments,
@@ -137,8 +137,8 @@ func wireDataset(d *datasets.Dataset) gen.Dataset {
 			SummaryPrompt     *string `json:"summary_prompt,omitempty"`
 		}{si.Enable, si.ModelName, si.ModelProviderName, si.SummaryPrompt}
 	}
-	out.Tags = wireNamed(d.Tags)
-	out.DocMetadata = wireNamed(d.DocMetadata)
+	out.Tags = namedOf(d.Tags)
+	out.DocMetadata = namedOf(d.DocMetadata)
 	if d.ExternalKnowledgeInfo != nil {
 		out.ExternalKnowledgeInfo = allocLike(out.ExternalKnowledgeInfo)
 	}
@@ -155,9 +155,9 @@ func wireDataset(d *datasets.Dataset) gen.Dataset {
 	return out
 }
 
-// wireNamed lists the tags or metadata fields of a knowledge base; a nil
+// namedOf lists the tags or metadata fields of a knowledge base; a nil
 // list is null.
-func wireNamed[T datasets.DatasetTag | datasets.MetadataField](list []T) *[]struct {
+func namedOf[T datasets.DatasetTag | datasets.MetadataField](list []T) *[]struct {
 	Id   string `json:"id"`
 	Name string `json:"name"`
 	Type string `json:"type"`
@@ -177,13 +177,13 @@ func wireNamed[T datasets.DatasetTag | datasets.MetadataField](list []T) *[]stru
 	return &out
 }
 
-func wireDatasetPage(p *datasets.Page) gen.DatasetList {
-	return gen.DatasetList{Data: wireEach(p.Data, wireDataset), HasMore: p.HasMore, Limit: p.Limit, Total: p.Total, Page: p.Page}
+func DatasetPage(p *datasets.Page) gen.DatasetList {
+	return gen.DatasetList{Data: eachOf(p.Data, Dataset), HasMore: p.HasMore, Limit: p.Limit, Total: p.Total, Page: p.Page}
 }
 
-// wireRetrievalModel is the search settings of a knowledge base as the
+// retrievalModelOf is the search settings of a knowledge base as the
 // answer shows them. An unset score threshold is left out, not null.
-func wireRetrievalModel(rm datasets.RetrievalModel) *gen.RetrievalModel {
+func retrievalModelOf(rm datasets.RetrievalModel) *gen.RetrievalModel {
 	out := &gen.RetrievalModel{SearchMethod: gen.RetrievalModelSearchMethod(rm.SearchMethod),
 		RerankingEnable: rm.RerankingEnable, RerankingMode: (*gen.RetrievalModelRerankingMode)(rm.RerankingMode),
 		TopK: rm.TopK, ScoreThresholdEnabled: rm.ScoreThresholdEnabled, ScoreThreshold: rm.ScoreThreshold}
@@ -205,14 +205,14 @@ func wireRetrievalModel(rm datasets.RetrievalModel) *gen.RetrievalModel {
 		}
 	}
 	if f := rm.MetadataFilteringConditions; f != nil {
-		out.MetadataFilteringConditions = wireMetadataFilter(f)
+		out.MetadataFilteringConditions = metadataFilterOf(f)
 	}
 	return out
 }
 
-// wireMetadataFilter is a metadata filter as the answer shows it; no
+// metadataFilterOf is a metadata filter as the answer shows it; no
 // conditions and a null value are left out.
-func wireMetadataFilter(f *datasets.MetadataFilter) *gen.MetadataFilteringConditions {
+func metadataFilterOf(f *datasets.MetadataFilter) *gen.MetadataFilteringConditions {
 	out := &gen.MetadataFilteringConditions{LogicalOperator: (*gen.MetadataFilteringConditionsLogicalOperator)(f.LogicalOperator)}
 	if len(f.Conditions) == 0 {
 		return out

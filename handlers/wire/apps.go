@@ -1,4 +1,4 @@
-package handlers
+package wire
 
 import (
 	"encoding/json"
@@ -10,14 +10,14 @@ import (
 
 // Apps, domain → wire.
 
-func wireAppInfo(i apps.AppInfo) gen.AppInfoResponse {
+func AppInfo(i apps.AppInfo) gen.AppInfoResponse {
 	return gen.AppInfoResponse{Name: i.Name, Description: &i.Description, Tags: listOrNil(i.Tags), Mode: i.Mode, AuthorName: i.AuthorName}
 }
 
-// wireParameters maps the /parameters answer to the wire. Every feature
+// Parameters maps the /parameters answer to the wire. Every feature
 // is sent; the optional text-to-speech settings only when set. A list the
 // domain leaves nil is left out.
-func wireParameters(p *apps.Parameters) (gen.AppParametersResponse, error) {
+func Parameters(p *apps.Parameters) (gen.AppParametersResponse, error) {
 	out := gen.AppParametersResponse{OpeningStatement: &p.OpeningStatement, SuggestedQuestions: listOrNil(p.SuggestedQuestions)}
 	alloc(&out.SuggestedQuestionsAfterAnswer).Enabled = &p.SuggestedQuestionsAfterAnswer.Enabled
 	alloc(&out.SpeechToText).Enabled = &p.SpeechToText.Enabled
@@ -70,9 +70,9 @@ func textOrNil(s string) *string {
 	return &s
 }
 
-// wireMeta maps the /meta answer to the wire: a URL icon is a string, an
+// Meta maps the /meta answer to the wire: a URL icon is a string, an
 // emoji icon its background and content.
-func wireMeta(m apps.Meta) (gen.AppMetaResponse, error) {
+func Meta(m apps.Meta) (gen.AppMetaResponse, error) {
 	if m.ToolIcons == nil {
 		return gen.AppMetaResponse{}, nil
 	}
@@ -99,9 +99,9 @@ func wireMeta(m apps.Meta) (gen.AppMetaResponse, error) {
 	return gen.AppMetaResponse{ToolIcons: &icons}, nil
 }
 
-// wireSite maps the /site answer to the wire; the settings the domain
+// Site maps the /site answer to the wire; the settings the domain
 // leaves nil are left out.
-func wireSite(s apps.Site) gen.WebAppSettingsResponse {
+func Site(s apps.Site) gen.WebAppSettingsResponse {
 	return gen.WebAppSettingsResponse{
 		Title:                  s.Title,
 		ChatColorTheme:         s.ChatColorTheme,

@@ -1,4 +1,4 @@
-package handlers
+package wire
 
 import (
 	"appkb/gen"
@@ -25,7 +25,7 @@ func mapOrNil(m map[string]any) *map[string]any {
 	return &m
 }
 
-func wireDocument(d *documents.Document) gen.Document {
+func documentOf(d *documents.Document) gen.Document {
 	out := gen.Document{Id: d.ID, Position: d.Position, DataSourceType: d.DataSourceType,
 		DataSourceInfo: mapOrNil(d.DataSourceInfo), DataSourceDetailDict: mapOrNil(d.DataSourceDetailDict),
 		DatasetProcessRuleId: d.DatasetProcessRuleID, Name: d.Name, CreatedFrom: d.CreatedFrom, CreatedBy: &d.CreatedBy,
@@ -43,28 +43,28 @@ func wireDocument(d *documents.Document) gen.Document {
 	return out
 }
 
-func wireCreated(c *documents.Created) gen.DocumentCreatedResult {
-	return gen.DocumentCreatedResult{Document: wireDocument(&c.Document), Batch: c.Batch}
+func Created(c *documents.Created) gen.DocumentCreatedResult {
+	return gen.DocumentCreatedResult{Document: documentOf(&c.Document), Batch: c.Batch}
 }
 
-func wireDocumentPage(p *documents.DocumentPage) gen.DocumentList {
-	return gen.DocumentList{Data: wireEach(p.Data, wireDocument), HasMore: p.HasMore, Limit: p.Limit, Total: p.Total, Page: p.Page}
+func DocumentPage(p *documents.DocumentPage) gen.DocumentList {
+	return gen.DocumentList{Data: eachOf(p.Data, documentOf), HasMore: p.HasMore, Limit: p.Limit, Total: p.Total, Page: p.Page}
 }
 
-// domainProcessRule reads the cleaning and splitting settings of a
+// DomainProcessRule reads the cleaning and splitting settings of a
 // request; what the request leaves out reads as the zero value.
-func domainProcessRule(rule *gen.ProcessRule) textsplit.ProcessRule {
+func DomainProcessRule(rule *gen.ProcessRule) textsplit.ProcessRule {
 	out := textsplit.ProcessRule{Mode: string(rule.Mode)}
 	r := rule.Rules
 	if r == nil {
 		return out
 	}
-	rules := &textsplit.Rules{ParentMode: string(valueOf(r.ParentMode)),
+	rules := &textsplit.Rules{ParentMode: string(ValueOf(r.ParentMode)),
 		Segmentation: domainSegmentation(r.Segmentation), SubchunkSegmentation: domainSegmentation(r.SubchunkSegmentation)}
 	if r.PreProcessingRules != nil {
 		rules.PreProcessingRules = make([]textsplit.PreProcessingRule, len(*r.PreProcessingRules))
 		for i, p := range *r.PreProcessingRules {
-			rules.PreProcessingRules[i] = textsplit.PreProcessingRule{ID: string(valueOf(p.Id)), Enabled: valueOf(p.Enabled)}
+			rules.PreProcessingRules[i] = textsplit.PreProcessingRule{ID: string(ValueOf(p.Id)), Enabled: ValueOf(p.Enabled)}
 		}
 	}
 	out.Rules = rules
@@ -75,13 +75,13 @@ func domainSegmentation(s *gen.ProcessRuleSegmentation) *textsplit.Segmentation 
 	if s == nil {
 		return nil
 	}
-	return &textsplit.Segmentation{Separator: valueOf(s.Separator), MaxTokens: valueOf(s.MaxTokens), ChunkOverlap: valueOf(s.ChunkOverlap)}
+	return &textsplit.Segmentation{Separator: ValueOf(s.Separator), MaxTokens: ValueOf(s.MaxTokens), ChunkOverlap: ValueOf(s.ChunkOverlap)}
 }
 
-// wireIndexingStatuses is the progress of a batch's documents; times are
+// IndexingStatuses is the progress of a batch's documents; times are
 // Unix seconds, a nil list is null.
-func wireIndexingStatuses(list []documents.IndexingStatus) gen.IndexingStatusList {
-	return gen.IndexingStatusList{Data: wireEach(list, func(st *documents.IndexingStatus) gen.DocumentIndexingStatus {
+func IndexingStatuses(list []documents.IndexingStatus) gen.IndexingStatusList {
+	return gen.IndexingStatusList{Data: eachOf(list, func(st *documents.IndexingStatus) gen.DocumentIndexingStatus {
 		return gen.DocumentIndexingStatus{Id: st.ID, IndexingStatus: st.IndexingStatus,
 			ProcessingStartedAt: unixF(st.ProcessingStartedAt), ParsingCompletedAt: unixF(st.ParsingCompletedAt),
 			CleaningCompletedAt: unixF(st.CleaningCompletedAt), SplittingCompletedAt: unixF(st.SplittingCompletedAt),

@@ -1,4 +1,4 @@
-package handlers
+package wire
 
 import (
 	"encoding/json"
@@ -66,61 +66,61 @@ func TestConvertersMatchTheJSONRoundTrip(t *testing.T) {
 		{"empty lists", documents.Segment{ID: "s3", Keywords: []string{}, ChildChunks: []documents.ChildChunk{}, Attachments: []any{}}},
 	}
 	for _, tc := range segs {
-		sameJSON(t, "segment "+tc.name, wireSegment(tc.seg), viaJSON[gen.Segment](t, tc.seg))
+		sameJSON(t, "segment "+tc.name, segmentOf(tc.seg), viaJSON[gen.Segment](t, tc.seg))
 		detail := &documents.SegmentDetail{Data: tc.seg, DocForm: "text_model"}
-		sameJSON(t, "detail "+tc.name, wireSegmentDetail(detail), viaJSON[gen.SegmentDetail](t, detail))
+		sameJSON(t, "detail "+tc.name, SegmentDetail(detail), viaJSON[gen.SegmentDetail](t, detail))
 	}
 	for _, list := range []*documents.SegmentList{
 		{},
 		{Data: []documents.Segment{segs[0].seg, segs[1].seg}, DocForm: "qa_model", Total: 2, HasMore: true, Limit: 20, Page: 1},
 	} {
-		sameJSON(t, "segment list", wireSegmentList(list), viaJSON[gen.SegmentList](t, list))
+		sameJSON(t, "segment list", SegmentList(list), viaJSON[gen.SegmentList](t, list))
 	}
 	for _, page := range []*documents.ChildChunkPage{{}, {Data: []documents.ChildChunk{child}, Total: 1, TotalPages: 1, Page: 1, Limit: 20}} {
-		sameJSON(t, "child page", wireChildPage(page), viaJSON[gen.ChildChunkList](t, page))
+		sameJSON(t, "child page", ChildPage(page), viaJSON[gen.ChildChunkList](t, page))
 	}
 
 	tags := []datasets.Tag{{ID: "t1", Name: "one", Type: "knowledge", BindingCount: "2"}, {ID: "t2", Name: "two"}}
-	sameJSON(t, "tag", wireTag(&tags[0]), viaJSON[gen.KnowledgeTag](t, tags[0]))
-	sameJSON(t, "tags", wireTags(tags), viaJSON[[]gen.KnowledgeTag](t, tags))
+	sameJSON(t, "tag", Tag(&tags[0]), viaJSON[gen.KnowledgeTag](t, tags[0]))
+	sameJSON(t, "tags", Tags(tags), viaJSON[[]gen.KnowledgeTag](t, tags))
 	refs := []datasets.TagRef{{ID: "t1", Name: "one"}}
-	sameJSON(t, "tag refs", wireTagRefs(refs), viaJSON[[]gen.DatasetTagRef](t, refs))
-	sameJSON(t, "no tags", wireTags(nil), []gen.KnowledgeTag{})
+	sameJSON(t, "tag refs", TagRefs(refs), viaJSON[[]gen.DatasetTagRef](t, refs))
+	sameJSON(t, "no tags", Tags(nil), []gen.KnowledgeTag{})
 	for _, l := range []*datasets.MetadataList{{}, {BuiltInFieldEnabled: true, DocMetadata: []datasets.MetadataUsage{}},
 		{DocMetadata: []datasets.MetadataUsage{{MetadataField: datasets.MetadataField{ID: "m", Name: "author", Type: "string"}, Count: 3}}}} {
-		sameJSON(t, "metadata", wireMetadataList(l), viaJSON[gen.MetadataFieldList](t, l))
+		sameJSON(t, "metadata", MetadataList(l), viaJSON[gen.MetadataFieldList](t, l))
 	}
 
 	for _, info := range []apps.AppInfo{{Name: "a", Mode: "chat"}, {Name: "b", Description: "d", Tags: []string{}, Mode: "workflow", AuthorName: &s}} {
-		sameJSON(t, "app info", wireAppInfo(info), viaJSON[gen.AppInfoResponse](t, info))
+		sameJSON(t, "app info", AppInfo(info), viaJSON[gen.AppInfoResponse](t, info))
 	}
 
 	size, url := int64(2048), "https://x/f"
 	fileSets := [][]conversations.MessageFile{nil, {}, {{ID: "f"}, {ID: "g", Filename: "a.png", Type: "image", URL: &url, MimeType: &url,
 		Size: &size, TransferMethod: "local_file", BelongsTo: &s, UploadFileID: &s}}}
 	for _, fs := range fileSets {
-		sameJSON(t, "message files", wireMessageFiles(fs), viaJSON[[]gen.MessageFileItem](t, fs))
+		sameJSON(t, "message files", messageFilesOf(fs), viaJSON[[]gen.MessageFileItem](t, fs))
 	}
 	resSets := [][]conversations.RetrieverResource{nil, {}, {{ID: "r"}, {ID: "r2", MessageID: "m", Position: 1, DatasetID: "d", DatasetName: "n",
 		DocumentID: "doc", DocumentName: "dn", DataSourceType: "upload_file", SegmentID: "s", Score: 0.123456789012, HitCount: 3,
 		WordCount: 40, SegmentPosition: 2, IndexNodeHash: "h", Content: "c", Summary: &s, CreatedAt: n}, {ID: "r3", Score: 0.7}}}
 	for _, rs := range resSets {
-		sameJSON(t, "retriever resources", wireRetrieverResources(rs), viaJSON[[]gen.RetrieverResource](t, rs))
+		sameJSON(t, "retriever resources", retrieverResourcesOf(rs), viaJSON[[]gen.RetrieverResource](t, rs))
 	}
 	thoughtSets := [][]conversations.AgentThought{nil, {}, {{ID: "a"}, {ID: "b", ChainID: &s, MessageID: "m", Position: 1, Thought: "t",
 		Tool: "tool", ToolLabels: map[string]any{"tool": map[string]any{"en_US": "Tool"}}, ToolInput: "{}", Observation: "o",
 		Files: []string{"f1"}, CreatedAt: n}, {ID: "c", ToolLabels: map[string]any{}, Files: []string{}}}}
 	for _, ts := range thoughtSets {
-		sameJSON(t, "agent thoughts", wireAgentThoughts(ts), viaJSON[[]gen.AgentThoughtItem](t, ts))
+		sameJSON(t, "agent thoughts", agentThoughtsOf(ts), viaJSON[[]gen.AgentThoughtItem](t, ts))
 	}
 
 	mime := "text/plain"
 	for _, f := range []*pipeline.UploadedFile{{ID: "u"}, {ID: "u2", Name: "a.txt", Size: 12, Extension: "txt", MimeType: &mime, CreatedBy: "k", CreatedAt: &s}} {
-		sameJSON(t, "pipeline upload", wirePipelineUpload(f), viaJSON[gen.PipelineFileUploadResult](t, f))
+		sameJSON(t, "pipeline upload", PipelineUpload(f), viaJSON[gen.PipelineFileUploadResult](t, f))
 	}
 	for _, l := range [][]pipeline.Datasource{nil, {}, {{NodeID: "n"}, {NodeID: "m", PluginID: "p", ProviderName: "web", DatasourceType: "website_crawl",
 		Title: "Web", UserInputVariables: []map[string]any{{"variable": "url", "required": true}}, Credentials: []any{}}}} {
-		sameJSON(t, "datasources", wireDatasources(l), viaJSON[[]gen.DatasourcePlugin](t, l))
+		sameJSON(t, "datasources", Datasources(l), viaJSON[[]gen.DatasourcePlugin](t, l))
 	}
 
 	v := "2024"
@@ -132,10 +132,10 @@ func TestConvertersMatchTheJSONRoundTrip(t *testing.T) {
 		SummaryIndexStatus: &s, NeedSummary: true}, {ID: "d3", DocMetadata: []documents.MetadataValue{}}}
 	for i := range docs {
 		c := &documents.Created{Document: docs[i], Batch: "b"}
-		sameJSON(t, "created", wireCreated(c), viaJSON[gen.DocumentCreatedResult](t, c))
+		sameJSON(t, "created", Created(c), viaJSON[gen.DocumentCreatedResult](t, c))
 	}
 	for _, p := range []*documents.DocumentPage{{}, {Data: docs, HasMore: true, Limit: 20, Total: 3, Page: 1}} {
-		sameJSON(t, "document page", wireDocumentPage(p), viaJSON[gen.DocumentList](t, p))
+		sameJSON(t, "document page", DocumentPage(p), viaJSON[gen.DocumentList](t, p))
 	}
 
 	at := time.Unix(n, 0)
@@ -159,7 +159,7 @@ func TestConvertersMatchTheJSONRoundTrip(t *testing.T) {
 				Document map[string]any `json:"document"`
 			}{documents.SegmentView(&seg), map[string]any{"id": h.Document.ID, "data_source_type": h.Document.DataSourceType,
 				"name": h.Document.Name, "doc_type": nil, "doc_metadata": h.Document.Metadata}}}
-		sameJSON(t, "hit", wireHit(h), viaJSON[gen.RetrieveRecord](t, old))
+		sameJSON(t, "hit", Hit(h), viaJSON[gen.RetrieveRecord](t, old))
 	}
 }
 
@@ -172,7 +172,7 @@ func BenchmarkWireHit(b *testing.B) {
 		Document: retrieval.DocumentSummary{ID: "d", Name: "doc", DataSourceType: "upload_file", Metadata: map[string]any{"author": "x"}}, Score: 0.5}
 	b.Run("converter", func(b *testing.B) {
 		for range b.N {
-			if _, err := json.Marshal(wireHit(h)); err != nil {
+			if _, err := json.Marshal(Hit(h)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -221,7 +221,7 @@ func TestDomainRetrievalModelMatchesTheJSONRoundTrip(t *testing.T) {
 			if err := json.Unmarshal([]byte(tc.body), &rm); err != nil {
 				t.Fatal(err)
 			}
-			got, err := domainRetrievalModel(&rm)
+			got, err := DomainRetrievalModel(&rm)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -235,7 +235,7 @@ func TestDomainRetrievalModelMatchesTheJSONRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		si := b.SummaryIndexSetting
-		sameJSON(t, body, domainSummaryIndexSetting(si.Enable, si.ModelName, si.ModelProviderName, si.SummaryPrompt),
+		sameJSON(t, body, DomainSummaryIndexSetting(si.Enable, si.ModelName, si.ModelProviderName, si.SummaryPrompt),
 			viaJSON[datasets.SummaryIndexSetting](t, si))
 	}
 }
@@ -255,6 +255,6 @@ func TestDomainProcessRuleMatchesTheJSONRoundTrip(t *testing.T) {
 		if err := json.Unmarshal([]byte(body), &rule); err != nil {
 			t.Fatal(err)
 		}
-		sameJSON(t, body, domainProcessRule(&rule), viaJSON[textsplit.ProcessRule](t, &rule))
+		sameJSON(t, body, DomainProcessRule(&rule), viaJSON[textsplit.ProcessRule](t, &rule))
 	}
 }

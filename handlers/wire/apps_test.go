@@ -1,4 +1,4 @@
-package handlers
+package wire
 
 import (
 	"os"
@@ -24,7 +24,7 @@ func TestAppConvertersMatchToWire(t *testing.T) {
 	}
 	var samples []sample
 	for _, f := range files {
-		data, err := os.ReadFile(filepath.Join("..", "testdata", "apps", f))
+		data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "apps", f))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +54,7 @@ func TestAppConvertersMatchToWire(t *testing.T) {
 	)
 	for _, s := range samples {
 		t.Run(s.name, func(t *testing.T) {
-			params, err := wireParameters(&s.params)
+			params, err := Parameters(&s.params)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,7 +64,7 @@ func TestAppConvertersMatchToWire(t *testing.T) {
 			}
 			sameJSON(t, "parameters", params, want)
 
-			meta, err := wireMeta(s.meta)
+			meta, err := Meta(s.meta)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,7 +78,7 @@ func TestAppConvertersMatchToWire(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sameJSON(t, "site", wireSite(s.site), wantSite)
+			sameJSON(t, "site", Site(s.site), wantSite)
 		})
 	}
 }

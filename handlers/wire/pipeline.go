@@ -1,4 +1,4 @@
-package handlers
+package wire
 
 import (
 	"encoding/json"
@@ -10,16 +10,16 @@ import (
 
 // Knowledge pipelines, domain → wire.
 
-func wirePipelineUpload(f *pipeline.UploadedFile) gen.PipelineFileUploadResult {
+func PipelineUpload(f *pipeline.UploadedFile) gen.PipelineFileUploadResult {
 	size := int(f.Size)
 	return gen.PipelineFileUploadResult{Id: f.ID, Name: f.Name, Size: &size, Extension: &f.Extension, MimeType: f.MimeType,
 		CreatedBy: &f.CreatedBy, CreatedAt: f.CreatedAt}
 }
 
-// wireDatasources lists the data source nodes of a pipeline. Their
+// Datasources lists the data source nodes of a pipeline. Their
 // credentials are always an empty list (appkb keeps none), so only the
 // list itself is carried over.
-func wireDatasources(list []pipeline.Datasource) []gen.DatasourcePlugin {
+func Datasources(list []pipeline.Datasource) []gen.DatasourcePlugin {
 	if list == nil {
 		return nil
 	}
@@ -37,15 +37,15 @@ func wireDatasources(list []pipeline.Datasource) []gen.DatasourcePlugin {
 	return out
 }
 
-// wirePipelineResult is the outcome of a blocking pipeline run.
-func wirePipelineResult(r *pipeline.Result) gen.PipelineRunResult {
+// PipelineResult is the outcome of a blocking pipeline run.
+func PipelineResult(r *pipeline.Result) gen.PipelineRunResult {
 	return gen.PipelineRunResult{TaskId: &r.TaskID, WorkflowRunId: &r.WorkflowRunID, Data: mapOrNil(r.Data)}
 }
 
-// domainSources reads datasource_info_list: each entry as the object sent
+// DomainSources reads datasource_info_list: each entry as the object sent
 // (a null entry stays nil). An entry that is no object fails, with the
 // message the whole list's decoding gave.
-func domainSources(list []gen.PipelineRunRequest_DatasourceInfoList_Item) ([]map[string]any, error) {
+func DomainSources(list []gen.PipelineRunRequest_DatasourceInfoList_Item) ([]map[string]any, error) {
 	if list == nil {
 		return nil, nil
 	}

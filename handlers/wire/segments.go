@@ -1,4 +1,4 @@
-package handlers
+package wire
 
 import (
 	"appkb/gen"
@@ -28,18 +28,18 @@ func listOrNil[T any](list []T) *[]T {
 	return &list
 }
 
-func wireChild(c documents.ChildChunk) gen.ChildChunk {
+func Child(c documents.ChildChunk) gen.ChildChunk {
 	return gen.ChildChunk{Id: c.ID, SegmentId: c.SegmentID, Content: c.Content, Position: c.Position,
 		WordCount: c.WordCount, Type: c.Type, CreatedAt: float64(c.CreatedAt), UpdatedAt: float64(c.UpdatedAt)}
 }
 
-func wireChildren(list []documents.ChildChunk) []gen.ChildChunk {
-	return wireEach(list, func(c *documents.ChildChunk) gen.ChildChunk { return wireChild(*c) })
+func childrenOf(list []documents.ChildChunk) []gen.ChildChunk {
+	return eachOf(list, func(c *documents.ChildChunk) gen.ChildChunk { return Child(*c) })
 }
 
-// wireAttachments is the files of a chunk; the domain lists none yet
+// attachmentsOf is the files of a chunk; the domain lists none yet
 // (always an empty list), so only the list itself is carried over.
-func wireAttachments(list []any) *[]gen.SegmentAttachment {
+func attachmentsOf(list []any) *[]gen.SegmentAttachment {
 	if list == nil {
 		return nil
 	}
@@ -47,10 +47,10 @@ func wireAttachments(list []any) *[]gen.SegmentAttachment {
 	return &out
 }
 
-func wireSegment(s documents.Segment) gen.Segment {
+func segmentOf(s documents.Segment) gen.Segment {
 	var children *[]gen.ChildChunk
 	if s.ChildChunks != nil {
-		list := wireChildren(s.ChildChunks)
+		list := childrenOf(s.ChildChunks)
 		children = &list
 	}
 	return gen.Segment{
@@ -58,33 +58,33 @@ func wireSegment(s documents.Segment) gen.Segment {
 		Answer: &s.Answer, WordCount: s.WordCount, Tokens: s.Tokens, Keywords: listOrNil(s.Keywords),
 		IndexNodeId: &s.IndexNodeID, IndexNodeHash: &s.IndexNodeHash, HitCount: s.HitCount, Enabled: s.Enabled,
 		DisabledAt: unixF(s.DisabledAt), DisabledBy: s.DisabledBy, Status: s.Status, CreatedBy: s.CreatedBy,
-		CreatedAt: float64(s.CreatedAt), UpdatedAt: float64(s.UpdatedAt), UpdatedBy: valueOf(s.UpdatedBy),
+		CreatedAt: float64(s.CreatedAt), UpdatedAt: float64(s.UpdatedAt), UpdatedBy: ValueOf(s.UpdatedBy),
 		IndexingAt: unixF(s.IndexingAt), CompletedAt: unixF(s.CompletedAt), Error: s.Error, StoppedAt: unixF(s.StoppedAt),
-		ChildChunks: children, Attachments: wireAttachments(s.Attachments), Summary: s.Summary,
+		ChildChunks: children, Attachments: attachmentsOf(s.Attachments), Summary: s.Summary,
 	}
 }
 
-func wireSegments(list []documents.Segment) []gen.Segment {
-	return wireEach(list, func(s *documents.Segment) gen.Segment { return wireSegment(*s) })
+func Segments(list []documents.Segment) []gen.Segment {
+	return eachOf(list, func(s *documents.Segment) gen.Segment { return segmentOf(*s) })
 }
 
-func wireSegmentList(l *documents.SegmentList) gen.SegmentList {
-	return gen.SegmentList{Data: wireSegments(l.Data), DocForm: l.DocForm, Total: l.Total, HasMore: l.HasMore,
+func SegmentList(l *documents.SegmentList) gen.SegmentList {
+	return gen.SegmentList{Data: Segments(l.Data), DocForm: l.DocForm, Total: l.Total, HasMore: l.HasMore,
 		Limit: l.Limit, Page: l.Page}
 }
 
-func wireSegmentDetail(d *documents.SegmentDetail) gen.SegmentDetail {
-	return gen.SegmentDetail{Data: wireSegment(d.Data), DocForm: d.DocForm}
+func SegmentDetail(d *documents.SegmentDetail) gen.SegmentDetail {
+	return gen.SegmentDetail{Data: segmentOf(d.Data), DocForm: d.DocForm}
 }
 
-func wireChildPage(p *documents.ChildChunkPage) gen.ChildChunkList {
-	return gen.ChildChunkList{Data: wireChildren(p.Data), Total: p.Total, TotalPages: p.TotalPages, Page: p.Page, Limit: p.Limit}
+func ChildPage(p *documents.ChildChunkPage) gen.ChildChunkList {
+	return gen.ChildChunkList{Data: childrenOf(p.Data), Total: p.Total, TotalPages: p.TotalPages, Page: p.Page, Limit: p.Limit}
 }
 
-// wireHit is one search hit as the retrieve operation answers it: the
+// Hit is one search hit as the retrieve operation answers it: the
 // chunk with a summary of its document, and the matching child chunks
 // (an empty list, never null, when there are none).
-func wireHit(h retrieval.Hit) gen.RetrieveRecord {
+func Hit(h retrieval.Hit) gen.RetrieveRecord {
 	s := documents.SegmentView(&h.Segment)
 	score := h.Score
 	files := []gen.SegmentAttachment{}

@@ -1,4 +1,4 @@
-package handlers
+package wire
 
 import (
 	"appkb/gen"
@@ -8,8 +8,8 @@ import (
 
 // Conversations, their variables and messages, domain → wire.
 
-// conversationItem maps a conversation to the wire.
-func conversationItem(c *models.Conversation) gen.ConversationListItem {
+// ConversationItem maps a conversation to the wire.
+func ConversationItem(c *models.Conversation) gen.ConversationListItem {
 	inputs := conversations.DecodeObject(c.Inputs)
 	return gen.ConversationListItem{
 		Id:           c.ID,
@@ -22,9 +22,9 @@ func conversationItem(c *models.Conversation) gen.ConversationListItem {
 	}
 }
 
-// variableItem maps a conversation variable to the wire, its value as
+// VariableItem maps a conversation variable to the wire, its value as
 // text.
-func variableItem(v *models.ConversationVariable) gen.ConversationVariableItem {
+func VariableItem(v *models.ConversationVariable) gen.ConversationVariableItem {
 	created, updated := v.CreatedAt.Unix(), v.UpdatedAt.Unix()
 	return gen.ConversationVariableItem{
 		Id:          v.ID,
@@ -37,12 +37,12 @@ func variableItem(v *models.ConversationVariable) gen.ConversationVariableItem {
 	}
 }
 
-// historyItem maps one message of a conversation's history to the wire.
-func historyItem(h *conversations.HistoryItem) gen.ConversationMessageItem {
+// HistoryItem maps one message of a conversation's history to the wire.
+func HistoryItem(h *conversations.HistoryItem) gen.ConversationMessageItem {
 	m := &h.Message
 	item := gen.ConversationMessageItem{
 		Id:                      m.ID,
-		ConversationId:          valueOf(m.ConversationID),
+		ConversationId:          ValueOf(m.ConversationID),
 		ParentMessageId:         m.ParentMessageID,
 		Inputs:                  &h.Inputs,
 		Query:                   &m.Query,
@@ -62,7 +62,7 @@ func historyItem(h *conversations.HistoryItem) gen.ConversationMessageItem {
 			Rating *string `json:"rating,omitempty"`
 		}{Rating: &h.Rating}
 	}
-	files, resources, thoughts := wireMessageFiles(h.Files), wireRetrieverResources(h.RetrieverResources), wireAgentThoughts(h.AgentThoughts)
+	files, resources, thoughts := messageFilesOf(h.Files), retrieverResourcesOf(h.RetrieverResources), agentThoughtsOf(h.AgentThoughts)
 	item.MessageFiles, item.RetrieverResources, item.AgentThoughts = &files, &resources, &thoughts
 	item.ExtraContents = emptyList(item.ExtraContents)
 	return item
@@ -79,7 +79,7 @@ func emptyList[T any](_ *[]T) *[]T {
 // Text the domain keeps as plain strings is always sent (empty included);
 // lists and maps the domain leaves nil are left out.
 
-func wireMessageFiles(list []conversations.MessageFile) []gen.MessageFileItem {
+func messageFilesOf(list []conversations.MessageFile) []gen.MessageFileItem {
 	if list == nil {
 		return nil
 	}
@@ -97,7 +97,7 @@ func wireMessageFiles(list []conversations.MessageFile) []gen.MessageFileItem {
 	return out
 }
 
-func wireRetrieverResources(list []conversations.RetrieverResource) []gen.RetrieverResource {
+func retrieverResourcesOf(list []conversations.RetrieverResource) []gen.RetrieverResource {
 	if list == nil {
 		return nil
 	}
@@ -113,7 +113,7 @@ func wireRetrieverResources(list []conversations.RetrieverResource) []gen.Retrie
 	return out
 }
 
-func wireAgentThoughts(list []conversations.AgentThought) []gen.AgentThoughtItem {
+func agentThoughtsOf(list []conversations.AgentThought) []gen.AgentThoughtItem {
 	if list == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package handlers
+package wire
 
 import (
 	"encoding/json"
@@ -60,22 +60,22 @@ func TestKnowledgeConvertersMatchToWire(t *testing.T) {
 		datasets.Dataset{ID: "null members", PartialMemberList: &noMembers})
 	for i := range sets {
 		d := &sets[i]
-		sameJSON(t, "dataset "+d.ID, wireDataset(d), oracle[gen.Dataset](t, d))
+		sameJSON(t, "dataset "+d.ID, Dataset(d), oracle[gen.Dataset](t, d))
 	}
 	for _, p := range []*datasets.Page{{}, {Data: []datasets.Dataset{}}, {Data: sets, HasMore: true, Limit: 20, Total: 9, Page: 2}} {
-		sameJSON(t, "dataset page", wireDatasetPage(p), oracle[gen.DatasetList](t, p))
+		sameJSON(t, "dataset page", DatasetPage(p), oracle[gen.DatasetList](t, p))
 	}
 
 	for _, list := range [][]documents.IndexingStatus{nil, {}, {{ID: "bare"}, {ID: "full", IndexingStatus: "completed",
 		ProcessingStartedAt: &n, ParsingCompletedAt: &n, CleaningCompletedAt: &n, SplittingCompletedAt: &n, CompletedAt: &n,
 		PausedAt: &n, Error: &s, StoppedAt: &n, CompletedSegments: 3, TotalSegments: 4}}} {
-		sameJSON(t, "indexing status", wireIndexingStatuses(list), oracle[gen.IndexingStatusList](t, map[string]any{"data": list}))
+		sameJSON(t, "indexing status", IndexingStatuses(list), oracle[gen.IndexingStatusList](t, map[string]any{"data": list}))
 	}
 
 	for _, r := range []*pipeline.Result{{}, {TaskID: "t", WorkflowRunID: "w", Data: map[string]any{"id": "w", "outputs": nil,
 		"elapsed_time": 0.25, "total_tokens": 12, "created_at": n, "error": "boom",
 		"documents": []map[string]any{{"id": "d", "position": 1}}}}, {Data: map[string]any{}}} {
-		sameJSON(t, "pipeline result", wirePipelineResult(r), oracle[gen.PipelineRunResult](t, r))
+		sameJSON(t, "pipeline result", PipelineResult(r), oracle[gen.PipelineRunResult](t, r))
 	}
 }
 
@@ -87,7 +87,7 @@ func TestDomainSourcesMatchToWire(t *testing.T) {
 		if err := json.Unmarshal([]byte(body), &list); err != nil {
 			t.Fatal(err)
 		}
-		got, gerr := domainSources(list)
+		got, gerr := DomainSources(list)
 		want, werr := toWire[[]map[string]any](list)
 		if (gerr == nil) != (werr == nil) || (gerr != nil && gerr.Error() != werr.Error()) {
 			t.Fatalf("%s: error %v, want %v", body, gerr, werr)
