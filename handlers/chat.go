@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"appkb/handlers/wire"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"appkb/gen"
+	"appkb/handlers/wire"
 	"appkb/internal/platform/apperr"
 	"appkb/internal/run/chat"
 	"appkb/internal/run/flows"

@@ -1,10 +1,10 @@
 package handlers
 
 import (
-	"appkb/handlers/wire"
 	"context"
 
 	"appkb/gen"
+	"appkb/handlers/wire"
 	"appkb/internal/conversation/conversations"
 )
 

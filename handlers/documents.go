@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"appkb/handlers/wire"
 	"context"
 	"encoding/json"
 	"mime/multipart"
@@ -16,6 +15,7 @@ import (
 
 	"appkb/gen"
 	"appkb/handlers/forms"
+	"appkb/handlers/wire"
 	"appkb/internal/knowledge/datasets"
 	"appkb/internal/knowledge/documents"
 	"appkb/internal/platform/apperr"
@@ -25,8 +25,9 @@ import (
 // kbJSON answers 200 with a value encoded as is: human input forms, and the
 // document detail, whose keys depend on its metadata parameter.
 // Knowledge operations answer with the generated types instead, filled by
-// toWire: openapi.yaml lists every key they always send as required, so
-// the generated types write each of them, null when unset, as Dify does.
+// the converters of handlers/wire: openapi.yaml lists every key they always
+// send as required, so the generated types write each of them, null when
+// unset, as Dify does.
 type kbJSON struct{ v any }
 
 func (r kbJSON) VisitGetDocumentDetailResponse(w http.ResponseWriter) error { return r.write(w) }
@@ -63,13 +64,9 @@ func settingsFrom(technique, docForm, language *string, rule *gen.ProcessRule, r
 
 // CreateDocumentFromText serves POST /datasets/{dataset_id}/document/create-by-text.
 func (s *Server) CreateDocumentFromText(ctx context.Context, req gen.CreateDocumentFromTextRequestObject) (gen.CreateDocumentFromTextResponseObject, error) {
-	actor, err := s.actorOf(ctx)
+	actor, b, err := actorWithBody(s, ctx, req.Body)
 	if err != nil {
 		return nil, err
-	}
-	b := req.Body
-	if b == nil {
-		return nil, apperr.InvalidParam("request body is required")
 	}
 	st, err := settingsFrom((*string)(b.IndexingTechnique), (*string)(b.DocForm), b.DocLanguage, b.ProcessRule, b.RetrievalModel, b.EmbeddingModel, b.EmbeddingModelProvider)
 	if err != nil {
@@ -155,23 +152,12 @@ func (s *Server) ListDocuments(ctx context.Context, req gen.ListDocumentsRequest
 		return nil, err
 	}
 	q := req.Params
-	p := documents.ListParams{}
-	if q.Page != nil {
-		// As on every other paged list: pages count from 1.
-		if *q.Page < 1 {
-			return nil, apperr.InvalidParam(`query parameter "page": number must be at least 1`)
-		}
-		p.Page = *q.Page
+	// As on every other paged list: pages count from 1.
+	if q.Page != nil && *q.Page < 1 {
+		return nil, apperr.InvalidParam(`query parameter "page": number must be at least 1`)
 	}
-	if q.Limit != nil {
-		p.Limit = *q.Limit
-	}
-	if q.Keyword != nil {
-		p.Keyword = *q.Keyword
-	}
-	if q.Status != nil {
-		p.Status = string(*q.Status)
-	}
+	p := documents.ListParams{Page: wire.ValueOf(q.Page), Limit: wire.ValueOf(q.Limit), Keyword: wire.ValueOf(q.Keyword),
+		Status: string(wire.ValueOf(q.Status))}
 	page, err := s.docs.ListDocuments(ctx, actor, req.DatasetId, p)
 	if err != nil {
 		return nil, err
@@ -241,13 +227,9 @@ func (s *Server) UpdateDocumentByFile(ctx context.Context, req gen.UpdateDocumen
 
 // UpdateDocumentByText serves POST /datasets/{dataset_id}/documents/{document_id}/update-by-text.
 func (s *Server) UpdateDocumentByText(ctx context.Context, req gen.UpdateDocumentByTextRequestObject) (gen.UpdateDocumentByTextResponseObject, error) {
-	actor, err := s.actorOf(ctx)
+	actor, b, err := actorWithBody(s, ctx, req.Body)
 	if err != nil {
 		return nil, err
-	}
-	b := req.Body
-	if b == nil {
-		return nil, apperr.InvalidParam("request body is required")
 	}
 	st, err := settingsFrom(nil, (*string)(b.DocForm), b.DocLanguage, b.ProcessRule, b.RetrievalModel, nil, nil)
 	if err != nil {
@@ -275,14 +257,11 @@ func (s *Server) GetDocumentIndexingStatus(ctx context.Context, req gen.GetDocum
 
 // BatchUpdateDocumentStatus serves PATCH /datasets/{dataset_id}/documents/status/{action}.
 func (s *Server) BatchUpdateDocumentStatus(ctx context.Context, req gen.BatchUpdateDocumentStatusRequestObject) (gen.BatchUpdateDocumentStatusResponseObject, error) {
-	actor, err := s.actorOf(ctx)
+	actor, body, err := actorWithBody(s, ctx, req.Body)
 	if err != nil {
 		return nil, err
 	}
-	if req.Body == nil {
-		return nil, apperr.InvalidParam("request body is required")
-	}
-	if err := s.docs.SetStatus(ctx, actor, req.DatasetId, string(req.Action), req.Body.DocumentIds); err != nil {
+	if err := s.docs.SetStatus(ctx, actor, req.DatasetId, string(req.Action), body.DocumentIds); err != nil {
 		return nil, err
 	}
 	return gen.BatchUpdateDocumentStatus200JSONResponse{Result: "success"}, nil
@@ -303,14 +282,11 @@ func (s *Server) DownloadDocument(ctx context.Context, req gen.DownloadDocumentR
 
 // DownloadDocumentsZip serves POST /datasets/{dataset_id}/documents/download-zip.
 func (s *Server) DownloadDocumentsZip(ctx context.Context, req gen.DownloadDocumentsZipRequestObject) (gen.DownloadDocumentsZipResponseObject, error) {
-	actor, err := s.actorOf(ctx)
+	actor, body, err := actorWithBody(s, ctx, req.Body)
 	if err != nil {
 		return nil, err
 	}
-	if req.Body == nil {
-		return nil, apperr.InvalidParam("request body is required")
-	}
-	files, err := s.docs.Files(ctx, actor, req.DatasetId, req.Body.DocumentIds)
+	files, err := s.docs.Files(ctx, actor, req.DatasetId, body.DocumentIds)
 	if err != nil {
 		return nil, err
 	}

@@ -1,10 +1,10 @@
 package handlers
 
 import (
-	"appkb/handlers/wire"
 	"context"
 
 	"appkb/gen"
+	"appkb/handlers/wire"
 )
 
 // PostChatMessageFeedback serves POST /messages/{message_id}/feedbacks: the

@@ -32,7 +32,7 @@ func (s *Server) UploadChatFile(ctx context.Context, req gen.UploadChatFileReque
 	if err != nil {
 		return nil, err
 	}
-	form, err := readUploadForm(req.Body, s.uploads, files.Rules{Limits: apps.DefaultSystemParameters})
+	form, err := s.readUploadForm(req.Body)
 	if err != nil {
 		return nil, err
 	}
@@ -65,8 +65,10 @@ func (f *uploadForm) userOrDefault() string {
 // file. The checks come in Dify's order: no file, more than one file, a
 // file without a name, then the file's own type and size. The whole form
 // is read even when the first file fails, so that a second file is
-// reported as such.
-func readUploadForm(body *multipart.Reader, store *files.Store, rules files.Rules) (*uploadForm, error) {
+// reported as such. Only blocked extensions and the size limit of the
+// file's kind apply (apps.DefaultSystemParameters).
+func (s *Server) readUploadForm(body *multipart.Reader) (*uploadForm, error) {
+	store, rules := s.uploads, files.Rules{Limits: apps.DefaultSystemParameters}
 	form := &uploadForm{}
 	err := forms.Read(body, forms.Spec{
 		NoFile:        forms.NoFile(),

@@ -1,14 +1,12 @@
 package handlers
 
 import (
-	"appkb/handlers/wire"
 	"context"
 	"encoding/json"
 	"net/http"
 
 	"appkb/gen"
-	"appkb/internal/apps"
-	"appkb/internal/conversation/files"
+	"appkb/handlers/wire"
 	"appkb/internal/knowledge/pipeline"
 	"appkb/internal/platform/apperr"
 )
@@ -19,7 +17,7 @@ func (s *Server) UploadPipelineFile(ctx context.Context, req gen.UploadPipelineF
 	if err != nil {
 		return nil, err
 	}
-	form, err := readUploadForm(req.Body, s.uploads, files.Rules{Limits: apps.DefaultSystemParameters})
+	form, err := s.readUploadForm(req.Body)
 	if err != nil {
 		return nil, err
 	}

@@ -1,11 +1,11 @@
 package handlers
 
 import (
-	"appkb/handlers/wire"
 	"context"
 	"strings"
 
 	"appkb/gen"
+	"appkb/handlers/wire"
 	"appkb/internal/knowledge/datasets"
 	"appkb/internal/platform/apperr"
 )
