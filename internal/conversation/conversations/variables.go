@@ -19,24 +19,6 @@ import (
 	"appkb/models"
 )
 
-// Value types of conversation variables (declared once, in package apps).
-const (
-	TypeString       = apps.TypeString
-	TypeSecret       = apps.TypeSecret
-	TypeNumber       = apps.TypeNumber
-	TypeInteger      = apps.TypeInteger
-	TypeFloat        = apps.TypeFloat
-	TypeBoolean      = apps.TypeBoolean
-	TypeObject       = apps.TypeObject
-	TypeFile         = apps.TypeFile
-	TypeArrayString  = apps.TypeArrayString
-	TypeArrayNumber  = apps.TypeArrayNumber
-	TypeArrayBoolean = apps.TypeArrayBoolean
-	TypeArrayObject  = apps.TypeArrayObject
-	TypeArrayFile    = apps.TypeArrayFile
-	TypeArrayAny     = apps.TypeArrayAny
-)
-
 // VariableQuery selects one page of a conversation's variables.
 type VariableQuery struct {
 	// LastID is the id of the final variable of the previous page.
@@ -211,13 +193,13 @@ func initialValue(valueType string, v any) any {
 		return normalizeYAML(v)
 	}
 	switch {
-	case valueType == TypeString || valueType == TypeSecret:
+	case valueType == apps.TypeString || valueType == apps.TypeSecret:
 		return ""
-	case valueType == TypeNumber || valueType == TypeInteger || valueType == TypeFloat:
+	case valueType == apps.TypeNumber || valueType == apps.TypeInteger || valueType == apps.TypeFloat:
 		return 0
-	case valueType == TypeBoolean:
+	case valueType == apps.TypeBoolean:
 		return false
-	case valueType == TypeObject:
+	case valueType == apps.TypeObject:
 		return map[string]any{}
 	case strings.HasPrefix(valueType, "array["):
 		return []any{}
@@ -286,19 +268,19 @@ func CheckValue(valueType string, value any) error {
 // fits checks one non-array value against a scalar or object type.
 func fits(valueType string, v any) bool {
 	switch valueType {
-	case TypeString, TypeSecret:
+	case apps.TypeString, apps.TypeSecret:
 		_, ok := v.(string)
 		return ok
-	case TypeNumber, TypeFloat:
+	case apps.TypeNumber, apps.TypeFloat:
 		_, ok := jsonnum.Float(v)
 		return ok
-	case TypeInteger:
+	case apps.TypeInteger:
 		f, ok := jsonnum.Float(v)
 		return ok && f == math.Trunc(f)
-	case TypeBoolean:
+	case apps.TypeBoolean:
 		_, ok := v.(bool)
 		return ok
-	case TypeObject, TypeFile:
+	case apps.TypeObject, apps.TypeFile:
 		_, ok := v.(map[string]any)
 		return ok
 	}
