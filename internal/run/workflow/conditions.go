@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"appkb/internal/platform/jsonnum"
 )
 
 // compare applies one comparison operator of the DSL to an actual value
@@ -79,8 +81,8 @@ func compare(op string, actual, expected any) (bool, error) {
 		if actual == nil {
 			return false, nil
 		}
-		a, ok1 := parseNumber(actual)
-		b, ok2 := parseNumber(expected)
+		a, ok1 := jsonnum.Number(actual)
+		b, ok2 := jsonnum.Number(expected)
 		if !ok1 || !ok2 {
 			return false, fmt.Errorf("%q compares numbers, got %s and %s", op, TypeOf(actual), TypeOf(expected))
 		}
@@ -228,7 +230,7 @@ func runListOperator(x *nodeRun) (*outcome, error) {
 		items = kept
 	}
 	if cfg.extract != nil {
-		n, ok := parseNumber(x.pool.Render(Text(cfg.extract)))
+		n, ok := jsonnum.Number(x.pool.Render(Text(cfg.extract)))
 		if !ok || n < 1 || int(n) > len(items) {
 			return nil, nodeErr("ListOperatorNodeError", "Cannot extract item %v of a list of %d.", cfg.extract, len(items))
 		}
@@ -239,8 +241,8 @@ func runListOperator(x *nodeRun) (*outcome, error) {
 		slices.SortStableFunc(items, func(a, b any) int {
 			ka, kb := keyOf(a, key), keyOf(b, key)
 			var c int
-			fa, okA := parseNumber(ka)
-			fb, okB := parseNumber(kb)
+			fa, okA := jsonnum.Number(ka)
+			fb, okB := jsonnum.Number(kb)
 			if okA && okB {
 				c = cmp.Compare(fa, fb)
 			} else {

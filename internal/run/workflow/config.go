@@ -4,6 +4,7 @@ import (
 	"appkb/internal/apps"
 	"appkb/internal/llm"
 	"appkb/internal/platform/apperr"
+	"appkb/internal/platform/jsonnum"
 	"time"
 )
 
@@ -226,7 +227,7 @@ func decodeStart(n *gnode) (any, error) {
 		}
 		seen[name] = true
 		sv := startVar{name: name, kind: asString(v["type"]), required: asBool(v["required"]), def: v["default"]}
-		if ml, ok := parseNumber(v["max_length"]); ok && ml > 0 {
+		if ml, ok := jsonnum.Number(v["max_length"]); ok && ml > 0 {
 			sv.maxLength = int(ml)
 		}
 		for _, o := range asAnyList(v["options"]) {
@@ -335,7 +336,7 @@ func promptMessageOf(m map[string]any, role string) promptMessage {
 func decodeIteration(n *gnode) (any, error) {
 	c := &iterationConfig{iterator: selectorOf(n.data["iterator_selector"]), output: selectorOf(n.data["output_selector"]),
 		mode: errorHandleMode(n.data), parallel: asBool(n.data["is_parallel"]), flatten: flattenOutput(n.data)}
-	if f, ok := parseNumber(n.data["parallel_nums"]); ok {
+	if f, ok := jsonnum.Number(n.data["parallel_nums"]); ok {
 		c.parallelNums = int(f)
 	}
 	return c, nil
@@ -344,7 +345,7 @@ func decodeIteration(n *gnode) (any, error) {
 func decodeLoop(n *gnode) (any, error) {
 	c := &loopConfig{count: 1, mode: errorHandleMode(n.data), conditions: asList2(n.data["break_conditions"]),
 		logical: asString(n.data["logical_operator"])}
-	if f, ok := parseNumber(n.data["loop_count"]); ok && f >= 1 {
+	if f, ok := jsonnum.Number(n.data["loop_count"]); ok && f >= 1 {
 		c.count = int(f)
 	}
 	c.count = min(c.count, maxLoopCount)
@@ -377,7 +378,7 @@ func decodeListOperator(n *gnode) (any, error) {
 		c.orderOn, c.orderKey, c.desc = true, asString(o["key"]), asString(o["value"]) == "desc"
 	}
 	if l := asMap(n.data["limit"]); l != nil && asBool(l["enabled"]) {
-		if f, ok := parseNumber(l["size"]); ok && f >= 0 {
+		if f, ok := jsonnum.Number(l["size"]); ok && f >= 0 {
 			c.limit = int(f)
 		}
 	}

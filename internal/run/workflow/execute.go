@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"appkb/internal/platform/jsonnum"
 	"appkb/internal/platform/metrics"
 	"appkb/models"
 )
@@ -56,8 +57,8 @@ func retryConfig(d map[string]any) (tries int, interval time.Duration) {
 	if rc == nil || (rc["retry_enabled"] != nil && !asBool(rc["retry_enabled"])) {
 		return 0, 0
 	}
-	n, _ := parseNumber(rc["max_retries"])
-	ms, _ := parseNumber(rc["retry_interval"])
+	n, _ := jsonnum.Number(rc["max_retries"])
+	ms, _ := jsonnum.Number(rc["retry_interval"])
 	if n > 10 {
 		n = 10
 	}

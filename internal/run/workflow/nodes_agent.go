@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"appkb/internal/llm"
+	"appkb/internal/platform/jsonnum"
 	"appkb/internal/run/agent"
 	"appkb/internal/run/tools"
 
@@ -84,7 +85,7 @@ func (x *nodeRun) agentTools() ([]*agent.Tool, error) {
 			if pm == nil || pm["value"] == nil || pm["value"] == "" {
 				continue
 			}
-			if auto, ok := parseNumber(pm["auto"]); (ok && auto == 0) || pm["auto"] == false {
+			if auto, ok := jsonnum.Number(pm["auto"]); (ok && auto == 0) || pm["auto"] == false {
 				fixed[k] = x.renderValue(pm["value"])
 			}
 		}
@@ -130,7 +131,7 @@ func (x *nodeRun) mcpServers() ([]tools.MCPServer, error) {
 		for k, v := range asMap(sm["headers"]) {
 			s.Headers[k] = Text(v)
 		}
-		if f, ok := parseNumber(sm["timeout"]); ok && f > 0 {
+		if f, ok := jsonnum.Number(sm["timeout"]); ok && f > 0 {
 			s.Timeout = time.Duration(f * float64(time.Second))
 		}
 		out = append(out, s)
@@ -220,7 +221,7 @@ func runAgent(x *nodeRun) (*outcome, error) {
 	instruction := Text(x.agentParam("instruction"))
 	maxIter := agentDefaultIterations
 	for _, k := range []string{"maximum_iterations", "max_iterations"} {
-		if n, ok := parseNumber(x.agentParam(k)); ok {
+		if n, ok := jsonnum.Number(x.agentParam(k)); ok {
 			maxIter = int(n)
 			break
 		}

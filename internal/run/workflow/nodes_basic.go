@@ -304,8 +304,8 @@ func applyOperation(cur any, kind string, val any, hasVal bool) (any, error) {
 		if err := need(); err != nil {
 			return nil, err
 		}
-		a, ok1 := parseNumber(cur)
-		b, ok2 := parseNumber(val)
+		a, ok1 := jsonnum.Number(cur)
+		b, ok2 := jsonnum.Number(val)
 		if !ok1 || !ok2 {
 			return nil, fmt.Errorf("%s needs numbers", kind)
 		}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"appkb/internal/conversation/files"
+	"appkb/internal/platform/jsonnum"
 	"appkb/internal/platform/netguard"
 )
 
@@ -145,7 +146,7 @@ func (t *HTTPTransports) CloseIdle() {
 
 // httpSeconds reads one timeout of the node data.
 func httpSeconds(v any, def, max time.Duration) time.Duration {
-	f, ok := parseNumber(v)
+	f, ok := jsonnum.Number(v)
 	if !ok || f <= 0 {
 		return def
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"appkb/internal/platform/jsonnum"
 )
 
 // formField matches the place of a field in a form's text:
@@ -112,7 +114,7 @@ func (x *nodeRun) newForm() *HumanForm {
 
 // formTimeout reads timeout and timeout_unit (36 hours when unset).
 func formTimeout(d map[string]any) time.Duration {
-	n, ok := parseNumber(d["timeout"])
+	n, ok := jsonnum.Number(d["timeout"])
 	if !ok || n <= 0 {
 		n = 36
 	}

@@ -6,6 +6,7 @@ import (
 	"unicode"
 
 	"appkb/internal/llm"
+	"appkb/internal/platform/jsonnum"
 )
 
 // chatModel looks up the model an llm-like node names.
@@ -70,7 +71,7 @@ func (x *nodeRun) historyMessages() []llm.Message {
 	}
 	hist := x.r.in.History
 	if w := asMap(mem["window"]); w != nil && asBool(w["enabled"]) {
-		if n, ok := parseNumber(w["size"]); ok && n > 0 && int(n)*2 < len(hist) {
+		if n, ok := jsonnum.Number(w["size"]); ok && n > 0 && int(n)*2 < len(hist) {
 			hist = hist[len(hist)-int(n)*2:]
 		}
 	}

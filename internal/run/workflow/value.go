@@ -162,9 +162,6 @@ func typeMatches(t string, v any) bool {
 	return false
 }
 
-// parseNumber accepts a number or the text of one.
-var parseNumber = jsonnum.Number
-
 // inputNumber converts the value of a number input as Dify does: text
 // (and a JSON number's own text) without a decimal point is an integer,
 // int64, so that templates show 3 and not 3.0; text with one is a float64.
@@ -310,7 +307,7 @@ func plainList(v any) []any {
 func coerce(t string, v any) any {
 	switch t {
 	case TypeNumber:
-		if f, ok := parseNumber(v); ok {
+		if f, ok := jsonnum.Number(v); ok {
 			return f
 		}
 	case TypeString:

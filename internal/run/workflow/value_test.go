@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"appkb/internal/platform/jsonnum"
 )
 
 type pinPoint struct {
@@ -138,13 +140,13 @@ func TestParseNumberPinned(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := parseNumber(tc.in)
+			got, ok := jsonnum.Number(tc.in)
 			if ok != tc.ok || got != tc.want {
-				t.Errorf("parseNumber(%#v) = %v, %v; want %v, %v", tc.in, got, ok, tc.want, tc.ok)
+				t.Errorf("jsonnum.Number(%#v) = %v, %v; want %v, %v", tc.in, got, ok, tc.want, tc.ok)
 			}
 		})
 	}
-	if got, ok := parseNumber("Inf"); !ok || !math.IsInf(got, 1) {
-		t.Errorf(`parseNumber("Inf") = %v, %v; want +Inf, true`, got, ok)
+	if got, ok := jsonnum.Number("Inf"); !ok || !math.IsInf(got, 1) {
+		t.Errorf(`jsonnum.Number("Inf") = %v, %v; want +Inf, true`, got, ok)
 	}
 }
