@@ -68,14 +68,13 @@ func (f *uploadForm) userOrDefault() string {
 // reported as such. Only blocked extensions and the size limit of the
 // file's kind apply (apps.DefaultSystemParameters).
 func (s *Server) readUploadForm(body *multipart.Reader) (*uploadForm, error) {
-	store, rules := s.uploads, files.Rules{Limits: apps.DefaultSystemParameters}
 	form := &uploadForm{}
 	err := forms.Read(body, forms.Spec{
 		NoFile:        forms.NoFile(),
 		RequireName:   true,
 		HoldFileError: true,
 		File: func(f forms.File) (err error) {
-			form.staged, err = store.Stage(rules, f.Name, f.ContentType, f.Body)
+			form.staged, err = s.uploads.Stage(files.Rules{Limits: apps.DefaultSystemParameters}, f.Name, f.ContentType, f.Body)
 			return err
 		},
 		Fields: map[string]forms.Field{"user": {Max: maxFormFieldSize, TooLong: apperr.InvalidParam("user is too long"), Set: func(b []byte) error {

@@ -94,7 +94,7 @@ func (s *Service) Workflow(ctx context.Context, req Request) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	in, err := s.onGraph(version, workflow.RunInput{
+	in, err := s.withGraph(version, workflow.RunInput{
 		Mode: workflow.ModeWorkflow, Inputs: req.Inputs, Files: WorkflowFiles(attached),
 		UserID: req.User, AppID: app.ID, TaskID: uuid.NewString(), RunID: models.NewID(),
 	})
@@ -152,8 +152,8 @@ func (s *Service) Workflow(ctx context.Context, req Request) (*Run, error) {
 	}), nil
 }
 
-// onGraph is in set to run version: its compiled graph and its id.
-func (s *Service) onGraph(version *workflowruns.Version, in workflow.RunInput) (workflow.RunInput, error) {
+// withGraph returns in with the compiled graph of version and its id.
+func (s *Service) withGraph(version *workflowruns.Version, in workflow.RunInput) (workflow.RunInput, error) {
 	graph, err := s.runs.Graph(version)
 	in.Graph, in.WorkflowID = graph, version.ID
 	return in, err
@@ -176,7 +176,7 @@ func (s *Service) chatflow(ctx context.Context, app *models.App, req Request) (*
 	if err != nil {
 		return nil, err
 	}
-	in, err := s.onGraph(version, workflow.RunInput{
+	in, err := s.withGraph(version, workflow.RunInput{
 		Mode: workflow.ModeChatflow, Inputs: turn.Inputs, Query: req.Query, UserID: req.User, AppID: app.ID,
 		ConversationID: turn.ConversationID, MessageID: turn.MessageID,
 		TaskID: turn.TaskID, RunID: models.NewID(),
